@@ -1,0 +1,205 @@
+#include "backends/posix/posix_receive_socket.hpp"
+
+#include "backends/posix/wire.hpp"
+#include "little_endian.hpp"
+#include "netio/log.hpp"
+
+#include <fmt/format.h>
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <mutex>
+
+namespace netio::posix {
+namespace {
+constexpr std::size_t staging_size = 64 * 1024;
+constexpr int max_reads_per_wakeup = 16;  // then let other connections have the loop
+}  // namespace
+
+// The buffers a receive socket lends out. Shared with every ReceivedBuffer, so it outlives
+// the socket. give_back() may run on any thread; it calls the waker only when the socket
+// stalled for lack of buffers (so a returned buffer costs no wake-up in the common case).
+class ReceiveBufferPool final : public ReceiveBufferOwner {
+ public:
+  ReceiveBufferPool(std::size_t credits, std::size_t initial_size) : pool_(credits, initial_size) {}
+
+  BufferPool& pool() noexcept { return pool_; }
+  void set_waker(std::function<void()> waker) {
+    std::lock_guard lock(mutex_);
+    waker_ = std::move(waker);
+  }
+  // The socket found no free buffer: ask to be woken by the next give_back().
+  void want_wakeup() noexcept { waiting_.store(true, std::memory_order_seq_cst); }
+  void cancel_wakeup() noexcept { waiting_.store(false, std::memory_order_relaxed); }
+
+  void give_back(Buffer* buffer) noexcept override {
+    pool_.release(buffer);
+    if (waiting_.exchange(false, std::memory_order_seq_cst)) {
+      std::lock_guard lock(mutex_);
+      if (waker_) waker_();
+    }
+  }
+
+ private:
+  BufferPool pool_;
+  std::atomic<bool> waiting_{false};
+  std::mutex mutex_;
+  std::function<void()> waker_;  // guarded by mutex_
+};
+
+PosixReceiveSocket::PosixReceiveSocket(EventLoop& loop, SocketFd fd, Endpoint local, Endpoint peer,
+                                       std::size_t max_buffer_size, std::size_t credits)
+    : loop_(loop),
+      fd_(std::move(fd)),
+      local_(std::move(local)),
+      peer_(std::move(peer)),
+      max_buffer_size_(max_buffer_size),
+      pool_(std::make_shared<ReceiveBufferPool>(std::max<std::size_t>(credits, 1),
+                                                std::min(max_buffer_size, staging_size))),
+      staging_(staging_size) {}
+
+PosixReceiveSocket::~PosixReceiveSocket() { close(); }
+
+void PosixReceiveSocket::start(Callbacks callbacks) {
+  callbacks_ = std::move(callbacks);
+  // Wake-ups from other threads travel as a posted task that checks the socket still lives.
+  pool_->set_waker([this, alive = std::weak_ptr<int>(alive_)] {
+    loop_.post([this, alive] {
+      if (!alive.expired()) resume();  // the socket may have gone while the task waited
+    });
+  });
+  loop_.add_fd(fd_.get(), EPOLLIN, [this](std::uint32_t) { on_readable(); });
+}
+
+void PosixReceiveSocket::on_readable() {
+  for (int i = 0; i < max_reads_per_wakeup && !closed_ && !stalled_; ++i) {
+    if (read_once() != Step::progress) return;
+  }
+}
+
+PosixReceiveSocket::Step PosixReceiveSocket::read_once() {
+  std::byte* target;
+  std::size_t room;
+  const bool direct = current_ != nullptr && staged_begin_ == staged_end_ && expected_ - current_->size >= staging_size;
+  if (direct) {
+    // The rest of a large frame: straight into its buffer, no staging copy.
+    target = current_->data + current_->size;
+    room = expected_ - current_->size;
+  } else {
+    if (staged_begin_ == staged_end_) staged_begin_ = staged_end_ = 0;
+    if (staged_end_ == staging_.size()) {  // only a partial header can be left: move it to the front
+      std::memmove(staging_.data(), staging_.data() + staged_begin_, staged_end_ - staged_begin_);
+      staged_end_ -= staged_begin_;
+      staged_begin_ = 0;
+    }
+    target = staging_.data() + staged_end_;
+    room = staging_.size() - staged_end_;
+  }
+  const ssize_t n = ::recv(fd_.get(), target, room, 0);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EINTR) return Step::would_block;
+    fail(Errc::disconnected, fmt::format("connection from {} to {} lost: {}", peer_.to_string(), local_.to_string(),
+                                         errno_text(errno)));
+    return Step::done;
+  }
+  if (n == 0) {
+    if (current_ != nullptr || have_header_ || staged_begin_ != staged_end_) {
+      fail(Errc::disconnected, fmt::format("{} closed the connection to {} in the middle of a message",
+                                           peer_.to_string(), local_.to_string()));
+    } else {
+      fail(Errc::disconnected, fmt::format("{} closed the connection to {}", peer_.to_string(), local_.to_string()));
+    }
+    return Step::done;
+  }
+  if (direct) {
+    current_->size += static_cast<std::size_t>(n);
+    if (current_->size == expected_) deliver();
+    return closed_ ? Step::done : Step::progress;
+  }
+  staged_end_ += static_cast<std::size_t>(n);
+  return consume_staged() ? Step::progress : Step::stalled;
+}
+
+bool PosixReceiveSocket::consume_staged() {
+  while (!closed_) {
+    const std::size_t staged = staged_end_ - staged_begin_;
+    if (current_ == nullptr) {
+      if (!have_header_) {
+        if (staged < frame_header_size) return true;
+        expected_ = detail::load_le<std::uint64_t>(staging_.data() + staged_begin_);
+        staged_begin_ += frame_header_size;
+        have_header_ = true;
+        if (expected_ > max_buffer_size_) {
+          fail(Errc::protocol_error, fmt::format("{} sent a {}-byte buffer to {}, more than the {} bytes agreed",
+                                                 peer_.to_string(), expected_, local_.to_string(), max_buffer_size_));
+          return false;
+        }
+      }
+      current_ = pool_->pool().try_acquire();
+      if (current_ == nullptr) {
+        // Every buffer is lent out: stop reading until one comes back. Asking for the
+        // wake-up before the second try closes the race with a give_back() in between.
+        pool_->want_wakeup();
+        current_ = pool_->pool().try_acquire();
+        if (current_ == nullptr) {
+          stalled_ = true;
+          loop_.modify_fd(fd_.get(), 0);
+          return false;
+        }
+        pool_->cancel_wakeup();
+      }
+      pool_->pool().reserve(current_, expected_);
+      current_->size = 0;
+    }
+    const std::size_t take = std::min(staged_end_ - staged_begin_, expected_ - current_->size);
+    std::memcpy(current_->data + current_->size, staging_.data() + staged_begin_, take);
+    current_->size += take;
+    staged_begin_ += take;
+    if (current_->size < expected_) return true;  // needs more bytes from the socket
+    deliver();
+  }
+  return false;
+}
+
+void PosixReceiveSocket::deliver() {
+  Buffer* buffer = std::exchange(current_, nullptr);
+  have_header_ = false;
+  if (callbacks_.on_data) callbacks_.on_data(ReceivedBuffer(buffer, pool_));
+  else pool_->give_back(buffer);
+}
+
+void PosixReceiveSocket::resume() {
+  if (closed_ || !stalled_) return;
+  stalled_ = false;
+  loop_.modify_fd(fd_.get(), EPOLLIN);
+  if (consume_staged()) on_readable();
+}
+
+void PosixReceiveSocket::fail(Errc code, const std::string& why) {
+  if (code == Errc::protocol_error) log(LogLevel::warn, "receive socket: {}; disconnecting", why);
+  else log(LogLevel::info, "receive socket: {}", why);
+  auto callback = callbacks_.on_disconnected;
+  close();
+  if (callback) callback(Error(code, why));
+}
+
+void PosixReceiveSocket::close() noexcept {
+  if (closed_) return;
+  closed_ = true;
+  pool_->set_waker(nullptr);
+  alive_.reset();
+  if (fd_) {
+    loop_.remove_fd(fd_.get());
+    fd_.reset();
+  }
+  if (current_ != nullptr) pool_->pool().release(std::exchange(current_, nullptr));
+  callbacks_ = {};
+}
+
+}  // namespace netio::posix

@@ -1,0 +1,23 @@
+#include "backends/posix/socket_fd.hpp"
+
+#include "netio/error.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace netio::posix {
+
+void set_no_delay(int fd) {
+  const int one = 1;
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+    throw system_error(errno, "setsockopt(TCP_NODELAY) failed");
+  }
+}
+
+std::string errno_text(int errno_value) { return std::strerror(errno_value); }
+
+}  // namespace netio::posix

@@ -1,0 +1,35 @@
+#include "backends/posix/wire.hpp"
+
+#include "little_endian.hpp"
+
+#include <algorithm>
+
+namespace netio::posix {
+
+std::vector<std::byte> encode_frame(std::span<const std::byte> payload) {
+  std::vector<std::byte> frame(frame_header_size + payload.size());
+  detail::store_le<std::uint64_t>(frame.data(), payload.size());
+  std::copy(payload.begin(), payload.end(), frame.begin() + frame_header_size);
+  return frame;
+}
+
+std::vector<std::byte> encode_reply(const HandshakeReply& reply) {
+  const auto reason_size = std::min(reply.reason.size(), max_handshake_frame - 9);
+  std::vector<std::byte> payload(9 + reason_size);
+  payload[0] = std::byte{reply.accepted ? std::uint8_t{1} : std::uint8_t{0}};
+  detail::store_le<std::uint64_t>(payload.data() + 1, reply.max_buffer_size);
+  std::transform(reply.reason.begin(), reply.reason.begin() + static_cast<std::ptrdiff_t>(reason_size),
+                 payload.begin() + 9, [](char c) { return static_cast<std::byte>(c); });
+  return encode_frame(payload);
+}
+
+std::optional<HandshakeReply> decode_reply(std::span<const std::byte> payload) {
+  if (payload.size() < 9 || static_cast<std::uint8_t>(payload[0]) > 1) return std::nullopt;
+  HandshakeReply reply;
+  reply.accepted = payload[0] == std::byte{1};
+  reply.max_buffer_size = detail::load_le<std::uint64_t>(payload.data() + 1);
+  reply.reason.assign(reinterpret_cast<const char*>(payload.data() + 9), payload.size() - 9);
+  return reply;
+}
+
+}  // namespace netio::posix

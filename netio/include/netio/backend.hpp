@@ -1,0 +1,160 @@
+// The low-level socket interface that every back-end implements (NetIO's send, listen and
+// receive sockets). A back-end only moves buffers: it knows nothing of pages, tags or
+// time-slices. What it guarantees:
+//   - a buffer sent is delivered as one unit of exactly its size, in order, reliably, or
+//     the connection is reported lost;
+//   - a connection starts with a hello (opaque bytes from the connecting side) that the
+//     listening side accepts or rejects before any data flows; the accept carries the
+//     largest buffer the receiver takes, a reject carries a reason for the connector.
+//
+// Threading: every method must be called on the event-loop thread, and every callback runs
+// there. A callback may call close() on its own socket but must not destroy it; destroy
+// sockets from a later loop task (or after close() from the loop thread).
+//
+// Ownership: send buffers belong to the caller; the back-end borrows a buffer from send()
+// until on_send_completed (after which the caller may reuse it) or until close().
+// Receive buffers belong to the back-end and are lent to the caller as a ReceivedBuffer,
+// which gives them back when destroyed (on any thread).
+#pragma once
+
+#include "netio/buffer.hpp"
+#include "netio/endpoint.hpp"
+#include "netio/error.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+
+namespace netio {
+
+class EventLoop;
+
+// Where received buffers go back to. Thread-safe: give_back() may be called on any thread.
+class ReceiveBufferOwner {
+ public:
+  virtual ~ReceiveBufferOwner() = default;
+  virtual void give_back(Buffer* buffer) noexcept = 0;
+};
+
+// A received buffer on loan from the back-end: move-only; destroying it (or reset())
+// returns the memory. Keeping it alive keeps the memory valid; holding many stalls the
+// connection (the back-end stops receiving), which is how back-pressure reaches the sender.
+class ReceivedBuffer {
+ public:
+  ReceivedBuffer() = default;
+  ReceivedBuffer(Buffer* buffer, std::shared_ptr<ReceiveBufferOwner> owner) noexcept
+      : buffer_(buffer), owner_(std::move(owner)) {}
+  ReceivedBuffer(ReceivedBuffer&& other) noexcept
+      : buffer_(std::exchange(other.buffer_, nullptr)), owner_(std::move(other.owner_)) {}
+  ReceivedBuffer& operator=(ReceivedBuffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      buffer_ = std::exchange(other.buffer_, nullptr);
+      owner_ = std::move(other.owner_);
+    }
+    return *this;
+  }
+  ReceivedBuffer(const ReceivedBuffer&) = delete;
+  ReceivedBuffer& operator=(const ReceivedBuffer&) = delete;
+  ~ReceivedBuffer() { reset(); }
+
+  void reset() noexcept {
+    if (buffer_ != nullptr) owner_->give_back(std::exchange(buffer_, nullptr));
+    owner_.reset();
+  }
+  explicit operator bool() const noexcept { return buffer_ != nullptr; }
+  std::span<const std::byte> bytes() const noexcept {
+    return buffer_ ? std::span<const std::byte>(buffer_->data, buffer_->size) : std::span<const std::byte>();
+  }
+
+ private:
+  Buffer* buffer_ = nullptr;
+  std::shared_ptr<ReceiveBufferOwner> owner_;
+};
+
+// What the connecting side learns when the listener accepts.
+struct ConnectionInfo {
+  Endpoint peer;                  // the address connected to
+  std::size_t peer_max_buffer_size = 0;  // send no buffer larger than this
+};
+
+class LowLevelSendSocket {
+ public:
+  struct Callbacks {
+    std::function<void(const ConnectionInfo&)> on_connected;
+    std::function<void(const Error&)> on_connect_failed;  // refused, rejected (with reason), unreachable
+    std::function<void(const Error&)> on_disconnected;    // after on_connected only
+    std::function<void(Buffer*)> on_send_completed;       // the buffer may be reused
+  };
+
+  virtual ~LowLevelSendSocket() = default;
+  // Starts connecting; the result arrives through the callbacks. `hello` is copied.
+  virtual void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) = 0;
+  // Queues `buffer` (buffer->size bytes) for sending. Only after on_connected. Buffers
+  // complete in the order sent. Never blocks: the back-end queues what it cannot send yet.
+  virtual void send(Buffer* buffer) = 0;
+  // Registration for buffers this socket sends; nullptr when the back-end needs none.
+  virtual MemoryRegistrar* registrar() noexcept = 0;
+  // Closes the connection. Buffers not yet completed are dropped (the caller owns them
+  // again); no callback runs after close() returns. Idempotent.
+  virtual void close() noexcept = 0;
+};
+
+class LowLevelReceiveSocket {
+ public:
+  struct Callbacks {
+    std::function<void(ReceivedBuffer)> on_data;
+    std::function<void(const Error&)> on_disconnected;  // code Errc::disconnected for a clean close
+  };
+
+  virtual ~LowLevelReceiveSocket() = default;
+  // Starts delivering; called once, right after on_accepted hands the socket over.
+  virtual void start(Callbacks callbacks) = 0;
+  virtual const Endpoint& peer() const noexcept = 0;
+  // No callback runs after close() returns. Buffers already lent out stay valid. Idempotent.
+  virtual void close() noexcept = 0;
+};
+
+// The listener's answer to a connection request.
+struct AcceptDecision {
+  static AcceptDecision accept(std::size_t max_buffer_size, std::size_t receive_credits) {
+    return {true, {}, max_buffer_size, receive_credits};
+  }
+  static AcceptDecision reject(std::string reason) { return {false, std::move(reason), 0, 0}; }
+
+  bool accepted = false;
+  std::string reject_reason;            // sent to the connecting side
+  std::size_t max_buffer_size = 0;      // larger buffers are a protocol error
+  std::size_t receive_credits = 0;      // receive buffers lent out at most before reading stalls
+};
+
+class LowLevelListenSocket {
+ public:
+  struct Callbacks {
+    std::function<AcceptDecision(const Endpoint& peer, std::span<const std::byte> hello)> on_request;
+    std::function<void(std::unique_ptr<LowLevelReceiveSocket>)> on_accepted;
+    std::function<void(const Error&)> on_error;  // a failed accept; the listener keeps listening
+  };
+
+  virtual ~LowLevelListenSocket() = default;
+  // Binds and listens; throws netio::Error if the address cannot be bound.
+  virtual void listen(const Endpoint& local, Callbacks callbacks) = 0;
+  // The bound address, with the real port when listen() was given port 0.
+  virtual Endpoint local_endpoint() const = 0;
+  // Stops accepting; receive sockets already handed out live on. Idempotent.
+  virtual void close() noexcept = 0;
+};
+
+// A back-end: makes the three sockets, all bound to one event loop.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::unique_ptr<LowLevelSendSocket> make_send_socket() = 0;
+  virtual std::unique_ptr<LowLevelListenSocket> make_listen_socket() = 0;
+};
+
+}  // namespace netio

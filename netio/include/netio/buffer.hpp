@@ -1,0 +1,80 @@
+// Buffers that the back-ends move, and pools of them.
+//
+// A Buffer is a block of memory a back-end can send or receive into. Back-ends such as
+// libfabric need memory registered before use; a MemoryRegistrar does that once per
+// buffer, when the pool allocates it (and again only if the buffer has to grow).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace netio {
+
+struct Buffer {
+  std::byte* data = nullptr;
+  std::size_t capacity = 0;
+  std::size_t size = 0;          // bytes in use (what send() transmits)
+  void* desc = nullptr;          // back-end descriptor (fi_mr_desc), nullptr if none
+  void* registration = nullptr;  // back-end handle (struct fid_mr*), owned by the registrar
+
+  std::span<std::byte> bytes() noexcept { return {data, size}; }
+  std::span<const std::byte> bytes() const noexcept { return {data, size}; }
+};
+
+// Registers memory with a back-end. Called on any thread (pools are built on user
+// threads); implementations must be thread-safe. register_buffer() throws netio::Error.
+class MemoryRegistrar {
+ public:
+  virtual ~MemoryRegistrar() = default;
+  virtual void register_buffer(Buffer& buffer) = 0;
+  virtual void deregister_buffer(Buffer& buffer) noexcept = 0;
+};
+
+// A fixed number of buffers, allocated and registered when first needed and reused after
+// that: memory is bounded by count × the largest size asked for.
+// Thread-safe: acquire/release from any thread. The registrar must outlive the pool.
+class BufferPool {
+ public:
+  BufferPool(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar = nullptr);
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // nullptr when all buffers are in use.
+  Buffer* try_acquire();
+  // Waits up to `timeout` for a free buffer; nullptr on timeout or after close().
+  Buffer* acquire(std::chrono::nanoseconds timeout);
+  void release(Buffer* buffer) noexcept;
+  // Wakes every waiter in acquire(); later acquires fail at once.
+  void close() noexcept;
+
+  // Makes `buffer` (acquired from this pool) hold at least `capacity` bytes, re-registering
+  // it if it had to move. Contents are not preserved.
+  void reserve(Buffer* buffer, std::size_t capacity);
+
+  std::size_t count() const noexcept { return buffers_.size(); }
+  std::size_t buffer_size() const noexcept { return buffer_size_; }
+  std::size_t available() const;
+  std::size_t bytes_allocated() const;
+
+ private:
+  struct Slot;
+  void allocate(Slot& slot, std::size_t capacity);
+  void free_slot(Slot& slot) noexcept;
+
+  std::size_t buffer_size_;
+  MemoryRegistrar* registrar_;
+  std::vector<std::unique_ptr<Slot>> buffers_;
+  mutable std::mutex mutex_;
+  std::condition_variable available_cv_;
+  std::vector<Slot*> free_;  // guarded by mutex_
+  bool closed_ = false;      // guarded by mutex_
+};
+
+}  // namespace netio

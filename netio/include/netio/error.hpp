@@ -1,0 +1,43 @@
+// Errors of netio: one style everywhere.
+//
+// Synchronous calls throw netio::Error (a std::system_error). Asynchronous failures
+// (a refused connection, a peer that vanished) are delivered to callbacks as a
+// netio::Error that is passed, not thrown. Either way code() says what happened and
+// what() names the endpoint, the peer and what was wrong.
+#pragma once
+
+#include <string>
+#include <system_error>
+
+namespace netio {
+
+enum class Errc {
+  malformed_endpoint = 1,  // an endpoint string that cannot be parsed
+  resolve_failed,          // a host name that does not resolve
+  connection_refused,      // nobody listens at the address
+  handshake_rejected,      // the peer is not a matching netio socket
+  protocol_error,          // junk, oversized lengths, truncated pages
+  disconnected,            // the peer closed or vanished
+  timeout,                 // a blocking call ran out of time
+  closed,                  // the socket or context was closed
+  message_too_large,       // larger than the peer accepts
+  backend_error,           // the back-end (kernel, libfabric) reported a failure
+  provider_unavailable,    // no libfabric provider matches
+};
+
+const std::error_category& error_category() noexcept;
+std::error_code make_error_code(Errc e) noexcept;
+
+class Error : public std::system_error {
+ public:
+  Error(std::error_code code, const std::string& what) : std::system_error(code, what) {}
+  Error(Errc code, const std::string& what) : std::system_error(make_error_code(code), what) {}
+};
+
+// An Error for a failed system call: code is errno in the system category.
+Error system_error(int errno_value, const std::string& what);
+
+}  // namespace netio
+
+template <>
+struct std::is_error_code_enum<netio::Errc> : std::true_type {};

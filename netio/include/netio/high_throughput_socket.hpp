@@ -1,0 +1,97 @@
+// High-throughput sockets: messages are batched into pages, each message framed as an
+// 8-byte little-endian length followed by its bytes; a page is sent when full, when the
+// flush timer fires, or on flush(). Received pages are queued and parsed lazily by recv()
+// on the user's thread.
+#pragma once
+
+#include "netio/context.hpp"
+#include "netio/endpoint.hpp"
+#include "netio/message.hpp"
+#include "netio/stats.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+
+namespace netio {
+
+struct HighThroughputSendOptions {
+  std::size_t page_size = 1024 * 1024;
+  std::size_t page_count = 16;  // the pool: memory is page_size × page_count, never more
+  std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);  // a partly filled page waits at most this long
+  std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);  // send() waits this long for a free page
+};
+
+// Connects to a HighThroughputReceiveSocket.
+//
+// Back-pressure: pages come from a bounded pool. When every page is in flight (a slow or
+// stalled receiver), send() waits for one up to send_timeout and then throws
+// Errc::timeout; try_send() returns false instead.
+// Thread-safety: every method may be called from any number of threads; a message stays
+// whole and messages from one thread keep their order. The send path costs a lock and a
+// copy: no heap allocation and no system call per message.
+// Lifetime: destroy before the Context. The destructor flushes and waits (up to
+// send_timeout) for the pages to be sent, then closes.
+class HighThroughputSendSocket {
+ public:
+  HighThroughputSendSocket(Context& context, const Endpoint& remote, HighThroughputSendOptions options = {});
+  ~HighThroughputSendSocket();
+  HighThroughputSendSocket(const HighThroughputSendSocket&) = delete;
+  HighThroughputSendSocket& operator=(const HighThroughputSendSocket&) = delete;
+
+  void wait_connected(std::chrono::nanoseconds timeout);
+  bool connected() const noexcept;
+
+  // Copies the message into pages (splitting it across pages when it does not fit).
+  // Throws netio::Error: Errc::timeout, Errc::message_too_large, or the connection's error.
+  void send(std::span<const std::byte> message);
+  // False, with nothing written, when the message does not fit in the free pages now.
+  bool try_send(std::span<const std::byte> message);
+  // Sends the partly filled page now.
+  void flush();
+  // flush(), then waits until every page handed to the back-end has completed.
+  // Throws Errc::timeout or the connection's error.
+  void flush_and_wait(std::chrono::nanoseconds timeout);
+
+  const Endpoint& remote() const noexcept;
+  SocketStats stats() const noexcept;
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+struct HighThroughputReceiveOptions {
+  std::size_t max_page_size = 16 * 1024 * 1024;     // senders with larger pages are rejected
+  std::size_t max_message_size = 256 * 1024 * 1024;  // a larger length disconnects the sender
+  std::size_t page_credits = 8;  // pages per connection queued at most before reading stalls
+};
+
+// Listens for HighThroughputSendSockets (any number; messages of one sender keep their
+// order). A sender sending a length beyond max_message_size, a truncated page or junk is
+// disconnected with a logged reason; other senders are not disturbed.
+// Thread-safety: recv()/try_recv() from any threads (each message goes to one caller).
+class HighThroughputReceiveSocket {
+ public:
+  HighThroughputReceiveSocket(Context& context, const Endpoint& local, HighThroughputReceiveOptions options = {});
+  ~HighThroughputReceiveSocket();
+  HighThroughputReceiveSocket(const HighThroughputReceiveSocket&) = delete;
+  HighThroughputReceiveSocket& operator=(const HighThroughputReceiveSocket&) = delete;
+
+  // The next message, waiting up to `timeout`; std::nullopt on timeout.
+  std::optional<Message> recv(std::chrono::nanoseconds timeout);
+  std::optional<Message> try_recv();
+
+  Endpoint local_endpoint() const;
+  SocketStats stats() const noexcept;
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace netio

@@ -1,0 +1,94 @@
+// Low-latency sockets: no batching. A message is handed to the back-end as soon as send()
+// is called, and each received message is passed to a callback on the event-loop thread.
+#pragma once
+
+#include "netio/context.hpp"
+#include "netio/endpoint.hpp"
+#include "netio/stats.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+
+namespace netio {
+
+struct LowLatencySendOptions {
+  // Messages in flight at most; send() waits (up to send_timeout) when all are in flight.
+  std::size_t buffer_count = 64;
+  // Initial size of each send buffer; a buffer grows to the largest message it carried.
+  std::size_t buffer_size = 64 * 1024;
+  std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
+};
+
+// Connects to a LowLatencyReceiveSocket. Construction starts connecting and returns at
+// once; messages sent before the connection is up wait in the socket's buffers.
+//
+// Thread-safety: send(), try_send(), wait_connected() and stats() may be called from any
+// number of threads at once; each message stays whole and messages from one thread keep
+// their order. send() on the event-loop thread (from a receive callback) goes straight to
+// the back-end without a thread switch.
+// Lifetime: destroy before the Context. The destructor closes the connection; messages not
+// yet sent are dropped.
+class LowLatencySendSocket {
+ public:
+  LowLatencySendSocket(Context& context, const Endpoint& remote, LowLatencySendOptions options = {});
+  ~LowLatencySendSocket();
+  LowLatencySendSocket(const LowLatencySendSocket&) = delete;
+  LowLatencySendSocket& operator=(const LowLatencySendSocket&) = delete;
+
+  // Waits until the receiver accepted the connection. Throws netio::Error when it was
+  // refused or rejected, or Errc::timeout.
+  void wait_connected(std::chrono::nanoseconds timeout);
+  bool connected() const noexcept;
+
+  // Copies `message` into a send buffer and hands it to the back-end. Throws netio::Error:
+  // Errc::message_too_large (beyond what the receiver accepts), Errc::timeout (no buffer
+  // freed up within send_timeout), or the connection's error once it failed.
+  void send(std::span<const std::byte> message);
+  // As send(), but returns false instead of waiting when every buffer is in flight.
+  bool try_send(std::span<const std::byte> message);
+
+  const Endpoint& remote() const noexcept;
+  SocketStats stats() const noexcept;
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+struct LowLatencyReceiveOptions {
+  // Larger messages are refused (the sender learns the limit in the handshake). Back-ends
+  // that pre-post receive buffers (libfabric) reserve credits × this per connection.
+  std::size_t max_message_size = 1024 * 1024;
+  std::size_t receive_credits = 4;  // buffers per connection the back-end may fill ahead
+};
+
+// Listens for LowLatencySendSockets; calls `handler` for every message on the event-loop
+// thread. The view passed to the handler is valid during the call only: copy what you keep.
+// The handler must not block for long (it holds up the whole loop) and must not destroy
+// this socket. Thread-safety: local_endpoint() and stats() from any thread.
+class LowLatencyReceiveSocket {
+ public:
+  using Handler = std::function<void(std::span<const std::byte> message, const Endpoint& peer)>;
+
+  // Binds and listens; throws netio::Error if the endpoint cannot be bound.
+  LowLatencyReceiveSocket(Context& context, const Endpoint& local, Handler handler,
+                          LowLatencyReceiveOptions options = {});
+  ~LowLatencyReceiveSocket();
+  LowLatencyReceiveSocket(const LowLatencyReceiveSocket&) = delete;
+  LowLatencyReceiveSocket& operator=(const LowLatencyReceiveSocket&) = delete;
+
+  // The bound endpoint (the real port when constructed with port 0).
+  Endpoint local_endpoint() const;
+  SocketStats stats() const noexcept;
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace netio

@@ -1,0 +1,48 @@
+// Per-socket statistics: relaxed atomic counters, cheap to bump on the hot path and cheap
+// to read from any thread. A snapshot is taken counter by counter, not atomically as a whole.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace netio {
+
+struct SocketStats {
+  std::uint64_t messages = 0;
+  std::uint64_t bytes = 0;             // payload bytes, without framing
+  std::uint64_t pages = 0;             // pages (high-throughput) or buffers (low-latency) moved
+  std::uint64_t flushes_full = 0;      // pages sent because they were full
+  std::uint64_t flushes_timer = 0;     // pages sent by the flush timer
+  std::uint64_t flushes_explicit = 0;  // pages sent by flush()
+  std::uint64_t backpressure_waits = 0;  // send() calls that had to wait for a free buffer
+  std::uint64_t connections = 0;       // connections accepted or established
+  std::uint64_t disconnects = 0;       // connections lost or dropped for a protocol error
+};
+
+class StatsCounters {
+ public:
+  void add_message(std::uint64_t payload_bytes) noexcept {
+    messages_.fetch_add(1, std::memory_order_relaxed);
+    bytes_.fetch_add(payload_bytes, std::memory_order_relaxed);
+  }
+  std::atomic<std::uint64_t>& pages() noexcept { return pages_; }
+  std::atomic<std::uint64_t>& flushes_full() noexcept { return flushes_full_; }
+  std::atomic<std::uint64_t>& flushes_timer() noexcept { return flushes_timer_; }
+  std::atomic<std::uint64_t>& flushes_explicit() noexcept { return flushes_explicit_; }
+  std::atomic<std::uint64_t>& backpressure_waits() noexcept { return backpressure_waits_; }
+  std::atomic<std::uint64_t>& connections() noexcept { return connections_; }
+  std::atomic<std::uint64_t>& disconnects() noexcept { return disconnects_; }
+
+  SocketStats snapshot() const noexcept {
+    auto get = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+    return {get(messages_),     get(bytes_),         get(pages_),
+            get(flushes_full_), get(flushes_timer_), get(flushes_explicit_),
+            get(backpressure_waits_), get(connections_), get(disconnects_)};
+  }
+
+ private:
+  std::atomic<std::uint64_t> messages_{0}, bytes_{0}, pages_{0}, flushes_full_{0}, flushes_timer_{0},
+      flushes_explicit_{0}, backpressure_waits_{0}, connections_{0}, disconnects_{0};
+};
+
+}  // namespace netio

@@ -1,0 +1,131 @@
+#include "netio/buffer.hpp"
+
+#include "netio/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <new>
+
+namespace netio {
+namespace {
+
+constexpr std::size_t alignment = 4096;  // page-aligned: what registration (and DMA) likes best
+
+std::size_t round_up(std::size_t n) { return (std::max<std::size_t>(n, 1) + alignment - 1) / alignment * alignment; }
+
+}  // namespace
+
+struct BufferPool::Slot : Buffer {
+  bool allocated = false;
+};
+
+BufferPool::BufferPool(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar)
+    : buffer_size_(buffer_size), registrar_(registrar) {
+  if (count == 0) throw Error(Errc::backend_error, "buffer pool: the buffer count must be at least 1");
+  buffers_.reserve(count);
+  free_.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    buffers_.push_back(std::make_unique<Slot>());
+    free_.push_back(buffers_.back().get());
+  }
+}
+
+BufferPool::~BufferPool() {
+  for (auto& slot : buffers_) free_slot(*slot);
+}
+
+void BufferPool::allocate(Slot& slot, std::size_t capacity) {
+  const std::size_t bytes = round_up(capacity);
+  void* memory = std::aligned_alloc(alignment, bytes);
+  if (memory == nullptr) throw std::bad_alloc();
+  slot.data = static_cast<std::byte*>(memory);
+  slot.capacity = bytes;
+  slot.size = 0;
+  slot.allocated = true;
+  if (registrar_ != nullptr) {
+    try {
+      registrar_->register_buffer(slot);
+    } catch (...) {
+      std::free(memory);
+      slot = Slot{};
+      throw;
+    }
+  }
+}
+
+void BufferPool::free_slot(Slot& slot) noexcept {
+  if (!slot.allocated) return;
+  if (registrar_ != nullptr) registrar_->deregister_buffer(slot);
+  std::free(slot.data);
+  static_cast<Buffer&>(slot) = Buffer{};
+  slot.allocated = false;
+}
+
+Buffer* BufferPool::try_acquire() {
+  Slot* slot = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || free_.empty()) return nullptr;
+    slot = free_.back();
+    free_.pop_back();
+  }
+  // Allocated lazily, outside the lock: the pool costs memory only as it is used.
+  if (!slot->allocated) {
+    try {
+      allocate(*slot, buffer_size_);
+    } catch (...) {
+      release(slot);
+      throw;
+    }
+  }
+  slot->size = 0;
+  return slot;
+}
+
+Buffer* BufferPool::acquire(std::chrono::nanoseconds timeout) {
+  {
+    std::unique_lock lock(mutex_);
+    if (!available_cv_.wait_for(lock, timeout, [this] { return closed_ || !free_.empty(); }) || closed_) {
+      return nullptr;
+    }
+  }
+  return try_acquire();  // may lose a race to another thread; then the caller sees nullptr and retries
+}
+
+void BufferPool::release(Buffer* buffer) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    free_.push_back(static_cast<Slot*>(buffer));
+  }
+  available_cv_.notify_one();
+}
+
+void BufferPool::close() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  available_cv_.notify_all();
+}
+
+void BufferPool::reserve(Buffer* buffer, std::size_t capacity) {
+  auto& slot = *static_cast<Slot*>(buffer);
+  if (slot.allocated && slot.capacity >= capacity) return;
+  free_slot(slot);
+  allocate(slot, capacity);
+}
+
+std::size_t BufferPool::available() const {
+  std::lock_guard lock(mutex_);
+  return free_.size();
+}
+
+std::size_t BufferPool::bytes_allocated() const {
+  std::size_t total = 0;
+  std::lock_guard lock(mutex_);
+  for (const auto& slot : buffers_) total += slot->capacity;
+  return total;
+}
+
+}  // namespace netio

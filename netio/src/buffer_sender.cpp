@@ -1,0 +1,151 @@
+#include "buffer_sender.hpp"
+
+#include "netio/log.hpp"
+
+#include <fmt/format.h>
+
+namespace netio::detail {
+
+BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello& hello, std::size_t buffer_count,
+                           std::size_t buffer_size, StatsCounters& stats)
+    : loop_(context.loop()), remote_(remote), stats_(stats) {
+  Backend& backend = context.backend(remote.transport);
+  submitted_.reserve(buffer_count);
+  draining_.reserve(buffer_count);
+  loop_.run_sync([&] {
+    socket_ = backend.make_send_socket();
+    pool_ = std::make_unique<BufferPool>(buffer_count, buffer_size, socket_->registrar());
+    LowLevelSendSocket::Callbacks callbacks;
+    callbacks.on_connected = [this](const ConnectionInfo& info) { on_connected(info); };
+    callbacks.on_connect_failed = [this](const Error& error) { on_failed(error); };
+    callbacks.on_disconnected = [this](const Error& error) { on_failed(error); };
+    callbacks.on_send_completed = [this](Buffer* buffer) { on_completed(buffer); };
+    const auto hello_bytes = encode_hello(hello);
+    socket_->connect(remote, hello_bytes, std::move(callbacks));
+  });
+}
+
+BufferSender::~BufferSender() { close(); }
+
+void BufferSender::close() noexcept {
+  loop_.run_sync([this] {
+    if (closed_) return;
+    closed_ = true;
+    socket_->close();
+    reclaim_all();
+    state_.set_failed(Error(Errc::closed, fmt::format("the send socket to {} was closed", remote_.to_string())));
+    pool_->close();
+  });
+}
+
+void BufferSender::abort(const Error& error) {
+  loop_.run_sync([this, &error] { on_failed(error); });
+}
+
+void BufferSender::submit(Buffer* buffer) {
+  {
+    std::lock_guard lock(idle_mutex_);
+    ++outstanding_;
+  }
+  if (loop_.in_loop_thread()) {
+    send_on_loop(buffer);
+    return;
+  }
+  bool schedule = false;
+  {
+    std::lock_guard lock(submit_mutex_);
+    submitted_.push_back(buffer);
+    schedule = !std::exchange(drain_scheduled_, true);
+  }
+  // Only `this` is captured: no allocation. The destructor's run_sync() is queued behind
+  // this task, so `this` outlives it.
+  if (schedule) loop_.post([this] { drain_submitted(); });
+}
+
+void BufferSender::drain_submitted() {
+  {
+    std::lock_guard lock(submit_mutex_);
+    draining_.swap(submitted_);
+    drain_scheduled_ = false;
+  }
+  for (Buffer* buffer : draining_) send_on_loop(buffer);
+  draining_.clear();
+}
+
+void BufferSender::send_on_loop(Buffer* buffer) {
+  if (closed_) {
+    on_completed(buffer);  // the connection is gone: just recycle
+    return;
+  }
+  if (!state_.connected()) {
+    unconnected_.push_back(buffer);
+    return;
+  }
+  in_flight_.push_back(buffer);
+  socket_->send(buffer);
+}
+
+void BufferSender::on_connected(const ConnectionInfo& info) {
+  stats_.connections().fetch_add(1, std::memory_order_relaxed);
+  for (Buffer* buffer : unconnected_) {
+    if (buffer->size > info.peer_max_buffer_size) {
+      on_failed(Error(Errc::message_too_large,
+                      fmt::format("{} accepts buffers of at most {} bytes, but {} bytes were queued for it",
+                                  remote_.to_string(), info.peer_max_buffer_size, buffer->size)));
+      return;
+    }
+  }
+  state_.set_connected(info.peer_max_buffer_size);
+  log(LogLevel::debug, "send socket: connected to {}", remote_.to_string());
+  while (!unconnected_.empty() && !closed_) {
+    Buffer* buffer = unconnected_.front();
+    unconnected_.pop_front();
+    in_flight_.push_back(buffer);
+    socket_->send(buffer);
+  }
+}
+
+void BufferSender::on_failed(const Error& error) {
+  if (closed_) return;
+  closed_ = true;
+  log(LogLevel::warn, "send socket: {}", error.what());
+  if (state_.connected()) stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
+  state_.set_failed(error);
+  socket_->close();
+  reclaim_all();
+  pool_->close();  // wakes senders waiting for a buffer: they see the failure
+}
+
+void BufferSender::on_completed(Buffer* buffer) {
+  if (!in_flight_.empty() && in_flight_.front() == buffer) in_flight_.pop_front();
+  pool_->release(buffer);
+  bool idle = false;
+  {
+    std::lock_guard lock(idle_mutex_);
+    idle = --outstanding_ == 0;
+  }
+  if (idle) idle_changed_.notify_all();
+}
+
+void BufferSender::reclaim_all() {
+  for (auto* queue : {&in_flight_, &unconnected_}) {
+    while (!queue->empty()) {
+      Buffer* buffer = queue->front();
+      queue->pop_front();
+      on_completed(buffer);
+    }
+  }
+}
+
+void BufferSender::wait_idle(std::chrono::nanoseconds timeout) {
+  std::unique_lock lock(idle_mutex_);
+  const bool idle = idle_changed_.wait_for(lock, timeout, [this] { return outstanding_ == 0; });
+  lock.unlock();
+  state_.throw_if_failed();
+  if (!idle) {
+    throw Error(Errc::timeout, fmt::format("buffers to {} still in flight after {} ms", remote_.to_string(),
+                                           std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+  }
+}
+
+}  // namespace netio::detail

@@ -1,0 +1,151 @@
+#include "netio/high_throughput_socket.hpp"
+
+#include "buffer_sender.hpp"
+#include "handshake.hpp"
+#include "netio/log.hpp"
+#include "page_format.hpp"
+
+#include <fmt/format.h>
+
+#include <mutex>
+
+namespace netio {
+
+class HighThroughputSendSocket::Impl {
+ public:
+  Impl(Context& context, const Endpoint& remote, const HighThroughputSendOptions& options)
+      : options_(validated(options)),
+        sender_(context, remote, detail::Hello{detail::SocketKind::high_throughput_send, options.page_size},
+                options.page_count, options.page_size, stats_) {
+    flush_timer_ = sender_.loop().add_timer(options_.flush_timeout, options_.flush_timeout, [this] {
+      flush_page(stats_.flushes_timer());
+    });
+  }
+
+  ~Impl() {
+    sender_.loop().cancel_timer(flush_timer_);
+    try {
+      if (!sender_.state().connected()) return;
+      flush_page(stats_.flushes_explicit());
+      sender_.wait_idle(options_.send_timeout);
+    } catch (const Error& e) {
+      log(LogLevel::warn, "high-throughput send socket to {}: pages lost at close: {}",
+          sender_.remote().to_string(), e.what());
+    }
+    // Cancelled above, but the cancel may still be queued behind a timer tick that reads
+    // this object: close() runs on the loop after both.
+    sender_.close();
+  }
+
+  static const HighThroughputSendOptions& validated(const HighThroughputSendOptions& options) {
+    if (options.page_size < 2 * detail::message_header_size) {
+      throw Error(Errc::message_too_large, fmt::format("page size {} is too small (at least {} bytes)",
+                                                       options.page_size, 2 * detail::message_header_size));
+    }
+    if (options.flush_timeout <= std::chrono::nanoseconds::zero()) {
+      throw Error(Errc::timeout, "the flush timeout must be positive");
+    }
+    return options;
+  }
+
+  bool send(std::span<const std::byte> message, bool wait) {
+    sender_.state().throw_if_failed();
+    std::lock_guard message_lock(message_mutex_);
+    if (!wait && !fits_now(message.size())) return false;
+    detail::MessagePacker packer(message);
+    while (!packer.done()) {
+      std::unique_lock page_lock(page_mutex_);
+      if (current_ == nullptr) {
+        page_lock.unlock();  // never wait for a page while holding what the timer needs
+        Buffer* page = acquire_page(packer.started());
+        page_lock.lock();
+        current_ = page;
+      }
+      packer.fill(current_->data, current_->size, options_.page_size);
+      if (detail::MessagePacker::page_full(current_->size, options_.page_size)) {
+        stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);
+        submit_current();
+      }
+    }
+    stats_.add_message(message.size());
+    return true;
+  }
+
+  // Whether the message fits into the current page and the free pages, without waiting.
+  bool fits_now(std::size_t size) {
+    std::lock_guard page_lock(page_mutex_);
+    std::size_t room = 0;
+    if (current_ != nullptr) room = options_.page_size - current_->size;
+    room += sender_.pool().available() * options_.page_size;
+    // Each page may lose up to 7 bytes to the rule that a length never spans pages.
+    const std::size_t pages = size / options_.page_size + 2;
+    return room >= size + detail::message_header_size + pages * detail::message_header_size;
+  }
+
+  // When part of the message is already queued, a failure to get a page would leave a
+  // torn message in the stream: the connection is closed rather than corrupted.
+  Buffer* acquire_page(bool message_started) {
+    if (Buffer* page = sender_.pool().try_acquire()) return page;
+    stats_.backpressure_waits().fetch_add(1, std::memory_order_relaxed);
+    const auto deadline = std::chrono::steady_clock::now() + options_.send_timeout;
+    for (;;) {
+      const auto left = std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
+      if (Buffer* page = sender_.pool().acquire(left)) return page;
+      sender_.state().throw_if_failed();
+      if (std::chrono::steady_clock::now() >= deadline) {
+        Error error(Errc::timeout,
+                    fmt::format("no free page for {} within {} ms: all {} pages are in flight (the receiver is "
+                                "not keeping up){}",
+                                sender_.remote().to_string(),
+                                std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count(),
+                                options_.page_count,
+                                message_started ? "; the message was half queued, so the connection was closed" : ""));
+        if (message_started) sender_.abort(error);
+        throw error;
+      }
+    }
+  }
+
+  void flush_page(std::atomic<std::uint64_t>& counter) {
+    std::lock_guard page_lock(page_mutex_);
+    if (current_ == nullptr || current_->size == 0) return;
+    counter.fetch_add(1, std::memory_order_relaxed);
+    submit_current();
+  }
+
+  // page_mutex_ held.
+  void submit_current() {
+    stats_.pages().fetch_add(1, std::memory_order_relaxed);
+    sender_.submit(std::exchange(current_, nullptr));
+  }
+
+  HighThroughputSendOptions options_;
+  StatsCounters stats_;
+  detail::BufferSender sender_;
+  EventLoop::TimerId flush_timer_ = 0;
+  std::mutex message_mutex_;  // one message at a time, held across waits for pages
+  std::mutex page_mutex_;     // current_, shared with the flush timer on the loop thread
+  Buffer* current_ = nullptr;
+};
+
+HighThroughputSendSocket::HighThroughputSendSocket(Context& context, const Endpoint& remote,
+                                                   HighThroughputSendOptions options)
+    : impl_(std::make_shared<Impl>(context, remote, options)) {}
+
+HighThroughputSendSocket::~HighThroughputSendSocket() = default;
+
+void HighThroughputSendSocket::wait_connected(std::chrono::nanoseconds timeout) {
+  impl_->sender_.state().wait_connected(timeout, impl_->sender_.remote());
+}
+bool HighThroughputSendSocket::connected() const noexcept { return impl_->sender_.state().connected(); }
+void HighThroughputSendSocket::send(std::span<const std::byte> message) { impl_->send(message, true); }
+bool HighThroughputSendSocket::try_send(std::span<const std::byte> message) { return impl_->send(message, false); }
+void HighThroughputSendSocket::flush() { impl_->flush_page(impl_->stats_.flushes_explicit()); }
+void HighThroughputSendSocket::flush_and_wait(std::chrono::nanoseconds timeout) {
+  flush();
+  impl_->sender_.wait_idle(timeout);
+}
+const Endpoint& HighThroughputSendSocket::remote() const noexcept { return impl_->sender_.remote(); }
+SocketStats HighThroughputSendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
+
+}  // namespace netio

@@ -1,0 +1,51 @@
+#include "netio/low_latency_socket.hpp"
+
+#include "netio/log.hpp"
+#include "receive_connections.hpp"
+
+namespace netio {
+
+class LowLatencyReceiveSocket::Impl {
+ public:
+  Impl(Context& context, const Endpoint& local, Handler handler, const LowLatencyReceiveOptions& options)
+      : handler_(std::move(handler)),
+        options_(options),
+        connections_(context, local, detail::SocketKind::low_latency_send, "a low-latency receive socket",
+                     callbacks(), stats_) {}
+
+  detail::ReceiveConnections::Callbacks callbacks() {
+    detail::ReceiveConnections::Callbacks c;
+    c.decide = [this](const detail::Hello&) {
+      return AcceptDecision::accept(options_.max_message_size, options_.receive_credits);
+    };
+    c.on_data = [this](std::uint64_t, const Endpoint& peer, ReceivedBuffer buffer) {
+      const auto bytes = buffer.bytes();
+      stats_.add_message(bytes.size());
+      stats_.pages().fetch_add(1, std::memory_order_relaxed);
+      try {
+        handler_(bytes, peer);
+      } catch (const std::exception& e) {
+        log(LogLevel::error, "receive socket {}: the message handler threw: {}",
+            connections_.local_endpoint().to_string(), e.what());
+      }
+    };  // the buffer goes back to the back-end here: the view was valid during the call only
+    c.on_disconnected = [](std::uint64_t, const Error&) {};
+    return c;
+  }
+
+  Handler handler_;
+  LowLatencyReceiveOptions options_;
+  StatsCounters stats_;
+  detail::ReceiveConnections connections_;
+};
+
+LowLatencyReceiveSocket::LowLatencyReceiveSocket(Context& context, const Endpoint& local, Handler handler,
+                                                 LowLatencyReceiveOptions options)
+    : impl_(std::make_shared<Impl>(context, local, std::move(handler), options)) {}
+
+LowLatencyReceiveSocket::~LowLatencyReceiveSocket() = default;
+
+Endpoint LowLatencyReceiveSocket::local_endpoint() const { return impl_->connections_.local_endpoint(); }
+SocketStats LowLatencyReceiveSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
+
+}  // namespace netio

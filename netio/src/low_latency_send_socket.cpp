@@ -1,0 +1,71 @@
+#include "netio/low_latency_socket.hpp"
+
+#include "buffer_sender.hpp"
+#include "handshake.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace netio {
+
+class LowLatencySendSocket::Impl {
+ public:
+  Impl(Context& context, const Endpoint& remote, const LowLatencySendOptions& options)
+      : options_(options),
+        sender_(context, remote, detail::Hello{detail::SocketKind::low_latency_send, 0}, options.buffer_count,
+                options.buffer_size, stats_) {}
+
+  // One buffer per message: waits for a free one when `wait`, copies, submits.
+  bool send(std::span<const std::byte> message, bool wait) {
+    sender_.state().throw_if_failed();
+    if (const auto limit = sender_.state().peer_max_buffer_size(); limit != 0 && message.size() > limit) {
+      throw Error(Errc::message_too_large, fmt::format("a {}-byte message is larger than {} accepts ({} bytes)",
+                                                       message.size(), sender_.remote().to_string(), limit));
+    }
+    Buffer* buffer = sender_.pool().try_acquire();
+    if (buffer == nullptr) {
+      if (!wait) return false;
+      stats_.backpressure_waits().fetch_add(1, std::memory_order_relaxed);
+      const auto deadline = std::chrono::steady_clock::now() + options_.send_timeout;
+      while (buffer == nullptr) {
+        const auto left = deadline - std::chrono::steady_clock::now();
+        buffer = sender_.pool().acquire(std::max(left, std::chrono::steady_clock::duration::zero()));
+        sender_.state().throw_if_failed();
+        if (buffer == nullptr && std::chrono::steady_clock::now() >= deadline) {
+          throw Error(Errc::timeout,
+                      fmt::format("no send buffer to {} freed up within {} ms (the receiver is not keeping up)",
+                                  sender_.remote().to_string(),
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count()));
+        }
+      }
+    }
+    sender_.pool().reserve(buffer, message.size());
+    if (!message.empty()) std::memcpy(buffer->data, message.data(), message.size());
+    buffer->size = message.size();
+    stats_.add_message(message.size());
+    stats_.pages().fetch_add(1, std::memory_order_relaxed);
+    sender_.submit(buffer);
+    return true;
+  }
+
+  LowLatencySendOptions options_;
+  StatsCounters stats_;
+  detail::BufferSender sender_;
+};
+
+LowLatencySendSocket::LowLatencySendSocket(Context& context, const Endpoint& remote, LowLatencySendOptions options)
+    : impl_(std::make_shared<Impl>(context, remote, options)) {}
+
+LowLatencySendSocket::~LowLatencySendSocket() = default;
+
+void LowLatencySendSocket::wait_connected(std::chrono::nanoseconds timeout) {
+  impl_->sender_.state().wait_connected(timeout, impl_->sender_.remote());
+}
+bool LowLatencySendSocket::connected() const noexcept { return impl_->sender_.state().connected(); }
+void LowLatencySendSocket::send(std::span<const std::byte> message) { impl_->send(message, true); }
+bool LowLatencySendSocket::try_send(std::span<const std::byte> message) { return impl_->send(message, false); }
+const Endpoint& LowLatencySendSocket::remote() const noexcept { return impl_->sender_.remote(); }
+SocketStats LowLatencySendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
+
+}  // namespace netio

@@ -1,0 +1,63 @@
+// What both user-level receive sockets share: a listen socket, the hello check, and the
+// set of accepted connections, each known by a number.
+//
+// Callbacks run on the loop thread. drop() and local_endpoint() may be called from any
+// thread. The destructor closes the listener and every connection on the loop thread.
+#pragma once
+
+#include "handshake.hpp"
+#include "netio/backend.hpp"
+#include "netio/context.hpp"
+#include "netio/stats.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace netio::detail {
+
+class ReceiveConnections {
+ public:
+  struct Callbacks {
+    // Decides on a well-formed hello of the expected kind; may throw netio::Error to reject.
+    std::function<AcceptDecision(const Hello&)> decide;
+    std::function<void(std::uint64_t connection, const Endpoint& peer, ReceivedBuffer buffer)> on_data;
+    std::function<void(std::uint64_t connection, const Error& error)> on_disconnected;
+  };
+
+  ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected, std::string_view receiver_kind,
+                     Callbacks callbacks, StatsCounters& stats);
+  ~ReceiveConnections();
+  ReceiveConnections(const ReceiveConnections&) = delete;
+  ReceiveConnections& operator=(const ReceiveConnections&) = delete;
+
+  Endpoint local_endpoint() const { return local_; }
+  // Disconnects a peer that broke the protocol; logged with `why`. Any thread.
+  void drop(std::uint64_t connection, const std::string& why);
+
+ private:
+  struct Connection {
+    std::unique_ptr<LowLevelReceiveSocket> socket;
+    Endpoint peer;
+  };
+
+  AcceptDecision on_request(const Endpoint& peer, std::span<const std::byte> hello);
+  void on_accepted(std::unique_ptr<LowLevelReceiveSocket> socket);
+  void forget_later(std::uint64_t connection);
+
+  EventLoop& loop_;
+  SocketKind expected_;
+  std::string receiver_kind_;
+  Callbacks callbacks_;
+  StatsCounters& stats_;
+  std::unique_ptr<LowLevelListenSocket> listener_;  // loop thread only
+  Endpoint local_;
+  std::map<std::uint64_t, Connection> connections_;  // loop thread only
+  std::uint64_t next_id_ = 1;
+  bool closed_ = false;
+};
+
+}  // namespace netio::detail

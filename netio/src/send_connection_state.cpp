@@ -1,0 +1,52 @@
+#include "send_connection_state.hpp"
+
+#include <fmt/format.h>
+
+namespace netio::detail {
+
+void SendConnectionState::set_connected(std::size_t peer_max_buffer_size) {
+  {
+    std::lock_guard lock(mutex_);
+    if (error_) return;
+    connected_ = true;
+    peer_max_buffer_size_ = peer_max_buffer_size;
+  }
+  changed_.notify_all();
+}
+
+void SendConnectionState::set_failed(const Error& error) {
+  {
+    std::lock_guard lock(mutex_);
+    if (error_) return;
+    error_ = error;
+    connected_ = false;
+  }
+  changed_.notify_all();
+}
+
+bool SendConnectionState::connected() const {
+  std::lock_guard lock(mutex_);
+  return connected_;
+}
+
+std::size_t SendConnectionState::peer_max_buffer_size() const {
+  std::lock_guard lock(mutex_);
+  return peer_max_buffer_size_;
+}
+
+void SendConnectionState::throw_if_failed() const {
+  std::lock_guard lock(mutex_);
+  if (error_) throw *error_;
+}
+
+void SendConnectionState::wait_connected(std::chrono::nanoseconds timeout, const Endpoint& remote) const {
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, timeout, [this] { return connected_ || error_.has_value(); });
+  if (error_) throw *error_;
+  if (!connected_) {
+    throw Error(Errc::timeout, fmt::format("no connection to {} within {} ms", remote.to_string(),
+                                           std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+  }
+}
+
+}  // namespace netio::detail

@@ -1,0 +1,36 @@
+// The connection state of a user-level send socket, shared between the loop thread (which
+// learns the outcome) and user threads (which wait for it). Thread-safe.
+#pragma once
+
+#include "netio/endpoint.hpp"
+#include "netio/error.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+
+namespace netio::detail {
+
+class SendConnectionState {
+ public:
+  void set_connected(std::size_t peer_max_buffer_size);
+  void set_failed(const Error& error);  // the first failure wins
+
+  bool connected() const;
+  std::size_t peer_max_buffer_size() const;  // 0 until connected
+  // Throws the failure, if there was one.
+  void throw_if_failed() const;
+  // Throws the failure, or Errc::timeout naming `remote`.
+  void wait_connected(std::chrono::nanoseconds timeout, const Endpoint& remote) const;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  bool connected_ = false;
+  std::size_t peer_max_buffer_size_ = 0;
+  std::optional<Error> error_;
+};
+
+}  // namespace netio::detail

@@ -1,0 +1,82 @@
+#include "netio/buffer.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <thread>
+
+using namespace std::chrono_literals;
+
+namespace {
+struct CountingRegistrar : netio::MemoryRegistrar {
+  int registered = 0;
+  int deregistered = 0;
+  void register_buffer(netio::Buffer& b) override {
+    ++registered;
+    b.desc = &registered;
+  }
+  void deregister_buffer(netio::Buffer& b) noexcept override {
+    ++deregistered;
+    b.desc = nullptr;
+  }
+};
+}  // namespace
+
+TEST_CASE("a pool hands out at most its count of distinct buffers", "[buffer_pool]") {
+  netio::BufferPool pool(4, 1000);
+  std::set<netio::Buffer*> held;
+  for (int i = 0; i < 4; ++i) {
+    auto* b = pool.try_acquire();
+    REQUIRE(b != nullptr);
+    CHECK(b->capacity >= 1000);
+    CHECK(reinterpret_cast<std::uintptr_t>(b->data) % 4096 == 0);
+    held.insert(b);
+  }
+  CHECK(held.size() == 4);
+  CHECK(pool.try_acquire() == nullptr);
+  CHECK(pool.acquire(20ms) == nullptr);
+  pool.release(*held.begin());
+  CHECK(pool.try_acquire() == *held.begin());
+}
+
+TEST_CASE("acquire waits for a release from another thread, and close wakes waiters", "[buffer_pool]") {
+  netio::BufferPool pool(1, 64);
+  auto* only = pool.try_acquire();
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    pool.release(only);
+  });
+  CHECK(pool.acquire(5s) == only);
+  releaser.join();
+  std::thread closer([&] {
+    std::this_thread::sleep_for(20ms);
+    pool.close();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(pool.acquire(10s) == nullptr);
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  closer.join();
+}
+
+TEST_CASE("buffers are registered once, when first used, and again only when they grow", "[buffer_pool]") {
+  CountingRegistrar registrar;
+  {
+    netio::BufferPool pool(3, 4096, &registrar);
+    CHECK(registrar.registered == 0);  // lazily allocated
+    auto* b = pool.try_acquire();
+    CHECK(registrar.registered == 1);
+    CHECK(b->desc == &registrar.registered);
+    pool.release(b);
+    b = pool.try_acquire();
+    CHECK(registrar.registered == 1);  // reused, not registered again
+    pool.reserve(b, 4096);
+    CHECK(registrar.registered == 1);
+    pool.reserve(b, 3 * 4096);
+    CHECK(registrar.registered == 2);
+    CHECK(registrar.deregistered == 1);
+    CHECK(b->capacity >= 3 * 4096);
+    CHECK(pool.bytes_allocated() == b->capacity);
+    pool.release(b);
+  }
+  CHECK(registrar.deregistered == registrar.registered);
+}

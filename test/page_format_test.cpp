@@ -1,0 +1,112 @@
+#include "little_endian.hpp"
+#include "page_format.hpp"
+#include "support/transports.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <random>
+
+using namespace netio::detail;
+using netio::test::pattern;
+
+namespace {
+
+// Packs messages into pages as the send socket does.
+std::vector<std::vector<std::byte>> pack(const std::vector<std::vector<std::byte>>& messages, std::size_t page_size) {
+  std::vector<std::vector<std::byte>> pages;
+  std::vector<std::byte> page(page_size);
+  std::size_t used = 0;
+  auto close_page = [&] {
+    pages.emplace_back(page.begin(), page.begin() + static_cast<std::ptrdiff_t>(used));
+    used = 0;
+  };
+  for (const auto& m : messages) {
+    MessagePacker packer(m);
+    while (!packer.done()) {
+      packer.fill(page.data(), used, page_size);
+      if (MessagePacker::page_full(used, page_size)) close_page();
+    }
+  }
+  if (used > 0) close_page();
+  return pages;
+}
+
+std::vector<std::vector<std::byte>> parse(const std::vector<std::vector<std::byte>>& pages, std::size_t max_message) {
+  std::vector<std::vector<std::byte>> out;
+  PageParser parser(max_message);
+  for (const auto& p : pages) {
+    REQUIRE(p.size() > 0);  // empty pages are never sent
+    parser.set_page(p);
+    for (;;) {
+      const auto r = parser.next();
+      REQUIRE(r != PageParser::Result::error);
+      if (r == PageParser::Result::need_page) break;
+      out.emplace_back(parser.view().begin(), parser.view().end());
+    }
+  }
+  CHECK_FALSE(parser.mid_message());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("random messages from 0 B to 4x the page size round-trip through pages", "[page_format]") {
+  const std::size_t page_size = GENERATE(64, 4096, 65536);
+  std::mt19937_64 rng(page_size);
+  std::uniform_int_distribution<std::size_t> size(0, 4 * page_size);
+  std::vector<std::vector<std::byte>> messages;
+  for (std::uint64_t i = 0; i < 300; ++i) messages.push_back(pattern(i % 10 == 0 ? 0 : size(rng), i));
+  const auto pages = pack(messages, page_size);
+  for (const auto& p : pages) CHECK(p.size() <= page_size);
+  CHECK(parse(pages, 4 * page_size) == messages);
+}
+
+TEST_CASE("messages that fill a page exactly, and lengths that would straddle a page", "[page_format]") {
+  const std::size_t page_size = 64;
+  SECTION("exactly full pages") {
+    const std::vector<std::vector<std::byte>> messages = {pattern(56, 1), pattern(56, 2), pattern(24, 3), pattern(24, 4)};
+    const auto pages = pack(messages, page_size);
+    REQUIRE(pages.size() == 3);
+    CHECK(pages[0].size() == 64);
+    CHECK(pages[1].size() == 64);
+    CHECK(parse(pages, 1024) == messages);
+  }
+  SECTION("fewer than 8 bytes left: the length goes to the next page") {
+    const std::vector<std::vector<std::byte>> messages = {pattern(50, 1), pattern(10, 2)};
+    const auto pages = pack(messages, page_size);
+    REQUIRE(pages.size() == 2);
+    CHECK(pages[0].size() == 58);
+    CHECK(parse(pages, 1024) == messages);
+  }
+  SECTION("a split message spans three pages") {
+    const std::vector<std::vector<std::byte>> messages = {pattern(150, 9)};
+    const auto pages = pack(messages, page_size);
+    CHECK(pages.size() == 3);
+    CHECK(parse(pages, 1024) == messages);
+  }
+}
+
+TEST_CASE("malformed pages are rejected with a reason", "[page_format]") {
+  PageParser parser(1000);
+  std::vector<std::byte> page(16);
+  SECTION("a length beyond the limit") {
+    store_le<std::uint64_t>(page.data(), 1001);
+    parser.set_page(page);
+    CHECK(parser.next() == PageParser::Result::error);
+    CHECK_THAT(parser.error(), Catch::Contains("1001"));
+  }
+  SECTION("trailing bytes too few for a length") {
+    store_le<std::uint64_t>(page.data(), 3);
+    page.resize(8 + 3 + 5);
+    parser.set_page(page);
+    REQUIRE(parser.next() == PageParser::Result::message);
+    CHECK(parser.view().size() == 3);
+    CHECK(parser.next() == PageParser::Result::error);
+    CHECK_THAT(parser.error(), Catch::Contains("truncated page"));
+  }
+  SECTION("junk: a huge length") {
+    for (auto& b : page) b = std::byte{0xff};
+    parser.set_page(page);
+    CHECK(parser.next() == PageParser::Result::error);
+  }
+}

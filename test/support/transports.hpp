@@ -1,0 +1,50 @@
+// The back-ends the shared integration tests run against. Every behaviour both back-ends
+// promise is tested on both: a TEST_CASE takes `const auto base = GENERATE(loopback_endpoints())`
+// and listens on base (port 0), so each back-end gets its own section in the report.
+#pragma once
+
+#include "netio/endpoint.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace netio::test {
+
+inline auto loopback_endpoints() {
+  return Catch::Generators::values<std::string>({"tcp://127.0.0.1:0"});
+}
+
+using namespace std::chrono_literals;
+
+// Bytes whose value depends on the message number and the position: a swapped, shifted or
+// corrupted message does not compare equal.
+inline std::vector<std::byte> pattern(std::size_t size, std::uint64_t seed) {
+  std::vector<std::byte> bytes(size);
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& b : bytes) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b = static_cast<std::byte>(x);
+  }
+  return bytes;
+}
+
+// Polls `condition` until it holds or `timeout` passes; returns whether it held.
+template <typename Condition>
+bool eventually(Condition condition, std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+}  // namespace netio::test
