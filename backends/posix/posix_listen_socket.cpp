@@ -23,10 +23,10 @@ void PosixListenSocket::listen(const Endpoint& local, Callbacks callbacks) {
   const int one = 1;
   ::setsockopt(fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(fd_.get(), address.get(), address.length) != 0) {
-    throw system_error(errno, fmt::format("cannot bind {}: {}", local.to_string(), errno_text(errno)));
+    throw system_error(errno, fmt::format("cannot bind {}", local.to_string()));
   }
   if (::listen(fd_.get(), SOMAXCONN) != 0) {
-    throw system_error(errno, fmt::format("cannot listen on {}: {}", local.to_string(), errno_text(errno)));
+    throw system_error(errno, fmt::format("cannot listen on {}", local.to_string()));
   }
   detail::SocketAddress bound;
   bound.length = sizeof bound.storage;
@@ -43,9 +43,9 @@ void PosixListenSocket::on_acceptable() {
     SocketFd fd(::accept4(fd_.get(), peer.get(), &peer.length, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd) {
       if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return;
-      const auto why = fmt::format("accept on {} failed: {}", local_.to_string(), errno_text(errno));
-      log(LogLevel::warn, "listen socket: {}", why);
-      if (callbacks_.on_error) callbacks_.on_error(system_error(errno, why));
+      const auto error = system_error(errno, fmt::format("accept on {} failed", local_.to_string()));
+      log(LogLevel::warn, "listen socket: {}", error.what());
+      if (callbacks_.on_error) callbacks_.on_error(error);
       return;  // e.g. EMFILE: try again on the next wake-up rather than spin here
     }
     try {

@@ -36,7 +36,8 @@ const std::error_category& error_category() noexcept {
 std::error_code make_error_code(Errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 
 Error system_error(int errno_value, const std::string& what) {
-  return Error(std::error_code(errno_value, std::system_category()), what);
+  const std::error_code code(errno_value, std::system_category());
+  return Error(code, what + ": " + code.message());
 }
 
 }  // namespace netio

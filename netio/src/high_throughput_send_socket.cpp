@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <string_view>
+#include <vector>
 
 namespace netio {
 
@@ -17,6 +19,7 @@ class HighThroughputSendSocket::Impl {
       : options_(validated(options)),
         sender_(context, remote, detail::Hello{detail::SocketKind::high_throughput_send, options.page_size},
                 options.page_count, options.page_size, stats_) {
+    reserved_.reserve(options_.page_count);
     flush_timer_ = sender_.loop().add_timer(options_.flush_timeout, options_.flush_timeout, [this] {
       flush_page(stats_.flushes_timer());
     });
@@ -51,13 +54,21 @@ class HighThroughputSendSocket::Impl {
   bool send(std::span<const std::byte> message, bool wait) {
     sender_.state().throw_if_failed();
     std::lock_guard message_lock(message_mutex_);
-    if (!wait && !fits_now(message.size())) return false;
+    // Take every page the message needs before writing any of it: a timeout then leaves
+    // nothing queued. Only a message larger than the whole pool streams through it.
+    const std::size_t needed = pages_needed(message.size());
+    if (!wait && needed > options_.page_count) {
+      throw Error(Errc::message_too_large,
+                  fmt::format("a {}-byte message needs more pages than the pool of {} holds: try_send() cannot "
+                              "take it, send() streams it", message.size(), options_.page_count));
+    }
+    if (needed <= options_.page_count && !reserve_pages(needed, wait)) return false;
     detail::MessagePacker packer(message);
     while (!packer.done()) {
       std::unique_lock page_lock(page_mutex_);
       if (current_ == nullptr) {
         page_lock.unlock();  // never wait for a page while holding what the timer needs
-        Buffer* page = acquire_page(packer.started());
+        Buffer* page = next_page(packer.started());
         page_lock.lock();
         current_ = page;
       }
@@ -71,20 +82,60 @@ class HighThroughputSendSocket::Impl {
     return true;
   }
 
-  // Whether the message fits into the current page and the free pages, without waiting.
-  bool fits_now(std::size_t size) {
-    std::lock_guard page_lock(page_mutex_);
-    std::size_t room = 0;
-    if (current_ != nullptr) room = options_.page_size - current_->size;
-    room += sender_.pool().available() * options_.page_size;
-    // Each page may lose up to 7 bytes to the rule that a length never spans pages.
-    const std::size_t pages = size / options_.page_size + 2;
-    return room >= size + detail::message_header_size + pages * detail::message_header_size;
+  // Fresh pages a message of `size` bytes needs after what the current page can take.
+  std::size_t pages_needed(std::size_t size) {
+    std::size_t free = 0;
+    {
+      std::lock_guard page_lock(page_mutex_);
+      if (current_ != nullptr) free = options_.page_size - current_->size;
+    }
+    if (free >= detail::message_header_size + size) return 0;
+    // The length field never spans pages, so it goes where it fits whole.
+    const std::size_t rest = free >= detail::message_header_size ? size - (free - detail::message_header_size)
+                                                                   : size + detail::message_header_size;
+    return (rest + options_.page_size - 1) / options_.page_size;
   }
 
-  // When part of the message is already queued, a failure to get a page would leave a
-  // torn message in the stream: the connection is closed rather than corrupted.
-  Buffer* acquire_page(bool message_started) {
+  // Fills reserved_ with `count` pages. False (nothing held) when !wait and the pool is
+  // short; throws Errc::timeout (nothing held) when waiting ran out.
+  bool reserve_pages(std::size_t count, bool wait) {
+    const auto deadline = std::chrono::steady_clock::now() + options_.send_timeout;
+    bool waited = false;
+    while (reserved_.size() < count) {
+      if (Buffer* page = sender_.pool().try_acquire()) {
+        reserved_.push_back(page);
+        continue;
+      }
+      if (!wait) {
+        release_reserved();
+        return false;
+      }
+      if (!std::exchange(waited, true)) stats_.backpressure_waits().fetch_add(1, std::memory_order_relaxed);
+      const auto left = std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
+      if (Buffer* page = sender_.pool().acquire(left)) {
+        reserved_.push_back(page);
+        continue;
+      }
+      release_reserved();
+      sender_.state().throw_if_failed();
+      if (std::chrono::steady_clock::now() >= deadline) throw page_timeout("nothing of the message was queued");
+    }
+    return true;
+  }
+
+  void release_reserved() {
+    for (Buffer* page : reserved_) sender_.pool().release(page);
+    reserved_.clear();
+  }
+
+  // A reserved page, or (when the flush timer took the current page meanwhile, or the
+  // message is larger than the pool) a page from the pool, waiting for one.
+  Buffer* next_page(bool message_started) {
+    if (!reserved_.empty()) {
+      Buffer* page = reserved_.back();
+      reserved_.pop_back();
+      return page;
+    }
     if (Buffer* page = sender_.pool().try_acquire()) return page;
     stats_.backpressure_waits().fetch_add(1, std::memory_order_relaxed);
     const auto deadline = std::chrono::steady_clock::now() + options_.send_timeout;
@@ -93,17 +144,22 @@ class HighThroughputSendSocket::Impl {
       if (Buffer* page = sender_.pool().acquire(left)) return page;
       sender_.state().throw_if_failed();
       if (std::chrono::steady_clock::now() >= deadline) {
-        Error error(Errc::timeout,
-                    fmt::format("no free page for {} within {} ms: all {} pages are in flight (the receiver is "
-                                "not keeping up){}",
-                                sender_.remote().to_string(),
-                                std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count(),
-                                options_.page_count,
-                                message_started ? "; the message was half queued, so the connection was closed" : ""));
+        // Part of the message is queued: going on would tear the stream, so it ends here.
+        Error error = page_timeout(message_started ? "the message was half queued, so the connection was closed"
+                                                   : "nothing of the message was queued");
         if (message_started) sender_.abort(error);
         throw error;
       }
     }
+  }
+
+  Error page_timeout(std::string_view consequence) const {
+    return Error(Errc::timeout,
+                 fmt::format("no free page for {} within {} ms: all {} pages are in flight (the receiver is not "
+                             "keeping up); {}",
+                             sender_.remote().to_string(),
+                             std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count(),
+                             options_.page_count, consequence));
   }
 
   void flush_page(std::atomic<std::uint64_t>& counter) {
@@ -126,6 +182,7 @@ class HighThroughputSendSocket::Impl {
   std::mutex message_mutex_;  // one message at a time, held across waits for pages
   std::mutex page_mutex_;     // current_, shared with the flush timer on the loop thread
   Buffer* current_ = nullptr;
+  std::vector<Buffer*> reserved_;  // guarded by message_mutex_; capacity page_count, never grows
 };
 
 HighThroughputSendSocket::HighThroughputSendSocket(Context& context, const Endpoint& remote,

@@ -45,7 +45,7 @@ AcceptDecision ReceiveConnections::on_request(const Endpoint& peer, std::span<co
     return callbacks_.decide(expect_hello(hello, expected_, receiver_kind_));
   } catch (const Error& e) {
     log(LogLevel::warn, "receive socket {}: rejecting {}: {}", local_.to_string(), peer.to_string(), e.what());
-    return AcceptDecision::reject(fmt::format("{} rejected the connection: {}", local_.to_string(), e.what()));
+    return AcceptDecision::reject(e.what());
   }
 }
 

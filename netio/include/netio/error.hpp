@@ -1,11 +1,12 @@
 // Errors of netio: one style everywhere.
 //
-// Synchronous calls throw netio::Error (a std::system_error). Asynchronous failures
+// Synchronous calls throw netio::Error (a std::runtime_error carrying a std::error_code). Asynchronous failures
 // (a refused connection, a peer that vanished) are delivered to callbacks as a
 // netio::Error that is passed, not thrown. Either way code() says what happened and
 // what() names the endpoint, the peer and what was wrong.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <system_error>
 
@@ -28,13 +29,19 @@ enum class Errc {
 const std::error_category& error_category() noexcept;
 std::error_code make_error_code(Errc e) noexcept;
 
-class Error : public std::system_error {
+class Error : public std::runtime_error {
  public:
-  Error(std::error_code code, const std::string& what) : std::system_error(code, what) {}
-  Error(Errc code, const std::string& what) : std::system_error(make_error_code(code), what) {}
+  Error(std::error_code code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  Error(Errc code, const std::string& what) : std::runtime_error(what), code_(make_error_code(code)) {}
+
+  const std::error_code& code() const noexcept { return code_; }
+
+ private:
+  std::error_code code_;
 };
 
-// An Error for a failed system call: code is errno in the system category.
+// An Error for a failed system call: code is errno in the system category, and the
+// message ends with its text.
 Error system_error(int errno_value, const std::string& what);
 
 }  // namespace netio

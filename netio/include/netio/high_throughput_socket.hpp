@@ -27,8 +27,11 @@ struct HighThroughputSendOptions {
 // Connects to a HighThroughputReceiveSocket.
 //
 // Back-pressure: pages come from a bounded pool. When every page is in flight (a slow or
-// stalled receiver), send() waits for one up to send_timeout and then throws
-// Errc::timeout; try_send() returns false instead.
+// stalled receiver), send() waits up to send_timeout and then throws Errc::timeout;
+// try_send() returns false instead. send() takes all the pages a message needs before it
+// writes any, so after a timeout nothing of the message was queued and the connection is
+// intact. A message larger than the whole pool streams through it page by page; if that
+// times out half-way, the connection is closed rather than left with a torn message.
 // Thread-safety: every method may be called from any number of threads; a message stays
 // whole and messages from one thread keep their order. The send path costs a lock and a
 // copy: no heap allocation and no system call per message.
@@ -48,6 +51,7 @@ class HighThroughputSendSocket {
   // Throws netio::Error: Errc::timeout, Errc::message_too_large, or the connection's error.
   void send(std::span<const std::byte> message);
   // False, with nothing written, when the message does not fit in the free pages now.
+  // Throws Errc::message_too_large for a message larger than the whole pool.
   bool try_send(std::span<const std::byte> message);
   // Sends the partly filled page now.
   void flush();

@@ -1,0 +1,280 @@
+// Low-latency sockets over real loopback connections, on every back-end.
+#include "netio/low_latency_socket.hpp"
+#include "netio/high_throughput_socket.hpp"
+#include "support/transports.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using netio::Endpoint;
+using netio::test::eventually;
+using netio::test::pattern;
+
+namespace {
+
+// Collects what a LowLatencyReceiveSocket delivers; thread-safe.
+struct Inbox {
+  std::mutex mutex;
+  std::vector<std::vector<std::byte>> messages;
+  std::atomic<std::size_t> count{0};
+
+  netio::LowLatencyReceiveSocket::Handler handler() {
+    return [this](std::span<const std::byte> m, const Endpoint&) {
+      std::lock_guard lock(mutex);
+      messages.emplace_back(m.begin(), m.end());
+      ++count;
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("low-latency messages from 0 B to 16 MiB arrive intact", "[low_latency][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  Inbox inbox;
+  netio::LowLatencyReceiveOptions receive_options;
+  receive_options.max_message_size = 16 << 20;
+  netio::LowLatencyReceiveSocket receiver(context, base, inbox.handler(), receive_options);
+  REQUIRE(receiver.local_endpoint().port != 0);
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
+  sender.wait_connected(5s);
+
+  std::vector<std::size_t> sizes = {0, 1, 7, 8, 9, 1000, 4095, 4096, 65535, 65536, 65537, 1 << 20, (16 << 20) - 1, 16 << 20};
+  for (std::size_t i = 0; i < sizes.size(); ++i) sender.send(pattern(sizes[i], i));
+  REQUIRE(eventually([&] { return inbox.count == sizes.size(); }, 30s));
+  std::lock_guard lock(inbox.mutex);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    INFO("message " << i << " of " << sizes[i] << " bytes");
+    CHECK(inbox.messages[i] == pattern(sizes[i], i));
+  }
+  CHECK(sender.stats().messages == sizes.size());
+  CHECK(receiver.stats().messages == sizes.size());
+}
+
+TEST_CASE("10,000 low-latency messages arrive in order", "[low_latency][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  std::vector<std::uint64_t> seen;  // loop thread only until the count is reached
+  std::atomic<std::size_t> count{0};
+  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const Endpoint&) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, m.data(), sizeof v);
+    seen.push_back(v);
+    ++count;
+  });
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
+  constexpr std::uint64_t n = 10'000;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::array<std::byte, 32> m{};
+    std::memcpy(m.data(), &i, sizeof i);
+    sender.send(m);  // sent before the connection is up too: queued, then delivered
+  }
+  REQUIRE(eventually([&] { return count == n; }, 30s));
+  for (std::uint64_t i = 0; i < n; ++i) REQUIRE(seen[i] == i);
+}
+
+TEST_CASE("a refused connection is reported with the endpoint", "[low_latency][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  Endpoint closed_port;
+  {
+    Inbox inbox;  // bind a port, then close it: nobody listens there now
+    netio::LowLatencyReceiveSocket receiver(context, base, inbox.handler());
+    closed_port = receiver.local_endpoint();
+  }
+  netio::LowLatencySendSocket sender(context, closed_port);
+  try {
+    sender.wait_connected(10s);
+    FAIL("connected to a closed port");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::connection_refused);
+    CHECK_THAT(e.what(), Catch::Contains(std::to_string(closed_port.port)));
+  }
+  CHECK_THROWS_AS(sender.send(pattern(8, 1)), netio::Error);
+}
+
+TEST_CASE("a receiver that disappears mid-stream is reported to the sender", "[low_latency][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  Inbox inbox;
+  auto receiver = std::make_unique<netio::LowLatencyReceiveSocket>(context, base, inbox.handler());
+  netio::LowLatencySendSocket sender(context, receiver->local_endpoint());
+  sender.wait_connected(5s);
+  for (int i = 0; i < 100; ++i) sender.send(pattern(1000, i));
+  REQUIRE(eventually([&] { return inbox.count == 100; }));
+  receiver.reset();
+  // The sender notices on its next sends (or at once, when the close arrives).
+  bool reported = false;
+  for (int i = 0; i < 2000 && !reported; ++i) {
+    try {
+      sender.send(pattern(1000, i));
+      std::this_thread::sleep_for(1ms);
+    } catch (const netio::Error& e) {
+      reported = true;
+      CHECK(e.code() == netio::Errc::disconnected);
+      CHECK_THAT(e.what(), Catch::Contains(sender.remote().to_string()));
+    }
+  }
+  CHECK(reported);
+  CHECK_FALSE(sender.connected());
+}
+
+TEST_CASE("a sender that disappears is counted by the receiver, which keeps serving others",
+          "[low_latency][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  Inbox inbox;
+  netio::LowLatencyReceiveSocket receiver(context, base, inbox.handler());
+  netio::LowLatencySendSocket stays(context, receiver.local_endpoint());
+  {
+    netio::LowLatencySendSocket leaves(context, receiver.local_endpoint());
+    leaves.wait_connected(5s);
+    leaves.send(pattern(10, 1));
+    REQUIRE(eventually([&] { return inbox.count == 1; }));
+  }
+  REQUIRE(eventually([&] { return receiver.stats().disconnects == 1; }));
+  stays.send(pattern(10, 2));
+  REQUIRE(eventually([&] { return inbox.count == 2; }));
+}
+
+TEST_CASE("200 concurrent connections to one listener", "[low_latency][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  const std::size_t connections = base.transport == netio::Transport::fabric ? 100 : 200;
+  netio::Context context;
+  std::mutex mutex;
+  std::map<std::uint64_t, int> per_sender;
+  netio::LowLatencyReceiveOptions options;
+  options.max_message_size = 4096;
+  options.receive_credits = 2;
+  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const Endpoint&) {
+    std::uint64_t id = 0;
+    std::memcpy(&id, m.data(), sizeof id);
+    std::lock_guard lock(mutex);
+    ++per_sender[id];
+  }, options);
+  std::vector<std::unique_ptr<netio::LowLatencySendSocket>> senders;
+  netio::LowLatencySendOptions send_options;
+  send_options.buffer_count = 4;
+  send_options.buffer_size = 4096;
+  for (std::size_t i = 0; i < connections; ++i) {
+    senders.push_back(std::make_unique<netio::LowLatencySendSocket>(context, receiver.local_endpoint(), send_options));
+  }
+  for (auto& s : senders) s->wait_connected(20s);
+  CHECK(receiver.stats().connections == connections);
+  for (std::uint64_t i = 0; i < connections; ++i) {
+    for (int k = 0; k < 3; ++k) senders[i]->send(std::as_bytes(std::span(&i, 1)));
+  }
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return per_sender.size() == connections;
+  }, 30s));
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(mutex);
+    for (auto& [id, n] : per_sender) if (n != 3) return false;
+    return true;
+  }));
+}
+
+TEST_CASE("send() from 4 threads: every message arrives intact, in order per thread", "[low_latency][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  constexpr int threads = 4;
+  constexpr std::uint64_t per_thread = 5000;
+  std::array<std::uint64_t, threads> next{};  // loop thread only
+  std::atomic<std::uint64_t> received{0};
+  std::atomic<std::uint64_t> broken{0};
+  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const Endpoint&) {
+    std::uint64_t header[2];
+    std::memcpy(header, m.data(), sizeof header);
+    const auto [thread, seq] = std::pair(header[0], header[1]);
+    if (thread >= threads || seq != next[thread]++ || m.size() != 100 + seq % 200 ||
+        !std::equal(m.begin() + 16, m.end(), pattern(m.size(), seq * threads + thread).begin() + 16)) {
+      ++broken;
+    }
+    ++received;
+  });
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
+  sender.wait_connected(5s);
+  std::vector<std::thread> workers;
+  for (std::uint64_t t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      for (std::uint64_t seq = 0; seq < per_thread; ++seq) {
+        auto m = pattern(100 + seq % 200, seq * threads + t);
+        std::memcpy(m.data(), &t, 8);
+        std::memcpy(m.data() + 8, &seq, 8);
+        sender.send(m);
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  REQUIRE(eventually([&] { return received == threads * per_thread; }, 30s));
+  CHECK(broken == 0);
+}
+
+TEST_CASE("a message larger than the receiver accepts is refused at the sender", "[low_latency][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  Inbox inbox;
+  netio::LowLatencyReceiveOptions options;
+  options.max_message_size = 1000;
+  netio::LowLatencyReceiveSocket receiver(context, base, inbox.handler(), options);
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
+  sender.wait_connected(5s);
+  try {
+    sender.send(pattern(1001, 1));
+    FAIL("sent an oversized message");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::message_too_large);
+    CHECK_THAT(e.what(), Catch::Contains("1001") && Catch::Contains("1000"));
+  }
+  sender.send(pattern(1000, 2));  // the connection is unharmed
+  REQUIRE(eventually([&] { return inbox.count == 1; }));
+}
+
+TEST_CASE("a mismatched peer is refused with a clear error", "[low_latency][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  netio::HighThroughputReceiveSocket ht_receiver(context, base);
+  netio::LowLatencySendSocket sender(context, ht_receiver.local_endpoint());
+  try {
+    sender.wait_connected(5s);
+    FAIL("a low-latency sender connected to a high-throughput receiver");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::handshake_rejected);
+    CHECK_THAT(e.what(), Catch::Contains("low-latency send socket, but this is a high-throughput receive socket"));
+  }
+}
+
+TEST_CASE("junk on a listening port is dropped without disturbing real peers", "[low_latency][integration][posix]") {
+  netio::Context context;
+  Inbox inbox;
+  netio::LowLatencyReceiveSocket receiver(context, Endpoint::parse("tcp://127.0.0.1:0"), inbox.handler());
+  const int junk = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(receiver.local_endpoint().port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(junk, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  const char request[] = "GET / HTTP/1.1\r\nHost: example\r\n\r\n";
+  REQUIRE(::send(junk, request, sizeof request - 1, MSG_NOSIGNAL) > 0);
+  char byte;
+  CHECK(::recv(junk, &byte, 1, 0) <= 0);  // the listener hung up on it (FIN or RST)
+  ::close(junk);
+
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
+  sender.send(pattern(64, 7));
+  REQUIRE(eventually([&] { return inbox.count == 1; }));
+}
