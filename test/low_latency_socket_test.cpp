@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -277,4 +278,67 @@ TEST_CASE("junk on a listening port is dropped without disturbing real peers", "
   netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
   sender.send(pattern(64, 7));
   REQUIRE(eventually([&] { return inbox.count == 1; }));
+}
+
+TEST_CASE("receive sockets report senders connecting and leaving", "[low_latency][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  std::mutex mutex;
+  std::vector<std::string> events;
+  netio::LowLatencyReceiveOptions options;
+  options.events.on_connected = [&](const Endpoint& peer) {
+    std::lock_guard lock(mutex);
+    events.push_back("connected " + peer.host);
+  };
+  options.events.on_disconnected = [&](const Endpoint& peer, const netio::Error& why) {
+    std::lock_guard lock(mutex);
+    events.push_back("disconnected " + peer.host + (why.code() == netio::Errc::disconnected ? " cleanly" : " badly"));
+  };
+  Inbox inbox;
+  netio::LowLatencyReceiveSocket receiver(context, base, inbox.handler(), options);
+  {
+    netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
+    sender.wait_connected(5s);
+    sender.send(pattern(10, 1));
+    sender.wait_sent(5s);
+    REQUIRE(eventually([&] { return inbox.count == 1; }));
+  }
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return events.size() == 2;
+  }));
+  std::lock_guard lock(mutex);
+  CHECK(events[0] == "connected 127.0.0.1");
+  CHECK(events[1] == "disconnected 127.0.0.1 cleanly");
+}
+
+TEST_CASE("send() on the event-loop thread never waits for buffers that only that thread frees",
+          "[low_latency][integration]") {
+  netio::Context context;
+  Inbox inbox;
+  netio::LowLatencyReceiveSocket receiver(context, Endpoint::parse("tcp://127.0.0.1:0"), inbox.handler());
+  netio::LowLatencySendOptions options;
+  options.buffer_count = 2;
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), options);
+  int sent = 0;
+  bool refused = false;
+  // Before the connection is up nothing completes, so the third send finds no buffer.
+  context.loop().run_sync([&] {
+    try {
+      for (; sent < 3; ++sent) sender.send(pattern(8, sent));
+    } catch (const netio::Error& e) {
+      refused = e.code() == netio::Errc::timeout;
+    }
+  });
+  CHECK(sent == 2);
+  CHECK(refused);
+  REQUIRE(eventually([&] { return inbox.count == 2; }));
+}
+
+TEST_CASE("a context refuses to pin its thread to a CPU that does not exist", "[context]") {
+  CHECK_THROWS_AS(netio::Context(netio::ContextOptions{.busy_poll = false, .cpu = 100000}), netio::Error);
+  netio::Context pinned(netio::ContextOptions{.busy_poll = false, .cpu = 0});
+  int ran = 0;
+  pinned.loop().run_sync([&] { ran = sched_getcpu() == 0 ? 1 : 2; });
+  CHECK(ran == 1);
 }

@@ -48,6 +48,9 @@ void BufferSender::submit(Buffer* buffer) {
     ++outstanding_;
   }
   if (loop_.in_loop_thread()) {
+    // Buffers user threads queued earlier go first: the flush timer submits from here,
+    // and its page must not overtake the pages before it.
+    drain_submitted();
     send_on_loop(buffer);
     return;
   }
@@ -59,14 +62,23 @@ void BufferSender::submit(Buffer* buffer) {
   }
   // Only `this` is captured: no allocation. The destructor's run_sync() is queued behind
   // this task, so `this` outlives it.
-  if (schedule) loop_.post([this] { drain_submitted(); });
+  if (schedule) {
+    loop_.post([this] {
+      {
+        std::lock_guard lock(submit_mutex_);
+        drain_scheduled_ = false;
+      }
+      drain_submitted();
+    });
+  }
 }
 
 void BufferSender::drain_submitted() {
   {
     std::lock_guard lock(submit_mutex_);
+    if (submitted_.empty()) return;
     draining_.swap(submitted_);
-    drain_scheduled_ = false;
+    // A task already posted finds the queue empty; no need to cancel it.
   }
   for (Buffer* buffer : draining_) send_on_loop(buffer);
   draining_.clear();
@@ -108,7 +120,7 @@ void BufferSender::on_connected(const ConnectionInfo& info) {
 void BufferSender::on_failed(const Error& error) {
   if (closed_) return;
   closed_ = true;
-  log(LogLevel::warn, "send socket: {}", error.what());
+  log(error.code() == Errc::disconnected ? LogLevel::info : LogLevel::warn, "send socket: {}", error.what());
   if (state_.connected()) stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
   state_.set_failed(error);
   socket_->close();
@@ -132,6 +144,10 @@ void BufferSender::reclaim_all() {
     while (!queue->empty()) {
       Buffer* buffer = queue->front();
       queue->pop_front();
+      {
+        std::lock_guard lock(idle_mutex_);
+        ++lost_;
+      }
       on_completed(buffer);
     }
   }
@@ -140,7 +156,9 @@ void BufferSender::reclaim_all() {
 void BufferSender::wait_idle(std::chrono::nanoseconds timeout) {
   std::unique_lock lock(idle_mutex_);
   const bool idle = idle_changed_.wait_for(lock, timeout, [this] { return outstanding_ == 0; });
+  const bool all_sent = idle && lost_ == 0;
   lock.unlock();
+  if (all_sent) return;  // even if the connection closed afterwards: nothing was lost
   state_.throw_if_failed();
   if (!idle) {
     throw Error(Errc::timeout, fmt::format("buffers to {} still in flight after {} ms", remote_.to_string(),

@@ -41,8 +41,8 @@ class BufferSender {
 
   // Hands a filled buffer (from pool()) to the back-end; on the loop thread at once.
   void submit(Buffer* buffer);
-  // Waits until every submitted buffer has completed. Throws the connection's failure or
-  // Errc::timeout.
+  // Waits until every submitted buffer has completed (was handed to the network). Throws
+  // Errc::timeout, or the connection's failure if buffers were lost to it.
   void wait_idle(std::chrono::nanoseconds timeout);
   void close() noexcept;
   // Closes the connection because of `error`, which later calls report.
@@ -75,6 +75,7 @@ class BufferSender {
   std::mutex idle_mutex_;
   std::condition_variable idle_changed_;
   std::size_t outstanding_ = 0;                 // guarded by idle_mutex_: submitted, not completed
+  std::size_t lost_ = 0;                        // guarded by idle_mutex_: taken back from a dead connection
 };
 
 }  // namespace netio::detail

@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <future>
 
@@ -16,11 +18,15 @@ namespace netio {
 namespace {
 
 void pin_current_thread(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) {
+    throw Error(std::make_error_code(std::errc::invalid_argument),
+                fmt::format("cannot pin the event-loop thread to CPU {}: no such CPU", cpu));
+  }
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   if (const int rc = ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set); rc != 0) {
-    log(LogLevel::warn, "context: cannot pin the event-loop thread to CPU {}: {}", cpu, std::strerror(rc));
+    throw system_error(rc, fmt::format("cannot pin the event-loop thread to CPU {}", cpu));
   }
 }
 
@@ -31,12 +37,22 @@ Context::Context(ContextOptions options) {
   std::promise<void> started;
   auto started_future = started.get_future();
   thread_ = std::thread([this, cpu = options.cpu, &started] {
-    if (cpu) pin_current_thread(*cpu);
+    try {
+      if (cpu) pin_current_thread(*cpu);
+    } catch (...) {
+      started.set_exception(std::current_exception());
+      return;
+    }
     // run() marks the loop running before it waits; post a task that reports it is up.
     loop_.post([&started] { started.set_value(); });
     loop_.run();
   });
-  started_future.wait();
+  try {
+    started_future.get();
+  } catch (...) {
+    thread_.join();
+    throw;
+  }
 }
 
 Context::~Context() { stop(); }

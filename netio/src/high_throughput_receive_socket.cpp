@@ -21,7 +21,7 @@ class HighThroughputReceiveSocket::Impl {
   Impl(Context& context, const Endpoint& local, const HighThroughputReceiveOptions& options)
       : options_(options),
         connections_(context, local, detail::SocketKind::high_throughput_send, "a high-throughput receive socket",
-                     callbacks(), stats_) {}
+                     callbacks(), options.events, stats_) {}
 
   ~Impl() {
     // Pages still queued go back to the back-end before the connections close.
@@ -60,9 +60,34 @@ class HighThroughputReceiveSocket::Impl {
     queue_changed_.notify_one();
   }
 
+  // Lets one consumer at a time parse, waiting until `deadline` for its turn.
+  class ConsumerTurn {
+   public:
+    ConsumerTurn(Impl& impl, std::chrono::steady_clock::time_point deadline) : impl_(impl) {
+      std::unique_lock lock(impl_.turn_mutex_);
+      acquired_ = impl_.turn_free_.wait_until(lock, deadline, [this] { return !impl_.consumer_busy_; });
+      if (acquired_) impl_.consumer_busy_ = true;
+    }
+    ~ConsumerTurn() {
+      if (!acquired_) return;
+      {
+        std::lock_guard lock(impl_.turn_mutex_);
+        impl_.consumer_busy_ = false;
+      }
+      impl_.turn_free_.notify_one();
+    }
+    ConsumerTurn(const ConsumerTurn&) = delete;
+    ConsumerTurn& operator=(const ConsumerTurn&) = delete;
+    bool acquired() const noexcept { return acquired_; }
+
+   private:
+    Impl& impl_;
+    bool acquired_ = false;
+  };
+
   std::optional<Message> recv(std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock consumer(recv_mutex_, deadline);
-    if (!consumer.owns_lock()) return std::nullopt;
+    const ConsumerTurn turn(*this, deadline);
+    if (!turn.acquired()) return std::nullopt;
     for (;;) {
       if (current_.page) {
         if (auto message = next_in_current_page()) return message;
@@ -128,7 +153,10 @@ class HighThroughputReceiveSocket::Impl {
   std::condition_variable queue_changed_;
   std::deque<QueuedPage> queue_;  // guarded by queue_mutex_
 
-  std::timed_mutex recv_mutex_;  // one consumer parses at a time; guards what follows
+  // One consumer parses at a time (a flag, not a timed_mutex: TSan cannot follow those).
+  std::mutex turn_mutex_;
+  std::condition_variable turn_free_;
+  bool consumer_busy_ = false;  // guarded by turn_mutex_; while set, the holder owns what follows
   QueuedPage current_;
   std::map<std::uint64_t, detail::PageParser> parsers_;
   std::set<std::uint64_t> dropped_;

@@ -11,7 +11,7 @@ class LowLatencyReceiveSocket::Impl {
       : handler_(std::move(handler)),
         options_(options),
         connections_(context, local, detail::SocketKind::low_latency_send, "a low-latency receive socket",
-                     callbacks(), stats_) {}
+                     callbacks(), options.events, stats_) {}
 
   detail::ReceiveConnections::Callbacks callbacks() {
     detail::ReceiveConnections::Callbacks c;

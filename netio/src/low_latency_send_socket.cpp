@@ -26,6 +26,11 @@ class LowLatencySendSocket::Impl {
     Buffer* buffer = sender_.pool().try_acquire();
     if (buffer == nullptr) {
       if (!wait) return false;
+      if (sender_.loop().in_loop_thread()) {
+        throw Error(Errc::timeout, fmt::format("send() to {} on the event-loop thread with all {} buffers in flight "
+                                               "would wait forever: use try_send() in callbacks",
+                                               sender_.remote().to_string(), options_.buffer_count));
+      }
       stats_.backpressure_waits().fetch_add(1, std::memory_order_relaxed);
       const auto deadline = std::chrono::steady_clock::now() + options_.send_timeout;
       while (buffer == nullptr) {
@@ -65,6 +70,7 @@ void LowLatencySendSocket::wait_connected(std::chrono::nanoseconds timeout) {
 bool LowLatencySendSocket::connected() const noexcept { return impl_->sender_.state().connected(); }
 void LowLatencySendSocket::send(std::span<const std::byte> message) { impl_->send(message, true); }
 bool LowLatencySendSocket::try_send(std::span<const std::byte> message) { return impl_->send(message, false); }
+void LowLatencySendSocket::wait_sent(std::chrono::nanoseconds timeout) { impl_->sender_.wait_idle(timeout); }
 const Endpoint& LowLatencySendSocket::remote() const noexcept { return impl_->sender_.remote(); }
 SocketStats LowLatencySendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
 

@@ -7,11 +7,13 @@
 namespace netio::detail {
 
 ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected,
-                                       std::string_view receiver_kind, Callbacks callbacks, StatsCounters& stats)
+                                       std::string_view receiver_kind, Callbacks callbacks, ConnectionEvents events,
+                                       StatsCounters& stats)
     : loop_(context.loop()),
       expected_(expected),
       receiver_kind_(receiver_kind),
       callbacks_(std::move(callbacks)),
+      events_(std::move(events)),
       stats_(stats) {
   Backend& backend = context.backend(local.transport);
   loop_.run_sync([&] {
@@ -33,7 +35,7 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
 
 ReceiveConnections::~ReceiveConnections() {
   loop_.run_sync([this] {
-    closed_ = true;
+    alive_.reset();  // tasks posted by callbacks that ran just before this one see it
     listener_->close();
     for (auto& [id, connection] : connections_) connection.socket->close();
     connections_.clear();
@@ -60,28 +62,36 @@ void ReceiveConnections::on_accepted(std::unique_ptr<LowLevelReceiveSocket> sock
   socket_callbacks.on_data = [this, id, peer = &connection.peer](ReceivedBuffer buffer) {
     callbacks_.on_data(id, *peer, std::move(buffer));
   };
-  socket_callbacks.on_disconnected = [this, id](const Error& error) {
-    stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
-    callbacks_.on_disconnected(id, error);
+  socket_callbacks.on_disconnected = [this, id, peer = &connection.peer](const Error& error) {
+    report_disconnect(id, *peer, error);
     forget_later(id);
   };
   connection.socket->start(std::move(socket_callbacks));
+  if (events_.on_connected) events_.on_connected(connection.peer);
+}
+
+void ReceiveConnections::report_disconnect(std::uint64_t connection, const Endpoint& peer, const Error& error) {
+  stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
+  callbacks_.on_disconnected(connection, error);
+  if (events_.on_disconnected) events_.on_disconnected(peer, error);
 }
 
 void ReceiveConnections::forget_later(std::uint64_t connection) {
   // Not from inside the socket's own callback: it may still be on the stack.
-  loop_.post([this, connection] { connections_.erase(connection); });
+  loop_.post([this, connection, alive = std::weak_ptr<int>(alive_)] {
+    if (!alive.expired()) connections_.erase(connection);
+  });
 }
 
 void ReceiveConnections::drop(std::uint64_t connection, const std::string& why) {
-  loop_.post([this, connection, why] {
+  loop_.post([this, connection, why, alive = std::weak_ptr<int>(alive_)] {
+    if (alive.expired()) return;
     const auto it = connections_.find(connection);
-    if (it == connections_.end() || closed_) return;
+    if (it == connections_.end()) return;
     log(LogLevel::warn, "receive socket {}: disconnecting {}: {}", local_.to_string(), it->second.peer.to_string(), why);
     it->second.socket->close();
-    stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
-    const Error error(Errc::protocol_error, fmt::format("{}: {}", it->second.peer.to_string(), why));
-    callbacks_.on_disconnected(connection, error);
+    report_disconnect(connection, it->second.peer,
+                      Error(Errc::protocol_error, fmt::format("{}: {}", it->second.peer.to_string(), why)));
     connections_.erase(it);
   });
 }

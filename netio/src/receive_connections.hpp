@@ -7,6 +7,7 @@
 
 #include "handshake.hpp"
 #include "netio/backend.hpp"
+#include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/stats.hpp"
 
@@ -29,7 +30,7 @@ class ReceiveConnections {
   };
 
   ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected, std::string_view receiver_kind,
-                     Callbacks callbacks, StatsCounters& stats);
+                     Callbacks callbacks, ConnectionEvents events, StatsCounters& stats);
   ~ReceiveConnections();
   ReceiveConnections(const ReceiveConnections&) = delete;
   ReceiveConnections& operator=(const ReceiveConnections&) = delete;
@@ -47,17 +48,21 @@ class ReceiveConnections {
   AcceptDecision on_request(const Endpoint& peer, std::span<const std::byte> hello);
   void on_accepted(std::unique_ptr<LowLevelReceiveSocket> socket);
   void forget_later(std::uint64_t connection);
+  void report_disconnect(std::uint64_t connection, const Endpoint& peer, const Error& error);
 
   EventLoop& loop_;
   SocketKind expected_;
   std::string receiver_kind_;
   Callbacks callbacks_;
+  ConnectionEvents events_;
   StatsCounters& stats_;
   std::unique_ptr<LowLevelListenSocket> listener_;  // loop thread only
   Endpoint local_;
   std::map<std::uint64_t, Connection> connections_;  // loop thread only
   std::uint64_t next_id_ = 1;
-  bool closed_ = false;
+  // Tasks this object posts hold a weak_ptr to this: a callback can post one after the
+  // destructor's run_sync() was queued, so FIFO order alone does not protect them.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace netio::detail

@@ -18,7 +18,7 @@ namespace netio {
 
 struct ContextOptions {
   bool busy_poll = false;         // see EventLoop::set_busy_poll
-  std::optional<int> cpu;         // pin the loop thread to this CPU
+  std::optional<int> cpu;         // pin the loop thread to this CPU (the constructor throws if it cannot)
 };
 
 class Context {

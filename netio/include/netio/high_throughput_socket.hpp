@@ -4,6 +4,7 @@
 // on the user's thread.
 #pragma once
 
+#include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/message.hpp"
@@ -72,6 +73,7 @@ struct HighThroughputReceiveOptions {
   std::size_t max_page_size = 16 * 1024 * 1024;     // senders with larger pages are rejected
   std::size_t max_message_size = 256 * 1024 * 1024;  // a larger length disconnects the sender
   std::size_t page_credits = 8;  // pages per connection queued at most before reading stalls
+  ConnectionEvents events;       // optional: senders connecting and going away
 };
 
 // Listens for HighThroughputSendSockets (any number; messages of one sender keep their

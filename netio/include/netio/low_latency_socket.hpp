@@ -2,6 +2,7 @@
 // is called, and each received message is passed to a callback on the event-loop thread.
 #pragma once
 
+#include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/stats.hpp"
@@ -46,9 +47,15 @@ class LowLatencySendSocket {
   // Copies `message` into a send buffer and hands it to the back-end. Throws netio::Error:
   // Errc::message_too_large (beyond what the receiver accepts), Errc::timeout (no buffer
   // freed up within send_timeout), or the connection's error once it failed.
+  // On the event-loop thread (in a callback) it cannot wait, since buffers come back on
+  // that very thread: with every buffer in flight it throws Errc::timeout at once. Use
+  // try_send() there.
   void send(std::span<const std::byte> message);
   // As send(), but returns false instead of waiting when every buffer is in flight.
   bool try_send(std::span<const std::byte> message);
+  // Waits until every message sent so far was handed to the network. Throws Errc::timeout,
+  // or the connection's error if messages were lost to it.
+  void wait_sent(std::chrono::nanoseconds timeout);
 
   const Endpoint& remote() const noexcept;
   SocketStats stats() const noexcept;
@@ -64,6 +71,7 @@ struct LowLatencyReceiveOptions {
   // that pre-post receive buffers (libfabric) reserve credits × this per connection.
   std::size_t max_message_size = 1024 * 1024;
   std::size_t receive_credits = 4;  // buffers per connection the back-end may fill ahead
+  ConnectionEvents events;          // optional: senders connecting and going away
 };
 
 // Listens for LowLatencySendSockets; calls `handler` for every message on the event-loop
