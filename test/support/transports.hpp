@@ -17,7 +17,7 @@
 namespace netio::test {
 
 inline auto loopback_endpoints() {
-  return Catch::Generators::values<std::string>({"tcp://127.0.0.1:0"});
+  return Catch::Generators::values<std::string>({"tcp://127.0.0.1:0", "fabric://127.0.0.1:0?provider=tcp"});
 }
 
 using namespace std::chrono_literals;

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The main job: builds netio (Release) and runs the loopback benchmark, on the POSIX back-end
+# and on libfabric's tcp provider:
+#   1. netio_recv + netio_throughput --sweep (8 B ... 1 MiB), high-throughput sockets, --verify
+#   2. netio_pingpong round-trip times of 8 B and 1 KiB messages
+# Installs missing Debian packages first. Options:
+#   --time DURATION      per message size in the sweep (default 1s)
+#   --transports LIST    tcp, fabric or tcp,fabric (default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+per_size=1s
+transports=tcp,fabric
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --time) per_size="$2"; shift 2 ;;
+    --transports) transports="$2"; shift 2 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "benchmark.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+scripts/install-deps.sh
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DNETIO_BUILD_TESTS=OFF >/dev/null
+cmake --build build/release -j"$(nproc)" >/dev/null
+bin=build/release/tools
+export FI_SOCKETS_PE_WAITTIME=0
+
+# Sender and receiver on different cores when there are two.
+recv_cpu=0; send_cpu=0
+[ "$(nproc)" -ge 2 ] && recv_cpu=1
+
+scratch="$(mktemp -d)"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$scratch"; }
+trap cleanup EXIT
+
+wait_for_port() {
+  for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.1; done
+  echo "benchmark.sh: the receiver did not start listening" >&2; exit 1
+}
+
+endpoint_for() {  # transport port
+  case "$1" in
+    tcp) echo "tcp://127.0.0.1:$2" ;;
+    fabric) echo "fabric://127.0.0.1:$2?provider=tcp" ;;
+  esac
+}
+
+for transport in ${transports//,/ }; do
+  listen="$(endpoint_for "$transport" 0)"
+  echo "== throughput, $transport back-end: netio_throughput --sweep --verify -t $per_size (receiver's view)"
+  rm -f "$scratch/port"
+  "$bin/netio_recv" -e "$listen" --verify --interval 0 --port-file "$scratch/port" --cpu "$recv_cpu" \
+      --timeout 300s >"$scratch/recv.txt" &
+  pids+=($!)
+  wait_for_port "$scratch/port"
+  "$bin/netio_throughput" -e "$(endpoint_for "$transport" "$(cat "$scratch/port")")" --sweep -t "$per_size" --verify \
+      --cpu "$send_cpu" --timeout 300s >/dev/null
+  wait "${pids[-1]}"
+  cat "$scratch/recv.txt"
+  echo
+
+  for size in 8 1KiB; do
+    echo "== round trip, $transport back-end: netio_pingpong -s $size -n 20000 -w 2000"
+    rm -f "$scratch/port"
+    "$bin/netio_pingpong" --server -e "$listen" --port-file "$scratch/port" --cpu "$recv_cpu" --timeout 120s \
+        >/dev/null 2>&1 &
+    pids+=($!)
+    wait_for_port "$scratch/port"
+    "$bin/netio_pingpong" -e "$(endpoint_for "$transport" "$(cat "$scratch/port")")" -s "$size" -n 20000 -w 2000 \
+        --cpu "$send_cpu" --timeout 120s 2>/dev/null
+    kill "${pids[-1]}" 2>/dev/null || true
+    wait "${pids[-1]}" 2>/dev/null || true
+    echo
+  done
+done

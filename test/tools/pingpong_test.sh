@@ -1,0 +1,32 @@
+#!/bin/bash
+# netio_pingpong: one server, several clients one after another (JSON, text, histogram),
+# then SIGTERM stops the server cleanly.
+#   pingpong_test.sh NETIO_PINGPONG TRANSPORT(tcp|fabric) CHECKER
+set -euo pipefail
+pingpong=$1 transport=$2 checker=$3
+source "$(dirname "$0")/tool_test_lib.sh"
+
+"$pingpong" --server -e "$(endpoint_for "$transport" 0)" --port-file "$WORK/port" --timeout 90s \
+  >"$WORK/server.out" 2>"$WORK/server.err" &
+server_pid=$!
+BACKGROUND_PIDS+=("$server_pid")
+port=$(wait_for_port_file "$WORK/port" "$server_pid")
+server=$(endpoint_for "$transport" "$port")
+
+for size in 1 64 64KiB; do
+  "$pingpong" -e "$server" -s "$size" -n 200 -w 20 --json --timeout 30s >"$WORK/client-$size.json" \
+    2>"$WORK/client-$size.err" || fail "client with -s $size exited with $?"
+  python3 "$checker" pingpong "$WORK/client-$size.json" 200 || fail "JSON check failed for -s $size"
+done
+"$pingpong" -e "$server" -n 100 -w 10 --histogram --timeout 30s >"$WORK/client-text.out" 2>"$WORK/client-text.err" \
+  || fail "text client exited with $?"
+grep -q "median" "$WORK/client-text.out" || fail "no statistics table in the text output"
+grep -q " us |" "$WORK/client-text.out" || fail "no histogram in the text output"
+
+kill -TERM "$server_pid"
+server_status=0
+wait "$server_pid" || server_status=$?
+[ "$server_status" -eq 0 ] || fail "the server exited with $server_status after SIGTERM"
+clients=$(grep -c "measured round trips" "$WORK/server.out" || true)
+[ "$clients" -eq 4 ] || fail "the server saw $clients clients say goodbye, not 4"
+echo "ok: $transport"

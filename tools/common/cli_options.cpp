@@ -1,0 +1,99 @@
+#include "cli_options.hpp"
+
+#include "cpu_affinity.hpp"
+#include "units.hpp"
+
+#include <fmt/format.h>
+
+namespace netio::tools {
+
+const char* const kUnitsHelp =
+    "Sizes: 64, 64B, 4K or 4KiB (=4096), 1M or 1MiB, 1G or 1GiB (K/M/G are binary, like iperf3;\n"
+    "KB/MB/GB are refused as ambiguous). Durations: 10us, 500ms, 2s, 1.5s, 1m, 1h; a bare\n"
+    "number is seconds.";
+
+CLI::Validator size_transformer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        auto size = parse_size(text);
+        if (!size) return size.error();
+        text = std::to_string(size.value());
+        return {};
+      },
+      "", "SIZE");
+}
+
+CLI::Validator duration_transformer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        auto duration = parse_duration(text);
+        if (!duration) return duration.error();
+        text = std::to_string(duration.value().count());
+        return {};
+      },
+      "", "DURATION");
+}
+
+CLI::Option* add_duration_option(CLI::App& app, const std::string& names, std::chrono::nanoseconds& target,
+                                 const std::string& description) {
+  return app
+      .add_option_function<std::int64_t>(
+          names, [&target](std::int64_t ns) { target = std::chrono::nanoseconds(ns); }, description)
+      ->transform(duration_transformer())
+      ->type_name("DURATION")
+      ->default_str(format_duration(target));
+}
+
+CLI::Option* add_duration_option(CLI::App& app, const std::string& names,
+                                 std::optional<std::chrono::nanoseconds>& target, const std::string& description) {
+  return app
+      .add_option_function<std::int64_t>(
+          names, [&target](std::int64_t ns) { target = std::chrono::nanoseconds(ns); }, description)
+      ->transform(duration_transformer())
+      ->type_name("DURATION");
+}
+
+CLI::Option* add_size_option(CLI::App& app, const std::string& names, std::uint64_t& target,
+                             const std::string& description) {
+  return app.add_option(names, target, description)
+      ->transform(size_transformer())
+      ->type_name("SIZE")
+      ->default_str(format_size_compact(target));
+}
+
+CLI::Option* add_cpu_option(CLI::App& app, CpuChoice& target) {
+  auto check_cpu = CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto comma = text.find(',');
+        std::vector<std::string> parts{text.substr(0, comma)};
+        if (comma != std::string::npos) parts.push_back(text.substr(comma + 1));
+        for (const std::string& part : parts) {
+          int cpu = -1;
+          if (!CLI::detail::lexical_cast(part, cpu)) {
+            return fmt::format("'{}' is not a CPU number (expected N or N,M)", text);
+          }
+          if (auto error = cpu_unavailable_reason(cpu)) return *error;
+        }
+        return {};
+      },
+      "", "CPU");
+  return app
+      .add_option_function<std::string>(
+          "--cpu",
+          [&target](const std::string& text) {
+            const auto comma = text.find(',');
+            target.tool_thread = std::stoi(text.substr(0, comma));
+            target.loop_thread = comma == std::string::npos ? *target.tool_thread : std::stoi(text.substr(comma + 1));
+          },
+          "Pin the tool's thread to CPU N and the netio event-loop thread to CPU M (default: N as well)")
+      ->check(check_cpu)
+      ->type_name("N[,M]");
+}
+
+CLI::Option* add_timeout_option(CLI::App& app, std::chrono::nanoseconds& target) {
+  return add_duration_option(app, "--timeout", target,
+                             "Last-resort bound on the whole run; when it passes the tool reports what it has "
+                             "and exits non-zero (0: no limit)");
+}
+
+}  // namespace netio::tools

@@ -1,0 +1,45 @@
+// CLI11 glue shared by the tools: options that take sizes, durations and CPU numbers with
+// the syntax of units.hpp, and the error/exit conventions.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netio::tools {
+
+// Transformers: rewrite "4KiB" to "4096" and "2s" to "2000000000" (nanoseconds), or reject
+// the input with the parser's message. Use them on integer options:
+//   app.add_option("-s,--size", bytes)->transform(size_transformer());
+// On a list option with ->delimiter(',') they apply to each element.
+CLI::Validator size_transformer();
+CLI::Validator duration_transformer();
+
+// Convenience: an option bound to a std::chrono::nanoseconds, default shown in --help.
+CLI::Option* add_duration_option(CLI::App& app, const std::string& names, std::chrono::nanoseconds& target,
+                                 const std::string& description);
+// The same, for an optional duration (unset unless given).
+CLI::Option* add_duration_option(CLI::App& app, const std::string& names,
+                                 std::optional<std::chrono::nanoseconds>& target, const std::string& description);
+CLI::Option* add_size_option(CLI::App& app, const std::string& names, std::uint64_t& target,
+                             const std::string& description);
+
+// --cpu N[,M]: where the tool pins its own thread (N) and the netio event-loop thread
+// (M, default N). Each CPU is checked against the CPUs this process may run on.
+struct CpuChoice {
+  std::optional<int> tool_thread;
+  std::optional<int> loop_thread;
+};
+CLI::Option* add_cpu_option(CLI::App& app, CpuChoice& target);
+
+// --timeout DURATION: the last-resort bound on the whole run (0: none).
+CLI::Option* add_timeout_option(CLI::App& app, std::chrono::nanoseconds& target);
+
+// The text used in every tool's --help for sizes and durations.
+extern const char* const kUnitsHelp;
+
+}  // namespace netio::tools

@@ -1,0 +1,180 @@
+// netio_recv: the receiving side of the throughput benchmark (DESIGN.md §7).
+//
+//   netio_recv -e ENDPOINT [--mode ht|ll] [-n MESSAGES | -t DURATION] [--verify] [--json]
+//              [--interval DURATION] [--port-file FILE] [--cpu N[,M]] [--timeout DURATION]
+//
+// Listens, reports each interval on stderr (like iperf3) and prints a summary per message
+// size when netio_throughput ends its stream.
+#include "common/cli_options.hpp"
+#include "common/cpu_affinity.hpp"
+#include "common/deadline.hpp"
+#include "common/json_writer.hpp"
+#include "common/termination.hpp"
+#include "common/tool_main.hpp"
+#include "common/units.hpp"
+#include "throughput/bench_receiver.hpp"
+
+#include "netio/context.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+namespace {
+
+using namespace netio::tools;
+constexpr const char* kTool = "netio_recv";
+
+struct Options {
+  std::string endpoint;
+  std::string mode = "ht";
+  std::optional<std::uint64_t> messages;
+  std::optional<std::chrono::nanoseconds> duration;
+  bool verify = false;
+  bool json = false;
+  std::chrono::nanoseconds interval = std::chrono::seconds(1);
+  std::string port_file;
+  CpuChoice cpu;
+  std::chrono::nanoseconds timeout{0};
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("-e,--endpoint", o.endpoint,
+                 "Where to listen: tcp://HOST:PORT or fabric://HOST:PORT[?provider=NAME]; port 0 picks a free port "
+                 "(printed on stderr and written to --port-file)")
+      ->required();
+  app.add_option("--mode", o.mode, "ht: high-throughput sockets (pages, recv() on a thread of its own); ll: "
+                                    "low-latency sockets (a callback per message). Must match the sender's --mode")
+      ->check(CLI::IsMember({"ht", "ll"}))
+      ->capture_default_str();
+  auto* messages = app.add_option("-n,--messages", o.messages,
+                                  "Stop after this many data messages (over all sizes), without waiting for the "
+                                  "end of the stream");
+  auto* duration = add_duration_option(app, "-t,--time", o.duration,
+                                       "Stop this long after the first message, without waiting for the end of "
+                                       "the stream");
+  messages->excludes(duration);
+  app.add_flag("--verify", o.verify,
+               "Check every message: report lost, duplicated and corrupt ones per size (see "
+               "tools/common/bench_message.hpp; at 8-15 B the check is 16 bits wide)");
+  app.add_flag("--json", o.json,
+               "Print one JSON document on stdout: {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps, "
+               "lost, duplicated, corrupt}]}; lost/duplicated/corrupt are null without --verify");
+  add_duration_option(app, "--interval", o.interval, "Interval of the progress report on stderr (0: none)");
+  app.add_option("--port-file", o.port_file,
+                 "Write the port listened on to FILE once listening (for scripts using port 0)")
+      ->type_name("FILE");
+  add_cpu_option(app, o.cpu);
+  add_timeout_option(app, o.timeout);
+  app.footer(std::string(kUnitsHelp) +
+             "\n\nThe receiver's time for a size runs from the arrival of the run's begin marker to that of its\n"
+             "end marker. Exit status: 0 when the stream ended (or -n/-t was reached) and, with --verify, all was\n"
+             "intact; 3 when --verify found lost, duplicated or corrupt messages (or messages outside any run);\n"
+             "1 on failure (cannot listen, --timeout, the sender vanished before ending its stream); 128+N when\n"
+             "stopped by signal N (Ctrl-C); other non-zero values for bad arguments.");
+}
+
+void validate(const Options& o) {
+  if (o.messages && *o.messages == 0) throw CLI::ValidationError("--messages", "must be at least 1");
+  if (o.duration && *o.duration <= std::chrono::nanoseconds::zero()) {
+    throw CLI::ValidationError("--time", "must be longer than 0");
+  }
+}
+
+void print_interval(const IntervalReport& r) {
+  const double seconds = std::max(r.to - r.from, 1e-9);
+  fmt::print(stderr, "[{:>7.2f}-{:>7.2f} s] {:>9}  {:>10} msg  {:>12.0f} msg/s  {:>8.3f} Gb/s\n", r.from, r.to,
+             format_size(r.size), r.messages, static_cast<double>(r.messages) / seconds,
+             static_cast<double>(r.bytes) * 8 / seconds / 1e9);
+}
+
+bool verification_failed(const BenchReceiverReport& report) {
+  const bool runs_bad = std::any_of(report.results.begin(), report.results.end(), [](const ThroughputResult& r) {
+    return r.verification && !r.verification->clean();
+  });
+  return runs_bad || report.stray_messages > 0;
+}
+
+int run(const Options& o) {
+  install_termination_handlers();
+  const Watchdog watchdog(kTool, o.timeout);
+  const Deadline deadline(o.timeout);
+
+  BenchReceiverOptions receiver;
+  receiver.local = netio::Endpoint::parse(o.endpoint);
+  receiver.mode = o.mode == "ll" ? SocketMode::low_latency : SocketMode::high_throughput;
+  receiver.verify = o.verify;
+  receiver.max_messages = o.messages;
+  receiver.duration = o.duration;
+  receiver.interval = o.interval;
+  // The thread doing the per-message work is the "tool's thread" of --cpu: the recv()
+  // thread in ht mode; in ll mode the callbacks run on the event-loop thread.
+  receiver.consumer_cpu = o.cpu.tool_thread;
+  if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
+
+  netio::ContextOptions context_options;
+  context_options.cpu = o.cpu.loop_thread;
+  netio::Context context(context_options);
+
+  BenchReceiverCallbacks callbacks;
+  callbacks.on_listening = [&](const netio::Endpoint& local) {
+    fmt::print(stderr, "{}: listening on {} ({} mode{})\n", kTool, local.to_string(), o.mode,
+               o.verify ? ", verifying" : "");
+    if (!o.port_file.empty()) write_port_file(o.port_file, local.port);
+  };
+  callbacks.on_interval = print_interval;
+  const BenchReceiverReport report = run_bench_receiver(context, receiver, deadline, callbacks);
+
+  if (o.json) {
+    JsonWriter json;
+    write_results_json(json, report.results, VerificationColumns::reported);
+    fmt::print("{}\n", json.str());
+  } else {
+    fmt::print("{}", results_table(report.results, VerificationColumns::reported));
+  }
+  for (const std::string& anomaly : report.anomalies) fmt::print(stderr, "{}: protocol anomaly: {}\n", kTool, anomaly);
+  if (report.stray_messages > 0) {
+    fmt::print(stderr, "{}: {} messages arrived outside any run (is the sender netio_throughput?)\n", kTool,
+               report.stray_messages);
+  }
+
+  switch (report.end) {
+    case ReceiveEnd::signal:
+      fmt::print(stderr, "{}: interrupted\n", kTool);
+      return 128 + stop_signal();
+    case ReceiveEnd::timeout:
+      fmt::print(stderr, "{}: error: --timeout {} passed before the end of the stream\n", kTool,
+                 format_duration(o.timeout));
+      return kExitFailure;
+    case ReceiveEnd::sender_gone:
+      fmt::print(stderr, "{}: error: the sender disconnected without ending its stream\n", kTool);
+      return kExitFailure;
+    case ReceiveEnd::end_of_stream:
+    case ReceiveEnd::message_limit:
+    case ReceiveEnd::time_limit:
+      break;
+  }
+  if (o.verify && verification_failed(report)) {
+    fmt::print(stderr, "{}: verification failed: messages were lost, duplicated or corrupt\n", kTool);
+    return kExitVerificationFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"netio_recv: the receiving side of the netio throughput benchmark; pair it with netio_throughput.",
+               kTool};
+  Options options;
+  add_options(app, options);
+  try {
+    app.parse(argc, argv);
+    validate(options);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return run_tool(kTool, [&] { return run(options); });
+}

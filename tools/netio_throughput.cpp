@@ -1,0 +1,168 @@
+// netio_throughput: the sending side of the throughput benchmark (DESIGN.md §7).
+//
+//   netio_throughput -e ENDPOINT [--mode ht|ll] (-s SIZE[,SIZE...] | --sweep)
+//                    [-n MESSAGES | -t DURATION] [--page-size SIZE] [--flush-timeout DURATION]
+//                    [--verify] [--json] [--cpu N[,M]] [--timeout DURATION]
+//
+// Pair it with netio_recv on the other end; the message format is in
+// common/bench_message.hpp.
+#include "common/cli_options.hpp"
+#include "common/cpu_affinity.hpp"
+#include "common/deadline.hpp"
+#include "common/json_writer.hpp"
+#include "common/termination.hpp"
+#include "common/tool_main.hpp"
+#include "common/units.hpp"
+#include "throughput/bench_sender.hpp"
+
+#include "netio/context.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <string>
+
+namespace {
+
+using namespace netio::tools;
+constexpr const char* kTool = "netio_throughput";
+
+struct Options {
+  std::string endpoint;
+  std::string mode = "ht";
+  std::vector<std::uint64_t> sizes;
+  bool sweep = false;
+  std::optional<std::uint64_t> messages;
+  std::optional<std::chrono::nanoseconds> duration;
+  std::uint64_t page_size = 1024 * 1024;
+  std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);
+  bool verify = false;
+  bool json = false;
+  CpuChoice cpu;
+  std::chrono::nanoseconds timeout{0};
+};
+
+constexpr auto kDefaultDuration = std::chrono::seconds(2);
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("-e,--endpoint", o.endpoint, "Where netio_recv listens: tcp://HOST:PORT or fabric://HOST:PORT[?provider=NAME]")
+      ->required();
+  app.add_option("--mode", o.mode, "ht: high-throughput sockets (batched into pages); ll: low-latency sockets (one "
+                                    "message per buffer). Must match netio_recv's --mode")
+      ->check(CLI::IsMember({"ht", "ll"}))
+      ->capture_default_str();
+  auto* sizes = app.add_option("-s,--size", o.sizes, "Message sizes, one run each, in this order (at least 8 B)")
+                    ->delimiter(',')
+                    ->transform(size_transformer())
+                    ->type_name("SIZE[,SIZE...]");
+  auto* sweep = app.add_flag("--sweep", o.sweep, "Run 8 B, 32 B, 128 B, ... 512 KiB (powers of four), then 1 MiB");
+  sizes->excludes(sweep);
+  auto* messages = app.add_option("-n,--messages", o.messages, "Messages per size");
+  auto* duration = add_duration_option(app, "-t,--time", o.duration,
+                                       fmt::format("Time per size (default {} when -n is not given)",
+                                                   format_duration(kDefaultDuration)));
+  messages->excludes(duration);
+  add_size_option(app, "--page-size", o.page_size, "Page size of the high-throughput socket (--mode ht)");
+  add_duration_option(app, "--flush-timeout", o.flush_timeout,
+                      "How long a partly filled page may wait before it is sent (--mode ht; each run ends with an "
+                      "explicit flush anyway)");
+  app.add_flag("--verify", o.verify,
+               "Give every message a payload of its own (not one per run), so that netio_recv --verify also "
+               "catches stale payload bytes. Costs sender CPU: do not compare its rates with runs without it. "
+               "(Sequence numbers and checks are always stamped; netio_recv --verify works without this too)");
+  app.add_flag("--json", o.json, "Print one JSON document on stdout: {\"results\":[{size, messages, bytes, "
+                                 "seconds, msgs_per_s, gbps}]}");
+  add_cpu_option(app, o.cpu);
+  add_timeout_option(app, o.timeout);
+  app.footer(std::string(kUnitsHelp) +
+             "\n\nExit status: 0 when every run was sent, 1 on failure (connection refused, receiver gone,\n"
+             "--timeout), 128+N when stopped by signal N (Ctrl-C), other non-zero values for bad arguments.");
+}
+
+void validate(const CLI::App& app, const Options& o) {
+  if (o.sizes.empty() && !o.sweep) throw CLI::ValidationError("give the message sizes: -s SIZE[,SIZE...] or --sweep");
+  for (const std::uint64_t size : o.sizes) {
+    if (size < kMinDataMessageSize) {
+      throw CLI::ValidationError("--size", fmt::format("{} B is too small: benchmark messages carry an 8-byte header, "
+                                                       "so the smallest size is {} B",
+                                                       size, kMinDataMessageSize));
+    }
+  }
+  if (o.messages && *o.messages == 0) throw CLI::ValidationError("--messages", "must be at least 1");
+  if (o.duration && *o.duration <= std::chrono::nanoseconds::zero()) {
+    throw CLI::ValidationError("--time", "must be longer than 0");
+  }
+  if (o.mode == "ll") {
+    for (const char* name : {"--page-size", "--flush-timeout"}) {
+      if (app.count(name) > 0) {
+        throw CLI::ValidationError(name, "applies to --mode ht only (low-latency sockets have no pages)");
+      }
+    }
+  }
+}
+
+void print_run_progress(const ThroughputResult& r) {
+  fmt::print(stderr, "{}: {:>9}: {} messages in {:.3f} s, {:.0f} msg/s, {:.3f} Gb/s\n", kTool, format_size(r.size),
+             r.messages, r.seconds, r.msgs_per_s(), r.gbps());
+}
+
+int run(const Options& o) {
+  install_termination_handlers();
+  const Watchdog watchdog(kTool, o.timeout);
+  const Deadline deadline(o.timeout);
+  if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
+
+  BenchSenderOptions sender;
+  sender.remote = netio::Endpoint::parse(o.endpoint);
+  sender.mode = o.mode == "ll" ? SocketMode::low_latency : SocketMode::high_throughput;
+  sender.sizes = o.sweep ? sweep_sizes() : o.sizes;
+  sender.messages_per_size = o.messages;
+  sender.duration_per_size = o.duration.value_or(kDefaultDuration);
+  sender.payload = o.verify ? PayloadMode::per_message : PayloadMode::fixed_per_run;
+  sender.page_size = o.page_size;
+  sender.flush_timeout = o.flush_timeout;
+
+  netio::ContextOptions context_options;
+  context_options.cpu = o.cpu.loop_thread;
+  netio::Context context(context_options);
+
+  // A connection failure escapes as netio::Error, whose message names the endpoint.
+  const BenchSenderReport report = run_bench_sender(context, sender, deadline, o.json ? nullptr : print_run_progress);
+
+  if (o.json) {
+    JsonWriter json;
+    write_results_json(json, report.results, VerificationColumns::none);
+    fmt::print("{}\n", json.str());
+  } else {
+    fmt::print("{}", results_table(report.results, VerificationColumns::none));
+  }
+  if (report.error) {
+    fmt::print(stderr, "{}: error: {}\n", kTool, *report.error);
+    return kExitFailure;
+  }
+  if (report.interrupted) {
+    if (stop_requested()) {
+      fmt::print(stderr, "{}: interrupted; the receiver was told the stream ended\n", kTool);
+      return 128 + stop_signal();  // the shell's convention for "ended by a signal"
+    }
+    fmt::print(stderr, "{}: error: --timeout {} passed before every run was sent\n", kTool, format_duration(o.timeout));
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"netio_throughput: the sending side of the netio throughput benchmark; pair it with netio_recv.",
+               kTool};
+  Options options;
+  add_options(app, options);
+  try {
+    app.parse(argc, argv);
+    validate(app, options);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return run_tool(kTool, [&] { return run(options); });
+}

@@ -1,0 +1,23 @@
+// netio_pingpong --server: echoes the pings of one client at a time, clients one after
+// another, until Ctrl-C / SIGTERM or --timeout. Protocol: common/pingpong_protocol.hpp.
+#pragma once
+
+#include "common/deadline.hpp"
+
+#include "netio/context.hpp"
+#include "netio/endpoint.hpp"
+
+#include <functional>
+
+namespace netio::tools {
+
+struct PingpongServerCallbacks {
+  std::function<void(const Endpoint&)> on_listening;  // the bound endpoint (real port)
+};
+
+// Returns when stopped by a signal or the deadline; throws netio::Error when the endpoint
+// cannot be bound. Problems with one client are printed and do not stop the server.
+void run_pingpong_server(Context& context, const Endpoint& local, const Deadline& deadline,
+                         const PingpongServerCallbacks& callbacks);
+
+}  // namespace netio::tools

@@ -1,0 +1,64 @@
+// The receiving side of the throughput benchmark: listens, feeds every message to a
+// RunTracker (common/run_tracker.hpp) and watches for the end: END_OF_STREAM, a limit
+// (-n, -t), Ctrl-C, --timeout, or a sender that disconnected without ending its stream.
+#pragma once
+
+#include "bench_sender.hpp"  // SocketMode
+
+#include "common/deadline.hpp"
+#include "common/throughput_result.hpp"
+
+#include "netio/context.hpp"
+#include "netio/endpoint.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netio::tools {
+
+struct BenchReceiverOptions {
+  Endpoint local;
+  SocketMode mode = SocketMode::high_throughput;
+  bool verify = false;
+  std::optional<std::uint64_t> max_messages;              // -n: data messages over all runs
+  std::optional<std::chrono::nanoseconds> duration;       // -t: counted from the first message
+  std::chrono::nanoseconds interval = std::chrono::seconds(1);  // 0: no interval reports
+  // How long a stream may stay silent after its last sender disconnected before the
+  // receiver gives up waiting for END_OF_STREAM.
+  std::chrono::nanoseconds sender_gone_grace = std::chrono::seconds(1);
+  std::optional<int> consumer_cpu;  // --mode ht: the thread calling recv()
+};
+
+// One line of the iperf-like report: what arrived between `from` and `to` (seconds since
+// the first message).
+struct IntervalReport {
+  double from = 0;
+  double to = 0;
+  std::uint64_t size = 0;  // the size of the run being received at the end of the interval
+  std::uint64_t messages = 0;
+  std::uint64_t bytes = 0;
+};
+
+enum class ReceiveEnd { end_of_stream, message_limit, time_limit, signal, timeout, sender_gone };
+
+struct BenchReceiverReport {
+  std::vector<ThroughputResult> results;
+  std::uint64_t stray_messages = 0;
+  std::vector<std::string> anomalies;
+  ReceiveEnd end = ReceiveEnd::end_of_stream;
+};
+
+struct BenchReceiverCallbacks {
+  std::function<void(const Endpoint&)> on_listening;  // the bound endpoint (real port)
+  std::function<void(const IntervalReport&)> on_interval;
+};
+
+// Throws netio::Error when the endpoint cannot be bound.
+BenchReceiverReport run_bench_receiver(Context& context, const BenchReceiverOptions& options, const Deadline& deadline,
+                                       const BenchReceiverCallbacks& callbacks);
+
+}  // namespace netio::tools
