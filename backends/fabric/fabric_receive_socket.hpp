@@ -1,0 +1,92 @@
+// The receiving end of one fabric connection, created by FabricListenSocket for an
+// accepted connection request.
+//
+// Flow control: every receive buffer is posted before fi_accept, and the accept tells the
+// sender how many there are: its credits. The sender spends one credit per buffer it
+// sends, so the receive queue never overruns. When the user gives a ReceivedBuffer back,
+// the buffer is re-posted and the credit returned to the sender in a small credit message
+// on the same (bidirectional) libfabric endpoint; at most one is in flight at a time, and
+// later returns are merged into the next one. A user who holds every buffer stalls the
+// sender, which is how back-pressure travels.
+#pragma once
+
+#include "backends/fabric/fabric_endpoint.hpp"
+#include "backends/fabric/receive_buffers.hpp"
+#include "backends/fabric/registered_block.hpp"
+#include "netio/backend.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace netio::fabric {
+
+class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEndpoint::Handler {
+ public:
+  // Called once, from the socket's own drain: when the connection is established (error is
+  // null) or when it failed before. The listener hands the socket over, or discards it.
+  using EstablishedHook = std::function<void(FabricReceiveSocket& socket, const Error* error)>;
+
+  // Opens the endpoint for the connection request `request` (consuming its handle).
+  // Throws netio::Error.
+  FabricReceiveSocket(EventLoop& loop, std::shared_ptr<Domain> domain, const fi_info& request, Endpoint local,
+                      Endpoint peer, std::shared_ptr<ReceiveBuffers> buffers, EstablishedHook hook);
+  ~FabricReceiveSocket() override;
+
+  // Posts every receive buffer, then accepts (fi_accept) with the buffer size and count.
+  // Throws netio::Error; the caller then closes the socket.
+  void accept();
+
+  void start(Callbacks callbacks) override;
+  const Endpoint& peer() const noexcept override { return peer_; }
+  void close() noexcept override;
+
+ private:
+  enum class State { accepting, established, failed };
+  static constexpr std::size_t completion_budget = 64;  // per drain, then others get a turn
+  static constexpr std::chrono::milliseconds cancel_grace{200};
+  static constexpr std::chrono::milliseconds retry_delay{1};
+
+  void drain();
+  void deliver(Buffer* buffer);
+  void deliver_undelivered();
+  void repost_returned();
+  bool post_receive(OperationContext& operation);
+  void send_credits();
+  void fail(Errc code, const std::string& why);
+  std::string describe() const;
+
+  void on_completion(OperationContext& operation, std::size_t length) override;
+  void on_completion_error(const CompletionEntry& error) override;
+  void on_connection_event(const EventEntry& event) override;
+  void on_connection_error(const EventEntry& error) override;
+
+  EventLoop& loop_;
+  Endpoint local_;
+  Endpoint peer_;
+  std::shared_ptr<ReceiveBuffers> buffers_;
+  std::unique_ptr<FabricEndpoint> endpoint_;
+  std::unique_ptr<RegisteredBlock> credit_block_;
+  std::vector<std::byte> accept_data_;  // kept while connecting: providers may read it late
+  OperationContext credit_operation_;
+  EstablishedHook hook_;
+  Callbacks callbacks_;
+  State state_ = State::accepting;
+  bool closed_ = false;  // close() ran: nothing more happens
+  bool started_ = false;
+  bool connected_ = false;  // FI_CONNECTED seen: credits may flow
+  std::deque<Buffer*> undelivered_;         // received before start(), or behind one that was
+  std::optional<Error> pending_disconnect_;  // a failure to report once undelivered_ is empty
+  std::vector<Buffer*> returned_;            // scratch for ReceiveBuffers::take_returned
+  std::vector<OperationContext*> repost_later_;
+  std::uint64_t credits_returned_ = 0;   // buffers re-posted since the connection started
+  std::uint64_t credits_announced_ = 0;  // the running total last sent to the peer
+  bool credit_in_flight_ = false;
+  std::optional<std::chrono::steady_clock::time_point> canceled_at_;
+};
+
+}  // namespace netio::fabric

@@ -1,0 +1,341 @@
+#include "backends/fabric/fabric_send_socket.hpp"
+
+#include "backends/fabric/fabric_errors.hpp"
+#include "backends/fabric/fabric_wire.hpp"
+#include "backends/fabric/provider_selection.hpp"
+#include "netio/log.hpp"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <limits>
+
+namespace netio::fabric {
+
+FabricSendSocket::FabricSendSocket(EventLoop& loop, DomainCache& domains) : loop_(loop), domains_(domains) {}
+
+FabricSendSocket::~FabricSendSocket() { close(); }
+
+std::string FabricSendSocket::describe() const {
+  if (local_) return fmt::format("fabric send socket {} -> {}", local_->to_string(), remote_.to_string());
+  return fmt::format("fabric send socket -> {}", remote_.to_string());
+}
+
+MemoryRegistrar* FabricSendSocket::registrar() noexcept {
+  if (domain_) return &domain_->registrar();
+  return &domains_.deferred_registrar();
+}
+
+void FabricSendSocket::connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) {
+  if (state_ != State::idle) {
+    throw Error(Errc::closed, fmt::format("{}: connect() may be called only once per socket", describe()));
+  }
+  remote_ = remote;
+  callbacks_ = std::move(callbacks);
+  state_ = State::failed;  // until set_up() succeeds
+  try {
+    set_up(remote, hello);
+  } catch (...) {
+    close();
+    throw;
+  }
+}
+
+void FabricSendSocket::set_up(const Endpoint& remote, std::span<const std::byte> hello) {
+  const InfoPtr info = query_connect_info(remote);
+  domain_ = domains_.get(*info);
+  const std::size_t depth = std::clamp<std::size_t>(info->tx_attr->size, 1, max_send_operations);
+  endpoint_ = std::make_unique<FabricEndpoint>(loop_, domain_, *info, FabricEndpoint::Depth{depth, credit_receives},
+                                               describe(), [this] { drain(); });
+
+  connect_data_ = wire::encode_connect(hello);
+  const std::size_t limit = cm_data_size(&endpoint_->ep()->fid);
+  if (connect_data_.size() > limit) {
+    throw Error(Errc::message_too_large,
+                fmt::format("{}: a hello of {} bytes does not fit the {} bytes of connection data that {} carries "
+                            "(at most {} bytes of hello)",
+                            describe(), hello.size(), limit, domain_->description(),
+                            limit > wire::connect_overhead ? limit - wire::connect_overhead : 0));
+  }
+
+  credit_block_ = std::make_unique<RegisteredBlock>(domain_, credit_receives * credit_slot);
+  for (std::size_t i = 0; i < credit_receives; ++i) {
+    auto& operation = credit_operations_[i];
+    operation.kind = OperationContext::Kind::credit_receive;
+    operation.index = static_cast<std::uint32_t>(i);
+    post_credit_receive(operation);
+  }
+  send_operations_.resize(depth);
+  free_operations_.reserve(depth);
+  for (std::size_t i = depth; i-- > 0;) {
+    send_operations_[i].kind = OperationContext::Kind::data_send;
+    send_operations_[i].index = static_cast<std::uint32_t>(i);
+    free_operations_.push_back(static_cast<std::uint32_t>(i));
+  }
+
+  // The endpoint's own copy of the address: it lives as long as the endpoint.
+  const int rc = ::fi_connect(endpoint_->ep(), endpoint_->info().dest_addr, connect_data_.data(), connect_data_.size());
+  state_ = State::connecting;
+  endpoint_->start();
+  if (rc != 0) {
+    // Some providers (sockets) know at once; report like every other outcome, from the loop.
+    pending_failure_ = rc == -FI_ECONNREFUSED
+                           ? Failure{Errc::connection_refused,
+                                     fmt::format("{}: nobody listens at {} ({})", describe(), remote_.to_string(),
+                                                 domain_->description())}
+                           : Failure{Errc::backend_error,
+                                     fmt::format("{}: fi_connect failed: {}", describe(), fi_error_text(rc))};
+  }
+}
+
+void FabricSendSocket::post_credit_receive(OperationContext& operation) {
+  const ssize_t rc = ::fi_recv(endpoint_->ep(), credit_block_->data(operation.index * credit_slot), credit_slot,
+                               credit_block_->desc(), 0, operation.as_context());
+  check(static_cast<int>(rc), describe(), "fi_recv (credit message)");
+}
+
+void FabricSendSocket::send(Buffer* buffer) {
+  if (state_ == State::closed || state_ == State::failed) return;
+  if (state_ == State::connected && buffer->size > peer_max_buffer_size_) {
+    throw Error(Errc::message_too_large,
+                fmt::format("{}: a buffer of {} bytes is larger than the {} bytes the receiver takes", describe(),
+                            buffer->size, peer_max_buffer_size_));
+  }
+  if (domain_) {
+    // Registers the buffer in this domain if the provider needs it; throws if it cannot.
+    domains_.deferred_registrar().prepare_for_send(*buffer, domain_->registrar(), describe());
+  }
+  queued_.push_back(buffer);
+  if (state_ != State::connected) return;
+  const std::size_t before = in_flight_.size();
+  pump();
+  // Manual-progress providers move data only when their queues are read; and the loop
+  // must fi_trywait before it sleeps again. One kick serves a whole burst of sends.
+  if (state_ == State::connected && in_flight_.size() != before) endpoint_->driver().kick();
+}
+
+void FabricSendSocket::pump() {
+  if (pumping_) return;
+  pumping_ = true;
+  while (state_ == State::connected && !queued_.empty() && credits_ > 0 && !free_operations_.empty()) {
+    Buffer* buffer = queued_.front();
+    if (buffer->size > peer_max_buffer_size_) {
+      pumping_ = false;
+      fail_connected(Errc::message_too_large,
+                     fmt::format("{}: a buffer of {} bytes, queued before the connection was up, is larger than "
+                                 "the {} bytes the receiver takes",
+                                 describe(), buffer->size, peer_max_buffer_size_));
+      return;
+    }
+    void* desc = nullptr;
+    try {
+      desc = domains_.deferred_registrar().prepare_for_send(*buffer, domain_->registrar(), describe());
+    } catch (const Error& e) {
+      pumping_ = false;
+      fail_connected(Errc::backend_error, e.what());
+      return;
+    }
+    OperationContext& operation = send_operations_[free_operations_.back()];
+    const ssize_t rc = ::fi_send(endpoint_->ep(), buffer->data, buffer->size, desc, 0, operation.as_context());
+    if (rc == -FI_EAGAIN) {
+      // The transmit queue is full: a completion will free it; the timer is the safety net.
+      endpoint_->driver().kick_after(retry_delay);
+      break;
+    }
+    if (rc != 0) {
+      pumping_ = false;
+      fail_connected(Errc::disconnected, call_failed(describe(), "fi_send", static_cast<int>(rc)).what());
+      return;
+    }
+    free_operations_.pop_back();
+    operation.buffer = buffer;
+    operation.completed = false;
+    in_flight_.push_back(&operation);
+    queued_.pop_front();
+    --credits_;
+  }
+  pumping_ = false;
+}
+
+void FabricSendSocket::close() noexcept {
+  if (state_ == State::closed) return;
+  const bool was_connected = state_ == State::connected;
+  state_ = State::closed;
+  // Callbacks stay (close() may run inside one of them); state_ keeps them from being called.
+  if (endpoint_) {
+    endpoint_->close(was_connected);
+    endpoint_->stop_driver();
+  }
+  // The caller owns queued and in-flight buffers again; the endpoint no longer reads them.
+  queued_.clear();
+  in_flight_.clear();
+  pending_failure_.reset();
+  credit_block_.reset();
+}
+
+void FabricSendSocket::drain() {
+  if (state_ == State::closed) return;
+  if (pending_failure_) {
+    const Failure failure = std::move(*pending_failure_);
+    pending_failure_.reset();
+    fail_connect(failure.code, failure.why);
+    return;
+  }
+  if (!endpoint_->drain_completions(*this, completion_budget)) return;
+  if (endpoint_->closed()) return;
+  endpoint_->drain_events(*this);
+  if (endpoint_->closed()) return;
+  if (canceled_at_ && std::chrono::steady_clock::now() - *canceled_at_ >= cancel_grace) {
+    fail_connected(Errc::disconnected,
+                   fmt::format("{}: connection lost (the provider canceled the posted operations)", describe()));
+    return;
+  }
+  if (state_ == State::connected) pump();
+}
+
+void FabricSendSocket::complete_in_order() {
+  // Providers complete sends in order on one endpoint (FI_ORDER_STRICT); should one not,
+  // callers still see buffers in the order sent.
+  while (state_ == State::connected && !in_flight_.empty() && in_flight_.front()->completed) {
+    OperationContext* operation = in_flight_.front();
+    in_flight_.pop_front();
+    Buffer* buffer = std::exchange(operation->buffer, nullptr);
+    free_operations_.push_back(operation->index);
+    if (callbacks_.on_send_completed) callbacks_.on_send_completed(buffer);
+  }
+}
+
+void FabricSendSocket::on_completion(OperationContext& operation, std::size_t length) {
+  switch (operation.kind) {
+    case OperationContext::Kind::data_send:
+      operation.completed = true;
+      complete_in_order();
+      break;
+    case OperationContext::Kind::credit_receive: {
+      const auto total = wire::decode_credits(
+          std::span<const std::byte>(credit_block_->data(operation.index * credit_slot), std::min(length, credit_slot)));
+      if (!total || *total < credits_total_seen_) {
+        fail_connected(Errc::protocol_error,
+                       fmt::format("{}: {} sent {} bytes that are not a credit message", describe(),
+                                   remote_.to_string(), length));
+        return;
+      }
+      credits_ += *total - credits_total_seen_;
+      credits_total_seen_ = *total;
+      try {
+        post_credit_receive(operation);
+      } catch (const Error& e) {
+        fail_connected(Errc::disconnected, e.what());
+        return;
+      }
+      pump();
+      break;
+    }
+    default:
+      log(LogLevel::warn, "{}: completion of an unexpected operation ignored", describe());
+      break;
+  }
+}
+
+void FabricSendSocket::on_completion_error(const CompletionEntry& error) {
+  if (state_ != State::connected && state_ != State::connecting) return;
+  if (error.error == FI_ECANCELED) {
+    // Flushed because the connection went down; the reason follows on the event queue.
+    if (!canceled_at_) canceled_at_ = std::chrono::steady_clock::now();
+    endpoint_->driver().kick_after(cancel_grace);
+    return;
+  }
+  const bool data = error.operation != nullptr && error.operation->kind == OperationContext::Kind::data_send;
+  const std::string what = data && error.operation->buffer != nullptr
+                               ? fmt::format("sending {} bytes", error.operation->buffer->size)
+                               : std::string("receiving a credit message");
+  const auto why = fmt::format("{}: {} to {} failed: {}", describe(), what, remote_.to_string(), error.error_text);
+  if (state_ == State::connecting) {
+    fail_connect(Errc::backend_error, why);
+  } else {
+    fail_connected(Errc::disconnected, why);
+  }
+}
+
+void FabricSendSocket::on_connection_event(const EventEntry& event) {
+  if (event.event == FI_CONNECTED) {
+    if (state_ != State::connecting) return;
+    const auto accept = wire::decode_accept(event.data);
+    if (!accept) {
+      fail_connect(Errc::handshake_rejected,
+                   fmt::format("{}: {} accepted with connection data this back-end does not understand ({} bytes; "
+                               "not a netio fabric listener?)",
+                               describe(), remote_.to_string(), event.data.size()));
+      return;
+    }
+    if (accept->receive_credits == 0) {
+      fail_connect(Errc::protocol_error,
+                   fmt::format("{}: {} accepted with no receive buffers", describe(), remote_.to_string()));
+      return;
+    }
+    credits_ = accept->receive_credits;
+    credits_total_seen_ = 0;
+    peer_max_buffer_size_ = static_cast<std::size_t>(accept->max_buffer_size);
+    if (const auto address = endpoint_->local_address()) local_ = detail::to_endpoint(*address, remote_);
+    endpoint_->rename(describe());
+    state_ = State::connected;
+    log(LogLevel::debug, "{}: connected ({} credits, buffers up to {} bytes)", describe(), credits_,
+        peer_max_buffer_size_);
+    if (callbacks_.on_connected) callbacks_.on_connected(ConnectionInfo{remote_, peer_max_buffer_size_});
+    if (state_ == State::connected) pump();
+    return;
+  }
+  // FI_SHUTDOWN: completions already queued come first.
+  endpoint_->drain_completions(*this, std::numeric_limits<std::size_t>::max());
+  if (endpoint_->closed()) return;
+  if (state_ == State::connecting) {
+    fail_connect(Errc::handshake_rejected,
+                 fmt::format("{}: {} closed the connection while it was being set up", describe(), remote_.to_string()));
+  } else if (state_ == State::connected) {
+    fail_connected(Errc::disconnected, fmt::format("{}: {} closed the connection", describe(), remote_.to_string()));
+  }
+}
+
+void FabricSendSocket::on_connection_error(const EventEntry& error) {
+  if (state_ == State::connecting) {
+    if (error.error == FI_ECONNREFUSED) {
+      if (const auto reason = wire::decode_reject(error.data)) {
+        fail_connect(Errc::handshake_rejected,
+                     fmt::format("{}: {} rejected the connection: {}", describe(), remote_.to_string(),
+                                 reason->empty() ? std::string("(no reason given)") : *reason));
+      } else {
+        fail_connect(Errc::connection_refused, fmt::format("{}: nobody listens at {} ({})", describe(),
+                                                           remote_.to_string(), domain_->description()));
+      }
+      return;
+    }
+    fail_connect(error.error == FI_ETIMEDOUT ? Errc::timeout : Errc::backend_error,
+                 fmt::format("{}: connecting to {} failed: {}", describe(), remote_.to_string(), error.error_text));
+    return;
+  }
+  if (state_ == State::connected) {
+    fail_connected(Errc::disconnected,
+                   fmt::format("{}: connection to {} lost: {}", describe(), remote_.to_string(), error.error_text));
+  }
+}
+
+void FabricSendSocket::fail_connect(Errc code, const std::string& why) {
+  log(LogLevel::info, "{}", why);
+  auto callback = callbacks_.on_connect_failed;
+  close();
+  if (callback) callback(Error(code, why));
+}
+
+void FabricSendSocket::fail_connected(Errc code, const std::string& why) {
+  log(LogLevel::info, "{}", why);
+  auto callback = callbacks_.on_disconnected;
+  close();
+  if (callback) callback(Error(code, why));
+}
+
+}  // namespace netio::fabric

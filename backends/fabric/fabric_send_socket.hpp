@@ -1,0 +1,97 @@
+// The sending end of a fabric connection: an active FI_EP_MSG endpoint that connects with
+// the hello as connection data, and sends user buffers without copying them.
+//
+// Flow control: the accept carries the receiver's credit count (its posted receive
+// buffers). Each send spends a credit; without credits, buffers queue here until a credit
+// message comes back (see FabricReceiveSocket), so the receiver's queue never overruns.
+// A few small receives stay posted for those messages. Sends are also bounded by the
+// provider's transmit queue; -FI_EAGAIN leaves the buffer queued and retries after the
+// next completion (or a short timer), never in a loop.
+#pragma once
+
+#include "backends/fabric/fabric_domain.hpp"
+#include "backends/fabric/fabric_endpoint.hpp"
+#include "backends/fabric/registered_block.hpp"
+#include "netio/backend.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netio::fabric {
+
+class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint::Handler {
+ public:
+  FabricSendSocket(EventLoop& loop, DomainCache& domains);
+  ~FabricSendSocket() override;
+
+  // Throws netio::Error for what no retry can fix: a host that does not resolve
+  // (resolve_failed), no matching provider (provider_unavailable), a hello larger than the
+  // provider's connection data (message_too_large), connect() called twice (closed).
+  // Refused, rejected and failed connections arrive through on_connect_failed.
+  void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
+  // Throws Error(message_too_large) for a buffer larger than the peer takes, and
+  // Error(backend_error) for an unregistered buffer when the provider needs FI_MR_LOCAL.
+  // After close() or a failure the buffer is ignored (the caller still owns it).
+  void send(Buffer* buffer) override;
+  // Before connect(): the back-end's DeferredRegistrar; after: the registrar of the
+  // socket's domain. Both stay valid as long as the back-end.
+  MemoryRegistrar* registrar() noexcept override;
+  void close() noexcept override;
+
+ private:
+  enum class State { idle, connecting, connected, failed, closed };
+  static constexpr std::size_t credit_receives = 8;
+  static constexpr std::size_t credit_slot = 64;          // bytes per posted credit receive
+  static constexpr std::size_t max_send_operations = 4096;  // cap on the provider's tx size
+  static constexpr std::size_t completion_budget = 256;
+  static constexpr std::chrono::milliseconds retry_delay{1};
+  static constexpr std::chrono::milliseconds cancel_grace{200};
+
+  void set_up(const Endpoint& remote, std::span<const std::byte> hello);
+  void drain();
+  void pump();
+  void post_credit_receive(OperationContext& operation);
+  void complete_in_order();
+  void fail_connect(Errc code, const std::string& why);
+  void fail_connected(Errc code, const std::string& why);
+  std::string describe() const;
+
+  void on_completion(OperationContext& operation, std::size_t length) override;
+  void on_completion_error(const CompletionEntry& error) override;
+  void on_connection_event(const EventEntry& event) override;
+  void on_connection_error(const EventEntry& error) override;
+
+  EventLoop& loop_;
+  DomainCache& domains_;
+  Endpoint remote_;
+  std::optional<Endpoint> local_;
+  Callbacks callbacks_;
+  State state_ = State::idle;
+  std::shared_ptr<Domain> domain_;
+  std::unique_ptr<FabricEndpoint> endpoint_;
+  std::unique_ptr<RegisteredBlock> credit_block_;
+  std::vector<std::byte> connect_data_;  // kept until the connection is up: providers may read it late
+  std::array<OperationContext, credit_receives> credit_operations_{};
+  std::vector<OperationContext> send_operations_;
+  std::vector<std::uint32_t> free_operations_;
+  std::deque<OperationContext*> in_flight_;  // posted, in posting order
+  std::deque<Buffer*> queued_;               // waiting for a credit or a transmit slot
+  std::uint64_t credits_ = 0;
+  std::uint64_t credits_total_seen_ = 0;  // the receiver's running total, last seen
+  std::size_t peer_max_buffer_size_ = 0;
+  struct Failure {
+    Errc code;
+    std::string why;
+  };
+  std::optional<Failure> pending_failure_;  // a connect() failure, reported from the loop
+  std::optional<std::chrono::steady_clock::time_point> canceled_at_;
+  bool pumping_ = false;
+};
+
+}  // namespace netio::fabric

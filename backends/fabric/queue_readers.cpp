@@ -1,0 +1,110 @@
+#include "backends/fabric/queue_readers.hpp"
+
+#include "backends/fabric/fabric_errors.hpp"
+
+#include <rdma/fi_errno.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace netio::fabric {
+namespace {
+
+std::string describe_error(int error, const char* provider_text) {
+  if (provider_text == nullptr || *provider_text == '\0' || std::strcmp(provider_text, ::fi_strerror(error)) == 0) {
+    return ::fi_strerror(error);
+  }
+  return fmt::format("{} ({})", ::fi_strerror(error), provider_text);
+}
+
+}  // namespace
+
+bool EventQueueReader::next(fid_eq* queue, EventEntry& entry) {
+  entry = EventEntry{};
+  std::uint32_t event = 0;
+  const ssize_t n = ::fi_eq_read(queue, &event, storage_.data(), storage_.size(), 0);
+  if (n == -FI_EAGAIN) return false;
+  if (n == -FI_EAVAIL) {
+    fi_eq_err_entry error{};
+    error.err_data = error_data_.data();
+    error.err_data_size = error_data_.size();
+    const ssize_t got = ::fi_eq_readerr(queue, &error, 0);
+    if (got == -FI_EAGAIN) return false;
+    entry.is_error = true;
+    if (got < 0) {
+      entry.error = static_cast<int>(-got);
+      entry.error_text = fmt::format("fi_eq_readerr failed: {}", fi_error_text(static_cast<int>(got)));
+      return true;
+    }
+    entry.source = error.fid;
+    entry.error = error.err;
+    entry.data = std::span<const std::byte>(static_cast<const std::byte*>(error.err_data),
+                                            std::min(error.err_data_size, error_data_.size()));
+    char text[256] = {};
+    entry.error_text = describe_error(error.err, ::fi_eq_strerror(queue, error.prov_errno, error.err_data, text, sizeof text));
+    return true;
+  }
+  if (n < 0) {
+    entry.is_error = true;
+    entry.error = static_cast<int>(-n);
+    entry.error_text = fmt::format("fi_eq_read failed: {}", fi_error_text(static_cast<int>(n)));
+    return true;
+  }
+  entry.event = event;
+  if (event == FI_CONNREQ || event == FI_CONNECTED || event == FI_SHUTDOWN) {
+    const auto* cm = reinterpret_cast<const fi_eq_cm_entry*>(storage_.data());
+    entry.source = cm->fid;
+    entry.info = cm->info;
+    const auto size = static_cast<std::size_t>(n);
+    if (size > sizeof(fi_eq_cm_entry)) {
+      entry.data = std::span<const std::byte>(storage_.data() + sizeof(fi_eq_cm_entry), size - sizeof(fi_eq_cm_entry));
+    }
+  } else {
+    entry.source = reinterpret_cast<const fi_eq_entry*>(storage_.data())->fid;
+  }
+  return true;
+}
+
+bool CompletionQueueReader::next(fid_cq* queue, CompletionEntry& entry) {
+  entry = CompletionEntry{};
+  if (position_ < count_) {
+    const auto& completion = entries_[position_++];
+    entry.operation = OperationContext::from_context(completion.op_context);
+    entry.length = completion.len;
+    return true;
+  }
+  position_ = count_ = 0;
+  const ssize_t n = ::fi_cq_read(queue, entries_.data(), entries_.size());
+  if (n == -FI_EAGAIN) return false;
+  if (n == -FI_EAVAIL) {
+    fi_cq_err_entry error{};
+    const ssize_t got = ::fi_cq_readerr(queue, &error, 0);
+    if (got == -FI_EAGAIN) return false;
+    entry.is_error = true;
+    if (got < 0) {
+      entry.error = static_cast<int>(-got);
+      entry.error_text = fmt::format("fi_cq_readerr failed: {}", fi_error_text(static_cast<int>(got)));
+      return true;
+    }
+    entry.operation = OperationContext::from_context(error.op_context);
+    entry.length = error.len;
+    entry.error = error.err;
+    char text[256] = {};
+    entry.error_text = describe_error(error.err, ::fi_cq_strerror(queue, error.prov_errno, error.err_data, text, sizeof text));
+    if (error.err == FI_ETRUNC) entry.error_text += fmt::format(" ({} bytes did not fit)", error.olen);
+    return true;
+  }
+  if (n < 0) {
+    entry.is_error = true;
+    entry.error = static_cast<int>(-n);
+    entry.error_text = fmt::format("fi_cq_read failed: {}", fi_error_text(static_cast<int>(n)));
+    return true;
+  }
+  count_ = static_cast<std::size_t>(n);
+  position_ = 0;
+  return next(queue, entry);
+}
+
+}  // namespace netio::fabric

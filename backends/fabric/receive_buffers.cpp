@@ -1,0 +1,100 @@
+#include "backends/fabric/receive_buffers.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+namespace netio::fabric {
+namespace {
+
+constexpr std::size_t page_size = 4096;
+
+std::size_t round_to_pages(std::size_t bytes) { return (std::max<std::size_t>(bytes, 1) + page_size - 1) / page_size * page_size; }
+
+}  // namespace
+
+ReceiveBuffers::ReceiveBuffers(std::shared_ptr<Domain> domain, std::size_t count, std::size_t buffer_size)
+    : domain_(std::move(domain)), buffer_size_(buffer_size) {
+  slots_.reserve(count);
+  returned_.reserve(count);  // give_back() must not allocate
+  try {
+    for (std::size_t i = 0; i < count; ++i) {
+      auto slot = std::make_unique<Slot>();
+      const std::size_t capacity = round_to_pages(buffer_size);
+      slot->data = static_cast<std::byte*>(std::aligned_alloc(page_size, capacity));
+      if (slot->data == nullptr) throw std::bad_alloc();
+      slot->capacity = capacity;
+      slots_.push_back(std::move(slot));
+      domain_->registrar().register_buffer(*slots_.back());
+      auto& operation = slots_.back()->operation;
+      operation.kind = OperationContext::Kind::data_receive;
+      operation.index = static_cast<std::uint32_t>(i);
+      operation.buffer = slots_.back().get();
+    }
+  } catch (...) {
+    for (auto& slot : slots_) free_slot(*slot);
+    throw;
+  }
+}
+
+ReceiveBuffers::~ReceiveBuffers() {
+  for (auto& slot : slots_) free_slot(*slot);
+}
+
+void ReceiveBuffers::attach(std::shared_ptr<ProgressDriver> driver) {
+  std::lock_guard lock(mutex_);
+  driver_ = std::move(driver);
+}
+
+void ReceiveBuffers::lend(Buffer* buffer) noexcept {
+  std::lock_guard lock(mutex_);
+  static_cast<Slot*>(buffer)->lent = true;
+}
+
+void ReceiveBuffers::give_back(Buffer* buffer) noexcept {
+  auto& slot = *static_cast<Slot*>(buffer);
+  std::lock_guard lock(mutex_);
+  slot.lent = false;
+  if (detached_) {
+    free_slot(slot);
+    return;
+  }
+  returned_.push_back(buffer);
+  // Under the lock: detach() cannot drop the driver while we use it.
+  if (driver_) driver_->kick();
+}
+
+void ReceiveBuffers::take_returned(std::vector<Buffer*>& out) {
+  out.clear();
+  std::lock_guard lock(mutex_);
+  out.swap(returned_);
+}
+
+void ReceiveBuffers::detach() noexcept {
+  std::lock_guard lock(mutex_);
+  detached_ = true;
+  driver_.reset();
+  returned_.clear();
+  for (auto& slot : slots_) {
+    if (!slot->lent) free_slot(*slot);
+  }
+}
+
+std::size_t ReceiveBuffers::lent_out() const {
+  std::lock_guard lock(mutex_);
+  std::size_t count = 0;
+  for (const auto& slot : slots_) count += slot->lent ? 1 : 0;
+  return count;
+}
+
+void ReceiveBuffers::free_slot(Slot& slot) noexcept {
+  if (slot.freed) return;
+  slot.freed = true;
+  domain_->registrar().deregister_buffer(slot);
+  std::free(slot.data);
+  slot.data = nullptr;
+  slot.capacity = 0;
+  slot.size = 0;
+}
+
+}  // namespace netio::fabric
