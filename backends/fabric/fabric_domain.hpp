@@ -44,7 +44,6 @@ class Domain {
   // "provider tcp, fabric 127.0.0.1/32, domain lo": for messages.
   const std::string& description() const noexcept { return description_; }
   FabricMemoryRegistrar& registrar() noexcept { return *registrar_; }
-  bool polling_forced() const noexcept { return force_polling_; }
 
   // Whether a fi_info (e.g. of a connection request) lives in this domain.
   bool matches(const fi_info& other) const noexcept;

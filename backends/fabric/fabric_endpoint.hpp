@@ -72,12 +72,9 @@ class FabricEndpoint {
   bool closed() const noexcept { return closed_; }
 
   fid_ep* ep() const noexcept { return ep_.get(); }
-  Domain& domain() const noexcept { return *domain_; }
-  const std::shared_ptr<Domain>& shared_domain() const noexcept { return domain_; }
   ProgressDriver& driver() const noexcept { return *driver_; }
   const std::shared_ptr<ProgressDriver>& shared_driver() const noexcept { return driver_; }
   const fi_info& info() const noexcept { return *info_; }
-  const std::string& name() const noexcept { return name_; }
   void rename(std::string name) {
     driver_->rename(name);
     name_ = std::move(name);

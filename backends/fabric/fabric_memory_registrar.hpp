@@ -31,7 +31,6 @@ class FabricMemoryRegistrar final : public MemoryRegistrar {
   bool owns(const Buffer& buffer) const noexcept;
   // Whether the provider needs every local buffer registered (FI_MR_LOCAL).
   bool registration_required() const noexcept { return (mr_mode_ & FI_MR_LOCAL) != 0; }
-  std::uint64_t mr_mode() const noexcept { return mr_mode_; }
   // Registrations made and not yet deregistered.
   std::size_t live_registrations() const noexcept { return live_.load(std::memory_order_relaxed); }
 

@@ -224,6 +224,13 @@ void FabricReceiveSocket::on_connection_event(const EventEntry& event) {
     if (state_ != State::accepting) return;
     state_ = State::established;
     connected_ = true;
+    if (peer_.port == 0) {
+      // The request did not say who asked (some providers leave dest_addr out): ask now.
+      if (const auto address = endpoint_->peer_address()) {
+        peer_ = detail::to_endpoint(*address, local_);
+        endpoint_->rename(describe());
+      }
+    }
     log(LogLevel::debug, "{}: connected ({} receive buffers of {} bytes)", describe(), buffers_->count(),
         buffers_->buffer_size());
     send_credits();

@@ -53,7 +53,6 @@ class ProgressDriver : public std::enable_shared_from_this<ProgressDriver> {
   // No drain after this returns; fds leave the loop. Loop thread. Idempotent.
   void stop() noexcept;
 
-  bool polling() const noexcept { return polling_; }
   void rename(std::string name) { name_ = std::move(name); }  // loop thread
 
  private:

@@ -80,13 +80,6 @@ void ReceiveBuffers::detach() noexcept {
   }
 }
 
-std::size_t ReceiveBuffers::lent_out() const {
-  std::lock_guard lock(mutex_);
-  std::size_t count = 0;
-  for (const auto& slot : slots_) count += slot->lent ? 1 : 0;
-  return count;
-}
-
 void ReceiveBuffers::free_slot(Slot& slot) noexcept {
   if (slot.freed) return;
   slot.freed = true;

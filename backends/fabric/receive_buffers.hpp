@@ -48,8 +48,6 @@ class ReceiveBuffers final : public ReceiveBufferOwner {
   // out; the others are freed when they come back.
   void detach() noexcept;
 
-  std::size_t lent_out() const;
-
  private:
   struct Slot : Buffer {
     OperationContext operation;
@@ -61,7 +59,7 @@ class ReceiveBuffers final : public ReceiveBufferOwner {
   std::shared_ptr<Domain> domain_;  // keeps the registrar alive for late deregistration
   std::size_t buffer_size_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::shared_ptr<ProgressDriver> driver_;  // guarded by mutex_; empty once detached
   std::vector<Buffer*> returned_;           // guarded by mutex_
   bool detached_ = false;                   // guarded by mutex_

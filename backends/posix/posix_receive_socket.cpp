@@ -199,7 +199,7 @@ void PosixReceiveSocket::close() noexcept {
     fd_.reset();
   }
   if (current_ != nullptr) pool_->pool().release(std::exchange(current_, nullptr));
-  callbacks_ = {};
+  // callbacks_ stay: close() may run inside one of them. The state check keeps them silent.
 }
 
 }  // namespace netio::posix

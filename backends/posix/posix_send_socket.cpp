@@ -219,7 +219,7 @@ void PosixSendSocket::close() noexcept {
     fd_.reset();
   }
   queue_.clear();
-  callbacks_ = {};
+  // callbacks_ stay: close() may run inside one of them. The state check keeps them silent.
 }
 
 }  // namespace netio::posix

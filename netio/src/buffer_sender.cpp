@@ -14,7 +14,6 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello
   draining_.reserve(buffer_count);
   loop_.run_sync([&] {
     socket_ = backend.make_send_socket();
-    pool_ = std::make_unique<BufferPool>(buffer_count, buffer_size, socket_->registrar());
     LowLevelSendSocket::Callbacks callbacks;
     callbacks.on_connected = [this](const ConnectionInfo& info) { on_connected(info); };
     callbacks.on_connect_failed = [this](const Error& error) { on_failed(error); };
@@ -22,6 +21,9 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello
     callbacks.on_send_completed = [this](Buffer* buffer) { on_completed(buffer); };
     const auto hello_bytes = encode_hello(hello);
     socket_->connect(remote, hello_bytes, std::move(callbacks));
+    // After connect(): only then does a back-end know which device (domain) to register
+    // with. No callback runs before this task returns, so nothing needs the pool yet.
+    pool_ = std::make_unique<BufferPool>(buffer_count, buffer_size, socket_->registrar());
   });
 }
 

@@ -17,7 +17,7 @@ enum class SocketKind : std::uint8_t { low_latency_send = 1, high_throughput_sen
 
 constexpr std::uint32_t hello_magic = 0x4F49544E;  // "NTIO" in little-endian byte order
 constexpr std::uint16_t protocol_version = 1;
-constexpr std::size_t hello_size = 16;
+constexpr std::size_t hello_size = 16;  // well within netio::max_hello_size
 
 struct Hello {
   SocketKind kind = SocketKind::low_latency_send;

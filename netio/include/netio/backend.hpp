@@ -11,6 +11,15 @@
 // there. A callback may call close() on its own socket but must not destroy it; destroy
 // sockets from a later loop task (or after close() from the loop thread).
 //
+// Errors: what is wrong with the request itself throws netio::Error from the call
+// (connect(): resolve_failed, provider_unavailable, a hello the transport cannot carry;
+// send(): message_too_large beyond the peer's max_buffer_size). What happens on the network
+// arrives through callbacks (refused, rejected, disconnected, protocol errors). After
+// close() or a failure, send() ignores the buffer.
+//
+// The hello travels as connection data on some transports (libfabric CM data: as little as
+// 48 bytes on verbs): keep it at most max_hello_size bytes.
+//
 // Ownership: send buffers belong to the caller; the back-end borrows a buffer from send()
 // until on_send_completed (after which the caller may reuse it) or until close().
 // Receive buffers belong to the back-end and are lent to the caller as a ReceivedBuffer,
@@ -32,6 +41,8 @@
 namespace netio {
 
 class EventLoop;
+
+constexpr std::size_t max_hello_size = 40;
 
 // Where received buffers go back to. Thread-safe: give_back() may be called on any thread.
 class ReceiveBufferOwner {
@@ -98,6 +109,7 @@ class LowLevelSendSocket {
   // complete in the order sent. Never blocks: the back-end queues what it cannot send yet.
   virtual void send(Buffer* buffer) = 0;
   // Registration for buffers this socket sends; nullptr when the back-end needs none.
+  // Best asked after connect(), when the back-end knows which device the connection uses.
   virtual MemoryRegistrar* registrar() noexcept = 0;
   // Closes the connection. Buffers not yet completed are dropped (the caller owns them
   // again); no callback runs after close() returns. Idempotent.

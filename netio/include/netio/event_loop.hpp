@@ -8,7 +8,8 @@
 //     they are forwarded with post().
 //   - add_fd(), modify_fd() and remove_fd() must be called on the loop thread (or before
 //     run() starts). Call remove_fd() before closing the descriptor.
-// Callbacks always run on the loop thread. A callback may add or remove any handler,
+// Callbacks always run on the loop thread. Once run() has returned there is no loop thread:
+// post() and run_sync() then run tasks on the caller's thread. A callback may add or remove any handler,
 // including its own; a removed handler is never called again, even for events already
 // returned by the same epoll_wait.
 #pragma once
