@@ -53,6 +53,7 @@ class HighThroughputSendSocket::Impl {
 
   bool send(std::span<const std::byte> message, bool wait) {
     sender_.state().throw_if_failed();
+    if (send_into_current_page(message)) return true;
     std::lock_guard message_lock(message_mutex_);
     // Take every page the message needs before writing any of it: a timeout then leaves
     // nothing queued. Only a message larger than the whole pool streams through it.
@@ -77,6 +78,24 @@ class HighThroughputSendSocket::Impl {
         stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);
         submit_current();
       }
+    }
+    stats_.add_message(message.size());
+    return true;
+  }
+
+  // The common case, under one lock: the whole message fits into the current page. Another
+  // sender's message is never half-written there: between the pages of a message that
+  // spans pages current_ is null (a page is submitted as soon as it is full).
+  bool send_into_current_page(std::span<const std::byte> message) {
+    std::lock_guard page_lock(page_mutex_);
+    if (current_ == nullptr || options_.page_size - current_->size < detail::message_header_size + message.size()) {
+      return false;
+    }
+    detail::MessagePacker packer(message);
+    packer.fill(current_->data, current_->size, options_.page_size);
+    if (detail::MessagePacker::page_full(current_->size, options_.page_size)) {
+      stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);
+      submit_current();
     }
     stats_.add_message(message.size());
     return true;

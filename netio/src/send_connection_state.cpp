@@ -20,6 +20,7 @@ void SendConnectionState::set_failed(const Error& error) {
     if (error_) return;
     error_ = error;
     connected_ = false;
+    failed_.store(true, std::memory_order_release);
   }
   changed_.notify_all();
 }
@@ -35,6 +36,7 @@ std::size_t SendConnectionState::peer_max_buffer_size() const {
 }
 
 void SendConnectionState::throw_if_failed() const {
+  if (!failed_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(mutex_);
   if (error_) throw *error_;
 }

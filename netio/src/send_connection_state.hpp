@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <atomic>
 #include <mutex>
 #include <optional>
 
@@ -31,6 +32,7 @@ class SendConnectionState {
   bool connected_ = false;
   std::size_t peer_max_buffer_size_ = 0;
   std::optional<Error> error_;
+  std::atomic<bool> failed_{false};  // mirrors error_.has_value(): the hot path reads only this
 };
 
 }  // namespace netio::detail
