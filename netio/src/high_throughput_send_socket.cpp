@@ -28,15 +28,16 @@ class HighThroughputSendSocket::Impl {
   ~Impl() {
     sender_.loop().cancel_timer(flush_timer_);
     try {
-      if (!sender_.state().connected()) return;
-      flush_page(stats_.flushes_explicit());
-      sender_.wait_idle(options_.send_timeout);
+      if (sender_.state().connected()) {
+        flush_page(stats_.flushes_explicit());
+        sender_.wait_idle(options_.send_timeout);
+      }
     } catch (const Error& e) {
       log(LogLevel::warn, "high-throughput send socket to {}: pages lost at close: {}",
           sender_.remote().to_string(), e.what());
     }
-    // Cancelled above, but the cancel may still be queued behind a timer tick that reads
-    // this object: close() runs on the loop after both.
+    // The cancel may be queued behind a timer tick that uses this object's mutexes:
+    // close() runs on the loop after both, before any member is destroyed.
     sender_.close();
   }
 
