@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -64,17 +65,27 @@ class HighThroughputReceiveSocket::Impl {
   class ConsumerTurn {
    public:
     ConsumerTurn(Impl& impl, std::chrono::steady_clock::time_point deadline) : impl_(impl) {
+      acquired_ = impl_.consumer_.try_lock();  // the common case: one consumer, one CAS
+      if (acquired_) return;
       std::unique_lock lock(impl_.turn_mutex_);
-      acquired_ = impl_.turn_free_.wait_until(lock, deadline, [this] { return !impl_.consumer_busy_; });
-      if (acquired_) impl_.consumer_busy_ = true;
+      ++impl_.turn_waiters_;
+      while (!(acquired_ = impl_.consumer_.try_lock())) {
+        if (impl_.turn_free_.wait_until(lock, deadline) == std::cv_status::timeout) {
+          acquired_ = impl_.consumer_.try_lock();
+          break;
+        }
+      }
+      --impl_.turn_waiters_;
     }
     ~ConsumerTurn() {
       if (!acquired_) return;
-      {
+      impl_.consumer_.unlock();
+      // Waiters count themselves under turn_mutex_ before they wait, so taking it here
+      // cannot miss one.
+      if (impl_.turn_waiters_.load(std::memory_order_seq_cst) != 0) {
         std::lock_guard lock(impl_.turn_mutex_);
-        impl_.consumer_busy_ = false;
+        impl_.turn_free_.notify_one();
       }
-      impl_.turn_free_.notify_one();
     }
     ConsumerTurn(const ConsumerTurn&) = delete;
     ConsumerTurn& operator=(const ConsumerTurn&) = delete;
@@ -97,10 +108,10 @@ class HighThroughputReceiveSocket::Impl {
   }
 
   std::optional<Message> next_in_current_page() {
-    auto& parser = parser_for(current_.connection);
+    auto& parser = *current_parser_;
     switch (parser.next()) {
       case detail::PageParser::Result::message: {
-        stats_.add_message(parser.view().size());
+        stats_.add_message_single_writer(parser.view().size());  // consumers take turns
         if (parser.reassembled()) return Message(parser.take_reassembled());
         return Message(parser.view(), std::shared_ptr<const void>(current_.page));
       }
@@ -138,7 +149,8 @@ class HighThroughputReceiveSocket::Impl {
     }
     if (dropped_.count(entry.connection) != 0) return true;  // pages in flight from a dropped peer
     current_ = std::move(entry);
-    parser_for(current_.connection).set_page(current_.page->bytes());
+    current_parser_ = &parser_for(current_.connection);
+    current_parser_->set_page(current_.page->bytes());
     return true;
   }
 
@@ -153,11 +165,14 @@ class HighThroughputReceiveSocket::Impl {
   std::condition_variable queue_changed_;
   std::deque<QueuedPage> queue_;  // guarded by queue_mutex_
 
-  // One consumer parses at a time (a flag, not a timed_mutex: TSan cannot follow those).
+  // One consumer parses at a time (try_lock and a condition variable, not a timed_mutex:
+  // TSan cannot follow those).
+  std::mutex consumer_;  // held by the consumer whose turn it is; guards what follows
   std::mutex turn_mutex_;
   std::condition_variable turn_free_;
-  bool consumer_busy_ = false;  // guarded by turn_mutex_; while set, the holder owns what follows
+  std::atomic<int> turn_waiters_{0};  // changed under turn_mutex_
   QueuedPage current_;
+  detail::PageParser* current_parser_ = nullptr;  // the parser of current_'s connection
   std::map<std::uint64_t, detail::PageParser> parsers_;
   std::set<std::uint64_t> dropped_;
 

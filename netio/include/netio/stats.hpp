@@ -25,6 +25,12 @@ class StatsCounters {
     messages_.fetch_add(1, std::memory_order_relaxed);
     bytes_.fetch_add(payload_bytes, std::memory_order_relaxed);
   }
+  // The same for callers that never count concurrently (they take turns under a lock):
+  // plain loads and stores instead of read-modify-writes on the hot path.
+  void add_message_single_writer(std::uint64_t payload_bytes) noexcept {
+    messages_.store(messages_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    bytes_.store(bytes_.load(std::memory_order_relaxed) + payload_bytes, std::memory_order_relaxed);
+  }
   std::atomic<std::uint64_t>& pages() noexcept { return pages_; }
   std::atomic<std::uint64_t>& flushes_full() noexcept { return flushes_full_; }
   std::atomic<std::uint64_t>& flushes_timer() noexcept { return flushes_timer_; }
