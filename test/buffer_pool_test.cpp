@@ -80,3 +80,23 @@ TEST_CASE("buffers are registered once, when first used, and again only when the
   }
   CHECK(registrar.deregistered == registrar.registered);
 }
+
+TEST_CASE("a waiter gets a lone returned buffer promptly, though wake-ups come in batches", "[buffer_pool]") {
+  netio::BufferPool pool(16, 64);  // wakes waiters when 4 are free
+  std::vector<netio::Buffer*> held;
+  for (int i = 0; i < 16; ++i) held.push_back(pool.try_acquire());
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    pool.release(held.back());  // one buffer only: below the batch
+  });
+  const auto start = std::chrono::steady_clock::now();
+  netio::Buffer* got = pool.acquire(10s);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  releaser.join();
+  CHECK(got == held.back());
+  CHECK(waited < 1s);  // the 1 ms re-check finds it; without it this waits the full 10 s
+  held.pop_back();
+  pool.release(got);
+  for (auto* b : held) pool.release(b);
+  CHECK(pool.available() == 16);
+}

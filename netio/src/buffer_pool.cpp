@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -21,7 +22,7 @@ struct BufferPool::Slot : Buffer {
 };
 
 BufferPool::BufferPool(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar)
-    : buffer_size_(buffer_size), registrar_(registrar) {
+    : buffer_size_(buffer_size), registrar_(registrar), wake_batch_(std::max<std::size_t>(1, count / 4)) {
   if (count == 0) throw Error(Errc::backend_error, "buffer pool: the buffer count must be at least 1");
   buffers_.reserve(count);
   free_.reserve(count);
@@ -84,21 +85,34 @@ Buffer* BufferPool::try_acquire() {
 }
 
 Buffer* BufferPool::acquire(std::chrono::nanoseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   {
     std::unique_lock lock(mutex_);
-    if (!available_cv_.wait_for(lock, timeout, [this] { return closed_ || !free_.empty(); }) || closed_) {
-      return nullptr;
+    ++waiters_;
+    // Woken in batches (see release()); the short slices bound the wait when buffers
+    // trickle back fewer than a batch at a time, e.g. from a stalling receiver.
+    while (!closed_ && free_.empty()) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) break;
+      available_cv_.wait_until(lock, std::min(deadline, now + wait_slice));
     }
+    --waiters_;
+    if (closed_ || free_.empty()) return nullptr;
   }
   return try_acquire();  // may lose a race to another thread; then the caller sees nullptr and retries
 }
 
 void BufferPool::release(Buffer* buffer) noexcept {
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     free_.push_back(static_cast<Slot*>(buffer));
+    // Waking a waiter per returned buffer costs a context switch per message when the
+    // pool runs dry; waking when a batch is free lets the waiter fill many at once.
+    const std::size_t free = free_.size();
+    wake = waiters_ > 0 && (free == wake_batch_ || free == buffers_.size());
   }
-  available_cv_.notify_one();
+  if (wake) available_cv_.notify_all();
 }
 
 void BufferPool::close() noexcept {

@@ -48,7 +48,9 @@ class BufferPool {
 
   // nullptr when all buffers are in use.
   Buffer* try_acquire();
-  // Waits up to `timeout` for a free buffer; nullptr on timeout or after close().
+  // Waits up to `timeout` for a free buffer; nullptr on timeout or after close(). Waiters
+  // are woken when a quarter of the pool is free again (or all of it), not per buffer,
+  // and look again every millisecond.
   Buffer* acquire(std::chrono::nanoseconds timeout);
   void release(Buffer* buffer) noexcept;
   // Wakes every waiter in acquire(); later acquires fail at once.
@@ -68,13 +70,17 @@ class BufferPool {
   void allocate(Slot& slot, std::size_t capacity);
   void free_slot(Slot& slot) noexcept;
 
+  static constexpr std::chrono::milliseconds wait_slice{1};
+
   std::size_t buffer_size_;
   MemoryRegistrar* registrar_;
+  std::size_t wake_batch_;  // waiters are woken when this many buffers are free (or all are)
   std::vector<std::unique_ptr<Slot>> buffers_;
   mutable std::mutex mutex_;
   std::condition_variable available_cv_;
   std::vector<Slot*> free_;  // guarded by mutex_
   bool closed_ = false;      // guarded by mutex_
+  std::size_t waiters_ = 0;  // guarded by mutex_
 };
 
 }  // namespace netio
