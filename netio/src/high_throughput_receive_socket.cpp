@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 namespace netio {
@@ -61,16 +62,31 @@ class HighThroughputReceiveSocket::Impl {
     queue_changed_.notify_one();
   }
 
-  // Lets one consumer at a time parse, waiting until `deadline` for its turn.
+  // A deadline read from the clock only when someone has to wait: recv() of a message that
+  // is already there costs no clock read.
+  class LazyDeadline {
+   public:
+    explicit LazyDeadline(std::chrono::nanoseconds timeout) noexcept : timeout_(timeout) {}
+    std::chrono::steady_clock::time_point get() {
+      if (!deadline_) deadline_ = std::chrono::steady_clock::now() + timeout_;
+      return *deadline_;
+    }
+
+   private:
+    std::chrono::nanoseconds timeout_;
+    std::optional<std::chrono::steady_clock::time_point> deadline_;
+  };
+
+  // Lets one consumer at a time parse, waiting until the deadline for its turn.
   class ConsumerTurn {
    public:
-    ConsumerTurn(Impl& impl, std::chrono::steady_clock::time_point deadline) : impl_(impl) {
+    ConsumerTurn(Impl& impl, LazyDeadline& deadline) : impl_(impl) {
       acquired_ = impl_.consumer_.try_lock();  // the common case: one consumer, one CAS
       if (acquired_) return;
       std::unique_lock lock(impl_.turn_mutex_);
       ++impl_.turn_waiters_;
       while (!(acquired_ = impl_.consumer_.try_lock())) {
-        if (impl_.turn_free_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        if (impl_.turn_free_.wait_until(lock, deadline.get()) == std::cv_status::timeout) {
           acquired_ = impl_.consumer_.try_lock();
           break;
         }
@@ -96,7 +112,8 @@ class HighThroughputReceiveSocket::Impl {
     bool acquired_ = false;
   };
 
-  std::optional<Message> recv(std::chrono::steady_clock::time_point deadline) {
+  std::optional<Message> recv(std::chrono::nanoseconds timeout) {
+    LazyDeadline deadline(timeout);
     const ConsumerTurn turn(*this, deadline);
     if (!turn.acquired()) return std::nullopt;
     for (;;) {
@@ -128,11 +145,13 @@ class HighThroughputReceiveSocket::Impl {
     return std::nullopt;
   }
 
-  bool pop_page(std::chrono::steady_clock::time_point deadline) {
+  bool pop_page(LazyDeadline& deadline) {
     QueuedPage entry;
     {
       std::unique_lock lock(queue_mutex_);
-      if (!queue_changed_.wait_until(lock, deadline, [this] { return !queue_.empty(); })) return false;
+      if (queue_.empty() && !queue_changed_.wait_until(lock, deadline.get(), [this] { return !queue_.empty(); })) {
+        return false;
+      }
       entry = std::move(queue_.front());
       queue_.pop_front();
     }
@@ -186,9 +205,9 @@ HighThroughputReceiveSocket::HighThroughputReceiveSocket(Context& context, const
 HighThroughputReceiveSocket::~HighThroughputReceiveSocket() = default;
 
 std::optional<Message> HighThroughputReceiveSocket::recv(std::chrono::nanoseconds timeout) {
-  return impl_->recv(std::chrono::steady_clock::now() + timeout);
+  return impl_->recv(timeout);
 }
-std::optional<Message> HighThroughputReceiveSocket::try_recv() { return impl_->recv(std::chrono::steady_clock::now()); }
+std::optional<Message> HighThroughputReceiveSocket::try_recv() { return impl_->recv(std::chrono::nanoseconds::zero()); }
 Endpoint HighThroughputReceiveSocket::local_endpoint() const { return impl_->connections_.local_endpoint(); }
 SocketStats HighThroughputReceiveSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
 

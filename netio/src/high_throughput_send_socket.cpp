@@ -75,12 +75,12 @@ class HighThroughputSendSocket::Impl {
         current_ = page;
       }
       packer.fill(current_->data, current_->size, options_.page_size);
+      if (packer.done()) stats_.add_message_single_writer(message.size());  // every writer holds page_mutex_
       if (detail::MessagePacker::page_full(current_->size, options_.page_size)) {
         stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);
         submit_current();
       }
     }
-    stats_.add_message(message.size());
     return true;
   }
 
@@ -98,7 +98,7 @@ class HighThroughputSendSocket::Impl {
       stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);
       submit_current();
     }
-    stats_.add_message(message.size());
+    stats_.add_message_single_writer(message.size());  // every writer holds page_mutex_
     return true;
   }
 
