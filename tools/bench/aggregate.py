@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Aggregates the runs of compare.sh (results.jsonl) into results.json, results.md and the
+gnuplot data and script for the plots. Standard library only.
+
+Every point (system, message size) was run several times: we report the median over the
+runs and the spread (min-max over the runs); ratios are ratios of medians. For round trips
+each run has its own percentiles; the median over the runs of each percentile is reported.
+"""
+import argparse
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+TPUT_NAMES = {"netio": "netio POSIX", "netio_fabric": "netio libfabric tcp", "zmq": "ZeroMQ PUSH/PULL",
+              "zmq_pubsub": "ZeroMQ XPUB(NODROP)/SUB", "tcp": "raw TCP"}
+RTT_NAMES = {"netio": "netio POSIX", "netio_busy": "netio POSIX busy-poll", "netio_fabric": "netio libfabric tcp",
+             "tcp": "raw TCP blocking", "tcp_busy": "raw TCP busy-poll", "zmq": "ZeroMQ REQ/REP",
+             "fi_pingpong": "fi_pingpong -p tcp -e msg"}
+PERCENTILES = ["min", "median", "mean", "p90", "p99", "p999", "max", "stddev"]
+
+
+def size_text(n):
+    for unit, factor in (("MiB", 1 << 20), ("KiB", 1024)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor} {unit}"
+    return f"{n} B"
+
+
+def spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": len(values)}
+
+
+def ratio(a, b):
+    if a is None or b is None or not b["median"]:
+        return None
+    return a["median"] / b["median"]
+
+
+def num(x, digits=3):
+    """Numbers for the tables: 3 significant digits, k (10^3) from 10,000 and M (10^6) on."""
+    if x is None:
+        return "–"
+    if abs(x) >= 1e6:
+        return f"{x / 1e6:.{digits}g}M"
+    if abs(x) >= 1e4:
+        return f"{x / 1e3:.{digits}g}k"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    return f"{x:.{digits}g}"
+
+
+def with_spread(s, scale=1.0):
+    if s is None:
+        return "–"
+    return f"{num(s['median'] * scale)} ({num(s['min'] * scale)}–{num(s['max'] * scale)})"
+
+
+def load(raw_path):
+    tput = defaultdict(lambda: defaultdict(lambda: {"msgs_per_s": [], "gbps": []}))
+    rtt = defaultdict(lambda: defaultdict(lambda: {p: [] for p in PERCENTILES}))
+    failed = []
+    for line in Path(raw_path).read_text().splitlines():
+        if not line.strip():
+            continue
+        run = json.loads(line)
+        kind, system, size, data = run["kind"], run["system"], run["size"], run["data"]
+        if data is None:
+            failed.append(f"{kind} {system} {size_text(size)} run {run['rep']}")
+            continue
+        if kind == "tput":
+            r = data["results"][0]
+            tput[system][size]["msgs_per_s"].append(r["msgs_per_s"])
+            tput[system][size]["gbps"].append(r["gbps"])
+        else:
+            for p in PERCENTILES:
+                rtt[system][size][p].append(data["rtt_us"].get(p))
+    tput_s = {sys_: {size: {k: spread(v) for k, v in d.items()} for size, d in sizes.items()}
+              for sys_, sizes in tput.items()}
+    rtt_s = {sys_: {size: {k: spread(v) for k, v in d.items()} for size, d in sizes.items()}
+             for sys_, sizes in rtt.items()}
+    return tput_s, rtt_s, failed
+
+
+def get(table, system, size, key):
+    return table.get(system, {}).get(size, {}).get(key)
+
+
+def build_targets(tput, rtt):
+    """The targets of issue 5, each with its measured ratio (of medians) and met/missed."""
+    targets = []
+
+    def add(name, size, value, threshold, at_least):
+        status = "not measured" if value is None else (
+            "met" if (value >= threshold if at_least else value <= threshold) else "missed")
+        targets.append({"target": name, "size": size, "ratio": value,
+                        "threshold": f"{'≥' if at_least else '≤'} {threshold:g}", "status": status})
+
+    sizes = sorted(tput.get("netio", {}))
+    for size in sizes:
+        if size < 16384:
+            add("netio/ZeroMQ msg/s", size,
+                ratio(get(tput, "netio", size, "msgs_per_s"), get(tput, "zmq", size, "msgs_per_s")), 3, True)
+        else:
+            add("netio/raw TCP Gb/s", size,
+                ratio(get(tput, "netio", size, "gbps"), get(tput, "tcp", size, "gbps")), 0.85, True)
+    for size in sorted(rtt.get("netio", {})):
+        add("netio/raw blocking RTT median", size,
+            ratio(get(rtt, "netio", size, "median"), get(rtt, "tcp", size, "median")), 1.15, False)
+        add("netio/raw blocking RTT p99", size,
+            ratio(get(rtt, "netio", size, "p99"), get(rtt, "tcp", size, "p99")), 1.3, False)
+        add("netio busy-poll/raw busy-poll RTT median", size,
+            ratio(get(rtt, "netio_busy", size, "median"), get(rtt, "tcp_busy", size, "median")), 1.3, False)
+    for size in sorted(tput.get("netio_fabric", {})):
+        add("libfabric/POSIX Gb/s", size,
+            ratio(get(tput, "netio_fabric", size, "gbps"), get(tput, "netio", size, "gbps")), 0.8, True)
+    for size in sorted(rtt.get("netio_fabric", {})):
+        add("libfabric RTT mean/fi_pingpong mean", size,
+            ratio(get(rtt, "netio_fabric", size, "mean"), get(rtt, "fi_pingpong", size, "mean")), 1.3, False)
+    targets.append({"target": "memory: sender within its pages, RSS flat over a long run", "size": None,
+                    "ratio": None, "threshold": "–", "status": "not measured by compare.sh"})
+    return targets
+
+
+def markdown(tput, rtt, targets, failed, machine, settings):
+    md = [f"Machine: {machine}  ", f"Settings: {settings}", ""]
+    md += ["Cells: median over the runs (min–max over the runs). Ratios: of the medians.", ""]
+    sizes = sorted(set().union(*(d.keys() for d in tput.values()))) if tput else []
+    md += ["### Throughput (receiver's view)", "",
+           "| size | netio msg/s | ZeroMQ msg/s | netio/ZeroMQ | netio Gb/s | raw TCP Gb/s | netio/raw TCP |"
+           " ZeroMQ Gb/s | ZeroMQ pub/sub msg/s |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for size in sizes:
+        n_m, z_m = get(tput, "netio", size, "msgs_per_s"), get(tput, "zmq", size, "msgs_per_s")
+        n_g, t_g = get(tput, "netio", size, "gbps"), get(tput, "tcp", size, "gbps")
+        md.append(f"| {size_text(size)} | {with_spread(n_m)} | {with_spread(z_m)} | **{num(ratio(n_m, z_m))}** | "
+                  f"{with_spread(n_g)} | {with_spread(t_g)} | **{num(ratio(n_g, t_g))}** | "
+                  f"{with_spread(get(tput, 'zmq', size, 'gbps'))} | "
+                  f"{with_spread(get(tput, 'zmq_pubsub', size, 'msgs_per_s'))} |")
+    md += ["", "raw TCP writes the message size per `send()` below 16 KiB and 1 MiB per `send()` from 16 KiB on "
+           "(the one-stream ceiling the ≥ 16 KiB target is measured against).", ""]
+    if "netio_fabric" in tput:
+        md += ["### libfabric back-end (`fabric://…?provider=tcp`) vs POSIX", "",
+               "| size | libfabric Gb/s | POSIX Gb/s | libfabric/POSIX |", "|---:|---:|---:|---:|"]
+        for size in sorted(tput["netio_fabric"]):
+            f_g, p_g = get(tput, "netio_fabric", size, "gbps"), get(tput, "netio", size, "gbps")
+            md.append(f"| {size_text(size)} | {with_spread(f_g)} | {with_spread(p_g)} | **{num(ratio(f_g, p_g))}** |")
+        md.append("")
+    md += ["### Round-trip time, µs", "",
+           "| size | system | min | median | mean | p90 | p99 | p99.9 | max | stddev |",
+           "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rtt_sizes = sorted(set().union(*(d.keys() for d in rtt.values()))) if rtt else []
+    for size in rtt_sizes:
+        for system, name in RTT_NAMES.items():
+            row = rtt.get(system, {}).get(size)
+            if row is None:
+                continue
+            cells = [with_spread(row[p]) if p in ("median", "p99") else num(row[p]["median"] if row[p] else None)
+                     for p in PERCENTILES]
+            md.append(f"| {size_text(size)} | {name} | " + " | ".join(cells) + " |")
+    md += ["", "fi_pingpong reports a mean only (2 × its usec/xfer).", "",
+           "| size | median netio/raw | p99 netio/raw | median busy-poll netio/raw | median netio/ZeroMQ |"
+           " p99 netio/ZeroMQ | libfabric mean/fi_pingpong |",
+           "|---:|---:|---:|---:|---:|---:|---:|"]
+    for size in rtt_sizes:
+        def r(a, b, p):
+            return num(ratio(get(rtt, a, size, p), get(rtt, b, size, p)))
+        md.append(f"| {size_text(size)} | {r('netio', 'tcp', 'median')} | {r('netio', 'tcp', 'p99')} | "
+                  f"{r('netio_busy', 'tcp_busy', 'median')} | {r('netio', 'zmq', 'median')} | "
+                  f"{r('netio', 'zmq', 'p99')} | {r('netio_fabric', 'fi_pingpong', 'mean')} |")
+    md += ["", "### Targets of issue 5", "", "| target | size | measured | target | status |",
+           "|---|---:|---:|---:|---|"]
+    for t in targets:
+        status = {"met": "✅ met", "missed": "❌ missed"}.get(t["status"], t["status"])
+        size = size_text(t["size"]) if t["size"] else "–"
+        md.append(f"| {t['target']} | {size} | {num(t['ratio'])} | {t['threshold']} | {status} |")
+    if failed:
+        md += ["", "Failed runs (left out): " + "; ".join(failed)]
+    return "\n".join(md) + "\n"
+
+
+def plots(out, tput, rtt):
+    """Data files and a gnuplot script (run by compare.sh in the output directory)."""
+    for system in TPUT_NAMES:
+        if system in tput:
+            lines = [f"{size} {d['msgs_per_s']['median']} {d['msgs_per_s']['min']} {d['msgs_per_s']['max']} "
+                     f"{d['gbps']['median']} {d['gbps']['min']} {d['gbps']['max']}"
+                     for size, d in sorted(tput[system].items()) if d["gbps"]]
+            (out / f"tput_{system}.dat").write_text("\n".join(lines) + "\n")
+    shown = ["min", "median", "p90", "p99", "p999"]
+    labels = ["min", "median", "p90", "p99", "p99.9"]
+    rtt_sizes = sorted(set().union(*(d.keys() for d in rtt.values()))) if rtt else []
+    for size in rtt_sizes:
+        lines = ["system " + " ".join(labels)]
+        for system, name in RTT_NAMES.items():
+            row = rtt.get(system, {}).get(size)
+            if row is None or system == "fi_pingpong":
+                continue
+            lines.append(f'"{name}" ' + " ".join(f"{row[p]['median']:.3f}" if row[p] else "NaN" for p in shown))
+        (out / f"rtt_{size}.dat").write_text("\n".join(lines) + "\n")
+
+    tput_systems = [s for s in TPUT_NAMES if s in tput]
+
+    def tput_plot(png, column, ylabel, title, key):
+        curves = ", ".join(f"'tput_{s}.dat' using 1:{column}:{column + 1}:{column + 2} with yerrorlines "
+                           f"title '{TPUT_NAMES[s]}'" for s in tput_systems)
+        return (f"set output '{png}'\nset key {key} box opaque\nset ylabel '{ylabel}'\nset title '{title}'\n"
+                f"plot {curves}\n")
+
+    gp = ["set terminal pngcairo size 900,560 font 'sans,10'",
+          "set logscale x 2", "set logscale y 10", "set grid", "set xlabel 'message size'",
+          "set xtics ('8 B' 8, '64 B' 64, '1 KiB' 1024, '16 KiB' 16384, '64 KiB' 65536, '1 MiB' 1048576)",
+          tput_plot("throughput_msgs.png", 2, "messages per second (median, bars: min–max)",
+                    "Throughput on loopback: messages per second", "bottom left"),
+          tput_plot("throughput_gbps.png", 5, "Gb/s of payload (median, bars: min–max)",
+                    "Throughput on loopback: Gb/s", "bottom right"),
+          "unset logscale x", "set xtics auto", "set format x '%g'", "set style data histograms",
+          "set style histogram clustered gap 1", "set style fill solid 0.8 border -1", "set boxwidth 0.9",
+          "set key top left", "set xlabel ''", "set xtics nomirror rotate by -20",
+          "set xtics format ''", "set yrange [*:*]"]
+    for size in rtt_sizes:
+        gp.append(f"set output 'rtt_{size}.png'")
+        gp.append("set ylabel 'µs (median over the runs), log scale'")
+        gp.append(f"set title 'Round-trip time, {size_text(size)} messages'")
+        # one cluster per system, one bar per percentile
+        parts = [f"'rtt_{size}.dat' using {col + 2}:xtic(1) title columnheader({col + 2})"
+                 for col in range(len(shown))]
+        gp.append("plot " + ", ".join(parts))
+    (out / "plots.gp").write_text("\n".join(line for line in gp if line) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--raw", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--machine", default="")
+    parser.add_argument("--settings", default="")
+    args = parser.parse_args()
+    out = Path(args.out)
+    tput, rtt, failed = load(args.raw)
+    targets = build_targets(tput, rtt)
+
+    result = {"machine": args.machine, "settings": args.settings,
+              "throughput": {s: {str(k): v for k, v in d.items()} for s, d in tput.items()},
+              "rtt_us": {s: {str(k): v for k, v in d.items()} for s, d in rtt.items()},
+              "systems": {"throughput": TPUT_NAMES, "rtt": RTT_NAMES},
+              "targets": targets, "failed_runs": failed}
+    (out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    (out / "results.md").write_text(markdown(tput, rtt, targets, failed, args.machine, args.settings))
+    plots(out, tput, rtt)
+
+
+if __name__ == "__main__":
+    main()

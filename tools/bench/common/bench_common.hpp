@@ -1,0 +1,74 @@
+// Shared by the reference programs of the side-by-side benchmark (tools/bench): the --cpu
+// option, plain TCP sockets on loopback with bounded waits, and the report formats (the same
+// JSON keys as netio_recv and netio_pingpong, so that compare.sh reads them all alike).
+#pragma once
+
+#include "common/latency_stats.hpp"
+#include "common/throughput_result.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace netio::bench {
+
+using Clock = std::chrono::steady_clock;
+
+// --cpu N: pin the program's main thread (and so every thread it creates later, e.g.
+// ZeroMQ's I/O thread, which inherits the mask) to CPU N.
+CLI::Option* add_cpu_option(CLI::App& app, std::optional<int>& cpu);
+void pin_if_asked(const std::optional<int>& cpu);
+
+// A file descriptor closed on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+  int get() const noexcept { return fd_; }
+  int release() noexcept {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Listens on 127.0.0.1:port (0: the system picks one); returns the socket and the port.
+Fd listen_loopback(std::uint16_t port, std::uint16_t& bound_port);
+// Waits for one connection until `deadline` (polling in 100 ms slices so that Ctrl-C is
+// seen); throws std::runtime_error when it passes.
+Fd accept_one(const Fd& listener, Clock::time_point deadline);
+Fd connect_to(const std::string& host, std::uint16_t port);
+void set_nodelay(const Fd& socket);
+void set_nonblocking(const Fd& socket);
+// SO_RCVTIMEO / SO_SNDTIMEO, so that blocking calls return now and then to check deadlines.
+void set_io_timeouts(const Fd& socket, std::chrono::milliseconds timeout);
+
+// "tcp://127.0.0.1:5000" -> host, port (only what the programs need: tcp://HOST:PORT).
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+};
+HostPort parse_tcp_endpoint(const std::string& endpoint);
+
+// A deadline from --timeout (0: a day, i.e. effectively none).
+Clock::time_point deadline_after(std::chrono::nanoseconds timeout);
+
+// Prints {"results":[{size, messages, bytes, seconds, msgs_per_s, gbps}]} or a table.
+void print_throughput(const netio::tools::ThroughputResult& result, bool json);
+// Prints {"size", "iterations", "rtt_us": {min, median, mean, p90, p99, p999, max, stddev}}
+// or a table.
+void print_latency(const char* tool, std::uint64_t size, const netio::tools::LatencyStats& stats, bool json);
+
+}  // namespace netio::bench

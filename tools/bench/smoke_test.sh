@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# CTest smoke test of the benchmark suite (label "bench"): runs every reference program of
+# tools/bench once, briefly, on 127.0.0.1 (ephemeral ports), and checks that the reporting
+# side prints one JSON document with the expected keys. Usage: smoke_test.sh BIN_DIR
+set -euo pipefail
+bin="${1:?usage: smoke_test.sh DIR_OF_THE_BENCH_PROGRAMS}"
+scratch="$(mktemp -d)"
+server_pid=""
+cleanup() { if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi; rm -rf "$scratch"; }
+trap cleanup EXIT
+
+fail() { echo "smoke_test: FAIL: $*" >&2; for f in "$scratch"/*.err; do [ -s "$f" ] && cat "$f" >&2; done; exit 1; }
+
+start_server() {  # command...: started in the background with --port-file, waits for the port
+  rm -f "$scratch/port"
+  "$@" --port-file "$scratch/port" >"$scratch/server.out" 2>"$scratch/server.err" &
+  server_pid=$!
+  for _ in $(seq 50); do [ -s "$scratch/port" ] && return 0; sleep 0.1; done
+  fail "$1 did not start listening"
+}
+
+stop_server() { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
+
+check_json() {  # file kind(tput|rtt) program
+  python3 - "$1" "$2" <<'PY' || fail "$3: bad JSON: $(cat "$1")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+if sys.argv[2] == "tput":
+    r = doc["results"][0]
+    assert r["messages"] > 0 and r["bytes"] > 0 and r["gbps"] > 0 and r["msgs_per_s"] > 0, r
+else:
+    s = doc["rtt_us"]
+    assert doc["iterations"] > 0 and 0 < s["min"] <= s["median"] <= s["p99"] <= s["max"], s
+PY
+  echo "smoke_test: ok: $3"
+}
+
+for p in tcp_throughput tcp_pingpong; do "$bin/$p" --help >/dev/null || fail "$p --help"; done
+
+# raw TCP throughput: the receiver reports
+start_server "$bin/tcp_throughput" --recv -s 1KiB --json --timeout 20s
+"$bin/tcp_throughput" -e "tcp://127.0.0.1:$(cat "$scratch/port")" -s 1KiB -n 2000 --timeout 20s 2>"$scratch/client.err" \
+  || fail "tcp_throughput sender"
+wait "$server_pid" || fail "tcp_throughput receiver"; server_pid=""
+check_json "$scratch/server.out" tput tcp_throughput
+
+for mode in "" --busy-poll; do
+  start_server "$bin/tcp_pingpong" --server $mode --timeout 20s
+  "$bin/tcp_pingpong" -e "tcp://127.0.0.1:$(cat "$scratch/port")" $mode -s 8 -n 200 -w 20 --json --timeout 20s \
+    >"$scratch/client.out" 2>"$scratch/client.err" || fail "tcp_pingpong $mode"
+  stop_server
+  check_json "$scratch/client.out" rtt "tcp_pingpong $mode"
+done
+
+if [ ! -x "$bin/zmq_throughput" ]; then
+  echo "smoke_test: ZeroMQ programs not built (no libzmq): skipped"
+  exit 0
+fi
+for p in zmq_throughput zmq_pubsub zmq_reqrep; do "$bin/$p" --help >/dev/null || fail "$p --help"; done
+
+start_server "$bin/zmq_throughput" --recv --json --timeout 20s
+"$bin/zmq_throughput" -e "tcp://127.0.0.1:$(cat "$scratch/port")" -s 64 -n 10000 --timeout 20s 2>"$scratch/client.err" \
+  || fail "zmq_throughput sender"
+wait "$server_pid" || fail "zmq_throughput receiver"; server_pid=""
+check_json "$scratch/server.out" tput zmq_throughput
+
+start_server "$bin/zmq_pubsub" --publish -s 64 -n 10000 --timeout 20s
+"$bin/zmq_pubsub" -e "tcp://127.0.0.1:$(cat "$scratch/port")" --json --timeout 20s \
+  >"$scratch/client.out" 2>"$scratch/client.err" || fail "zmq_pubsub subscriber"
+wait "$server_pid" || fail "zmq_pubsub publisher"; server_pid=""
+check_json "$scratch/client.out" tput zmq_pubsub
+
+start_server "$bin/zmq_reqrep" --server --timeout 20s
+"$bin/zmq_reqrep" -e "tcp://127.0.0.1:$(cat "$scratch/port")" -s 8 -n 200 -w 20 --json --timeout 20s \
+  >"$scratch/client.out" 2>"$scratch/client.err" || fail "zmq_reqrep client"
+stop_server
+check_json "$scratch/client.out" rtt zmq_reqrep
+echo "smoke_test: all passed"

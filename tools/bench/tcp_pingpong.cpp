@@ -1,0 +1,161 @@
+// tcp_pingpong: the raw-TCP reference for round-trip time (tools/bench/README.md). One
+// connection, TCP_NODELAY; the server echoes what it reads. Blocking recv()/send(), or with
+// --busy-poll non-blocking recv() in a spin (burns a core on each side, like
+// netio_pingpong --busy-poll).
+//
+//   tcp_pingpong --server [--port N] [--port-file FILE] [--busy-poll] [--cpu N] [--timeout D]
+//   tcp_pingpong -e tcp://HOST:PORT [-s SIZE] [-n ITERATIONS] [-w WARMUP] [--busy-poll] [--json] [--cpu N]
+#include "bench/common/bench_common.hpp"
+#include "common/cli_options.hpp"
+#include "common/termination.hpp"
+#include "common/tool_main.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <sys/socket.h>
+#include <vector>
+
+namespace {
+
+using namespace netio::bench;
+constexpr const char* kTool = "tcp_pingpong";
+
+struct Options {
+  bool server = false;
+  std::string endpoint;
+  std::uint16_t port = 0;
+  std::string port_file;
+  std::uint64_t size = 64;
+  std::uint64_t iterations = 10000;
+  std::uint64_t warmup = 1000;
+  bool busy_poll = false;
+  bool json = false;
+  std::optional<int> cpu;
+  std::chrono::nanoseconds timeout{std::chrono::seconds(60)};
+};
+
+// Reads up to `length` bytes (at least 1); 0 at end of stream. Checks the deadline while
+// waiting (every 100 ms when blocking, every 4096 spins when busy polling).
+std::size_t read_some(const Fd& s, char* data, std::size_t length, bool busy, Clock::time_point deadline) {
+  for (std::uint64_t spins = 0;; ++spins) {
+    const ssize_t n = ::recv(s.get(), data, length, busy ? MSG_DONTWAIT : 0);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      throw std::runtime_error(fmt::format("recv failed: {}", std::strerror(errno)));
+    }
+    if ((!busy || (spins & 4095) == 0) && (Clock::now() >= deadline || netio::tools::stop_requested())) {
+      throw std::runtime_error("--timeout passed (or interrupted) while waiting for the peer");
+    }
+  }
+}
+
+void write_all(const Fd& s, const char* data, std::size_t length, Clock::time_point deadline) {
+  std::size_t done = 0;
+  while (done < length) {
+    const ssize_t n = ::send(s.get(), data + done, length - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      throw std::runtime_error(fmt::format("send failed: {}", std::strerror(errno)));
+    } else if (Clock::now() >= deadline) {
+      throw std::runtime_error("--timeout passed while sending");
+    }
+  }
+}
+
+void prepare(const Fd& s, bool busy) {
+  set_nodelay(s);
+  set_io_timeouts(s, std::chrono::milliseconds(100));
+  if (busy) set_nonblocking(s);
+}
+
+int run_server(const Options& o) {
+  std::uint16_t port = 0;
+  const Fd listener = listen_loopback(o.port, port);
+  fmt::print(stderr, "{}: listening on 127.0.0.1:{}{}\n", kTool, port, o.busy_poll ? " (busy polling)" : "");
+  if (!o.port_file.empty()) netio::tools::write_port_file(o.port_file, port);
+  const auto deadline = deadline_after(o.timeout);
+  std::vector<char> buffer(1 << 20);
+  // Clients one after another, until the deadline or Ctrl-C.
+  while (Clock::now() < deadline && !netio::tools::stop_requested()) {
+    Fd s;
+    try {
+      s = accept_one(listener, deadline);
+    } catch (const std::runtime_error&) {
+      break;
+    }
+    prepare(s, o.busy_poll);
+    try {
+      for (;;) {
+        const std::size_t n = read_some(s, buffer.data(), buffer.size(), o.busy_poll, deadline);
+        if (n == 0) break;
+        write_all(s, buffer.data(), n, deadline);
+      }
+    } catch (const std::runtime_error& e) {
+      if (Clock::now() >= deadline || netio::tools::stop_requested()) break;
+      fmt::print(stderr, "{}: client dropped: {}\n", kTool, e.what());
+    }
+  }
+  return 0;
+}
+
+int run_client(const Options& o) {
+  const HostPort where = parse_tcp_endpoint(o.endpoint);
+  const Fd s = connect_to(where.host, where.port);
+  prepare(s, o.busy_poll);
+  const auto deadline = deadline_after(o.timeout);
+  std::vector<char> ping(o.size, 'p');
+  std::vector<char> pong(o.size);
+  std::vector<double> rtt_us;
+  rtt_us.reserve(o.iterations);
+  for (std::uint64_t i = 0; i < o.warmup + o.iterations; ++i) {
+    const auto start = Clock::now();
+    write_all(s, ping.data(), ping.size(), deadline);
+    for (std::size_t got = 0; got < o.size;) {
+      const std::size_t n = read_some(s, pong.data() + got, o.size - got, o.busy_poll, deadline);
+      if (n == 0) throw std::runtime_error("the server closed the connection");
+      got += n;
+    }
+    const auto end = Clock::now();
+    if (i >= o.warmup) rtt_us.push_back(std::chrono::duration<double, std::micro>(end - start).count());
+  }
+  print_latency(kTool, o.size, netio::tools::compute_latency_stats(std::move(rtt_us)), o.json);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tcp_pingpong: raw TCP round-trip time (TCP_NODELAY), the reference for netio_pingpong. Start a "
+               "server with --server, then the client.",
+               kTool};
+  Options o;
+  auto* server = app.add_flag("--server", o.server, "Echo what clients send, one client after another");
+  app.add_option("-e,--endpoint", o.endpoint, "Client: the server, tcp://HOST:PORT")->excludes(server);
+  app.add_option("--port", o.port, "Server: port to listen on (0: any)")->needs(server);
+  app.add_option("--port-file", o.port_file, "Server: write the port to FILE once listening")->needs(server);
+  netio::tools::add_size_option(app, "-s,--size", o.size, "Client: ping size")->excludes(server);
+  app.add_option("-n,--iterations", o.iterations, "Client: measured round trips")->capture_default_str();
+  app.add_option("-w,--warmup", o.warmup, "Client: round trips before measuring")->capture_default_str();
+  app.add_flag("--busy-poll", o.busy_poll, "Spin on non-blocking recv() instead of blocking (burns a core)");
+  app.add_flag("--json", o.json,
+               "Client: print {\"size\", \"iterations\", \"rtt_us\": {min, median, mean, p90, p99, p999, max, stddev}}");
+  add_cpu_option(app, o.cpu);
+  netio::tools::add_duration_option(app, "--timeout", o.timeout, "Bound on the whole run (0: none)");
+  app.footer(netio::tools::kUnitsHelp);
+  try {
+    app.parse(argc, argv);
+    if (!o.server && o.endpoint.empty()) throw CLI::RequiredError("--endpoint (or --server)");
+    if (!o.server && (o.size == 0 || o.iterations == 0)) {
+      throw CLI::ValidationError("--size/--iterations", "must be at least 1");
+    }
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return netio::tools::run_tool(kTool, [&] {
+    netio::tools::install_termination_handlers();
+    pin_if_asked(o.cpu);
+    return o.server ? run_server(o) : run_client(o);
+  });
+}

@@ -1,0 +1,150 @@
+// tcp_throughput: the raw-TCP reference for throughput (tools/bench/README.md). One stream,
+// blocking writes of a fixed size; the receiver reads into a 1 MiB buffer and counts bytes.
+//
+//   tcp_throughput --recv [--port N] [--port-file FILE] [--json] [--cpu N] [--timeout D]
+//   tcp_throughput -e tcp://HOST:PORT -s SIZE [--write-size SIZE] (-n MESSAGES | -t DURATION) [--cpu N]
+#include "bench/common/bench_common.hpp"
+#include "common/cli_options.hpp"
+#include "common/termination.hpp"
+#include "common/tool_main.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <sys/socket.h>
+#include <vector>
+
+namespace {
+
+using namespace netio::bench;
+using netio::tools::ThroughputResult;
+constexpr const char* kTool = "tcp_throughput";
+
+struct Options {
+  bool recv = false;
+  std::string endpoint;
+  std::uint16_t port = 0;
+  std::string port_file;
+  std::uint64_t size = 1 << 20;
+  std::uint64_t write_size = 0;
+  std::uint64_t messages = 0;
+  std::chrono::nanoseconds time{std::chrono::seconds(2)};
+  bool json = false;
+  std::optional<int> cpu;
+  std::chrono::nanoseconds timeout{std::chrono::seconds(60)};
+};
+
+int run_receiver(const Options& o) {
+  std::uint16_t port = 0;
+  const Fd listener = listen_loopback(o.port, port);
+  fmt::print(stderr, "{}: listening on 127.0.0.1:{}\n", kTool, port);
+  if (!o.port_file.empty()) netio::tools::write_port_file(o.port_file, port);
+  const auto deadline = deadline_after(o.timeout);
+  const Fd stream = accept_one(listener, deadline);
+  set_io_timeouts(stream, std::chrono::milliseconds(100));
+  std::vector<char> buffer(1 << 20);
+  std::uint64_t bytes = 0;
+  Clock::time_point first{}, last{};
+  for (;;) {
+    if (Clock::now() >= deadline || netio::tools::stop_requested()) {
+      throw std::runtime_error("--timeout passed (or interrupted) before the sender closed the stream");
+    }
+    const ssize_t n = ::recv(stream.get(), buffer.data(), buffer.size(), 0);
+    if (n > 0) {
+      if (bytes == 0) first = Clock::now();
+      bytes += static_cast<std::uint64_t>(n);
+      continue;
+    }
+    if (n == 0) break;  // end of stream
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+    throw std::runtime_error(fmt::format("recv failed: {}", std::strerror(errno)));
+  }
+  last = Clock::now();
+  ThroughputResult r;
+  r.size = o.size;
+  r.bytes = bytes;
+  r.messages = o.size ? bytes / o.size : 0;
+  r.seconds = std::chrono::duration<double>(last - first).count();
+  print_throughput(r, o.json);
+  return 0;
+}
+
+int run_sender(const Options& o) {
+  const HostPort where = parse_tcp_endpoint(o.endpoint);
+  const Fd stream = connect_to(where.host, where.port);
+  set_io_timeouts(stream, std::chrono::milliseconds(100));
+  const std::uint64_t write_size = o.write_size ? o.write_size : o.size;
+  std::vector<char> buffer(write_size, 'x');
+  const std::uint64_t total_bytes = o.messages ? o.messages * o.size : 0;
+  const auto deadline = deadline_after(o.timeout);
+  const auto start = Clock::now();
+  const auto end_time = start + o.time;
+  std::uint64_t sent = 0;
+  for (std::uint64_t writes = 0;; ++writes) {
+    if (total_bytes ? sent >= total_bytes : ((writes & 15) == 0 && Clock::now() >= end_time)) break;
+    if (Clock::now() >= deadline || netio::tools::stop_requested()) throw std::runtime_error("--timeout passed");
+    std::uint64_t chunk = write_size;
+    if (total_bytes && total_bytes - sent < chunk) chunk = total_bytes - sent;
+    std::uint64_t done = 0;
+    while (done < chunk) {  // a blocking write; SO_SNDTIMEO only lets us re-check the deadline
+      const ssize_t n = ::send(stream.get(), buffer.data() + done, chunk - done, MSG_NOSIGNAL);
+      if (n > 0) {
+        done += static_cast<std::uint64_t>(n);
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        throw std::runtime_error(fmt::format("send failed: {}", std::strerror(errno)));
+      } else if (Clock::now() >= deadline || netio::tools::stop_requested()) {
+        throw std::runtime_error("--timeout passed while sending");
+      }
+    }
+    sent += chunk;
+  }
+  ::shutdown(stream.get(), SHUT_WR);
+  ThroughputResult r;
+  r.size = o.size;
+  r.bytes = sent;
+  r.messages = sent / o.size;
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (o.json) print_throughput(r, true);
+  else fmt::print(stderr, "{}: sent {} bytes in {:.3f} s\n", kTool, sent, r.seconds);
+  // Wait for the receiver to close (it has read everything then), bounded.
+  char byte = 0;
+  while (Clock::now() < deadline && !netio::tools::stop_requested()) {
+    const ssize_t n = ::recv(stream.get(), &byte, 1, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tcp_throughput: raw TCP one-stream throughput, the reference for netio_throughput/netio_recv. "
+               "Start the receiver with --recv, then the sender.",
+               kTool};
+  Options o;
+  auto* recv = app.add_flag("--recv", o.recv, "Receive: listen on 127.0.0.1, read until the sender closes, report");
+  app.add_option("-e,--endpoint", o.endpoint, "Sender: the receiver, tcp://HOST:PORT")->excludes(recv);
+  app.add_option("--port", o.port, "Receiver: port to listen on (0: any)")->needs(recv);
+  app.add_option("--port-file", o.port_file, "Receiver: write the port to FILE once listening")->needs(recv);
+  netio::tools::add_size_option(app, "-s,--size", o.size,
+                                "Message size: the unit of msg/s (both sides must agree) and the default write size");
+  netio::tools::add_size_option(app, "--write-size", o.write_size, "Sender: bytes per write() (default: --size)");
+  auto* n = app.add_option("-n,--messages", o.messages, "Sender: messages to send")->excludes(recv);
+  netio::tools::add_duration_option(app, "-t,--time", o.time, "Sender: how long to send (unless -n)")->excludes(n);
+  app.add_flag("--json", o.json, "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}");
+  add_cpu_option(app, o.cpu);
+  netio::tools::add_duration_option(app, "--timeout", o.timeout, "Bound on the whole run (0: none)");
+  app.footer(netio::tools::kUnitsHelp);
+  try {
+    app.parse(argc, argv);
+    if (!o.recv && o.endpoint.empty()) throw CLI::RequiredError("--endpoint (or --recv)");
+    if (o.size == 0) throw CLI::ValidationError("--size", "must be at least 1 byte");
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return netio::tools::run_tool(kTool, [&] {
+    netio::tools::install_termination_handlers();
+    pin_if_asked(o.cpu);
+    return o.recv ? run_receiver(o) : run_sender(o);
+  });
+}

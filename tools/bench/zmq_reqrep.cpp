@@ -1,0 +1,108 @@
+// zmq_reqrep: the ZeroMQ reference for round-trip time (tools/bench/README.md): REQ/REP over
+// tcp://, the server (REP) echoes each request.
+//
+//   zmq_reqrep --server [--port N] [--port-file FILE] [--cpu N] [--timeout D]
+//   zmq_reqrep -e tcp://HOST:PORT [-s SIZE] [-n ITERATIONS] [-w WARMUP] [--json] [--cpu N]
+#include "bench/common/zmq_util.hpp"
+#include "common/cli_options.hpp"
+#include "common/termination.hpp"
+
+#include <vector>
+
+namespace {
+
+using namespace netio::bench;
+constexpr const char* kTool = "zmq_reqrep";
+
+struct Options {
+  bool server = false;
+  std::string endpoint;
+  std::uint16_t port = 0;
+  std::string port_file;
+  std::uint64_t size = 64;
+  std::uint64_t iterations = 10000;
+  std::uint64_t warmup = 1000;
+  bool json = false;
+  std::optional<int> cpu;
+  std::chrono::nanoseconds timeout{std::chrono::seconds(60)};
+};
+
+// Receives one message into `message`, checking the deadline every 100 ms (ZMQ_RCVTIMEO).
+// Returns false when the deadline passed or Ctrl-C.
+bool receive(ZmqSocket& socket, ZmqMessage& message, Clock::time_point deadline) {
+  while (zmq_msg_recv(message.get(), socket.get(), 0) < 0) {
+    if (!zmq_again()) zmq_check(-1, "zmq_msg_recv");
+    if (Clock::now() >= deadline || netio::tools::stop_requested()) return false;
+  }
+  return true;
+}
+
+int run_server(const ZmqContext& context, const Options& o, Clock::time_point deadline) {
+  ZmqSocket rep(context, ZMQ_REP);
+  rep.set(ZMQ_RCVTIMEO, 100);
+  rep.set(ZMQ_LINGER, 0);
+  bind_and_announce(rep, kTool, o.port, o.port_file);
+  for (;;) {
+    ZmqMessage request;
+    if (!receive(rep, request, deadline)) return 0;  // how a server ends
+    zmq_check(zmq_msg_send(request.get(), rep.get(), 0), "zmq_msg_send");
+  }
+}
+
+int run_client(const ZmqContext& context, const Options& o, Clock::time_point deadline) {
+  ZmqSocket req(context, ZMQ_REQ);
+  req.set(ZMQ_RCVTIMEO, 100);
+  req.set(ZMQ_LINGER, 0);
+  req.connect(o.endpoint);
+  std::vector<char> ping(o.size, 'p');
+  std::vector<double> rtt_us;
+  rtt_us.reserve(o.iterations);
+  for (std::uint64_t i = 0; i < o.warmup + o.iterations; ++i) {
+    const auto start = Clock::now();
+    zmq_check(zmq_send(req.get(), ping.data(), ping.size(), 0), "zmq_send");
+    ZmqMessage reply;
+    if (!receive(req, reply, deadline)) throw std::runtime_error("--timeout passed (or interrupted) awaiting a reply");
+    const auto end = Clock::now();
+    if (reply.size() != o.size) throw std::runtime_error("the reply has the wrong size");
+    if (i >= o.warmup) rtt_us.push_back(std::chrono::duration<double, std::micro>(end - start).count());
+  }
+  print_latency(kTool, o.size, netio::tools::compute_latency_stats(std::move(rtt_us)), o.json);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"zmq_reqrep: ZeroMQ REQ/REP round-trip time, the reference for netio_pingpong. Start a server with "
+               "--server, then the client.",
+               kTool};
+  Options o;
+  auto* server = app.add_flag("--server", o.server, "Echo requests (REP, binds 127.0.0.1) until --timeout or Ctrl-C");
+  app.add_option("-e,--endpoint", o.endpoint, "Client: the server, tcp://HOST:PORT")->excludes(server);
+  app.add_option("--port", o.port, "Server: port to listen on (0: any)")->needs(server);
+  app.add_option("--port-file", o.port_file, "Server: write the port to FILE once listening")->needs(server);
+  netio::tools::add_size_option(app, "-s,--size", o.size, "Client: request size")->excludes(server);
+  app.add_option("-n,--iterations", o.iterations, "Client: measured round trips")->capture_default_str();
+  app.add_option("-w,--warmup", o.warmup, "Client: round trips before measuring")->capture_default_str();
+  app.add_flag("--json", o.json,
+               "Client: print {\"size\", \"iterations\", \"rtt_us\": {min, median, mean, p90, p99, p999, max, stddev}}");
+  add_cpu_option(app, o.cpu);
+  netio::tools::add_duration_option(app, "--timeout", o.timeout, "Bound on the whole run (0: none)");
+  app.footer(netio::tools::kUnitsHelp);
+  try {
+    app.parse(argc, argv);
+    if (!o.server && o.endpoint.empty()) throw CLI::RequiredError("--endpoint (or --server)");
+    if (!o.server && (o.size == 0 || o.iterations == 0)) {
+      throw CLI::ValidationError("--size/--iterations", "must be at least 1");
+    }
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return netio::tools::run_tool(kTool, [&] {
+    netio::tools::install_termination_handlers();
+    pin_if_asked(o.cpu);
+    const ZmqContext context;  // after pinning: its I/O thread inherits the CPU
+    const auto deadline = deadline_after(o.timeout);
+    return o.server ? run_server(context, o, deadline) : run_client(context, o, deadline);
+  });
+}

@@ -1,0 +1,82 @@
+// zmq_throughput: the ZeroMQ reference for throughput (tools/bench/README.md): PUSH/PULL over
+// tcp://, fixed-size messages, ended by an empty message. The receiver (PULL) binds and
+// reports msg/s and Gb/s of payload; the sender (PUSH) connects.
+//
+//   zmq_throughput --recv [--port N] [--port-file FILE] [--json] [--cpu N] [--timeout D]
+//   zmq_throughput -e tcp://HOST:PORT -s SIZE (-n MESSAGES | -t DURATION) [--json] [--cpu N]
+#include "bench/common/zmq_stream.hpp"
+#include "common/cli_options.hpp"
+
+namespace {
+
+using namespace netio::bench;
+constexpr const char* kTool = "zmq_throughput";
+
+struct Options {
+  bool recv = false;
+  std::string endpoint;
+  std::uint16_t port = 0;
+  std::string port_file;
+  std::uint64_t size = 64;
+  std::uint64_t messages = 0;
+  std::chrono::nanoseconds time{std::chrono::seconds(2)};
+  bool json = false;
+  std::optional<int> cpu;
+  std::chrono::nanoseconds timeout{std::chrono::seconds(60)};
+};
+
+int run(const Options& o) {
+  const auto deadline = deadline_after(o.timeout);
+  const ZmqContext context;  // after pinning: its I/O thread inherits the CPU
+  if (o.recv) {
+    ZmqSocket pull(context, ZMQ_PULL);
+    pull.set(ZMQ_RCVTIMEO, 100);
+    pull.set(ZMQ_LINGER, 0);
+    bind_and_announce(pull, kTool, o.port, o.port_file);
+    print_throughput(receive_stream(pull, deadline), o.json);
+    return 0;
+  }
+  ZmqSocket push(context, ZMQ_PUSH);
+  push.set(ZMQ_SNDTIMEO, 100);
+  // Closing flushes what is queued, bounded by the rest of --timeout.
+  push.set(ZMQ_LINGER, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::max(deadline - Clock::now(), Clock::duration::zero()))
+                                            .count()));
+  push.connect(o.endpoint);
+  const auto result = send_stream(push, {o.size, o.messages, o.time, deadline});
+  if (o.json) print_throughput(result, true);
+  else fmt::print(stderr, "{}: sent {} messages of {} B\n", kTool, result.messages, o.size);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"zmq_throughput: ZeroMQ PUSH/PULL throughput, the reference for netio_throughput/netio_recv. Start "
+               "the receiver with --recv, then the sender.",
+               kTool};
+  Options o;
+  auto* recv = app.add_flag("--recv", o.recv, "Receive (PULL, binds 127.0.0.1) until the sender's end, then report");
+  app.add_option("-e,--endpoint", o.endpoint, "Sender: the receiver, tcp://HOST:PORT")->excludes(recv);
+  app.add_option("--port", o.port, "Receiver: port to listen on (0: any)")->needs(recv);
+  app.add_option("--port-file", o.port_file, "Receiver: write the port to FILE once listening")->needs(recv);
+  netio::tools::add_size_option(app, "-s,--size", o.size, "Sender: message size")->excludes(recv);
+  auto* n = app.add_option("-n,--messages", o.messages, "Sender: messages to send")->excludes(recv);
+  netio::tools::add_duration_option(app, "-t,--time", o.time, "Sender: how long to send (unless -n)")->excludes(n);
+  app.add_flag("--json", o.json, "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}");
+  add_cpu_option(app, o.cpu);
+  netio::tools::add_duration_option(app, "--timeout", o.timeout, "Bound on the whole run (0: none)");
+  app.footer(netio::tools::kUnitsHelp);
+  try {
+    app.parse(argc, argv);
+    if (!o.recv && o.endpoint.empty()) throw CLI::RequiredError("--endpoint (or --recv)");
+    if (o.size == 0) throw CLI::ValidationError("--size", "must be at least 1 byte (0 is the end marker)");
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return netio::tools::run_tool(kTool, [&] {
+    netio::tools::install_termination_handlers();
+    pin_if_asked(o.cpu);
+    return run(o);
+  });
+}
