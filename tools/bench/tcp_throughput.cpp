@@ -20,18 +20,11 @@ using namespace netio::bench;
 using netio::tools::ThroughputResult;
 constexpr const char* kTool = "tcp_throughput";
 
-struct Options {
-  bool recv = false;
-  std::string endpoint;
-  std::uint16_t port = 0;
-  std::string port_file;
+struct Options : netio::bench::RoleOptions {
   std::uint64_t size = 1 << 20;
   std::uint64_t write_size = 0;
   std::uint64_t messages = 0;
   std::chrono::nanoseconds time{std::chrono::seconds(2)};
-  bool json = false;
-  std::optional<int> cpu;
-  std::chrono::nanoseconds timeout{std::chrono::seconds(60)};
 };
 
 int run_receiver(const Options& o) {
@@ -122,29 +115,21 @@ int main(int argc, char** argv) {
                "Start the receiver with --recv, then the sender.",
                kTool};
   Options o;
-  auto* recv = app.add_flag("--recv", o.recv, "Receive: listen on 127.0.0.1, read until the sender closes, report");
-  app.add_option("-e,--endpoint", o.endpoint, "Sender: the receiver, tcp://HOST:PORT")->excludes(recv);
-  app.add_option("--port", o.port, "Receiver: port to listen on (0: any)")->needs(recv);
-  app.add_option("--port-file", o.port_file, "Receiver: write the port to FILE once listening")->needs(recv);
+  static constexpr netio::bench::RoleNames names{
+      "--recv", "Receive: listen on 127.0.0.1, read until the sender closes, report", "Receiver",
+      "Sender: the receiver, tcp://HOST:PORT", "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}"};
+  auto* recv = netio::bench::add_role_options(app, o, names);
   netio::tools::add_size_option(app, "-s,--size", o.size,
                                 "Message size: the unit of msg/s (both sides must agree) and the default write size");
   netio::tools::add_size_option(app, "--write-size", o.write_size, "Sender: bytes per write() (default: --size)");
   auto* n = app.add_option("-n,--messages", o.messages, "Sender: messages to send")->excludes(recv);
   netio::tools::add_duration_option(app, "-t,--time", o.time, "Sender: how long to send (unless -n)")->excludes(n);
-  app.add_flag("--json", o.json, "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}");
-  add_cpu_option(app, o.cpu);
-  netio::tools::add_duration_option(app, "--timeout", o.timeout, "Bound on the whole run (0: none)");
-  app.footer(netio::tools::kUnitsHelp);
   try {
     app.parse(argc, argv);
-    if (!o.recv && o.endpoint.empty()) throw CLI::RequiredError("--endpoint (or --recv)");
+    netio::bench::require_endpoint(o, names);
     if (o.size == 0) throw CLI::ValidationError("--size", "must be at least 1 byte");
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return netio::tools::run_tool(kTool, [&] {
-    netio::tools::install_termination_handlers();
-    pin_if_asked(o.cpu);
-    return o.recv ? run_receiver(o) : run_sender(o);
-  });
+  return netio::bench::run_program(kTool, o, [&] { return o.listener ? run_receiver(o) : run_sender(o); });
 }

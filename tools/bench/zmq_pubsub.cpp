@@ -14,18 +14,11 @@ namespace {
 using namespace netio::bench;
 constexpr const char* kTool = "zmq_pubsub";
 
-struct Options {
-  bool publish = false;
-  std::string endpoint;
-  std::uint16_t port = 0;
-  std::string port_file;
+struct Options : netio::bench::RoleOptions {
   unsigned subscribers = 1;
   std::uint64_t size = 64;
   std::uint64_t messages = 0;
   std::chrono::nanoseconds time{std::chrono::seconds(2)};
-  bool json = false;
-  std::optional<int> cpu;
-  std::chrono::nanoseconds timeout{std::chrono::seconds(60)};
 };
 
 void wait_for_subscribers(ZmqSocket& xpub, unsigned wanted, Clock::time_point deadline) {
@@ -46,7 +39,7 @@ void wait_for_subscribers(ZmqSocket& xpub, unsigned wanted, Clock::time_point de
 int run(const Options& o) {
   const auto deadline = deadline_after(o.timeout);
   const ZmqContext context;  // after pinning: its I/O thread inherits the CPU
-  if (!o.publish) {
+  if (!o.listener) {
     ZmqSocket sub(context, ZMQ_SUB);
     sub.set(ZMQ_RCVTIMEO, 100);
     sub.set(ZMQ_LINGER, 0);
@@ -77,28 +70,21 @@ int main(int argc, char** argv) {
                "subscribers.",
                kTool};
   Options o;
-  auto* pub = app.add_flag("--publish", o.publish, "Publish (XPUB, binds 127.0.0.1) once --subscribers joined");
-  app.add_option("-e,--endpoint", o.endpoint, "Subscriber: the publisher, tcp://HOST:PORT")->excludes(pub);
-  app.add_option("--port", o.port, "Publisher: port to listen on (0: any)")->needs(pub);
-  app.add_option("--port-file", o.port_file, "Publisher: write the port to FILE once listening")->needs(pub);
+  static constexpr netio::bench::RoleNames names{
+      "--publish", "Publish (XPUB, binds 127.0.0.1) once --subscribers joined", "Publisher",
+      "Subscriber: the publisher, tcp://HOST:PORT",
+      "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}"};
+  auto* pub = netio::bench::add_role_options(app, o, names);
   app.add_option("--subscribers", o.subscribers, "Publisher: subscribers to wait for")->capture_default_str()->needs(pub);
   netio::tools::add_size_option(app, "-s,--size", o.size, "Publisher: message size")->needs(pub);
   auto* n = app.add_option("-n,--messages", o.messages, "Publisher: messages to send")->needs(pub);
   netio::tools::add_duration_option(app, "-t,--time", o.time, "Publisher: how long to send (unless -n)")->excludes(n);
-  app.add_flag("--json", o.json, "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}");
-  add_cpu_option(app, o.cpu);
-  netio::tools::add_duration_option(app, "--timeout", o.timeout, "Bound on the whole run (0: none)");
-  app.footer(netio::tools::kUnitsHelp);
   try {
     app.parse(argc, argv);
-    if (!o.publish && o.endpoint.empty()) throw CLI::RequiredError("--endpoint (or --publish)");
+    netio::bench::require_endpoint(o, names);
     if (o.size == 0) throw CLI::ValidationError("--size", "must be at least 1 byte (0 is the end marker)");
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return netio::tools::run_tool(kTool, [&] {
-    netio::tools::install_termination_handlers();
-    pin_if_asked(o.cpu);
-    return run(o);
-  });
+  return netio::bench::run_program(kTool, o, [&] { return run(o); });
 }

@@ -14,17 +14,10 @@ namespace {
 using namespace netio::bench;
 constexpr const char* kTool = "zmq_reqrep";
 
-struct Options {
-  bool server = false;
-  std::string endpoint;
-  std::uint16_t port = 0;
-  std::string port_file;
+struct Options : netio::bench::RoleOptions {
   std::uint64_t size = 64;
   std::uint64_t iterations = 10000;
   std::uint64_t warmup = 1000;
-  bool json = false;
-  std::optional<int> cpu;
-  std::chrono::nanoseconds timeout{std::chrono::seconds(60)};
 };
 
 // Receives one message into `message`, checking the deadline every 100 ms (ZMQ_RCVTIMEO).
@@ -77,32 +70,26 @@ int main(int argc, char** argv) {
                "--server, then the client.",
                kTool};
   Options o;
-  auto* server = app.add_flag("--server", o.server, "Echo requests (REP, binds 127.0.0.1) until --timeout or Ctrl-C");
-  app.add_option("-e,--endpoint", o.endpoint, "Client: the server, tcp://HOST:PORT")->excludes(server);
-  app.add_option("--port", o.port, "Server: port to listen on (0: any)")->needs(server);
-  app.add_option("--port-file", o.port_file, "Server: write the port to FILE once listening")->needs(server);
+  static constexpr netio::bench::RoleNames names{
+      "--server", "Echo requests (REP, binds 127.0.0.1) until --timeout or Ctrl-C", "Server",
+      "Client: the server, tcp://HOST:PORT",
+      "Client: print {\"size\", \"iterations\", \"rtt_us\": {min, median, mean, p90, p99, p999, max, stddev}}"};
+  auto* server = netio::bench::add_role_options(app, o, names);
   netio::tools::add_size_option(app, "-s,--size", o.size, "Client: request size")->excludes(server);
   app.add_option("-n,--iterations", o.iterations, "Client: measured round trips")->capture_default_str();
   app.add_option("-w,--warmup", o.warmup, "Client: round trips before measuring")->capture_default_str();
-  app.add_flag("--json", o.json,
-               "Client: print {\"size\", \"iterations\", \"rtt_us\": {min, median, mean, p90, p99, p999, max, stddev}}");
-  add_cpu_option(app, o.cpu);
-  netio::tools::add_duration_option(app, "--timeout", o.timeout, "Bound on the whole run (0: none)");
-  app.footer(netio::tools::kUnitsHelp);
   try {
     app.parse(argc, argv);
-    if (!o.server && o.endpoint.empty()) throw CLI::RequiredError("--endpoint (or --server)");
-    if (!o.server && (o.size == 0 || o.iterations == 0)) {
+    netio::bench::require_endpoint(o, names);
+    if (!o.listener && (o.size == 0 || o.iterations == 0)) {
       throw CLI::ValidationError("--size/--iterations", "must be at least 1");
     }
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return netio::tools::run_tool(kTool, [&] {
-    netio::tools::install_termination_handlers();
-    pin_if_asked(o.cpu);
+  return netio::bench::run_program(kTool, o, [&] {
     const ZmqContext context;  // after pinning: its I/O thread inherits the CPU
     const auto deadline = deadline_after(o.timeout);
-    return o.server ? run_server(context, o, deadline) : run_client(context, o, deadline);
+    return o.listener ? run_server(context, o, deadline) : run_client(context, o, deadline);
   });
 }

@@ -12,23 +12,16 @@ namespace {
 using namespace netio::bench;
 constexpr const char* kTool = "zmq_throughput";
 
-struct Options {
-  bool recv = false;
-  std::string endpoint;
-  std::uint16_t port = 0;
-  std::string port_file;
+struct Options : netio::bench::RoleOptions {
   std::uint64_t size = 64;
   std::uint64_t messages = 0;
   std::chrono::nanoseconds time{std::chrono::seconds(2)};
-  bool json = false;
-  std::optional<int> cpu;
-  std::chrono::nanoseconds timeout{std::chrono::seconds(60)};
 };
 
 int run(const Options& o) {
   const auto deadline = deadline_after(o.timeout);
   const ZmqContext context;  // after pinning: its I/O thread inherits the CPU
-  if (o.recv) {
+  if (o.listener) {
     ZmqSocket pull(context, ZMQ_PULL);
     pull.set(ZMQ_RCVTIMEO, 100);
     pull.set(ZMQ_LINGER, 0);
@@ -56,27 +49,19 @@ int main(int argc, char** argv) {
                "the receiver with --recv, then the sender.",
                kTool};
   Options o;
-  auto* recv = app.add_flag("--recv", o.recv, "Receive (PULL, binds 127.0.0.1) until the sender's end, then report");
-  app.add_option("-e,--endpoint", o.endpoint, "Sender: the receiver, tcp://HOST:PORT")->excludes(recv);
-  app.add_option("--port", o.port, "Receiver: port to listen on (0: any)")->needs(recv);
-  app.add_option("--port-file", o.port_file, "Receiver: write the port to FILE once listening")->needs(recv);
+  static constexpr netio::bench::RoleNames names{
+      "--recv", "Receive (PULL, binds 127.0.0.1) until the sender's end, then report", "Receiver",
+      "Sender: the receiver, tcp://HOST:PORT", "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}"};
+  auto* recv = netio::bench::add_role_options(app, o, names);
   netio::tools::add_size_option(app, "-s,--size", o.size, "Sender: message size")->excludes(recv);
   auto* n = app.add_option("-n,--messages", o.messages, "Sender: messages to send")->excludes(recv);
   netio::tools::add_duration_option(app, "-t,--time", o.time, "Sender: how long to send (unless -n)")->excludes(n);
-  app.add_flag("--json", o.json, "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}");
-  add_cpu_option(app, o.cpu);
-  netio::tools::add_duration_option(app, "--timeout", o.timeout, "Bound on the whole run (0: none)");
-  app.footer(netio::tools::kUnitsHelp);
   try {
     app.parse(argc, argv);
-    if (!o.recv && o.endpoint.empty()) throw CLI::RequiredError("--endpoint (or --recv)");
+    netio::bench::require_endpoint(o, names);
     if (o.size == 0) throw CLI::ValidationError("--size", "must be at least 1 byte (0 is the end marker)");
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return netio::tools::run_tool(kTool, [&] {
-    netio::tools::install_termination_handlers();
-    pin_if_asked(o.cpu);
-    return run(o);
-  });
+  return netio::bench::run_program(kTool, o, [&] { return run(o); });
 }

@@ -1,7 +1,10 @@
 #include "bench/common/bench_common.hpp"
 
+#include "common/cli_options.hpp"
 #include "common/cpu_affinity.hpp"
 #include "common/json_writer.hpp"
+#include "common/termination.hpp"
+#include "common/tool_main.hpp"
 
 #include <fmt/format.h>
 
@@ -27,6 +30,31 @@ namespace {
 }
 
 }  // namespace
+
+CLI::Option* add_role_options(CLI::App& app, RoleOptions& o, const RoleNames& names) {
+  auto* flag = app.add_flag(names.flag, o.listener, names.flag_help);
+  app.add_option("-e,--endpoint", o.endpoint, names.endpoint_help)->excludes(flag);
+  app.add_option("--port", o.port, fmt::format("{}: port to listen on (0: any)", names.listener))->needs(flag);
+  app.add_option("--port-file", o.port_file, fmt::format("{}: write the port to FILE once listening", names.listener))
+      ->needs(flag);
+  app.add_flag("--json", o.json, names.json_help);
+  add_cpu_option(app, o.cpu);
+  netio::tools::add_duration_option(app, "--timeout", o.timeout, "Bound on the whole run (0: none)");
+  app.footer(netio::tools::kUnitsHelp);
+  return flag;
+}
+
+void require_endpoint(const RoleOptions& o, const RoleNames& names) {
+  if (!o.listener && o.endpoint.empty()) throw CLI::RequiredError(fmt::format("--endpoint (or {})", names.flag));
+}
+
+int run_program(const char* tool, const RoleOptions& o, const std::function<int()>& body) {
+  return netio::tools::run_tool(tool, [&] {
+    netio::tools::install_termination_handlers();
+    pin_if_asked(o.cpu);
+    return body();
+  });
+}
 
 CLI::Option* add_cpu_option(CLI::App& app, std::optional<int>& cpu) {
   return app.add_option("--cpu", cpu, "Pin the program (and the threads it starts) to CPU N")

@@ -11,12 +11,42 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
 namespace netio::bench {
 
 using Clock = std::chrono::steady_clock;
+
+// What every reference program shares: one side listens on 127.0.0.1 (selected by a flag
+// such as --recv, --publish or --server), the other connects to it; --json, --cpu and
+// --timeout.
+struct RoleOptions {
+  bool listener = false;  // the flag was given
+  std::string endpoint;   // the connecting side: where the listener is (tcp://HOST:PORT)
+  std::uint16_t port = 0;
+  std::string port_file;
+  bool json = false;
+  std::optional<int> cpu;
+  std::chrono::nanoseconds timeout{std::chrono::seconds(60)};
+};
+
+struct RoleNames {
+  const char* flag;           // e.g. "--recv"
+  const char* flag_help;      // what the listening side does
+  const char* listener;       // e.g. "Receiver"
+  const char* endpoint_help;  // e.g. "Sender: the receiver, tcp://HOST:PORT"
+  const char* json_help;      // the JSON document printed with --json
+};
+
+// Adds the listener flag, -e/--endpoint, --port, --port-file, --json, --cpu, --timeout and
+// the units footer. Returns the flag, for the program's own options to depend on.
+CLI::Option* add_role_options(CLI::App& app, RoleOptions& options, const RoleNames& names);
+// Throws CLI::RequiredError when the connecting side has no endpoint.
+void require_endpoint(const RoleOptions& options, const RoleNames& names);
+// Installs the Ctrl-C handlers, pins when asked and runs `body` as netio's tools do.
+int run_program(const char* tool, const RoleOptions& options, const std::function<int()>& body);
 
 // --cpu N: pin the program's main thread (and so every thread it creates later, e.g.
 // ZeroMQ's I/O thread, which inherits the mask) to CPU N.
