@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <set>
 #include <thread>
 
@@ -99,4 +100,26 @@ TEST_CASE("a waiter gets a lone returned buffer promptly, though wake-ups come i
   pool.release(got);
   for (auto* b : held) pool.release(b);
   CHECK(pool.available() == 16);
+}
+
+TEST_CASE("acquire() returns nothing only on timeout, however many threads compete", "[buffer_pool]") {
+  netio::BufferPool pool(2, 64);
+  std::atomic<int> empty_handed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 300; ++i) {
+        netio::Buffer* b = pool.acquire(10s);
+        if (b == nullptr) {
+          ++empty_handed;
+          continue;
+        }
+        std::this_thread::yield();
+        pool.release(b);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(empty_handed == 0);
+  CHECK(pool.available() == 2);
 }

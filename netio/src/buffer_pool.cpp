@@ -71,6 +71,10 @@ Buffer* BufferPool::try_acquire() {
     slot = free_.back();
     free_.pop_back();
   }
+  return ready(slot);
+}
+
+Buffer* BufferPool::ready(Slot* slot) {
   // Allocated lazily, outside the lock: the pool costs memory only as it is used.
   if (!slot->allocated) {
     try {
@@ -86,6 +90,7 @@ Buffer* BufferPool::try_acquire() {
 
 Buffer* BufferPool::acquire(std::chrono::nanoseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Slot* slot = nullptr;
   {
     std::unique_lock lock(mutex_);
     ++waiters_;
@@ -98,8 +103,10 @@ Buffer* BufferPool::acquire(std::chrono::nanoseconds timeout) {
     }
     --waiters_;
     if (closed_ || free_.empty()) return nullptr;
+    slot = free_.back();  // taken under the lock that saw it free: no other thread can win it
+    free_.pop_back();
   }
-  return try_acquire();  // may lose a race to another thread; then the caller sees nullptr and retries
+  return ready(slot);
 }
 
 void BufferPool::release(Buffer* buffer) noexcept {

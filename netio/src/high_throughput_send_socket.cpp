@@ -137,8 +137,8 @@ class HighThroughputSendSocket::Impl {
         continue;
       }
       release_reserved();
-      sender_.state().throw_if_failed();
-      if (std::chrono::steady_clock::now() >= deadline) throw page_timeout("nothing of the message was queued");
+      sender_.state().throw_if_failed();  // a failed connection closes the pool
+      throw page_timeout("nothing of the message was queued");
     }
     return true;
   }
@@ -158,19 +158,13 @@ class HighThroughputSendSocket::Impl {
     }
     if (Buffer* page = sender_.pool().try_acquire()) return page;
     stats_.backpressure_waits().fetch_add(1, std::memory_order_relaxed);
-    const auto deadline = std::chrono::steady_clock::now() + options_.send_timeout;
-    for (;;) {
-      const auto left = std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
-      if (Buffer* page = sender_.pool().acquire(left)) return page;
-      sender_.state().throw_if_failed();
-      if (std::chrono::steady_clock::now() >= deadline) {
-        // Part of the message is queued: going on would tear the stream, so it ends here.
-        Error error = page_timeout(message_started ? "the message was half queued, so the connection was closed"
-                                                   : "nothing of the message was queued");
-        if (message_started) sender_.abort(error);
-        throw error;
-      }
-    }
+    if (Buffer* page = sender_.pool().acquire(options_.send_timeout)) return page;
+    sender_.state().throw_if_failed();  // a failed connection closes the pool
+    // Part of the message is queued: going on would tear the stream, so it ends here.
+    Error error = page_timeout(message_started ? "the message was half queued, so the connection was closed"
+                                               : "nothing of the message was queued");
+    if (message_started) sender_.abort(error);
+    throw error;
   }
 
   Error page_timeout(std::string_view consequence) const {

@@ -32,17 +32,13 @@ class LowLatencySendSocket::Impl {
                                                sender_.remote().to_string(), options_.buffer_count));
       }
       stats_.backpressure_waits().fetch_add(1, std::memory_order_relaxed);
-      const auto deadline = std::chrono::steady_clock::now() + options_.send_timeout;
-      while (buffer == nullptr) {
-        const auto left = deadline - std::chrono::steady_clock::now();
-        buffer = sender_.pool().acquire(std::max(left, std::chrono::steady_clock::duration::zero()));
-        sender_.state().throw_if_failed();
-        if (buffer == nullptr && std::chrono::steady_clock::now() >= deadline) {
-          throw Error(Errc::timeout,
-                      fmt::format("no send buffer to {} freed up within {} ms (the receiver is not keeping up)",
-                                  sender_.remote().to_string(),
-                                  std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count()));
-        }
+      buffer = sender_.pool().acquire(options_.send_timeout);
+      if (buffer == nullptr) {
+        sender_.state().throw_if_failed();  // a failed connection closes the pool
+        throw Error(Errc::timeout,
+                    fmt::format("no send buffer to {} freed up within {} ms (the receiver is not keeping up)",
+                                sender_.remote().to_string(),
+                                std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count()));
       }
     }
     sender_.pool().reserve(buffer, message.size());

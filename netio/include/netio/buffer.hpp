@@ -48,7 +48,7 @@ class BufferPool {
 
   // nullptr when all buffers are in use.
   Buffer* try_acquire();
-  // Waits up to `timeout` for a free buffer; nullptr on timeout or after close(). Waiters
+  // Waits up to `timeout` for a free buffer; nullptr only on timeout or after close(). Waiters
   // are woken when a quarter of the pool is free again (or all of it), not per buffer,
   // and look again every millisecond.
   Buffer* acquire(std::chrono::nanoseconds timeout);
@@ -67,6 +67,7 @@ class BufferPool {
 
  private:
   struct Slot;
+  Buffer* ready(Slot* slot);  // allocates (once) and resets a slot just taken
   void allocate(Slot& slot, std::size_t capacity);
   void free_slot(Slot& slot) noexcept;
 
