@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 #include <future>
+#include <optional>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -79,6 +80,83 @@ TEST_CASE("messages of 3x the page size are split and reassembled", "[high_throu
     CHECK(std::vector<std::byte>(message->bytes().begin(), message->bytes().end()) == pattern(sizes[i], i));
   }
   producer.get();
+}
+
+TEST_CASE("large messages go out from the caller's memory, between small ones, intact and in order",
+          "[high_throughput][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  netio::HighThroughputReceiveSocket receiver(context, base);
+  const std::size_t page = 64 * 1024;
+  auto options = small_pages(page, 4);
+  options.zero_copy_threshold = 32 * 1024;
+  netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
+  sender.wait_connected(5s);
+  // At and above the threshold: one frame, exactly a page, several pages, more frames than
+  // the sender lends at once (8), and a page minus the length's 8 bytes.
+  const std::vector<std::size_t> sizes = {10, 32 * 1024, 100, page, 3 * page + 5, 0, 20 * page + 1, 7, page - 8, 31 * 1024};
+  std::size_t large = 0;
+  auto producer = std::async(std::launch::async, [&] {
+    std::vector<std::byte> buffer;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      buffer = pattern(sizes[i], i);
+      sender.send(buffer);
+      if (sizes[i] >= options.zero_copy_threshold) ++large;
+      // send() has returned: the memory is the caller's again, and scribbling over it
+      // must not reach the receiver.
+      std::fill(buffer.begin(), buffer.end(), std::byte{0xEE});
+    }
+    sender.flush_and_wait(10s);
+  });
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    auto message = receiver.recv(10s);
+    REQUIRE(message);
+    INFO("message " << i << " of " << sizes[i] << " bytes");
+    CHECK(std::vector<std::byte>(message->bytes().begin(), message->bytes().end()) == pattern(sizes[i], i));
+  }
+  producer.get();
+  CHECK_FALSE(receiver.try_recv());
+  const auto stats = sender.stats();
+  CHECK(stats.messages == sizes.size());
+  CHECK(stats.zero_copy_messages == large);
+  CHECK(large == 5);
+}
+
+TEST_CASE("a large message that cannot be sent in time closes the connection, and the caller's memory is free again",
+          "[high_throughput][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  netio::HighThroughputReceiveOptions receive_options;
+  receive_options.page_credits = 1;
+  netio::HighThroughputReceiveSocket receiver(context, base, receive_options);
+  auto options = small_pages(64 * 1024, 2);
+  options.zero_copy_threshold = 64 * 1024;
+  options.send_timeout = 300ms;
+  netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
+  sender.wait_connected(5s);
+  // Nobody reads: the kernel buffers fill up and a 1 MiB send cannot finish.
+  std::vector<std::byte> buffer = pattern(1024 * 1024, 1);
+  std::optional<netio::Error> error;
+  for (int i = 0; i < 1000 && !error; ++i) {
+    try {
+      sender.send(buffer);
+    } catch (const netio::Error& e) {
+      error = e;
+    }
+  }
+  REQUIRE(error);
+  CHECK(error->code() == netio::Errc::timeout);
+  CHECK_THAT(error->what(), Catch::Contains("connection was closed"));
+  buffer.assign(buffer.size(), std::byte{0});  // the back-end let go of it
+  CHECK_THROWS_AS(sender.send(pattern(10, 2)), netio::Error);
+  CHECK(sender.stats().zero_copy_messages >= 1);
+  // The receiver gets every message before the torn one, then drops the connection.
+  std::size_t intact = 0;
+  while (auto m = receiver.recv(500ms)) {
+    if (m->size() == buffer.size()) ++intact;
+  }
+  CHECK(intact + 1 <= sender.stats().zero_copy_messages);
+  CHECK(eventually([&] { return receiver.stats().disconnects == 1; }));
 }
 
 TEST_CASE("the flush timer delivers a lone small message within the timeout", "[high_throughput][integration]") {
@@ -270,10 +348,12 @@ TEST_CASE("send() from 4 threads mixing small and page-spanning messages: all in
   netio::HighThroughputReceiveSocket receiver(context, base);
   auto options = small_pages(4096, 8);
   options.flush_timeout = 1ms;  // the timer keeps taking partly filled pages away meanwhile
+  options.zero_copy_threshold = 12 * 1024;  // the largest go out from the callers' memory
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
   constexpr std::uint64_t threads = 4;
   constexpr std::uint64_t per_thread = 3000;
-  // Small ones go through the one-lock path, every 7th spans pages (the reserving path).
+  // Small ones go through the one-lock path, every 7th spans pages (the reserving path, or
+  // from 12 KiB on the zero-copy one).
   auto size_of = [](std::uint64_t seq) -> std::size_t { return seq % 7 == 0 ? 16 + (seq * 977) % 20000 : 16 + seq % 100; };
   std::vector<std::thread> workers;
   for (std::uint64_t t = 0; t < threads; ++t) {
@@ -303,6 +383,7 @@ TEST_CASE("send() from 4 threads mixing small and page-spanning messages: all in
   for (auto& w : workers) w.join();
   CHECK(broken == 0);
   CHECK(sender.stats().flushes_timer > 0);
+  CHECK(sender.stats().zero_copy_messages > 0);
 }
 
 TEST_CASE("recv() from 3 threads at once: every message goes to exactly one of them",

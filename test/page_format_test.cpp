@@ -86,6 +86,39 @@ TEST_CASE("messages that fill a page exactly, and lengths that would straddle a 
   }
 }
 
+TEST_CASE("a length that ends one page and a message filling the next is handed out in place", "[page_format]") {
+  // How large messages travel: the length alone closes a page, the bytes come as a page of
+  // their own (or several, the last one partly filled).
+  const auto message = pattern(64, 7);
+  std::vector<std::byte> first(8 + 8 + 8);
+  store_le<std::uint64_t>(first.data(), 8);  // an 8-byte message first
+  store_le<std::uint64_t>(first.data() + 16, message.size());
+  PageParser parser(1024);
+  parser.set_page(first);
+  REQUIRE(parser.next() == PageParser::Result::message);
+  CHECK(parser.view().size() == 8);
+  REQUIRE(parser.next() == PageParser::Result::need_page);
+  CHECK(parser.mid_message());
+  SECTION("the whole message in the next page: a view of that page") {
+    parser.set_page(message);
+    REQUIRE(parser.next() == PageParser::Result::message);
+    CHECK_FALSE(parser.reassembled());
+    CHECK(parser.view().data() == message.data());
+    CHECK(std::vector<std::byte>(parser.view().begin(), parser.view().end()) == message);
+    CHECK(parser.next() == PageParser::Result::need_page);
+  }
+  SECTION("spread over two more pages: reassembled") {
+    const std::vector<std::byte> head(message.begin(), message.begin() + 40), tail(message.begin() + 40, message.end());
+    parser.set_page(head);
+    REQUIRE(parser.next() == PageParser::Result::need_page);
+    parser.set_page(tail);
+    REQUIRE(parser.next() == PageParser::Result::message);
+    CHECK(parser.reassembled());
+    CHECK(parser.take_reassembled() == message);
+  }
+  CHECK_FALSE(parser.mid_message());
+}
+
 TEST_CASE("malformed pages are rejected with a reason", "[page_format]") {
   PageParser parser(1000);
   std::vector<std::byte> page(16);

@@ -15,6 +15,7 @@
 #include "common/units.hpp"
 #include "throughput/bench_sender.hpp"
 
+#include "netio/high_throughput_socket.hpp"
 #include "netio/context.hpp"
 
 #include <CLI/CLI.hpp>
@@ -35,6 +36,8 @@ struct Options {
   std::optional<std::uint64_t> messages;
   std::optional<std::chrono::nanoseconds> duration;
   std::uint64_t page_size = 1024 * 1024;
+  std::uint64_t pages = netio::HighThroughputSendOptions{}.page_count;
+  std::uint64_t zero_copy_threshold = netio::HighThroughputSendOptions{}.zero_copy_threshold;
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);
   bool verify = false;
   bool json = false;
@@ -63,6 +66,12 @@ void add_options(CLI::App& app, Options& o) {
                                                    format_duration(kDefaultDuration)));
   messages->excludes(duration);
   add_size_option(app, "--page-size", o.page_size, "Page size of the high-throughput socket (--mode ht)");
+  app.add_option("--pages", o.pages, "Pages in the sender's pool (--mode ht): its memory is pages × page size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  add_size_option(app, "--zero-copy-threshold", o.zero_copy_threshold,
+                  "Messages at least this large are sent from the tool's memory instead of being copied into "
+                  "pages (--mode ht; a huge value such as 1GiB turns that off)");
   add_duration_option(app, "--flush-timeout", o.flush_timeout,
                       "How long a partly filled page may wait before it is sent (--mode ht; each run ends with an "
                       "explicit flush anyway)");
@@ -93,7 +102,7 @@ void validate(const CLI::App& app, const Options& o) {
     throw CLI::ValidationError("--time", "must be longer than 0");
   }
   if (o.mode == "ll") {
-    for (const char* name : {"--page-size", "--flush-timeout"}) {
+    for (const char* name : {"--page-size", "--pages", "--zero-copy-threshold", "--flush-timeout"}) {
       if (app.count(name) > 0) {
         throw CLI::ValidationError(name, "applies to --mode ht only (low-latency sockets have no pages)");
       }
@@ -120,6 +129,8 @@ int run(const Options& o) {
   sender.duration_per_size = o.duration.value_or(kDefaultDuration);
   sender.payload = o.verify ? PayloadMode::per_message : PayloadMode::fixed_per_run;
   sender.page_size = o.page_size;
+  sender.page_count = o.pages;
+  sender.zero_copy_threshold = o.zero_copy_threshold;
   sender.flush_timeout = o.flush_timeout;
 
   netio::ContextOptions context_options;

@@ -30,6 +30,10 @@ MemoryRegistrar* FabricSendSocket::registrar() noexcept {
   return &domains_.deferred_registrar();
 }
 
+bool FabricSendSocket::sends_unregistered_memory() const noexcept {
+  return domain_ && !domain_->registrar().registration_required();
+}
+
 void FabricSendSocket::connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) {
   if (state_ != State::idle) {
     throw Error(Errc::closed, fmt::format("{}: connect() may be called only once per socket", describe()));

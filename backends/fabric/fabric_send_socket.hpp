@@ -42,6 +42,7 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   // Before connect(): the back-end's DeferredRegistrar; after: the registrar of the
   // socket's domain. Both stay valid as long as the back-end.
   MemoryRegistrar* registrar() noexcept override;
+  bool sends_unregistered_memory() const noexcept override;
   void close() noexcept override;
 
  private:

@@ -22,6 +22,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
   void send(Buffer* buffer) override;
   MemoryRegistrar* registrar() noexcept override { return nullptr; }
+  bool sends_unregistered_memory() const noexcept override { return true; }
   void close() noexcept override;
 
  private:

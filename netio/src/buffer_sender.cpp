@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace netio::detail {
 
 BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello& hello, std::size_t buffer_count,
@@ -109,6 +111,7 @@ void BufferSender::on_connected(const ConnectionInfo& info) {
       return;
     }
   }
+  sends_unregistered_.store(socket_->sends_unregistered_memory(), std::memory_order_release);
   state_.set_connected(info.peer_max_buffer_size);
   log(LogLevel::debug, "send socket: connected to {}", remote_.to_string());
   while (!unconnected_.empty() && !closed_) {
@@ -132,16 +135,26 @@ void BufferSender::on_failed(const Error& error) {
 
 void BufferSender::on_completed(Buffer* buffer) {
   if (!in_flight_.empty() && in_flight_.front() == buffer) in_flight_.pop_front();
-  pool_->release(buffer);
-  bool idle = false;
+  const bool borrowed = is_borrowed(buffer);
+  if (!borrowed) pool_->release(buffer);
+  bool wake = false;
   {
     std::lock_guard lock(idle_mutex_);
-    idle = --outstanding_ == 0;
+    wake = --outstanding_ == 0;
+    if (borrowed) wake |= --borrowed_outstanding_ == 0;
   }
-  if (idle) idle_changed_.notify_all();
+  if (wake) idle_changed_.notify_all();
 }
 
 void BufferSender::reclaim_all() {
+  // Buffers a user thread submitted that the loop has not picked up yet: complete them now,
+  // so that nothing (a borrowed frame above all) is still owed once this returns.
+  std::vector<Buffer*> submitted;
+  {
+    std::lock_guard lock(submit_mutex_);
+    submitted.swap(submitted_);
+  }
+  unconnected_.insert(unconnected_.end(), submitted.begin(), submitted.end());
   for (auto* queue : {&in_flight_, &unconnected_}) {
     while (!queue->empty()) {
       Buffer* buffer = queue->front();
@@ -149,8 +162,49 @@ void BufferSender::reclaim_all() {
       {
         std::lock_guard lock(idle_mutex_);
         ++lost_;
+        if (is_borrowed(buffer)) ++borrowed_lost_;
       }
       on_completed(buffer);
+    }
+  }
+}
+
+void BufferSender::send_borrowed(std::span<const std::byte> data, std::size_t frame_size,
+                                 std::chrono::nanoseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!data.empty()) {
+    // A window of frames at a time: the array is refilled only once the back-end has
+    // finished with all of them.
+    std::size_t count = 0;
+    for (; count < borrowed_.size() && !data.empty(); ++count) {
+      const std::size_t n = std::min(frame_size, data.size());
+      // The back-end only reads a send buffer.
+      auto* bytes = const_cast<std::byte*>(data.data());
+      borrowed_[count] = Buffer{bytes, n, n, nullptr, nullptr};
+      data = data.subspan(n);
+    }
+    {
+      std::lock_guard lock(idle_mutex_);
+      borrowed_outstanding_ = count;
+      borrowed_lost_ = 0;
+    }
+    for (std::size_t i = 0; i < count; ++i) submit(&borrowed_[i]);
+    std::unique_lock lock(idle_mutex_);
+    const bool done = idle_changed_.wait_until(lock, deadline, [this] { return borrowed_outstanding_ == 0; });
+    const bool lost = borrowed_lost_ != 0;
+    lock.unlock();
+    if (!done) {
+      Error error(Errc::timeout,
+                  fmt::format("a message to {} was still being sent after {} ms (the receiver is not keeping up); "
+                              "the connection was closed, since the message's memory goes back to the caller",
+                              remote_.to_string(),
+                              std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+      abort(error);  // on the loop thread: the back-end lets go of the frames before it returns
+      throw error;
+    }
+    if (lost) {
+      state_.throw_if_failed();
+      throw Error(Errc::closed, fmt::format("the send socket to {} was closed while sending", remote_.to_string()));
     }
   }
 }

@@ -17,11 +17,14 @@
 #include "netio/context.hpp"
 #include "netio/stats.hpp"
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 namespace netio::detail {
@@ -41,6 +44,14 @@ class BufferSender {
 
   // Hands a filled buffer (from pool()) to the back-end; on the loop thread at once.
   void submit(Buffer* buffer);
+  // Whether send_borrowed() may be used: connected, and the back-end sends plain memory.
+  bool can_send_borrowed() const noexcept { return sends_unregistered_.load(std::memory_order_acquire); }
+  // Sends `data` from the caller's memory, after everything submitted before, in frames of
+  // at most `frame_size` bytes, and returns once the back-end is done with it: the caller
+  // may reuse the memory then. Not from the loop thread. Throws the connection's failure;
+  // on timeout closes the connection (the back-end must let go of the memory before this
+  // returns, and the receiver has a torn message) and throws Errc::timeout.
+  void send_borrowed(std::span<const std::byte> data, std::size_t frame_size, std::chrono::nanoseconds timeout);
   // Waits until every submitted buffer has completed (was handed to the network). Throws
   // Errc::timeout, or the connection's failure if buffers were lost to it.
   void wait_idle(std::chrono::nanoseconds timeout);
@@ -72,10 +83,21 @@ class BufferSender {
   std::deque<Buffer*> unconnected_;             // loop thread: waiting for the connection
   std::deque<Buffer*> in_flight_;               // loop thread: with the back-end, in order
 
+  // Frames of the message send_borrowed() is sending: a fixed array, so that the loop
+  // thread can tell them from pool buffers by address while a user thread refills it.
+  static constexpr std::size_t borrowed_window = 8;
+  std::array<Buffer, borrowed_window> borrowed_{};
+  bool is_borrowed(const Buffer* buffer) const noexcept {
+    return buffer >= borrowed_.data() && buffer < borrowed_.data() + borrowed_.size();
+  }
+  std::atomic<bool> sends_unregistered_{false};
+
   std::mutex idle_mutex_;
   std::condition_variable idle_changed_;
   std::size_t outstanding_ = 0;                 // guarded by idle_mutex_: submitted, not completed
   std::size_t lost_ = 0;                        // guarded by idle_mutex_: taken back from a dead connection
+  std::size_t borrowed_outstanding_ = 0;        // guarded by idle_mutex_
+  std::size_t borrowed_lost_ = 0;               // guarded by idle_mutex_
 };
 
 }  // namespace netio::detail

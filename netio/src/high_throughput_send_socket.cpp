@@ -3,6 +3,7 @@
 #include "buffer_sender.hpp"
 #include "handshake.hpp"
 #include "netio/log.hpp"
+#include "little_endian.hpp"
 #include "page_format.hpp"
 
 #include <fmt/format.h>
@@ -54,6 +55,11 @@ class HighThroughputSendSocket::Impl {
 
   bool send(std::span<const std::byte> message, bool wait) {
     sender_.state().throw_if_failed();
+    if (wait && message.size() >= options_.zero_copy_threshold && sender_.can_send_borrowed() &&
+        !sender_.loop().in_loop_thread()) {
+      send_from_caller_memory(message);
+      return true;
+    }
     if (send_into_current_page(message)) return true;
     std::lock_guard message_lock(message_mutex_);
     // Take every page the message needs before writing any of it: a timeout then leaves
@@ -82,6 +88,33 @@ class HighThroughputSendSocket::Impl {
       }
     }
     return true;
+  }
+
+  // The length goes into the current page, which is sent; the bytes follow as frames of
+  // their own, straight from the caller's memory. Frames are at most a page, so the
+  // receiver's page limit holds, and a page-sized body arrives as one page it can hand
+  // out without reassembling.
+  void send_from_caller_memory(std::span<const std::byte> message) {
+    std::lock_guard message_lock(message_mutex_);
+    if (pages_needed(0) > 0) reserve_pages(1, true);  // throws with nothing queued
+    {
+      std::unique_lock page_lock(page_mutex_);
+      if (current_ == nullptr) {
+        page_lock.unlock();
+        Buffer* page = next_page(false);
+        page_lock.lock();
+        current_ = page;
+      }
+      detail::store_le<std::uint64_t>(current_->data + current_->size, message.size());
+      current_->size += detail::message_header_size;
+      stats_.add_message_single_writer(message.size());  // every writer holds page_mutex_
+      stats_.zero_copy_messages().fetch_add(1, std::memory_order_relaxed);
+      submit_current();
+    }
+    release_reserved();  // the flush timer may have taken the page that was reserved for
+    sender_.send_borrowed(message, options_.page_size, options_.send_timeout);
+    stats_.pages().fetch_add((message.size() + options_.page_size - 1) / options_.page_size,
+                             std::memory_order_relaxed);
   }
 
   // The common case, under one lock: the whole message fits into the current page. Another

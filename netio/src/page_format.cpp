@@ -13,6 +13,15 @@ PageParser::Result PageParser::next() {
   reassembled_ = false;
   const std::size_t left = page_.size() - offset_;
   if (assembling_) {
+    if (assembly_.empty() && offset_ == 0 && left >= expected_) {
+      // Only the length was in the previous page and the bytes fill this one from its
+      // start (how large messages are sent): no copy needed.
+      assembling_ = false;
+      view_ = page_.subspan(0, expected_);
+      offset_ = expected_;
+      return Result::message;
+    }
+    if (assembly_.capacity() < expected_) assembly_.reserve(expected_);
     const std::size_t take = std::min(left, expected_ - assembly_.size());
     assembly_.insert(assembly_.end(), page_.begin() + static_cast<std::ptrdiff_t>(offset_),
                      page_.begin() + static_cast<std::ptrdiff_t>(offset_ + take));
@@ -43,8 +52,10 @@ PageParser::Result PageParser::next() {
   // The message continues in the next page(s).
   expected_ = length;
   assembly_.clear();
-  assembly_.reserve(length);
-  assembly_.insert(assembly_.end(), page_.begin() + static_cast<std::ptrdiff_t>(offset_), page_.end());
+  if (in_page > 0) {
+    assembly_.reserve(length);
+    assembly_.insert(assembly_.end(), page_.begin() + static_cast<std::ptrdiff_t>(offset_), page_.end());
+  }
   offset_ = page_.size();
   assembling_ = true;
   return Result::need_page;

@@ -29,6 +29,8 @@ class PageParser {
 
   // On Result::message: view() is the message. It lies in the current page, unless
   // reassembled() says it spanned pages, in which case take_reassembled() hands it over.
+  // (A message whose length ended the previous page and whose bytes start this one and fit
+  // in it lies in this page.)
   Result next();
   std::span<const std::byte> view() const noexcept { return view_; }
   bool reassembled() const noexcept { return reassembled_; }

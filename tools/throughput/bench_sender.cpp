@@ -33,6 +33,8 @@ class HighThroughputStream {
   static HighThroughputSendOptions high_throughput_options(const BenchSenderOptions& options) {
     HighThroughputSendOptions o;
     o.page_size = options.page_size;
+    o.page_count = options.page_count;
+    o.zero_copy_threshold = options.zero_copy_threshold;
     o.flush_timeout = options.flush_timeout;
     return o;
   }

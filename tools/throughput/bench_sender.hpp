@@ -8,6 +8,7 @@
 
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
+#include "netio/high_throughput_socket.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -33,6 +34,8 @@ struct BenchSenderOptions {
   PayloadMode payload = PayloadMode::fixed_per_run;
   // High-throughput only.
   std::uint64_t page_size = 1024 * 1024;
+  std::uint64_t page_count = netio::HighThroughputSendOptions{}.page_count;
+  std::uint64_t zero_copy_threshold = netio::HighThroughputSendOptions{}.zero_copy_threshold;
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
 };

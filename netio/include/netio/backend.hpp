@@ -111,6 +111,10 @@ class LowLevelSendSocket {
   // Registration for buffers this socket sends; nullptr when the back-end needs none.
   // Best asked after connect(), when the back-end knows which device the connection uses.
   virtual MemoryRegistrar* registrar() noexcept = 0;
+  // Whether send() takes memory nobody registered (plain memory the caller lends until
+  // on_send_completed), so that large messages can go out without a copy. Known once
+  // on_connected has run (a libfabric provider needing FI_MR_LOCAL says no).
+  virtual bool sends_unregistered_memory() const noexcept = 0;
   // Closes the connection. Buffers not yet completed are dropped (the caller owns them
   // again); no callback runs after close() returns. Idempotent.
   virtual void close() noexcept = 0;

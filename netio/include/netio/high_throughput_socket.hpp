@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,6 +24,9 @@ struct HighThroughputSendOptions {
   std::size_t page_count = 16;  // the pool: memory is page_size × page_count, never more
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);  // a partly filled page waits at most this long
   std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);  // send() waits this long for a free page
+  // send() of a message at least this large skips the copy into pages (see below).
+  // std::numeric_limits<std::size_t>::max() turns that off.
+  std::size_t zero_copy_threshold = 256 * 1024;
 };
 
 // Connects to a HighThroughputReceiveSocket.
@@ -33,6 +37,14 @@ struct HighThroughputSendOptions {
 // writes any, so after a timeout nothing of the message was queued and the connection is
 // intact. A message larger than the whole pool streams through it page by page; if that
 // times out half-way, the connection is closed rather than left with a torn message.
+// Large messages: send() of a message of at least zero_copy_threshold bytes puts only its
+// length into the current page, sends that page, then lends the message's own memory to
+// the back-end in page-sized frames and returns once the back-end has taken them (like a
+// blocking write). The receiver sees the same stream as if the message had been copied.
+// That saves the copy and, more, keeps the bytes the kernel reads hot in the cache. It
+// needs a back-end that sends unregistered memory (POSIX, libfabric without FI_MR_LOCAL)
+// and a connected socket; otherwise, from the loop thread and in try_send() the message
+// is copied as usual. If it times out half-way, the connection is closed.
 // Thread-safety: every method may be called from any number of threads; a message stays
 // whole and messages from one thread keep their order. The send path costs a lock and a
 // copy: no heap allocation and no system call per message.

@@ -17,6 +17,7 @@ struct SocketStats {
   std::uint64_t backpressure_waits = 0;  // send() calls that had to wait for a free buffer
   std::uint64_t connections = 0;       // connections accepted or established
   std::uint64_t disconnects = 0;       // connections lost or dropped for a protocol error
+  std::uint64_t zero_copy_messages = 0;  // high-throughput messages sent from the caller's memory
 };
 
 class StatsCounters {
@@ -38,17 +39,20 @@ class StatsCounters {
   std::atomic<std::uint64_t>& backpressure_waits() noexcept { return backpressure_waits_; }
   std::atomic<std::uint64_t>& connections() noexcept { return connections_; }
   std::atomic<std::uint64_t>& disconnects() noexcept { return disconnects_; }
+  std::atomic<std::uint64_t>& zero_copy_messages() noexcept { return zero_copy_messages_; }
 
   SocketStats snapshot() const noexcept {
     auto get = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
     return {get(messages_),     get(bytes_),         get(pages_),
             get(flushes_full_), get(flushes_timer_), get(flushes_explicit_),
-            get(backpressure_waits_), get(connections_), get(disconnects_)};
+            get(backpressure_waits_), get(connections_), get(disconnects_),
+            get(zero_copy_messages_)};
   }
 
  private:
   std::atomic<std::uint64_t> messages_{0}, bytes_{0}, pages_{0}, flushes_full_{0}, flushes_timer_{0},
-      flushes_explicit_{0}, backpressure_waits_{0}, connections_{0}, disconnects_{0};
+      flushes_explicit_{0}, backpressure_waits_{0}, connections_{0}, disconnects_{0},
+      zero_copy_messages_{0};
 };
 
 }  // namespace netio
