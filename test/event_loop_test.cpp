@@ -172,3 +172,41 @@ TEST_CASE("busy polling delivers posted work too", "[event_loop]") {
   for (int i = 0; i < 1000; ++i) context.loop().post([&] { ++ran; });
   REQUIRE(eventually([&] { return ran == 1000; }));
 }
+
+TEST_CASE("pollers run every round while busy-polling, and may remove themselves", "[event_loop]") {
+  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt});
+  netio::EventLoop& loop = context.loop();
+  std::atomic<int> forever{0}, limited{0};
+  netio::EventLoop::PollerId forever_id = 0;
+  loop.run_sync([&] {
+    forever_id = loop.add_poller([&] { ++forever; });
+    auto self = std::make_shared<netio::EventLoop::PollerId>(0);
+    *self = loop.add_poller([&, self] {
+      if (++limited == 100) loop.remove_poller(*self);
+    });
+  });
+  // Nothing wakes the loop: only spinning runs them.
+  REQUIRE(eventually([&] { return forever > 10'000; }));
+  CHECK(limited == 100);
+  // Timers and fds are still served while pollers spin (the loop looks at them every few rounds).
+  std::atomic<bool> fired{false};
+  loop.add_timer(1ms, 0ms, [&] { fired = true; });
+  REQUIRE(eventually([&] { return fired.load(); }));
+  loop.run_sync([&] { loop.remove_poller(forever_id); });
+  const int after = forever;
+  loop.run_sync([] {});
+  CHECK(forever == after);
+}
+
+TEST_CASE("work posted while busy-polling runs, also when busy polling is switched off", "[event_loop]") {
+  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt});
+  std::atomic<int> ran{0};
+  for (int round = 0; round < 200; ++round) {
+    context.loop().post([&] { ++ran; });
+    if (round == 100) context.loop().set_busy_poll(false);  // the loop goes to sleep in epoll_wait
+  }
+  REQUIRE(eventually([&] { return ran == 200; }));
+  // Asleep now: a post must still wake it.
+  context.loop().post([&] { ++ran; });
+  CHECK(eventually([&] { return ran == 201; }));
+}

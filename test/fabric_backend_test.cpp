@@ -342,7 +342,7 @@ class RawConnector final : private netio::fabric::FabricEndpoint::Handler {
   }
 
   netio::EventLoop& loop_;
-  netio::fabric::DomainCache domains_;
+  netio::fabric::DomainCache domains_{false};
   std::unique_ptr<netio::fabric::FabricEndpoint> endpoint_;
   std::vector<std::byte> connect_data_;
   std::vector<std::byte> payload_;
@@ -726,14 +726,14 @@ TEST_CASE("fabric: FI_MR_LOCAL rules: unregistered buffers are refused, ours mov
   // The tcp provider does not need registration; a registrar told otherwise (as verbs
   // would) exercises the checks on a real domain.
   const auto info = netio::fabric::query_connect_info(Endpoint::parse("fabric://127.0.0.1:9?provider=tcp"));
-  auto domain = std::make_shared<netio::fabric::Domain>(*info);
+  auto domain = std::make_shared<netio::fabric::Domain>(*info, false);
   netio::fabric::FabricMemoryRegistrar strict(domain->domain(), FI_MR_LOCAL, "test domain");
   netio::fabric::DeferredRegistrar deferred;
 
   std::vector<std::byte> memory(4096);
   Buffer buffer{memory.data(), memory.size(), 100, nullptr, nullptr};
   try {
-    deferred.prepare_for_send(buffer, strict, "test socket");
+    deferred.prepare_for_send(buffer, strict, [] { return std::string("test socket"); });
     FAIL("an unregistered buffer was accepted under FI_MR_LOCAL");
   } catch (const Error& e) {
     CHECK(e.code() == Errc::backend_error);
@@ -745,7 +745,7 @@ TEST_CASE("fabric: FI_MR_LOCAL rules: unregistered buffers are refused, ours mov
   REQUIRE(buffer.registration != nullptr);
   CHECK_FALSE(strict.owns(buffer));
   deferred.add_domain_registrar(strict);
-  deferred.prepare_for_send(buffer, strict, "test socket");
+  deferred.prepare_for_send(buffer, strict, [] { return std::string("test socket"); });
   CHECK(strict.owns(buffer));
   CHECK(strict.live_registrations() == 1);
 
@@ -755,7 +755,7 @@ TEST_CASE("fabric: FI_MR_LOCAL rules: unregistered buffers are refused, ours mov
   deferred.deregister_buffer(buffer);
   CHECK(strict.live_registrations() == 0);
   other.register_buffer(buffer);
-  deferred.prepare_for_send(buffer, strict, "test socket");
+  deferred.prepare_for_send(buffer, strict, [] { return std::string("test socket"); });
   CHECK(strict.owns(buffer));
   CHECK(other.live_registrations() == 0);
   deferred.deregister_buffer(buffer);

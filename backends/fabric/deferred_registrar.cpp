@@ -51,7 +51,8 @@ void DeferredRegistrar::add_domain_registrar(FabricMemoryRegistrar& registrar) {
   default_.compare_exchange_strong(expected, &registrar, std::memory_order_acq_rel);
 }
 
-void* DeferredRegistrar::prepare_for_send(Buffer& buffer, FabricMemoryRegistrar& target, const std::string& context) {
+void* DeferredRegistrar::prepare_for_send(Buffer& buffer, FabricMemoryRegistrar& target,
+                                          const std::function<std::string()>& context) {
   if (target.owns(buffer)) return buffer.desc;
   if (!target.registration_required() || buffer.size == 0) return nullptr;  // desc is ignored then
   auto* region = static_cast<fid_mr*>(buffer.registration);
@@ -61,7 +62,7 @@ void* DeferredRegistrar::prepare_for_send(Buffer& buffer, FabricMemoryRegistrar&
                 fmt::format("{}: buffer at {} ({} bytes) is not registered, but this provider needs every buffer "
                             "registered (FI_MR_LOCAL): allocate send buffers from a BufferPool built with the "
                             "socket's registrar()",
-                            context, static_cast<const void*>(buffer.data), buffer.size));
+                            context(), static_cast<const void*>(buffer.data), buffer.size));
   }
   // Registered with another domain of ours (or none yet): move it to this socket's domain.
   deregister_buffer(buffer);

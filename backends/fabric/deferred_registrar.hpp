@@ -16,7 +16,9 @@
 #include <rdma/fi_domain.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace netio::fabric {
@@ -34,7 +36,8 @@ class DeferredRegistrar final : public MemoryRegistrar {
   // Loop thread: the descriptor to send `buffer` through a socket of `target`'s domain,
   // registering it there first when the provider needs that. Throws netio::Error when the
   // provider needs registered memory and the buffer was never registered with this back-end.
-  void* prepare_for_send(Buffer& buffer, FabricMemoryRegistrar& target, const std::string& context);
+  // `context` names the socket in an error message (called only then).
+  void* prepare_for_send(Buffer& buffer, FabricMemoryRegistrar& target, const std::function<std::string()>& context);
 
  private:
   bool known(const void* registrar) const;

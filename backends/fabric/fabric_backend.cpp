@@ -15,7 +15,7 @@ namespace {
 
 class FabricBackend final : public Backend {
  public:
-  explicit FabricBackend(EventLoop& loop) : loop_(loop) {}
+  explicit FabricBackend(EventLoop& loop) : loop_(loop), domains_(loop.busy_poll()) {}
 
   std::unique_ptr<LowLevelSendSocket> make_send_socket() override {
     return std::make_unique<FabricSendSocket>(loop_, domains_);

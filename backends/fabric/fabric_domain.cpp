@@ -23,13 +23,14 @@ bool same_name(const char* a, const char* b) noexcept {
 
 }  // namespace
 
-Domain::Domain(const fi_info& info)
+Domain::Domain(const fi_info& info, bool spin)
     : info_(copy_info(info)),
       provider_(info.fabric_attr->prov_name != nullptr ? info.fabric_attr->prov_name : "?"),
       description_(fmt::format("provider {}, fabric {}, domain {}", provider_,
                                info.fabric_attr->name != nullptr ? info.fabric_attr->name : "?",
                                info.domain_attr->name != nullptr ? info.domain_attr->name : "?")),
-      force_polling_(polling_requested()) {
+      force_polling_(polling_requested()),
+      spin_(spin) {
   fid_fabric* fabric = nullptr;
   check(::fi_fabric(info_->fabric_attr, &fabric, nullptr), description_, "fi_fabric");
   fabric_.reset(fabric);
@@ -58,7 +59,7 @@ OpenedQueue<fid_cq> Domain::open_completion_queue(std::size_t size) {
   fi_cq_attr attr{};
   attr.size = size;
   attr.format = FI_CQ_FORMAT_MSG;  // op_context and len: all we need
-  attr.wait_obj = force_polling_ ? FI_WAIT_NONE : FI_WAIT_FD;
+  attr.wait_obj = force_polling_ || spin_ ? FI_WAIT_NONE : FI_WAIT_FD;
   attr.wait_cond = FI_CQ_COND_NONE;
   fid_cq* queue = nullptr;
   int rc = ::fi_cq_open(domain_.get(), &attr, &queue, nullptr);
@@ -92,7 +93,7 @@ std::shared_ptr<Domain> DomainCache::get(const fi_info& info) {
   for (const auto& domain : domains_) {
     if (domain->matches(info)) return domain;
   }
-  domains_.push_back(std::make_shared<Domain>(info));
+  domains_.push_back(std::make_shared<Domain>(info, spin_));
   deferred_registrar_.add_domain_registrar(domains_.back()->registrar());
   return domains_.back();
 }

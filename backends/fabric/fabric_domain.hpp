@@ -32,7 +32,10 @@ struct OpenedQueue {
 class Domain {
  public:
   // Opens the fabric and domain that `info` names. Throws netio::Error.
-  explicit Domain(const fi_info& info);
+  // `spin`: the event loop busy-polls, so completion queues get no wait object (no fd for
+  // the provider to signal) and are read on every round of the loop. Event queues (rare
+  // connection events) keep their wait fd.
+  Domain(const fi_info& info, bool spin);
   ~Domain();
   Domain(const Domain&) = delete;
   Domain& operator=(const Domain&) = delete;
@@ -56,6 +59,7 @@ class Domain {
   std::string provider_;
   std::string description_;
   bool force_polling_ = false;
+  bool spin_ = false;
   FidPtr<fid_fabric> fabric_;
   FidPtr<fid_domain> domain_;
   std::unique_ptr<FabricMemoryRegistrar> registrar_;
@@ -66,11 +70,13 @@ class Domain {
 // any socket or lent receive buffer that still holds one). Loop thread only.
 class DomainCache {
  public:
+  explicit DomainCache(bool spin) : spin_(spin) {}
   std::shared_ptr<Domain> get(const fi_info& info);
   // What send sockets hand out before their domain is known.
   DeferredRegistrar& deferred_registrar() noexcept { return deferred_registrar_; }
 
  private:
+  bool spin_;
   std::vector<std::shared_ptr<Domain>> domains_;
   DeferredRegistrar deferred_registrar_;  // refers to the domains: declared after them, destroyed first
 };

@@ -53,7 +53,7 @@ bool FabricReceiveSocket::post_receive(OperationContext& operation) {
   const ssize_t rc = ::fi_recv(endpoint_->ep(), buffer.data, buffers_->buffer_size(), buffer.desc, 0,
                                operation.as_context());
   if (rc == -FI_EAGAIN) return false;
-  check(static_cast<int>(rc), describe(), "fi_recv");
+  if (rc != 0) check(static_cast<int>(rc), describe(), "fi_recv");  // describe() only when needed: hot path
   return true;
 }
 

@@ -22,6 +22,10 @@ ProgressDriver::ProgressDriver(EventLoop& loop, fid_fabric* fabric, std::string 
 ProgressDriver::~ProgressDriver() { stop(); }
 
 void ProgressDriver::watch(fid* queue, bool has_wait_fd) {
+  if (!has_wait_fd && loop_.busy_poll()) {
+    start_spinning();
+    return;
+  }
   if (!has_wait_fd) {
     start_polling("its queue was opened without a wait object");
     return;
@@ -42,6 +46,15 @@ void ProgressDriver::watch(fid* queue, bool has_wait_fd) {
   waitable_.push_back(queue);
 }
 
+void ProgressDriver::start_spinning() {
+  if (polling_) return;
+  polling_ = true;
+  // The loop never sleeps: reading the queues on every round is what fi_pingpong does, and
+  // spares the provider signalling a wait fd and the loop reading it.
+  poller_ = loop_.add_poller([this] { run(); });
+  spinning_.store(true, std::memory_order_release);
+}
+
 void ProgressDriver::start_polling(const std::string& why) {
   if (polling_) return;
   polling_ = true;
@@ -53,7 +66,7 @@ void ProgressDriver::start_polling(const std::string& why) {
 }
 
 void ProgressDriver::kick() noexcept {
-  if (stopped_.load(std::memory_order_acquire)) return;
+  if (stopped_.load(std::memory_order_acquire) || spinning_.load(std::memory_order_acquire)) return;
   {
     std::lock_guard lock(kick_mutex_);
     if (kick_pending_) return;
@@ -100,6 +113,8 @@ void ProgressDriver::unwatch() noexcept {
   fds_.clear();
   waitable_.clear();
   if (poll_timer_ != 0) loop_.cancel_timer(std::exchange(poll_timer_, 0));
+  if (poller_ != 0) loop_.remove_poller(std::exchange(poller_, 0));
+  spinning_.store(false, std::memory_order_release);
 }
 
 void ProgressDriver::stop() noexcept {

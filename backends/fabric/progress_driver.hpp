@@ -6,7 +6,8 @@
 // (manual progress), the driver then asks fi_trywait whether it is safe to sleep, and
 // drains again while it says -FI_EAGAIN (a few rounds, then it re-posts itself so other
 // connections get their turn). Queues without a wait fd are polled from a periodic timer
-// instead (see Domain); that costs up to `poll_period` of latency.
+// instead (see Domain); that costs up to `poll_period` of latency. When the loop busy-polls,
+// queues have no wait objects and are read on every round of the loop (a poller).
 //
 // kick() asks for a drain from any thread (it posts to the loop at most once at a time,
 // without allocating): used after posting operations, to hand back receive buffers, and
@@ -59,6 +60,7 @@ class ProgressDriver : public std::enable_shared_from_this<ProgressDriver> {
   ProgressDriver(EventLoop& loop, fid_fabric* fabric, std::string name, std::function<void()> drain);
   void run();
   void settle();
+  void start_spinning();
   void start_polling(const std::string& why);
   void on_kick() noexcept;
 
@@ -70,12 +72,14 @@ class ProgressDriver : public std::enable_shared_from_this<ProgressDriver> {
   std::vector<int> fds_;
   bool polling_ = false;
   EventLoop::TimerId poll_timer_ = 0;
+  EventLoop::PollerId poller_ = 0;  // busy-polling loop: queues read on every round
   EventLoop::TimerId retry_timer_ = 0;
   // For the debug log when the driver stops: how hard the loop worked for this connection.
   std::uint64_t wakeups_ = 0;
   std::uint64_t trywait_retries_ = 0;
   std::uint64_t requeues_ = 0;
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> spinning_{false};  // a poller drains every round: kicks are redundant
 
   std::mutex kick_mutex_;
   bool kick_pending_ = false;                       // guarded by kick_mutex_

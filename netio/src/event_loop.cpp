@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <future>
+#include <utility>
 
 namespace netio {
 namespace {
@@ -55,7 +56,7 @@ EventLoop::~EventLoop() {
     stopped_ = true;
   }
   // Tasks posted but never run (a loop that never ran) still run: they may free memory.
-  drain_posted();
+  drain_posted(true);
   for (const auto& [id, fd] : timers_) ::close(fd);
   ::close(wake_fd_);
   ::close(epoll_fd_);
@@ -65,32 +66,68 @@ bool EventLoop::in_loop_thread() const noexcept {
   return loop_thread_.load(std::memory_order_acquire) == std::this_thread::get_id();
 }
 
+EventLoop::PollerId EventLoop::add_poller(Task poller) {
+  const PollerId id = next_poller_id_++;
+  pollers_.push_back({id, std::make_shared<Task>(std::move(poller))});
+  return id;
+}
+
+void EventLoop::remove_poller(PollerId id) noexcept {
+  for (auto& poller : pollers_) {
+    if (poller.id == id && poller.task) {
+      poller.task.reset();
+      pollers_removed_ = true;
+    }
+  }
+}
+
+void EventLoop::run_pollers() {
+  // By index: a poller may add or remove pollers (the vector may grow meanwhile).
+  for (std::size_t i = 0; i < pollers_.size(); ++i) {
+    const auto task = pollers_[i].task;
+    if (!task) continue;
+    try {
+      (*task)();
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "event loop: poller threw: {}", e.what());
+    }
+  }
+  if (std::exchange(pollers_removed_, false)) {
+    std::erase_if(pollers_, [](const Poller& poller) { return !poller.task; });
+  }
+}
+
 void EventLoop::run() {
   loop_thread_.store(std::this_thread::get_id(), std::memory_order_release);
   running_.store(true, std::memory_order_release);
   std::array<epoll_event, 64> events{};
+  std::uint32_t round = 0;
   while (!stop_requested_.load(std::memory_order_acquire)) {
-    const int timeout = busy_poll_.load(std::memory_order_relaxed) ? 0 : -1;
-    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      log(LogLevel::error, "event loop: epoll_wait failed: {}", std::strerror(errno));
-      break;
-    }
-    for (int i = 0; i < n; ++i) {
-      if (events[i].data.u64 == wake_key) {
-        drain_posted();
-      } else {
-        dispatch(events[i].data.u64, events[i].events);
+    const bool busy = busy_poll_.load(std::memory_order_seq_cst);
+    if (busy && wake_pending_.load(std::memory_order_seq_cst)) drain_posted(false);
+    if (!busy || pollers_.empty() || (++round & 7) == 0) {
+      const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), busy ? 0 : -1);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        log(LogLevel::error, "event loop: epoll_wait failed: {}", std::strerror(errno));
+        break;
+      }
+      for (int i = 0; i < n; ++i) {
+        if (events[i].data.u64 == wake_key) {
+          drain_posted(true);
+        } else {
+          dispatch(events[i].data.u64, events[i].events);
+        }
       }
     }
+    if (!pollers_.empty()) run_pollers();
   }
   // From here on post() runs tasks inline; what was posted before runs now, on this thread.
   {
     std::lock_guard lock(posted_mutex_);
     stopped_ = true;
   }
-  drain_posted();
+  drain_posted(true);
   running_.store(false, std::memory_order_release);
   loop_thread_.store(std::thread::id(), std::memory_order_release);
 }
@@ -112,7 +149,9 @@ void EventLoop::post(Task task) {
     if (!stopped_) {
       posted_.push_back(std::move(task));
       lock.unlock();
-      if (!wake_pending_.exchange(true, std::memory_order_acq_rel)) wake();
+      if (!wake_pending_.exchange(true, std::memory_order_seq_cst) && !busy_poll_.load(std::memory_order_seq_cst)) {
+        wake();
+      }
       return;
     }
   }
@@ -137,9 +176,11 @@ void EventLoop::run_sync(const Task& task) {
   result.get();
 }
 
-void EventLoop::drain_posted() {
-  std::uint64_t counter = 0;
-  [[maybe_unused]] const auto got = ::read(wake_fd_, &counter, sizeof counter);
+void EventLoop::drain_posted(bool read_wake_fd) {
+  if (read_wake_fd) {
+    std::uint64_t counter = 0;
+    [[maybe_unused]] const auto got = ::read(wake_fd_, &counter, sizeof counter);
+  }
   // Clear the flag before taking the queue: a task posted after the swap wakes us again.
   wake_pending_.store(false, std::memory_order_release);
   {

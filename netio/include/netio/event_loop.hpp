@@ -46,7 +46,23 @@ class EventLoop {
 
   // Busy polling: epoll_wait with a zero timeout, spinning instead of sleeping. Lower and
   // steadier latency, at the price of one core at 100 %. Off by default.
-  void set_busy_poll(bool enabled) noexcept { busy_poll_.store(enabled, std::memory_order_relaxed); }
+  // While busy-polling, post() sets a flag the loop checks every round instead of writing
+  // the wake-up eventfd (a system call saved per post).
+  void set_busy_poll(bool enabled) noexcept {
+    busy_poll_.store(enabled, std::memory_order_seq_cst);
+    if (!enabled) wake();  // a post() that skipped the eventfd must not be slept through
+  }
+  bool busy_poll() const noexcept { return busy_poll_.load(std::memory_order_relaxed); }
+
+  // A poller runs once per round of the loop: all the time when busy-polling, otherwise
+  // after each wake-up. While pollers spin, the loop looks at its fds (sockets, timers)
+  // only every 8th round: each look is a system call, and the pollers are what
+  // latency-sensitive traffic waits on. For sources that have no file descriptor worth sleeping on while
+  // the loop spins anyway (libfabric completion queues read like fi_pingpong does).
+  // Loop thread only. A poller may remove itself.
+  using PollerId = std::uint64_t;
+  PollerId add_poller(Task poller);
+  void remove_poller(PollerId id) noexcept;
 
   void add_fd(int fd, std::uint32_t events, FdCallback callback);
   void modify_fd(int fd, std::uint32_t events);
@@ -69,10 +85,11 @@ class EventLoop {
   struct Handler;
   struct Timer;
   void wake();
-  void drain_posted();
+  void drain_posted(bool read_wake_fd);
   void dispatch(std::uint64_t key, std::uint32_t events);
   void add_timer_now(TimerId id, std::chrono::nanoseconds delay, std::chrono::nanoseconds period, Task callback);
   void cancel_timer_now(TimerId id);
+  void run_pollers();
 
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
@@ -86,6 +103,14 @@ class EventLoop {
   std::unordered_map<std::uint64_t, std::shared_ptr<Handler>> handlers_;
   std::unordered_map<TimerId, int> timers_;              // timer id -> timerfd
   std::atomic<TimerId> next_timer_id_{1};
+
+  struct Poller {
+    PollerId id;
+    std::shared_ptr<Task> task;  // null once removed; shared so a poller can remove itself
+  };
+  std::vector<Poller> pollers_;  // loop thread only
+  PollerId next_poller_id_ = 1;  // loop thread only
+  bool pollers_removed_ = false;  // loop thread only
 
   std::mutex posted_mutex_;
   std::vector<Task> posted_;       // guarded by posted_mutex_
