@@ -307,6 +307,54 @@ TEST_CASE("a sender of an oversized length, a truncated page or junk is disconne
   context.loop().run_sync([&] { rogue->close(); });
 }
 
+TEST_CASE("recv_each hands out batches in order, stops when the handler says so, and waits only for the first",
+          "[high_throughput][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  netio::HighThroughputReceiveSocket receiver(context, base);
+  netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(4096, 8));
+  // Small ones (several pages of them) and one that spans pages (reassembled).
+  constexpr std::uint64_t n = 2000;
+  auto size_of = [](std::uint64_t i) -> std::size_t { return i == 1500 ? 10'000 : 8 + i % 40; };
+  auto producer = std::async(std::launch::async, [&] {
+    for (std::uint64_t i = 0; i < n; ++i) sender.send(pattern(size_of(i), i));
+    sender.flush_and_wait(10s);
+  });
+  std::uint64_t next = 0, bad = 0;
+  auto check = [&](std::span<const std::byte> m) {
+    if (!std::equal(m.begin(), m.end(), pattern(size_of(next), next).begin()) || m.size() != size_of(next)) ++bad;
+    ++next;
+    return true;
+  };
+  // A handler that stops after the third message: exactly three are taken.
+  std::size_t calls = 0;
+  CHECK(receiver.recv_each(100, 5s, [&](std::span<const std::byte> m) { check(m); return ++calls < 3; }) == 3);
+  CHECK(next == 3);
+  while (next < n) {
+    const std::size_t got = receiver.recv_each(256, 5s, check);
+    REQUIRE(got > 0);
+    CHECK(got <= 256);
+  }
+  producer.get();
+  CHECK(next == n);
+  CHECK(bad == 0);
+  CHECK(receiver.stats().messages == n);
+  // Nothing left: it waits for the first message until the timeout, then returns 0.
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(receiver.recv_each(10, 100ms, check) == 0);
+  CHECK(std::chrono::steady_clock::now() - start >= 100ms);
+  // recv() and recv_each() take turns on one stream.
+  sender.send(pattern(16, 7));
+  sender.send(pattern(16, 8));
+  sender.flush_and_wait(5s);
+  auto first = receiver.recv(5s);
+  REQUIRE(first);
+  CHECK(std::vector<std::byte>(first->bytes().begin(), first->bytes().end()) == pattern(16, 7));
+  std::vector<std::byte> second;
+  CHECK(receiver.recv_each(10, 5s, [&](std::span<const std::byte> m) { second.assign(m.begin(), m.end()); return true; }) == 1);
+  CHECK(second == pattern(16, 8));
+}
+
 TEST_CASE("a zero-copy message keeps its page alive after later recv() calls", "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context;

@@ -117,32 +117,58 @@ class HighThroughputReceiveSocket::Impl {
     const ConsumerTurn turn(*this, deadline);
     if (!turn.acquired()) return std::nullopt;
     for (;;) {
-      if (current_.page) {
-        if (auto message = next_in_current_page()) return message;
+      if (current_.page && next_in_current_page()) {
+        auto& parser = *current_parser_;
+        if (parser.reassembled()) return Message(parser.take_reassembled());
+        return Message(parser.view(), std::shared_ptr<const void>(current_.page));
       }
       if (!pop_page(deadline)) return std::nullopt;
     }
   }
 
-  std::optional<Message> next_in_current_page() {
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const MessageHandler& handler) {
+    LazyDeadline deadline(timeout);
+    const ConsumerTurn turn(*this, deadline);
+    if (!turn.acquired()) return 0;
+    LazyDeadline no_wait(std::chrono::nanoseconds::zero());
+    std::size_t handled = 0;
+    while (handled < max) {
+      if (current_.page && next_in_current_page()) {
+        ++handled;
+        auto& parser = *current_parser_;
+        if (parser.reassembled()) {
+          const std::vector<std::byte> message = parser.take_reassembled();
+          if (!handler(message)) break;
+        } else if (!handler(parser.view())) {
+          break;
+        }
+        continue;
+      }
+      // Only the first message is waited for; after it, what is queued already.
+      if (!pop_page(handled == 0 ? deadline : no_wait)) break;
+    }
+    return handled;
+  }
+
+  // True when the parser holds the next message of the current page (view(), or
+  // take_reassembled()); false when the page is done or its sender was dropped.
+  bool next_in_current_page() {
     auto& parser = *current_parser_;
     switch (parser.next()) {
-      case detail::PageParser::Result::message: {
+      case detail::PageParser::Result::message:
         stats_.add_message_single_writer(parser.view().size());  // consumers take turns
-        if (parser.reassembled()) return Message(parser.take_reassembled());
-        return Message(parser.view(), std::shared_ptr<const void>(current_.page));
-      }
+        return true;
       case detail::PageParser::Result::need_page:
         current_.page.reset();
-        return std::nullopt;
+        return false;
       case detail::PageParser::Result::error:
         connections_.drop(current_.connection, parser.error());
         dropped_.insert(current_.connection);
         parsers_.erase(current_.connection);
         current_.page.reset();
-        return std::nullopt;
+        return false;
     }
-    return std::nullopt;
+    return false;
   }
 
   bool pop_page(LazyDeadline& deadline) {
@@ -208,6 +234,10 @@ std::optional<Message> HighThroughputReceiveSocket::recv(std::chrono::nanosecond
   return impl_->recv(timeout);
 }
 std::optional<Message> HighThroughputReceiveSocket::try_recv() { return impl_->recv(std::chrono::nanoseconds::zero()); }
+std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout,
+                                                   const MessageHandler& handler) {
+  return impl_->recv_each(max, timeout, handler);
+}
 Endpoint HighThroughputReceiveSocket::local_endpoint() const { return impl_->connections_.local_endpoint(); }
 SocketStats HighThroughputReceiveSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
 

@@ -18,6 +18,10 @@ for size in 1 64 64KiB; do
     2>"$WORK/client-$size.err" || fail "client with -s $size exited with $?"
   python3 "$checker" pingpong "$WORK/client-$size.json" 200 || fail "JSON check failed for -s $size"
 done
+# A busy-polling client (on libfabric: completion queues read every round, no wait fds).
+"$pingpong" -e "$server" --busy-poll -s 8 -n 200 -w 20 --json --timeout 30s >"$WORK/client-busy.json" \
+  2>"$WORK/client-busy.err" || fail "busy-polling client exited with $?"
+python3 "$checker" pingpong "$WORK/client-busy.json" 200 || fail "JSON check failed for --busy-poll"
 "$pingpong" -e "$server" -n 100 -w 10 --histogram --timeout 30s >"$WORK/client-text.out" 2>"$WORK/client-text.err" \
   || fail "text client exited with $?"
 grep -q "median" "$WORK/client-text.out" || fail "no statistics table in the text output"
@@ -28,5 +32,5 @@ server_status=0
 wait "$server_pid" || server_status=$?
 [ "$server_status" -eq 0 ] || fail "the server exited with $server_status after SIGTERM"
 clients=$(grep -c "measured round trips" "$WORK/server.out" || true)
-[ "$clients" -eq 4 ] || fail "the server saw $clients clients say goodbye, not 4"
+[ "$clients" -eq 5 ] || fail "the server saw $clients clients say goodbye, not 5"
 echo "ok: $transport"

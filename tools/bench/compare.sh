@@ -4,7 +4,8 @@
 # tools/bench (raw TCP, ZeroMQ; fi_pingpong for libfabric) over the same message sizes with
 # the same pinning (receiver/server on CPU 1, sender/client on CPU 0), repeats every point,
 # and writes results.jsonl (every run), results.json (medians, spreads, ratios, targets),
-# results.md (tables) and PNG plots into the output directory.
+# results.md (tables) and PNG plots into the output directory. Raw TCP also runs in netio's
+# shapes (tcp_throughput --paged, tcp_pingpong --one-way) to bound what the design costs.
 # Options:
 #   --out DIR            output directory (default build/bench)
 #   --repeat N           runs per point (default 3, at least 1)
@@ -168,6 +169,11 @@ for rep in $(seq "$repeat"); do
          "$bin/bench/tcp_throughput" -e "tcp://127.0.0.1:@PORT@" -s "$size" --write-size "$write_size" \
          -t "$per_point" --cpu "$send_cpu" --timeout "$timeout"
     record tput tcp "$size" "$rep" "$scratch/out.json"
+    # Raw TCP in netio's sender shape: copy into 1 MiB pages, a second thread writes full pages.
+    pair "$bin/bench/tcp_throughput" --recv -s "$size" --json --cpu "$recv_cpu" --timeout "$timeout" -- \
+         "$bin/bench/tcp_throughput" -e "tcp://127.0.0.1:@PORT@" -s "$size" --paged \
+         -t "$per_point" --cpu "$send_cpu" --timeout "$timeout"
+    record tput tcp_paged "$size" "$rep" "$scratch/out.json"
     if [ "$pubsub" = 1 ]; then
       report=client  # the subscriber (client) reports; the publisher is the "server" here
       pair "$bin/bench/zmq_pubsub" --publish -s "$size" -t "$per_point" --cpu "$send_cpu" --timeout "$timeout" -- \
@@ -193,6 +199,13 @@ for rep in $(seq "$repeat"); do
     pair "$bin/bench/tcp_pingpong" --server --busy-poll --cpu "$recv_cpu" --timeout "$timeout" -- \
          "$bin/bench/tcp_pingpong" --busy-poll -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
     record rtt tcp_busy "$size" "$rep" "$scratch/out.json"
+    # Raw TCP in netio's connection shape: pings and pongs on two one-way connections.
+    pair "$bin/bench/tcp_pingpong" --server --one-way --cpu "$recv_cpu" --timeout "$timeout" -- \
+         "$bin/bench/tcp_pingpong" --one-way -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+    record rtt tcp_oneway "$size" "$rep" "$scratch/out.json"
+    pair "$bin/bench/tcp_pingpong" --server --one-way --busy-poll --cpu "$recv_cpu" --timeout "$timeout" -- \
+         "$bin/bench/tcp_pingpong" --one-way --busy-poll -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+    record rtt tcp_oneway_busy "$size" "$rep" "$scratch/out.json"
     pair "$bin/bench/zmq_reqrep" --server --cpu "$recv_cpu" --timeout "$timeout" -- \
          "$bin/bench/zmq_reqrep" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
     record rtt zmq "$size" "$rep" "$scratch/out.json"
@@ -201,6 +214,11 @@ for rep in $(seq "$repeat"); do
            --timeout "$timeout" -- \
            "$bin/netio_pingpong" -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
       record rtt netio_fabric "$size" "$rep" "$scratch/out.json"
+      # fi_pingpong always spins: netio spinning too is the like-for-like comparison.
+      pair "$bin/netio_pingpong" --server --busy-poll -e "fabric://127.0.0.1:0?provider=tcp" --cpu "$recv_cpu" \
+           --timeout "$timeout" -- \
+           "$bin/netio_pingpong" --busy-poll -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
+      record rtt netio_fabric_busy "$size" "$rep" "$scratch/out.json"
     fi
     if [ "$have_fi_pingpong" = 1 ]; then
       # fi_pingpong has a control port of its own (no port 0): take a free ephemeral one.

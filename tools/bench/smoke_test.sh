@@ -37,14 +37,20 @@ PY
 
 for p in tcp_throughput tcp_pingpong; do "$bin/$p" --help >/dev/null || fail "$p --help"; done
 
-# raw TCP throughput: the receiver reports
-start_server "$bin/tcp_throughput" --recv -s 1KiB --json --timeout 20s
-"$bin/tcp_throughput" -e "tcp://127.0.0.1:$(cat "$scratch/port")" -s 1KiB -n 2000 --timeout 20s 2>"$scratch/client.err" \
-  || fail "tcp_throughput sender"
-wait "$server_pid" || fail "tcp_throughput receiver"; server_pid=""
-check_json "$scratch/server.out" tput tcp_throughput
+# raw TCP throughput: the receiver reports; --paged (netio's sender shape) must deliver every
+# byte too, also with messages that span its 1 MiB pages
+for mode in "-s 1KiB" "-s 1KiB --paged" "-s 3MiB --paged"; do
+  size="${mode#-s }"; size="${size%% *}"
+  start_server "$bin/tcp_throughput" --recv -s "$size" --json --timeout 20s
+  "$bin/tcp_throughput" -e "tcp://127.0.0.1:$(cat "$scratch/port")" $mode -n 20 --timeout 20s 2>"$scratch/client.err" \
+    || fail "tcp_throughput sender ($mode)"
+  wait "$server_pid" || fail "tcp_throughput receiver ($mode)"; server_pid=""
+  check_json "$scratch/server.out" tput "tcp_throughput $mode"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; sys.exit(r["messages"] != 20)' \
+    "$scratch/server.out" || fail "tcp_throughput $mode: not 20 messages: $(cat "$scratch/server.out")"
+done
 
-for mode in "" --busy-poll; do
+for mode in "" --busy-poll --one-way "--one-way --busy-poll"; do
   start_server "$bin/tcp_pingpong" --server $mode --timeout 20s
   "$bin/tcp_pingpong" -e "tcp://127.0.0.1:$(cat "$scratch/port")" $mode -s 8 -n 200 -w 20 --json --timeout 20s \
     >"$scratch/client.out" 2>"$scratch/client.err" || fail "tcp_pingpong $mode"

@@ -1,10 +1,12 @@
 // tcp_pingpong: the raw-TCP reference for round-trip time (tools/bench/README.md). One
 // connection, TCP_NODELAY; the server echoes what it reads. Blocking recv()/send(), or with
 // --busy-poll non-blocking recv() in a spin (burns a core on each side, like
-// netio_pingpong --busy-poll).
+// netio_pingpong --busy-poll). --one-way: pings and pongs on two connections, each carrying
+// data one way only, as netio's send/receive sockets do; the receiving end of each then
+// sends pure ACKs, which a single two-way connection piggybacks on its replies.
 //
-//   tcp_pingpong --server [--port N] [--port-file FILE] [--busy-poll] [--cpu N] [--timeout D]
-//   tcp_pingpong -e tcp://HOST:PORT [-s SIZE] [-n ITERATIONS] [-w WARMUP] [--busy-poll] [--json] [--cpu N]
+//   tcp_pingpong --server [--port N] [--port-file FILE] [--busy-poll] [--one-way] [--cpu N] [--timeout D]
+//   tcp_pingpong -e tcp://HOST:PORT [-s SIZE] [-n ITERATIONS] [-w WARMUP] [--busy-poll] [--one-way] [--json] [--cpu N]
 #include "bench/common/bench_common.hpp"
 #include "common/cli_options.hpp"
 #include "common/termination.hpp"
@@ -26,6 +28,7 @@ struct Options : netio::bench::RoleOptions {
   std::uint64_t iterations = 10000;
   std::uint64_t warmup = 1000;
   bool busy_poll = false;
+  bool one_way = false;  // pings on one connection, pongs on a second one
 };
 
 // Reads up to `length` bytes (at least 1); 0 at end of stream. Checks the deadline while
@@ -79,11 +82,17 @@ int run_server(const Options& o) {
       break;
     }
     prepare(s, o.busy_poll);
+    Fd back;  // --one-way: the client's second connection carries the pongs
     try {
+      if (o.one_way) {
+        back = accept_one(listener, deadline);
+        prepare(back, o.busy_poll);
+      }
+      const Fd& out = o.one_way ? back : s;
       for (;;) {
         const std::size_t n = read_some(s, buffer.data(), buffer.size(), o.busy_poll, deadline);
         if (n == 0) break;
-        write_all(s, buffer.data(), n, deadline);
+        write_all(out, buffer.data(), n, deadline);
       }
     } catch (const std::runtime_error& e) {
       if (Clock::now() >= deadline || netio::tools::stop_requested()) break;
@@ -97,6 +106,12 @@ int run_client(const Options& o) {
   const HostPort where = parse_tcp_endpoint(o.endpoint);
   const Fd s = connect_to(where.host, where.port);
   prepare(s, o.busy_poll);
+  Fd back;  // --one-way: the server answers on this one
+  if (o.one_way) {
+    back = connect_to(where.host, where.port);
+    prepare(back, o.busy_poll);
+  }
+  const Fd& in = o.one_way ? back : s;
   const auto deadline = deadline_after(o.timeout);
   std::vector<char> ping(o.size, 'p');
   std::vector<char> pong(o.size);
@@ -106,7 +121,7 @@ int run_client(const Options& o) {
     const auto start = Clock::now();
     write_all(s, ping.data(), ping.size(), deadline);
     for (std::size_t got = 0; got < o.size;) {
-      const std::size_t n = read_some(s, pong.data() + got, o.size - got, o.busy_poll, deadline);
+      const std::size_t n = read_some(in, pong.data() + got, o.size - got, o.busy_poll, deadline);
       if (n == 0) throw std::runtime_error("the server closed the connection");
       got += n;
     }
@@ -132,6 +147,9 @@ int main(int argc, char** argv) {
   app.add_option("-n,--iterations", o.iterations, "Client: measured round trips")->capture_default_str();
   app.add_option("-w,--warmup", o.warmup, "Client: round trips before measuring")->capture_default_str();
   app.add_flag("--busy-poll", o.busy_poll, "Spin on non-blocking recv() instead of blocking (burns a core)");
+  app.add_flag("--one-way", o.one_way,
+               "Pings and pongs on two connections that carry data one way each, like netio's send and receive "
+               "sockets (both sides must say it)");
   try {
     app.parse(argc, argv);
     netio::bench::require_endpoint(o, names);

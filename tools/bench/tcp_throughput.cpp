@@ -1,8 +1,12 @@
 // tcp_throughput: the raw-TCP reference for throughput (tools/bench/README.md). One stream,
 // blocking writes of a fixed size; the receiver reads into a 1 MiB buffer and counts bytes.
+// --paged gives the sender the shape of netio's high-throughput sender and nothing else:
+// the calling thread copies each message into 1 MiB pages (16 of them), a second thread
+// (pinned with it) writes full pages. What that shape costs on a machine is then measured
+// without netio.
 //
 //   tcp_throughput --recv [--port N] [--port-file FILE] [--json] [--cpu N] [--timeout D]
-//   tcp_throughput -e tcp://HOST:PORT -s SIZE [--write-size SIZE] (-n MESSAGES | -t DURATION) [--cpu N]
+//   tcp_throughput -e tcp://HOST:PORT -s SIZE [--write-size SIZE | --paged] (-n MESSAGES | -t DURATION) [--cpu N]
 #include "bench/common/bench_common.hpp"
 #include "common/cli_options.hpp"
 #include "common/termination.hpp"
@@ -11,7 +15,12 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
 #include <sys/socket.h>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -25,7 +34,11 @@ struct Options : netio::bench::RoleOptions {
   std::uint64_t write_size = 0;
   std::uint64_t messages = 0;
   std::chrono::nanoseconds time{std::chrono::seconds(2)};
+  bool paged = false;
 };
+
+constexpr std::size_t kPageSize = 1 << 20;
+constexpr std::size_t kPages = 16;
 
 int run_receiver(const Options& o) {
   std::uint16_t port = 0;
@@ -62,35 +75,125 @@ int run_receiver(const Options& o) {
   return 0;
 }
 
-int run_sender(const Options& o) {
-  const HostPort where = parse_tcp_endpoint(o.endpoint);
-  const Fd stream = connect_to(where.host, where.port);
-  set_io_timeouts(stream, std::chrono::milliseconds(100));
+// A blocking write; SO_SNDTIMEO only lets us re-check the deadline.
+void write_all(const Fd& stream, const char* data, std::uint64_t length, Clock::time_point deadline) {
+  std::uint64_t done = 0;
+  while (done < length) {
+    const ssize_t n = ::send(stream.get(), data + done, length - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<std::uint64_t>(n);
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      throw std::runtime_error(fmt::format("send failed: {}", std::strerror(errno)));
+    } else if (Clock::now() >= deadline || netio::tools::stop_requested()) {
+      throw std::runtime_error("--timeout passed while sending");
+    }
+  }
+}
+
+// The bytes of `chunk`-sized writes until `total_bytes` (or the time) is up.
+std::uint64_t send_plain(const Options& o, const Fd& stream, std::uint64_t total_bytes, Clock::time_point end_time,
+                         Clock::time_point deadline) {
   const std::uint64_t write_size = o.write_size ? o.write_size : o.size;
   std::vector<char> buffer(write_size, 'x');
-  const std::uint64_t total_bytes = o.messages ? o.messages * o.size : 0;
-  const auto deadline = deadline_after(o.timeout);
-  const auto start = Clock::now();
-  const auto end_time = start + o.time;
   std::uint64_t sent = 0;
   for (std::uint64_t writes = 0;; ++writes) {
     if (total_bytes ? sent >= total_bytes : ((writes & 15) == 0 && Clock::now() >= end_time)) break;
     if (Clock::now() >= deadline || netio::tools::stop_requested()) throw std::runtime_error("--timeout passed");
     std::uint64_t chunk = write_size;
     if (total_bytes && total_bytes - sent < chunk) chunk = total_bytes - sent;
-    std::uint64_t done = 0;
-    while (done < chunk) {  // a blocking write; SO_SNDTIMEO only lets us re-check the deadline
-      const ssize_t n = ::send(stream.get(), buffer.data() + done, chunk - done, MSG_NOSIGNAL);
-      if (n > 0) {
-        done += static_cast<std::uint64_t>(n);
-      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        throw std::runtime_error(fmt::format("send failed: {}", std::strerror(errno)));
-      } else if (Clock::now() >= deadline || netio::tools::stop_requested()) {
-        throw std::runtime_error("--timeout passed while sending");
-      }
-    }
+    write_all(stream, buffer.data(), chunk, deadline);
     sent += chunk;
   }
+  return sent;
+}
+
+// --paged: messages copied into pages here, full pages written by a second thread.
+std::uint64_t send_paged(const Options& o, const Fd& stream, std::uint64_t total_bytes, Clock::time_point end_time,
+                         Clock::time_point deadline) {
+  std::vector<std::vector<char>> pages(kPages, std::vector<char>(kPageSize));
+  std::vector<std::size_t> used(kPages, 0);
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<std::size_t> free_pages, full_pages;  // guarded by mutex
+  bool done = false;
+  std::string failure;
+  for (std::size_t i = 0; i < kPages; ++i) free_pages.push_back(i);
+  std::thread writer([&] {
+    for (;;) {
+      std::size_t page = 0;
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return !full_pages.empty() || done; });
+        if (full_pages.empty()) return;
+        page = full_pages.front();
+        full_pages.pop_front();
+      }
+      try {
+        write_all(stream, pages[page].data(), used[page], deadline);
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mutex);
+        failure = e.what();
+        done = true;
+        changed.notify_all();
+        return;
+      }
+      std::lock_guard lock(mutex);
+      free_pages.push_back(page);
+      changed.notify_all();
+    }
+  });
+  const std::vector<char> message(o.size, 'x');
+  std::uint64_t sent = 0;
+  std::size_t current = kPages;  // none
+  auto hand_over = [&] {
+    std::lock_guard lock(mutex);
+    full_pages.push_back(current);
+    current = kPages;
+    changed.notify_all();
+  };
+  for (std::uint64_t count = 0;; ++count) {
+    if (total_bytes ? sent >= total_bytes : ((count & 63) == 0 && Clock::now() >= end_time)) break;
+    std::uint64_t offset = 0;
+    while (offset < o.size) {  // a message larger than the free space continues in the next page
+      if (current == kPages) {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return !free_pages.empty() || done; });
+        if (!failure.empty()) break;
+        current = free_pages.back();  // the most recently written page: warm in the cache
+        free_pages.pop_back();
+        used[current] = 0;
+      }
+      const std::uint64_t take = std::min<std::uint64_t>(o.size - offset, kPageSize - used[current]);
+      std::memcpy(pages[current].data() + used[current], message.data() + offset, take);
+      used[current] += take;
+      offset += take;
+      if (used[current] == kPageSize) hand_over();
+    }
+    if (!failure.empty()) break;
+    sent += o.size;
+  }
+  if (current != kPages && used[current] > 0) hand_over();
+  {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return free_pages.size() + (current == kPages ? 0 : 1) == kPages || done; });
+    done = true;
+    changed.notify_all();
+  }
+  writer.join();
+  if (!failure.empty()) throw std::runtime_error(failure);
+  return sent;
+}
+
+int run_sender(const Options& o) {
+  const HostPort where = parse_tcp_endpoint(o.endpoint);
+  const Fd stream = connect_to(where.host, where.port);
+  set_io_timeouts(stream, std::chrono::milliseconds(100));
+  const std::uint64_t total_bytes = o.messages ? o.messages * o.size : 0;
+  const auto deadline = deadline_after(o.timeout);
+  const auto start = Clock::now();
+  const auto end_time = start + o.time;
+  const std::uint64_t sent = o.paged ? send_paged(o, stream, total_bytes, end_time, deadline)
+                                     : send_plain(o, stream, total_bytes, end_time, deadline);
   ::shutdown(stream.get(), SHUT_WR);
   ThroughputResult r;
   r.size = o.size;
@@ -121,7 +224,13 @@ int main(int argc, char** argv) {
   auto* recv = netio::bench::add_role_options(app, o, names);
   netio::tools::add_size_option(app, "-s,--size", o.size,
                                 "Message size: the unit of msg/s (both sides must agree) and the default write size");
-  netio::tools::add_size_option(app, "--write-size", o.write_size, "Sender: bytes per write() (default: --size)");
+  auto* write_size =
+      netio::tools::add_size_option(app, "--write-size", o.write_size, "Sender: bytes per write() (default: --size)");
+  app.add_flag("--paged", o.paged,
+               "Sender: copy each message into 1 MiB pages (16) and let a second thread write full pages: the shape "
+               "of netio's high-throughput sender, without netio")
+      ->excludes(write_size)
+      ->excludes(recv);
   auto* n = app.add_option("-n,--messages", o.messages, "Sender: messages to send")->excludes(recv);
   netio::tools::add_duration_option(app, "-t,--time", o.time, "Sender: how long to send (unless -n)")->excludes(n);
   try {

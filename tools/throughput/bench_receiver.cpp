@@ -171,10 +171,10 @@ Ending receive_high_throughput(Context& context, Session& session, const BenchRe
         log(LogLevel::warn, "{}", e.what());  // checked when parsing --cpu: should not happen
       }
     }
-    while (!session.stopping()) {
-      if (auto message = socket.recv(kTick)) {
-        if (!session.consume(message->bytes())) break;
-      }
+    // Batches: one consumer turn and no page reference per message (what recv() costs).
+    bool more = true;
+    while (more && !session.stopping()) {
+      socket.recv_each(4096, kTick, [&](std::span<const std::byte> message) { return more = session.consume(message); });
     }
   });
   Supervisor supervisor(session, options, deadline, callbacks, [&] { return socket.stats(); });

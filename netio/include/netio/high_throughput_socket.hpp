@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -102,6 +103,16 @@ class HighThroughputReceiveSocket {
   // The next message, waiting up to `timeout`; std::nullopt on timeout.
   std::optional<Message> recv(std::chrono::nanoseconds timeout);
   std::optional<Message> try_recv();
+
+  // Returns false to stop the batch after this message.
+  using MessageHandler = std::function<bool(std::span<const std::byte> message)>;
+  // The batch form, for small messages: hands up to `max` messages to `handler` on the
+  // calling thread, waiting up to `timeout` for the first and taking the rest only if they
+  // are already there. Each view is valid during the call only (nothing keeps its page
+  // alive afterwards); one consumer turn serves the whole batch. Returns how many messages
+  // the handler was given. If the handler throws, the message it was given counts as
+  // received and the exception propagates.
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const MessageHandler& handler);
 
   Endpoint local_endpoint() const;
   SocketStats stats() const noexcept;
