@@ -53,6 +53,7 @@ void FabricSendSocket::set_up(const Endpoint& remote, std::span<const std::byte>
   const InfoPtr info = query_connect_info(remote);
   domain_ = domains_.get(*info);
   const std::size_t depth = std::clamp<std::size_t>(info->tx_attr->size, 1, max_send_operations);
+  inject_size_ = info->tx_attr->inject_size;
   endpoint_ = std::make_unique<FabricEndpoint>(loop_, domain_, *info, FabricEndpoint::Depth{depth, credit_receives},
                                                describe(), [this] { drain(); });
 
@@ -143,8 +144,12 @@ void FabricSendSocket::pump() {
       fail_connected(Errc::backend_error, e.what());
       return;
     }
+    // A small message with nothing else in flight: fi_inject copies it at once and reports no
+    // completion (what fi_pingpong does below 128 bytes), sparing a completion per message.
+    const bool inject = buffer->size <= inject_size_ && in_flight_.empty();
     OperationContext& operation = send_operations_[free_operations_.back()];
-    const ssize_t rc = ::fi_send(endpoint_->ep(), buffer->data, buffer->size, desc, 0, operation.as_context());
+    const ssize_t rc = inject ? ::fi_inject(endpoint_->ep(), buffer->data, buffer->size, 0)
+                              : ::fi_send(endpoint_->ep(), buffer->data, buffer->size, desc, 0, operation.as_context());
     if (rc == -FI_EAGAIN) {
       // The transmit queue is full: a completion will free it; the timer is the safety net.
       endpoint_->driver().kick_after(retry_delay);
@@ -154,6 +159,13 @@ void FabricSendSocket::pump() {
       pumping_ = false;
       fail_connected(Errc::disconnected, call_failed(describe(), "fi_send", static_cast<int>(rc)).what());
       return;
+    }
+    if (inject) {
+      injected_.push_back(buffer);
+      queued_.pop_front();
+      --credits_;
+      if (injected_.size() == 1) endpoint_->driver().kick();  // reported from the next drain
+      continue;
     }
     free_operations_.pop_back();
     operation.buffer = buffer;
@@ -176,6 +188,7 @@ void FabricSendSocket::close() noexcept {
   }
   // The caller owns queued and in-flight buffers again; the endpoint no longer reads them.
   queued_.clear();
+  injected_.clear();
   in_flight_.clear();
   pending_failure_.reset();
   credit_block_.reset();
@@ -189,6 +202,7 @@ void FabricSendSocket::drain() {
     fail_connect(failure.code, failure.why);
     return;
   }
+  report_injected();
   if (!endpoint_->drain_completions(*this, completion_budget)) return;
   if (endpoint_->closed()) return;
   endpoint_->drain_events(*this);
@@ -201,7 +215,17 @@ void FabricSendSocket::drain() {
   if (state_ == State::connected) pump();
 }
 
+void FabricSendSocket::report_injected() {
+  while (state_ == State::connected && !injected_.empty()) {
+    Buffer* buffer = injected_.front();
+    injected_.pop_front();
+    if (callbacks_.on_send_completed) callbacks_.on_send_completed(buffer);
+  }
+}
+
 void FabricSendSocket::complete_in_order() {
+  // Injected buffers were sent while nothing was in flight: before anything in flight now.
+  report_injected();
   // Providers complete sends in order on one endpoint (FI_ORDER_STRICT); should one not,
   // callers still see buffers in the order sent.
   while (state_ == State::connected && !in_flight_.empty() && in_flight_.front()->completed) {

@@ -58,6 +58,7 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   void drain();
   void pump();
   void post_credit_receive(OperationContext& operation);
+  void report_injected();  // reports injected_ as completed, in order
   void complete_in_order();
   void fail_connect(Errc code, const std::string& why);
   void fail_connected(Errc code, const std::string& why);
@@ -83,6 +84,10 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   std::vector<std::uint32_t> free_operations_;
   std::deque<OperationContext*> in_flight_;  // posted, in posting order
   std::deque<Buffer*> queued_;               // waiting for a credit or a transmit slot
+  // Small buffers go out with fi_inject, which has no completion: they are reported done on
+  // the next drain. Only when nothing else is in flight, so completions stay in order.
+  std::deque<Buffer*> injected_;
+  std::size_t inject_size_ = 0;             // the provider's limit for fi_inject (0: none)
   std::uint64_t credits_ = 0;
   std::uint64_t credits_total_seen_ = 0;  // the receiver's running total, last seen
   std::size_t peer_max_buffer_size_ = 0;

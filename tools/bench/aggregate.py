@@ -19,7 +19,9 @@ RTT_NAMES = {"netio": "netio POSIX", "netio_busy": "netio POSIX busy-poll", "net
              "netio_fabric_busy": "netio libfabric tcp busy-poll",
              "tcp": "raw TCP blocking", "tcp_busy": "raw TCP busy-poll",
              "tcp_oneway": "raw TCP one-way connections blocking", "tcp_oneway_busy": "raw TCP one-way busy-poll",
-             "zmq": "ZeroMQ REQ/REP", "fi_pingpong": "fi_pingpong -p tcp -e msg"}
+             "zmq": "ZeroMQ REQ/REP", "fi_pingpong": "fi_pingpong -p tcp -e msg",
+             "fi_twoway": "libfabric tcp, one connection (fi_oneway_pingpong)",
+             "fi_oneway": "libfabric tcp, one-way connections (fi_oneway_pingpong --one-way)"}
 PERCENTILES = ["min", "median", "mean", "p90", "p99", "p999", "max", "stddev"]
 
 
@@ -171,6 +173,18 @@ BOUNDS = [
      "netio_fabric_busy", "fi_pingpong", "mean", "µs", "all",
      "netio over libfabric against libfabric's own ping-pong on the same provider, both spinning (the ratio of "
      "the libfabric RTT target; means, since fi_pingpong gives no median)."),
+    ("fi_twoway_vs_fi_pingpong_mean", "libfabric one connection (our program)/fi_pingpong, RTT mean", "rtt",
+     "fi_twoway", "fi_pingpong", "mean", "µs", "all",
+     "Checks our libfabric reference against libfabric's own: ≈ 1.0 means fi_oneway_pingpong measures what "
+     "fi_pingpong does (fi_pingpong injects messages under 128 B without a send completion; ours waits for one)."),
+    ("fi_oneway_vs_twoway_mean", "libfabric one-way/one connection, RTT mean", "rtt", "fi_oneway", "fi_twoway",
+     "mean", "µs", "all",
+     "What one-way connections cost over libfabric's tcp provider without netio: two endpoints to progress "
+     "every round and pure ACKs. Above 1.3, \"≤ 1.3× fi_pingpong\" is out of reach on one-way connections."),
+    ("fabric_busy_vs_fi_oneway_mean", "netio libfabric busy-poll/libfabric one-way, RTT mean", "rtt",
+     "netio_fabric_busy", "fi_oneway", "mean", "µs", "all",
+     "netio over libfabric against libfabric on the same two one-way connections, both spinning: what netio's "
+     "own code adds (copy into a send buffer, credits, the event loop)."),
 ]
 
 
@@ -251,7 +265,8 @@ def markdown(tput, rtt, targets, bounds, failed, machine, settings):
     md += ["", "### Against the same shape without netio", "",
            "The design fixes two shapes: the high-throughput sender copies messages into pages on the caller's "
            "thread and an event-loop thread writes them; sends and receives use separate one-way connections. "
-           "Raw TCP in those shapes (`tcp_throughput --paged`, `tcp_pingpong --one-way`) bounds what netio can "
+           "Raw TCP and libfabric in those shapes (`tcp_throughput --paged`, `tcp_pingpong --one-way`, "
+           "`fi_oneway_pingpong --one-way`) bound what netio can "
            "reach. When a target above is missed while netio is at or near 1.0 here, the miss is the cost of "
            "the shape the design mandates, not of netio's code.", "",
            "| comparison | size | numerator | reference | ratio |", "|---|---:|---:|---:|---:|"]

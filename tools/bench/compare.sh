@@ -5,7 +5,8 @@
 # the same pinning (receiver/server on CPU 1, sender/client on CPU 0), repeats every point,
 # and writes results.jsonl (every run), results.json (medians, spreads, ratios, targets),
 # results.md (tables) and PNG plots into the output directory. Raw TCP also runs in netio's
-# shapes (tcp_throughput --paged, tcp_pingpong --one-way) to bound what the design costs.
+# shapes (tcp_throughput --paged, tcp_pingpong --one-way), and libfabric in netio's connection
+# shape (fi_oneway_pingpong), to bound what the design costs.
 # Options:
 #   --out DIR            output directory (default build/bench)
 #   --repeat N           runs per point (default 3, at least 1)
@@ -51,7 +52,7 @@ if [ "$build" = 1 ]; then
 fi
 bin="$root/build/release/tools"
 for b in netio_recv netio_throughput netio_pingpong bench/tcp_throughput bench/tcp_pingpong bench/zmq_throughput \
-         bench/zmq_reqrep bench/zmq_pubsub; do
+         bench/zmq_reqrep bench/zmq_pubsub bench/fi_oneway_pingpong; do
   [ -x "$bin/$b" ] || { echo "compare.sh: $bin/$b is missing (libzmq3-dev? build?)" >&2; exit 1; }
 done
 have_fi_pingpong=0
@@ -219,6 +220,13 @@ for rep in $(seq "$repeat"); do
            --timeout "$timeout" -- \
            "$bin/netio_pingpong" --busy-poll -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
       record rtt netio_fabric_busy "$size" "$rep" "$scratch/out.json"
+      # libfabric without netio, spinning: one connection, and two one-way ones (netio's shape).
+      pair "$bin/bench/fi_oneway_pingpong" --server --cpu "$recv_cpu" --timeout "$timeout" -- \
+           "$bin/bench/fi_oneway_pingpong" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+      record rtt fi_twoway "$size" "$rep" "$scratch/out.json"
+      pair "$bin/bench/fi_oneway_pingpong" --server --one-way --cpu "$recv_cpu" --timeout "$timeout" -- \
+           "$bin/bench/fi_oneway_pingpong" --one-way -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+      record rtt fi_oneway "$size" "$rep" "$scratch/out.json"
     fi
     if [ "$have_fi_pingpong" = 1 ]; then
       # fi_pingpong has a control port of its own (no port 0): take a free ephemeral one.

@@ -35,7 +35,7 @@ PY
   echo "smoke_test: ok: $3"
 }
 
-for p in tcp_throughput tcp_pingpong; do "$bin/$p" --help >/dev/null || fail "$p --help"; done
+for p in tcp_throughput tcp_pingpong fi_oneway_pingpong; do "$bin/$p" --help >/dev/null || fail "$p --help"; done
 
 # raw TCP throughput: the receiver reports; --paged (netio's sender shape) must deliver every
 # byte too, also with messages that span its 1 MiB pages
@@ -56,6 +56,16 @@ for mode in "" --busy-poll --one-way "--one-way --busy-poll"; do
     >"$scratch/client.out" 2>"$scratch/client.err" || fail "tcp_pingpong $mode"
   stop_server
   check_json "$scratch/client.out" rtt "tcp_pingpong $mode"
+done
+
+# libfabric's tcp provider directly (FI_EP_MSG, spinning on the CQs): one connection, then
+# netio's shape of two connections carrying data one way each
+for mode in "" --one-way; do
+  start_server "$bin/fi_oneway_pingpong" --server $mode --timeout 20s
+  "$bin/fi_oneway_pingpong" -e "tcp://127.0.0.1:$(cat "$scratch/port")" $mode -s 8 -n 200 -w 20 --json --timeout 20s \
+    >"$scratch/client.out" 2>"$scratch/client.err" || fail "fi_oneway_pingpong $mode"
+  stop_server
+  check_json "$scratch/client.out" rtt "fi_oneway_pingpong $mode"
 done
 
 if [ ! -x "$bin/zmq_throughput" ]; then
