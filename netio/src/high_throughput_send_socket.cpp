@@ -96,12 +96,11 @@ class HighThroughputSendSocket::Impl {
   // out without reassembling.
   void send_from_caller_memory(std::span<const std::byte> message) {
     std::lock_guard message_lock(message_mutex_);
-    if (pages_needed(0) > 0) reserve_pages(1, true);  // throws with nothing queued
     {
       std::unique_lock page_lock(page_mutex_);
       if (current_ == nullptr) {
         page_lock.unlock();
-        Buffer* page = next_page(false);
+        Buffer* page = next_page(false);  // a timeout throws with nothing queued
         page_lock.lock();
         current_ = page;
       }
@@ -111,7 +110,6 @@ class HighThroughputSendSocket::Impl {
       stats_.zero_copy_messages().fetch_add(1, std::memory_order_relaxed);
       submit_current();
     }
-    release_reserved();  // the flush timer may have taken the page that was reserved for
     sender_.send_borrowed(message, options_.page_size, options_.send_timeout);
     stats_.pages().fetch_add((message.size() + options_.page_size - 1) / options_.page_size,
                              std::memory_order_relaxed);
