@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace netio::fabric {
@@ -141,6 +142,13 @@ void FabricReceiveSocket::repost_returned() {
 
 void FabricReceiveSocket::send_credits() {
   if (!connected_ || credit_in_flight_ || credits_returned_ == credits_announced_ || endpoint_->closed()) return;
+  // A credit message costs both sides about what the data message it pays for costs (a
+  // send, a receive, the provider's signalling): announce half a window at a time, but at
+  // once when the sender is running low, or it would wait for credits held back here.
+  const std::uint64_t window = buffers_->count();
+  const std::uint64_t batch = std::max<std::uint64_t>(1, window / 2);
+  const std::uint64_t sender_left = window + credits_announced_ - received_;
+  if (credits_returned_ - credits_announced_ < batch && sender_left >= batch) return;
   wire::encode_credits(credit_block_->data(), credits_returned_);
   const ssize_t rc = ::fi_send(endpoint_->ep(), credit_block_->data(), wire::credit_message_size, credit_block_->desc(),
                                0, credit_operation_.as_context());
@@ -183,6 +191,7 @@ void FabricReceiveSocket::fail(Errc code, const std::string& why) {
 void FabricReceiveSocket::on_completion(OperationContext& operation, std::size_t length) {
   switch (operation.kind) {
     case OperationContext::Kind::data_receive:
+      ++received_;
       operation.buffer->size = length;
       if (started_ && undelivered_.empty()) {
         deliver(operation.buffer);

@@ -85,6 +85,7 @@ class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEn
   std::vector<OperationContext*> repost_later_;
   std::uint64_t credits_returned_ = 0;   // buffers re-posted since the connection started
   std::uint64_t credits_announced_ = 0;  // the running total last sent to the peer
+  std::uint64_t received_ = 0;           // data messages received since the connection started
   bool credit_in_flight_ = false;
   std::optional<std::chrono::steady_clock::time_point> canceled_at_;
 };
