@@ -38,8 +38,8 @@ PY
 for p in tcp_throughput tcp_pingpong fi_oneway_pingpong; do "$bin/$p" --help >/dev/null || fail "$p --help"; done
 
 # raw TCP throughput: the receiver reports; --paged (netio's sender shape) must deliver every
-# byte too, also with messages that span its 1 MiB pages
-for mode in "-s 1KiB" "-s 1KiB --paged" "-s 3MiB --paged"; do
+# byte too, also with messages that span its pages (1 MiB, or --page-size)
+for mode in "-s 1KiB" "-s 1KiB --paged" "-s 3MiB --paged" "-s 100KiB --paged --page-size 64KiB"; do
   size="${mode#-s }"; size="${size%% *}"
   start_server "$bin/tcp_throughput" --recv -s "$size" --json --timeout 20s
   "$bin/tcp_throughput" -e "tcp://127.0.0.1:$(cat "$scratch/port")" $mode -n 20 --timeout 20s 2>"$scratch/client.err" \

@@ -1,12 +1,13 @@
 // tcp_throughput: the raw-TCP reference for throughput (tools/bench/README.md). One stream,
 // blocking writes of a fixed size; the receiver reads into a 1 MiB buffer and counts bytes.
 // --paged gives the sender the shape of netio's high-throughput sender and nothing else:
-// the calling thread copies each message into 1 MiB pages (16 of them), a second thread
+// the calling thread copies each message into pages (16 of 1 MiB, or --page-size), a second thread
 // (pinned with it) writes full pages. What that shape costs on a machine is then measured
 // without netio.
 //
 //   tcp_throughput --recv [--port N] [--port-file FILE] [--json] [--cpu N] [--timeout D]
-//   tcp_throughput -e tcp://HOST:PORT -s SIZE [--write-size SIZE | --paged] (-n MESSAGES | -t DURATION) [--cpu N]
+//   tcp_throughput -e tcp://HOST:PORT -s SIZE [--write-size SIZE | --paged [--page-size SIZE]]
+//                  (-n MESSAGES | -t DURATION) [--cpu N]
 #include "bench/common/bench_common.hpp"
 #include "common/cli_options.hpp"
 #include "common/termination.hpp"
@@ -35,9 +36,9 @@ struct Options : netio::bench::RoleOptions {
   std::uint64_t messages = 0;
   std::chrono::nanoseconds time{std::chrono::seconds(2)};
   bool paged = false;
+  std::uint64_t page_size = 1 << 20;  // --paged: netio's default page
 };
 
-constexpr std::size_t kPageSize = 1 << 20;
 constexpr std::size_t kPages = 16;
 
 int run_receiver(const Options& o) {
@@ -110,7 +111,8 @@ std::uint64_t send_plain(const Options& o, const Fd& stream, std::uint64_t total
 // --paged: messages copied into pages here, full pages written by a second thread.
 std::uint64_t send_paged(const Options& o, const Fd& stream, std::uint64_t total_bytes, Clock::time_point end_time,
                          Clock::time_point deadline) {
-  std::vector<std::vector<char>> pages(kPages, std::vector<char>(kPageSize));
+  const std::size_t page_size = o.page_size;
+  std::vector<std::vector<char>> pages(kPages, std::vector<char>(page_size));
   std::vector<std::size_t> used(kPages, 0);
   std::mutex mutex;
   std::condition_variable changed;
@@ -163,11 +165,11 @@ std::uint64_t send_paged(const Options& o, const Fd& stream, std::uint64_t total
         free_pages.pop_back();
         used[current] = 0;
       }
-      const std::uint64_t take = std::min<std::uint64_t>(o.size - offset, kPageSize - used[current]);
+      const std::uint64_t take = std::min<std::uint64_t>(o.size - offset, page_size - used[current]);
       std::memcpy(pages[current].data() + used[current], message.data() + offset, take);
       used[current] += take;
       offset += take;
-      if (used[current] == kPageSize) hand_over();
+      if (used[current] == page_size) hand_over();
     }
     if (!failure.empty()) break;
     sent += o.size;
@@ -227,16 +229,19 @@ int main(int argc, char** argv) {
   auto* write_size =
       netio::tools::add_size_option(app, "--write-size", o.write_size, "Sender: bytes per write() (default: --size)");
   app.add_flag("--paged", o.paged,
-               "Sender: copy each message into 1 MiB pages (16) and let a second thread write full pages: the shape "
-               "of netio's high-throughput sender, without netio")
+               "Sender: copy each message into pages (16 of --page-size) and let a second thread write full pages: "
+               "the shape of netio's high-throughput sender, without netio")
       ->excludes(write_size)
       ->excludes(recv);
+  netio::tools::add_size_option(app, "--page-size", o.page_size, "Sender with --paged: bytes per page (default 1 MiB)")
+      ->needs("--paged");
   auto* n = app.add_option("-n,--messages", o.messages, "Sender: messages to send")->excludes(recv);
   netio::tools::add_duration_option(app, "-t,--time", o.time, "Sender: how long to send (unless -n)")->excludes(n);
   try {
     app.parse(argc, argv);
     netio::bench::require_endpoint(o, names);
     if (o.size == 0) throw CLI::ValidationError("--size", "must be at least 1 byte");
+    if (o.page_size == 0) throw CLI::ValidationError("--page-size", "must be at least 1 byte");
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
