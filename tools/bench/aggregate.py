@@ -69,6 +69,7 @@ def load(raw_path):
     tput = defaultdict(lambda: defaultdict(lambda: {"msgs_per_s": [], "gbps": []}))
     rtt = defaultdict(lambda: defaultdict(lambda: {p: [] for p in PERCENTILES}))
     failed = []
+    memory = None
     for line in Path(raw_path).read_text().splitlines():
         if not line.strip():
             continue
@@ -77,7 +78,9 @@ def load(raw_path):
         if data is None:
             failed.append(f"{kind} {system} {size_text(size)} run {run['rep']}")
             continue
-        if kind == "tput":
+        if kind == "memory":  # memory_check.sh's one JSON line
+            memory = data
+        elif kind == "tput":
             r = data["results"][0]
             tput[system][size]["msgs_per_s"].append(r["msgs_per_s"])
             tput[system][size]["gbps"].append(r["gbps"])
@@ -88,14 +91,14 @@ def load(raw_path):
               for sys_, sizes in tput.items()}
     rtt_s = {sys_: {size: {k: spread(v) for k, v in d.items()} for size, d in sizes.items()}
              for sys_, sizes in rtt.items()}
-    return tput_s, rtt_s, failed
+    return tput_s, rtt_s, memory, failed
 
 
 def get(table, system, size, key):
     return table.get(system, {}).get(size, {}).get(key)
 
 
-def build_targets(tput, rtt, small_pages="smaller"):
+def build_targets(tput, rtt, memory=None, small_pages="smaller"):
     """The targets of issue 5, each with its measured ratio (of medians) and met/missed."""
     targets = []
 
@@ -130,8 +133,18 @@ def build_targets(tput, rtt, small_pages="smaller"):
     for size in sorted(set(rtt.get("netio_fabric", {})) | set(rtt.get("netio_fabric_busy", {}))):
         add("libfabric busy-poll RTT mean/fi_pingpong mean (both spin)", size,
             ratio(get(rtt, "netio_fabric_busy", size, "mean"), get(rtt, "fi_pingpong", size, "mean")), 1.3, False)
-    targets.append({"target": "memory: sender within its pages, RSS flat over a long run", "size": None,
-                    "ratio": None, "threshold": "–", "status": "not measured by compare.sh"})
+    name = "memory: sender RSS within its pool + overhead allowance, flat after warm-up (memory_check.sh)"
+    if memory is None:
+        targets.append({"target": name, "size": 64, "ratio": None, "threshold": "–", "status": "not measured"})
+    else:
+        def mib(kib):
+            return f"{kib / 1024:.1f} MiB"
+        targets.append({
+            "target": name, "size": 64, "ratio": None,
+            "measured": f"RSS max {mib(memory['rss_max_kib'])} with a {mib(memory['pool_kib'])} pool; "
+                        f"growth {memory['growth_kib']} KiB over {memory['samples']} samples",
+            "threshold": f"≤ pool + {mib(memory['overhead_limit_kib'])}; growth ≤ {memory['growth_limit_kib']} KiB",
+            "status": "met" if memory["ok"] else "missed"})
     return targets
 
 
@@ -265,7 +278,8 @@ def markdown(tput, rtt, targets, bounds, failed, machine, settings):
     for t in targets:
         status = {"met": "✅ met", "missed": "❌ missed"}.get(t["status"], t["status"])
         size = size_text(t["size"]) if t["size"] else "–"
-        md.append(f"| {t['target']} | {size} | {num(t['ratio'])} | {t['threshold']} | {status} |")
+        measured = t.get("measured") or num(t["ratio"])
+        md.append(f"| {t['target']} | {size} | {measured} | {t['threshold']} | {status} |")
     md += ["", "### Against the same shape without netio", "",
            "The design fixes two shapes: the high-throughput sender copies messages into pages on the caller's "
            "thread and an event-loop thread writes them; sends and receives use separate one-way connections. "
@@ -347,17 +361,17 @@ def main():
     parser.add_argument("--small-pages", default="smaller", help="the page size of netio_small_pages, for labels")
     args = parser.parse_args()
     out = Path(args.out)
-    tput, rtt, failed = load(args.raw)
+    tput, rtt, memory, failed = load(args.raw)
     if args.small_pages != "smaller":
         TPUT_NAMES["netio_small_pages"] = f"netio POSIX, {args.small_pages} pages"
-    targets = build_targets(tput, rtt, args.small_pages)
+    targets = build_targets(tput, rtt, memory, args.small_pages)
     bounds = build_bounds(tput, rtt)
 
     result = {"machine": args.machine, "settings": args.settings,
               "throughput": {s: {str(k): v for k, v in d.items()} for s, d in tput.items()},
               "rtt_us": {s: {str(k): v for k, v in d.items()} for s, d in rtt.items()},
               "systems": {"throughput": TPUT_NAMES, "rtt": RTT_NAMES},
-              "targets": targets, "bounds": bounds, "failed_runs": failed}
+              "memory": memory, "targets": targets, "bounds": bounds, "failed_runs": failed}
     (out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     (out / "results.md").write_text(markdown(tput, rtt, targets, bounds, failed, args.machine, args.settings))
     plots(out, tput, rtt)

@@ -18,6 +18,7 @@
 #   --no-pubsub          skip the ZeroMQ pub/sub reference
 #   --small-pages SIZE   also run netio with this page size from 16 KiB on (default 512KiB,
 #                        0 skips): what HighThroughputSendOptions::page_size buys over the default
+#   --memory-time D      run memory_check.sh (the memory target) for D (default 20s; 0 skips)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
@@ -31,6 +32,7 @@ build=1
 fabric=1
 pubsub=1
 small_pages=512KiB
+memory_time=20s
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -42,7 +44,8 @@ while [ $# -gt 0 ]; do
     --no-fabric) fabric=0; shift ;;
     --no-pubsub) pubsub=0; shift ;;
     --small-pages) small_pages="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --memory-time) memory_time="$2"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -260,11 +263,18 @@ for rep in $(seq "$repeat"); do
     fi
   done
 done
+if [ "$memory_time" != 0 ]; then
+  echo "== memory: memory_check.sh --time $memory_time" >&2
+  # Its exit status says met or missed; the aggregate reads that from the JSON.
+  "$root/tools/bench/memory_check.sh" --build "$root/build/release" --time "$memory_time" \
+      >"$scratch/out.json" 2>"$scratch/client.err" || true
+  record memory netio 64 1 "$scratch/out.json"
+fi
 elapsed=$(( $(date +%s) - start_time ))
 
 machine="$(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), L2 $(lscpu 2>/dev/null | sed -n 's/^L2 cache: *//p'), $(uname -sr), libzmq $(pkg-config --modversion libzmq 2>/dev/null || echo '?'), libfabric $(pkg-config --modversion libfabric 2>/dev/null || echo '?')"
 python3 "$root/tools/bench/aggregate.py" --raw "$raw" --out "$out" --machine "$machine" --small-pages "$small_pages" \
-    --settings "compare.sh --repeat $repeat --time $per_point --iterations $iterations --sizes $sizes --small-pages $small_pages; receiver CPU $recv_cpu, sender CPU $send_cpu; ${elapsed} s of measurement; load (1/5/15 min) ${load_before} before, $(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') after"
+    --settings "compare.sh --repeat $repeat --time $per_point --iterations $iterations --sizes $sizes --small-pages $small_pages --memory-time $memory_time; receiver CPU $recv_cpu, sender CPU $send_cpu; ${elapsed} s of measurement; load (1/5/15 min) ${load_before} before, $(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') after"
 if command -v gnuplot >/dev/null; then
   (cd "$out" && gnuplot plots.gp) || echo "compare.sh: gnuplot failed; no plots" >&2
 else

@@ -6,20 +6,24 @@
 # --time (default 30s), samples the sender's VmRSS every 0.5 s from /proc, and prints one
 # JSON line: the pool size (page_count x page_size), RSS after warm-up, at the end, and the
 # largest, and the growth from warm-up to the end. Exit status 1 when RSS grew by more than
-# --max-growth KiB (default 2048) after warm-up.
-#   tools/bench/memory_check.sh [--build DIR] [--time 30s] [--max-growth KIB]
+# --max-growth KiB (default 2048) after warm-up, or when it ever exceeded the pool by more
+# than --max-overhead KiB (default 16384: code, libraries, stacks; a second pool's worth of
+# pages would not fit).
+#   tools/bench/memory_check.sh [--build DIR] [--time 30s] [--max-growth KIB] [--max-overhead KIB]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 build=build/release
 run_time=30s
 max_growth=2048
+max_overhead=16384
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --time) run_time="$2"; shift 2 ;;
     --max-growth) max_growth="$2"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --max-overhead) max_overhead="$2"; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "memory_check.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -49,17 +53,19 @@ while kill -0 "$sender" 2>/dev/null; do
 done
 wait "$sender" || { echo "memory_check.sh: netio_throughput failed" >&2; exit 1; }
 
-python3 - "$max_growth" "${samples[@]}" <<'PY'
+python3 - "$max_growth" "$max_overhead" "${samples[@]}" <<'PY'
 import json, sys
-limit = int(sys.argv[1])
-rss = [int(x) for x in sys.argv[2:]]
+limit, overhead = int(sys.argv[1]), int(sys.argv[2])
+rss = [int(x) for x in sys.argv[3:]]
 if len(rss) < 8:
     sys.exit("memory_check.sh: too few RSS samples; use a longer --time")
 warm = rss[len(rss) // 4]          # after a quarter of the run: pages touched, pools full
 end = rss[-2]                      # the last full sample before exit
-result = {"pool_kib": 16 * 1024, "rss_warm_kib": warm, "rss_end_kib": end,
+pool = 16 * 1024
+result = {"pool_kib": pool, "rss_warm_kib": warm, "rss_end_kib": end,
           "rss_max_kib": max(rss), "growth_kib": end - warm, "samples": len(rss),
-          "growth_limit_kib": limit, "ok": end - warm <= limit}
+          "growth_limit_kib": limit, "overhead_limit_kib": overhead,
+          "ok": end - warm <= limit and max(rss) <= pool + overhead}
 print(json.dumps(result))
 sys.exit(0 if result["ok"] else 1)
 PY
