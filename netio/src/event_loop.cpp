@@ -18,6 +18,7 @@ namespace netio {
 namespace {
 
 constexpr std::uint64_t wake_key = 0;  // handler keys start at 1
+constexpr std::uint32_t fd_look_every = 64;  // rounds, while pollers spin (see add_poller)
 
 timespec to_timespec(std::chrono::nanoseconds d) {
   const auto count = d.count();
@@ -105,7 +106,7 @@ void EventLoop::run() {
   while (!stop_requested_.load(std::memory_order_acquire)) {
     const bool busy = busy_poll_.load(std::memory_order_seq_cst);
     if (busy && wake_pending_.load(std::memory_order_seq_cst)) drain_posted(false);
-    if (!busy || pollers_.empty() || (++round & 7) == 0) {
+    if (!busy || pollers_.empty() || ++round % fd_look_every == 0) {
       const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), busy ? 0 : -1);
       if (n < 0) {
         if (errno == EINTR) continue;
