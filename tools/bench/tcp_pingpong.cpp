@@ -23,10 +23,7 @@ namespace {
 using namespace netio::bench;
 constexpr const char* kTool = "tcp_pingpong";
 
-struct Options : netio::bench::RoleOptions {
-  std::uint64_t size = 64;
-  std::uint64_t iterations = 10000;
-  std::uint64_t warmup = 1000;
+struct Options : netio::bench::PingPongOptions {
   bool busy_poll = false;
   bool one_way = false;  // pings on one connection, pongs on a second one
 };
@@ -141,21 +138,15 @@ int main(int argc, char** argv) {
   Options o;
   static constexpr netio::bench::RoleNames names{
       "--server", "Echo what clients send, one client after another", "Server", "Client: the server, tcp://HOST:PORT",
-      "Client: print {\"size\", \"iterations\", \"rtt_us\": {min, median, mean, p90, p99, p999, max, stddev}}"};
-  auto* server = netio::bench::add_role_options(app, o, names);
-  netio::tools::add_size_option(app, "-s,--size", o.size, "Client: ping size")->excludes(server);
-  app.add_option("-n,--iterations", o.iterations, "Client: measured round trips")->capture_default_str();
-  app.add_option("-w,--warmup", o.warmup, "Client: round trips before measuring")->capture_default_str();
+      netio::bench::rtt_json_help};
+  netio::bench::add_pingpong_options(app, o, names, "Client: ping size");
   app.add_flag("--busy-poll", o.busy_poll, "Spin on non-blocking recv() instead of blocking (burns a core)");
   app.add_flag("--one-way", o.one_way,
                "Pings and pongs on two connections that carry data one way each, like netio's send and receive "
                "sockets (both sides must say it)");
   try {
     app.parse(argc, argv);
-    netio::bench::require_endpoint(o, names);
-    if (!o.listener && (o.size == 0 || o.iterations == 0)) {
-      throw CLI::ValidationError("--size/--iterations", "must be at least 1");
-    }
+    netio::bench::check_pingpong_options(o, names);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

@@ -14,11 +14,7 @@ namespace {
 using namespace netio::bench;
 constexpr const char* kTool = "zmq_reqrep";
 
-struct Options : netio::bench::RoleOptions {
-  std::uint64_t size = 64;
-  std::uint64_t iterations = 10000;
-  std::uint64_t warmup = 1000;
-};
+using Options = netio::bench::PingPongOptions;
 
 // Receives one message into `message`, checking the deadline every 100 ms (ZMQ_RCVTIMEO).
 // Returns false when the deadline passed or Ctrl-C.
@@ -73,17 +69,11 @@ int main(int argc, char** argv) {
   static constexpr netio::bench::RoleNames names{
       "--server", "Echo requests (REP, binds 127.0.0.1) until --timeout or Ctrl-C", "Server",
       "Client: the server, tcp://HOST:PORT",
-      "Client: print {\"size\", \"iterations\", \"rtt_us\": {min, median, mean, p90, p99, p999, max, stddev}}"};
-  auto* server = netio::bench::add_role_options(app, o, names);
-  netio::tools::add_size_option(app, "-s,--size", o.size, "Client: request size")->excludes(server);
-  app.add_option("-n,--iterations", o.iterations, "Client: measured round trips")->capture_default_str();
-  app.add_option("-w,--warmup", o.warmup, "Client: round trips before measuring")->capture_default_str();
+      netio::bench::rtt_json_help};
+  netio::bench::add_pingpong_options(app, o, names, "Client: request size");
   try {
     app.parse(argc, argv);
-    netio::bench::require_endpoint(o, names);
-    if (!o.listener && (o.size == 0 || o.iterations == 0)) {
-      throw CLI::ValidationError("--size/--iterations", "must be at least 1");
-    }
+    netio::bench::check_pingpong_options(o, names);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

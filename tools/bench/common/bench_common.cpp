@@ -48,6 +48,21 @@ void require_endpoint(const RoleOptions& o, const RoleNames& names) {
   if (!o.listener && o.endpoint.empty()) throw CLI::RequiredError(fmt::format("--endpoint (or {})", names.flag));
 }
 
+CLI::Option* add_pingpong_options(CLI::App& app, PingPongOptions& o, const RoleNames& names, const char* size_help) {
+  auto* flag = add_role_options(app, o, names);
+  netio::tools::add_size_option(app, "-s,--size", o.size, size_help)->excludes(flag);
+  app.add_option("-n,--iterations", o.iterations, "Client: measured round trips")->capture_default_str();
+  app.add_option("-w,--warmup", o.warmup, "Client: round trips before measuring")->capture_default_str();
+  return flag;
+}
+
+void check_pingpong_options(const PingPongOptions& o, const RoleNames& names) {
+  require_endpoint(o, names);
+  if (!o.listener && (o.size == 0 || o.iterations == 0)) {
+    throw CLI::ValidationError("--size/--iterations", "must be at least 1");
+  }
+}
+
 int run_program(const char* tool, const RoleOptions& o, const std::function<int()>& body) {
   return netio::tools::run_tool(tool, [&] {
     netio::tools::install_termination_handlers();

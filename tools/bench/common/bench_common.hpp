@@ -45,6 +45,21 @@ struct RoleNames {
 CLI::Option* add_role_options(CLI::App& app, RoleOptions& options, const RoleNames& names);
 // Throws CLI::RequiredError when the connecting side has no endpoint.
 void require_endpoint(const RoleOptions& options, const RoleNames& names);
+// The round-trip programs: a server echoes, the client measures.
+struct PingPongOptions : RoleOptions {
+  std::uint64_t size = 64;
+  std::uint64_t iterations = 10000;
+  std::uint64_t warmup = 1000;
+};
+// What every round-trip client prints with --json (netio_pingpong's keys).
+inline constexpr const char* rtt_json_help =
+    "Client: print {\"size\", \"iterations\", \"rtt_us\": {min, median, mean, p90, p99, p999, max, stddev}}";
+// add_role_options, then the client's -s/--size (described by `size_help`), -n and -w.
+// Returns the listener flag.
+CLI::Option* add_pingpong_options(CLI::App& app, PingPongOptions& options, const RoleNames& names,
+                                  const char* size_help);
+// require_endpoint, and a client needs a size and an iteration count of at least 1.
+void check_pingpong_options(const PingPongOptions& options, const RoleNames& names);
 // Installs the Ctrl-C handlers, pins when asked and runs `body` as netio's tools do.
 int run_program(const char* tool, const RoleOptions& options, const std::function<int()>& body);
 
