@@ -148,6 +148,19 @@ for r in json.load(open(path))["results"]:
 PY
 }
 
+# netio_recv + netio_throughput, every size in one run:
+# netio_throughput SYSTEM REP LISTEN_ENDPOINT CONNECT_ENDPOINT SIZE... [-- SENDER_OPTION...]
+netio_throughput() {
+  local system="$1" rep="$2" listen="$3" connect="$4" sizes=()
+  shift 4
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do sizes+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  pair "$bin/netio_recv" -e "$listen" --interval 0 --json --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/netio_throughput" -e "$connect" -s "$(join "${sizes[@]}")" -t "$per_point" --cpu "$send_cpu" \
+       --timeout "$timeout" "$@"
+  record_netio "$system" "$rep"
+}
+
 start_time=$(date +%s)
 load_before="$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/')"
 awk '$1 > 0.5 { exit 1 }' /proc/loadavg ||
@@ -156,24 +169,16 @@ echo "compare.sh: load before: ${load_before}; sizes ${sizes}; ${repeat} repeats
 for rep in $(seq "$repeat"); do
   echo "== repeat $rep/$repeat: throughput" >&2
   report=server
-  pair "$bin/netio_recv" -e tcp://127.0.0.1:0 --interval 0 --json --cpu "$recv_cpu" --timeout "$timeout" -- \
-       "$bin/netio_throughput" -e "tcp://127.0.0.1:@PORT@" -s "$(join "${size_list[@]}")" -t "$per_point" \
-       --cpu "$send_cpu" --timeout "$timeout"
-  record_netio netio "$rep"
+  netio_throughput netio "$rep" "tcp://127.0.0.1:0" "tcp://127.0.0.1:@PORT@" "${size_list[@]}"
   if [ "$small_pages" != 0 ] && [ ${#large_sizes[@]} -gt 0 ]; then
     # The same with smaller pages: on the 1 MiB-L2 test box 512 KiB pages measured 10-25 %
     # faster than DESIGN.md's default 1 MiB from 16 KiB messages on (tools/bench/README.md).
-    pair "$bin/netio_recv" -e tcp://127.0.0.1:0 --interval 0 --json --cpu "$recv_cpu" --timeout "$timeout" -- \
-         "$bin/netio_throughput" -e "tcp://127.0.0.1:@PORT@" -s "$(join "${large_sizes[@]}")" -t "$per_point" \
-         --page-size "$small_pages" --cpu "$send_cpu" --timeout "$timeout"
-    record_netio netio_small_pages "$rep"
+    netio_throughput netio_small_pages "$rep" "tcp://127.0.0.1:0" "tcp://127.0.0.1:@PORT@" "${large_sizes[@]}" \
+        -- --page-size "$small_pages"
   fi
   if [ "$fabric" = 1 ] && [ ${#large_sizes[@]} -gt 0 ]; then
-    pair "$bin/netio_recv" -e "fabric://127.0.0.1:0?provider=tcp" --interval 0 --json --cpu "$recv_cpu" \
-         --timeout "$timeout" -- \
-         "$bin/netio_throughput" -e "fabric://127.0.0.1:@PORT@?provider=tcp" -s "$(join "${large_sizes[@]}")" \
-         -t "$per_point" --cpu "$send_cpu" --timeout "$timeout"
-    record_netio netio_fabric "$rep"
+    netio_throughput netio_fabric "$rep" "fabric://127.0.0.1:0?provider=tcp" \
+        "fabric://127.0.0.1:@PORT@?provider=tcp" "${large_sizes[@]}"
   fi
   for size in "${size_list[@]}"; do
     pair "$bin/bench/zmq_throughput" --recv --json --cpu "$recv_cpu" --timeout "$timeout" -- \
