@@ -58,8 +58,8 @@ class EventLoop {
   // after each wake-up. It is for sources with no file descriptor worth sleeping on while
   // the loop spins anyway (libfabric completion queues, read the way fi_pingpong does).
   // While pollers spin, the loop looks at its fds (sockets, timers, connection events)
-  // only every 64th round, some tens of microseconds: each look is an epoll_wait, and at
-  // every 8th round those cost the libfabric round trip 8 % (three per round trip).
+  // only every 64th round (tens of microseconds apart): each look is an epoll_wait, and
+  // looking every 8th round made three of them per libfabric round trip, 8 % of its time.
   // Loop thread only. A poller may remove itself.
   using PollerId = std::uint64_t;
   PollerId add_poller(Task poller);
