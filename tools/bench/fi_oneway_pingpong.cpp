@@ -548,10 +548,7 @@ int run_client(const Options& o) {
     if (context == &tx_context) sent = true;
     if (context == &rx_context) got = true;
   };
-  std::vector<double> rtt_us;
-  rtt_us.reserve(o.iterations);
-  for (std::uint64_t i = 0; i < o.warmup + o.iterations; ++i) {
-    const auto start = Clock::now();
+  measure_round_trips(kTool, o, [&] {
     sent = got = false;
     poller.post(
         in, "fi_recv", [&] { return ::fi_recv(in.ep.get(), pong, o.size, buffers.desc, 0, &rx_context); },
@@ -560,10 +557,7 @@ int run_client(const Options& o) {
         first, "fi_send", [&] { return ::fi_send(first.ep.get(), ping, o.size, buffers.desc, 0, &tx_context); },
         on_completion);
     while (!(sent && got)) poller.poll(on_completion);
-    const auto end = Clock::now();
-    if (i >= o.warmup) rtt_us.push_back(std::chrono::duration<double, std::micro>(end - start).count());
-  }
-  print_latency(kTool, o.size, netio::tools::compute_latency_stats(std::move(rtt_us)), o.json);
+  });
   return 0;
 }
 

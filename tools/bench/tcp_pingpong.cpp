@@ -112,20 +112,14 @@ int run_client(const Options& o) {
   const auto deadline = deadline_after(o.timeout);
   std::vector<char> ping(o.size, 'p');
   std::vector<char> pong(o.size);
-  std::vector<double> rtt_us;
-  rtt_us.reserve(o.iterations);
-  for (std::uint64_t i = 0; i < o.warmup + o.iterations; ++i) {
-    const auto start = Clock::now();
+  measure_round_trips(kTool, o, [&] {
     write_all(s, ping.data(), ping.size(), deadline);
     for (std::size_t got = 0; got < o.size;) {
       const std::size_t n = read_some(in, pong.data() + got, o.size - got, o.busy_poll, deadline);
       if (n == 0) throw std::runtime_error("the server closed the connection");
       got += n;
     }
-    const auto end = Clock::now();
-    if (i >= o.warmup) rtt_us.push_back(std::chrono::duration<double, std::micro>(end - start).count());
-  }
-  print_latency(kTool, o.size, netio::tools::compute_latency_stats(std::move(rtt_us)), o.json);
+  });
   return 0;
 }
 

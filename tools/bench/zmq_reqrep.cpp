@@ -44,18 +44,12 @@ int run_client(const ZmqContext& context, const Options& o, Clock::time_point de
   req.set(ZMQ_LINGER, 0);
   req.connect(o.endpoint);
   std::vector<char> ping(o.size, 'p');
-  std::vector<double> rtt_us;
-  rtt_us.reserve(o.iterations);
-  for (std::uint64_t i = 0; i < o.warmup + o.iterations; ++i) {
-    const auto start = Clock::now();
+  measure_round_trips(kTool, o, [&] {
     zmq_check(zmq_send(req.get(), ping.data(), ping.size(), 0), "zmq_send");
     ZmqMessage reply;
     if (!receive(req, reply, deadline)) throw std::runtime_error("--timeout passed (or interrupted) awaiting a reply");
-    const auto end = Clock::now();
     if (reply.size() != o.size) throw std::runtime_error("the reply has the wrong size");
-    if (i >= o.warmup) rtt_us.push_back(std::chrono::duration<double, std::micro>(end - start).count());
-  }
-  print_latency(kTool, o.size, netio::tools::compute_latency_stats(std::move(rtt_us)), o.json);
+  });
   return 0;
 }
 

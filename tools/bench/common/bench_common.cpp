@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <vector>
 
 #include "common/termination.hpp"
 
@@ -193,6 +194,18 @@ void print_throughput(const netio::tools::ThroughputResult& result, bool json) {
   } else {
     fmt::print("{}", netio::tools::results_table(results, netio::tools::VerificationColumns::none));
   }
+}
+
+void measure_round_trips(const char* tool, const PingPongOptions& o, const std::function<void()>& round_trip) {
+  std::vector<double> rtt_us;
+  rtt_us.reserve(o.iterations);
+  for (std::uint64_t i = 0; i < o.warmup + o.iterations; ++i) {
+    const auto start = Clock::now();
+    round_trip();
+    const auto end = Clock::now();
+    if (i >= o.warmup) rtt_us.push_back(std::chrono::duration<double, std::micro>(end - start).count());
+  }
+  print_latency(tool, o.size, netio::tools::compute_latency_stats(std::move(rtt_us)), o.json);
 }
 
 void print_latency(const char* tool, std::uint64_t size, const netio::tools::LatencyStats& s, bool json) {

@@ -107,6 +107,11 @@ struct HostPort {
 };
 HostPort parse_tcp_endpoint(const std::string& endpoint);
 
+// The client's measurement: --warmup then --iterations calls of `round_trip` (one ping sent
+// and its pong received), each timed; prints the statistics of the measured ones as
+// print_latency does.
+void measure_round_trips(const char* tool, const PingPongOptions& options, const std::function<void()>& round_trip);
+
 // A deadline from --timeout (0: a day, i.e. effectively none).
 Clock::time_point deadline_after(std::chrono::nanoseconds timeout);
 
