@@ -84,6 +84,7 @@ bool FabricEndpoint::drain_completions(Handler& handler, std::size_t budget) {
 }
 
 void FabricEndpoint::drain_events(Handler& handler) {
+  if (!driver_->events_due()) return;
   EventEntry entry;
   while (!closed_ && event_reader_.next(eq_.queue.get(), entry)) {
     if (entry.is_error) {

@@ -93,6 +93,7 @@ void FabricListenSocket::close_passive_endpoint() noexcept {
 
 void FabricListenSocket::drain() {
   discarded_.clear();  // not on the stack any more: their drains have returned
+  if (!driver_->events_due()) return;
   EventEntry entry;
   while (!closed_ && reader_.next(eq_.queue.get(), entry)) {
     if (entry.is_error) {

@@ -51,7 +51,10 @@ void ProgressDriver::start_spinning() {
   polling_ = true;
   // The loop never sleeps: reading the queues on every round is what fi_pingpong does, and
   // spares the provider signalling a wait fd and the loop reading it.
-  poller_ = loop_.add_poller([this] { run(); });
+  poller_ = loop_.add_poller([this] {
+    ++spin_rounds_;
+    run();
+  });
   spinning_.store(true, std::memory_order_release);
 }
 

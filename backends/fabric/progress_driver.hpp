@@ -7,7 +7,8 @@
 // drains again while it says -FI_EAGAIN (a few rounds, then it re-posts itself so other
 // connections get their turn). Queues without a wait fd are polled from a periodic timer
 // instead (see Domain); that costs up to `poll_period` of latency. When the loop busy-polls,
-// queues have no wait objects and are read on every round of the loop (a poller).
+// queues have no wait objects: completion queues are read on every round of the loop (a
+// poller), event queues on every `events_every`-th (events_due).
 //
 // kick() asks for a drain from any thread (it posts to the loop at most once at a time,
 // without allocating): used after posting operations, to hand back receive buffers, and
@@ -21,6 +22,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -33,6 +35,7 @@ class ProgressDriver : public std::enable_shared_from_this<ProgressDriver> {
  public:
   static constexpr std::chrono::milliseconds poll_period{1};
   static constexpr int trywait_rounds = 4;
+  static constexpr std::uint32_t events_every = 64;  // rounds of a spinning loop (events_due)
 
   // `name` appears in log messages; `drain` runs on the loop thread only.
   static std::shared_ptr<ProgressDriver> create(EventLoop& loop, fid_fabric* fabric, std::string name,
@@ -56,6 +59,12 @@ class ProgressDriver : public std::enable_shared_from_this<ProgressDriver> {
 
   void rename(std::string name) { name_ = std::move(name); }  // loop thread
 
+  // Whether this drain should read the event queue (connection events). Always, unless the
+  // loop spins: then on every `events_every`-th round only. The tcp provider (1.17) pays an
+  // epoll_wait and a mutex for every EQ read: 3 epoll_wait calls per round trip of a spinning
+  // ping-pong; connection events can wait some microseconds. Loop thread.
+  bool events_due() const noexcept { return poller_ == 0 || spin_rounds_ % events_every == 0; }
+
  private:
   ProgressDriver(EventLoop& loop, fid_fabric* fabric, std::string name, std::function<void()> drain);
   void run();
@@ -73,6 +82,7 @@ class ProgressDriver : public std::enable_shared_from_this<ProgressDriver> {
   bool polling_ = false;
   EventLoop::TimerId poll_timer_ = 0;
   EventLoop::PollerId poller_ = 0;  // busy-polling loop: queues read on every round
+  std::uint32_t spin_rounds_ = 0;
   EventLoop::TimerId retry_timer_ = 0;
   // For the debug log when the driver stops: how hard the loop worked for this connection.
   std::uint64_t wakeups_ = 0;
