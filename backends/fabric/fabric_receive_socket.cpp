@@ -1,5 +1,6 @@
 #include "backends/fabric/fabric_receive_socket.hpp"
 
+#include "backends/fabric/credit_policy.hpp"
 #include "backends/fabric/fabric_errors.hpp"
 #include "backends/fabric/fabric_wire.hpp"
 #include "netio/log.hpp"
@@ -142,13 +143,7 @@ void FabricReceiveSocket::repost_returned() {
 
 void FabricReceiveSocket::send_credits() {
   if (!connected_ || credit_in_flight_ || credits_returned_ == credits_announced_ || endpoint_->closed()) return;
-  // A credit message costs both sides about what the data message it pays for costs (a
-  // send, a receive, the provider's signalling): announce half a window at a time, but at
-  // once when the sender is running low, or it would wait for credits held back here.
-  const std::uint64_t window = buffers_->count();
-  const std::uint64_t batch = std::max<std::uint64_t>(1, window / 2);
-  const std::uint64_t sender_left = window + credits_announced_ - received_;
-  if (credits_returned_ - credits_announced_ < batch && sender_left >= batch) return;
+  if (!should_announce_credits(buffers_->count(), credits_announced_, credits_returned_, received_)) return;
   wire::encode_credits(credit_block_->data(), credits_returned_);
   const ssize_t rc = ::fi_send(endpoint_->ep(), credit_block_->data(), wire::credit_message_size, credit_block_->desc(),
                                0, credit_operation_.as_context());

@@ -4,10 +4,10 @@
 // Flow control: every receive buffer is posted before fi_accept, and the accept tells the
 // sender how many there are: its credits. The sender spends one credit per buffer it
 // sends, so the receive queue never overruns. When the user gives a ReceivedBuffer back,
-// the buffer is re-posted and the credit returned to the sender in a small credit message
-// on the same (bidirectional) libfabric endpoint; at most one is in flight at a time, and
-// later returns are merged into the next one. A user who holds every buffer stalls the
-// sender, which is how back-pressure travels.
+// the buffer is re-posted, and its credit goes back to the sender in a small credit message
+// on the same (bidirectional) libfabric endpoint once the sender runs low (credit_policy.hpp);
+// at most one is in flight at a time, and later returns are merged into the next one. A
+// user who holds every buffer stalls the sender, which is how back-pressure travels.
 #pragma once
 
 #include "backends/fabric/fabric_endpoint.hpp"
