@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <limits>
 
 namespace netio::fabric {
@@ -142,7 +141,7 @@ void FabricReceiveSocket::repost_returned() {
 }
 
 void FabricReceiveSocket::send_credits() {
-  if (!connected_ || credit_in_flight_ || credits_returned_ == credits_announced_ || endpoint_->closed()) return;
+  if (!connected_ || credit_in_flight_ || endpoint_->closed()) return;
   if (!should_announce_credits(buffers_->count(), credits_announced_, credits_returned_, received_)) return;
   wire::encode_credits(credit_block_->data(), credits_returned_);
   const ssize_t rc = ::fi_send(endpoint_->ep(), credit_block_->data(), wire::credit_message_size, credit_block_->desc(),
