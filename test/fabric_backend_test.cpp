@@ -8,6 +8,7 @@
 #include "backends/fabric/fabric_memory_registrar.hpp"
 #include "backends/fabric/fabric_wire.hpp"
 #include "backends/fabric/provider_selection.hpp"
+#include "kernel_tcp.hpp"
 #include "netio/backend.hpp"
 #include "netio/buffer.hpp"
 #include "netio/context.hpp"
@@ -381,6 +382,10 @@ TEST_CASE("fabric: hello, accept and buffers from 0 B to 4 MiB arrive intact", "
   REQUIRE_FALSE(sender.failure());
   CHECK(sender.info.peer == remote);
   CHECK(sender.info.peer_max_buffer_size == (4u << 20));
+  // The tcp provider writes a buffer with one sendmsg(): larger than this is slower.
+  std::size_t efficient = 0;
+  h.run([&] { efficient = sender.socket->efficient_buffer_size(); });
+  CHECK(efficient == netio::detail::kernel_tcp_write_limit);
   {
     std::lock_guard lock(receiver.mutex);
     REQUIRE(receiver.requests.size() == 1);
@@ -829,6 +834,9 @@ TEST_CASE("fabric: the sockets provider works too (smoke)", "[fabric][sockets]")
   auto& sender = h.connect(remote, bytes_of("sockets smoke"), 4, 1 << 16);
   REQUIRE(eventually([&] { return sender.is_connected() || sender.failure(); }));
   REQUIRE_FALSE(sender.failure());
+  std::size_t efficient = 0;
+  h.run([&] { efficient = sender.socket->efficient_buffer_size(); });
+  CHECK(efficient == netio::detail::kernel_tcp_write_limit);
   for (std::size_t i = 0; i < 20; ++i) h.send_bytes(sender, pattern(100 * i, i));
   REQUIRE(eventually([&] { return receiver.total_messages == 20; }));
   {

@@ -3,6 +3,7 @@
 #include "backends/fabric/fabric_errors.hpp"
 #include "backends/fabric/fabric_wire.hpp"
 #include "backends/fabric/provider_selection.hpp"
+#include "kernel_tcp.hpp"
 #include "netio/log.hpp"
 
 #include <rdma/fi_cm.h>
@@ -34,6 +35,8 @@ bool FabricSendSocket::sends_unregistered_memory() const noexcept {
   return domain_ && !domain_->registrar().registration_required();
 }
 
+std::size_t FabricSendSocket::efficient_buffer_size() const noexcept { return efficient_buffer_size_; }
+
 void FabricSendSocket::connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) {
   if (state_ != State::idle) {
     throw Error(Errc::closed, fmt::format("{}: connect() may be called only once per socket", describe()));
@@ -54,6 +57,7 @@ void FabricSendSocket::set_up(const Endpoint& remote, std::span<const std::byte>
   domain_ = domains_.get(*info);
   const std::size_t depth = std::clamp<std::size_t>(info->tx_attr->size, 1, max_send_operations);
   inject_size_ = info->tx_attr->inject_size;
+  if (info->ep_attr->protocol == FI_PROTO_SOCK_TCP) efficient_buffer_size_ = detail::kernel_tcp_write_limit;
   endpoint_ = std::make_unique<FabricEndpoint>(loop_, domain_, *info, FabricEndpoint::Depth{depth, credit_receives},
                                                describe(), [this] { drain(); });
 

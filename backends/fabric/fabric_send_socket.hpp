@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,10 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   // socket's domain. Both stay valid as long as the back-end.
   MemoryRegistrar* registrar() noexcept override;
   bool sends_unregistered_memory() const noexcept override;
+  // detail::kernel_tcp_write_limit on providers whose wire is a kernel TCP socket (tcp,
+  // sockets): the tcp provider writes each buffer with one sendmsg(). No limit on the
+  // others (verbs).
+  std::size_t efficient_buffer_size() const noexcept override;
   void close() noexcept override;
 
  private:
@@ -88,6 +93,7 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   // the next drain. Only when nothing else is in flight, so completions stay in order.
   std::deque<Buffer*> injected_;
   std::size_t inject_size_ = 0;             // the provider's limit for fi_inject (0: none)
+  std::size_t efficient_buffer_size_ = std::numeric_limits<std::size_t>::max();
   std::uint64_t credits_ = 0;
   std::uint64_t credits_total_seen_ = 0;  // the receiver's running total, last seen
   std::size_t peer_max_buffer_size_ = 0;

@@ -3,6 +3,7 @@
 #include "address.hpp"
 #include "backends/posix/gather_list.hpp"
 #include "backends/posix/wire.hpp"
+#include "kernel_tcp.hpp"
 #include "little_endian.hpp"
 #include "netio/log.hpp"
 
@@ -17,13 +18,6 @@
 namespace netio::posix {
 namespace {
 constexpr std::size_t max_iovecs = 64;  // per sendmsg(): well under IOV_MAX
-// Bytes per sendmsg(). Inside one call Linux's TCP stops after every 16 new skbs to process
-// the ACKs parked in the socket's backlog meanwhile (tcp_sendmsg_locked, sk_flush_backlog),
-// which also transmits and delivers what the call queued so far. An skb carries one GSO
-// segment, just under 64 KiB on loopback and TSO NICs, so a 1 MiB page and its header
-// crossed that point in every call, and on loopback that pass cost the sender a fifth of its
-// CPU (README, Performance). Calls of 3/4 of it stay clear and cost one more syscall per page.
-constexpr std::size_t max_bytes_per_call = 768 * 1024;
 }  // namespace
 
 void PosixSendSocket::connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) {
@@ -153,7 +147,7 @@ void PosixSendSocket::write_queued() {
   writing_ = true;
   std::array<iovec, max_iovecs> iov{};
   while (state_ == State::connected && !queue_.empty()) {
-    GatherList gather(iov, head_offset_, max_bytes_per_call);
+    GatherList gather(iov, head_offset_, detail::kernel_tcp_write_limit);
     for (const auto& p : queue_) {
       if (!gather.add(p.header.data(), p.header.size()) || !gather.add(p.buffer->data, p.buffer->size)) break;
     }

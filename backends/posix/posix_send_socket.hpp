@@ -9,6 +9,7 @@
 
 #include <array>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -23,6 +24,8 @@ class PosixSendSocket final : public LowLevelSendSocket {
   void send(Buffer* buffer) override;
   MemoryRegistrar* registrar() noexcept override { return nullptr; }
   bool sends_unregistered_memory() const noexcept override { return true; }
+  // No limit: a large buffer is written in several calls (detail::kernel_tcp_write_limit).
+  std::size_t efficient_buffer_size() const noexcept override { return std::numeric_limits<std::size_t>::max(); }
   void close() noexcept override;
 
  private:

@@ -26,6 +26,7 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello
     // After connect(): only then does a back-end know which device (domain) to register
     // with. No callback runs before this task returns, so nothing needs the pool yet.
     pool_ = std::make_unique<BufferPool>(buffer_count, buffer_size, socket_->registrar());
+    efficient_buffer_size_ = socket_->efficient_buffer_size();
   });
 }
 

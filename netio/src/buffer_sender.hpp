@@ -38,6 +38,8 @@ class BufferSender {
   BufferSender& operator=(const BufferSender&) = delete;
 
   BufferPool& pool() noexcept { return *pool_; }
+  // The back-end's LowLevelSendSocket::efficient_buffer_size() for this connection.
+  std::size_t efficient_buffer_size() const noexcept { return efficient_buffer_size_; }
   const SendConnectionState& state() const noexcept { return state_; }
   const Endpoint& remote() const noexcept { return remote_; }
   EventLoop& loop() noexcept { return loop_; }
@@ -73,6 +75,7 @@ class BufferSender {
   SendConnectionState state_;
   std::unique_ptr<LowLevelSendSocket> socket_;  // loop thread only
   std::unique_ptr<BufferPool> pool_;
+  std::size_t efficient_buffer_size_ = 0;       // set in the constructor, then constant
   bool closed_ = false;                         // loop thread only
 
   std::mutex submit_mutex_;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -19,7 +20,8 @@ class HighThroughputSendSocket::Impl {
   Impl(Context& context, const Endpoint& remote, const HighThroughputSendOptions& options)
       : options_(validated(options)),
         sender_(context, remote, detail::Hello{detail::SocketKind::high_throughput_send, options.page_size},
-                options.page_count, options.page_size, stats_) {
+                options.page_count, options.page_size, stats_),
+        page_capacity_(std::min(options_.page_size, sender_.efficient_buffer_size())) {
     reserved_.reserve(options_.page_count);
     flush_timer_ = sender_.loop().add_timer(options_.flush_timeout, options_.flush_timeout, [this] {
       flush_page(stats_.flushes_timer());
@@ -80,9 +82,9 @@ class HighThroughputSendSocket::Impl {
         page_lock.lock();
         current_ = page;
       }
-      packer.fill(current_->data, current_->size, options_.page_size);
+      packer.fill(current_->data, current_->size, page_capacity_);
       if (packer.done()) stats_.add_message_single_writer(message.size());  // every writer holds page_mutex_
-      if (detail::MessagePacker::page_full(current_->size, options_.page_size)) {
+      if (detail::MessagePacker::page_full(current_->size, page_capacity_)) {
         stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);
         submit_current();
       }
@@ -91,9 +93,9 @@ class HighThroughputSendSocket::Impl {
   }
 
   // The length goes into the current page, which is sent; the bytes follow as frames of
-  // their own, straight from the caller's memory. Frames are at most a page, so the
-  // receiver's page limit holds, and a page-sized body arrives as one page it can hand
-  // out without reassembling.
+  // their own, straight from the caller's memory. Frames are at most a page's capacity, so
+  // the receiver's page limit holds, and a body that fits one arrives as one page it can
+  // hand out without reassembling.
   void send_from_caller_memory(std::span<const std::byte> message) {
     std::lock_guard message_lock(message_mutex_);
     {
@@ -110,8 +112,8 @@ class HighThroughputSendSocket::Impl {
       stats_.zero_copy_messages().fetch_add(1, std::memory_order_relaxed);
       submit_current();
     }
-    sender_.send_borrowed(message, options_.page_size, options_.send_timeout);
-    stats_.pages().fetch_add((message.size() + options_.page_size - 1) / options_.page_size,
+    sender_.send_borrowed(message, page_capacity_, options_.send_timeout);
+    stats_.pages().fetch_add((message.size() + page_capacity_ - 1) / page_capacity_,
                              std::memory_order_relaxed);
   }
 
@@ -120,12 +122,12 @@ class HighThroughputSendSocket::Impl {
   // spans pages current_ is null (a page is submitted as soon as it is full).
   bool send_into_current_page(std::span<const std::byte> message) {
     std::lock_guard page_lock(page_mutex_);
-    if (current_ == nullptr || options_.page_size - current_->size < detail::message_header_size + message.size()) {
+    if (current_ == nullptr || page_capacity_ - current_->size < detail::message_header_size + message.size()) {
       return false;
     }
     detail::MessagePacker packer(message);
-    packer.fill(current_->data, current_->size, options_.page_size);
-    if (detail::MessagePacker::page_full(current_->size, options_.page_size)) {
+    packer.fill(current_->data, current_->size, page_capacity_);
+    if (detail::MessagePacker::page_full(current_->size, page_capacity_)) {
       stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);
       submit_current();
     }
@@ -138,13 +140,13 @@ class HighThroughputSendSocket::Impl {
     std::size_t free = 0;
     {
       std::lock_guard page_lock(page_mutex_);
-      if (current_ != nullptr) free = options_.page_size - current_->size;
+      if (current_ != nullptr) free = page_capacity_ - current_->size;
     }
     if (free >= detail::message_header_size + size) return 0;
     // The length field never spans pages, so it goes where it fits whole.
     const std::size_t rest = free >= detail::message_header_size ? size - (free - detail::message_header_size)
                                                                    : size + detail::message_header_size;
-    return (rest + options_.page_size - 1) / options_.page_size;
+    return (rest + page_capacity_ - 1) / page_capacity_;
   }
 
   // Fills reserved_ with `count` pages. False (nothing held) when !wait and the pool is
@@ -223,6 +225,9 @@ class HighThroughputSendSocket::Impl {
   HighThroughputSendOptions options_;
   StatsCounters stats_;
   detail::BufferSender sender_;
+  // Bytes filled into a page (and lent per frame) at most: the page size, or less where the
+  // back-end sends smaller buffers faster. The receiver only checks against the page size.
+  const std::size_t page_capacity_;
   EventLoop::TimerId flush_timer_ = 0;
   std::mutex message_mutex_;  // one message at a time, held across waits for pages
   std::mutex page_mutex_;     // current_, shared with the flush timer on the loop thread

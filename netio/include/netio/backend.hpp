@@ -115,6 +115,12 @@ class LowLevelSendSocket {
   // on_send_completed), so that large messages can go out without a copy. Known once
   // on_connected has run (a libfabric provider needing FI_MR_LOCAL says no).
   virtual bool sends_unregistered_memory() const noexcept = 0;
+  // The largest buffer this connection sends at full speed: larger ones are sent as well,
+  // only slower (a libfabric provider over kernel TCP writes each buffer with one system
+  // call, and Linux slows down calls past 16 skbs). Senders free to choose their buffer
+  // sizes, such as high-throughput pages, stay under it. std::numeric_limits<std::size_t>::max()
+  // when there is no such limit. Known after connect().
+  virtual std::size_t efficient_buffer_size() const noexcept = 0;
   // Closes the connection. Buffers not yet completed are dropped (the caller owns them
   // again); no callback runs after close() returns. Idempotent.
   virtual void close() noexcept = 0;

@@ -21,6 +21,9 @@
 namespace netio {
 
 struct HighThroughputSendOptions {
+  // Bytes per page. Where the back-end sends smaller buffers faster, pages are filled only
+  // that far (libfabric's tcp and sockets providers: 768 KiB; see
+  // LowLevelSendSocket::efficient_buffer_size()); the pool still holds page_size each.
   std::size_t page_size = 1024 * 1024;
   std::size_t page_count = 16;  // the pool: memory is page_size × page_count, never more
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);  // a partly filled page waits at most this long
