@@ -43,8 +43,8 @@ struct HighThroughputSendOptions {
 // times out half-way, the connection is closed rather than left with a torn message.
 // Large messages: send() of a message of at least zero_copy_threshold bytes puts only its
 // length into the current page, sends that page, then lends the message's own memory to
-// the back-end in page-sized frames and returns once the back-end has taken them (like a
-// blocking write). The receiver sees the same stream as if the message had been copied.
+// the back-end in frames of at most a page (as filled: see page_size) and returns once the
+// back-end has taken them (like a blocking write). The receiver sees the same stream as if the message had been copied.
 // That saves the copy and, more, keeps the bytes the kernel reads hot in the cache. It
 // needs a back-end that sends unregistered memory (POSIX, libfabric without FI_MR_LOCAL)
 // and a connected socket; otherwise, from the loop thread and in try_send() the message
