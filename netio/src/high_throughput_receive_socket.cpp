@@ -120,6 +120,7 @@ class HighThroughputReceiveSocket::Impl {
       if (current_.page && next_in_current_page()) {
         auto& parser = *current_parser_;
         if (parser.reassembled()) return Message(parser.take_reassembled());
+        if (parser.joined_page()) return Message(parser.view(), parser.joined_page());
         return Message(parser.view(), std::shared_ptr<const void>(current_.page));
       }
       if (!pop_page(deadline)) return std::nullopt;
@@ -195,7 +196,7 @@ class HighThroughputReceiveSocket::Impl {
     if (dropped_.count(entry.connection) != 0) return true;  // pages in flight from a dropped peer
     current_ = std::move(entry);
     current_parser_ = &parser_for(current_.connection);
-    current_parser_->set_page(current_.page->bytes());
+    current_parser_->set_page(current_.page->bytes(), current_.page->spare(), current_.page);
     return true;
   }
 

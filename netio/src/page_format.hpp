@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,6 +16,10 @@ namespace netio::detail {
 constexpr std::size_t message_header_size = 8;
 
 // Parses the pages of one connection, in order. Not thread-safe (one consumer at a time).
+//
+// A message that spans pages is joined where it started when that page's buffer has room
+// for the rest (libfabric's receive buffers do: pages are filled only to 768 KiB there), so
+// it stays a view of one page; otherwise it is reassembled into memory of its own.
 class PageParser {
  public:
   enum class Result { message, need_page, error };
@@ -22,17 +27,25 @@ class PageParser {
   explicit PageParser(std::size_t max_message_size) : max_message_size_(max_message_size) {}
 
   // Starts on the next page; the bytes must stay valid until next() asks for another page.
-  void set_page(std::span<const std::byte> page) noexcept {
+  // `spare` is the writable rest of the page's buffer, right after its bytes (may be
+  // empty), and `owner` keeps bytes and spare alive: the parser holds on to it while it
+  // joins a message in that spare room.
+  void set_page(std::span<const std::byte> page, std::span<std::byte> spare = {},
+                std::shared_ptr<const void> owner = {}) noexcept {
     page_ = page;
+    spare_ = spare;
+    owner_ = std::move(owner);
     offset_ = 0;
   }
 
-  // On Result::message: view() is the message. It lies in the current page, unless
-  // reassembled() says it spanned pages, in which case take_reassembled() hands it over.
-  // (A message whose length ended the previous page and whose bytes start this one and fit
-  // in it lies in this page.)
+  // On Result::message: view() is the message, valid until the next call of next(). It
+  // lies in the current page, unless joined_page() is set (it lies in that earlier page,
+  // which the caller keeps alive by holding the pointer) or reassembled() is true
+  // (take_reassembled() hands over its memory). A message whose length ended the previous
+  // page and whose bytes fill this one from its start lies in this page.
   Result next();
   std::span<const std::byte> view() const noexcept { return view_; }
+  const std::shared_ptr<const void>& joined_page() const noexcept { return joined_page_; }
   bool reassembled() const noexcept { return reassembled_; }
   std::vector<std::byte> take_reassembled() noexcept { return std::move(assembly_); }
 
@@ -40,13 +53,25 @@ class PageParser {
   const std::string& error() const noexcept { return error_; }
 
  private:
+  Result continue_message();
+  // The message's first `in_page` bytes end the current page; the rest comes in later ones.
+  void begin_spanning(std::size_t in_page);
+
   std::size_t max_message_size_;
   std::span<const std::byte> page_;
+  std::span<std::byte> spare_;
+  std::shared_ptr<const void> owner_;
   std::size_t offset_ = 0;
   std::span<const std::byte> view_;
   bool reassembled_ = false;
   bool assembling_ = false;
-  std::size_t expected_ = 0;
+  std::size_t expected_ = 0;   // length of the message being assembled
+  std::size_t assembled_ = 0;  // how much of it the parser has seen
+  // Joining in place: where the message starts, where its next bytes go, and the page.
+  const std::byte* join_start_ = nullptr;
+  std::byte* join_next_ = nullptr;
+  std::shared_ptr<const void> join_page_;
+  std::shared_ptr<const void> joined_page_;  // of the message in view_, when joined
   std::vector<std::byte> assembly_;
   std::string error_;
 };

@@ -81,6 +81,12 @@ class ReceivedBuffer {
   std::span<const std::byte> bytes() const noexcept {
     return buffer_ ? std::span<const std::byte>(buffer_->data, buffer_->size) : std::span<const std::byte>();
   }
+  // The rest of the buffer after bytes(): the holder's to write (the back-end does not touch
+  // a buffer while it is lent), e.g. to join a message that continues in the next buffer.
+  std::span<std::byte> spare() noexcept {
+    return buffer_ ? std::span<std::byte>(buffer_->data + buffer_->size, buffer_->capacity - buffer_->size)
+                   : std::span<std::byte>();
+  }
 
  private:
   Buffer* buffer_ = nullptr;

@@ -1,6 +1,8 @@
 // A received high-throughput message. Move-only. When the message lies within one page it
 // is a view into that page and keeps the page alive (zero copy) until the Message is
-// destroyed; a message that spanned pages is reassembled into memory of its own.
+// destroyed. A message that spanned pages is joined in the buffer of the page it started
+// in when that buffer has room for the rest (a view again), else reassembled into memory
+// of its own.
 #pragma once
 
 #include <cstddef>
