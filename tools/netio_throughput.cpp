@@ -37,7 +37,8 @@ struct Options {
   std::optional<std::chrono::nanoseconds> duration;
   std::uint64_t page_size = 1024 * 1024;
   std::uint64_t pages = netio::HighThroughputSendOptions{}.page_count;
-  std::uint64_t zero_copy_threshold = netio::HighThroughputSendOptions{}.zero_copy_threshold;
+  std::uint64_t zero_copy_threshold = 0;
+  bool zero_copy_threshold_given = false;
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);
   bool verify = false;
   bool json = false;
@@ -71,7 +72,10 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   add_size_option(app, "--zero-copy-threshold", o.zero_copy_threshold,
                   "Messages at least this large are sent from the tool's memory instead of being copied into "
-                  "pages (--mode ht; a huge value such as 1GiB turns that off)");
+                  "pages (--mode ht; a huge value such as 1GiB turns that off). auto: the socket's default, 256 KiB, "
+                  "or 1.5 MiB over libfabric's tcp and sockets providers")
+      ->default_str("auto")
+      ->each([&o](const std::string&) { o.zero_copy_threshold_given = true; });
   add_duration_option(app, "--flush-timeout", o.flush_timeout,
                       "How long a partly filled page may wait before it is sent (--mode ht; each run ends with an "
                       "explicit flush anyway)");
@@ -130,7 +134,7 @@ int run(const Options& o) {
   sender.payload = o.verify ? PayloadMode::per_message : PayloadMode::fixed_per_run;
   sender.page_size = o.page_size;
   sender.page_count = o.pages;
-  sender.zero_copy_threshold = o.zero_copy_threshold;
+  if (o.zero_copy_threshold_given) sender.zero_copy_threshold = o.zero_copy_threshold;
   sender.flush_timeout = o.flush_timeout;
 
   netio::ContextOptions context_options;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -21,7 +22,8 @@ class HighThroughputSendSocket::Impl {
       : options_(validated(options)),
         sender_(context, remote, detail::Hello{detail::SocketKind::high_throughput_send, options.page_size},
                 options.page_count, options.page_size, stats_),
-        page_capacity_(std::min(options_.page_size, sender_.efficient_buffer_size())) {
+        page_capacity_(std::min(options_.page_size, sender_.efficient_buffer_size())),
+        zero_copy_threshold_(zero_copy_threshold(options_, sender_.efficient_buffer_size(), page_capacity_)) {
     reserved_.reserve(options_.page_count);
     flush_timer_ = sender_.loop().add_timer(options_.flush_timeout, options_.flush_timeout, [this] {
       flush_page(stats_.flushes_timer());
@@ -44,6 +46,17 @@ class HighThroughputSendSocket::Impl {
     sender_.close();
   }
 
+  // Where the back-end writes each buffer with a call of its own (it caps the buffer size),
+  // a lent message costs one more buffer than its frames, for its length: lend only what
+  // fills two pages at least.
+  static std::size_t zero_copy_threshold(const HighThroughputSendOptions& options, std::size_t efficient_buffer_size,
+                                         std::size_t page_capacity) {
+    if (options.zero_copy_threshold) return *options.zero_copy_threshold;
+    const std::size_t threshold = HighThroughputSendOptions::default_zero_copy_threshold;
+    if (efficient_buffer_size == std::numeric_limits<std::size_t>::max()) return threshold;
+    return std::max(threshold, 2 * page_capacity);
+  }
+
   static const HighThroughputSendOptions& validated(const HighThroughputSendOptions& options) {
     if (options.page_size < 2 * detail::message_header_size) {
       throw Error(Errc::message_too_large, fmt::format("page size {} is too small (at least {} bytes)",
@@ -57,7 +70,7 @@ class HighThroughputSendSocket::Impl {
 
   bool send(std::span<const std::byte> message, bool wait) {
     sender_.state().throw_if_failed();
-    if (wait && message.size() >= options_.zero_copy_threshold && sender_.can_send_borrowed() &&
+    if (wait && message.size() >= zero_copy_threshold_ && sender_.can_send_borrowed() &&
         !sender_.loop().in_loop_thread()) {
       send_from_caller_memory(message);
       return true;
@@ -228,6 +241,7 @@ class HighThroughputSendSocket::Impl {
   // Bytes filled into a page (and lent per frame) at most: the page size, or less where the
   // back-end sends smaller buffers faster. The receiver only checks against the page size.
   const std::size_t page_capacity_;
+  const std::size_t zero_copy_threshold_;  // the option, or the back-end's default
   EventLoop::TimerId flush_timer_ = 0;
   std::mutex message_mutex_;  // one message at a time, held across waits for pages
   std::mutex page_mutex_;     // current_, shared with the flush timer on the loop thread

@@ -35,7 +35,7 @@ struct BenchSenderOptions {
   // High-throughput only.
   std::uint64_t page_size = 1024 * 1024;
   std::uint64_t page_count = netio::HighThroughputSendOptions{}.page_count;
-  std::uint64_t zero_copy_threshold = netio::HighThroughputSendOptions{}.zero_copy_threshold;
+  std::optional<std::uint64_t> zero_copy_threshold;  // unset: the socket's default
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
 };
