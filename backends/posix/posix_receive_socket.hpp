@@ -32,6 +32,9 @@ class PosixReceiveSocket final : public LowLevelReceiveSocket {
 
   void on_readable();
   Step read_once();
+  // Takes `bytes` already peeked into staging from the kernel; false (and failed) if it
+  // could not.
+  bool discard_peeked(std::size_t bytes);
   bool consume_staged();  // false when stalled for lack of buffers or closed
   void deliver();
   void resume();

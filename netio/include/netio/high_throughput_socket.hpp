@@ -29,12 +29,12 @@ struct HighThroughputSendOptions {
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);  // a partly filled page waits at most this long
   std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);  // send() waits this long for a free page
   // send() of a message at least this large skips the copy into pages (see below).
-  // std::numeric_limits<std::size_t>::max() turns that off. Unset: the back-end's default,
-  // default_zero_copy_threshold, or where pages are capped by the back-end (libfabric's
-  // tcp and sockets providers) two pages' capacity, 1.5 MiB: there a lent message costs a
-  // buffer of its own for its length and a wait for its frames, which outweighs the copy
-  // below that (measured with netio_throughput: lent 33.5 against copied 40.0 Gb/s at
-  // 1 MiB, 38.8 against 35.4 at 2 MiB).
+  // std::numeric_limits<std::size_t>::max() turns that off. Unset (the default):
+  // default_zero_copy_threshold, or two pages' capacity (1.5 MiB) where the back-end caps
+  // pages (libfabric's tcp and sockets providers). There every buffer is a message of its
+  // own, so a lent message costs one more, for its length, and a wait for its frames; below
+  // two pages that costs more than the copy (netio_throughput: lent 33.5 against copied
+  // 40.0 Gb/s at 1 MiB, 38.8 against 35.4 at 2 MiB).
   std::optional<std::size_t> zero_copy_threshold;
   static constexpr std::size_t default_zero_copy_threshold = 256 * 1024;
 };
