@@ -170,7 +170,8 @@ BOUNDS = [
     ("netio_vs_oneway_median", "netio/raw TCP one-way blocking, RTT median", "rtt", "netio", "tcp_oneway", "median",
      "µs", "all",
      "netio's blocking round trip against raw TCP on the same two one-way connections: at ≈ 1.0 a missed "
-     "\"RTT median ≤ 1.15× raw blocking\" is the cost of the one-way send/receive connections."),
+     "\"RTT median ≤ 1.15× raw blocking\" is the cost of the one-way send/receive connections (below 1.0: "
+     "netio's POSIX receive socket lets the kernel acknowledge only after delivering, see below)."),
     ("netio_vs_oneway_p99", "netio/raw TCP one-way blocking, RTT p99", "rtt", "netio", "tcp_oneway", "p99",
      "µs", "all",
      "The same for the p99 (target \"p99 ≤ 1.3× raw blocking\")."),
@@ -184,8 +185,9 @@ BOUNDS = [
      "median ≤ 1.3× raw busy-poll\" is the cost of the one-way connections."),
     ("oneway_busy_vs_busy_median", "raw TCP one-way busy-poll/raw TCP busy-poll, RTT median", "rtt",
      "tcp_oneway_busy", "tcp_busy", "median", "µs", "all",
-     "What one-way connections cost raw busy-poll TCP: when this alone is above 1.3, no library on one-way "
-     "connections can meet the busy-poll target against a single two-way connection."),
+     "What one-way connections cost raw busy-poll TCP that reads the plain way: Linux acknowledges a small pushed "
+     "segment inside the recv() that drains it, so the ACK delays every message. netio's POSIX receive socket "
+     "peeks, delivers, then drains, and its ACK follows the reply: netio is below raw TCP one-way above."),
     ("fabric_busy_vs_fi_pingpong_mean", "netio libfabric busy-poll/fi_pingpong, RTT mean", "rtt",
      "netio_fabric_busy", "fi_pingpong", "mean", "µs", "all",
      "netio over libfabric against libfabric's own ping-pong on the same provider, both spinning (the ratio of "
@@ -197,7 +199,9 @@ BOUNDS = [
     ("fi_oneway_vs_twoway_mean", "libfabric one-way/one connection, RTT mean", "rtt", "fi_oneway", "fi_twoway",
      "mean", "µs", "all",
      "What one-way connections cost over libfabric's tcp provider without netio: two endpoints to progress "
-     "every round and pure ACKs. Above 1.3, \"≤ 1.3× fi_pingpong\" is out of reach on one-way connections."),
+     "every round, and the ACK the provider's own recv() sends before the data reaches the program (which "
+     "netio cannot defer inside the provider). Above 1.3, \"≤ 1.3× fi_pingpong\" is out of reach on one-way "
+     "connections over this provider."),
     ("fabric_busy_vs_fi_oneway_mean", "netio libfabric busy-poll/libfabric one-way, RTT mean", "rtt",
      "netio_fabric_busy", "fi_oneway", "mean", "µs", "all",
      "netio over libfabric against libfabric on the same two one-way connections, both spinning: what netio's "
