@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -354,4 +355,53 @@ TEST_CASE("a context refuses to pin its thread to a CPU that does not exist", "[
   int ran = 0;
   pinned.loop().run_sync([&] { ran = sched_getcpu() == 0 ? 1 : 2; });
   CHECK(ran == 1);
+}
+
+namespace {
+
+// Bytes the kernel still holds for the established TCP connections whose local port is
+// `port` (the rx_queue column of /proc/net/tcp).
+std::size_t kernel_receive_queue(std::uint16_t port) {
+  std::FILE* file = std::fopen("/proc/net/tcp", "r");
+  if (file == nullptr) return 0;
+  std::size_t total = 0;
+  char line[512];
+  std::fgets(line, sizeof line, file);  // the header
+  while (std::fgets(line, sizeof line, file) != nullptr) {
+    unsigned local_address = 0, local_port = 0, remote_address = 0, remote_port = 0, state = 0;
+    unsigned long tx_queue = 0, rx_queue = 0;
+    if (std::sscanf(line, " %*d: %x:%x %x:%x %x %lx:%lx", &local_address, &local_port, &remote_address, &remote_port,
+                    &state, &tx_queue, &rx_queue) == 7 &&
+        local_port == port && state == 1 /* TCP_ESTABLISHED */) {
+      total += rx_queue;
+    }
+  }
+  std::fclose(file);
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("the POSIX receiver delivers small messages before it takes them from the kernel",
+          "[low_latency][integration]") {
+  // Linux acknowledges a small segment inside the recv() that drains it; on a one-way
+  // connection that ACK would come before the delivery. The receive socket peeks, delivers,
+  // then drains: during the callback the message is still in the kernel's queue.
+  netio::Context context;
+  std::atomic<std::size_t> queued_during_delivery{0};
+  std::atomic<std::size_t> delivered{0};
+  std::atomic<std::uint16_t> port{0};
+  netio::LowLatencyReceiveSocket receiver(
+      context, Endpoint::parse("tcp://127.0.0.1:0"),
+      [&](std::span<const std::byte>, const Endpoint&) {
+        queued_during_delivery = kernel_receive_queue(port);
+        ++delivered;
+      });
+  port = receiver.local_endpoint().port;
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
+  sender.wait_connected(5s);
+  sender.send(pattern(8, 1));
+  REQUIRE(eventually([&] { return delivered == 1; }, 5s));
+  CHECK(queued_during_delivery >= 8);
+  CHECK(eventually([&] { return kernel_receive_queue(port) == 0; }, 5s));  // drained after the callback
 }

@@ -101,12 +101,11 @@ PosixReceiveSocket::Step PosixReceiveSocket::read_once() {
     target = staging_.data() + staged_end_;
     room = staging_.size() - staged_end_;
   }
-  // Staged bytes are peeked, handed on, and only then taken from the kernel (below): Linux
-  // acknowledges a small pushed segment in the recv() that drains it, and on a connection
-  // that carries data one way only that ACK (its transmission and, on loopback, its
-  // reception) would delay every small message's delivery by some microseconds.
-  const bool peek = !direct;
-  const ssize_t n = ::recv(fd_.get(), target, room, peek ? MSG_PEEK : 0);
+  // Bytes for staging are peeked, handed on, and only then taken from the kernel (below):
+  // Linux acknowledges a small pushed segment in the recv() that drains it, and on a
+  // connection that carries data one way only that ACK (its transmission and, on loopback,
+  // its reception) would delay every small message's delivery by some microseconds.
+  const ssize_t n = ::recv(fd_.get(), target, room, direct ? 0 : MSG_PEEK);
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR) return Step::would_block;
     fail(Errc::disconnected, fmt::format("connection from {} to {} lost: {}", peer_.to_string(), local_.to_string(),
@@ -129,7 +128,7 @@ PosixReceiveSocket::Step PosixReceiveSocket::read_once() {
   }
   staged_end_ += static_cast<std::size_t>(n);
   const bool consumed = consume_staged();
-  if (!closed_ && !discard_peeked(static_cast<std::size_t>(n))) return Step::done;
+  if (!closed_ && !discard_peeked(static_cast<std::size_t>(n))) return Step::done;  // now the ACK may go
   return consumed ? Step::progress : Step::stalled;
 }
 
