@@ -29,6 +29,26 @@ netio::HighThroughputSendOptions small_pages(std::size_t page_size = 64 * 1024, 
   return options;
 }
 
+// Sends pattern(sizes[i], i) for every i from another thread, then flushes; checks that the
+// receiver gets each message, in order and intact.
+void send_and_expect(netio::HighThroughputSendSocket& sender, netio::HighThroughputReceiveSocket& receiver,
+                     const std::vector<std::size_t>& sizes) {
+  auto producer = std::async(std::launch::async, [&] {
+    for (std::size_t i = 0; i < sizes.size(); ++i) sender.send(pattern(sizes[i], i));
+    sender.flush_and_wait(10s);
+  });
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    auto message = receiver.recv(10s);
+    REQUIRE(message);
+    const auto expected = pattern(sizes[i], i);
+    const auto bytes = message->bytes();
+    if (!std::equal(bytes.begin(), bytes.end(), expected.begin(), expected.end())) {
+      FAIL("message " << i << " of " << sizes[i] << " bytes arrived changed (" << bytes.size() << " bytes)");
+    }
+  }
+  producer.get();
+}
+
 }  // namespace
 
 TEST_CASE("1,000,000 small messages arrive complete, in order and intact", "[high_throughput][integration]") {
@@ -72,17 +92,7 @@ TEST_CASE("messages of 3x the page size are split and reassembled", "[high_throu
   const std::size_t page = 64 * 1024;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(page, 4));
   const std::vector<std::size_t> sizes = {3 * page, 10, 3 * page + 5, 3 * page - 8, 0, 7 * page};
-  auto producer = std::async(std::launch::async, [&] {
-    for (std::size_t i = 0; i < sizes.size(); ++i) sender.send(pattern(sizes[i], i));
-    sender.flush_and_wait(10s);
-  });
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    auto message = receiver.recv(10s);
-    REQUIRE(message);
-    INFO("message " << i);
-    CHECK(std::vector<std::byte>(message->bytes().begin(), message->bytes().end()) == pattern(sizes[i], i));
-  }
-  producer.get();
+  send_and_expect(sender, receiver, sizes);
 }
 
 TEST_CASE("large messages go out from the caller's memory, between small ones, intact and in order",
@@ -187,20 +197,7 @@ TEST_CASE("without a zero-copy threshold, what is lent follows the back-end", "[
   const std::vector<std::size_t> sizes = {256 * 1024 - 1, 256 * 1024, page, 3 * page / 2 - 1, 3 * page / 2, 2 * page};
   std::size_t lent = 0;
   for (const std::size_t size : sizes) lent += size >= threshold ? 1 : 0;
-  auto producer = std::async(std::launch::async, [&] {
-    for (std::size_t i = 0; i < sizes.size(); ++i) sender.send(pattern(sizes[i], i));
-    sender.flush_and_wait(10s);
-  });
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    auto message = receiver.recv(10s);
-    REQUIRE(message);
-    const auto expected = pattern(sizes[i], i);
-    const auto bytes = message->bytes();
-    if (!std::equal(bytes.begin(), bytes.end(), expected.begin(), expected.end())) {
-      FAIL("message " << i << " of " << sizes[i] << " bytes arrived changed (" << bytes.size() << " bytes)");
-    }
-  }
-  producer.get();
+  send_and_expect(sender, receiver, sizes);
   CHECK(sender.stats().zero_copy_messages == lent);
   CHECK(lent == (base.transport == netio::Transport::fabric ? 2 : 5));
 }

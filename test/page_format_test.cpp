@@ -182,26 +182,25 @@ TEST_CASE("malformed pages are rejected with a reason", "[page_format]") {
 }
 
 TEST_CASE("a message that spans pages is joined in the spare room of the page it started in", "[page_format]") {
-  SECTION("random messages, buffers with room for the largest: nothing is reassembled") {
-    const std::size_t page_size = 4096;
-    std::mt19937_64 rng(11);
+  const std::size_t page_size = 4096;
+  // 300 messages of 0 to 3 pages, packed into pages.
+  auto random_messages = [&](std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
     std::uniform_int_distribution<std::size_t> size(0, 3 * page_size);
     std::vector<std::vector<std::byte>> messages;
     for (std::uint64_t i = 0; i < 300; ++i) messages.push_back(pattern(size(rng), i));
-    const auto pages = pack(messages, page_size);
-    const auto parsed = parse_in_buffers(pages, 4 * page_size, 3 * page_size);
+    return messages;
+  };
+  SECTION("random messages, buffers with room for the largest: nothing is reassembled") {
+    const auto messages = random_messages(11);
+    const auto parsed = parse_in_buffers(pack(messages, page_size), 4 * page_size, 3 * page_size);
     CHECK(parsed.messages == messages);
     CHECK(parsed.joined > 50);
     CHECK(parsed.reassembled == 0);
   }
   SECTION("random messages, buffers with a little room: joined where it fits, reassembled where not") {
-    const std::size_t page_size = 4096;
-    std::mt19937_64 rng(12);
-    std::uniform_int_distribution<std::size_t> size(0, 3 * page_size);
-    std::vector<std::vector<std::byte>> messages;
-    for (std::uint64_t i = 0; i < 300; ++i) messages.push_back(pattern(size(rng), i));
-    const auto pages = pack(messages, page_size);
-    const auto parsed = parse_in_buffers(pages, page_size + page_size / 2, 3 * page_size);
+    const auto messages = random_messages(12);
+    const auto parsed = parse_in_buffers(pack(messages, page_size), page_size + page_size / 2, 3 * page_size);
     CHECK(parsed.messages == messages);
     CHECK(parsed.joined > 10);
     CHECK(parsed.reassembled > 10);
