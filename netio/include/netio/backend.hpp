@@ -5,7 +5,13 @@
 //     the connection is reported lost;
 //   - a connection starts with a hello (opaque bytes from the connecting side) that the
 //     listening side accepts or rejects before any data flows; the accept carries the
-//     largest buffer the receiver takes, a reject carries a reason for the connector.
+//     largest buffer the receiver takes, a reject carries a reason for the connector;
+//   - data flows from the send socket to the receive socket; the receive socket may send
+//     replies back on the same connection (acknowledgements, credits), as many and as large
+//     as the send socket declared it takes before connect() (accept_replies()). Replies are
+//     delivered as one unit each, in order, and flow control holds both ways: a send socket
+//     that holds its received replies stops reading them, and the replier's replies then wait
+//     in its back-end (bounded by the replier's own buffers), never in unbounded memory.
 //
 // Threading: every method must be called on the event-loop thread, and every callback runs
 // there. A callback may call close() on its own socket but must not destroy it; destroy
@@ -93,6 +99,14 @@ class ReceivedBuffer {
   std::shared_ptr<ReceiveBufferOwner> owner_;
 };
 
+// What a send socket takes as replies: each at most max_size bytes, at most `credits`
+// received and not yet given back (a ReceivedBuffer held by the caller) before the
+// connection stops taking more. Zero max_size: no replies (a reply is a protocol error).
+struct ReplyWindow {
+  std::size_t max_size = 0;
+  std::size_t credits = 0;
+};
+
 // What the connecting side learns when the listener accepts.
 struct ConnectionInfo {
   Endpoint peer;                  // the address connected to
@@ -106,9 +120,13 @@ class LowLevelSendSocket {
     std::function<void(const Error&)> on_connect_failed;  // refused, rejected (with reason), unreachable
     std::function<void(const Error&)> on_disconnected;    // after on_connected only
     std::function<void(Buffer*)> on_send_completed;       // the buffer may be reused
+    // A reply from the receive socket, in the order sent. Holding it holds a reply credit.
+    std::function<void(ReceivedBuffer)> on_reply;
   };
 
   virtual ~LowLevelSendSocket() = default;
+  // Declares the replies this socket takes (default: none). Before connect() only.
+  virtual void accept_replies(ReplyWindow window) { (void)window; }  // TEMPORARY default until both back-ends implement it
   // Starts connecting; the result arrives through the callbacks. `hello` is copied.
   virtual void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) = 0;
   // Queues `buffer` (buffer->size bytes) for sending. Only after on_connected. Buffers
@@ -137,13 +155,26 @@ class LowLevelReceiveSocket {
   struct Callbacks {
     std::function<void(ReceivedBuffer)> on_data;
     std::function<void(const Error&)> on_disconnected;  // code Errc::disconnected for a clean close
+    std::function<void(Buffer*)> on_reply_completed;    // a reply's buffer may be reused
   };
 
   virtual ~LowLevelReceiveSocket() = default;
   // Starts delivering; called once, right after on_accepted hands the socket over.
   virtual void start(Callbacks callbacks) = 0;
   virtual const Endpoint& peer() const noexcept = 0;
-  // No callback runs after close() returns. Buffers already lent out stay valid. Idempotent.
+  // The largest reply the sender takes (its ReplyWindow::max_size; 0: it takes none).
+  virtual std::size_t max_reply_size() const noexcept { return 0; }  // TEMPORARY default
+  // Registration for reply buffers; nullptr when the back-end needs none.
+  virtual MemoryRegistrar* reply_registrar() noexcept { return nullptr; }  // TEMPORARY default
+  // Queues `buffer` (buffer->size bytes, at most max_reply_size()) as a reply to the sender,
+  // after the replies before it. Only after start(). Never blocks and never throws: replies
+  // wait in the back-end while the sender takes none (its window is full), and complete
+  // through on_reply_completed in the order sent. A reply beyond max_reply_size() fails the
+  // connection (on_disconnected, Errc::message_too_large). The caller bounds how many it
+  // queues. After close() or a failure the buffer is ignored (the caller owns it again).
+  virtual void send_reply(Buffer* buffer) { (void)buffer; }  // TEMPORARY default
+  // No callback runs after close() returns. Buffers already lent out stay valid; replies
+  // not yet completed are dropped (the caller owns them again). Idempotent.
   virtual void close() noexcept = 0;
 };
 
