@@ -133,7 +133,8 @@ struct Receiver {
                   [this, c](const Error& error) {
                     std::lock_guard lock(mutex);
                     c->disconnected = error;
-                  }});
+                  },
+                  {}});
     };
     cb.on_error = [this](const Error& error) {
       std::lock_guard lock(mutex);
@@ -992,7 +993,8 @@ TEST_CASE("fabric: callbacks may close their own socket; nothing is called after
                          if (++messages == 2) accepted->close();
                          if (messages > 2) ++late_calls;
                        },
-                       [&](const Error&) { ++late_calls; }});
+                       [&](const Error&) { ++late_calls; },
+                       {}});
     };
     listener->listen(local_endpoint(), callbacks);
     remote = listener->local_endpoint();

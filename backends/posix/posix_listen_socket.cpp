@@ -91,9 +91,12 @@ void PosixListenSocket::on_hello_readable(int fd) {
 
 void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
   AcceptDecision decision = AcceptDecision::reject("the listener takes no connections");
-  if (callbacks_.on_request) {
+  const auto request = decode_request(pending->reader.payload());
+  if (!request) {
+    decision = AcceptDecision::reject("malformed connection request (not a netio peer, or an old version)");
+  } else if (callbacks_.on_request) {
     try {
-      decision = callbacks_.on_request(pending->peer, pending->reader.payload());
+      decision = callbacks_.on_request(pending->peer, request->hello);
     } catch (const std::exception& e) {
       decision = AcceptDecision::reject(e.what());
     }
@@ -112,7 +115,8 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
     return;  // closing the descriptor ends the connection after the reply
   }
   auto socket = std::make_unique<PosixReceiveSocket>(loop_, std::move(pending->fd), local_, pending->peer,
-                                                     decision.max_buffer_size, decision.receive_credits);
+                                                     decision.max_buffer_size, decision.receive_credits,
+                                                     request->max_reply_size);
   if (callbacks_.on_accepted) callbacks_.on_accepted(std::move(socket));
 }
 

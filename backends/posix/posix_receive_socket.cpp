@@ -1,206 +1,103 @@
 #include "backends/posix/posix_receive_socket.hpp"
 
-#include "backends/posix/wire.hpp"
-#include "little_endian.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>
 
 #include <sys/epoll.h>
-#include <sys/socket.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstring>
-#include <functional>
-#include <mutex>
 
 namespace netio::posix {
-namespace {
-constexpr std::size_t staging_size = 64 * 1024;
-constexpr int max_reads_per_wakeup = 16;  // then let other connections have the loop
-}  // namespace
-
-// The buffers a receive socket lends out. Shared with every ReceivedBuffer, so it outlives
-// the socket. give_back() may run on any thread; it calls the waker only when the socket
-// stalled for lack of buffers (so a returned buffer costs no wake-up in the common case).
-class ReceiveBufferPool final : public ReceiveBufferOwner {
- public:
-  ReceiveBufferPool(std::size_t credits, std::size_t initial_size) : pool_(credits, initial_size) {}
-
-  BufferPool& pool() noexcept { return pool_; }
-  void set_waker(std::function<void()> waker) {
-    std::lock_guard lock(mutex_);
-    waker_ = std::move(waker);
-  }
-  // The socket found no free buffer: ask to be woken by the next give_back().
-  void want_wakeup() noexcept { waiting_.store(true, std::memory_order_seq_cst); }
-  void cancel_wakeup() noexcept { waiting_.store(false, std::memory_order_relaxed); }
-
-  void give_back(Buffer* buffer) noexcept override {
-    pool_.release(buffer);
-    if (waiting_.exchange(false, std::memory_order_seq_cst)) {
-      std::lock_guard lock(mutex_);
-      if (waker_) waker_();
-    }
-  }
-
- private:
-  BufferPool pool_;
-  std::atomic<bool> waiting_{false};
-  std::mutex mutex_;
-  std::function<void()> waker_;  // guarded by mutex_
-};
 
 PosixReceiveSocket::PosixReceiveSocket(EventLoop& loop, SocketFd fd, Endpoint local, Endpoint peer,
-                                       std::size_t max_buffer_size, std::size_t credits)
+                                       std::size_t max_buffer_size, std::size_t credits, std::size_t max_reply_size)
     : loop_(loop),
       fd_(std::move(fd)),
       local_(std::move(local)),
       peer_(std::move(peer)),
-      max_buffer_size_(max_buffer_size),
-      pool_(std::make_shared<ReceiveBufferPool>(std::max<std::size_t>(credits, 1),
-                                                std::min(max_buffer_size, staging_size))),
-      staging_(staging_size) {}
+      max_reply_size_(max_reply_size),
+      reader_(loop, max_buffer_size, credits, peer_.to_string(),
+              fmt::format("from {} to {}", peer_.to_string(), local_.to_string())) {}
 
 PosixReceiveSocket::~PosixReceiveSocket() { close(); }
 
 void PosixReceiveSocket::start(Callbacks callbacks) {
   callbacks_ = std::move(callbacks);
-  // Wake-ups from other threads travel as a posted task that checks the socket still lives.
-  pool_->set_waker([this, alive = std::weak_ptr<int>(alive_)] {
-    loop_.post([this, alive] {
-      if (!alive.expired()) resume();  // the socket may have gone while the task waited
-    });
-  });
-  loop_.add_fd(fd_.get(), EPOLLIN, [this](std::uint32_t) { on_readable(); });
+  started_ = true;
+  FrameReader::Callbacks reader_callbacks;
+  reader_callbacks.on_frame = [this](ReceivedBuffer buffer) {
+    if (callbacks_.on_data) callbacks_.on_data(std::move(buffer));
+  };
+  reader_callbacks.on_stall_changed = [this](bool) { update_interest(); };
+  reader_callbacks.on_failed = [this](Errc code, const std::string& why) { fail(code, why); };
+  reader_.start(fd_.get(), std::move(reader_callbacks));
+  interest_ = EPOLLIN;
+  loop_.add_fd(fd_.get(), interest_, [this](std::uint32_t events) { on_events(events); });
+  registered_ = true;
+  if (!replies_.empty()) write_replies();
 }
 
-void PosixReceiveSocket::on_readable() {
-  for (int i = 0; i < max_reads_per_wakeup && !closed_ && !stalled_; ++i) {
-    if (read_once() != Step::progress) return;
-  }
-}
-
-PosixReceiveSocket::Step PosixReceiveSocket::read_once() {
-  std::byte* target;
-  std::size_t room;
-  const bool direct = current_ != nullptr && staged_begin_ == staged_end_ && expected_ - current_->size >= staging_size;
-  if (direct) {
-    // The rest of a large frame: straight into its buffer, no staging copy.
-    target = current_->data + current_->size;
-    room = expected_ - current_->size;
-  } else {
-    if (staged_begin_ == staged_end_) staged_begin_ = staged_end_ = 0;
-    if (staged_end_ == staging_.size()) {  // only a partial header can be left: move it to the front
-      std::memmove(staging_.data(), staging_.data() + staged_begin_, staged_end_ - staged_begin_);
-      staged_end_ -= staged_begin_;
-      staged_begin_ = 0;
+void PosixReceiveSocket::on_events(std::uint32_t events) {
+  if ((events & EPOLLOUT) && !closed_) write_replies();
+  if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !closed_) {
+    if (reader_.stalled()) {
+      // Not reading, yet epoll reports a hang-up (it always does): what the peer sent before
+      // may still wait in the kernel, so stop polling until a buffer comes back and the
+      // reader finds the end itself, instead of spinning on the event meanwhile.
+      loop_.remove_fd(fd_.get());
+      registered_ = false;
+      return;
     }
-    target = staging_.data() + staged_end_;
-    room = staging_.size() - staged_end_;
+    reader_.on_readable();
   }
-  // Bytes for staging are peeked, handed on, and only then taken from the kernel (below):
-  // Linux acknowledges a small pushed segment in the recv() that drains it, and on a
-  // connection that carries data one way only that ACK (its transmission and, on loopback,
-  // its reception) would delay every small message's delivery by some microseconds.
-  const ssize_t n = ::recv(fd_.get(), target, room, direct ? 0 : MSG_PEEK);
-  if (n < 0) {
-    if (errno == EAGAIN || errno == EINTR) return Step::would_block;
-    fail(Errc::disconnected, fmt::format("connection from {} to {} lost: {}", peer_.to_string(), local_.to_string(),
-                                         errno_text(errno)));
-    return Step::done;
-  }
-  if (n == 0) {
-    if (current_ != nullptr || have_header_ || staged_begin_ != staged_end_) {
-      fail(Errc::disconnected, fmt::format("{} closed the connection to {} in the middle of a message",
-                                           peer_.to_string(), local_.to_string()));
-    } else {
-      fail(Errc::disconnected, fmt::format("{} closed the connection to {}", peer_.to_string(), local_.to_string()));
-    }
-    return Step::done;
-  }
-  if (direct) {
-    current_->size += static_cast<std::size_t>(n);
-    if (current_->size == expected_) deliver();
-    return closed_ ? Step::done : Step::progress;
-  }
-  staged_end_ += static_cast<std::size_t>(n);
-  const bool consumed = consume_staged();
-  if (!closed_ && !discard_peeked(static_cast<std::size_t>(n))) return Step::done;  // now the ACK may go
-  return consumed ? Step::progress : Step::stalled;
 }
 
-bool PosixReceiveSocket::discard_peeked(std::size_t bytes) {
-  ssize_t n;
-  do {
-    n = ::recv(fd_.get(), nullptr, bytes, MSG_TRUNC);  // TCP: drop the bytes, no copy
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(bytes)) return true;
-  fail(Errc::disconnected, fmt::format("connection from {} to {} lost: {}", peer_.to_string(), local_.to_string(),
-                                       n < 0 ? errno_text(errno) : fmt::format("{} of {} bytes read were gone", n, bytes)));
-  return false;
-}
-
-bool PosixReceiveSocket::consume_staged() {
-  while (!closed_) {
-    const std::size_t staged = staged_end_ - staged_begin_;
-    if (current_ == nullptr) {
-      if (!have_header_) {
-        if (staged < frame_header_size) return true;
-        expected_ = detail::load_le<std::uint64_t>(staging_.data() + staged_begin_);
-        staged_begin_ += frame_header_size;
-        have_header_ = true;
-        if (expected_ > max_buffer_size_) {
-          fail(Errc::protocol_error, fmt::format("{} sent a {}-byte buffer to {}, more than the {} bytes agreed",
-                                                 peer_.to_string(), expected_, local_.to_string(), max_buffer_size_));
-          return false;
-        }
-      }
-      current_ = pool_->pool().try_acquire();
-      if (current_ == nullptr) {
-        // Every buffer is lent out: stop reading until one comes back. Asking for the
-        // wake-up before the second try closes the race with a give_back() in between.
-        pool_->want_wakeup();
-        current_ = pool_->pool().try_acquire();
-        if (current_ == nullptr) {
-          stalled_ = true;
-          loop_.modify_fd(fd_.get(), 0);
-          return false;
-        }
-        pool_->cancel_wakeup();
-      }
-      pool_->pool().reserve(current_, expected_);
-      current_->size = 0;
-    }
-    const std::size_t take = std::min(staged_end_ - staged_begin_, expected_ - current_->size);
-    std::memcpy(current_->data + current_->size, staging_.data() + staged_begin_, take);
-    current_->size += take;
-    staged_begin_ += take;
-    if (current_->size < expected_) return true;  // needs more bytes from the socket
-    deliver();
+void PosixReceiveSocket::send_reply(Buffer* buffer) {
+  if (closed_) return;
+  if (buffer->size > max_reply_size_) {
+    fail(Errc::message_too_large,
+         max_reply_size_ == 0
+             ? fmt::format("a {}-byte reply to {} on {}: that sender takes no replies", buffer->size,
+                           peer_.to_string(), local_.to_string())
+             : fmt::format("a {}-byte reply to {} on {}: that sender takes replies of at most {} bytes",
+                           buffer->size, peer_.to_string(), local_.to_string(), max_reply_size_));
+    return;
   }
-  return false;
+  replies_.push(buffer);
+  if (started_ && !(interest_ & EPOLLOUT)) write_replies();
 }
 
-void PosixReceiveSocket::deliver() {
-  Buffer* buffer = std::exchange(current_, nullptr);
-  have_header_ = false;
-  if (callbacks_.on_data) callbacks_.on_data(ReceivedBuffer(buffer, pool_));
-  else pool_->give_back(buffer);
+void PosixReceiveSocket::write_replies() {
+  std::string failure;
+  const auto result = replies_.write(
+      fd_.get(), [this](Buffer* buffer) { if (callbacks_.on_reply_completed) callbacks_.on_reply_completed(buffer); },
+      [this] { return !closed_; }, failure);
+  if (closed_) return;
+  if (result == FrameWriter::Result::failed) {
+    fail(Errc::disconnected, fmt::format("replying to {} from {} failed: {}", peer_.to_string(), local_.to_string(), failure));
+    return;
+  }
+  update_interest();
 }
 
-void PosixReceiveSocket::resume() {
-  if (closed_ || !stalled_) return;
-  stalled_ = false;
-  loop_.modify_fd(fd_.get(), EPOLLIN);
-  if (consume_staged()) on_readable();
+void PosixReceiveSocket::update_interest() {
+  if (closed_ || !started_) return;
+  const std::uint32_t wanted = (reader_.stalled() ? 0u : std::uint32_t{EPOLLIN}) | (replies_.empty() ? 0u : std::uint32_t{EPOLLOUT});
+  if (!registered_) {
+    if (reader_.stalled()) return;  // still waiting for a buffer after a hang-up
+    interest_ = wanted;
+    loop_.add_fd(fd_.get(), interest_, [this](std::uint32_t events) { on_events(events); });
+    registered_ = true;
+    return;
+  }
+  if (wanted == interest_) return;
+  interest_ = wanted;
+  loop_.modify_fd(fd_.get(), wanted);
 }
 
 void PosixReceiveSocket::fail(Errc code, const std::string& why) {
-  if (code == Errc::protocol_error) log(LogLevel::warn, "receive socket: {}; disconnecting", why);
-  else log(LogLevel::info, "receive socket: {}", why);
+  if (closed_) return;
+  if (code == Errc::disconnected) log(LogLevel::info, "receive socket: {}", why);
+  else log(LogLevel::warn, "receive socket: {}; disconnecting", why);
   auto callback = callbacks_.on_disconnected;
   close();
   if (callback) callback(Error(code, why));
@@ -209,13 +106,12 @@ void PosixReceiveSocket::fail(Errc code, const std::string& why) {
 void PosixReceiveSocket::close() noexcept {
   if (closed_) return;
   closed_ = true;
-  pool_->set_waker(nullptr);
-  alive_.reset();
+  reader_.close();
+  replies_.clear();
   if (fd_) {
-    loop_.remove_fd(fd_.get());
+    if (registered_) loop_.remove_fd(fd_.get());
     fd_.reset();
   }
-  if (current_ != nullptr) pool_->pool().release(std::exchange(current_, nullptr));
   // callbacks_ stay: close() may run inside one of them. The state check keeps them silent.
 }
 

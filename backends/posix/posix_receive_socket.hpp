@@ -1,11 +1,14 @@
-// POSIX receive socket: reads frames from one accepted TCP connection into pool buffers and
-// lends each to the layer above as a ReceivedBuffer.
+// POSIX receive socket: reads data frames from one accepted TCP connection into pool buffers
+// and lends each to the layer above as a ReceivedBuffer (FrameReader), and writes replies
+// back on the same connection (FrameWriter).
 //
-// Reading goes through a staging buffer, so one recv() picks up many small frames; the
-// bulk of a large frame is read straight into its own buffer. When every buffer is lent
-// out the socket stops reading, TCP's window closes, and the sender feels back-pressure.
+// When every buffer is lent out the socket stops reading, TCP's window closes, and the
+// sender feels back-pressure. Replies the sender does not read pile up in the kernel's send
+// buffer and then here, in the queue of buffers the caller handed over: never more.
 #pragma once
 
+#include "backends/posix/frame_reader.hpp"
+#include "backends/posix/frame_writer.hpp"
 #include "backends/posix/socket_fd.hpp"
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
@@ -15,48 +18,37 @@
 
 namespace netio::posix {
 
-class ReceiveBufferPool;
-
 class PosixReceiveSocket final : public LowLevelReceiveSocket {
  public:
   PosixReceiveSocket(EventLoop& loop, SocketFd fd, Endpoint local, Endpoint peer, std::size_t max_buffer_size,
-                     std::size_t credits);
+                     std::size_t credits, std::size_t max_reply_size);
   ~PosixReceiveSocket() override;
 
   void start(Callbacks callbacks) override;
   const Endpoint& peer() const noexcept override { return peer_; }
+  std::size_t max_reply_size() const noexcept override { return max_reply_size_; }
+  MemoryRegistrar* reply_registrar() noexcept override { return nullptr; }
+  void send_reply(Buffer* buffer) override;
   void close() noexcept override;
 
  private:
-  enum class Step { progress, would_block, stalled, done };
-
-  void on_readable();
-  Step read_once();
-  // Takes `bytes` already peeked into staging from the kernel; false (and failed) if it
-  // could not.
-  bool discard_peeked(std::size_t bytes);
-  bool consume_staged();  // false when stalled for lack of buffers or closed
-  void deliver();
-  void resume();
+  void on_events(std::uint32_t events);
+  void write_replies();
+  void update_interest();
   void fail(Errc code, const std::string& why);
 
   EventLoop& loop_;
   SocketFd fd_;
   Endpoint local_;
   Endpoint peer_;
-  std::size_t max_buffer_size_;
+  std::size_t max_reply_size_;
   Callbacks callbacks_;
-  std::shared_ptr<ReceiveBufferPool> pool_;
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // liveness token for posted wake-ups
+  FrameReader reader_;
+  FrameWriter replies_;
+  bool started_ = false;
+  bool registered_ = false;  // the descriptor is in the loop's epoll set
   bool closed_ = false;
-  bool stalled_ = false;  // EPOLLIN off until a buffer comes back
-
-  std::vector<std::byte> staging_;
-  std::size_t staged_begin_ = 0;
-  std::size_t staged_end_ = 0;
-  Buffer* current_ = nullptr;  // the frame being filled
-  std::size_t expected_ = 0;   // its length
-  bool have_header_ = false;
+  std::uint32_t interest_ = 0;  // the epoll events asked for now
 };
 
 }  // namespace netio::posix

@@ -1,29 +1,22 @@
 #include "backends/posix/posix_send_socket.hpp"
 
 #include "address.hpp"
-#include "backends/posix/gather_list.hpp"
 #include "backends/posix/wire.hpp"
-#include "kernel_tcp.hpp"
-#include "little_endian.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 
 #include <cerrno>
 
 namespace netio::posix {
-namespace {
-constexpr std::size_t max_iovecs = 64;  // per sendmsg(): well under IOV_MAX
-}  // namespace
 
 void PosixSendSocket::connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) {
   callbacks_ = std::move(callbacks);
   remote_ = remote;
-  hello_frame_ = encode_frame(hello);
+  hello_frame_ = encode_request(replies_window_.max_size, hello);
   const auto address = detail::resolve(remote, false);
   fd_ = SocketFd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd_) throw system_error(errno, fmt::format("{}: socket() failed", remote.to_string()));
@@ -31,10 +24,10 @@ void PosixSendSocket::connect(const Endpoint& remote, std::span<const std::byte>
   state_ = State::connecting;
   if (::connect(fd_.get(), address.get(), address.length) != 0 && errno != EINPROGRESS) {
     const int err = errno;
-    // Report asynchronously, like every other connect outcome.
-    loop_.add_fd(fd_.get(), 0, [](std::uint32_t) {});
-    loop_.post([this, err] {
-      if (state_ == State::connecting) {
+    // Report asynchronously, like every other connect outcome. The task may outlive the
+    // socket (destroyed on the loop thread before it runs): it checks first.
+    loop_.post([this, err, alive = std::weak_ptr<int>(alive_)] {
+      if (!alive.expired() && state_ == State::connecting) {
         fail_connect(err == ECONNREFUSED ? Errc::connection_refused : Errc::backend_error,
                      fmt::format("connect to {} failed: {}", remote_.to_string(), errno_text(err)));
       }
@@ -42,6 +35,7 @@ void PosixSendSocket::connect(const Endpoint& remote, std::span<const std::byte>
     return;
   }
   loop_.add_fd(fd_.get(), EPOLLOUT, [this](std::uint32_t events) { on_events(events); });
+  registered_ = true;
 }
 
 void PosixSendSocket::on_events(std::uint32_t events) {
@@ -116,17 +110,41 @@ void PosixSendSocket::on_reply_readable() {
     return;
   }
   state_ = State::connected;
+  if (replies_window_.max_size != 0) {
+    replies_ = std::make_unique<FrameReader>(loop_, replies_window_.max_size, replies_window_.credits,
+                                             remote_.to_string(), fmt::format("to {} (replies)", remote_.to_string()));
+    FrameReader::Callbacks reader_callbacks;
+    reader_callbacks.on_frame = [this](ReceivedBuffer buffer) {
+      if (callbacks_.on_reply) callbacks_.on_reply(std::move(buffer));
+    };
+    reader_callbacks.on_stall_changed = [this](bool) { update_interest(); };
+    reader_callbacks.on_failed = [this](Errc code, const std::string& why) { fail_connected(code, why); };
+    replies_->start(fd_.get(), std::move(reader_callbacks));
+  }
+  interest_ = EPOLLIN;
   update_interest();
   if (callbacks_.on_connected) callbacks_.on_connected(ConnectionInfo{remote_, reply->max_buffer_size});
-  if (state_ == State::connected && !queue_.empty()) write_queued();
+  if (state_ == State::connected && !writer_.empty()) write_queued();
 }
 
 void PosixSendSocket::on_peer_readable() {
-  // The receiver never sends after its reply: readable means closed, reset, or junk.
+  if (replies_) {
+    if (!replies_->stalled()) {
+      replies_->on_readable();
+      return;
+    }
+    // Replies stalled (the caller holds all it may), yet epoll reports a hang-up: stop
+    // polling until a reply is given back and the reader finds the end itself.
+    loop_.remove_fd(fd_.get());
+    registered_ = false;
+    return;
+  }
+  // This socket takes no replies: readable means closed, reset, or junk.
   std::byte scratch[256];
   const ssize_t n = ::recv(fd_.get(), scratch, sizeof scratch, 0);
   if (n > 0) {
-    fail_connected(Errc::protocol_error, fmt::format("{} sent unexpected data on a send-only connection", remote_.to_string()));
+    fail_connected(Errc::protocol_error,
+                   fmt::format("{} sent data on a connection that takes no replies", remote_.to_string()));
   } else if (n == 0) {
     fail_connected(Errc::disconnected, fmt::format("{} closed the connection", remote_.to_string()));
   } else if (errno != EAGAIN && errno != EINTR) {
@@ -136,55 +154,37 @@ void PosixSendSocket::on_peer_readable() {
 
 void PosixSendSocket::send(Buffer* buffer) {
   if (state_ == State::closed) return;
-  Pending pending{buffer, {}};
-  detail::store_le<std::uint64_t>(pending.header.data(), buffer->size);
-  queue_.push_back(pending);
-  if (state_ == State::connected && !want_write_) write_queued();
+  writer_.push(buffer);
+  if (state_ == State::connected && !(interest_ & EPOLLOUT)) write_queued();
 }
 
 void PosixSendSocket::write_queued() {
-  if (writing_) return;  // a completion callback sent more: the outer call picks it up
-  writing_ = true;
-  std::array<iovec, max_iovecs> iov{};
-  while (state_ == State::connected && !queue_.empty()) {
-    GatherList gather(iov, head_offset_, detail::kernel_tcp_write_limit);
-    for (const auto& p : queue_) {
-      if (!gather.add(p.header.data(), p.header.size()) || !gather.add(p.buffer->data, p.buffer->size)) break;
-    }
-    msghdr msg{};
-    msg.msg_iov = gather.data();
-    msg.msg_iovlen = gather.count();
-    const ssize_t n = gather.count() == 0 ? 0 : ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) break;
-      fail_connected(Errc::disconnected, fmt::format("sending to {} failed: {}", remote_.to_string(), errno_text(errno)));
-      break;
-    }
-    // Retire every frame the kernel took whole.
-    std::size_t advanced = head_offset_ + static_cast<std::size_t>(n);
-    while (!queue_.empty()) {
-      const std::size_t frame = frame_header_size + queue_.front().buffer->size;
-      if (advanced < frame) break;
-      advanced -= frame;
-      completed_.push_back(queue_.front().buffer);
-      queue_.pop_front();
-    }
-    head_offset_ = advanced;
-    for (std::size_t i = 0; i < completed_.size() && state_ == State::connected; ++i) {
-      if (callbacks_.on_send_completed) callbacks_.on_send_completed(completed_[i]);
-    }
-    completed_.clear();
+  std::string failure;
+  const auto result = writer_.write(
+      fd_.get(), [this](Buffer* buffer) { if (callbacks_.on_send_completed) callbacks_.on_send_completed(buffer); },
+      [this] { return state_ == State::connected; }, failure);
+  if (state_ != State::connected) return;
+  if (result == FrameWriter::Result::failed) {
+    fail_connected(Errc::disconnected, fmt::format("sending to {} failed: {}", remote_.to_string(), failure));
+    return;
   }
-  writing_ = false;
-  if (state_ == State::connected) update_interest();
+  update_interest();
 }
 
 void PosixSendSocket::update_interest() {
-  const bool want = !queue_.empty();
-  if (want == want_write_ && state_ == State::connected) return;
-  want_write_ = want;
-  loop_.modify_fd(fd_.get(), EPOLLIN | (want ? EPOLLOUT : 0u));
+  if (state_ != State::connected) return;
+  const bool reading = !replies_ || !replies_->stalled();
+  const std::uint32_t wanted = (reading ? std::uint32_t{EPOLLIN} : 0u) | (writer_.empty() ? 0u : std::uint32_t{EPOLLOUT});
+  if (!registered_) {
+    if (!reading) return;  // still waiting for a reply to come back after a hang-up
+    interest_ = wanted;
+    loop_.add_fd(fd_.get(), interest_, [this](std::uint32_t events) { on_events(events); });
+    registered_ = true;
+    return;
+  }
+  if (wanted == interest_) return;
+  interest_ = wanted;
+  loop_.modify_fd(fd_.get(), wanted);
 }
 
 void PosixSendSocket::fail_connect(Errc code, const std::string& why) {
@@ -195,7 +195,8 @@ void PosixSendSocket::fail_connect(Errc code, const std::string& why) {
 }
 
 void PosixSendSocket::fail_connected(Errc code, const std::string& why) {
-  log(LogLevel::info, "send socket: {}", why);
+  if (state_ == State::closed) return;
+  log(code == Errc::disconnected ? LogLevel::info : LogLevel::warn, "send socket: {}", why);
   auto callback = callbacks_.on_disconnected;
   close();
   if (callback) callback(Error(code, why));
@@ -204,11 +205,14 @@ void PosixSendSocket::fail_connected(Errc code, const std::string& why) {
 void PosixSendSocket::close() noexcept {
   if (state_ == State::closed) return;
   state_ = State::closed;
+  alive_.reset();
+  if (replies_) replies_->close();
   if (fd_) {
-    loop_.remove_fd(fd_.get());
+    if (registered_) loop_.remove_fd(fd_.get());
+    registered_ = false;
     fd_.reset();
   }
-  queue_.clear();
+  writer_.clear();
   // callbacks_ stay: close() may run inside one of them. The state check keeps them silent.
 }
 

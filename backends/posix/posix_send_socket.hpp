@@ -1,15 +1,17 @@
-// POSIX send socket: a non-blocking TCP connection that writes whole buffers as frames,
-// several per sendmsg() when they queue up, and tracks partial writes.
+// POSIX send socket: a non-blocking TCP connection that writes whole buffers as frames
+// (FrameWriter), and reads the replies the receiver sends back on it (FrameReader), when it
+// declared it takes them (accept_replies()).
 #pragma once
 
+#include "backends/posix/frame_reader.hpp"
+#include "backends/posix/frame_writer.hpp"
 #include "backends/posix/handshake_reader.hpp"
 #include "backends/posix/socket_fd.hpp"
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
 
-#include <array>
-#include <deque>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -20,6 +22,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   explicit PosixSendSocket(EventLoop& loop) : loop_(loop) {}
   ~PosixSendSocket() override { close(); }
 
+  void accept_replies(ReplyWindow window) override { replies_window_ = window; }
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
   void send(Buffer* buffer) override;
   MemoryRegistrar* registrar() noexcept override { return nullptr; }
@@ -30,10 +33,6 @@ class PosixSendSocket final : public LowLevelSendSocket {
 
  private:
   enum class State { idle, connecting, handshaking, connected, closed };
-  struct Pending {
-    Buffer* buffer;
-    std::array<std::byte, 8> header;
-  };
 
   void on_events(std::uint32_t events);
   void on_connect_completed();
@@ -49,14 +48,15 @@ class PosixSendSocket final : public LowLevelSendSocket {
   Endpoint remote_;
   SocketFd fd_;
   State state_ = State::idle;
+  ReplyWindow replies_window_;
   std::vector<std::byte> hello_frame_;
   std::size_t hello_written_ = 0;
-  HandshakeReader reply_reader_;
-  std::deque<Pending> queue_;
-  std::size_t head_offset_ = 0;  // bytes of queue_.front()'s frame already written
-  bool want_write_ = false;      // EPOLLOUT armed
-  bool writing_ = false;         // write_queued() is on the stack
-  std::vector<Buffer*> completed_;
+  HandshakeReader reply_reader_;            // the listener's answer to the hello
+  std::unique_ptr<FrameReader> replies_;    // replies after that, if the socket takes any
+  FrameWriter writer_;
+  std::uint32_t interest_ = 0;              // the epoll events asked for now (connected)
+  bool registered_ = false;                 // the descriptor is in the loop's epoll set
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // for the task a failed connect() posts
 };
 
 }  // namespace netio::posix

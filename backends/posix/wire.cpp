@@ -13,6 +13,21 @@ std::vector<std::byte> encode_frame(std::span<const std::byte> payload) {
   return frame;
 }
 
+std::vector<std::byte> encode_request(std::uint64_t max_reply_size, std::span<const std::byte> hello) {
+  std::vector<std::byte> payload(8 + hello.size());
+  detail::store_le<std::uint64_t>(payload.data(), max_reply_size);
+  std::copy(hello.begin(), hello.end(), payload.begin() + 8);
+  return encode_frame(payload);
+}
+
+std::optional<ConnectRequest> decode_request(std::span<const std::byte> payload) {
+  if (payload.size() < 8) return std::nullopt;
+  ConnectRequest request;
+  request.max_reply_size = detail::load_le<std::uint64_t>(payload.data());
+  request.hello.assign(payload.begin() + 8, payload.end());
+  return request;
+}
+
 std::vector<std::byte> encode_reply(const HandshakeReply& reply) {
   const auto reason_size = std::min(reply.reason.size(), max_handshake_frame - 9);
   std::vector<std::byte> payload(9 + reason_size);

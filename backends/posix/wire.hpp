@@ -1,9 +1,11 @@
 // The POSIX back-end's wire format. TCP is a byte stream, so every buffer travels as a
 // frame: an 8-byte little-endian length, then the bytes. A connection opens with
-//   connector -> listener : frame(hello)                  (at most max_handshake_frame bytes)
+//   connector -> listener : frame(request)                (at most max_handshake_frame bytes)
 //   listener  -> connector: frame(reply)
-// where reply = u8 accepted, u64 max_buffer_size, then the reject reason (UTF-8).
-// After the reply, frames flow from connector to listener only.
+// where request = u64 max_reply_size (the largest reply the connector takes, 0: none), then
+// the hello; reply = u8 accepted, u64 max_buffer_size, then the reject reason (UTF-8).
+// After the reply, data frames flow from connector to listener, and reply frames (each at
+// most max_reply_size bytes) from listener to connector. TCP's own flow control bounds both.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +26,15 @@ struct HandshakeReply {
   std::string reason;
 };
 
+struct ConnectRequest {
+  std::uint64_t max_reply_size = 0;
+  std::vector<std::byte> hello;
+};
+
 std::vector<std::byte> encode_frame(std::span<const std::byte> payload);
+std::vector<std::byte> encode_request(std::uint64_t max_reply_size, std::span<const std::byte> hello);
+// std::nullopt when the bytes are not a well-formed request.
+std::optional<ConnectRequest> decode_request(std::span<const std::byte> payload);
 std::vector<std::byte> encode_reply(const HandshakeReply& reply);
 // std::nullopt when the bytes are not a well-formed reply.
 std::optional<HandshakeReply> decode_reply(std::span<const std::byte> payload);

@@ -1,36 +1,54 @@
 #include "buffer_sender.hpp"
 
+#include "introduction.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace netio::detail {
 
-BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello& hello, std::size_t buffer_count,
-                           std::size_t buffer_size, StatsCounters& stats)
-    : loop_(context.loop()), remote_(remote), stats_(stats) {
+BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello& hello, const Identity& identity,
+                           ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size,
+                           StatsCounters& stats)
+    : loop_(context.loop()),
+      remote_(remote),
+      stats_(stats),
+      replies_(std::make_shared<ReplyReceiver>(std::move(replies), remote.to_string())) {
+  const auto introduction = encode_introduction(identity);  // throws before anything is set up
   Backend& backend = context.backend(remote.transport);
   submitted_.reserve(buffer_count);
   draining_.reserve(buffer_count);
   loop_.run_sync([&] {
     socket_ = backend.make_send_socket();
+    socket_->accept_replies(ReplyWindow{replies_->options().max_size, replies_->options().credits});
     LowLevelSendSocket::Callbacks callbacks;
     callbacks.on_connected = [this](const ConnectionInfo& info) { on_connected(info); };
     callbacks.on_connect_failed = [this](const Error& error) { on_failed(error); };
     callbacks.on_disconnected = [this](const Error& error) { on_failed(error); };
     callbacks.on_send_completed = [this](Buffer* buffer) { on_completed(buffer); };
+    callbacks.on_reply = [replies = replies_](ReceivedBuffer reply) { replies->deliver(std::move(reply)); };
     const auto hello_bytes = encode_hello(hello);
     socket_->connect(remote, hello_bytes, std::move(callbacks));
     // After connect(): only then does a back-end know which device (domain) to register
     // with. No callback runs before this task returns, so nothing needs the pool yet.
     pool_ = std::make_unique<BufferPool>(buffer_count, buffer_size, socket_->registrar());
     efficient_buffer_size_ = socket_->efficient_buffer_size();
+    // The introduction goes first (below), from a buffer of its own: the pool's are the caller's.
+    introduction_bytes_ = introduction;
+    introduction_ = Buffer{introduction_bytes_.data(), introduction_bytes_.size(), introduction_bytes_.size()};
+    registrar_ = socket_->registrar();
+    if (registrar_ != nullptr) registrar_->register_buffer(introduction_);
   });
+  submit(&introduction_);
 }
 
-BufferSender::~BufferSender() { close(); }
+BufferSender::~BufferSender() {
+  close();
+  if (registrar_ != nullptr) registrar_->deregister_buffer(introduction_);
+}
 
 void BufferSender::close() noexcept {
   loop_.run_sync([this] {
@@ -40,6 +58,7 @@ void BufferSender::close() noexcept {
     reclaim_all();
     state_.set_failed(Error(Errc::closed, fmt::format("the send socket to {} was closed", remote_.to_string())));
     pool_->close();
+    replies_->close();
   });
 }
 
@@ -132,12 +151,13 @@ void BufferSender::on_failed(const Error& error) {
   socket_->close();
   reclaim_all();
   pool_->close();  // wakes senders waiting for a buffer: they see the failure
+  replies_->close();
 }
 
 void BufferSender::on_completed(Buffer* buffer) {
   if (!in_flight_.empty() && in_flight_.front() == buffer) in_flight_.pop_front();
   const bool borrowed = is_borrowed(buffer);
-  if (!borrowed) pool_->release(buffer);
+  if (!borrowed && buffer != &introduction_) pool_->release(buffer);
   bool wake = false;
   {
     std::lock_guard lock(idle_mutex_);

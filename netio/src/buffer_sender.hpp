@@ -11,6 +11,7 @@
 #pragma once
 
 #include "handshake.hpp"
+#include "reply_receiver.hpp"
 #include "send_connection_state.hpp"
 #include "netio/backend.hpp"
 #include "netio/buffer.hpp"
@@ -31,8 +32,10 @@ namespace netio::detail {
 
 class BufferSender {
  public:
-  BufferSender(Context& context, const Endpoint& remote, const Hello& hello, std::size_t buffer_count,
-               std::size_t buffer_size, StatsCounters& stats);
+  // Connects with `hello`, then sends the introduction of `identity` ahead of everything
+  // else; replies arrive as `replies` says. Throws netio::Error for a bad identity.
+  BufferSender(Context& context, const Endpoint& remote, const Hello& hello, const Identity& identity,
+               ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size, StatsCounters& stats);
   ~BufferSender();
   BufferSender(const BufferSender&) = delete;
   BufferSender& operator=(const BufferSender&) = delete;
@@ -43,6 +46,7 @@ class BufferSender {
   const SendConnectionState& state() const noexcept { return state_; }
   const Endpoint& remote() const noexcept { return remote_; }
   EventLoop& loop() noexcept { return loop_; }
+  ReplyReceiver& replies() noexcept { return *replies_; }
 
   // Hands a filled buffer (from pool()) to the back-end; on the loop thread at once.
   void submit(Buffer* buffer);
@@ -73,9 +77,13 @@ class BufferSender {
   Endpoint remote_;
   StatsCounters& stats_;
   SendConnectionState state_;
+  std::shared_ptr<ReplyReceiver> replies_;  // shared with the back-end's on_reply callback
   std::unique_ptr<LowLevelSendSocket> socket_;  // loop thread only
   std::unique_ptr<BufferPool> pool_;
   std::size_t efficient_buffer_size_ = 0;       // set in the constructor, then constant
+  std::vector<std::byte> introduction_bytes_;   // the first buffer sent, not from the pool
+  Buffer introduction_{};
+  MemoryRegistrar* registrar_ = nullptr;        // the introduction's, if the back-end registers
   bool closed_ = false;                         // loop thread only
 
   std::mutex submit_mutex_;

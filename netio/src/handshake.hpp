@@ -16,7 +16,7 @@ namespace netio::detail {
 enum class SocketKind : std::uint8_t { low_latency_send = 1, high_throughput_send = 2 };
 
 constexpr std::uint32_t hello_magic = 0x4F49544E;  // "NTIO" in little-endian byte order
-constexpr std::uint16_t protocol_version = 1;
+constexpr std::uint16_t protocol_version = 2;  // 2: an introduction follows the hello (introduction.hpp)
 constexpr std::size_t hello_size = 16;  // well within netio::max_hello_size
 
 struct Hello {

@@ -1,7 +1,9 @@
 #include "netio/high_throughput_socket.hpp"
 
+#include "introduction.hpp"
 #include "netio/log.hpp"
 #include "page_format.hpp"
+#include "peer_state.hpp"
 #include "receive_connections.hpp"
 
 #include <fmt/format.h>
@@ -23,7 +25,7 @@ class HighThroughputReceiveSocket::Impl {
   Impl(Context& context, const Endpoint& local, const HighThroughputReceiveOptions& options)
       : options_(options),
         connections_(context, local, detail::SocketKind::high_throughput_send, "a high-throughput receive socket",
-                     callbacks(), options.events, stats_) {}
+                     callbacks(), options.events, stats_, options.reply_window) {}
 
   ~Impl() {
     // Pages still queued go back to the back-end before the connections close.
@@ -38,20 +40,29 @@ class HighThroughputReceiveSocket::Impl {
         throw Error(Errc::handshake_rejected, fmt::format("page size {} is not within 1 .. {} bytes",
                                                           hello.buffer_size, options_.max_page_size));
       }
-      return AcceptDecision::accept(hello.buffer_size, options_.page_credits);
+      // The introduction travels as a buffer too: room for it whatever the page size.
+      return AcceptDecision::accept(std::max<std::size_t>(hello.buffer_size, detail::max_introduction_size),
+                                    options_.page_credits);
     };
-    c.on_data = [this](std::uint64_t connection, const Endpoint&, ReceivedBuffer page) {
+    c.on_data = [this](const std::shared_ptr<const detail::PeerState>& peer, ReceivedBuffer page) {
       stats_.pages().fetch_add(1, std::memory_order_relaxed);
-      push({connection, std::make_shared<ReceivedBuffer>(std::move(page))});
+      push({peer->connection, std::make_shared<HeldPage>(std::move(page), Peer(peer))});
     };
     c.on_disconnected = [this](std::uint64_t connection, const Error&) { push({connection, nullptr}); };
     return c;
   }
 
+  // A received page and the peer it came from: what a Message's keep-alive holds.
+  struct HeldPage {
+    HeldPage(ReceivedBuffer b, Peer p) : buffer(std::move(b)), peer(std::move(p)) {}
+    ReceivedBuffer buffer;
+    Peer peer;
+  };
+
   // A page, or (page == nullptr) the end of a connection.
   struct QueuedPage {
     std::uint64_t connection = 0;
-    std::shared_ptr<ReceivedBuffer> page;
+    std::shared_ptr<HeldPage> page;
   };
 
   void push(QueuedPage entry) {
@@ -119,15 +130,19 @@ class HighThroughputReceiveSocket::Impl {
     for (;;) {
       if (current_.page && next_in_current_page()) {
         auto& parser = *current_parser_;
-        if (parser.reassembled()) return Message(parser.take_reassembled());
-        if (parser.joined_page()) return Message(parser.view(), parser.joined_page());
-        return Message(parser.view(), std::shared_ptr<const void>(current_.page));
+        // The Message points at the Peer of the page its keep-alive holds.
+        const Peer& peer = current_.page->peer;
+        if (parser.reassembled()) return Message(parser.take_reassembled(), peer);
+        if (const auto& joined = parser.joined_page()) {
+          return Message(parser.view(), joined, &static_cast<const HeldPage*>(joined.get())->peer);
+        }
+        return Message(parser.view(), std::shared_ptr<const void>(current_.page), &peer);
       }
       if (!pop_page(deadline)) return std::nullopt;
     }
   }
 
-  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const MessageHandler& handler) {
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const PeerMessageHandler& handler) {
     LazyDeadline deadline(timeout);
     const ConsumerTurn turn(*this, deadline);
     if (!turn.acquired()) return 0;
@@ -137,10 +152,11 @@ class HighThroughputReceiveSocket::Impl {
       if (current_.page && next_in_current_page()) {
         ++handled;
         auto& parser = *current_parser_;
+        const Peer& peer = current_.page->peer;
         if (parser.reassembled()) {
           const std::vector<std::byte> message = parser.take_reassembled();
-          if (!handler(message)) break;
-        } else if (!handler(parser.view())) {
+          if (!handler(message, peer)) break;
+        } else if (!handler(parser.view(), peer)) {
           break;
         }
         continue;
@@ -196,7 +212,7 @@ class HighThroughputReceiveSocket::Impl {
     if (dropped_.count(entry.connection) != 0) return true;  // pages in flight from a dropped peer
     current_ = std::move(entry);
     current_parser_ = &parser_for(current_.connection);
-    current_parser_->set_page(current_.page->bytes(), current_.page->spare(), current_.page);
+    current_parser_->set_page(current_.page->buffer.bytes(), current_.page->buffer.spare(), current_.page);
     return true;
   }
 
@@ -236,8 +252,14 @@ std::optional<Message> HighThroughputReceiveSocket::recv(std::chrono::nanosecond
 }
 std::optional<Message> HighThroughputReceiveSocket::try_recv() { return impl_->recv(std::chrono::nanoseconds::zero()); }
 std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout,
-                                                   const MessageHandler& handler) {
+                                                   const PeerMessageHandler& handler) {
   return impl_->recv_each(max, timeout, handler);
+}
+std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout,
+                                                   const MessageHandler& handler) {
+  return impl_->recv_each(max, timeout, [&handler](std::span<const std::byte> message, const Peer&) {
+    return handler(message);
+  });
 }
 Endpoint HighThroughputReceiveSocket::local_endpoint() const { return impl_->connections_.local_endpoint(); }
 SocketStats HighThroughputReceiveSocket::stats() const noexcept { return impl_->stats_.snapshot(); }

@@ -21,7 +21,7 @@ class HighThroughputSendSocket::Impl {
   Impl(Context& context, const Endpoint& remote, const HighThroughputSendOptions& options)
       : options_(validated(options)),
         sender_(context, remote, detail::Hello{detail::SocketKind::high_throughput_send, options.page_size},
-                options.page_count, options.page_size, stats_),
+                options.identity, options.replies, options.page_count, options.page_size, stats_),
         page_capacity_(std::min(options_.page_size, sender_.efficient_buffer_size())),
         zero_copy_threshold_(zero_copy_threshold(options_, sender_.efficient_buffer_size(), page_capacity_)) {
     reserved_.reserve(options_.page_count);
@@ -265,6 +265,9 @@ void HighThroughputSendSocket::flush() { impl_->flush_page(impl_->stats_.flushes
 void HighThroughputSendSocket::flush_and_wait(std::chrono::nanoseconds timeout) {
   flush();
   impl_->sender_.wait_idle(timeout);
+}
+std::optional<Message> HighThroughputSendSocket::recv_reply(std::chrono::nanoseconds timeout) {
+  return impl_->sender_.replies().recv(timeout);
 }
 const Endpoint& HighThroughputSendSocket::remote() const noexcept { return impl_->sender_.remote(); }
 SocketStats HighThroughputSendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }

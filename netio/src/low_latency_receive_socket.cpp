@@ -1,7 +1,12 @@
 #include "netio/low_latency_socket.hpp"
 
+#include "introduction.hpp"
 #include "netio/log.hpp"
 #include "receive_connections.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
 
 namespace netio {
 
@@ -11,19 +16,26 @@ class LowLatencyReceiveSocket::Impl {
       : handler_(std::move(handler)),
         options_(options),
         connections_(context, local, detail::SocketKind::low_latency_send, "a low-latency receive socket",
-                     callbacks(), options.events, stats_) {}
+                     callbacks(), options.events, stats_, options.reply_window) {}
 
   detail::ReceiveConnections::Callbacks callbacks() {
     detail::ReceiveConnections::Callbacks c;
     c.decide = [this](const detail::Hello&) {
-      return AcceptDecision::accept(options_.max_message_size, options_.receive_credits);
+      // The introduction travels as a buffer too: room for it whatever the message limit.
+      return AcceptDecision::accept(std::max(options_.max_message_size, detail::max_introduction_size),
+                                    options_.receive_credits);
     };
-    c.on_data = [this](std::uint64_t, const Endpoint& peer, ReceivedBuffer buffer) {
+    c.on_data = [this](const std::shared_ptr<const detail::PeerState>& state, ReceivedBuffer buffer) {
       const auto bytes = buffer.bytes();
+      if (bytes.size() > options_.max_message_size) {
+        connections_.drop(state->connection, fmt::format("a {}-byte message, more than the {} bytes agreed",
+                                                         bytes.size(), options_.max_message_size));
+        return;
+      }
       stats_.add_message(bytes.size());
       stats_.pages().fetch_add(1, std::memory_order_relaxed);
       try {
-        handler_(bytes, peer);
+        handler_(bytes, Peer(state));
       } catch (const std::exception& e) {
         log(LogLevel::error, "receive socket {}: the message handler threw: {}",
             connections_.local_endpoint().to_string(), e.what());

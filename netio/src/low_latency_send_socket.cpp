@@ -13,8 +13,8 @@ class LowLatencySendSocket::Impl {
  public:
   Impl(Context& context, const Endpoint& remote, const LowLatencySendOptions& options)
       : options_(options),
-        sender_(context, remote, detail::Hello{detail::SocketKind::low_latency_send, 0}, options.buffer_count,
-                options.buffer_size, stats_) {}
+        sender_(context, remote, detail::Hello{detail::SocketKind::low_latency_send, 0}, options.identity,
+                options.replies, options.buffer_count, options.buffer_size, stats_) {}
 
   // One buffer per message: waits for a free one when `wait`, copies, submits.
   bool send(std::span<const std::byte> message, bool wait) {
@@ -66,6 +66,9 @@ void LowLatencySendSocket::wait_connected(std::chrono::nanoseconds timeout) {
 bool LowLatencySendSocket::connected() const noexcept { return impl_->sender_.state().connected(); }
 void LowLatencySendSocket::send(std::span<const std::byte> message) { impl_->send(message, true); }
 bool LowLatencySendSocket::try_send(std::span<const std::byte> message) { return impl_->send(message, false); }
+std::optional<Message> LowLatencySendSocket::recv_reply(std::chrono::nanoseconds timeout) {
+  return impl_->sender_.replies().recv(timeout);
+}
 void LowLatencySendSocket::wait_sent(std::chrono::nanoseconds timeout) { impl_->sender_.wait_idle(timeout); }
 const Endpoint& LowLatencySendSocket::remote() const noexcept { return impl_->sender_.remote(); }
 SocketStats LowLatencySendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }

@@ -1,5 +1,6 @@
 #include "receive_connections.hpp"
 
+#include "introduction.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>
@@ -8,13 +9,14 @@ namespace netio::detail {
 
 ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected,
                                        std::string_view receiver_kind, Callbacks callbacks, ConnectionEvents events,
-                                       StatsCounters& stats)
+                                       StatsCounters& stats, std::size_t reply_window)
     : loop_(context.loop()),
       expected_(expected),
       receiver_kind_(receiver_kind),
       callbacks_(std::move(callbacks)),
       events_(std::move(events)),
-      stats_(stats) {
+      stats_(stats),
+      reply_window_(reply_window) {
   Backend& backend = context.backend(local.transport);
   loop_.run_sync([&] {
     listener_ = backend.make_listen_socket();
@@ -37,7 +39,7 @@ ReceiveConnections::~ReceiveConnections() {
   loop_.run_sync([this] {
     alive_.reset();  // tasks posted by callbacks that ran just before this one see it
     listener_->close();
-    for (auto& [id, connection] : connections_) connection.socket->close();
+    for (auto& [id, connection] : connections_) close_connection(connection);
     connections_.clear();
   });
 }
@@ -52,28 +54,67 @@ AcceptDecision ReceiveConnections::on_request(const Endpoint& peer, std::span<co
 }
 
 void ReceiveConnections::on_accepted(std::unique_ptr<LowLevelReceiveSocket> socket) {
-  const std::uint64_t id = next_id_++;
+  const std::uint64_t id = next_connection_id();
   auto& connection = connections_[id];
   connection.peer = socket->peer();
   connection.socket = std::move(socket);
+  connection.replies = std::make_shared<ReplySender>(loop_, *connection.socket, reply_window_,
+                                                     connection.peer.to_string());
   stats_.connections().fetch_add(1, std::memory_order_relaxed);
   log(LogLevel::debug, "receive socket {}: accepted {}", local_.to_string(), connection.peer.to_string());
   LowLevelReceiveSocket::Callbacks socket_callbacks;
-  socket_callbacks.on_data = [this, id, peer = &connection.peer](ReceivedBuffer buffer) {
-    callbacks_.on_data(id, *peer, std::move(buffer));
-  };
-  socket_callbacks.on_disconnected = [this, id, peer = &connection.peer](const Error& error) {
-    report_disconnect(id, *peer, error);
+  // `connection` stays at its address: std::map nodes do not move, and the socket (whose
+  // callbacks these are) goes before the node.
+  socket_callbacks.on_data = [this, id, c = &connection](ReceivedBuffer buffer) { on_data(id, *c, std::move(buffer)); };
+  socket_callbacks.on_disconnected = [this, id, c = &connection](const Error& error) {
+    c->replies->close();
+    if (c->state) report_disconnect(id, *c, error);
+    else stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
     forget_later(id);
   };
+  socket_callbacks.on_reply_completed = [c = &connection](Buffer* buffer) { c->replies->on_completed(buffer); };
   connection.socket->start(std::move(socket_callbacks));
-  if (events_.on_connected) events_.on_connected(connection.peer);
 }
 
-void ReceiveConnections::report_disconnect(std::uint64_t connection, const Endpoint& peer, const Error& error) {
+void ReceiveConnections::on_data(std::uint64_t id, Connection& connection, ReceivedBuffer buffer) {
+  if (connection.state) {
+    callbacks_.on_data(connection.state, std::move(buffer));
+    return;
+  }
+  on_introduction(id, connection, buffer.bytes());
+}
+
+void ReceiveConnections::on_introduction(std::uint64_t id, Connection& connection, std::span<const std::byte> bytes) {
+  auto state = std::make_shared<PeerState>();
+  state->connection = id;
+  state->address = connection.peer;
+  state->replies = connection.replies;
+  try {
+    state->identity = decode_introduction(bytes);
+  } catch (const Error& e) {
+    // Inside the socket's own callback: it may be closed here, not destroyed.
+    log(LogLevel::warn, "receive socket {}: disconnecting {}: {}", local_.to_string(), connection.peer.to_string(),
+        e.what());
+    close_connection(connection);
+    stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
+    forget_later(id);
+    return;
+  }
+  connection.state = std::move(state);
+  log(LogLevel::debug, "receive socket {}: {} introduced itself as '{}'", local_.to_string(),
+      connection.peer.to_string(), connection.state->identity.name);
+  if (events_.on_connected) events_.on_connected(Peer(connection.state));
+}
+
+void ReceiveConnections::close_connection(Connection& connection) noexcept {
+  connection.socket->close();
+  connection.replies->close();  // after the socket: it gave every reply buffer back
+}
+
+void ReceiveConnections::report_disconnect(std::uint64_t connection, const Connection& state, const Error& error) {
   stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
   callbacks_.on_disconnected(connection, error);
-  if (events_.on_disconnected) events_.on_disconnected(peer, error);
+  if (events_.on_disconnected) events_.on_disconnected(Peer(state.state), error);
 }
 
 void ReceiveConnections::forget_later(std::uint64_t connection) {
@@ -89,9 +130,13 @@ void ReceiveConnections::drop(std::uint64_t connection, const std::string& why) 
     const auto it = connections_.find(connection);
     if (it == connections_.end()) return;
     log(LogLevel::warn, "receive socket {}: disconnecting {}: {}", local_.to_string(), it->second.peer.to_string(), why);
-    it->second.socket->close();
-    report_disconnect(connection, it->second.peer,
-                      Error(Errc::protocol_error, fmt::format("{}: {}", it->second.peer.to_string(), why)));
+    close_connection(it->second);
+    if (it->second.state) {
+      report_disconnect(connection, it->second,
+                        Error(Errc::protocol_error, fmt::format("{}: {}", it->second.peer.to_string(), why)));
+    } else {
+      stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
+    }
     connections_.erase(it);
   });
 }

@@ -1,11 +1,14 @@
 // What both user-level receive sockets share: a listen socket, the hello check, and the
-// set of accepted connections, each known by a number.
+// set of accepted connections, each known by a number. A connection's first buffer is its
+// sender's introduction (introduction.hpp): it gives the connection its Peer, and only then
+// is the connection reported connected and its buffers handed on.
 //
 // Callbacks run on the loop thread. drop() and local_endpoint() may be called from any
 // thread. The destructor closes the listener and every connection on the loop thread.
 #pragma once
 
 #include "handshake.hpp"
+#include "peer_state.hpp"
 #include "netio/backend.hpp"
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
@@ -25,12 +28,13 @@ class ReceiveConnections {
   struct Callbacks {
     // Decides on a well-formed hello of the expected kind; may throw netio::Error to reject.
     std::function<AcceptDecision(const Hello&)> decide;
-    std::function<void(std::uint64_t connection, const Endpoint& peer, ReceivedBuffer buffer)> on_data;
+    std::function<void(const std::shared_ptr<const PeerState>& peer, ReceivedBuffer buffer)> on_data;
     std::function<void(std::uint64_t connection, const Error& error)> on_disconnected;
   };
 
+  // `reply_window`: replies queued per connection at most (ReplySender).
   ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected, std::string_view receiver_kind,
-                     Callbacks callbacks, ConnectionEvents events, StatsCounters& stats);
+                     Callbacks callbacks, ConnectionEvents events, StatsCounters& stats, std::size_t reply_window);
   ~ReceiveConnections();
   ReceiveConnections(const ReceiveConnections&) = delete;
   ReceiveConnections& operator=(const ReceiveConnections&) = delete;
@@ -43,12 +47,17 @@ class ReceiveConnections {
   struct Connection {
     std::unique_ptr<LowLevelReceiveSocket> socket;
     Endpoint peer;
+    std::shared_ptr<ReplySender> replies;
+    std::shared_ptr<const PeerState> state;  // set by the introduction
   };
 
   AcceptDecision on_request(const Endpoint& peer, std::span<const std::byte> hello);
   void on_accepted(std::unique_ptr<LowLevelReceiveSocket> socket);
+  void on_data(std::uint64_t id, Connection& connection, ReceivedBuffer buffer);
+  void on_introduction(std::uint64_t id, Connection& connection, std::span<const std::byte> bytes);
+  static void close_connection(Connection& connection) noexcept;
   void forget_later(std::uint64_t connection);
-  void report_disconnect(std::uint64_t connection, const Endpoint& peer, const Error& error);
+  void report_disconnect(std::uint64_t connection, const Connection& state, const Error& error);
 
   EventLoop& loop_;
   SocketKind expected_;
@@ -56,6 +65,7 @@ class ReceiveConnections {
   Callbacks callbacks_;
   ConnectionEvents events_;
   StatsCounters& stats_;
+  std::size_t reply_window_;
   std::unique_ptr<LowLevelListenSocket> listener_;  // loop thread only
   Endpoint local_;
   std::map<std::uint64_t, Connection> connections_;  // loop thread only

@@ -8,6 +8,7 @@
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/message.hpp"
+#include "netio/peer.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
@@ -37,6 +38,8 @@ struct HighThroughputSendOptions {
   // 40.0 Gb/s at 1 MiB, 38.8 against 35.4 at 2 MiB).
   std::optional<std::size_t> zero_copy_threshold;
   static constexpr std::size_t default_zero_copy_threshold = 256 * 1024;
+  Identity identity;     // declared to the receiver (its Peer); default name "HOST:PID"
+  ReplyOptions replies;  // replies the receiver sends back on this connection (low-latency)
 };
 
 // Connects to a HighThroughputReceiveSocket.
@@ -81,6 +84,9 @@ class HighThroughputSendSocket {
   // flush(), then waits until every page handed to the back-end has completed.
   // Throws Errc::timeout or the connection's error.
   void flush_and_wait(std::chrono::nanoseconds timeout);
+  // The next reply from the receiver (Peer::try_reply on its side); as
+  // LowLatencySendSocket::recv_reply().
+  std::optional<Message> recv_reply(std::chrono::nanoseconds timeout);
 
   const Endpoint& remote() const noexcept;
   SocketStats stats() const noexcept;
@@ -95,11 +101,13 @@ struct HighThroughputReceiveOptions {
   std::size_t max_page_size = 16 * 1024 * 1024;     // senders with larger pages are rejected
   std::size_t max_message_size = 256 * 1024 * 1024;  // a larger length disconnects the sender
   std::size_t page_credits = 8;  // pages per connection queued at most before reading stalls
+  std::size_t reply_window = 16;  // replies per connection queued at most (Peer::try_reply)
   ConnectionEvents events;       // optional: senders connecting and going away
 };
 
 // Listens for HighThroughputSendSockets (any number; messages of one sender keep their
-// order). A sender sending a length beyond max_message_size, a truncated page or junk is
+// order). Every message carries its Peer (Message::peer(), recv_each's handler), which
+// answers the sender on the same connection (Peer::try_reply). A sender sending a length beyond max_message_size, a truncated page or junk is
 // disconnected with a logged reason; other senders are not disturbed.
 // Thread-safety: recv()/try_recv() from any threads (each message goes to one caller).
 class HighThroughputReceiveSocket {
@@ -113,7 +121,9 @@ class HighThroughputReceiveSocket {
   std::optional<Message> recv(std::chrono::nanoseconds timeout);
   std::optional<Message> try_recv();
 
-  // Returns false to stop the batch after this message.
+  // Returns false to stop the batch after this message. `peer` is the connection the
+  // message came from (copy it to keep it).
+  using PeerMessageHandler = std::function<bool(std::span<const std::byte> message, const Peer& peer)>;
   using MessageHandler = std::function<bool(std::span<const std::byte> message)>;
   // The batch form, for small messages: hands up to `max` messages to `handler` on the
   // calling thread, waiting up to `timeout` for the first and taking the rest only if they
@@ -121,6 +131,7 @@ class HighThroughputReceiveSocket {
   // alive afterwards); one consumer turn serves the whole batch. Returns how many messages
   // the handler was given. If the handler throws, the message it was given counts as
   // received and the exception propagates.
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const PeerMessageHandler& handler);
   std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const MessageHandler& handler);
 
   Endpoint local_endpoint() const;

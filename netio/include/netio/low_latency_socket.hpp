@@ -5,12 +5,15 @@
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
+#include "netio/message.hpp"
+#include "netio/peer.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 
 namespace netio {
@@ -21,6 +24,8 @@ struct LowLatencySendOptions {
   // Initial size of each send buffer; a buffer grows to the largest message it carried.
   std::size_t buffer_size = 64 * 1024;
   std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
+  Identity identity;     // declared to the receiver (its Peer); default name "HOST:PID"
+  ReplyOptions replies;  // replies the receiver sends back on this connection
 };
 
 // Connects to a LowLatencyReceiveSocket. Construction starts connecting and returns at
@@ -57,6 +62,12 @@ class LowLatencySendSocket {
   // or the connection's error if messages were lost to it.
   void wait_sent(std::chrono::nanoseconds timeout);
 
+  // The next reply from the receiver (Peer::try_reply on its side), waiting up to `timeout`;
+  // std::nullopt on timeout or once the connection is gone and no reply is left. Holding the
+  // Message holds a reply credit (ReplyOptions::credits). Any thread; throws Errc::closed
+  // when replies go to ReplyOptions::on_reply instead.
+  std::optional<Message> recv_reply(std::chrono::nanoseconds timeout);
+
   const Endpoint& remote() const noexcept;
   SocketStats stats() const noexcept;
 
@@ -71,16 +82,21 @@ struct LowLatencyReceiveOptions {
   // that pre-post receive buffers (libfabric) reserve credits × this per connection.
   std::size_t max_message_size = 1024 * 1024;
   std::size_t receive_credits = 4;  // buffers per connection the back-end may fill ahead
+  std::size_t reply_window = 16;    // replies per connection queued at most (Peer::try_reply)
   ConnectionEvents events;          // optional: senders connecting and going away
 };
 
 // Listens for LowLatencySendSockets; calls `handler` for every message on the event-loop
-// thread. The view passed to the handler is valid during the call only: copy what you keep.
-// The handler must not block for long (it holds up the whole loop) and must not destroy
-// this socket. Thread-safety: local_endpoint() and stats() from any thread.
+// thread, with the Peer it came from (connection id, declared identity; peer.try_reply()
+// answers on the same connection). The view passed to the handler is valid during the call
+// only: copy what you keep (a Peer may be copied and kept). The handler must not block for
+// long (it holds up the whole loop) and must not destroy this socket. Thread-safety:
+// local_endpoint() and stats() from any thread.
 class LowLatencyReceiveSocket {
  public:
-  using Handler = std::function<void(std::span<const std::byte> message, const Endpoint& peer)>;
+  // A handler taking `const Endpoint&` as its second parameter still works: a Peer converts
+  // to its source address.
+  using Handler = std::function<void(std::span<const std::byte> message, const Peer& peer)>;
 
   // Binds and listens; throws netio::Error if the endpoint cannot be bound.
   LowLatencyReceiveSocket(Context& context, const Endpoint& local, Handler handler,

@@ -2,8 +2,10 @@
 // is a view into that page and keeps the page alive (zero copy) until the Message is
 // destroyed. A message that spanned pages is joined in the buffer of the page it started
 // in when that buffer has room for the rest (a view again), else reassembled into memory
-// of its own.
+// of its own. peer() says which connection it came from and answers its sender.
 #pragma once
+
+#include "netio/peer.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -21,6 +23,17 @@ class Message {
       : owned_(std::make_shared<std::vector<std::byte>>(std::move(owned))) {
     view_ = std::span<const std::byte>(owned_->data(), owned_->size());
   }
+  // As above, from `peer`: a raw pointer, kept valid by `keep_alive` (which holds a
+  // reference to the peer's state), so that a message costs no extra reference count.
+  Message(std::span<const std::byte> view, std::shared_ptr<const void> keep_alive, const Peer* peer)
+      : view_(view), keep_alive_(std::move(keep_alive)), peer_(peer) {}
+  Message(std::vector<std::byte> owned, Peer peer) : Message(std::move(owned)) {
+    owned_peer_ = std::make_shared<Peer>(std::move(peer));
+    peer_ = owned_peer_.get();
+  }
+
+  // The connection the message came from (an empty Peer for a message made by hand).
+  Peer peer() const { return peer_ ? *peer_ : Peer(); }
 
   std::span<const std::byte> bytes() const noexcept { return view_; }
   const std::byte* data() const noexcept { return view_.data(); }
@@ -30,12 +43,16 @@ class Message {
     view_ = {};
     keep_alive_.reset();
     owned_.reset();
+    owned_peer_.reset();
+    peer_ = nullptr;
   }
 
  private:
   std::span<const std::byte> view_;
   std::shared_ptr<const void> keep_alive_;
   std::shared_ptr<std::vector<std::byte>> owned_;
+  const Peer* peer_ = nullptr;
+  std::shared_ptr<const Peer> owned_peer_;
 };
 
 }  // namespace netio

@@ -1,0 +1,82 @@
+// Reads frames (an 8-byte little-endian length, then the bytes) from a non-blocking TCP
+// socket into buffers of a bounded pool and lends each to its owner as a ReceivedBuffer.
+// Both directions of a connection use one: data at the receive socket, replies at the send
+// socket.
+//
+// Reading goes through a staging buffer, so one recv() picks up many small frames; the
+// bulk of a large frame is read straight into its own buffer. When every buffer is lent
+// out the reader stalls (its owner stops polling the descriptor for input), TCP's window
+// closes, and the peer feels back-pressure; a buffer given back (on any thread) resumes it
+// through a task posted to the loop.
+//
+// Loop thread only, except that lent buffers may be given back on any thread. The owner
+// keeps the descriptor and its registration with the loop.
+#pragma once
+
+#include "netio/backend.hpp"
+#include "netio/event_loop.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace netio::posix {
+
+class ReceiveBufferPool;
+
+class FrameReader {
+ public:
+  struct Callbacks {
+    std::function<void(ReceivedBuffer)> on_frame;
+    // The reader stalled (true: stop polling for input) or may read again (false).
+    std::function<void(bool stalled)> on_stall_changed;
+    // The peer closed, the connection broke, or a frame was larger than allowed; the reader
+    // has stopped. `code` is Errc::disconnected or Errc::protocol_error.
+    std::function<void(Errc code, const std::string& why)> on_failed;
+  };
+
+  // `link` names the connection in messages ("from A to B"), `peer` the other side.
+  FrameReader(EventLoop& loop, std::size_t max_frame, std::size_t credits, std::string peer, std::string link);
+  ~FrameReader();
+  FrameReader(const FrameReader&) = delete;
+  FrameReader& operator=(const FrameReader&) = delete;
+
+  void start(int fd, Callbacks callbacks);
+  // Reads what is there (a bounded number of reads, then others get the loop).
+  void on_readable();
+  bool stalled() const noexcept { return stalled_; }
+  // No callback after this; lent buffers stay valid. Idempotent.
+  void close() noexcept;
+
+ private:
+  enum class Step { progress, would_block, stalled, done };
+
+  Step read_once();
+  bool discard_peeked(std::size_t bytes);
+  bool consume_staged();  // false when stalled for lack of buffers or closed
+  void deliver();
+  void resume();
+  void fail(Errc code, const std::string& why);
+
+  EventLoop& loop_;
+  std::size_t max_frame_;
+  std::string peer_;
+  std::string link_;
+  int fd_ = -1;
+  Callbacks callbacks_;
+  std::shared_ptr<ReceiveBufferPool> pool_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // liveness token for posted wake-ups
+  bool closed_ = false;
+  bool stalled_ = false;
+
+  std::vector<std::byte> staging_;
+  std::size_t staged_begin_ = 0;
+  std::size_t staged_end_ = 0;
+  Buffer* current_ = nullptr;  // the frame being filled
+  std::size_t expected_ = 0;   // its length
+  bool have_header_ = false;
+};
+
+}  // namespace netio::posix

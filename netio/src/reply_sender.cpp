@@ -1,0 +1,103 @@
+#include "reply_sender.hpp"
+
+#include "netio/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace netio::detail {
+namespace {
+constexpr std::size_t initial_reply_buffer = 256;  // buffers grow to the largest reply they carried
+}  // namespace
+
+ReplySender::ReplySender(EventLoop& loop, LowLevelReceiveSocket& socket, std::size_t window, std::string peer)
+    : loop_(loop),
+      socket_(&socket),
+      max_size_(socket.max_reply_size()),
+      peer_(std::move(peer)),
+      pool_(std::make_unique<BufferPool>(std::max<std::size_t>(window, 1),
+                                         std::min(max_size_, initial_reply_buffer), socket.reply_registrar())) {}
+
+bool ReplySender::send(std::span<const std::byte> message, bool wait, std::chrono::nanoseconds timeout) {
+  if (message.size() > max_size_) {
+    throw Error(Errc::message_too_large,
+                max_size_ == 0 ? fmt::format("{} takes no replies (its send socket declared none)", peer_)
+                               : fmt::format("a {}-byte reply is larger than {} takes ({} bytes)", message.size(),
+                                             peer_, max_size_));
+  }
+  const bool on_loop = loop_.in_loop_thread();
+  bool schedule = false;
+  {
+    std::unique_lock lock(mutex_);
+    if (!pool_) throw Error(Errc::disconnected, fmt::format("cannot reply to {}: its connection is gone", peer_));
+    Buffer* buffer = pool_->try_acquire();
+    if (buffer == nullptr) {
+      if (!wait) return false;
+      if (on_loop) {
+        throw Error(Errc::timeout, fmt::format("reply() to {} on the event-loop thread with its reply window full "
+                                               "would wait forever: use try_reply() in callbacks",
+                                               peer_));
+      }
+      const auto deadline = std::chrono::steady_clock::now() + timeout;
+      ++waiters_;
+      while (pool_ && (buffer = pool_->try_acquire()) == nullptr) {
+        if (room_.wait_until(lock, deadline) == std::cv_status::timeout) {
+          if (pool_) buffer = pool_->try_acquire();
+          break;
+        }
+      }
+      --waiters_;
+      if (!pool_) throw Error(Errc::disconnected, fmt::format("cannot reply to {}: its connection is gone", peer_));
+      if (buffer == nullptr) {
+        throw Error(Errc::timeout,
+                    fmt::format("no room for a reply to {} within {} ms (it is not taking its replies)", peer_,
+                                std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+      }
+    }
+    pool_->reserve(buffer, message.size());
+    if (!message.empty()) std::memcpy(buffer->data, message.data(), message.size());
+    buffer->size = message.size();
+    submitted_.push_back(buffer);
+    if (!on_loop) schedule = !std::exchange(drain_scheduled_, true);
+  }
+  if (on_loop) {
+    drain();  // with what user threads queued before, in order
+  } else if (schedule) {
+    // A weak reference: the connection may end before the task runs.
+    loop_.post([weak = weak_from_this()] {
+      if (const auto self = weak.lock()) self->drain();
+    });
+  }
+  return true;
+}
+
+void ReplySender::drain() {
+  {
+    std::lock_guard lock(mutex_);
+    drain_scheduled_ = false;
+    draining_.swap(submitted_);
+  }
+  for (Buffer* buffer : draining_) {
+    if (socket_ != nullptr) socket_->send_reply(buffer);  // may complete at once: on_completed locks
+  }
+  draining_.clear();
+}
+
+void ReplySender::on_completed(Buffer* buffer) {
+  std::lock_guard lock(mutex_);
+  if (!pool_) return;
+  pool_->release(buffer);
+  if (waiters_ != 0) room_.notify_one();
+}
+
+void ReplySender::close() noexcept {
+  socket_ = nullptr;
+  std::lock_guard lock(mutex_);
+  submitted_.clear();
+  pool_.reset();  // the back-end dropped what it held: every buffer is ours again
+  room_.notify_all();
+}
+
+}  // namespace netio::detail
