@@ -2,7 +2,7 @@
 //
 //   netio_pingpong --server -e ENDPOINT [--port-file FILE] [--busy-poll] [--cpu N[,M]] [--timeout DURATION]
 //   netio_pingpong -e ENDPOINT [-s SIZE] [-n ITERATIONS] [-w WARMUP] [--histogram] [--json]
-//                  [--busy-poll] [--cpu N[,M]] [--timeout DURATION]
+//                  [--two-connections] [--busy-poll] [--cpu N[,M]] [--timeout DURATION]
 #include "common/cli_options.hpp"
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
@@ -34,6 +34,7 @@ struct Options {
   std::uint64_t warmup = 1000;
   bool histogram = false;
   bool json = false;
+  bool two_connections = false;
   bool busy_poll = false;
   std::string port_file;
   CpuChoice cpu;
@@ -42,7 +43,7 @@ struct Options {
 
 void add_options(CLI::App& app, Options& o) {
   auto* server = app.add_flag("--server", o.server,
-                              "Run the server: echo the pings of clients, one after another, until Ctrl-C");
+                              "Run the server: echo the pings of any number of clients at once, until Ctrl-C");
   app.add_option("-e,--endpoint", o.endpoint,
                  "Server: where to listen (port 0 picks a free one, printed on stderr); client: the server's "
                  "endpoint. tcp://HOST:PORT or fabric://HOST:PORT[?provider=NAME]")
@@ -60,6 +61,10 @@ void add_options(CLI::App& app, Options& o) {
                "Client: print one JSON document on stdout: {\"size\", \"iterations\", \"rtt_us\": {min, median, mean, "
                "p90, p99, p999, max, stddev}}")
       ->excludes(server);
+  app.add_flag("--two-connections", o.two_connections,
+               "Client: pongs come back on a second connection, from the server to a receive socket of the client, "
+               "instead of as replies on the ping connection (to compare the two shapes)")
+      ->excludes(server);
   app.add_option("--port-file", o.port_file, "Server: write the port listened on to FILE once listening")
       ->type_name("FILE")
       ->needs(server);
@@ -69,10 +74,11 @@ void add_options(CLI::App& app, Options& o) {
   add_cpu_option(app, o.cpu);
   add_timeout_option(app, o.timeout);
   app.footer(std::string(kUnitsHelp) +
-             "\n\nThe client listens for the replies (netio connections go one way) on port 0 of the loopback\n"
-             "address when the server is on loopback, else of the wildcard address; the server connects back to\n"
-             "it. Times are in microseconds; percentiles interpolate between samples, stddev is the population\n"
-             "standard deviation.\n\n"
+             "\n\nPings and pongs share one connection: the server answers each ping with a reply on the\n"
+             "connection it came on. With --two-connections the client listens for the pongs on port 0 of the\n"
+             "loopback address when the server is on loopback, else of the wildcard address, and the server\n"
+             "connects back to it. Times are in microseconds; percentiles interpolate between samples, stddev is\n"
+             "the population standard deviation.\n\n"
              "Exit status of the client: 0 when done, 1 on failure (server unreachable, no reply, --timeout),\n"
              "128+N when stopped by signal N, other non-zero values for bad arguments. The server exits with 0\n"
              "when stopped by Ctrl-C, SIGTERM or --timeout.");
@@ -114,6 +120,7 @@ int run_client(netio::Context& context, const Options& o, const Deadline& deadli
   client.size = o.size;
   client.iterations = o.iterations;
   client.warmup = o.warmup;
+  client.two_connections = o.two_connections;
   const PingpongClientResult result = run_pingpong_client(context, client, deadline);
 
   if (!result.rtt_us.empty()) {

@@ -1,14 +1,17 @@
 // What netio_pingpong's client and server say to each other.
 //
-// netio connections go one way (send socket → receive socket), so a round trip needs two:
-//   1. the client listens on a LowLatencyReceiveSocket (port 0), connects to the server and
-//      sends HELLO(a = its listening port, b = session id, c = ping size);
-//   2. the server connects back to (the HELLO's peer host, that port) and sends
-//      WELCOME(a = session id);
+// By default pings and pongs share one connection: the pongs are replies (Peer::try_reply).
+//   1. the client connects to the server and sends HELLO(a = 0, b = session id, c = ping size);
+//   2. the server answers WELCOME(a = session id);
 //   3. pings: the client sends a message of the ping size, the server echoes its bytes;
 //   4. the client sends GOODBYE(a = session id, b = pings done) and waits briefly for
-//      GOODBYE_ACK(a = session id). A new HELLO replaces the previous client, so a client
-//      that vanished without GOODBYE does not block the next one.
+//      GOODBYE_ACK(a = session id).
+// The server serves any number of clients at once, each known by its connection; a client
+// that vanishes without GOODBYE is forgotten when its connection drops.
+// With --two-connections (netio's shape before replies, kept so both can be measured) the
+// client also listens on a LowLatencyReceiveSocket (port 0) and its HELLO carries that port
+// in `a`; the server connects back to (the HELLO's source host, that port) and sends WELCOME,
+// pongs and GOODBYE_ACK there.
 // HELLO, WELCOME, GOODBYE and GOODBYE_ACK are control frames (control_frame.hpp). A ping of
 // 8 bytes or more starts with its sequence number (bit 63 clear, so never a frame); a ping
 // of 1..7 bytes holds the low bytes of its sequence number and is too short to be a frame.

@@ -202,30 +202,42 @@ Endpoint reply_endpoint_for(const Endpoint& server) {
 PingpongClientResult run_pingpong_client(Context& context, const PingpongClientOptions& options,
                                          const Deadline& deadline) {
   PingLoop loop(options, random_session());
-  LowLatencyReceiveOptions receive_options;
-  receive_options.max_message_size = std::max<std::size_t>(options.size, kControlFrameSize);
-  LowLatencyReceiveSocket replies(
-      context, reply_endpoint_for(options.server),
-      [&loop](std::span<const std::byte> message, const Endpoint&) { loop.on_message(message); }, receive_options);
+  const std::size_t largest = std::max<std::size_t>(options.size, kControlFrameSize);
+  // With two connections, the pongs come to a receive socket of ours, on a port the hello
+  // tells the server; otherwise as replies on the ping connection (port 0 in the hello).
+  std::optional<LowLatencyReceiveSocket> pongs;
+  if (options.two_connections) {
+    LowLatencyReceiveOptions receive_options;
+    receive_options.max_message_size = largest;
+    pongs.emplace(context, reply_endpoint_for(options.server),
+                  [&loop](std::span<const std::byte> message, const Endpoint&) { loop.on_message(message); },
+                  receive_options);
+  }
 
   // One ping in flight at a time, but a back-end may report a send complete only after
   // the reply has come back (libfabric's tcp provider progresses a CQ when it is read):
   // enough buffers that such a lag never starves the next ping.
   LowLatencySendOptions send_options;
   send_options.buffer_count = 64;
+  send_options.identity.name = "netio_pingpong client";
+  if (!options.two_connections) {
+    send_options.replies.max_size = largest;
+    send_options.replies.credits = 16;
+    send_options.replies.on_reply = [&loop](std::span<const std::byte> message) { loop.on_message(message); };
+  }
   LowLatencySendSocket pings(context, options.server, send_options);
   loop.attach(pings);
   pings.wait_connected(deadline.remaining(options.connect_timeout));
 
-  const std::uint16_t reply_port = replies.local_endpoint().port;
+  const std::uint16_t reply_port = pongs ? pongs->local_endpoint().port : 0;
   pings.send(encode_control_frame({ControlKind::ping_hello, reply_port, loop.session(), options.size}));
   if (!loop.wait_for(PingLoop::Milestone::welcomed, deadline.remaining(options.connect_timeout))) {
     throw Error(Errc::timeout,
-                fmt::format("{} did not answer within {} s: is it `netio_pingpong --server`, and can it connect "
-                            "back to this host on port {}?",
+                fmt::format("{} did not answer within {} s: is it `netio_pingpong --server`{}?",
                             options.server.to_string(),
                             std::chrono::duration_cast<std::chrono::seconds>(options.connect_timeout).count(),
-                            reply_port));
+                            pongs ? fmt::format(", and can it connect back to this host on port {}", reply_port)
+                                  : std::string()));
   }
 
   PingpongClientResult result;
@@ -235,15 +247,15 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
   if (auto error = loop.error()) result.error = error;
   result.rtt_us = loop.take_samples();
 
-  // Tell the server we are done, so it can serve the next client; it acknowledges, so the
-  // goodbye is known to be out before our socket closes. Then let the server close its
-  // connection to us first: the side that closes a connection the other still sends on
-  // gets a warning. A missing answer is not an error of the measurement.
+  // Tell the server we are done, so it can forget this client; it acknowledges, so the
+  // goodbye is known to be out before our socket closes. With two connections, let the
+  // server close its connection to us first: the side that closes a connection the other
+  // still sends on gets a warning. A missing answer is not an error of the measurement.
   try {
     pings.send(encode_control_frame({ControlKind::ping_goodbye, loop.session(), result.rtt_us.size(), 0}));
-    if (loop.wait_for(PingLoop::Milestone::goodbye_acknowledged, kGoodbyeTimeout)) {
+    if (loop.wait_for(PingLoop::Milestone::goodbye_acknowledged, kGoodbyeTimeout) && pongs) {
       const auto until = Clock::now() + kGoodbyeTimeout;
-      while (replies.stats().disconnects == 0 && Clock::now() < until) std::this_thread::sleep_for(kPoll);
+      while (pongs->stats().disconnects == 0 && Clock::now() < until) std::this_thread::sleep_for(kPoll);
     }
   } catch (const Error&) {
   }

@@ -24,6 +24,9 @@ struct PingpongClientOptions {
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
   // No reply for this long: the server or the network lost a message; give up.
   std::chrono::nanoseconds stall_timeout = std::chrono::seconds(10);
+  // Pongs on a second connection, from the server back to a receive socket of the client,
+  // instead of as replies on the ping connection (the shape netio had before replies).
+  bool two_connections = false;
 };
 
 struct PingpongClientResult {
@@ -32,8 +35,8 @@ struct PingpongClientResult {
   bool interrupted = false;          // Ctrl-C / SIGTERM or --timeout
 };
 
-// The address the client listens on for the replies: the loopback address when the server
-// is on loopback, else the wildcard address of the server's family.
+// With two connections, the address the client listens on for the pongs: the loopback
+// address when the server is on loopback, else the wildcard address of the server's family.
 Endpoint reply_endpoint_for(const Endpoint& server);
 
 // Throws netio::Error when the server cannot be reached or does not answer; failures

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -20,37 +21,33 @@ namespace {
 constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr auto kConnectBackTimeout = std::chrono::seconds(5);
 
-// One ping is in flight at a time, plus a control message: a few buffers are plenty, and
-// they grow to the ping size on first use (during the client's warm-up).
-LowLatencySendOptions pingpong_send_options() {
+// Pings and replies, one at a time per client: the reply window holds that many and more.
+constexpr std::size_t kReplyWindow = 64;
+
+// A client of the two-connection shape: the connection back to it, for its pongs.
+LowLatencySendOptions connect_back_options() {
   LowLatencySendOptions options;
   options.buffer_count = 64;  // send completions may lag behind the replies; see the client
+  options.identity.name = "netio_pingpong server";
   return options;
 }
 
-struct ControlEvent {
-  ControlFrame frame;
-  Endpoint peer;
-};
-
-// The client being served. `socket` and `peer` are read by the receive callback on the
-// loop thread and replaced only inside run_sync() on the loop, so the callback needs no
-// lock; the main thread may use the socket (send is thread-safe) between replacements.
-struct CurrentClient {
-  std::unique_ptr<LowLatencySendSocket> socket;
-  Endpoint peer;  // the connection the pings come from
+// A client being served, known by its connection. Entries are added and removed on the
+// main thread inside run_sync() on the loop, and read by the receive callback on the loop
+// thread, so the callback needs no lock.
+struct Client {
   std::uint64_t session = 0;
+  std::unique_ptr<LowLatencySendSocket> back;  // the two-connection shape only
   std::atomic<std::uint64_t> echoed{0};
-  std::atomic<std::uint64_t> dropped{0};  // no free send buffer: the client will notice
+  std::atomic<std::uint64_t> dropped{0};  // no room to answer: the client will notice
 };
 
 class EchoServer {
  public:
   EchoServer(Context& context, const Endpoint& local)
       : context_(context),
-        socket_(context, local, [this](std::span<const std::byte> message, const Endpoint& peer) {
-          on_message(message, peer);
-        }) {}
+        socket_(context, local, [this](std::span<const std::byte> message, const Peer& peer) { on_message(message, peer); },
+                receive_options()) {}
 
   Endpoint local_endpoint() const { return socket_.local_endpoint(); }
 
@@ -58,48 +55,72 @@ class EchoServer {
     while (!stop_requested() && !deadline.expired()) {
       if (auto event = next_event()) handle(*event);
     }
-    drop_client();
+    std::map<ConnectionId, std::unique_ptr<Client>> clients;
+    context_.loop().run_sync([&] { clients.swap(clients_); });
   }
 
  private:
+  LowLatencyReceiveOptions receive_options() {
+    LowLatencyReceiveOptions options;
+    options.max_message_size = 64 * 1024 * 1024;
+    options.reply_window = kReplyWindow;
+    // A client that leaves without a goodbye is forgotten all the same.
+    options.events.on_disconnected = [this](const Peer& peer, const Error&) {
+      push({ControlFrame{ControlKind::ping_goodbye, 0, 0, 0}, peer, true});
+    };
+    return options;
+  }
+
   // Loop thread.
-  void on_message(std::span<const std::byte> message, const Endpoint& peer) {
+  void on_message(std::span<const std::byte> message, const Peer& peer) {
     if (looks_like_control_frame(message)) {
       if (auto frame = decode_control_frame(message)) {
-        {
-          std::lock_guard lock(events_mutex_);
-          events_.push_back({*frame, peer});
-        }
-        events_changed_.notify_one();
+        push({*frame, peer, false});
       } else {
         fmt::print(stderr, "netio_pingpong: ignoring a malformed control message from {}\n", peer.to_string());
       }
       return;
     }
-    if (!client_.socket || peer != client_.peer) return;  // not (or no longer) the client served
-    // try_send: on the loop thread a blocking send() would wait for completions that only
-    // this very thread can deliver.
+    const auto it = clients_.find(peer.connection());
+    if (it == clients_.end()) return;  // not (or no longer) a client served
+    Client& client = *it->second;
+    // try_*: on the loop thread nothing may wait for room that only this thread makes.
     try {
-      if (client_.socket->try_send(message)) {
-        client_.echoed.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        client_.dropped.fetch_add(1, std::memory_order_relaxed);
-      }
+      const bool sent = client.back ? client.back->try_send(message) : peer.try_reply(message);
+      (sent ? client.echoed : client.dropped).fetch_add(1, std::memory_order_relaxed);
     } catch (const Error&) {
-      client_.dropped.fetch_add(1, std::memory_order_relaxed);  // the client is gone; reported at goodbye
+      client.dropped.fetch_add(1, std::memory_order_relaxed);  // the client is gone; reported at goodbye
     }
   }
 
-  std::optional<ControlEvent> next_event() {
+  struct Event {
+    ControlFrame frame;
+    Peer peer;
+    bool disconnected;
+  };
+
+  void push(Event event) {
+    {
+      std::lock_guard lock(events_mutex_);
+      events_.push_back(std::move(event));
+    }
+    events_changed_.notify_one();
+  }
+
+  std::optional<Event> next_event() {
     std::unique_lock lock(events_mutex_);
     events_changed_.wait_for(lock, kTick, [this] { return !events_.empty(); });
     if (events_.empty()) return std::nullopt;
-    ControlEvent event = events_.front();
+    Event event = std::move(events_.front());
     events_.pop_front();
     return event;
   }
 
-  void handle(const ControlEvent& event) {
+  void handle(const Event& event) {
+    if (event.disconnected) {
+      forget(event.peer.connection());
+      return;
+    }
     const ControlFrame& f = event.frame;
     switch (f.kind) {
       case ControlKind::ping_hello:
@@ -114,56 +135,79 @@ class EchoServer {
     }
   }
 
-  void welcome(const Endpoint& peer, std::uint16_t port, std::uint64_t session, std::uint64_t size) {
-    const Endpoint back = peer.with_port(port);
-    auto socket = std::make_unique<LowLatencySendSocket>(context_, back, pingpong_send_options());
-    try {
-      socket->wait_connected(kConnectBackTimeout);
-    } catch (const Error& e) {
-      fmt::print(stderr, "netio_pingpong: cannot connect back to the client at {}: {}\n", back.to_string(), e.what());
-      return;
+  // Answers on the client's own connection, or on the connection back to it.
+  void answer(const Peer& peer, Client& client, const ControlFrame& frame) {
+    const auto bytes = encode_control_frame(frame);
+    if (client.back) {
+      client.back->send(bytes);
+    } else {
+      peer.reply(bytes, kConnectBackTimeout);
     }
-    replace_client(std::move(socket), peer, session);
-    client_.socket->send(encode_control_frame({ControlKind::ping_welcome, session, 0, 0}));
-    fmt::print(stderr, "netio_pingpong: client {} connected ({} B pings, replies to {})\n", peer.to_string(), size,
-               back.to_string());
   }
 
-  void goodbye(const Endpoint& peer, std::uint64_t session, std::uint64_t done) {
-    if (!client_.socket || peer != client_.peer || session != client_.session) return;
+  void welcome(const Peer& peer, std::uint16_t port, std::uint64_t session, std::uint64_t size) {
+    auto client = std::make_unique<Client>();
+    client->session = session;
+    if (port != 0) {  // the two-connection shape: connect back to the port the client listens on
+      const Endpoint back = peer.address().with_port(port);
+      client->back = std::make_unique<LowLatencySendSocket>(context_, back, connect_back_options());
+      try {
+        client->back->wait_connected(kConnectBackTimeout);
+      } catch (const Error& e) {
+        fmt::print(stderr, "netio_pingpong: cannot connect back to the client at {}: {}\n", back.to_string(), e.what());
+        return;
+      }
+    }
     try {
-      client_.socket->send(encode_control_frame({ControlKind::ping_goodbye_ack, session, 0, 0}));
-      client_.socket->wait_sent(std::chrono::seconds(1));
+      answer(peer, *client, {ControlKind::ping_welcome, session, 0, 0});
+    } catch (const Error& e) {
+      fmt::print(stderr, "netio_pingpong: cannot welcome {}: {}\n", peer.to_string(), e.what());
+      return;
+    }
+    const bool two_connections = client->back != nullptr;
+    const std::string back = two_connections ? client->back->remote().to_string() : std::string();
+    context_.loop().run_sync([&] { clients_[peer.connection()] = std::move(client); });
+    fmt::print(stderr, "netio_pingpong: client {} connected ({} B pings, {})\n", peer.to_string(), size,
+               two_connections ? "replies on a second connection to " + back : "replies on its connection");
+  }
+
+  void goodbye(const Peer& peer, std::uint64_t session, std::uint64_t done) {
+    Client* client = nullptr;
+    context_.loop().run_sync([&] {
+      const auto it = clients_.find(peer.connection());
+      if (it != clients_.end() && it->second->session == session) client = it->second.get();
+    });
+    if (client == nullptr) return;
+    try {
+      answer(peer, *client, {ControlKind::ping_goodbye_ack, session, 0, 0});
+      if (client->back) client->back->wait_sent(std::chrono::seconds(1));
     } catch (const Error& e) {
       fmt::print(stderr, "netio_pingpong: goodbye to {} failed: {}\n", peer.to_string(), e.what());
     }
     fmt::print("client {}: {} measured round trips, {} pings echoed (with warm-up){}\n", peer.to_string(), done,
-               client_.echoed.load(std::memory_order_relaxed),
-               client_.dropped.load() > 0 ? fmt::format(", {} dropped", client_.dropped.load()) : "");
+               client->echoed.load(std::memory_order_relaxed),
+               client->dropped.load() > 0 ? fmt::format(", {} dropped", client->dropped.load()) : "");
     std::fflush(stdout);
-    drop_client();
+    forget(peer.connection());
   }
 
-  void replace_client(std::unique_ptr<LowLatencySendSocket> socket, const Endpoint& peer, std::uint64_t session) {
-    std::unique_ptr<LowLatencySendSocket> previous;
+  void forget(ConnectionId connection) {
+    std::unique_ptr<Client> client;
     context_.loop().run_sync([&] {
-      previous = std::exchange(client_.socket, std::move(socket));
-      client_.peer = peer;
-      client_.session = session;
-      client_.echoed.store(0, std::memory_order_relaxed);
-      client_.dropped.store(0, std::memory_order_relaxed);
+      if (const auto it = clients_.find(connection); it != clients_.end()) {
+        client = std::move(it->second);
+        clients_.erase(it);
+      }
     });
     // Destroyed here, on the main thread, never inside the receive callback.
   }
 
-  void drop_client() { replace_client(nullptr, Endpoint{}, 0); }
-
   Context& context_;
-  CurrentClient client_;
+  std::map<ConnectionId, std::unique_ptr<Client>> clients_;  // see Client
   std::mutex events_mutex_;
   std::condition_variable events_changed_;
-  std::deque<ControlEvent> events_;  // guarded by events_mutex_
-  LowLatencyReceiveSocket socket_;   // last: destroyed first, so no callback outlives the rest
+  std::deque<Event> events_;        // guarded by events_mutex_
+  LowLatencyReceiveSocket socket_;  // last: destroyed first, so no callback outlives the rest
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// netio_pingpong --server: echoes the pings of one client at a time, clients one after
-// another, until Ctrl-C / SIGTERM or --timeout. Protocol: common/pingpong_protocol.hpp.
+// netio_pingpong --server: echoes the pings of any number of clients at once, each on its own
+// connection, until Ctrl-C / SIGTERM or --timeout. Protocol: common/pingpong_protocol.hpp.
 #pragma once
 
 #include "common/deadline.hpp"

@@ -1,0 +1,391 @@
+// Connection identity and replies on the same connection, over real loopback connections on
+// every back-end: who sent a message (netio::Peer), and answering exactly that sender.
+#include "netio/high_throughput_socket.hpp"
+#include "netio/low_latency_socket.hpp"
+#include "support/transports.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using netio::Endpoint;
+using netio::test::eventually;
+
+namespace {
+
+// A message naming its sender and its number: 16 bytes, then `padding` more.
+std::vector<std::byte> numbered(std::uint64_t sender, std::uint64_t sequence, std::size_t padding = 0) {
+  std::vector<std::byte> bytes(16 + padding, std::byte{0x5A});
+  std::memcpy(bytes.data(), &sender, 8);
+  std::memcpy(bytes.data() + 8, &sequence, 8);
+  return bytes;
+}
+std::pair<std::uint64_t, std::uint64_t> numbers(std::span<const std::byte> bytes) {
+  REQUIRE(bytes.size() >= 16);
+  std::uint64_t sender = 0;
+  std::uint64_t sequence = 0;
+  std::memcpy(&sender, bytes.data(), 8);
+  std::memcpy(&sequence, bytes.data() + 8, 8);
+  return {sender, sequence};
+}
+
+std::string name_of(std::uint64_t sender) { return "sender-" + std::to_string(sender); }
+
+// What each sender got back, in order; thread-safe.
+struct Replies {
+  std::mutex mutex;
+  std::vector<std::uint64_t> sequences;
+  std::atomic<std::size_t> count{0};
+  std::atomic<int> wrong_sender{0};
+  std::uint64_t sender = 0;
+
+  netio::ReplyOptions options() {
+    netio::ReplyOptions o;
+    o.on_reply = [this](std::span<const std::byte> reply) {
+      const auto [from, sequence] = numbers(reply);
+      if (from != sender) ++wrong_sender;
+      std::lock_guard lock(mutex);
+      sequences.push_back(sequence);
+      ++count;
+    };
+    return o;
+  }
+  bool in_order(std::uint64_t expected) {
+    std::lock_guard lock(mutex);
+    if (sequences.size() != expected) return false;
+    for (std::uint64_t i = 0; i < expected; ++i) {
+      if (sequences[i] != i) return false;
+    }
+    return true;
+  }
+};
+
+// Resident memory of this process, from /proc/self/statm.
+std::size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t total_pages = 0;
+  std::size_t resident_pages = 0;
+  statm >> total_pages >> resident_pages;
+  return resident_pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+TEST_CASE("low-latency: every message carries its sender's identity, and replies reach exactly that sender, in order",
+          "[replies][identity][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  constexpr std::uint64_t senders = 8;
+  constexpr std::uint64_t per_sender = 500;
+  netio::Context context;
+
+  std::mutex mutex;
+  std::map<std::uint64_t, std::set<netio::ConnectionId>> connections_of;  // sender -> ids seen
+  std::map<std::uint64_t, std::string> names_seen;
+  std::map<std::uint64_t, std::optional<Endpoint>> endpoints_seen;
+  std::atomic<int> refused{0};
+  std::vector<std::string> connected_names;
+  std::vector<std::string> disconnected_names;
+
+  netio::LowLatencyReceiveOptions receive_options;
+  receive_options.events.on_connected = [&](const netio::Peer& peer) {
+    std::lock_guard lock(mutex);
+    connected_names.push_back(peer.name());
+  };
+  receive_options.events.on_disconnected = [&](const netio::Peer& peer, const netio::Error&) {
+    std::lock_guard lock(mutex);
+    disconnected_names.push_back(peer.name());
+  };
+  netio::LowLatencyReceiveSocket receiver(
+      context, base,
+      [&](std::span<const std::byte> message, const netio::Peer& peer) {
+        const auto [sender, sequence] = numbers(message);
+        {
+          std::lock_guard lock(mutex);
+          connections_of[sender].insert(peer.connection());
+          names_seen[sender] = peer.name();
+          endpoints_seen[sender] = peer.identity().endpoint;
+        }
+        // The reply echoes the message: the sender checks it is its own.
+        if (!peer.try_reply(message)) ++refused;
+      },
+      receive_options);
+
+  std::vector<std::unique_ptr<Replies>> replies;
+  std::vector<std::unique_ptr<netio::LowLatencySendSocket>> sockets;
+  for (std::uint64_t s = 0; s < senders; ++s) {
+    replies.push_back(std::make_unique<Replies>());
+    replies.back()->sender = s;
+    netio::LowLatencySendOptions options;
+    options.identity.name = name_of(s);
+    if (s % 2 == 0) options.identity.endpoint = Endpoint::parse("tcp://127.0.0.1:" + std::to_string(1000 + s));
+    options.replies = replies.back()->options();
+    options.replies.credits = 4;
+    sockets.push_back(std::make_unique<netio::LowLatencySendSocket>(context, receiver.local_endpoint(), options));
+  }
+  // All senders at once, each from its own thread.
+  std::vector<std::thread> threads;
+  for (std::uint64_t s = 0; s < senders; ++s) {
+    threads.emplace_back([&, s] {
+      try {
+        for (std::uint64_t i = 0; i < per_sender; ++i) sockets[s]->send(numbered(s, i));
+      } catch (const netio::Error&) {
+        ++refused;  // reported below; a thread must not end in an exception
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (std::uint64_t s = 0; s < senders; ++s) {
+    REQUIRE(eventually([&] { return replies[s]->count.load() == per_sender; }, 30s));
+    CHECK(replies[s]->in_order(per_sender));
+    CHECK(replies[s]->wrong_sender == 0);
+  }
+  CHECK(refused == 0);  // replies were taken as they came: the window never filled
+
+  std::set<netio::ConnectionId> all_ids;
+  {
+    std::lock_guard lock(mutex);
+    for (std::uint64_t s = 0; s < senders; ++s) {
+      REQUIRE(connections_of[s].size() == 1);  // one id for the connection's whole life
+      all_ids.insert(*connections_of[s].begin());
+      CHECK(names_seen[s] == name_of(s));
+      if (s % 2 == 0) {
+        REQUIRE(endpoints_seen[s].has_value());
+        CHECK(endpoints_seen[s]->port == 1000 + s);
+      } else {
+        CHECK_FALSE(endpoints_seen[s].has_value());
+      }
+    }
+    CHECK(connected_names.size() == senders);
+  }
+  CHECK(all_ids.size() == senders);  // distinct connections have distinct ids
+
+  sockets.clear();
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return disconnected_names.size() == senders;
+  }));
+  std::lock_guard lock(mutex);
+  std::sort(connected_names.begin(), connected_names.end());
+  std::sort(disconnected_names.begin(), disconnected_names.end());
+  CHECK(connected_names == disconnected_names);
+}
+
+TEST_CASE("a sender that declares no name is known by host and process", "[identity][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  std::mutex mutex;
+  std::string name;
+  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte>, const netio::Peer& peer) {
+    std::lock_guard lock(mutex);
+    name = peer.name();
+  });
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
+  sender.send(numbered(0, 0));
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return !name.empty();
+  }));
+  std::lock_guard lock(mutex);
+  CHECK_THAT(name, Catch::EndsWith(":" + std::to_string(::getpid())));
+}
+
+TEST_CASE("high-throughput: messages carry their Peer; replies from a user thread reach their sender via recv_reply",
+          "[replies][identity][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  constexpr std::uint64_t senders = 4;
+  constexpr std::uint64_t per_sender = 2000;
+  netio::Context context;
+  netio::HighThroughputReceiveSocket receiver(context, base);
+
+  std::vector<std::unique_ptr<netio::HighThroughputSendSocket>> sockets;
+  for (std::uint64_t s = 0; s < senders; ++s) {
+    netio::HighThroughputSendOptions options;
+    options.page_size = 64 * 1024;
+    options.flush_timeout = 1ms;
+    options.identity.name = name_of(s);
+    sockets.push_back(std::make_unique<netio::HighThroughputSendSocket>(context, receiver.local_endpoint(), options));
+  }
+  std::atomic<int> send_failures{0};
+  std::vector<std::thread> threads;
+  for (std::uint64_t s = 0; s < senders; ++s) {
+    threads.emplace_back([&, s] {
+      try {
+        for (std::uint64_t i = 0; i < per_sender; ++i) sockets[s]->send(numbered(s, i, i % 300));
+        sockets[s]->flush();
+      } catch (const netio::Error&) {
+        ++send_failures;  // reported below; a thread must not end in an exception
+      }
+    });
+  }
+  // The receiving user thread answers every tenth message, mixing recv() and recv_each().
+  std::map<std::uint64_t, std::uint64_t> received;
+  std::uint64_t total = 0;
+  int mismatched = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  auto handle = [&](std::span<const std::byte> bytes, const netio::Peer& peer) {
+    const auto [sender, sequence] = numbers(bytes);
+    if (peer.name() != name_of(sender)) ++mismatched;
+    if (sequence != received[sender]++) ++mismatched;
+    if (sequence % 10 == 0) peer.reply(numbered(sender, sequence / 10), 10s);
+    ++total;
+  };
+  while (total < senders * per_sender && std::chrono::steady_clock::now() < deadline) {
+    if (total % 2 == 0) {
+      if (auto message = receiver.recv(100ms)) handle(message->bytes(), message->peer());
+    } else {
+      receiver.recv_each(64, 100ms, [&](std::span<const std::byte> bytes, const netio::Peer& peer) {
+        handle(bytes, peer);
+        return true;
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  CHECK(send_failures == 0);
+  REQUIRE(total == senders * per_sender);
+  CHECK(mismatched == 0);
+  for (std::uint64_t s = 0; s < senders; ++s) {
+    for (std::uint64_t i = 0; i < per_sender / 10; ++i) {
+      auto reply = sockets[s]->recv_reply(10s);
+      REQUIRE(reply);
+      const auto [sender, sequence] = numbers(reply->bytes());
+      CHECK(sender == s);
+      CHECK(sequence == i);
+    }
+    CHECK_FALSE(sockets[s]->recv_reply(0ms));
+  }
+}
+
+TEST_CASE("a sender that never takes its replies stalls the replier, whose memory stays bounded",
+          "[replies][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  constexpr std::size_t reply_size = 64 * 1024;
+  netio::Context context;
+  std::mutex mutex;
+  std::optional<netio::Peer> peer;
+  netio::LowLatencyReceiveOptions receive_options;
+  receive_options.reply_window = 8;
+  netio::LowLatencyReceiveSocket receiver(
+      context, base,
+      [&](std::span<const std::byte>, const netio::Peer& from) {
+        std::lock_guard lock(mutex);
+        peer = from;
+      },
+      receive_options);
+  netio::LowLatencySendOptions options;
+  options.replies.max_size = reply_size;
+  options.replies.credits = 2;  // queued for recv_reply(), which this sender does not call yet
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), options);
+  sender.send(numbered(0, 0));
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return peer.has_value();
+  }));
+  const netio::Peer to = [&] {
+    std::lock_guard lock(mutex);
+    return *peer;
+  }();
+
+  // Offer 1 GiB of replies: the replier must say "no room" long before, and hold no more
+  // than its window (plus what the kernel buffers on the way) meanwhile.
+  const auto reply = std::vector<std::byte>(reply_size, std::byte{7});
+  const std::size_t rss_before = resident_bytes();
+  std::size_t accepted = 0;
+  std::size_t refusals = 0;
+  for (std::size_t i = 0; i < 16384 && refusals < 200; ++i) {
+    if (to.try_reply(reply)) {
+      ++accepted;
+    } else {
+      ++refusals;
+      std::this_thread::sleep_for(1ms);  // let the loop move what it can
+    }
+  }
+  const std::size_t rss_after = resident_bytes();
+  INFO("accepted " << accepted << " replies of 64 KiB; RSS grew by " << (rss_after - std::min(rss_after, rss_before)));
+  CHECK(refusals >= 200);
+  CHECK(accepted < 1024);  // < 64 MiB: the window and the kernel's buffers, not 1 GiB
+  CHECK(rss_after < rss_before + 128 * 1024 * 1024);
+
+  // Taking the replies makes room again, and they arrive intact, in order.
+  std::size_t taken = 0;
+  while (auto message = sender.recv_reply(1s)) {
+    CHECK(message->size() == reply_size);
+    ++taken;
+    if (taken == accepted) break;
+  }
+  CHECK(taken == accepted);
+  CHECK(eventually([&] { return to.try_reply(reply); }));
+}
+
+TEST_CASE("replies: limits and a vanished sender are reported clearly", "[replies][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  std::mutex mutex;
+  std::vector<netio::Peer> peers;
+  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte>, const netio::Peer& from) {
+    std::lock_guard lock(mutex);
+    peers.push_back(from);
+  });
+  auto peer_number = [&](std::size_t i) {
+    REQUIRE(eventually([&] {
+      std::lock_guard lock(mutex);
+      return peers.size() > i;
+    }));
+    std::lock_guard lock(mutex);
+    return peers[i];
+  };
+
+  netio::LowLatencySendOptions no_replies;
+  no_replies.replies.max_size = 0;
+  no_replies.identity.name = "mute";
+  {
+    netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), no_replies);
+    sender.send(numbered(0, 0));
+    const auto peer = peer_number(0);
+    try {
+      peer.try_reply(numbered(0, 0));
+      FAIL("replied to a sender that takes no replies");
+    } catch (const netio::Error& e) {
+      CHECK(e.code() == netio::Errc::message_too_large);
+      CHECK_THAT(e.what(), Catch::Contains("takes no replies"));
+    }
+  }
+  netio::LowLatencySendOptions small;
+  small.replies.max_size = 100;
+  {
+    netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), small);
+    sender.send(numbered(1, 0));
+    const auto peer = peer_number(1);
+    try {
+      peer.try_reply(std::vector<std::byte>(101));
+      FAIL("sent a reply larger than the sender takes");
+    } catch (const netio::Error& e) {
+      CHECK(e.code() == netio::Errc::message_too_large);
+      CHECK_THAT(e.what(), Catch::Contains("101") && Catch::Contains("100"));
+    }
+    CHECK(peer.try_reply(std::vector<std::byte>(100)));
+    auto reply = sender.recv_reply(5s);
+    REQUIRE(reply);
+    CHECK(reply->size() == 100);
+  }
+  // The sender is gone: replying says so, naming it.
+  const auto gone = peer_number(1);
+  REQUIRE(eventually([&] {
+    try {
+      gone.try_reply(numbered(1, 1));
+      return false;
+    } catch (const netio::Error& e) {
+      return e.code() == netio::Errc::disconnected;
+    }
+  }));
+}
