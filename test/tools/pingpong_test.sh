@@ -1,6 +1,7 @@
 #!/bin/bash
 # netio_pingpong: one server, several clients one after another (JSON, text, histogram),
-# then SIGTERM stops the server cleanly.
+# then three at once (pongs as replies, and on a second connection), then SIGTERM stops the
+# server cleanly.
 #   pingpong_test.sh NETIO_PINGPONG TRANSPORT(tcp|fabric) CHECKER
 set -euo pipefail
 pingpong=$1 transport=$2 checker=$3
@@ -27,10 +28,27 @@ python3 "$checker" pingpong "$WORK/client-busy.json" 200 || fail "JSON check fai
 grep -q "median" "$WORK/client-text.out" || fail "no statistics table in the text output"
 grep -q " us |" "$WORK/client-text.out" || fail "no histogram in the text output"
 
+# Three clients at the same time: the server answers each on its own connection.
+concurrent=()
+for shape in one two one; do
+  extra=()
+  [ "$shape" = two ] && extra=(--two-connections)
+  "$pingpong" -e "$server" -s 64 -n 2000 -w 20 --json --timeout 30s "${extra[@]}" \
+    >"$WORK/client-$shape-${#concurrent[@]}.json" 2>"$WORK/client-$shape-${#concurrent[@]}.err" &
+  concurrent+=($!)
+done
+for i in "${!concurrent[@]}"; do
+  wait "${concurrent[$i]}" || fail "concurrent client $i exited with $?"
+done
+for f in "$WORK"/client-one-*.json "$WORK"/client-two-*.json; do
+  python3 "$checker" pingpong "$f" 2000 || fail "JSON check failed for $(basename "$f")"
+done
+
 kill -TERM "$server_pid"
 server_status=0
 wait "$server_pid" || server_status=$?
 [ "$server_status" -eq 0 ] || fail "the server exited with $server_status after SIGTERM"
 clients=$(grep -c "measured round trips" "$WORK/server.out" || true)
-[ "$clients" -eq 5 ] || fail "the server saw $clients clients say goodbye, not 5"
+[ "$clients" -eq 8 ] || fail "the server saw $clients clients say goodbye, not 8"
+grep -q "replies on a second connection" "$WORK/server.err" || fail "no client used --two-connections"
 echo "ok: $transport"
