@@ -7,9 +7,15 @@
 # results.md (tables) and PNG plots into the output directory. Raw TCP also runs in netio's
 # shapes (tcp_throughput --paged, tcp_pingpong --one-way), and libfabric in netio's connection
 # shape (fi_oneway_pingpong), to bound what the design costs.
+# Paired ratios: each repetition runs netio and the reference of each target back to back at
+# the same size and mode (netio throughput at size S next to raw TCP or ZeroMQ at S; netio's
+# round trip next to tcp_pingpong or fi_pingpong), one of the two first in odd repetitions and
+# the other first in even ones, so that warm-up bias cancels. A target's figure is the median
+# over the repetitions of the ratio within each repetition, shown with its min-max, next to the
+# medians of both systems; the targets are judged on it. Use --repeat 3 or more (1: no spread).
 # Options:
 #   --out DIR            output directory (default build/bench)
-#   --repeat N           runs per point (default 3, at least 1)
+#   --repeat N           repetitions, i.e. runs per point and ratios per pair (default 3, at least 1)
 #   --time DURATION      sending time per throughput point (default 1s)
 #   --iterations N       measured round trips per RTT point (default 10000, +10 % warm-up)
 #   --sizes LIST         throughput sizes (default 8,64,1KiB,16KiB,64KiB,1MiB)
@@ -19,6 +25,8 @@
 #   --small-pages SIZE   also run netio with this page size from 16 KiB on (default 512KiB,
 #                        0 skips): what HighThroughputSendOptions::page_size buys over the default
 #   --memory-time D      run memory_check.sh (the memory target) for D (default 20s; 0 skips)
+# Quick look (no figures to quote): --no-build --no-fabric --no-pubsub --small-pages 0
+#   --memory-time 0 --repeat 2 --time 100ms --iterations 1000 --sizes 64,16KiB
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
@@ -45,7 +53,7 @@ while [ $# -gt 0 ]; do
     --no-pubsub) pubsub=0; shift ;;
     --small-pages) small_pages="$2"; shift 2 ;;
     --memory-time) memory_time="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -133,32 +141,175 @@ s=sys.argv[1].strip(); u={"":1,"b":1,"k":1024,"kib":1024,"m":1<<20,"mib":1<<20}
 i=len(s.rstrip("KiBMkibm")); print(int(float(s[:i])*u[s[i:].lower()]))' "$1"; }
 size_list=()
 for s in ${sizes//,/ }; do size_list+=("$(to_bytes "$s")"); done
-large_sizes=()
-for s in "${size_list[@]}"; do [ "$s" -ge 16384 ] && large_sizes+=("$s"); done
-join() { local IFS=,; echo "$*"; }
 
-# netio_recv reports every size of one run: split it into one record per size.
-record_netio() {  # SYSTEM REP
-  python3 - "$scratch/out.json" "$1" "$2" >>"$raw" <<'PY' || echo "compare.sh: $1 repeat $2 failed" >&2
-import json, sys
-path, system, rep = sys.argv[1:]
-for r in json.load(open(path))["results"]:
-    print(json.dumps({"kind": "tput", "system": system, "size": r["size"], "rep": int(rep),
-                      "data": {"results": [r]}}))
-PY
+# netio_recv + netio_throughput at one size (netio_recv reports it like tcp_throughput does):
+# netio_throughput SYSTEM SIZE REP LISTEN_ENDPOINT CONNECT_ENDPOINT [SENDER_OPTION...]
+netio_throughput() {
+  local system="$1" size="$2" rep="$3" listen="$4" connect="$5"
+  shift 5
+  report=server
+  pair "$bin/netio_recv" -e "$listen" --interval 0 --json --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/netio_throughput" -e "$connect" -s "$size" -t "$per_point" --cpu "$send_cpu" \
+       --timeout "$timeout" "$@"
+  record tput "$system" "$size" "$rep" "$scratch/out.json"
 }
 
-# netio_recv + netio_throughput, every size in one run:
-# netio_throughput SYSTEM REP LISTEN_ENDPOINT CONNECT_ENDPOINT SIZE... [-- SENDER_OPTION...]
-netio_throughput() {
-  local system="$1" rep="$2" listen="$3" connect="$4" sizes=()
-  shift 4
-  while [ $# -gt 0 ] && [ "$1" != "--" ]; do sizes+=("$1"); shift; done
-  [ $# -gt 0 ] && shift
-  pair "$bin/netio_recv" -e "$listen" --interval 0 --json --cpu "$recv_cpu" --timeout "$timeout" -- \
-       "$bin/netio_throughput" -e "$connect" -s "$(join "${sizes[@]}")" -t "$per_point" --cpu "$send_cpu" \
-       --timeout "$timeout" "$@"
-  record_netio "$system" "$rep"
+# One function per system and kind: tput_SYSTEM SIZE REP and rtt_SYSTEM SIZE REP run one point
+# and record it; each returns at once where that system is switched off or not measured at SIZE.
+# The sequences below run them back to back in a fixed order (reversed every other repetition),
+# so that the two systems of each target are neighbours and the aggregate can take their ratio
+# within the repetition (paired ratios).
+tput_netio() {
+  netio_throughput netio "$1" "$2" "tcp://127.0.0.1:0" "tcp://127.0.0.1:@PORT@"
+}
+tput_netio_small_pages() {
+  [ "$small_pages" != 0 ] && [ "$1" -ge 16384 ] || return 0
+  # The same with smaller pages: on the 1 MiB-L2 test box 512 KiB pages measured 10-25 %
+  # faster than DESIGN.md's default 1 MiB from 16 KiB messages on (tools/bench/README.md).
+  netio_throughput netio_small_pages "$1" "$2" "tcp://127.0.0.1:0" "tcp://127.0.0.1:@PORT@" \
+      --page-size "$small_pages"
+}
+tput_netio_fabric() {
+  [ "$fabric" = 1 ] && [ "$1" -ge 16384 ] || return 0
+  netio_throughput netio_fabric "$1" "$2" "fabric://127.0.0.1:0?provider=tcp" \
+      "fabric://127.0.0.1:@PORT@?provider=tcp"
+}
+tput_zmq() {
+  report=server
+  pair "$bin/bench/zmq_throughput" --recv --json --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/zmq_throughput" -e "tcp://127.0.0.1:@PORT@" -s "$1" -t "$per_point" --cpu "$send_cpu" \
+       --timeout "$timeout"
+  record tput zmq "$1" "$2" "$scratch/out.json"
+}
+tput_tcp() {
+  # Raw TCP: writes of the message size, or 1 MiB writes from 16 KiB on (the one-stream ceiling).
+  local write_size=$1
+  [ "$1" -ge 16384 ] && [ "$1" -lt 1048576 ] && write_size=1048576
+  report=server
+  pair "$bin/bench/tcp_throughput" --recv -s "$1" --json --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/tcp_throughput" -e "tcp://127.0.0.1:@PORT@" -s "$1" --write-size "$write_size" \
+       -t "$per_point" --cpu "$send_cpu" --timeout "$timeout"
+  record tput tcp "$1" "$2" "$scratch/out.json"
+}
+tput_tcp_paged() {
+  # Raw TCP in netio's sender shape: copy into 1 MiB pages, a second thread writes full pages.
+  report=server
+  pair "$bin/bench/tcp_throughput" --recv -s "$1" --json --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/tcp_throughput" -e "tcp://127.0.0.1:@PORT@" -s "$1" --paged \
+       -t "$per_point" --cpu "$send_cpu" --timeout "$timeout"
+  record tput tcp_paged "$1" "$2" "$scratch/out.json"
+}
+tput_zmq_pubsub() {
+  [ "$pubsub" = 1 ] || return 0
+  report=client  # the subscriber (client) reports; the publisher is the "server" here
+  pair "$bin/bench/zmq_pubsub" --publish -s "$1" -t "$per_point" --cpu "$send_cpu" --timeout "$timeout" -- \
+       "$bin/bench/zmq_pubsub" -e "tcp://127.0.0.1:@PORT@" --json --cpu "$recv_cpu" --timeout "$timeout"
+  record tput zmq_pubsub "$1" "$2" "$scratch/out.json"
+}
+
+# rtt_* SIZE REP: the round-trip programs, $rtt being the client's common options.
+rtt_netio() {
+  pair "$bin/netio_pingpong" --server -e tcp://127.0.0.1:0 --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/netio_pingpong" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+  record rtt netio "$1" "$2" "$scratch/out.json"
+}
+rtt_netio_busy() {
+  pair "$bin/netio_pingpong" --server --busy-poll -e tcp://127.0.0.1:0 --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/netio_pingpong" --busy-poll -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+  record rtt netio_busy "$1" "$2" "$scratch/out.json"
+}
+rtt_tcp() {
+  pair "$bin/bench/tcp_pingpong" --server --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/tcp_pingpong" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+  record rtt tcp "$1" "$2" "$scratch/out.json"
+}
+rtt_tcp_busy() {
+  pair "$bin/bench/tcp_pingpong" --server --busy-poll --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/tcp_pingpong" --busy-poll -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+  record rtt tcp_busy "$1" "$2" "$scratch/out.json"
+}
+rtt_tcp_oneway() {
+  # Raw TCP in netio's connection shape: pings and pongs on two one-way connections.
+  pair "$bin/bench/tcp_pingpong" --server --one-way --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/tcp_pingpong" --one-way -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+  record rtt tcp_oneway "$1" "$2" "$scratch/out.json"
+}
+rtt_tcp_oneway_busy() {
+  pair "$bin/bench/tcp_pingpong" --server --one-way --busy-poll --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/tcp_pingpong" --one-way --busy-poll -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+  record rtt tcp_oneway_busy "$1" "$2" "$scratch/out.json"
+}
+rtt_zmq() {
+  pair "$bin/bench/zmq_reqrep" --server --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/zmq_reqrep" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+  record rtt zmq "$1" "$2" "$scratch/out.json"
+}
+rtt_netio_fabric() {
+  [ "$fabric" = 1 ] || return 0
+  pair "$bin/netio_pingpong" --server -e "fabric://127.0.0.1:0?provider=tcp" --cpu "$recv_cpu" \
+       --timeout "$timeout" -- \
+       "$bin/netio_pingpong" -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
+  record rtt netio_fabric "$1" "$2" "$scratch/out.json"
+}
+rtt_netio_fabric_busy() {
+  [ "$fabric" = 1 ] || return 0
+  # fi_pingpong always spins: netio spinning too is the like-for-like comparison.
+  pair "$bin/netio_pingpong" --server --busy-poll -e "fabric://127.0.0.1:0?provider=tcp" --cpu "$recv_cpu" \
+       --timeout "$timeout" -- \
+       "$bin/netio_pingpong" --busy-poll -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
+  record rtt netio_fabric_busy "$1" "$2" "$scratch/out.json"
+}
+# libfabric without netio, spinning: one connection, and two one-way ones (netio's shape).
+rtt_fi_twoway() {
+  [ "$fabric" = 1 ] || return 0
+  pair "$bin/bench/fi_oneway_pingpong" --server --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/fi_oneway_pingpong" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+  record rtt fi_twoway "$1" "$2" "$scratch/out.json"
+}
+rtt_fi_oneway() {
+  [ "$fabric" = 1 ] || return 0
+  pair "$bin/bench/fi_oneway_pingpong" --server --one-way --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/fi_oneway_pingpong" --one-way -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+  record rtt fi_oneway "$1" "$2" "$scratch/out.json"
+}
+rtt_fi_pingpong() {
+  [ "$have_fi_pingpong" = 1 ] || return 0
+  # fi_pingpong has a control port of its own (no port 0): take a free ephemeral one.
+  local port
+  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  taskset -c "$recv_cpu" timeout 60 fi_pingpong -p tcp -e msg -B "$port" -I "$iterations" -S "$1" \
+      >/dev/null 2>"$scratch/server.err" &
+  server_pid=$!
+  sleep 0.3
+  # Its own format: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec; a round trip
+  # is two transfers, so RTT mean = 2 x usec/xfer.
+  taskset -c "$send_cpu" timeout 60 fi_pingpong -p tcp -e msg -P "$port" -I "$iterations" -S "$1" 127.0.0.1 \
+      2>"$scratch/client.err" | awk -v size="$1" -v iterations="$iterations" \
+      '$1 != "bytes" && NF >= 8 { printf "{\"size\":%s,\"iterations\":%s,\"rtt_us\":{\"mean\":%.3f}}\n", size, iterations, 2 * $7 }' \
+      >"$scratch/out.json" || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
+  record rtt fi_pingpong "$1" "$2" "$scratch/out.json"
+}
+
+# The run order within a repetition. Neighbours run back to back, so each target's two systems
+# are adjacent: netio/ZeroMQ msg/s below 16 KiB; netio (and its smaller pages)/raw TCP Gb/s and
+# libfabric/POSIX Gb/s from 16 KiB; netio/raw TCP blocking, netio/raw TCP busy-poll and netio
+# libfabric busy-poll/fi_pingpong round trips. Most same-shape comparisons are adjacent too.
+# Odd repetitions run a sequence forwards, even ones backwards: each system of a pair goes first
+# in half of them, so a warm-up (or cool-down) effect on whichever runs second cancels out.
+small_sequence=(tcp tcp_paged netio zmq zmq_pubsub)
+large_sequence=(netio_fabric netio tcp netio_small_pages tcp_paged zmq zmq_pubsub)
+rtt_sequence=(zmq tcp_oneway netio tcp tcp_oneway_busy netio_busy tcp_busy
+              netio_fabric fi_oneway netio_fabric_busy fi_pingpong fi_twoway)
+
+# run_sequence KIND SIZE REP SYSTEM...: runs KIND_SYSTEM SIZE REP for each, in the order given
+# in odd repetitions and in reverse in even ones.
+run_sequence() {
+  local kind="$1" size="$2" rep="$3" systems=() i system
+  shift 3
+  if [ $(( rep % 2 )) = 1 ]; then systems=("$@"); else for (( i = $#; i >= 1; i-- )); do systems+=("${!i}"); done; fi
+  for system in "${systems[@]}"; do "${kind}_${system}" "$size" "$rep"; done
 }
 
 start_time=$(date +%s)
@@ -167,105 +318,21 @@ awk '$1 > 0.5 { exit 1 }' /proc/loadavg ||
   echo "compare.sh: warning: load average ${load_before}: other work is running, expect noisy results" >&2
 echo "compare.sh: load before: ${load_before}; sizes ${sizes}; ${repeat} repeats of ${per_point} / ${iterations} round trips" >&2
 for rep in $(seq "$repeat"); do
-  echo "== repeat $rep/$repeat: throughput" >&2
-  report=server
-  netio_throughput netio "$rep" "tcp://127.0.0.1:0" "tcp://127.0.0.1:@PORT@" "${size_list[@]}"
-  if [ "$small_pages" != 0 ] && [ ${#large_sizes[@]} -gt 0 ]; then
-    # The same with smaller pages: on the 1 MiB-L2 test box 512 KiB pages measured 10-25 %
-    # faster than DESIGN.md's default 1 MiB from 16 KiB messages on (tools/bench/README.md).
-    netio_throughput netio_small_pages "$rep" "tcp://127.0.0.1:0" "tcp://127.0.0.1:@PORT@" "${large_sizes[@]}" \
-        -- --page-size "$small_pages"
-  fi
-  if [ "$fabric" = 1 ] && [ ${#large_sizes[@]} -gt 0 ]; then
-    netio_throughput netio_fabric "$rep" "fabric://127.0.0.1:0?provider=tcp" \
-        "fabric://127.0.0.1:@PORT@?provider=tcp" "${large_sizes[@]}"
-  fi
+  order="forwards"; [ $(( rep % 2 )) = 0 ] && order="backwards"
+  echo "== repeat $rep/$repeat: throughput (run order $order)" >&2
   for size in "${size_list[@]}"; do
-    pair "$bin/bench/zmq_throughput" --recv --json --cpu "$recv_cpu" --timeout "$timeout" -- \
-         "$bin/bench/zmq_throughput" -e "tcp://127.0.0.1:@PORT@" -s "$size" -t "$per_point" --cpu "$send_cpu" \
-         --timeout "$timeout"
-    record tput zmq "$size" "$rep" "$scratch/out.json"
-    # Raw TCP: writes of the message size, or 1 MiB writes from 16 KiB on (the one-stream ceiling).
-    write_size=$size; [ "$size" -ge 16384 ] && [ "$size" -lt 1048576 ] && write_size=1048576
-    pair "$bin/bench/tcp_throughput" --recv -s "$size" --json --cpu "$recv_cpu" --timeout "$timeout" -- \
-         "$bin/bench/tcp_throughput" -e "tcp://127.0.0.1:@PORT@" -s "$size" --write-size "$write_size" \
-         -t "$per_point" --cpu "$send_cpu" --timeout "$timeout"
-    record tput tcp "$size" "$rep" "$scratch/out.json"
-    # Raw TCP in netio's sender shape: copy into 1 MiB pages, a second thread writes full pages.
-    pair "$bin/bench/tcp_throughput" --recv -s "$size" --json --cpu "$recv_cpu" --timeout "$timeout" -- \
-         "$bin/bench/tcp_throughput" -e "tcp://127.0.0.1:@PORT@" -s "$size" --paged \
-         -t "$per_point" --cpu "$send_cpu" --timeout "$timeout"
-    record tput tcp_paged "$size" "$rep" "$scratch/out.json"
-    if [ "$pubsub" = 1 ]; then
-      report=client  # the subscriber (client) reports; the publisher is the "server" here
-      pair "$bin/bench/zmq_pubsub" --publish -s "$size" -t "$per_point" --cpu "$send_cpu" --timeout "$timeout" -- \
-           "$bin/bench/zmq_pubsub" -e "tcp://127.0.0.1:@PORT@" --json --cpu "$recv_cpu" --timeout "$timeout"
-      record tput zmq_pubsub "$size" "$rep" "$scratch/out.json"
-      report=server
+    if [ "$size" -ge 16384 ]; then
+      run_sequence tput "$size" "$rep" "${large_sequence[@]}"
+    else
+      run_sequence tput "$size" "$rep" "${small_sequence[@]}"
     fi
   done
 
-  echo "== repeat $rep/$repeat: round-trip time" >&2
+  echo "== repeat $rep/$repeat: round-trip time (run order $order)" >&2
   report=client
   for size in 8 1024; do
     rtt=(-s "$size" -n "$iterations" -w "$warmup" --json --cpu "$send_cpu" --timeout "$timeout")
-    pair "$bin/netio_pingpong" --server -e tcp://127.0.0.1:0 --cpu "$recv_cpu" --timeout "$timeout" -- \
-         "$bin/netio_pingpong" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
-    record rtt netio "$size" "$rep" "$scratch/out.json"
-    pair "$bin/netio_pingpong" --server --busy-poll -e tcp://127.0.0.1:0 --cpu "$recv_cpu" --timeout "$timeout" -- \
-         "$bin/netio_pingpong" --busy-poll -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
-    record rtt netio_busy "$size" "$rep" "$scratch/out.json"
-    pair "$bin/bench/tcp_pingpong" --server --cpu "$recv_cpu" --timeout "$timeout" -- \
-         "$bin/bench/tcp_pingpong" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
-    record rtt tcp "$size" "$rep" "$scratch/out.json"
-    pair "$bin/bench/tcp_pingpong" --server --busy-poll --cpu "$recv_cpu" --timeout "$timeout" -- \
-         "$bin/bench/tcp_pingpong" --busy-poll -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
-    record rtt tcp_busy "$size" "$rep" "$scratch/out.json"
-    # Raw TCP in netio's connection shape: pings and pongs on two one-way connections.
-    pair "$bin/bench/tcp_pingpong" --server --one-way --cpu "$recv_cpu" --timeout "$timeout" -- \
-         "$bin/bench/tcp_pingpong" --one-way -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
-    record rtt tcp_oneway "$size" "$rep" "$scratch/out.json"
-    pair "$bin/bench/tcp_pingpong" --server --one-way --busy-poll --cpu "$recv_cpu" --timeout "$timeout" -- \
-         "$bin/bench/tcp_pingpong" --one-way --busy-poll -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
-    record rtt tcp_oneway_busy "$size" "$rep" "$scratch/out.json"
-    pair "$bin/bench/zmq_reqrep" --server --cpu "$recv_cpu" --timeout "$timeout" -- \
-         "$bin/bench/zmq_reqrep" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
-    record rtt zmq "$size" "$rep" "$scratch/out.json"
-    if [ "$fabric" = 1 ]; then
-      pair "$bin/netio_pingpong" --server -e "fabric://127.0.0.1:0?provider=tcp" --cpu "$recv_cpu" \
-           --timeout "$timeout" -- \
-           "$bin/netio_pingpong" -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
-      record rtt netio_fabric "$size" "$rep" "$scratch/out.json"
-      # fi_pingpong always spins: netio spinning too is the like-for-like comparison.
-      pair "$bin/netio_pingpong" --server --busy-poll -e "fabric://127.0.0.1:0?provider=tcp" --cpu "$recv_cpu" \
-           --timeout "$timeout" -- \
-           "$bin/netio_pingpong" --busy-poll -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
-      record rtt netio_fabric_busy "$size" "$rep" "$scratch/out.json"
-      # libfabric without netio, spinning: one connection, and two one-way ones (netio's shape).
-      pair "$bin/bench/fi_oneway_pingpong" --server --cpu "$recv_cpu" --timeout "$timeout" -- \
-           "$bin/bench/fi_oneway_pingpong" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
-      record rtt fi_twoway "$size" "$rep" "$scratch/out.json"
-      pair "$bin/bench/fi_oneway_pingpong" --server --one-way --cpu "$recv_cpu" --timeout "$timeout" -- \
-           "$bin/bench/fi_oneway_pingpong" --one-way -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
-      record rtt fi_oneway "$size" "$rep" "$scratch/out.json"
-    fi
-    if [ "$have_fi_pingpong" = 1 ]; then
-      # fi_pingpong has a control port of its own (no port 0): take a free ephemeral one.
-      port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-      taskset -c "$recv_cpu" timeout 60 fi_pingpong -p tcp -e msg -B "$port" -I "$iterations" -S "$size" \
-          >/dev/null 2>"$scratch/server.err" &
-      server_pid=$!
-      sleep 0.3
-      # Its own format: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec; a round trip
-      # is two transfers, so RTT mean = 2 x usec/xfer.
-      taskset -c "$send_cpu" timeout 60 fi_pingpong -p tcp -e msg -P "$port" -I "$iterations" -S "$size" 127.0.0.1 \
-          2>"$scratch/client.err" | awk -v size="$size" -v iterations="$iterations" \
-          '$1 != "bytes" && NF >= 8 { printf "{\"size\":%s,\"iterations\":%s,\"rtt_us\":{\"mean\":%.3f}}\n", size, iterations, 2 * $7 }' \
-          >"$scratch/out.json" || true
-      wait "$server_pid" 2>/dev/null || true
-      server_pid=""
-      record rtt fi_pingpong "$size" "$rep" "$scratch/out.json"
-    fi
+    run_sequence rtt "$size" "$rep" "${rtt_sequence[@]}"
   done
 done
 if [ "$memory_time" != 0 ]; then

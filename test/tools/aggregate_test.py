@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Unit tests of tools/bench/aggregate.py's paired ratios (python3 -m unittest, no pytest):
+synthetic per-repetition results, no benchmark run.
+
+  aggregate_test.py [unittest options]
+"""
+import json
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench"
+sys.path.insert(0, str(BENCH))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import aggregate  # noqa: E402  (found through the path above)
+
+# A throughput point where the medians mislead: netio ran at 0.83x raw TCP in repetitions 1
+# and 2, and repetition 3 caught raw TCP in a slow spell. The medians (25 / 24 Gb/s) say
+# 1.04 and would meet "Gb/s >= 0.85x raw TCP"; the paired ratios are 0.833, 0.833, 1.25.
+NETIO_GBPS = {1: 20.0, 2: 30.0, 3: 25.0}
+TCP_GBPS = {1: 24.0, 2: 36.0, 3: 20.0}
+
+
+def tput_line(system, size, rep, gbps):
+    result = {"size": size, "messages": 1, "bytes": size, "seconds": 1.0, "msgs_per_s": gbps * 1e9 / 8 / size,
+              "gbps": gbps}
+    return {"kind": "tput", "system": system, "size": size, "rep": rep, "data": {"results": [result]}}
+
+
+def rtt_line(system, size, rep, median, p99=None, mean=None):
+    stats = {"min": median / 2, "median": median, "mean": mean if mean is not None else median,
+             "p90": median, "p99": p99 if p99 is not None else median * 1.5, "p999": median * 2,
+             "max": median * 3, "stddev": 1.0}
+    return {"kind": "rtt", "system": system, "size": size, "rep": rep,
+            "data": {"size": size, "iterations": 100, "rtt_us": stats}}
+
+
+class PairedRatio(unittest.TestCase):
+    def test_median_and_spread_of_the_per_repetition_ratios(self):
+        p = aggregate.paired_ratio(NETIO_GBPS, TCP_GBPS)
+        self.assertEqual(p["pairs"], 3)
+        self.assertEqual(p["ratios"], [20 / 24, 30 / 36, 25 / 20])
+        self.assertAlmostEqual(p["median"], 20 / 24)
+        self.assertAlmostEqual(p["min"], 20 / 24)
+        self.assertAlmostEqual(p["max"], 1.25)
+        self.assertAlmostEqual(p["q1"], 20 / 24)
+        self.assertAlmostEqual(p["q3"], (30 / 36 + 1.25) / 2)
+
+    def test_differs_from_the_ratio_of_the_medians(self):
+        of_medians = aggregate.ratio(aggregate.spread(list(NETIO_GBPS.values())),
+                                     aggregate.spread(list(TCP_GBPS.values())))
+        self.assertAlmostEqual(of_medians, 25 / 24)
+        self.assertGreater(of_medians, 0.85)
+        self.assertLess(aggregate.paired_ratio(NETIO_GBPS, TCP_GBPS)["median"], 0.85)
+
+    def test_only_repetitions_with_both_values_count(self):
+        p = aggregate.paired_ratio({1: 10.0, 2: 20.0, 3: None, 4: 8.0, 5: 6.0},
+                                   {1: 5.0, 3: 4.0, 4: 0.0, 5: 3.0, 6: 1.0})
+        self.assertEqual(p["ratios"], [2.0, 2.0])  # rep 2: no reference, 3: failed, 4: zero, 6: no netio
+        self.assertEqual((p["median"], p["min"], p["max"], p["pairs"]), (2.0, 2.0, 2.0, 2))
+
+    def test_one_pair_has_no_spread(self):
+        p = aggregate.paired_ratio({7: 3.0}, {7: 2.0})
+        self.assertEqual((p["median"], p["min"], p["max"], p["q1"], p["q3"], p["pairs"]), (1.5, 1.5, 1.5, 1.5, 1.5, 1))
+
+    def test_no_common_repetition_is_not_measured(self):
+        self.assertIsNone(aggregate.paired_ratio({1: 1.0}, {2: 1.0}))
+        self.assertIsNone(aggregate.paired_ratio({}, {}))
+
+    def test_an_even_number_of_pairs_takes_the_middle_two(self):
+        p = aggregate.paired_ratio({1: 1.0, 2: 2.0, 3: 3.0, 4: 4.0}, {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0})
+        self.assertAlmostEqual(p["median"], 2.5)
+        self.assertEqual((p["min"], p["max"]), (1.0, 4.0))
+
+
+class FromResultsJsonl(unittest.TestCase):
+    """aggregate.py run as compare.sh runs it, on a synthetic results.jsonl."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        out = Path(self.dir.name)
+        lines = []
+        for rep in (1, 2, 3):
+            lines.append(tput_line("netio", 16384, rep, NETIO_GBPS[rep]))
+            lines.append(tput_line("tcp", 16384, rep, TCP_GBPS[rep]))
+            # round trips: netio is 1.1x raw TCP in every repetition, but raw TCP's slow
+            # repetition is netio's fast one, so the medians (60 / 50 µs) say 1.2
+            netio_rtt, tcp_rtt = {1: 55.0, 2: 60.0, 3: 66.0}[rep], {1: 50.0, 2: 54.5, 3: 60.0}[rep]
+            lines.append(rtt_line("netio", 8, rep, netio_rtt))
+            lines.append(rtt_line("tcp", 8, rep, tcp_rtt))
+        lines.append({"kind": "rtt", "system": "netio", "size": 1024, "rep": 1, "data": None})
+        (out / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+        subprocess.run([sys.executable, str(BENCH / "aggregate.py"), "--raw", str(out / "results.jsonl"),
+                        "--out", str(out), "--machine", "test", "--settings", "synthetic"], check=True)
+        self.results = json.loads((out / "results.json").read_text())
+        self.markdown = (out / "results.md").read_text()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def target(self, name, size):
+        found = [t for t in self.results["targets"] if t["target"] == name and t["size"] == size]
+        self.assertEqual(len(found), 1, [t["target"] for t in self.results["targets"]])
+        return found[0]
+
+    def test_throughput_target_is_judged_on_the_paired_ratio(self):
+        t = self.target("netio/raw TCP Gb/s", 16384)
+        self.assertAlmostEqual(t["ratio"], 20 / 24)
+        self.assertAlmostEqual(t["paired"]["min"], 20 / 24)
+        self.assertAlmostEqual(t["paired"]["max"], 1.25)
+        self.assertEqual(t["paired"]["pairs"], 3)
+        self.assertAlmostEqual(t["ratio_of_medians"], 25 / 24)
+        self.assertEqual((t["numerator_median"], t["denominator_median"]), (25.0, 24.0))
+        self.assertEqual(t["status"], "missed")  # the ratio of the medians would have met it
+
+    def test_rtt_target_is_judged_on_the_paired_ratio(self):
+        t = self.target("netio/raw blocking RTT median", 8)
+        self.assertAlmostEqual(t["ratio"], 1.1)
+        self.assertAlmostEqual(t["ratio_of_medians"], 60 / 54.5)
+        self.assertEqual(t["status"], "met")
+        p99 = self.target("netio/raw blocking RTT p99", 8)
+        self.assertAlmostEqual(p99["ratio"], 1.1)
+
+    def test_unmeasured_reference_is_not_measured(self):
+        t = self.target("netio busy-poll/raw busy-poll RTT median", 8)
+        self.assertIsNone(t["ratio"])
+        self.assertIsNone(t["paired"])
+        self.assertEqual(t["status"], "not measured")
+
+    def test_bounds_carry_the_paired_ratio(self):
+        rows = [b for b in self.results["bounds"] if b["bound"] == "netio_vs_oneway_median" and b["size"] == 8]
+        self.assertEqual(len(rows), 1)
+        self.assertIsNone(rows[0]["paired"])  # no tcp_oneway runs
+        self.assertIsNone(rows[0]["ratio"])
+
+    def test_markdown_shows_paired_ratio_with_spread_and_medians(self):
+        self.assertIn("| netio/raw TCP Gb/s | 16 KiB | **0.833** (0.833–1.25) | 25 / 24 Gb/s | 1.04 | ≥ 0.85 | ❌ missed |",
+                      self.markdown)
+        self.assertIn("Failed runs (left out): rtt netio 1 KiB run 1", self.markdown)
+
+
+if __name__ == "__main__":
+    unittest.main()
