@@ -423,6 +423,94 @@ class RawConnector final : private netio::fabric::FabricEndpoint::Handler {
   netio::fabric::OperationContext operation_;
 };
 
+// A listening endpoint driven by hand, that accepts one connection and sends back what a
+// FabricReceiveSocket never would. Loop thread only; poll_request() from repeated loop tasks.
+class RawReplier final : private netio::fabric::FabricEndpoint::Handler {
+ public:
+  explicit RawReplier(netio::EventLoop& loop) : loop_(loop) {
+    const auto info = netio::fabric::query_listen_info(local_endpoint());
+    domain_ = domains_.get(*info);
+    eq_ = domain_->open_event_queue(16);
+    fid_pep* pep = nullptr;
+    REQUIRE(::fi_passive_ep(domain_->fabric(), info.get(), &pep, nullptr) == 0);
+    pep_.reset(pep);
+    REQUIRE(::fi_pep_bind(pep_.get(), &eq_.queue->fid, 0) == 0);
+    REQUIRE(::fi_listen(pep_.get()) == 0);
+    sockaddr_storage bound{};
+    std::size_t length = sizeof bound;
+    REQUIRE(::fi_getname(&pep_->fid, &bound, &length) == 0);
+    bound_ = local_endpoint().with_port(netio::fabric::socket_address(&bound, length)->port());
+  }
+  ~RawReplier() override {
+    loop_.run_sync([this] {
+      endpoint_.reset();
+      pep_.reset();
+      eq_.queue.reset();
+    });
+  }
+  RawReplier(const RawReplier&) = delete;
+  RawReplier& operator=(const RawReplier&) = delete;
+
+  const Endpoint& bound() const { return bound_; }
+
+  // Accepts a pending connection request, if there is one.
+  bool poll_request() {
+    if (endpoint_) return true;
+    netio::fabric::EventEntry entry;
+    if (!reader_.next(eq_.queue.get(), entry) || entry.event != FI_CONNREQ) return false;
+    const netio::fabric::InfoPtr request(entry.info);
+    endpoint_ = std::make_unique<netio::fabric::FabricEndpoint>(
+        loop_, domain_, *request, netio::fabric::FabricEndpoint::Depth{4, 4}, "raw replier", [this] {
+          if (!endpoint_->drain_completions(*this, 64)) return;
+          endpoint_->drain_events(*this);
+        });
+    receive_.resize(4096);
+    REQUIRE(::fi_recv(endpoint_->ep(), receive_.data(), receive_.size(), nullptr, 0, receive_operation_.as_context()) == 0);
+    accept_data_ = netio::fabric::wire::encode_accept({4096, 2});
+    REQUIRE(::fi_accept(endpoint_->ep(), accept_data_.data(), accept_data_.size()) == 0);
+    endpoint_->start();
+    return true;
+  }
+
+  void send(std::vector<std::byte> message) {
+    message_ = std::move(message);
+    REQUIRE(::fi_send(endpoint_->ep(), message_.data(), message_.size(), nullptr, 0, send_operation_.as_context()) == 0);
+    endpoint_->driver().kick();
+  }
+
+  std::atomic<bool> connected{false};
+
+ private:
+  void on_completion(netio::fabric::OperationContext&, const netio::fabric::CompletionEntry&) override {}
+  void on_completion_error(const netio::fabric::CompletionEntry&) override {}
+  void on_connection_event(const netio::fabric::EventEntry& event) override {
+    if (event.event == FI_CONNECTED) connected = true;
+  }
+  void on_connection_error(const netio::fabric::EventEntry&) override {}
+
+  netio::EventLoop& loop_;
+  netio::fabric::DomainCache domains_{false};
+  std::shared_ptr<netio::fabric::Domain> domain_;
+  netio::fabric::OpenedQueue<fid_eq> eq_;
+  netio::fabric::FidPtr<fid_pep> pep_;
+  std::unique_ptr<netio::fabric::FabricEndpoint> endpoint_;
+  netio::fabric::EventQueueReader reader_;
+  Endpoint bound_;
+  std::vector<std::byte> accept_data_;
+  std::vector<std::byte> receive_;
+  std::vector<std::byte> message_;
+  netio::fabric::OperationContext receive_operation_;
+  netio::fabric::OperationContext send_operation_;
+};
+
+// A backward message as a FabricReceiveSocket would send it.
+std::vector<std::byte> reply_message(std::size_t payload, std::uint64_t credits_returned = 0) {
+  std::vector<std::byte> message(netio::fabric::wire::backward_header_size + payload, std::byte{0x33});
+  netio::fabric::wire::encode_backward_header(
+      message.data(), {netio::fabric::wire::BackwardKind::reply, static_cast<std::uint32_t>(payload), credits_returned});
+  return message;
+}
+
 double cpu_seconds() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
@@ -1399,4 +1487,48 @@ TEST_CASE("fabric: reply credits go back in control messages only when the repli
   CHECK_FALSE(should_return_reply_credits(8, 0, 5, 5));
   CHECK(should_return_reply_credits(8, 0, 6, 6));
   CHECK(should_return_reply_credits(1, 0, 1, 1));
+}
+
+TEST_CASE("fabric: the sender rejects replies it did not ask for, too large, or malformed", "[fabric][replies]") {
+  struct Case {
+    const char* what;
+    std::optional<netio::ReplyWindow> window;
+    std::vector<std::byte> message;
+    const char* error;
+  };
+  const auto junk = [] {
+    auto message = reply_message(8);
+    message[2] = std::byte{'X'};
+    return message;
+  };
+  const auto lying = [] {
+    auto message = reply_message(8);
+    netio::detail::store_le<std::uint32_t>(message.data() + 4, 9);  // says 9, carries 8
+    return message;
+  };
+  const Case c = GENERATE_COPY(
+      Case{"a reply to a sender that takes none", std::nullopt, reply_message(0), "takes no replies"},
+      Case{"a reply beyond the window, within the slot", netio::ReplyWindow{100, 2}, reply_message(110),
+           "larger than the 100 bytes"},
+      Case{"a reply beyond the receive slot", netio::ReplyWindow{100, 2}, reply_message(2000), "larger than a reply of 100"},
+      Case{"an unknown kind", netio::ReplyWindow{100, 2}, junk(), "neither a credit message nor a reply"},
+      Case{"a length that does not match", netio::ReplyWindow{100, 2}, lying(), "neither a credit message nor a reply"});
+  INFO(c.what);
+  FabricHarness h;
+  std::unique_ptr<RawReplier> raw;
+  h.run([&] { raw = std::make_unique<RawReplier>(h.context().loop()); });
+  auto& sender = h.connect(raw->bound(), {}, 0, 0, c.window);
+  bool accepted = false;
+  REQUIRE(eventually([&] {
+    h.run([&] { accepted = raw->poll_request(); });
+    return accepted;
+  }));
+  REQUIRE(eventually([&] { return sender.is_connected() && raw->connected.load(); }));
+  h.run([&] { raw->send(c.message); });
+  REQUIRE(eventually([&] { return sender.disconnect().has_value(); }));
+  const auto error = *sender.disconnect();
+  CHECK(error.code() == Errc::protocol_error);
+  CHECK_THAT(error.what(), Catch::Contains(c.error) && Catch::Contains(raw->bound().to_string()));
+  CHECK(sender.reply_count == 0);
+  raw.reset();
 }
