@@ -26,7 +26,14 @@ FabricReceiveSocket::FabricReceiveSocket(EventLoop& loop, std::shared_ptr<Domain
       buffers_(std::move(buffers)),
       hook_(std::move(hook)),
       replies_(replies) {
-  const std::size_t reply_slots = std::min(replies_.credits, max_reply_slots);
+  // Slots for replies too large for fi_inject: up to 8, fewer when the sender's replies are
+  // large (the slots' memory stays near max_reply_slot_memory), at least one.
+  constexpr std::size_t line = 64;
+  const std::size_t reply_slot_size = (wire::backward_header_size + replies_.max_size + line - 1) / line * line;
+  const std::size_t reply_slots =
+      replies_.max_size == 0
+          ? 0
+          : std::clamp<std::size_t>(std::min(replies_.credits, max_reply_slot_memory / reply_slot_size), 1, max_reply_slots);
   // One credit message and the reply slots in flight; a little room for injected replies and
   // the provider's own sends.
   const FabricEndpoint::Depth depth{4 + reply_slots, buffers_->count()};
@@ -34,8 +41,7 @@ FabricReceiveSocket::FabricReceiveSocket(EventLoop& loop, std::shared_ptr<Domain
   credit_block_ = std::make_unique<RegisteredBlock>(domain, wire::credit_message_size);
   credit_operation_.kind = OperationContext::Kind::credit_send;
   if (replies_.max_size != 0) {
-    constexpr std::size_t line = 64;
-    reply_slot_size_ = (wire::backward_header_size + replies_.max_size + line - 1) / line * line;
+    reply_slot_size_ = reply_slot_size;
     reply_block_ = std::make_unique<RegisteredBlock>(domain, reply_slots * reply_slot_size_);
     reply_operations_.resize(reply_slots);
     for (std::size_t i = reply_slots; i-- > 0;) {

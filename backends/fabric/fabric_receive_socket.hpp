@@ -66,6 +66,7 @@ class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEn
   static constexpr std::chrono::milliseconds cancel_grace{200};
   static constexpr std::chrono::milliseconds retry_delay{1};
   static constexpr std::size_t max_reply_slots = 8;  // replies in flight that fi_inject cannot take
+  static constexpr std::size_t max_reply_slot_memory = std::size_t{1} << 20;
 
   void drain();
   void deliver(Buffer* buffer);

@@ -381,9 +381,10 @@ void FabricSendSocket::on_completion_error(const CompletionEntry& error) {
   }
   const bool data = error.operation != nullptr && error.operation->kind == OperationContext::Kind::data_send;
   if (error.error == FI_ETRUNC && !data) {
-    fail_connected(Errc::protocol_error,
-                   fmt::format("{}: {} sent a message larger than a reply of {} bytes this socket takes: {}", describe(),
-                               remote_.to_string(), reply_window_.max_size, error.error_text));
+    const std::string limit = replies_taken() ? fmt::format("a reply of {} bytes this socket takes", reply_window_.max_size)
+                                              : std::string("a credit message (this socket takes no replies)");
+    fail_connected(Errc::protocol_error, fmt::format("{}: {} sent a message larger than {}: {}", describe(),
+                                                     remote_.to_string(), limit, error.error_text));
     return;
   }
   const std::string what = data && error.operation->buffer != nullptr
