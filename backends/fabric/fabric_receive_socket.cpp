@@ -42,7 +42,7 @@ FabricReceiveSocket::FabricReceiveSocket(EventLoop& loop, std::shared_ptr<Domain
   credit_operation_.kind = OperationContext::Kind::credit_send;
   if (replies_.max_size != 0) {
     reply_slot_size_ = reply_slot_size;
-    reply_block_ = std::make_unique<RegisteredBlock>(domain, reply_slots * reply_slot_size_);
+    reply_domain_ = domain;  // the block comes with the first reply fi_inject cannot take
     reply_operations_.resize(reply_slots);
     for (std::size_t i = reply_slots; i-- > 0;) {
       reply_operations_[i].kind = OperationContext::Kind::reply_send;
@@ -247,6 +247,14 @@ void FabricReceiveSocket::pump_replies() {
       rc = ::fi_inject(endpoint_->ep(), inject_scratch_.data(), total, 0);
     } else {
       if (free_reply_slots_.empty()) break;  // a send completion frees one
+      if (!reply_block_) {
+        try {
+          reply_block_ = std::make_unique<RegisteredBlock>(reply_domain_, reply_operations_.size() * reply_slot_size_);
+        } catch (const std::exception& e) {
+          fail_later(Errc::backend_error, fmt::format("{}: no memory for replies: {}", describe(), e.what()));
+          return;
+        }
+      }
       OperationContext& operation = reply_operations_[free_reply_slots_.back()];
       std::byte* slot = reply_block_->data(operation.index * reply_slot_size_);
       wire::encode_backward_header(slot, header);

@@ -114,7 +114,8 @@ class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEn
   // Replies.
   ReplyWindow replies_;
   std::size_t reply_slot_size_ = 0;
-  std::unique_ptr<RegisteredBlock> reply_block_;    // slots for replies fi_inject cannot take
+  std::shared_ptr<Domain> reply_domain_;
+  std::unique_ptr<RegisteredBlock> reply_block_;    // slots for replies fi_inject cannot take, from the first
   std::vector<OperationContext> reply_operations_;  // one per slot
   std::vector<std::uint32_t> free_reply_slots_;
   std::vector<std::byte> inject_scratch_;  // header + payload for fi_inject (copied at once)
