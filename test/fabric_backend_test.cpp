@@ -397,6 +397,12 @@ class RawConnector final : private netio::fabric::FabricEndpoint::Handler {
     REQUIRE(::fi_send(endpoint_->ep(), payload_.data(), payload_.size(), nullptr, 0, operation_.as_context()) == 0);
     endpoint_->driver().kick();
   }
+  // A message with remote CQ data (fi_senddata).
+  void send_with_data(std::size_t size, std::uint64_t data) {
+    payload_.assign(size, std::byte{0x5a});
+    REQUIRE(::fi_senddata(endpoint_->ep(), payload_.data(), payload_.size(), nullptr, data, 0, operation_.as_context()) == 0);
+    endpoint_->driver().kick();
+  }
 
   std::atomic<bool> connected{false};
   std::atomic<bool> refused{false};
@@ -1530,5 +1536,41 @@ TEST_CASE("fabric: the sender rejects replies it did not ask for, too large, or 
   CHECK(error.code() == Errc::protocol_error);
   CHECK_THAT(error.what(), Catch::Contains(c.error) && Catch::Contains(raw->bound().to_string()));
   CHECK(sender.reply_count == 0);
+  raw.reset();
+}
+
+TEST_CASE("fabric: the receiver rejects control data it cannot trust, naming the peer", "[fabric][replies]") {
+  namespace wire = netio::fabric::wire;
+  struct Case {
+    const char* what;
+    wire::ReplyWindowData window;
+    std::size_t size;
+    std::uint64_t data;
+    const char* error;
+  };
+  const Case c = GENERATE(
+      Case{"CQ data from a sender that takes no replies", {}, 8, wire::encode_forward_data(wire::ForwardKind::data, 0),
+           "takes no replies"},
+      Case{"an unknown kind", {64, 2}, 8, 0x5800'0000, "does not expect"},
+      Case{"a control message with a payload", {64, 2}, 8, wire::encode_forward_data(wire::ForwardKind::control, 0),
+           "does not expect"},
+      Case{"credits for replies never sent", {64, 2}, 0, wire::encode_forward_data(wire::ForwardKind::control, 1),
+           "more than the replies sent"});
+  INFO(c.what);
+  FabricHarness h;
+  auto& receiver = h.listen(local_endpoint());
+  const Endpoint remote = h.bound(receiver);
+  std::unique_ptr<RawConnector> raw;
+  h.run([&] {
+    raw = std::make_unique<RawConnector>(h.context().loop(), remote, wire::encode_connect(bytes_of("raw"), c.window));
+  });
+  REQUIRE(eventually([&] { return raw->connected.load() && receiver.connection_count() == 1; }));
+  h.run([&] { raw->send_with_data(c.size, c.data); });
+  REQUIRE(eventually([&] { return receiver.disconnect_of(0).has_value(); }));
+  const auto error = *receiver.disconnect_of(0);
+  CHECK(error.code() == Errc::protocol_error);
+  std::lock_guard lock(receiver.mutex);
+  CHECK_THAT(error.what(), Catch::Contains(c.error) && Catch::Contains(receiver.connections[0]->peer.to_string()));
+  CHECK(receiver.connections[0]->messages.empty());
   raw.reset();
 }
