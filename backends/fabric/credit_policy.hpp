@@ -38,7 +38,8 @@ constexpr bool should_announce_credits(std::uint64_t window, std::uint64_t annou
 // their own is sent only once the replier is down to a quarter of its window, and with a
 // window under 4 only once it has none left. The usual request/reply exchange gives a reply
 // back after sending the next request from inside on_reply, so that request carries the
-// previous round's credit: with two credits or more it never needs a control message.
+// previous round's credit: with two credits or more it needs no control message while
+// requests keep coming.
 constexpr std::uint64_t reply_credit_low_watermark(std::uint64_t window) noexcept { return window / 4; }
 
 // `announced`: reply credits last sent (in any message); `returned`: replies given back and
