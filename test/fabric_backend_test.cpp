@@ -2,6 +2,7 @@
 // tcp provider (and a smoke test with sockets): connection set-up and refusal, data intact
 // and in order, peer shutdown, many connections, memory registration, credit-based
 // back-pressure, provider selection and the polling fallback.
+#include "backends/fabric/credit_policy.hpp"
 #include "backends/fabric/deferred_registrar.hpp"
 #include "backends/fabric/fabric_domain.hpp"
 #include "backends/fabric/fabric_endpoint.hpp"
@@ -23,9 +24,11 @@
 #include <rdma/fi_endpoint.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -84,6 +87,18 @@ std::vector<std::byte> bytes_of(const std::string& text) {
   return out;
 }
 
+// A reply buffer in plain memory (reply_registrar() is nullptr: replies are copied).
+struct OwnedBuffer {
+  explicit OwnedBuffer(const std::vector<std::byte>& bytes) : storage(bytes) {
+    storage.resize(std::max<std::size_t>(bytes.size(), 1));
+    buffer.data = storage.data();
+    buffer.capacity = storage.size();
+    buffer.size = bytes.size();
+  }
+  std::vector<std::byte> storage;
+  Buffer buffer;
+};
+
 // One accepted connection as the test sees it. Guarded by Receiver::mutex.
 struct Connection {
   std::unique_ptr<netio::LowLevelReceiveSocket> socket;  // loop thread
@@ -91,6 +106,8 @@ struct Connection {
   std::vector<std::vector<std::byte>> messages;
   std::vector<netio::ReceivedBuffer> held;  // kept (not given back) while Receiver::hold
   std::optional<Error> disconnected;
+  std::vector<Buffer*> replies_completed;  // in the order on_reply_completed reported them
+  std::deque<OwnedBuffer> reply_buffers;   // every reply sent, in order; outlives the socket
 };
 
 // A listen socket whose accepted connections record what they receive.
@@ -106,6 +123,8 @@ struct Receiver {
   std::vector<Error> errors;
   std::unique_ptr<netio::LowLevelListenSocket> listener;  // loop thread
   std::atomic<std::size_t> total_messages{0};
+  // When set, each message received is answered with the reply it returns (loop thread).
+  std::function<std::optional<std::vector<std::byte>>(std::size_t index, std::span<const std::byte>)> replier;
 
   netio::LowLevelListenSocket::Callbacks callbacks() {
     netio::LowLevelListenSocket::Callbacks cb;
@@ -125,16 +144,28 @@ struct Receiver {
         connections.push_back(std::move(connection));
       }
       raw->start({[this, c](netio::ReceivedBuffer buffer) {
-                    std::lock_guard lock(mutex);
-                    c->messages.emplace_back(buffer.bytes().begin(), buffer.bytes().end());
-                    if (hold) c->held.push_back(std::move(buffer));
-                    ++total_messages;
+                    Buffer* reply = nullptr;
+                    {
+                      std::lock_guard lock(mutex);
+                      c->messages.emplace_back(buffer.bytes().begin(), buffer.bytes().end());
+                      if (replier) {
+                        if (auto bytes = replier(c->messages.size() - 1, buffer.bytes())) {
+                          reply = &c->reply_buffers.emplace_back(*bytes).buffer;
+                        }
+                      }
+                      if (hold) c->held.push_back(std::move(buffer));
+                      ++total_messages;
+                    }
+                    if (reply != nullptr) c->socket->send_reply(reply);
                   },
                   [this, c](const Error& error) {
                     std::lock_guard lock(mutex);
                     c->disconnected = error;
                   },
-                  {}});
+                  [this, c](Buffer* reply) {
+                    std::lock_guard lock(mutex);
+                    c->replies_completed.push_back(reply);
+                  }});
     };
     cb.on_error = [this](const Error& error) {
       std::lock_guard lock(mutex);
@@ -154,6 +185,21 @@ struct Receiver {
   std::optional<Error> disconnect_of(std::size_t index) {
     std::lock_guard lock(mutex);
     return index < connections.size() ? connections[index]->disconnected : std::nullopt;
+  }
+  std::size_t replies_completed_on(std::size_t index) {
+    std::lock_guard lock(mutex);
+    return index < connections.size() ? connections[index]->replies_completed.size() : 0;
+  }
+  // Queues replies on connection `index` (loop thread), in order.
+  void send_replies(std::size_t index, const std::vector<std::vector<std::byte>>& replies) {
+    std::vector<Buffer*> buffers;
+    Connection* c = nullptr;
+    {
+      std::lock_guard lock(mutex);
+      c = connections.at(index).get();
+      for (const auto& bytes : replies) buffers.push_back(&c->reply_buffers.emplace_back(bytes).buffer);
+    }
+    for (Buffer* buffer : buffers) c->socket->send_reply(buffer);
   }
   void release_held() {
     std::vector<netio::ReceivedBuffer> released;
@@ -181,6 +227,11 @@ struct Sender {
   std::atomic<std::size_t> completed{0};
   std::vector<Buffer*> completed_buffers;
   std::vector<std::uint64_t> completed_first_words;  // the first 8 bytes of each completed buffer
+  std::vector<std::vector<std::byte>> replies;
+  std::vector<netio::ReceivedBuffer> held_replies;  // kept (not given back) while hold_replies
+  bool hold_replies = false;
+  std::size_t most_replies_held = 0;
+  std::atomic<std::size_t> reply_count{0};
 
   netio::LowLevelSendSocket::Callbacks callbacks() {
     netio::LowLevelSendSocket::Callbacks cb;
@@ -206,7 +257,24 @@ struct Sender {
       if (pool) pool->release(buffer);
       ++completed;
     };
+    cb.on_reply = [this](netio::ReceivedBuffer reply) {
+      std::lock_guard lock(mutex);
+      replies.emplace_back(reply.bytes().begin(), reply.bytes().end());
+      if (hold_replies) held_replies.push_back(std::move(reply));
+      most_replies_held = std::max(most_replies_held, held_replies.size());
+      ++reply_count;
+    };
     return cb;
+  }
+  // Gives every held reply back from this (test) thread; `keep_holding` for later ones.
+  void release_replies(bool keep_holding = false) {
+    std::vector<netio::ReceivedBuffer> released;
+    {
+      std::lock_guard lock(mutex);
+      hold_replies = keep_holding;
+      released.swap(held_replies);
+    }
+    released.clear();
   }
   bool is_connected() {
     std::lock_guard lock(mutex);
@@ -237,6 +305,7 @@ class FabricHarness {
     });
     // Buffers still held go back after their sockets closed: they are freed, not re-posted.
     for (auto& receiver : receivers_) receiver->release_held();
+    for (auto& sender : senders_) sender->release_replies();
   }
   FabricHarness(const FabricHarness&) = delete;
   FabricHarness& operator=(const FabricHarness&) = delete;
@@ -265,11 +334,12 @@ class FabricHarness {
   // A send socket connecting to `remote`; with a pool of `pool_buffers` buffers of
   // `buffer_size` bytes registered through the socket's registrar() after connect().
   Sender& connect(const Endpoint& remote, std::span<const std::byte> hello = {}, std::size_t pool_buffers = 0,
-                  std::size_t buffer_size = 0) {
+                  std::size_t buffer_size = 0, std::optional<netio::ReplyWindow> replies = std::nullopt) {
     senders_.push_back(std::make_unique<Sender>());
     Sender& sender = *senders_.back();
     run([&] {
       sender.socket = backend_.make_send_socket();
+      if (replies) sender.socket->accept_replies(*replies);
       sender.socket->connect(remote, hello, sender.callbacks());
       if (pool_buffers != 0) {
         sender.pool = std::make_unique<BufferPool>(pool_buffers, buffer_size, sender.socket->registrar());
@@ -327,6 +397,12 @@ class RawConnector final : private netio::fabric::FabricEndpoint::Handler {
     REQUIRE(::fi_send(endpoint_->ep(), payload_.data(), payload_.size(), nullptr, 0, operation_.as_context()) == 0);
     endpoint_->driver().kick();
   }
+  // A message with remote CQ data (fi_senddata).
+  void send_with_data(std::size_t size, std::uint64_t data) {
+    payload_.assign(size, std::byte{0x5a});
+    REQUIRE(::fi_senddata(endpoint_->ep(), payload_.data(), payload_.size(), nullptr, data, 0, operation_.as_context()) == 0);
+    endpoint_->driver().kick();
+  }
 
   std::atomic<bool> connected{false};
   std::atomic<bool> refused{false};
@@ -334,7 +410,7 @@ class RawConnector final : private netio::fabric::FabricEndpoint::Handler {
   std::vector<std::byte> refusal_data;  // guarded by mutex
 
  private:
-  void on_completion(netio::fabric::OperationContext&, std::size_t) override {}
+  void on_completion(netio::fabric::OperationContext&, const netio::fabric::CompletionEntry&) override {}
   void on_completion_error(const netio::fabric::CompletionEntry&) override {}
   void on_connection_event(const netio::fabric::EventEntry& event) override {
     if (event.event == FI_CONNECTED) connected = true;
@@ -352,6 +428,94 @@ class RawConnector final : private netio::fabric::FabricEndpoint::Handler {
   std::vector<std::byte> payload_;
   netio::fabric::OperationContext operation_;
 };
+
+// A listening endpoint driven by hand, that accepts one connection and sends back what a
+// FabricReceiveSocket never would. Loop thread only; poll_request() from repeated loop tasks.
+class RawReplier final : private netio::fabric::FabricEndpoint::Handler {
+ public:
+  explicit RawReplier(netio::EventLoop& loop) : loop_(loop) {
+    const auto info = netio::fabric::query_listen_info(local_endpoint());
+    domain_ = domains_.get(*info);
+    eq_ = domain_->open_event_queue(16);
+    fid_pep* pep = nullptr;
+    REQUIRE(::fi_passive_ep(domain_->fabric(), info.get(), &pep, nullptr) == 0);
+    pep_.reset(pep);
+    REQUIRE(::fi_pep_bind(pep_.get(), &eq_.queue->fid, 0) == 0);
+    REQUIRE(::fi_listen(pep_.get()) == 0);
+    sockaddr_storage bound{};
+    std::size_t length = sizeof bound;
+    REQUIRE(::fi_getname(&pep_->fid, &bound, &length) == 0);
+    bound_ = local_endpoint().with_port(netio::fabric::socket_address(&bound, length)->port());
+  }
+  ~RawReplier() override {
+    loop_.run_sync([this] {
+      endpoint_.reset();
+      pep_.reset();
+      eq_.queue.reset();
+    });
+  }
+  RawReplier(const RawReplier&) = delete;
+  RawReplier& operator=(const RawReplier&) = delete;
+
+  const Endpoint& bound() const { return bound_; }
+
+  // Accepts a pending connection request, if there is one.
+  bool poll_request() {
+    if (endpoint_) return true;
+    netio::fabric::EventEntry entry;
+    if (!reader_.next(eq_.queue.get(), entry) || entry.event != FI_CONNREQ) return false;
+    const netio::fabric::InfoPtr request(entry.info);
+    endpoint_ = std::make_unique<netio::fabric::FabricEndpoint>(
+        loop_, domain_, *request, netio::fabric::FabricEndpoint::Depth{4, 4}, "raw replier", [this] {
+          if (!endpoint_->drain_completions(*this, 64)) return;
+          endpoint_->drain_events(*this);
+        });
+    receive_.resize(4096);
+    REQUIRE(::fi_recv(endpoint_->ep(), receive_.data(), receive_.size(), nullptr, 0, receive_operation_.as_context()) == 0);
+    accept_data_ = netio::fabric::wire::encode_accept({4096, 2});
+    REQUIRE(::fi_accept(endpoint_->ep(), accept_data_.data(), accept_data_.size()) == 0);
+    endpoint_->start();
+    return true;
+  }
+
+  void send(std::vector<std::byte> message) {
+    message_ = std::move(message);
+    REQUIRE(::fi_send(endpoint_->ep(), message_.data(), message_.size(), nullptr, 0, send_operation_.as_context()) == 0);
+    endpoint_->driver().kick();
+  }
+
+  std::atomic<bool> connected{false};
+
+ private:
+  void on_completion(netio::fabric::OperationContext&, const netio::fabric::CompletionEntry&) override {}
+  void on_completion_error(const netio::fabric::CompletionEntry&) override {}
+  void on_connection_event(const netio::fabric::EventEntry& event) override {
+    if (event.event == FI_CONNECTED) connected = true;
+  }
+  void on_connection_error(const netio::fabric::EventEntry&) override {}
+
+  netio::EventLoop& loop_;
+  netio::fabric::DomainCache domains_{false};
+  std::shared_ptr<netio::fabric::Domain> domain_;
+  netio::fabric::OpenedQueue<fid_eq> eq_;
+  netio::fabric::FidPtr<fid_pep> pep_;
+  std::unique_ptr<netio::fabric::FabricEndpoint> endpoint_;
+  netio::fabric::EventQueueReader reader_;
+  Endpoint bound_;
+  std::vector<std::byte> accept_data_;
+  std::vector<std::byte> receive_;
+  std::vector<std::byte> message_;
+  netio::fabric::OperationContext receive_operation_;
+  netio::fabric::OperationContext send_operation_;
+};
+
+// A backward message as a FabricReceiveSocket would send it.
+std::vector<std::byte> reply_message(std::size_t payload, std::uint64_t credits_returned = 0) {
+  std::vector<std::byte> message(netio::fabric::wire::backward_header_size + payload, std::byte{0x33});
+  netio::fabric::wire::encode_backward_header(
+      message.data(), {netio::fabric::wire::BackwardKind::reply, static_cast<std::uint32_t>(payload), credits_returned});
+  return message;
+}
 
 double cpu_seconds() {
   rusage usage{};
@@ -899,7 +1063,8 @@ TEST_CASE("fabric: connection data and credit messages survive padding and rejec
   auto connect = wire::encode_connect(hello);
   connect.resize(connect.size() + 7);  // providers may pad what they deliver
   REQUIRE(wire::decode_connect(connect));
-  CHECK(*wire::decode_connect(connect) == hello);
+  CHECK(wire::decode_connect(connect)->hello == hello);
+  CHECK(wire::decode_connect(connect)->replies.max_size == 0);
   CHECK(wire::decode_connect(std::vector<std::byte>(3)) == std::nullopt);
   CHECK(wire::decode_connect(bytes_of("GET / HTTP/1.1")) == std::nullopt);
 
@@ -993,8 +1158,7 @@ TEST_CASE("fabric: callbacks may close their own socket; nothing is called after
                          if (++messages == 2) accepted->close();
                          if (messages > 2) ++late_calls;
                        },
-                       [&](const Error&) { ++late_calls; },
-                       {}});
+                       [&](const Error&) { ++late_calls; }, {}});
     };
     listener->listen(local_endpoint(), callbacks);
     remote = listener->local_endpoint();
@@ -1038,4 +1202,375 @@ TEST_CASE("fabric: callbacks may close their own socket; nothing is called after
     accepted.reset();
     listener.reset();
   });
+}
+
+// --- Replies on the same connection -------------------------------------------------------
+
+TEST_CASE("fabric: replies reach the sender intact and in order, interleaved with data both ways", "[fabric][replies]") {
+  const std::string provider = GENERATE(std::string("tcp"), std::string("sockets"));
+  INFO("provider " << provider);
+  FabricHarness h;
+  auto& receiver = h.listen(local_endpoint(provider));
+  receiver.decide = [](const Endpoint&, std::span<const std::byte>) { return AcceptDecision::accept(4096, 4); };
+  constexpr std::size_t max_reply = 1000;
+  // Around the header and the providers' inject sizes (tcp 128, sockets 255 bytes with the
+  // 16-byte header), up to the largest reply the sender takes.
+  const std::vector<std::size_t> reply_sizes = {0, 1, 15, 16, 111, 112, 113, 239, 240, 500, 999, max_reply};
+  receiver.replier = [&](std::size_t index, std::span<const std::byte>) {
+    return std::optional(pattern(reply_sizes[index % reply_sizes.size()], 1000 + index));
+  };
+  auto& sender = h.connect(h.bound(receiver), bytes_of("replies"), 8, 4096, netio::ReplyWindow{max_reply, 4});
+  REQUIRE(eventually([&] { return sender.is_connected() || sender.failure(); }));
+  REQUIRE_FALSE(sender.failure());
+  REQUIRE(eventually([&] { return receiver.connection_count() == 1; }));
+  h.run([&] {
+    CHECK(receiver.connections[0]->socket->max_reply_size() == max_reply);
+    CHECK(receiver.connections[0]->socket->reply_registrar() == nullptr);
+  });
+
+  // Data in bursts and one at a time; every message answered from on_data, more replies than
+  // the window, with the data window (4) smaller than the count, so credits of both kinds
+  // must flow back (in CQ data, reply headers and control and credit messages).
+  constexpr std::size_t count = 120;
+  for (std::size_t i = 0; i < count; ++i) {
+    h.send_bytes(sender, pattern((i * 37) % 4097, i));
+    if (i % 10 == 0) REQUIRE(eventually([&] { return sender.reply_count == i + 1; }));
+  }
+  REQUIRE(eventually([&] { return receiver.total_messages == count && sender.reply_count == count; }, 20s));
+  REQUIRE(eventually([&] { return receiver.replies_completed_on(0) == count; }));
+  std::lock_guard lock(receiver.mutex);
+  std::lock_guard sender_lock(sender.mutex);
+  auto& connection = *receiver.connections.at(0);
+  std::size_t wrong_data = 0;
+  std::size_t wrong_replies = 0;
+  std::size_t wrong_completions = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    wrong_data += connection.messages[i] != pattern((i * 37) % 4097, i);
+    wrong_replies += sender.replies[i] != pattern(reply_sizes[i % reply_sizes.size()], 1000 + i);
+    wrong_completions += connection.replies_completed[i] != &connection.reply_buffers[i].buffer;
+  }
+  CHECK(wrong_data == 0);
+  CHECK(wrong_replies == 0);
+  CHECK(wrong_completions == 0);
+  CHECK_FALSE(connection.disconnected);
+  CHECK_FALSE(sender.disconnected);
+}
+
+TEST_CASE("fabric: many replies through a window of 2, given back late: all arrive, in order", "[fabric][replies]") {
+  FabricHarness h;
+  auto& receiver = h.listen(local_endpoint());
+  auto& sender = h.connect(h.bound(receiver), {}, 4, 64, netio::ReplyWindow{300, 2});
+  REQUIRE(eventually([&] { return sender.is_connected(); }));
+  REQUIRE(eventually([&] { return receiver.connection_count() == 1; }));
+  {
+    std::lock_guard lock(sender.mutex);
+    sender.hold_replies = true;
+  }
+  constexpr std::size_t count = 300;
+  std::vector<std::vector<std::byte>> replies;
+  for (std::size_t i = 0; i < count; ++i) replies.push_back(pattern(i % 301, i));
+  h.run([&] { receiver.send_replies(0, replies); });
+  // The sender gives its replies back in batches, late, from this thread.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (sender.reply_count < count && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(2ms);
+    sender.release_replies(true);
+  }
+  sender.release_replies();
+  REQUIRE(sender.reply_count == count);
+  REQUIRE(eventually([&] { return receiver.replies_completed_on(0) == count; }));
+  std::lock_guard lock(sender.mutex);
+  CHECK(sender.most_replies_held <= 2);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) wrong += sender.replies[i] != replies[i];
+  CHECK(wrong == 0);
+  CHECK_FALSE(sender.disconnected);
+}
+
+TEST_CASE("fabric: a sender holding its replies stalls the replier; giving them back resumes", "[fabric][replies]") {
+  FabricHarness h;
+  auto& receiver = h.listen(local_endpoint());
+  receiver.decide = [](const Endpoint&, std::span<const std::byte>) { return AcceptDecision::accept(256, 4); };
+  constexpr std::size_t window = 3;
+  constexpr std::size_t count = 20;
+  auto& sender = h.connect(h.bound(receiver), {}, 16, 256, netio::ReplyWindow{512, window});
+  REQUIRE(eventually([&] { return sender.is_connected(); }));
+  REQUIRE(eventually([&] { return receiver.connection_count() == 1; }));
+  {
+    std::lock_guard lock(sender.mutex);
+    sender.hold_replies = true;
+  }
+  std::vector<std::vector<std::byte>> replies;
+  for (std::size_t i = 0; i < count; ++i) replies.push_back(pattern(200 + i, i));  // fi_send, not inject
+  h.run([&] { receiver.send_replies(0, replies); });
+  REQUIRE(eventually([&] { return sender.reply_count == window; }));
+
+  SECTION("and data still flows both ways while the receiver holds all its data buffers") {
+    receiver.hold = true;
+    for (std::size_t i = 0; i < 10; ++i) h.send_bytes(sender, pattern(256, i));
+    REQUIRE(eventually([&] { return receiver.total_messages == 4; }));
+    // Reply credits travel in control messages that take the reserved receive: with every
+    // data buffer held by the receiver's user, the replies still come, if given back.
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (sender.reply_count < count && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(2ms);
+      sender.release_replies(true);
+    }
+    CHECK(sender.reply_count == count);
+    CHECK(receiver.total_messages == 4);
+    receiver.release_held();
+    REQUIRE(eventually([&] { return receiver.total_messages == 10; }));
+  }
+
+  SECTION("the replies beyond the window stay queued and uncompleted") {
+    std::this_thread::sleep_for(300ms);  // time for anything that would overrun to arrive
+    CHECK(sender.reply_count == window);
+    CHECK(receiver.replies_completed_on(0) <= window);
+    CHECK_FALSE(sender.disconnect());
+    sender.release_replies();
+    REQUIRE(eventually([&] { return sender.reply_count == count; }));
+    REQUIRE(eventually([&] { return receiver.replies_completed_on(0) == count; }));
+  }
+  std::lock_guard lock(sender.mutex);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < sender.replies.size(); ++i) wrong += sender.replies[i] != replies[i];
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("fabric: a reply larger than max_reply_size fails the connection, naming the peer", "[fabric][replies]") {
+  FabricHarness h;
+  auto& receiver = h.listen(local_endpoint());
+  auto& sender = h.connect(h.bound(receiver), {}, 4, 64, netio::ReplyWindow{1000, 4});
+  REQUIRE(eventually([&] { return sender.is_connected(); }));
+  REQUIRE(eventually([&] { return receiver.connection_count() == 1; }));
+  h.run([&] { receiver.send_replies(0, {pattern(1000, 1), pattern(1001, 2)}); });
+  REQUIRE(eventually([&] { return receiver.disconnect_of(0).has_value(); }));
+  const auto error = *receiver.disconnect_of(0);
+  CHECK(error.code() == Errc::message_too_large);
+  CHECK_THAT(error.what(), Catch::Contains("1001 bytes") && Catch::Contains("1000 bytes"));
+  {
+    std::lock_guard lock(receiver.mutex);
+    CHECK_THAT(error.what(), Catch::Contains(receiver.connections[0]->peer.to_string()));
+  }
+  REQUIRE(eventually([&] { return sender.disconnect().has_value(); }));
+}
+
+TEST_CASE("fabric: a sender that takes no replies: replying fails with a clear error", "[fabric][replies]") {
+  FabricHarness h;
+  auto& receiver = h.listen(local_endpoint());
+  auto& sender = h.connect(h.bound(receiver), {}, 4, 64);  // no accept_replies()
+  REQUIRE(eventually([&] { return sender.is_connected(); }));
+  REQUIRE(eventually([&] { return receiver.connection_count() == 1; }));
+  h.run([&] { CHECK(receiver.connections[0]->socket->max_reply_size() == 0); });
+  h.run([&] { receiver.send_replies(0, {pattern(0, 0)}); });
+  REQUIRE(eventually([&] { return receiver.disconnect_of(0).has_value(); }));
+  const auto error = *receiver.disconnect_of(0);
+  CHECK(error.code() == Errc::message_too_large);
+  CHECK_THAT(error.what(), Catch::Contains("takes no replies"));
+  REQUIRE(eventually([&] { return sender.disconnect().has_value(); }));
+  CHECK(sender.reply_count == 0);
+}
+
+TEST_CASE("fabric: accept_replies() after connect() is refused", "[fabric][replies]") {
+  FabricHarness h;
+  auto& receiver = h.listen(local_endpoint());
+  auto& sender = h.connect(h.bound(receiver));
+  h.run([&] { CHECK_THROWS_AS(sender.socket->accept_replies({64, 2}), Error); });
+}
+
+TEST_CASE("fabric: no callback after close() with replies in flight", "[fabric][replies]") {
+  FabricHarness h;
+  auto& receiver = h.listen(local_endpoint());
+  auto& sender = h.connect(h.bound(receiver), {}, 4, 64, netio::ReplyWindow{64, 4});
+  REQUIRE(eventually([&] { return sender.is_connected(); }));
+  REQUIRE(eventually([&] { return receiver.connection_count() == 1; }));
+  std::vector<std::vector<std::byte>> replies(50, pattern(40, 3));
+
+  SECTION("the replier closes with replies queued and in flight") {
+    h.run([&] {
+      receiver.send_replies(0, replies);
+      receiver.connections[0]->socket->close();
+    });
+    REQUIRE(eventually([&] { return sender.disconnect().has_value(); }));
+    std::this_thread::sleep_for(100ms);
+    CHECK(receiver.replies_completed_on(0) == 0);  // reported from a later drain: none
+    CHECK_FALSE(receiver.disconnect_of(0));
+  }
+
+  SECTION("the sender closes inside on_reply with more replies on the way") {
+    std::atomic<int> late{0};
+    std::atomic<int> replies_seen{0};
+    std::atomic<bool> closed{false};
+    h.run([&] {
+      // Replace the sender by one that closes itself on its second reply.
+      sender.socket.reset();
+    });
+    std::unique_ptr<netio::LowLevelSendSocket> socket;
+    h.run([&] {
+      socket = h.backend().make_send_socket();
+      socket->accept_replies({64, 4});
+      netio::LowLevelSendSocket::Callbacks callbacks;
+      callbacks.on_reply = [&](netio::ReceivedBuffer) {
+        if (closed) ++late;
+        if (++replies_seen == 2) {
+          socket->close();
+          closed = true;
+        }
+      };
+      callbacks.on_disconnected = [&](const Error&) { ++late; };
+      socket->connect(h.bound(receiver), {}, callbacks);
+    });
+    REQUIRE(eventually([&] { return receiver.connection_count() == 2; }));
+    REQUIRE(eventually([&] {
+      std::lock_guard lock(receiver.mutex);
+      return receiver.connections[1]->socket != nullptr;
+    }));
+    h.run([&] { receiver.send_replies(1, replies); });
+    REQUIRE(eventually([&] { return closed.load(); }));
+    std::this_thread::sleep_for(100ms);
+    CHECK(late == 0);
+    CHECK(replies_seen == 2);
+    h.run([&] { socket.reset(); });
+  }
+}
+
+TEST_CASE("fabric: reply wire formats: window in the connect data, headers, CQ data; junk rejected", "[fabric][wire]") {
+  namespace wire = netio::fabric::wire;
+  const auto hello = bytes_of("0123456789abcdef");
+  auto connect = wire::encode_connect(hello, {70000, 9});
+  CHECK(connect.size() == wire::connect_replies_overhead + hello.size());
+  CHECK(connect.size() <= 48);  // verbs' connection data, with netio's 16-byte hello
+  connect.resize(connect.size() + 5);  // padding
+  auto decoded = wire::decode_connect(connect);
+  REQUIRE(decoded);
+  CHECK(decoded->hello == hello);
+  CHECK(decoded->replies.max_size == 70000);
+  CHECK(decoded->replies.credits == 9);
+  connect.resize(wire::connect_replies_overhead + hello.size() - 1);  // window cut short
+  CHECK(wire::decode_connect(connect) == std::nullopt);
+  auto no_credits = wire::encode_connect(hello, {100, 1});
+  no_credits[no_credits.size() - 2] = std::byte{0};  // credits 0
+  CHECK(wire::decode_connect(no_credits) == std::nullopt);
+
+  std::vector<std::byte> reply(wire::backward_header_size + 5);
+  wire::encode_backward_header(reply.data(), {wire::BackwardKind::reply, 5, 77});
+  auto header = wire::decode_backward(reply);
+  REQUIRE(header);
+  CHECK(header->kind == wire::BackwardKind::reply);
+  CHECK(header->payload_size == 5);
+  CHECK(header->credits_returned == 77u);
+  CHECK(wire::decode_backward(std::span(reply).first(reply.size() - 1)) == std::nullopt);  // length mismatch
+  reply.push_back(std::byte{0});
+  CHECK(wire::decode_backward(reply) == std::nullopt);
+  std::byte credits[wire::credit_message_size];
+  wire::encode_credits(credits, 5);
+  REQUIRE(wire::decode_backward(credits));
+  CHECK(wire::decode_backward(credits)->kind == wire::BackwardKind::credits);
+  netio::detail::store_le<std::uint32_t>(credits + 4, 1);  // a credit message with a payload
+  CHECK(wire::decode_backward(credits) == std::nullopt);
+  CHECK(wire::decode_credits(reply) == std::nullopt);
+  CHECK(wire::decode_backward(std::vector<std::byte>(8)) == std::nullopt);
+
+  const auto data = wire::encode_forward_data(wire::ForwardKind::control, (1u << 24) + 3);
+  CHECK(data <= UINT32_MAX);  // verbs carries 4 bytes
+  const auto forward = wire::decode_forward_data(data);
+  REQUIRE(forward);
+  CHECK(forward->kind == wire::ForwardKind::control);
+  CHECK(forward->reply_credits_returned == 3u);
+  CHECK(wire::decode_forward_data(wire::encode_forward_data(wire::ForwardKind::data, 7))->kind == wire::ForwardKind::data);
+  CHECK(wire::decode_forward_data(0x5800'0001) == std::nullopt);       // unknown kind
+  CHECK(wire::decode_forward_data(0x1'4400'0001ull) == std::nullopt);  // beyond 32 bits
+  CHECK(wire::reply_credits_between(wire::reply_credit_modulus - 2, 3) == 5u);
+}
+
+TEST_CASE("fabric: reply credits go back in control messages only when the replier runs low", "[fabric][credits]") {
+  using netio::fabric::should_return_reply_credits;
+  // Window 2, request/reply: the next request carries the credit of the reply before it.
+  CHECK_FALSE(should_return_reply_credits(2, 0, 1, 1));  // one left: the next request will carry it
+  CHECK(should_return_reply_credits(2, 0, 2, 2));        // none left: a control message
+  CHECK_FALSE(should_return_reply_credits(2, 2, 2, 2));  // nothing to return
+  // Window 8: a quarter left.
+  CHECK_FALSE(should_return_reply_credits(8, 0, 5, 5));
+  CHECK(should_return_reply_credits(8, 0, 6, 6));
+  CHECK(should_return_reply_credits(1, 0, 1, 1));
+}
+
+TEST_CASE("fabric: the sender rejects replies it did not ask for, too large, or malformed", "[fabric][replies]") {
+  struct Case {
+    const char* what;
+    std::optional<netio::ReplyWindow> window;
+    std::vector<std::byte> message;
+    const char* error;
+  };
+  const auto junk = [] {
+    auto message = reply_message(8);
+    message[2] = std::byte{'X'};
+    return message;
+  };
+  const auto lying = [] {
+    auto message = reply_message(8);
+    netio::detail::store_le<std::uint32_t>(message.data() + 4, 9);  // says 9, carries 8
+    return message;
+  };
+  const Case c = GENERATE_COPY(
+      Case{"a reply to a sender that takes none", std::nullopt, reply_message(0), "takes no replies"},
+      Case{"a reply beyond the window, within the slot", netio::ReplyWindow{100, 2}, reply_message(110),
+           "larger than the 100 bytes"},
+      Case{"a reply beyond the receive slot", netio::ReplyWindow{100, 2}, reply_message(2000), "larger than a reply of 100"},
+      Case{"an unknown kind", netio::ReplyWindow{100, 2}, junk(), "neither a credit message nor a reply"},
+      Case{"a length that does not match", netio::ReplyWindow{100, 2}, lying(), "neither a credit message nor a reply"});
+  INFO(c.what);
+  FabricHarness h;
+  std::unique_ptr<RawReplier> raw;
+  h.run([&] { raw = std::make_unique<RawReplier>(h.context().loop()); });
+  auto& sender = h.connect(raw->bound(), {}, 0, 0, c.window);
+  bool accepted = false;
+  REQUIRE(eventually([&] {
+    h.run([&] { accepted = raw->poll_request(); });
+    return accepted;
+  }));
+  REQUIRE(eventually([&] { return sender.is_connected() && raw->connected.load(); }));
+  h.run([&] { raw->send(c.message); });
+  REQUIRE(eventually([&] { return sender.disconnect().has_value(); }));
+  const auto error = *sender.disconnect();
+  CHECK(error.code() == Errc::protocol_error);
+  CHECK_THAT(error.what(), Catch::Contains(c.error) && Catch::Contains(raw->bound().to_string()));
+  CHECK(sender.reply_count == 0);
+  raw.reset();
+}
+
+TEST_CASE("fabric: the receiver rejects control data it cannot trust, naming the peer", "[fabric][replies]") {
+  namespace wire = netio::fabric::wire;
+  struct Case {
+    const char* what;
+    wire::ReplyWindowData window;
+    std::size_t size;
+    std::uint64_t data;
+    const char* error;
+  };
+  const Case c = GENERATE(
+      Case{"CQ data from a sender that takes no replies", {}, 8, wire::encode_forward_data(wire::ForwardKind::data, 0),
+           "takes no replies"},
+      Case{"an unknown kind", {64, 2}, 8, 0x5800'0000, "does not expect"},
+      Case{"a control message with a payload", {64, 2}, 8, wire::encode_forward_data(wire::ForwardKind::control, 0),
+           "does not expect"},
+      Case{"credits for replies never sent", {64, 2}, 0, wire::encode_forward_data(wire::ForwardKind::control, 1),
+           "more than the replies sent"});
+  INFO(c.what);
+  FabricHarness h;
+  auto& receiver = h.listen(local_endpoint());
+  const Endpoint remote = h.bound(receiver);
+  std::unique_ptr<RawConnector> raw;
+  h.run([&] {
+    raw = std::make_unique<RawConnector>(h.context().loop(), remote, wire::encode_connect(bytes_of("raw"), c.window));
+  });
+  REQUIRE(eventually([&] { return raw->connected.load() && receiver.connection_count() == 1; }));
+  h.run([&] { raw->send_with_data(c.size, c.data); });
+  REQUIRE(eventually([&] { return receiver.disconnect_of(0).has_value(); }));
+  const auto error = *receiver.disconnect_of(0);
+  CHECK(error.code() == Errc::protocol_error);
+  std::lock_guard lock(receiver.mutex);
+  CHECK_THAT(error.what(), Catch::Contains(c.error) && Catch::Contains(receiver.connections[0]->peer.to_string()));
+  CHECK(receiver.connections[0]->messages.empty());
+  raw.reset();
 }

@@ -33,4 +33,22 @@ constexpr bool should_announce_credits(std::uint64_t window, std::uint64_t annou
   return sender_left <= credit_low_watermark(window);
 }
 
+// Reply credits (a FabricSendSocket returning them to its receiver) follow the same idea, but
+// most go back for free in the remote CQ data of the next user buffer: a control message of
+// their own is sent only once the replier is down to a quarter of its window, and with a
+// window under 4 only once it has none left. The usual request/reply exchange gives a reply
+// back after sending the next request from inside on_reply, so that request carries the
+// previous round's credit: with two credits or more it needs no control message while
+// requests keep coming.
+constexpr std::uint64_t reply_credit_low_watermark(std::uint64_t window) noexcept { return window / 4; }
+
+// `announced`: reply credits last sent (in any message); `returned`: replies given back and
+// their receives re-posted; `received`: replies received. All running totals.
+constexpr bool should_return_reply_credits(std::uint64_t window, std::uint64_t announced, std::uint64_t returned,
+                                           std::uint64_t received) noexcept {
+  if (returned == announced) return false;
+  const std::uint64_t replier_left = window + announced - received;
+  return replier_left <= reply_credit_low_watermark(window);
+}
+
 }  // namespace netio::fabric

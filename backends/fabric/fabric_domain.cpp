@@ -58,7 +58,7 @@ bool Domain::matches(const fi_info& other) const noexcept {
 OpenedQueue<fid_cq> Domain::open_completion_queue(std::size_t size) {
   fi_cq_attr attr{};
   attr.size = size;
-  attr.format = FI_CQ_FORMAT_MSG;  // op_context and len: all we need
+  attr.format = FI_CQ_FORMAT_DATA;  // op_context, flags, len and the remote CQ data (fabric_wire.hpp)
   attr.wait_obj = force_polling_ || spin_ ? FI_WAIT_NONE : FI_WAIT_FD;
   attr.wait_cond = FI_CQ_COND_NONE;
   fid_cq* queue = nullptr;

@@ -77,7 +77,7 @@ bool FabricEndpoint::drain_completions(Handler& handler, std::size_t budget) {
     if (entry.is_error) {
       handler.on_completion_error(entry);
     } else if (entry.operation != nullptr) {
-      handler.on_completion(*entry.operation, entry.length);
+      handler.on_completion(*entry.operation, entry);
     }
   }
   return true;

@@ -31,7 +31,7 @@ class FabricEndpoint {
  public:
   class Handler {
    public:
-    virtual void on_completion(OperationContext& operation, std::size_t length) = 0;
+    virtual void on_completion(OperationContext& operation, const CompletionEntry& completion) = 0;
     virtual void on_completion_error(const CompletionEntry& error) = 0;
     virtual void on_connection_event(const EventEntry& event) = 0;  // FI_CONNECTED, FI_SHUTDOWN
     virtual void on_connection_error(const EventEntry& error) = 0;

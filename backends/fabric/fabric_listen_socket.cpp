@@ -113,8 +113,8 @@ void FabricListenSocket::on_request(const EventEntry& entry) {
   const auto address = socket_address(request->dest_addr, request->dest_addrlen);
   const Endpoint peer = address ? detail::to_endpoint(*address, local_) : local_.with_host("unknown-peer").with_port(0);
 
-  const auto hello = wire::decode_connect(entry.data);
-  if (!hello) {
+  const auto connect = wire::decode_connect(entry.data);
+  if (!connect) {
     const auto why = fmt::format("{}: rejected a connection request from {} with connection data this back-end does "
                                  "not understand ({} bytes; not a netio fabric socket?)",
                                  describe(), peer.to_string(), entry.data.size());
@@ -126,7 +126,7 @@ void FabricListenSocket::on_request(const EventEntry& entry) {
   AcceptDecision decision;
   answering_ = true;
   try {
-    decision = callbacks_.on_request ? callbacks_.on_request(peer, *hello)
+    decision = callbacks_.on_request ? callbacks_.on_request(peer, connect->hello)
                                      : AcceptDecision::reject("the listener takes no connections");
   } catch (const std::exception& e) {
     decision = AcceptDecision::reject(fmt::format("the listener failed to decide: {}", e.what()));
@@ -139,7 +139,8 @@ void FabricListenSocket::on_request(const EventEntry& entry) {
     return;
   }
   if (decision.accepted) {
-    accept(*request, peer, decision);
+    accept(*request, peer, decision, ReplyWindow{static_cast<std::size_t>(connect->replies.max_size),
+                                                 static_cast<std::size_t>(connect->replies.credits)});
   } else {
     reject(*request, peer, decision.reject_reason);
   }
@@ -154,10 +155,15 @@ void FabricListenSocket::reject(const fi_info& request, const Endpoint& peer, co
   }
 }
 
-void FabricListenSocket::accept(const fi_info& request, const Endpoint& peer, const AcceptDecision& decision) {
+void FabricListenSocket::accept(const fi_info& request, const Endpoint& peer, const AcceptDecision& decision,
+                                ReplyWindow replies) {
   // Never more buffers than the provider's receive queue holds, never fewer than one, and
-  // none larger than the provider carries in one message.
-  const std::size_t credits = std::clamp<std::size_t>(decision.receive_credits, 1, std::max<std::size_t>(request.rx_attr->size, 1));
+  // none larger than the provider carries in one message. A sender that takes replies sends
+  // control messages (reply credits) into the data receives: one more buffer is posted, which
+  // that sender keeps for them (FabricSendSocket).
+  const std::size_t reserve = replies.max_size != 0 ? 1 : 0;
+  const std::size_t queue = std::max<std::size_t>(request.rx_attr->size, 1 + reserve);
+  const std::size_t credits = std::clamp<std::size_t>(decision.receive_credits, 1, queue - reserve);
   const std::size_t buffer_size = std::min<std::size_t>(decision.max_buffer_size, request.ep_attr->max_msg_size);
   if (credits != decision.receive_credits || buffer_size != decision.max_buffer_size) {
     log(LogLevel::info, "{}: connection from {}: {} receive credits of {} bytes asked, {} of {} bytes possible with {}",
@@ -176,9 +182,9 @@ void FabricListenSocket::accept(const fi_info& request, const Endpoint& peer, co
                            domain_->info().domain_attr->name != nullptr &&
                            std::string_view(request.domain_attr->name) != domain_->info().domain_attr->name;
     domain = elsewhere ? domains_.get(request) : domain_;
-    buffers = std::make_shared<ReceiveBuffers>(domain, credits, buffer_size);
+    buffers = std::make_shared<ReceiveBuffers>(domain, credits + reserve, buffer_size);
     socket = std::make_unique<FabricReceiveSocket>(
-        loop_, domain, request, local_, peer, buffers,
+        loop_, domain, request, local_, peer, buffers, replies,
         [this](FabricReceiveSocket& established, const Error* error) { on_established(established, error); });
   } catch (const std::exception& e) {
     reject(request, peer, "the receiver is out of resources");
@@ -192,8 +198,8 @@ void FabricListenSocket::accept(const fi_info& request, const Endpoint& peer, co
     report(Error(Errc::backend_error, fmt::format("{}: accepting {} failed: {}", describe(), peer.to_string(), e.what())));
     return;
   }
-  log(LogLevel::debug, "{}: accepted {} ({} receive buffers of {} bytes; request for {}/{}/{}, served by {})",
-      describe(), peer.to_string(), credits, buffer_size,
+  log(LogLevel::debug, "{}: accepted {} ({} receive buffers of {} bytes, replies up to {} bytes, {} credits; request for {}/{}/{}, served by {})",
+      describe(), peer.to_string(), credits + reserve, buffer_size, replies.max_size, replies.credits,
       request.fabric_attr->prov_name != nullptr ? request.fabric_attr->prov_name : "-",
       request.fabric_attr->name != nullptr ? request.fabric_attr->name : "-",
       request.domain_attr->name != nullptr ? request.domain_attr->name : "-", domain->description());

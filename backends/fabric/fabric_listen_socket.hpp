@@ -33,7 +33,7 @@ class FabricListenSocket final : public LowLevelListenSocket {
   void open(const Endpoint& local);
   void drain();
   void on_request(const EventEntry& entry);
-  void accept(const fi_info& request, const Endpoint& peer, const AcceptDecision& decision);
+  void accept(const fi_info& request, const Endpoint& peer, const AcceptDecision& decision, ReplyWindow replies);
   void reject(const fi_info& request, const Endpoint& peer, const std::string& reason);
   void on_established(FabricReceiveSocket& socket, const Error* error);
   void report(const Error& error);

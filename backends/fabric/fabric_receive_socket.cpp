@@ -11,19 +11,50 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace netio::fabric {
 
 FabricReceiveSocket::FabricReceiveSocket(EventLoop& loop, std::shared_ptr<Domain> domain, const fi_info& request,
                                          Endpoint local, Endpoint peer, std::shared_ptr<ReceiveBuffers> buffers,
-                                         EstablishedHook hook)
-    : loop_(loop), local_(std::move(local)), peer_(std::move(peer)), buffers_(std::move(buffers)), hook_(std::move(hook)) {
-  // One credit message in flight at a time; a little room for the provider's own sends.
-  const FabricEndpoint::Depth depth{4, buffers_->count()};
+                                         ReplyWindow replies, EstablishedHook hook)
+    : loop_(loop),
+      local_(std::move(local)),
+      peer_(std::move(peer)),
+      buffers_(std::move(buffers)),
+      hook_(std::move(hook)),
+      replies_(replies) {
+  // Slots for replies too large for fi_inject: up to 8, fewer when the sender's replies are
+  // large (the slots' memory stays near max_reply_slot_memory), at least one.
+  constexpr std::size_t line = 64;
+  const std::size_t reply_slot_size = (wire::backward_header_size + replies_.max_size + line - 1) / line * line;
+  const std::size_t reply_slots =
+      replies_.max_size == 0
+          ? 0
+          : std::clamp<std::size_t>(std::min(replies_.credits, max_reply_slot_memory / reply_slot_size), 1, max_reply_slots);
+  // One credit message and the reply slots in flight; a little room for injected replies and
+  // the provider's own sends.
+  const FabricEndpoint::Depth depth{4 + reply_slots, buffers_->count()};
   endpoint_ = std::make_unique<FabricEndpoint>(loop_, domain, request, depth, describe(), [this] { drain(); });
-  credit_block_ = std::make_unique<RegisteredBlock>(std::move(domain), wire::credit_message_size);
+  credit_block_ = std::make_unique<RegisteredBlock>(domain, wire::credit_message_size);
   credit_operation_.kind = OperationContext::Kind::credit_send;
+  if (replies_.max_size != 0) {
+    reply_slot_size_ = reply_slot_size;
+    reply_domain_ = domain;  // the block comes with the first reply fi_inject cannot take
+    reply_operations_.resize(reply_slots);
+    for (std::size_t i = reply_slots; i-- > 0;) {
+      reply_operations_[i].kind = OperationContext::Kind::reply_send;
+      reply_operations_[i].index = static_cast<std::uint32_t>(i);
+      free_reply_slots_.push_back(static_cast<std::uint32_t>(i));
+    }
+    const std::size_t inject_size = endpoint_->info().tx_attr->inject_size;
+    if (inject_size > wire::backward_header_size) {
+      inject_scratch_.resize(std::min(inject_size, wire::backward_header_size + replies_.max_size));
+    }
+    reply_credits_ = replies_.credits;
+  }
   returned_.reserve(buffers_->count());
   repost_later_.reserve(buffers_->count());
 }
@@ -79,11 +110,17 @@ void FabricReceiveSocket::close() noexcept {
   undelivered_.clear();
   pending_disconnect_.reset();
   credit_block_.reset();
+  // The caller owns replies not reported completed again.
+  replies_queued_.clear();
+  replies_sent_.clear();
+  reply_block_.reset();
 }
 
 void FabricReceiveSocket::drain() {
   if (closed_) return;
   if (started_) {
+    report_replies_sent();
+    if (closed_) return;
     deliver_undelivered();
     if (closed_) return;
   }
@@ -91,6 +128,8 @@ void FabricReceiveSocket::drain() {
     repost_returned();
     if (endpoint_->closed()) return;
     if (!endpoint_->drain_completions(*this, completion_budget)) return;
+    if (endpoint_->closed()) return;
+    pump_replies();
     if (endpoint_->closed()) return;
     endpoint_->drain_events(*this);
     if (endpoint_->closed()) return;
@@ -158,6 +197,129 @@ void FabricReceiveSocket::send_credits() {
   credits_announced_ = credits_returned_;
 }
 
+bool FabricReceiveSocket::repost(OperationContext& operation) {
+  try {
+    if (post_receive(operation)) {
+      ++credits_returned_;
+      return true;
+    }
+  } catch (const Error& e) {
+    fail(Errc::backend_error, e.what());
+    return false;
+  }
+  repost_later_.push_back(&operation);
+  endpoint_->driver().kick_after(retry_delay);
+  return true;
+}
+
+void FabricReceiveSocket::send_reply(Buffer* buffer) {
+  if (closed_ || state_ == State::failed || endpoint_->closed()) return;
+  if (replies_.max_size == 0) {
+    fail_later(Errc::message_too_large,
+               fmt::format("{}: a reply of {} bytes, but {} takes no replies (its send socket did not call "
+                           "accept_replies())",
+                           describe(), buffer->size, peer_.to_string()));
+    return;
+  }
+  if (buffer->size > replies_.max_size) {
+    fail_later(Errc::message_too_large, fmt::format("{}: a reply of {} bytes is larger than the {} bytes {} takes",
+                                                    describe(), buffer->size, replies_.max_size, peer_.to_string()));
+    return;
+  }
+  replies_queued_.push_back(buffer);
+  pump_replies();
+}
+
+void FabricReceiveSocket::pump_replies() {
+  if (!connected_ || closed_ || state_ == State::failed || endpoint_->closed()) return;
+  bool posted = false;
+  while (!replies_queued_.empty() && reply_credits_ > 0) {
+    Buffer* reply = replies_queued_.front();
+    const std::size_t total = wire::backward_header_size + reply->size;
+    // Every reply carries the data credits returned so far: a credit message spared.
+    const wire::BackwardHeader header{wire::BackwardKind::reply, static_cast<std::uint32_t>(reply->size),
+                                      credits_returned_};
+    const bool inject = total <= inject_scratch_.size();
+    ssize_t rc = 0;
+    if (inject) {
+      wire::encode_backward_header(inject_scratch_.data(), header);
+      if (reply->size != 0) std::memcpy(inject_scratch_.data() + wire::backward_header_size, reply->data, reply->size);
+      rc = ::fi_inject(endpoint_->ep(), inject_scratch_.data(), total, 0);
+    } else {
+      if (free_reply_slots_.empty()) break;  // a send completion frees one
+      if (!reply_block_) {
+        try {
+          reply_block_ = std::make_unique<RegisteredBlock>(reply_domain_, reply_operations_.size() * reply_slot_size_);
+        } catch (const std::exception& e) {
+          fail_later(Errc::backend_error, fmt::format("{}: no memory for replies: {}", describe(), e.what()));
+          return;
+        }
+      }
+      OperationContext& operation = reply_operations_[free_reply_slots_.back()];
+      std::byte* slot = reply_block_->data(operation.index * reply_slot_size_);
+      wire::encode_backward_header(slot, header);
+      if (reply->size != 0) std::memcpy(slot + wire::backward_header_size, reply->data, reply->size);
+      rc = ::fi_send(endpoint_->ep(), slot, total, reply_block_->desc(), 0, operation.as_context());
+      if (rc == 0) free_reply_slots_.pop_back();
+    }
+    if (rc == -FI_EAGAIN) {
+      endpoint_->driver().kick_after(retry_delay);
+      break;
+    }
+    if (rc != 0) {
+      fail_later(Errc::disconnected, call_failed(describe(), "sending a reply", static_cast<int>(rc)).what());
+      return;
+    }
+    posted = true;
+    credits_announced_ = credits_returned_;
+    --reply_credits_;
+    ++replies_posted_;
+    replies_queued_.pop_front();
+    replies_sent_.push_back(reply);
+  }
+  // Manual-progress providers move the replies when their queues are read; the next drain
+  // also reports the replies completed.
+  if (posted) endpoint_->driver().kick();
+}
+
+void FabricReceiveSocket::report_replies_sent() {
+  while (!closed_ && !replies_sent_.empty()) {
+    Buffer* reply = replies_sent_.front();
+    replies_sent_.pop_front();
+    if (callbacks_.on_reply_completed) callbacks_.on_reply_completed(reply);
+  }
+}
+
+bool FabricReceiveSocket::take_control_data(std::uint64_t data, std::size_t length, bool& is_control) {
+  const auto forward = wire::decode_forward_data(data);
+  if (replies_.max_size == 0 || !forward || (forward->kind == wire::ForwardKind::control && length != 0)) {
+    fail(Errc::protocol_error,
+         fmt::format("{}: {} sent a message with remote CQ data {:#x} ({} bytes) that this back-end does not expect{}",
+                     describe(), peer_.to_string(), data, length,
+                     replies_.max_size == 0 ? " from a sender that takes no replies" : ""));
+    return false;
+  }
+  const std::uint32_t seen = static_cast<std::uint32_t>(reply_credits_seen_ % wire::reply_credit_modulus);
+  const std::uint64_t returned = wire::reply_credits_between(seen, forward->reply_credits_returned);
+  if (reply_credits_seen_ + returned > replies_posted_) {
+    fail(Errc::protocol_error, fmt::format("{}: {} returned {} reply credits, more than the replies sent to it",
+                                           describe(), peer_.to_string(), returned));
+    return false;
+  }
+  reply_credits_seen_ += returned;
+  reply_credits_ += returned;
+  is_control = forward->kind == wire::ForwardKind::control;
+  return true;
+}
+
+void FabricReceiveSocket::fail_later(Errc code, const std::string& why) {
+  log(LogLevel::info, "{}", why);
+  if (!pending_disconnect_) pending_disconnect_ = Error(code, why);
+  state_ = State::failed;
+  endpoint_->close(false);
+  endpoint_->driver().kick();
+}
+
 void FabricReceiveSocket::fail(Errc code, const std::string& why) {
   const Error error(code, why);
   log(LogLevel::info, "{}", why);
@@ -182,10 +344,21 @@ void FabricReceiveSocket::fail(Errc code, const std::string& why) {
   if (callback) callback(error);
 }
 
-void FabricReceiveSocket::on_completion(OperationContext& operation, std::size_t length) {
+void FabricReceiveSocket::on_completion(OperationContext& operation, const CompletionEntry& completion) {
+  const std::size_t length = completion.length;
   switch (operation.kind) {
     case OperationContext::Kind::data_receive:
       ++received_;
+      if (completion.remote_data) {
+        bool is_control = false;
+        if (!take_control_data(*completion.remote_data, length, is_control)) return;
+        if (is_control) {
+          // Never delivered: the receive goes back at once and counts as a returned credit.
+          if (!repost(operation)) return;
+          send_credits();
+          break;
+        }
+      }
       operation.buffer->size = length;
       if (started_ && undelivered_.empty()) {
         deliver(operation.buffer);
@@ -196,6 +369,9 @@ void FabricReceiveSocket::on_completion(OperationContext& operation, std::size_t
     case OperationContext::Kind::credit_send:
       credit_in_flight_ = false;
       send_credits();
+      break;
+    case OperationContext::Kind::reply_send:
+      free_reply_slots_.push_back(operation.index);
       break;
     default:
       log(LogLevel::warn, "{}: completion of an unexpected operation ignored", describe());
@@ -219,7 +395,9 @@ void FabricReceiveSocket::on_completion_error(const CompletionEntry& error) {
                                            describe(), peer_.to_string(), buffers_->buffer_size(), error.error_text));
     return;
   }
-  fail(Errc::disconnected, fmt::format("{}: receiving from {} failed: {}", describe(), peer_.to_string(), error.error_text));
+  const bool sending = error.operation != nullptr && error.operation->kind != OperationContext::Kind::data_receive;
+  fail(Errc::disconnected, fmt::format("{}: {} {} failed: {}", describe(), sending ? "sending to" : "receiving from",
+                                       peer_.to_string(), error.error_text));
 }
 
 void FabricReceiveSocket::on_connection_event(const EventEntry& event) {

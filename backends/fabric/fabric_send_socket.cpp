@@ -1,5 +1,6 @@
 #include "backends/fabric/fabric_send_socket.hpp"
 
+#include "backends/fabric/credit_policy.hpp"
 #include "backends/fabric/fabric_errors.hpp"
 #include "backends/fabric/fabric_wire.hpp"
 #include "backends/fabric/provider_selection.hpp"
@@ -37,6 +38,17 @@ bool FabricSendSocket::sends_unregistered_memory() const noexcept {
 
 std::size_t FabricSendSocket::efficient_buffer_size() const noexcept { return efficient_buffer_size_; }
 
+void FabricSendSocket::accept_replies(ReplyWindow window) {
+  if (state_ != State::idle) {
+    throw Error(Errc::closed, fmt::format("{}: accept_replies() must come before connect()", describe()));
+  }
+  if (window.max_size != 0) {
+    window.max_size = std::min<std::size_t>(window.max_size, wire::max_reply_size);
+    window.credits = std::clamp<std::size_t>(window.credits, 1, wire::max_reply_credits);
+  }
+  reply_window_ = window;
+}
+
 void FabricSendSocket::connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) {
   if (state_ != State::idle) {
     throw Error(Errc::closed, fmt::format("{}: connect() may be called only once per socket", describe()));
@@ -58,26 +70,31 @@ void FabricSendSocket::set_up(const Endpoint& remote, std::span<const std::byte>
   const std::size_t depth = std::clamp<std::size_t>(info->tx_attr->size, 1, max_send_operations);
   inject_size_ = info->tx_attr->inject_size;
   if (info->ep_attr->protocol == FI_PROTO_SOCK_TCP) efficient_buffer_size_ = detail::kernel_tcp_write_limit;
-  endpoint_ = std::make_unique<FabricEndpoint>(loop_, domain_, *info, FabricEndpoint::Depth{depth, credit_receives},
+  if (replies_taken()) {
+    // Every reply and credit message needs a posted receive: as many as the queue holds.
+    const std::size_t room = info->rx_attr->size > credit_receives ? info->rx_attr->size - credit_receives : 1;
+    reply_window_.credits = std::min(reply_window_.credits, room);
+    control_reserve_ = 1;
+  }
+  const std::size_t receives = credit_receives + (replies_taken() ? reply_window_.credits : 0);
+  endpoint_ = std::make_unique<FabricEndpoint>(loop_, domain_, *info, FabricEndpoint::Depth{depth, receives},
                                                describe(), [this] { drain(); });
 
-  connect_data_ = wire::encode_connect(hello);
+  connect_data_ = wire::encode_connect(hello, {reply_window_.max_size, reply_window_.credits});
   const std::size_t limit = cm_data_size(&endpoint_->ep()->fid);
   if (connect_data_.size() > limit) {
+    const std::size_t overhead = replies_taken() ? wire::connect_replies_overhead : wire::connect_overhead;
     throw Error(Errc::message_too_large,
-                fmt::format("{}: a hello of {} bytes does not fit the {} bytes of connection data that {} carries "
+                fmt::format("{}: a hello of {} bytes{} does not fit the {} bytes of connection data that {} carries "
                             "(at most {} bytes of hello)",
-                            describe(), hello.size(), limit, domain_->description(),
-                            limit > wire::connect_overhead ? limit - wire::connect_overhead : 0));
+                            describe(), hello.size(), replies_taken() ? " with a reply window" : "", limit, domain_->description(),
+                            limit > overhead ? limit - overhead : 0));
   }
 
-  credit_block_ = std::make_unique<RegisteredBlock>(domain_, credit_receives * credit_slot);
-  for (std::size_t i = 0; i < credit_receives; ++i) {
-    auto& operation = credit_operations_[i];
-    operation.kind = OperationContext::Kind::credit_receive;
-    operation.index = static_cast<std::uint32_t>(i);
-    post_credit_receive(operation);
-  }
+  backward_ = std::make_shared<BackwardReceives>(domain_, receives, reply_window_.max_size);
+  backward_->attach(endpoint_->shared_driver());
+  returned_replies_.reserve(receives);
+  for (std::size_t i = 0; i < receives; ++i) post_backward_receive(backward_->operation(i));
   send_operations_.resize(depth);
   free_operations_.reserve(depth);
   for (std::size_t i = depth; i-- > 0;) {
@@ -101,10 +118,10 @@ void FabricSendSocket::set_up(const Endpoint& remote, std::span<const std::byte>
   }
 }
 
-void FabricSendSocket::post_credit_receive(OperationContext& operation) {
-  const ssize_t rc = ::fi_recv(endpoint_->ep(), credit_block_->data(operation.index * credit_slot), credit_slot,
-                               credit_block_->desc(), 0, operation.as_context());
-  if (rc != 0) check(static_cast<int>(rc), describe(), "fi_recv (credit message)");  // hot path: no string otherwise
+void FabricSendSocket::post_backward_receive(OperationContext& operation) {
+  const ssize_t rc = ::fi_recv(endpoint_->ep(), backward_->slot(operation.index), backward_->slot_size(),
+                               backward_->desc(), 0, operation.as_context());
+  if (rc != 0) check(static_cast<int>(rc), describe(), "fi_recv (credit message or reply)");  // hot path: no string otherwise
 }
 
 void FabricSendSocket::send(Buffer* buffer) {
@@ -130,7 +147,8 @@ void FabricSendSocket::send(Buffer* buffer) {
 void FabricSendSocket::pump() {
   if (pumping_) return;
   pumping_ = true;
-  while (state_ == State::connected && !queued_.empty() && credits_ > 0 && !free_operations_.empty()) {
+  // With replies, one credit stays for control messages (the header's comment).
+  while (state_ == State::connected && !queued_.empty() && credits_ > control_reserve_ && !free_operations_.empty()) {
     Buffer* buffer = queued_.front();
     if (buffer->size > peer_max_buffer_size_) {
       pumping_ = false;
@@ -152,8 +170,17 @@ void FabricSendSocket::pump() {
     // completion (what fi_pingpong does below 128 bytes), sparing a completion per message.
     const bool inject = buffer->size <= inject_size_ && in_flight_.empty();
     OperationContext& operation = send_operations_[free_operations_.back()];
-    const ssize_t rc = inject ? ::fi_inject(endpoint_->ep(), buffer->data, buffer->size, 0)
-                              : ::fi_send(endpoint_->ep(), buffer->data, buffer->size, desc, 0, operation.as_context());
+    ssize_t rc = 0;
+    if (replies_taken()) {
+      // Every buffer carries the reply credits returned so far: a request returns them for free.
+      const std::uint64_t data = wire::encode_forward_data(wire::ForwardKind::data, reply_credits_returned_);
+      rc = inject ? ::fi_injectdata(endpoint_->ep(), buffer->data, buffer->size, data, 0)
+                  : ::fi_senddata(endpoint_->ep(), buffer->data, buffer->size, desc, data, 0, operation.as_context());
+      if (rc == 0) reply_credits_announced_ = reply_credits_returned_;
+    } else {
+      rc = inject ? ::fi_inject(endpoint_->ep(), buffer->data, buffer->size, 0)
+                  : ::fi_send(endpoint_->ep(), buffer->data, buffer->size, desc, 0, operation.as_context());
+    }
     if (rc == -FI_EAGAIN) {
       // The transmit queue is full: a completion will free it; the timer is the safety net.
       endpoint_->driver().kick_after(retry_delay);
@@ -195,7 +222,9 @@ void FabricSendSocket::close() noexcept {
   injected_.clear();
   in_flight_.clear();
   pending_failure_.reset();
-  credit_block_.reset();
+  // Replies lent out stay valid; the block goes when the last comes back.
+  if (backward_) backward_->detach();
+  backward_.reset();
 }
 
 void FabricSendSocket::drain() {
@@ -207,6 +236,10 @@ void FabricSendSocket::drain() {
     return;
   }
   report_injected();
+  if (state_ == State::connected) {
+    repost_returned_replies();
+    if (endpoint_->closed()) return;
+  }
   if (!endpoint_->drain_completions(*this, completion_budget)) return;
   if (endpoint_->closed()) return;
   endpoint_->drain_events(*this);
@@ -217,6 +250,42 @@ void FabricSendSocket::drain() {
     return;
   }
   if (state_ == State::connected) pump();
+  if (state_ == State::connected) send_reply_credits();
+}
+
+void FabricSendSocket::repost_returned_replies() {
+  backward_->take_returned(returned_replies_);
+  for (const std::uint32_t index : returned_replies_) {
+    try {
+      post_backward_receive(backward_->operation(index));
+    } catch (const Error& e) {
+      fail_connected(Errc::disconnected, e.what());
+      return;
+    }
+    ++reply_credits_returned_;
+  }
+}
+
+void FabricSendSocket::send_reply_credits() {
+  if (!replies_taken() || credits_ == 0) return;
+  if (!should_return_reply_credits(reply_window_.credits, reply_credits_announced_, reply_credits_returned_,
+                                   replies_received_)) {
+    return;
+  }
+  // No payload, and no completion: the receiver re-posts the receive it took at once.
+  const std::uint64_t data = wire::encode_forward_data(wire::ForwardKind::control, reply_credits_returned_);
+  const ssize_t rc = ::fi_injectdata(endpoint_->ep(), nullptr, 0, data, 0);
+  if (rc == -FI_EAGAIN) {
+    endpoint_->driver().kick_after(retry_delay);
+    return;
+  }
+  if (rc != 0) {
+    fail_connected(Errc::disconnected, call_failed(describe(), "fi_injectdata (reply credits)", static_cast<int>(rc)).what());
+    return;
+  }
+  --credits_;
+  reply_credits_announced_ = reply_credits_returned_;
+  endpoint_->driver().kick();  // manual-progress providers move it when their queues are read
 }
 
 void FabricSendSocket::report_injected() {
@@ -241,32 +310,61 @@ void FabricSendSocket::complete_in_order() {
   }
 }
 
-void FabricSendSocket::on_completion(OperationContext& operation, std::size_t length) {
+void FabricSendSocket::on_backward_message(OperationContext& operation, std::size_t length) {
+  const auto header = wire::decode_backward(backward_->message(operation.index, length));
+  if (!header || header->credits_returned < credits_total_seen_) {
+    fail_connected(Errc::protocol_error,
+                   fmt::format("{}: {} sent {} bytes that are neither a credit message nor a reply", describe(),
+                               remote_.to_string(), length));
+    return;
+  }
+  credits_ += header->credits_returned - credits_total_seen_;
+  credits_total_seen_ = header->credits_returned;
+  if (header->kind == wire::BackwardKind::credits) {
+    try {
+      post_backward_receive(operation);
+    } catch (const Error& e) {
+      fail_connected(Errc::disconnected, e.what());
+      return;
+    }
+    pump();
+    return;
+  }
+  if (!replies_taken()) {
+    fail_connected(Errc::protocol_error, fmt::format("{}: {} sent a reply of {} bytes, but this socket takes no "
+                                                     "replies (accept_replies() was not called)",
+                                                     describe(), remote_.to_string(), header->payload_size));
+    return;
+  }
+  if (header->payload_size > reply_window_.max_size) {
+    fail_connected(Errc::protocol_error, fmt::format("{}: {} sent a reply of {} bytes, larger than the {} bytes "
+                                                     "this socket takes",
+                                                     describe(), remote_.to_string(), header->payload_size,
+                                                     reply_window_.max_size));
+    return;
+  }
+  ++replies_received_;
+  if (replies_received_ - reply_credits_announced_ > reply_window_.credits) {
+    fail_connected(Errc::protocol_error, fmt::format("{}: {} sent more replies than the {} its window allows",
+                                                     describe(), remote_.to_string(), reply_window_.credits));
+    return;
+  }
+  pump();  // the header may have brought data credits
+  if (state_ != State::connected) return;
+  ReceivedBuffer reply(backward_->lend(operation.index, header->payload_size), backward_);
+  // Without a handler the reply goes straight back (and its credit with it).
+  if (callbacks_.on_reply) callbacks_.on_reply(std::move(reply));
+}
+
+void FabricSendSocket::on_completion(OperationContext& operation, const CompletionEntry& completion) {
   switch (operation.kind) {
     case OperationContext::Kind::data_send:
       operation.completed = true;
       complete_in_order();
       break;
-    case OperationContext::Kind::credit_receive: {
-      const auto total = wire::decode_credits(
-          std::span<const std::byte>(credit_block_->data(operation.index * credit_slot), std::min(length, credit_slot)));
-      if (!total || *total < credits_total_seen_) {
-        fail_connected(Errc::protocol_error,
-                       fmt::format("{}: {} sent {} bytes that are not a credit message", describe(),
-                                   remote_.to_string(), length));
-        return;
-      }
-      credits_ += *total - credits_total_seen_;
-      credits_total_seen_ = *total;
-      try {
-        post_credit_receive(operation);
-      } catch (const Error& e) {
-        fail_connected(Errc::disconnected, e.what());
-        return;
-      }
-      pump();
+    case OperationContext::Kind::backward_receive:
+      on_backward_message(operation, completion.length);
       break;
-    }
     default:
       log(LogLevel::warn, "{}: completion of an unexpected operation ignored", describe());
       break;
@@ -282,9 +380,16 @@ void FabricSendSocket::on_completion_error(const CompletionEntry& error) {
     return;
   }
   const bool data = error.operation != nullptr && error.operation->kind == OperationContext::Kind::data_send;
+  if (error.error == FI_ETRUNC && !data) {
+    const std::string limit = replies_taken() ? fmt::format("a reply of {} bytes this socket takes", reply_window_.max_size)
+                                              : std::string("a credit message (this socket takes no replies)");
+    fail_connected(Errc::protocol_error, fmt::format("{}: {} sent a message larger than {}: {}", describe(),
+                                                     remote_.to_string(), limit, error.error_text));
+    return;
+  }
   const std::string what = data && error.operation->buffer != nullptr
                                ? fmt::format("sending {} bytes", error.operation->buffer->size)
-                               : std::string("receiving a credit message");
+                               : std::string("receiving a credit message or reply");
   const auto why = fmt::format("{}: {} to {} failed: {}", describe(), what, remote_.to_string(), error.error_text);
   if (state_ == State::connecting) {
     fail_connect(Errc::backend_error, why);
@@ -304,9 +409,10 @@ void FabricSendSocket::on_connection_event(const EventEntry& event) {
                                describe(), remote_.to_string(), event.data.size()));
       return;
     }
-    if (accept->receive_credits == 0) {
+    if (accept->receive_credits <= control_reserve_) {
       fail_connect(Errc::protocol_error,
-                   fmt::format("{}: {} accepted with no receive buffers", describe(), remote_.to_string()));
+                   fmt::format("{}: {} accepted with {} receive buffers, too few{}", describe(), remote_.to_string(),
+                               accept->receive_credits, control_reserve_ != 0 ? " to take replies" : ""));
       return;
     }
     credits_ = accept->receive_credits;

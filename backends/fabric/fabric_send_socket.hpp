@@ -7,8 +7,19 @@
 // A few small receives stay posted for those messages. Sends are also bounded by the
 // provider's transmit queue; -FI_EAGAIN leaves the buffer queued and retries after the
 // next completion (or a short timer), never in a loop.
+//
+// Replies (accept_replies()): the connect data carries the window; the socket keeps
+// `credits` reply receives of header + max_size bytes posted besides the credit-message
+// receives (BackwardReceives). A reply is lent to the user; when it comes back its receive is
+// re-posted and a reply credit is owed to the receiver, returned in the remote CQ data of the
+// next user buffer, or, when the receiver runs low and no buffer goes out, in a control
+// message of its own (fabric_wire.hpp). Such a message lands in one of the receiver's data
+// receives, so the receiver posts one receive more than it announces as data credits and
+// this socket always keeps one credit for control messages: reply credits flow even while
+// the receiver holds all its data buffers.
 #pragma once
 
+#include "backends/fabric/backward_receives.hpp"
 #include "backends/fabric/fabric_domain.hpp"
 #include "backends/fabric/fabric_endpoint.hpp"
 #include "backends/fabric/registered_block.hpp"
@@ -35,6 +46,9 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   // (resolve_failed), no matching provider (provider_unavailable), a hello larger than the
   // provider's connection data (message_too_large), connect() called twice (closed).
   // Refused, rejected and failed connections arrive through on_connect_failed.
+  // Before connect() only (throws Error(closed) after). Credits are clamped to at least one
+  // and to what the provider's receive queue holds; max_size to 4 GiB - 1.
+  void accept_replies(ReplyWindow window) override;
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
   // Throws Error(message_too_large) for a buffer larger than the peer takes, and
   // Error(backend_error) for an unregistered buffer when the provider needs FI_MR_LOCAL.
@@ -53,7 +67,6 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
  private:
   enum class State { idle, connecting, connected, failed, closed };
   static constexpr std::size_t credit_receives = 8;
-  static constexpr std::size_t credit_slot = 64;          // bytes per posted credit receive
   static constexpr std::size_t max_send_operations = 4096;  // cap on the provider's tx size
   static constexpr std::size_t completion_budget = 256;
   static constexpr std::chrono::milliseconds retry_delay{1};
@@ -62,14 +75,18 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   void set_up(const Endpoint& remote, std::span<const std::byte> hello);
   void drain();
   void pump();
-  void post_credit_receive(OperationContext& operation);
+  bool replies_taken() const noexcept { return reply_window_.max_size != 0; }
+  void post_backward_receive(OperationContext& operation);
+  void on_backward_message(OperationContext& operation, std::size_t length);
+  void repost_returned_replies();
+  void send_reply_credits();
   void report_injected();  // reports injected_ as completed, in order
   void complete_in_order();
   void fail_connect(Errc code, const std::string& why);
   void fail_connected(Errc code, const std::string& why);
   std::string describe() const;
 
-  void on_completion(OperationContext& operation, std::size_t length) override;
+  void on_completion(OperationContext& operation, const CompletionEntry& completion) override;
   void on_completion_error(const CompletionEntry& error) override;
   void on_connection_event(const EventEntry& event) override;
   void on_connection_error(const EventEntry& error) override;
@@ -82,9 +99,8 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   State state_ = State::idle;
   std::shared_ptr<Domain> domain_;
   std::unique_ptr<FabricEndpoint> endpoint_;
-  std::unique_ptr<RegisteredBlock> credit_block_;
+  std::shared_ptr<BackwardReceives> backward_;  // credit messages and replies
   std::vector<std::byte> connect_data_;  // kept until the connection is up: providers may read it late
-  std::array<OperationContext, credit_receives> credit_operations_{};
   std::vector<OperationContext> send_operations_;
   std::vector<std::uint32_t> free_operations_;
   std::deque<OperationContext*> in_flight_;  // posted, in posting order
@@ -97,6 +113,13 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   std::uint64_t credits_ = 0;
   std::uint64_t credits_total_seen_ = 0;  // the receiver's running total, last seen
   std::size_t peer_max_buffer_size_ = 0;
+  // Replies.
+  ReplyWindow reply_window_;                 // max_size 0: none taken
+  std::uint64_t control_reserve_ = 0;        // credits kept for control messages (1 with replies)
+  std::uint64_t replies_received_ = 0;
+  std::uint64_t reply_credits_returned_ = 0;   // reply receives re-posted after the user gave them back
+  std::uint64_t reply_credits_announced_ = 0;  // the running total last sent to the receiver
+  std::vector<std::uint32_t> returned_replies_;  // scratch for BackwardReceives::take_returned
   struct Failure {
     Errc code;
     std::string why;

@@ -11,9 +11,10 @@ namespace {
 constexpr std::byte magic0{'N'};
 constexpr std::byte magic1{'F'};
 constexpr std::byte version{1};
-enum class Kind : std::uint8_t { connect = 1, accept = 2, reject = 3 };
+enum class Kind : std::uint8_t { connect = 1, accept = 2, reject = 3, connect_replies = 4 };
 
 constexpr std::byte credit_magic[4] = {std::byte{'N'}, std::byte{'F'}, std::byte{'C'}, std::byte{'R'}};
+constexpr std::byte reply_magic[4] = {std::byte{'N'}, std::byte{'F'}, std::byte{'R'}, std::byte{'P'}};
 
 std::vector<std::byte> with_header(Kind kind, std::size_t payload) {
   std::vector<std::byte> out(header_size + payload);
@@ -43,20 +44,37 @@ std::optional<std::span<const std::byte>> counted_bytes(std::span<const std::byt
 
 }  // namespace
 
-std::vector<std::byte> encode_connect(std::span<const std::byte> hello) {
+std::vector<std::byte> encode_connect(std::span<const std::byte> hello, const ReplyWindowData& replies) {
   const auto length = static_cast<std::uint16_t>(std::min<std::size_t>(hello.size(), UINT16_MAX));
-  auto out = with_header(Kind::connect, 2 + length);
-  detail::store_le<std::uint16_t>(out.data() + header_size, length);
-  if (length != 0) std::memcpy(out.data() + header_size + 2, hello.data(), length);
+  const bool with_replies = replies.max_size != 0;
+  auto out = with_header(with_replies ? Kind::connect_replies : Kind::connect, 2 + length + (with_replies ? 6 : 0));
+  std::byte* at = out.data() + header_size;
+  detail::store_le<std::uint16_t>(at, length);
+  if (length != 0) std::memcpy(at + 2, hello.data(), length);
+  if (with_replies) {
+    at += 2 + length;
+    detail::store_le<std::uint32_t>(at, static_cast<std::uint32_t>(std::min(replies.max_size, max_reply_size)));
+    detail::store_le<std::uint16_t>(at + 4, static_cast<std::uint16_t>(std::min(replies.credits, max_reply_credits)));
+  }
   return out;
 }
 
-std::optional<std::vector<std::byte>> decode_connect(std::span<const std::byte> data) {
-  const auto payload = payload_of(data, Kind::connect);
+std::optional<ConnectData> decode_connect(std::span<const std::byte> data) {
+  auto payload = payload_of(data, Kind::connect);
+  const bool with_replies = !payload;
+  if (with_replies) payload = payload_of(data, Kind::connect_replies);
   if (!payload) return std::nullopt;
   const auto hello = counted_bytes(*payload);
   if (!hello) return std::nullopt;
-  return std::vector<std::byte>(hello->begin(), hello->end());
+  ConnectData result{std::vector<std::byte>(hello->begin(), hello->end()), {}};
+  if (with_replies) {
+    const auto window = payload->subspan(2 + hello->size());
+    if (window.size() < 6) return std::nullopt;
+    result.replies.max_size = detail::load_le<std::uint32_t>(window.data());
+    result.replies.credits = detail::load_le<std::uint16_t>(window.data() + 4);
+    if (result.replies.max_size == 0 || result.replies.credits == 0) return std::nullopt;
+  }
+  return result;
 }
 
 std::vector<std::byte> encode_accept(const AcceptData& accept) {
@@ -89,17 +107,50 @@ std::optional<std::string> decode_reject(std::span<const std::byte> data) {
   return std::string(reinterpret_cast<const char*>(reason->data()), reason->size());
 }
 
+void encode_backward_header(std::byte* out, const BackwardHeader& header) noexcept {
+  std::memcpy(out, header.kind == BackwardKind::reply ? reply_magic : credit_magic, 4);
+  detail::store_le<std::uint32_t>(out + 4, header.kind == BackwardKind::reply ? header.payload_size : 0);
+  detail::store_le<std::uint64_t>(out + 8, header.credits_returned);
+}
+
+std::optional<BackwardHeader> decode_backward(std::span<const std::byte> message) noexcept {
+  if (message.size() < backward_header_size) return std::nullopt;
+  BackwardHeader header;
+  if (std::memcmp(message.data(), credit_magic, 4) == 0) {
+    header.kind = BackwardKind::credits;
+  } else if (std::memcmp(message.data(), reply_magic, 4) == 0) {
+    header.kind = BackwardKind::reply;
+  } else {
+    return std::nullopt;
+  }
+  header.payload_size = detail::load_le<std::uint32_t>(message.data() + 4);
+  header.credits_returned = detail::load_le<std::uint64_t>(message.data() + 8);
+  if (header.kind == BackwardKind::credits && header.payload_size != 0) return std::nullopt;
+  if (message.size() - backward_header_size != header.payload_size) return std::nullopt;
+  return header;
+}
+
 void encode_credits(std::byte* out, std::uint64_t total_returned) noexcept {
-  std::memcpy(out, credit_magic, sizeof credit_magic);
-  detail::store_le<std::uint32_t>(out + 4, 0);
-  detail::store_le<std::uint64_t>(out + 8, total_returned);
+  encode_backward_header(out, {BackwardKind::credits, 0, total_returned});
 }
 
 std::optional<std::uint64_t> decode_credits(std::span<const std::byte> data) noexcept {
-  if (data.size() != credit_message_size || std::memcmp(data.data(), credit_magic, sizeof credit_magic) != 0) {
+  const auto header = decode_backward(data);
+  if (!header || header->kind != BackwardKind::credits) return std::nullopt;
+  return header->credits_returned;
+}
+
+std::uint64_t encode_forward_data(ForwardKind kind, std::uint64_t reply_credits_returned) noexcept {
+  return (std::uint64_t{static_cast<std::uint8_t>(kind)} << 24) | (reply_credits_returned & (reply_credit_modulus - 1));
+}
+
+std::optional<ForwardData> decode_forward_data(std::uint64_t data) noexcept {
+  if (data >> 32 != 0) return std::nullopt;
+  const auto kind = static_cast<std::uint8_t>(data >> 24);
+  if (kind != static_cast<std::uint8_t>(ForwardKind::data) && kind != static_cast<std::uint8_t>(ForwardKind::control)) {
     return std::nullopt;
   }
-  return detail::load_le<std::uint64_t>(data.data() + 8);
+  return ForwardData{static_cast<ForwardKind>(kind), static_cast<std::uint32_t>(data & (reply_credit_modulus - 1))};
 }
 
 }  // namespace netio::fabric::wire

@@ -16,7 +16,7 @@
 namespace netio::fabric {
 
 struct OperationContext {
-  enum class Kind : std::uint8_t { data_send, data_receive, credit_send, credit_receive };
+  enum class Kind : std::uint8_t { data_send, data_receive, credit_send, backward_receive, reply_send };
 
   fi_context2 provider_context{};  // must stay first: its address is the context pointer
   Kind kind = Kind::data_send;

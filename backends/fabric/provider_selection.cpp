@@ -26,6 +26,9 @@ InfoPtr base_hints(const std::string& provider) {
   // Buffers are registered on user threads while the loop thread sends: the domain must
   // tolerate concurrent calls.
   hints->domain_attr->threading = FI_THREAD_SAFE;
+  // Remote CQ data marks a sender's control messages and carries reply credits (fabric_wire.hpp):
+  // 4 bytes, what verbs offers (tcp and sockets: 8).
+  hints->domain_attr->cq_data_size = 4;
   if (!provider.empty()) {
     hints->fabric_attr->prov_name = ::strdup(provider.c_str());
     if (hints->fabric_attr->prov_name == nullptr) throw std::bad_alloc();

@@ -73,6 +73,7 @@ bool CompletionQueueReader::next(fid_cq* queue, CompletionEntry& entry) {
     const auto& completion = entries_[position_++];
     entry.operation = OperationContext::from_context(completion.op_context);
     entry.length = completion.len;
+    if ((completion.flags & FI_REMOTE_CQ_DATA) != 0) entry.remote_data = completion.data;
     return true;
   }
   position_ = count_ = 0;

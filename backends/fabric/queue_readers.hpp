@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -42,6 +43,9 @@ struct CompletionEntry {
   bool is_error = false;
   OperationContext* operation = nullptr;  // may be null for provider-internal errors
   std::size_t length = 0;                 // bytes received (receives only)
+  // Remote CQ data, when the completion's flags have FI_REMOTE_CQ_DATA (receives only;
+  // providers leave the field stale otherwise).
+  std::optional<std::uint64_t> remote_data;
   int error = 0;                          // positive fabric errno, errors only
   std::string error_text;                 // fi_strerror plus fi_cq_strerror, errors only
 };
@@ -53,7 +57,7 @@ class CompletionQueueReader {
 
  private:
   static constexpr std::size_t batch = 16;
-  std::array<fi_cq_msg_entry, batch> entries_{};
+  std::array<fi_cq_data_entry, batch> entries_{};
   std::size_t count_ = 0;
   std::size_t position_ = 0;
 };
