@@ -8,6 +8,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -136,9 +137,11 @@ void EventLoop::run() {
         if (events[i].data.u64 == wake_key) {
           drain_posted(true);
         } else if (events[i].data.u64 == timer_key) {
+          // Nothing to read: re-armed since it expired (by a handler earlier in this batch).
           std::uint64_t expirations = 0;
-          [[maybe_unused]] const auto got = ::read(timer_fd_, &expirations, sizeof expirations);
-          timer_fd_deadline_ = Clock::time_point::max();  // expired, hence disarmed
+          if (::read(timer_fd_, &expirations, sizeof expirations) == sizeof expirations) {
+            timer_fd_deadline_ = Clock::time_point::max();  // expired, hence disarmed
+          }
           run_due_timers(Clock::now());
         } else {
           dispatch(events[i].data.u64, events[i].events);
