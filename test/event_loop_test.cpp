@@ -347,14 +347,25 @@ TEST_CASE("100,000 timers added then cancelled never fire", "[event_loop]") {
   auto& loop = context.loop();
   constexpr int count = 100'000;
   std::atomic<int> fired{0};
+  auto token = std::make_shared<int>(0);
+  // Hold the loop while this thread posts every add and every cancel: they then run in one
+  // drain, in order, however slowly they were posted (a cancel racing a due timer is no test).
+  std::promise<void> holding, release;
+  loop.post([&holding, released = release.get_future().share()] {
+    holding.set_value();
+    released.wait();
+  });
+  holding.get_future().wait();
   std::vector<netio::EventLoop::TimerId> ids;
   ids.reserve(count);
-  // From this thread: every add and cancel is posted, in order.
   for (int i = 0; i < count; ++i) {
-    ids.push_back(loop.add_timer(100ms + std::chrono::microseconds(i % 100'000), 0ms, [&] { ++fired; }));
+    const auto delay = std::chrono::microseconds((i * 7919L) % 200'000);
+    ids.push_back(loop.add_timer(delay, i % 2 ? 1ms : 0ms, [&fired, token] { ++fired; }));
   }
   for (const auto id : ids) loop.cancel_timer(id);
+  release.set_value();
   loop.run_sync([] {});
+  CHECK(token.use_count() == 1);  // every callback destroyed
   std::this_thread::sleep_for(300ms);
   loop.run_sync([] {});
   CHECK(fired == 0);
