@@ -8,6 +8,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -17,12 +18,21 @@
 namespace netio {
 namespace {
 
-constexpr std::uint64_t wake_key = 0;  // handler keys start at 1
+constexpr std::uint64_t wake_key = 0;
+constexpr std::uint64_t timer_key = 1;  // handler keys start at 2
 constexpr std::uint32_t fd_look_every = 64;  // rounds, while pollers spin (see add_poller)
 
 timespec to_timespec(std::chrono::nanoseconds d) {
   const auto count = d.count();
   return {static_cast<time_t>(count / 1'000'000'000), static_cast<long>(count % 1'000'000'000)};
+}
+
+// now + delay, saturating instead of overflowing for huge delays.
+std::chrono::steady_clock::time_point deadline_after(std::chrono::steady_clock::time_point now,
+                                                     std::chrono::nanoseconds delay) {
+  using time_point = std::chrono::steady_clock::time_point;
+  delay = std::max(delay, std::chrono::nanoseconds::zero());
+  return delay >= time_point::max() - now ? time_point::max() : now + delay;
 }
 
 }  // namespace
@@ -33,22 +43,26 @@ struct EventLoop::Handler {
 };
 
 EventLoop::EventLoop() {
+  const auto fail = [this](const char* what) {
+    const int err = errno;
+    for (const int fd : {timer_fd_, wake_fd_, epoll_fd_}) {
+      if (fd >= 0) ::close(fd);
+    }
+    throw system_error(err, fmt::format("event loop: {} failed", what));
+  };
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0) throw system_error(errno, "event loop: epoll_create1 failed");
+  if (epoll_fd_ < 0) fail("epoll_create1");
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) {
-    ::close(epoll_fd_);
-    throw system_error(errno, "event loop: eventfd failed");
-  }
+  if (wake_fd_ < 0) fail("eventfd");
+  // steady_clock is CLOCK_MONOTONIC: deadlines go to the timerfd as they are.
+  timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (timer_fd_ < 0) fail("timerfd_create");
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = wake_key;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) {
-    const int err = errno;
-    ::close(wake_fd_);
-    ::close(epoll_fd_);
-    throw system_error(err, "event loop: registering the wake-up eventfd failed");
-  }
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) fail("registering the wake-up eventfd");
+  ev.data.u64 = timer_key;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) != 0) fail("registering the timerfd");
 }
 
 EventLoop::~EventLoop() {
@@ -58,7 +72,13 @@ EventLoop::~EventLoop() {
   }
   // Tasks posted but never run (a loop that never ran) still run: they may free memory.
   drain_posted(true);
-  for (const auto& [id, fd] : timers_) ::close(fd);
+  // Pending timers are dropped. Their callbacks are destroyed outside the queue, so a
+  // destructor that cancels or adds a timer finds it consistent.
+  TimerQueue dropped;
+  dropped.swap(timer_queue_);
+  timer_index_.clear();
+  dropped.clear();
+  ::close(timer_fd_);
   ::close(wake_fd_);
   ::close(epoll_fd_);
 }
@@ -116,10 +136,21 @@ void EventLoop::run() {
       for (int i = 0; i < n; ++i) {
         if (events[i].data.u64 == wake_key) {
           drain_posted(true);
+        } else if (events[i].data.u64 == timer_key) {
+          // Nothing to read: re-armed since it expired (by a handler earlier in this batch).
+          std::uint64_t expirations = 0;
+          if (::read(timer_fd_, &expirations, sizeof expirations) == sizeof expirations) {
+            timer_fd_deadline_ = Clock::time_point::max();  // expired, hence disarmed
+          }
+          run_due_timers(Clock::now());
         } else {
           dispatch(events[i].data.u64, events[i].events);
         }
       }
+    }
+    // While spinning, epoll may be looked at only every 64th round: due timers must not wait.
+    if (busy && !timer_queue_.empty()) {
+      if (const auto now = Clock::now(); timer_queue_.begin()->first <= now) run_due_timers(now);
     }
     if (!pollers_.empty()) run_pollers();
   }
@@ -262,33 +293,83 @@ void EventLoop::cancel_timer(TimerId id) {
 
 void EventLoop::add_timer_now(TimerId id, std::chrono::nanoseconds delay, std::chrono::nanoseconds period,
                               Task callback) {
-  const int fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (fd < 0) throw system_error(errno, "event loop: timerfd_create failed");
-  itimerspec spec{};
-  // A zero it_value would disarm the timer: the earliest expiry is 1 ns from now.
-  spec.it_value = to_timespec(std::max(delay, std::chrono::nanoseconds(1)));
-  spec.it_interval = to_timespec(period);
-  if (::timerfd_settime(fd, 0, &spec, nullptr) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw system_error(err, "event loop: timerfd_settime failed");
+  const auto deadline = deadline_after(Clock::now(), delay);
+  period = std::max(period, std::chrono::nanoseconds::zero());
+  const auto it = timer_queue_.emplace(deadline, Timer{id, period, timer_queue_seq_++, std::move(callback)});
+  try {
+    timer_index_.emplace(id, it);
+  } catch (...) {
+    timer_queue_.erase(it);
+    throw;
   }
-  const bool periodic = period.count() > 0;
-  timers_[id] = fd;
-  add_fd(fd, EPOLLIN, [this, fd, id, periodic, callback = std::move(callback)](std::uint32_t) {
-    std::uint64_t expirations = 0;
-    if (::read(fd, &expirations, sizeof expirations) != sizeof expirations) return;
-    if (!periodic) cancel_timer_now(id);  // before the call: the callback may add timers
-    callback();
-  });
+  // Only a new earliest deadline needs the timerfd; a batch being run arms it once at its end.
+  if (!running_timers_ && deadline < timer_fd_deadline_) arm_timer_fd();
 }
 
 void EventLoop::cancel_timer_now(TimerId id) {
-  const auto it = timers_.find(id);
-  if (it == timers_.end()) return;
-  remove_fd(it->second);
-  ::close(it->second);
-  timers_.erase(it);
+  if (id == running_timer_) {  // out of the queue while it runs: run_due_timers() drops it
+    running_timer_cancelled_ = true;
+    return;
+  }
+  const auto it = timer_index_.find(id);
+  if (it == timer_index_.end()) return;
+  const bool was_earliest = it->second == timer_queue_.begin();
+  // The callback is destroyed last, with `node`: its destructor may add or cancel timers.
+  const auto node = timer_queue_.extract(it->second);
+  timer_index_.erase(it);
+  if (was_earliest && !running_timers_) arm_timer_fd();
+}
+
+void EventLoop::arm_timer_fd() {
+  const auto deadline = timer_queue_.empty() ? Clock::time_point::max() : timer_queue_.begin()->first;
+  if (deadline == timer_fd_deadline_) return;
+  itimerspec spec{};  // a zero it_value disarms
+  if (deadline != Clock::time_point::max()) {
+    spec.it_value = to_timespec(std::max(deadline.time_since_epoch(), std::chrono::nanoseconds(1)));
+  }
+  if (::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+    throw system_error(errno, "event loop: timerfd_settime failed");
+  }
+  timer_fd_deadline_ = deadline;
+}
+
+void EventLoop::run_due_timers(Clock::time_point now) {
+  // Timers queued by the callbacks of this batch (also those due at once) wait for a later
+  // round: they are the ones with a `queued` count from here on.
+  const std::uint64_t batch = timer_queue_seq_;
+  running_timers_ = true;
+  while (!timer_queue_.empty()) {
+    const auto first = timer_queue_.begin();
+    if (first->first > now || first->second.queued >= batch) break;
+    // Out of the queue while it runs; the node keeps the callback alive (and is reused if
+    // the timer repeats).
+    auto node = timer_queue_.extract(first);
+    Timer& timer = node.mapped();
+    const bool periodic = timer.period.count() > 0;
+    if (!periodic) timer_index_.erase(timer.id);
+    running_timer_ = timer.id;
+    running_timer_cancelled_ = false;
+    try {
+      timer.callback();
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "event loop: timer {} threw: {}", timer.id, e.what());
+    }
+    running_timer_ = 0;
+    if (!periodic) continue;
+    if (running_timer_cancelled_) {
+      timer_index_.erase(timer.id);
+      continue;
+    }
+    // From the previous deadline, not from now: no drift. Missed periods are skipped.
+    auto next = node.key() + timer.period;
+    if (next <= now) next += ((now - next) / timer.period + 1) * timer.period;
+    node.key() = next;
+    timer.queued = timer_queue_seq_++;
+    const TimerId id = timer.id;
+    timer_index_[id] = timer_queue_.insert(std::move(node));
+  }
+  running_timers_ = false;
+  arm_timer_fd();
 }
 
 }  // namespace netio

@@ -1,6 +1,7 @@
 // The event loop: one epoll instance driven by one thread (see netio::Context, which owns
-// the thread). It multiplexes file descriptors, timers (one timerfd each) and work posted
-// from other threads (an eventfd wake-up plus a queue).
+// the thread). It multiplexes file descriptors, timers (one timerfd per loop, armed for the
+// earliest deadline of a timer queue) and work posted from other threads (an eventfd
+// wake-up plus a queue).
 //
 // Thread-safety:
 //   - post(), run_sync(), stop(), in_loop_thread() may be called from any thread.
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -57,9 +59,10 @@ class EventLoop {
   // A poller runs once per round of the loop: all the time when busy-polling, otherwise
   // after each wake-up. It is for sources with no file descriptor worth sleeping on while
   // the loop spins anyway (libfabric completion queues, read the way fi_pingpong does).
-  // While pollers spin, the loop looks at its fds (sockets, timers, connection events)
-  // only every 64th round (tens of microseconds apart): each look is an epoll_wait, and
-  // looking every 8th round made three of them per libfabric round trip, 8 % of its time.
+  // While pollers spin, the loop looks at its fds (sockets, connection events) only every
+  // 64th round (tens of microseconds apart): each look is an epoll_wait, and looking every
+  // 8th round made three of them per libfabric round trip, 8 % of its time. Due timers are
+  // checked every round while busy-polling (a clock read, no system call).
   // Loop thread only. A poller may remove itself.
   using PollerId = std::uint64_t;
   PollerId add_poller(Task poller);
@@ -69,8 +72,19 @@ class EventLoop {
   void modify_fd(int fd, std::uint32_t events);
   void remove_fd(int fd);
 
-  // A timer first fires after `delay`, then every `period` (zero period: one-shot).
+  // A timer first fires `delay` after add_timer() (a negative delay counts as zero), then
+  // every `period` after its previous deadline, so periods do not drift (zero period:
+  // one-shot). Periods missed while the loop was busy elsewhere are skipped, not replayed in
+  // a burst. Due timers run in deadline order, ties in the order they were added; a timer
+  // added by a timer callback runs in a later round even if already due. Pending timers
+  // are dropped (their callbacks destroyed, never called) with the loop.
+  // Cost: O(log n) in the number of pending timers and two node allocations (queue and
+  // index); no system call unless the timer becomes the earliest (then one timerfd_settime).
   TimerId add_timer(std::chrono::nanoseconds delay, std::chrono::nanoseconds period, Task callback);
+  // A cancelled timer never fires again, even if it is due in the batch being run; a timer
+  // may cancel itself. Unknown or already-finished ids are ignored. Off the loop thread the
+  // cancel takes effect when the loop runs it: the timer may fire meanwhile. O(1) on average
+  // (plus a post off the loop thread); one timerfd_settime if it was the earliest.
   void cancel_timer(TimerId id);
 
   // Runs `task` on the loop thread, in posting order. A task that captures no more than a
@@ -84,26 +98,45 @@ class EventLoop {
 
  private:
   struct Handler;
-  struct Timer;
+  struct Timer {
+    TimerId id;
+    std::chrono::nanoseconds period;  // zero: one-shot
+    std::uint64_t queued;             // when it was (re)queued, in timer_queue_seq_ counts
+    Task callback;
+  };
+  using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC, the timerfd's clock
+  // Keyed by deadline; equal keys keep insertion order, which orders ties.
+  using TimerQueue = std::multimap<Clock::time_point, Timer>;
   void wake();
   void drain_posted(bool read_wake_fd);
   void dispatch(std::uint64_t key, std::uint32_t events);
   void add_timer_now(TimerId id, std::chrono::nanoseconds delay, std::chrono::nanoseconds period, Task callback);
   void cancel_timer_now(TimerId id);
+  void run_due_timers(std::chrono::steady_clock::time_point now);
+  void arm_timer_fd();
   void run_pollers();
 
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
+  int timer_fd_ = -1;
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> busy_poll_{false};
   std::atomic<std::thread::id> loop_thread_{};
 
-  std::uint64_t next_key_ = 1;                           // loop thread only
+  std::uint64_t next_key_ = 2;                           // loop thread only
   std::unordered_map<int, std::uint64_t> fd_keys_;       // fd -> handler key
   std::unordered_map<std::uint64_t, std::shared_ptr<Handler>> handlers_;
-  std::unordered_map<TimerId, int> timers_;              // timer id -> timerfd
   std::atomic<TimerId> next_timer_id_{1};
+
+  // Timers: loop thread only (or any one thread before run() starts / after it returned).
+  TimerQueue timer_queue_;
+  std::unordered_map<TimerId, TimerQueue::iterator> timer_index_;  // pending timers by id
+  Clock::time_point timer_fd_deadline_ = Clock::time_point::max();  // max: disarmed
+  std::uint64_t timer_queue_seq_ = 0;  // counts (re)queued timers
+  bool running_timers_ = false;       // in run_due_timers(): arm once, at its end
+  TimerId running_timer_ = 0;         // the timer whose callback is running, 0 if none
+  bool running_timer_cancelled_ = false;
 
   struct Poller {
     PollerId id;
