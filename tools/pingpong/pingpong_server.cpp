@@ -158,15 +158,18 @@ class EchoServer {
         return;
       }
     }
-    try {
-      answer(peer, *client, {ControlKind::ping_welcome, session, 0, 0});
-    } catch (const Error& e) {
-      fmt::print(stderr, "netio_pingpong: cannot welcome {}: {}\n", peer.to_string(), e.what());
-      return;
-    }
+    // Served before it is welcomed: its first ping may follow the welcome at once.
+    Client& served = *client;
     const bool two_connections = client->back != nullptr;
     const std::string back = two_connections ? client->back->remote().to_string() : std::string();
     context_.loop().run_sync([&] { clients_[peer.connection()] = std::move(client); });
+    try {
+      answer(peer, served, {ControlKind::ping_welcome, session, 0, 0});
+    } catch (const Error& e) {
+      fmt::print(stderr, "netio_pingpong: cannot welcome {}: {}\n", peer.to_string(), e.what());
+      forget(peer.connection());
+      return;
+    }
     fmt::print(stderr, "netio_pingpong: client {} connected ({} B pings, {})\n", peer.to_string(), size,
                two_connections ? "replies on a second connection to " + back : "replies on its connection");
   }
