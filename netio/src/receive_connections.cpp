@@ -15,7 +15,7 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
       callbacks_(std::move(callbacks)),
       events_(std::move(events)),
       stats_(stats) {
-  Backend& backend = context.backend(local.transport);
+  Backend& backend = context.backend(local);
   loop_.run_sync([&] {
     listener_ = backend.make_listen_socket();
     LowLevelListenSocket::Callbacks listen_callbacks;
