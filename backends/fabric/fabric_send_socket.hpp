@@ -36,8 +36,9 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   // provider's connection data (message_too_large), connect() called twice (closed).
   // Refused, rejected and failed connections arrive through on_connect_failed.
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
-  // Throws Error(message_too_large) for a buffer larger than the peer takes, and
-  // Error(backend_error) for an unregistered buffer when the provider needs FI_MR_LOCAL.
+  // Never throws: a buffer larger than the peer takes fails the connection with
+  // Error(message_too_large), an unregistered buffer when the provider needs FI_MR_LOCAL
+  // with Error(backend_error), both through on_disconnected (from inside this call).
   // After close() or a failure the buffer is ignored (the caller still owns it).
   void send(Buffer* buffer) override;
   // Before connect(): the back-end's DeferredRegistrar; after: the registrar of the

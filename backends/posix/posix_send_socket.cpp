@@ -116,8 +116,12 @@ void PosixSendSocket::on_reply_readable() {
     return;
   }
   state_ = State::connected;
+  peer_max_buffer_size_ = reply->max_buffer_size;
   update_interest();
   if (callbacks_.on_connected) callbacks_.on_connected(ConnectionInfo{remote_, reply->max_buffer_size});
+  for (const auto& pending : queue_) {  // queued before the connection was up
+    if (state_ == State::connected && refuse_if_too_large(*pending.buffer)) return;
+  }
   if (state_ == State::connected && !queue_.empty()) write_queued();
 }
 
@@ -134,8 +138,16 @@ void PosixSendSocket::on_peer_readable() {
   }
 }
 
+bool PosixSendSocket::refuse_if_too_large(const Buffer& buffer) {
+  if (buffer.size <= peer_max_buffer_size_) return false;
+  fail_connected(Errc::message_too_large, fmt::format("a buffer of {} bytes is larger than the {} bytes {} takes",
+                                                      buffer.size, peer_max_buffer_size_, remote_.to_string()));
+  return true;
+}
+
 void PosixSendSocket::send(Buffer* buffer) {
   if (state_ == State::closed) return;
+  if (state_ == State::connected && refuse_if_too_large(*buffer)) return;
   Pending pending{buffer, {}};
   detail::store_le<std::uint64_t>(pending.header.data(), buffer->size);
   queue_.push_back(pending);

@@ -21,6 +21,8 @@ class PosixSendSocket final : public LowLevelSendSocket {
   ~PosixSendSocket() override { close(); }
 
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
+  // Never throws: a buffer larger than the peer takes fails the connection with
+  // Error(message_too_large) through on_disconnected (from inside this call).
   void send(Buffer* buffer) override;
   MemoryRegistrar* registrar() noexcept override { return nullptr; }
   bool sends_unregistered_memory() const noexcept override { return true; }
@@ -40,6 +42,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   void on_reply_readable();
   void on_peer_readable();
   void write_queued();
+  bool refuse_if_too_large(const Buffer& buffer);  // fails the connection if so
   void fail_connect(Errc code, const std::string& why);
   void fail_connected(Errc code, const std::string& why);
   void update_interest();
@@ -53,6 +56,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   std::size_t hello_written_ = 0;
   HandshakeReader reply_reader_;
   std::deque<Pending> queue_;
+  std::size_t peer_max_buffer_size_ = 0;  // from the accept
   std::size_t head_offset_ = 0;  // bytes of queue_.front()'s frame already written
   bool want_write_ = false;      // EPOLLOUT armed
   bool writing_ = false;         // write_queued() is on the stack

@@ -5,13 +5,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 
 namespace netio::detail {
 
 BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello& hello, std::size_t buffer_count,
                            std::size_t buffer_size, StatsCounters& stats)
     : loop_(context.loop()), remote_(remote), stats_(stats) {
-  Backend& backend = context.backend(remote.transport);
+  Backend& backend = context.backend(remote);
   submitted_.reserve(buffer_count);
   draining_.reserve(buffer_count);
   loop_.run_sync([&] {
@@ -99,7 +100,19 @@ void BufferSender::send_on_loop(Buffer* buffer) {
     return;
   }
   in_flight_.push_back(buffer);
-  socket_->send(buffer);
+  send_to_socket(buffer);
+}
+
+void BufferSender::send_to_socket(Buffer* buffer) {
+  // A back-end's send() must not throw (backend.hpp); should one (a third-party back-end, a
+  // decorator whose registration failed), the connection fails instead of the loop's drain.
+  try {
+    socket_->send(buffer);
+  } catch (const Error& error) {
+    on_failed(error);
+  } catch (const std::exception& error) {
+    on_failed(Error(Errc::backend_error, fmt::format("sending to {} failed: {}", remote_.to_string(), error.what())));
+  }
 }
 
 void BufferSender::on_connected(const ConnectionInfo& info) {
@@ -119,7 +132,7 @@ void BufferSender::on_connected(const ConnectionInfo& info) {
     Buffer* buffer = unconnected_.front();
     unconnected_.pop_front();
     in_flight_.push_back(buffer);
-    socket_->send(buffer);
+    send_to_socket(buffer);
   }
 }
 
