@@ -1,5 +1,5 @@
 // The back-ends built into this netio, entered into the registry on its first use.
-#include "netio/backend_registry.hpp"
+#include "builtin_backend_table.hpp"
 
 #include "backends/posix/posix_backend.hpp"
 #ifdef NETIO_WITH_FABRIC

@@ -1,4 +1,4 @@
-#include "netio/backend_registry.hpp"
+#include "builtin_backend_table.hpp"
 
 #include "netio/error.hpp"
 

@@ -39,20 +39,4 @@ std::unique_ptr<Backend> make_registered_backend(std::string_view scheme, EventL
 // The schemes with a usable back-end, sorted.
 std::vector<std::string> registered_backend_schemes();
 
-namespace detail {
-
-// What the registry is filled from on first use; the table's own lock is already held, so
-// these must not call the functions above.
-class BuiltinBackendTable {
- public:
-  virtual ~BuiltinBackendTable() = default;
-  virtual void add(std::string scheme, BackendFactory factory) = 0;
-  // A scheme this build knows but cannot serve; using it throws Error(backend_error, reason).
-  virtual void add_unavailable(std::string scheme, std::string reason) = 0;
-};
-
-// Defined with the back-ends (backends/builtin_backends.cpp).
-void register_builtin_backends(BuiltinBackendTable& table);
-
-}  // namespace detail
 }  // namespace netio
