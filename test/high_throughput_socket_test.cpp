@@ -4,6 +4,7 @@
 #include "little_endian.hpp"
 #include "page_format.hpp"
 #include "netio/high_throughput_socket.hpp"
+#include "support/test_context.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
@@ -53,7 +54,7 @@ void send_and_expect(netio::HighThroughputSendSocket& sender, netio::HighThrough
 
 TEST_CASE("1,000,000 small messages arrive complete, in order and intact", "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages());
   constexpr std::uint64_t n = 1'000'000;
@@ -87,7 +88,7 @@ TEST_CASE("1,000,000 small messages arrive complete, in order and intact", "[hig
 
 TEST_CASE("messages of 3x the page size are split and reassembled", "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   const std::size_t page = 64 * 1024;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(page, 4));
@@ -98,7 +99,7 @@ TEST_CASE("messages of 3x the page size are split and reassembled", "[high_throu
 TEST_CASE("large messages go out from the caller's memory, between small ones, intact and in order",
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   const std::size_t page = 64 * 1024;
   auto options = small_pages(page, 4);
@@ -137,7 +138,7 @@ TEST_CASE("large messages go out from the caller's memory, between small ones, i
 
 TEST_CASE("pages and lent frames stay within what the back-end sends at full speed", "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   const std::size_t page = 1024 * 1024;
   // POSIX cuts its own writes and fills whole pages; libfabric's tcp provider writes each
@@ -184,7 +185,7 @@ TEST_CASE("pages and lent frames stay within what the back-end sends at full spe
 
 TEST_CASE("without a zero-copy threshold, what is lent follows the back-end", "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   const std::size_t page = 1024 * 1024;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(page, 8));
@@ -205,7 +206,7 @@ TEST_CASE("without a zero-copy threshold, what is lent follows the back-end", "[
 TEST_CASE("a large message that cannot be sent in time closes the connection, and the caller's memory is free again",
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveOptions receive_options;
   receive_options.page_credits = 1;
   netio::HighThroughputReceiveSocket receiver(context, base, receive_options);
@@ -241,7 +242,7 @@ TEST_CASE("a large message that cannot be sent in time closes the connection, an
 
 TEST_CASE("the flush timer delivers a lone small message within the timeout", "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   auto options = small_pages();
   options.flush_timeout = 200ms;
@@ -261,7 +262,7 @@ TEST_CASE("the flush timer delivers a lone small message within the timeout", "[
 
 TEST_CASE("explicit flush sends a partly filled page at once", "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   auto options = small_pages();
   options.flush_timeout = 60s;
@@ -276,7 +277,7 @@ TEST_CASE("explicit flush sends a partly filled page at once", "[high_throughput
 TEST_CASE("a stalled receiver makes the sender wait with bounded memory; reading resumes delivery",
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveOptions receive_options;
   receive_options.page_credits = 2;
   netio::HighThroughputReceiveSocket receiver(context, base, receive_options);
@@ -327,7 +328,7 @@ TEST_CASE("a sender of an oversized length, a truncated page or junk is disconne
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   const auto kind = GENERATE(as<std::string>{}, "oversized length", "truncated page", "junk");
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveOptions receive_options;
   receive_options.max_message_size = 1 << 20;
   netio::HighThroughputReceiveSocket receiver(context, base, receive_options);
@@ -390,7 +391,7 @@ TEST_CASE("a sender of an oversized length, a truncated page or junk is disconne
 TEST_CASE("recv_each hands out batches in order, stops when the handler says so, and waits only for the first",
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(4096, 8));
   // Small ones (several pages of them) and one that spans pages (reassembled).
@@ -437,7 +438,7 @@ TEST_CASE("recv_each hands out batches in order, stops when the handler says so,
 
 TEST_CASE("a zero-copy message keeps its page alive after later recv() calls", "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(4096, 4));
   for (int i = 0; i < 100; ++i) sender.send(pattern(100, i));
@@ -455,7 +456,7 @@ TEST_CASE("a zero-copy message keeps its page alive after later recv() calls", "
 
 TEST_CASE("a sender with pages beyond the receiver's maximum is rejected", "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveOptions receive_options;
   receive_options.max_page_size = 64 * 1024;
   netio::HighThroughputReceiveSocket receiver(context, base, receive_options);
@@ -472,7 +473,7 @@ TEST_CASE("a sender with pages beyond the receiver's maximum is rejected", "[hig
 TEST_CASE("send() from 4 threads mixing small and page-spanning messages: all intact, in order per thread",
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   auto options = small_pages(4096, 8);
   options.flush_timeout = 1ms;  // the timer keeps taking partly filled pages away meanwhile
@@ -517,7 +518,7 @@ TEST_CASE("send() from 4 threads mixing small and page-spanning messages: all in
 TEST_CASE("recv() from 3 threads at once: every message goes to exactly one of them",
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(4096, 8));
   constexpr std::uint64_t n = 60'000;

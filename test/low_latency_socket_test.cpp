@@ -1,6 +1,7 @@
 // Low-latency sockets over real loopback connections, on every back-end.
 #include "netio/low_latency_socket.hpp"
 #include "netio/high_throughput_socket.hpp"
+#include "support/test_context.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
@@ -45,7 +46,7 @@ struct Inbox {
 
 TEST_CASE("low-latency messages from 0 B to 16 MiB arrive intact", "[low_latency][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   Inbox inbox;
   netio::LowLatencyReceiveOptions receive_options;
   receive_options.max_message_size = 16 << 20;
@@ -72,7 +73,7 @@ TEST_CASE("10,000 low-latency messages arrive in order", "[low_latency][integrat
   // completion queues are read (no wait fds, a poller every round): credits must still flow.
   const bool busy_poll = GENERATE(false, true);
   INFO("busy polling: " << busy_poll);
-  netio::Context context(netio::ContextOptions{.busy_poll = busy_poll, .cpu = std::nullopt});
+  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}}));
   std::vector<std::uint64_t> seen;  // loop thread only until the count is reached
   std::atomic<std::size_t> count{0};
   netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const Endpoint&) {
@@ -94,7 +95,7 @@ TEST_CASE("10,000 low-latency messages arrive in order", "[low_latency][integrat
 
 TEST_CASE("a refused connection is reported with the endpoint", "[low_latency][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   Endpoint closed_port;
   {
     Inbox inbox;  // bind a port, then close it: nobody listens there now
@@ -114,7 +115,7 @@ TEST_CASE("a refused connection is reported with the endpoint", "[low_latency][i
 
 TEST_CASE("a receiver that disappears mid-stream is reported to the sender", "[low_latency][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   Inbox inbox;
   auto receiver = std::make_unique<netio::LowLatencyReceiveSocket>(context, base, inbox.handler());
   netio::LowLatencySendSocket sender(context, receiver->local_endpoint());
@@ -141,7 +142,7 @@ TEST_CASE("a receiver that disappears mid-stream is reported to the sender", "[l
 TEST_CASE("a sender that disappears is counted by the receiver, which keeps serving others",
           "[low_latency][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   Inbox inbox;
   netio::LowLatencyReceiveSocket receiver(context, base, inbox.handler());
   netio::LowLatencySendSocket stays(context, receiver.local_endpoint());
@@ -159,7 +160,7 @@ TEST_CASE("a sender that disappears is counted by the receiver, which keeps serv
 TEST_CASE("200 concurrent connections to one listener", "[low_latency][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   const std::size_t connections = base.transport == netio::Transport::fabric ? 100 : 200;
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   std::mutex mutex;
   std::map<std::uint64_t, int> per_sender;
   netio::LowLatencyReceiveOptions options;
@@ -196,7 +197,7 @@ TEST_CASE("200 concurrent connections to one listener", "[low_latency][integrati
 
 TEST_CASE("send() from 4 threads: every message arrives intact, in order per thread", "[low_latency][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   constexpr int threads = 4;
   constexpr std::uint64_t per_thread = 5000;
   std::array<std::uint64_t, threads> next{};  // loop thread only
@@ -232,7 +233,7 @@ TEST_CASE("send() from 4 threads: every message arrives intact, in order per thr
 
 TEST_CASE("a message larger than the receiver accepts is refused at the sender", "[low_latency][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   Inbox inbox;
   netio::LowLatencyReceiveOptions options;
   options.max_message_size = 1000;
@@ -252,7 +253,7 @@ TEST_CASE("a message larger than the receiver accepts is refused at the sender",
 
 TEST_CASE("a mismatched peer is refused with a clear error", "[low_latency][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket ht_receiver(context, base);
   netio::LowLatencySendSocket sender(context, ht_receiver.local_endpoint());
   try {
@@ -265,7 +266,7 @@ TEST_CASE("a mismatched peer is refused with a clear error", "[low_latency][inte
 }
 
 TEST_CASE("junk on a listening port is dropped without disturbing real peers", "[low_latency][integration][posix]") {
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   Inbox inbox;
   netio::LowLatencyReceiveSocket receiver(context, Endpoint::parse("tcp://127.0.0.1:0"), inbox.handler());
   const int junk = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -287,7 +288,7 @@ TEST_CASE("junk on a listening port is dropped without disturbing real peers", "
 
 TEST_CASE("receive sockets report senders connecting and leaving", "[low_latency][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   std::mutex mutex;
   std::vector<std::string> events;
   netio::LowLatencyReceiveOptions options;
@@ -319,7 +320,7 @@ TEST_CASE("receive sockets report senders connecting and leaving", "[low_latency
 
 TEST_CASE("send() on the event-loop thread never waits for buffers that only that thread frees",
           "[low_latency][integration]") {
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   // A plain TCP listener that never answers the handshake: the connection never comes up,
   // so no buffer ever completes and the third send finds none free.
   const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -350,8 +351,8 @@ TEST_CASE("send() on the event-loop thread never waits for buffers that only tha
 }
 
 TEST_CASE("a context refuses to pin its thread to a CPU that does not exist", "[context]") {
-  CHECK_THROWS_AS(netio::Context(netio::ContextOptions{.busy_poll = false, .cpu = 100000}), netio::Error);
-  netio::Context pinned(netio::ContextOptions{.busy_poll = false, .cpu = 0});
+  CHECK_THROWS_AS(netio::Context(netio::ContextOptions{.busy_poll = false, .cpu = 100000, .wrap_backend = {}}), netio::Error);
+  netio::Context pinned(netio::ContextOptions{.busy_poll = false, .cpu = 0, .wrap_backend = {}});
   int ran = 0;
   pinned.loop().run_sync([&] { ran = sched_getcpu() == 0 ? 1 : 2; });
   CHECK(ran == 1);
@@ -387,7 +388,7 @@ TEST_CASE("the POSIX receiver delivers small messages before it takes them from 
   // Linux acknowledges a small segment inside the recv() that drains it; on a one-way
   // connection that ACK would come before the delivery. The receive socket peeks, delivers,
   // then drains: during the callback the message is still in the kernel's queue.
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   std::atomic<std::size_t> queued_during_delivery{0};
   std::atomic<std::size_t> delivered{0};
   std::atomic<std::uint16_t> port{0};

@@ -126,14 +126,22 @@ void FabricSendSocket::post_backward_receive(OperationContext& operation) {
 
 void FabricSendSocket::send(Buffer* buffer) {
   if (state_ == State::closed || state_ == State::failed) return;
+  // What cannot be sent fails the connection (the contract: send() never throws); buffers
+  // queued before the connection is up are checked the same way in pump().
   if (state_ == State::connected && buffer->size > peer_max_buffer_size_) {
-    throw Error(Errc::message_too_large,
-                fmt::format("{}: a buffer of {} bytes is larger than the {} bytes the receiver takes", describe(),
-                            buffer->size, peer_max_buffer_size_));
+    fail_connected(Errc::message_too_large,
+                   fmt::format("{}: a buffer of {} bytes is larger than the {} bytes the receiver takes", describe(),
+                               buffer->size, peer_max_buffer_size_));
+    return;
   }
-  if (domain_) {
-    // Registers the buffer in this domain if the provider needs it; throws if it cannot.
-    domains_.deferred_registrar().prepare_for_send(*buffer, domain_->registrar(), [this] { return describe(); });
+  if (state_ == State::connected) {
+    try {
+      // Registers the buffer in this domain if the provider needs it; throws if it cannot.
+      domains_.deferred_registrar().prepare_for_send(*buffer, domain_->registrar(), [this] { return describe(); });
+    } catch (const Error& e) {
+      fail_connected(Errc::backend_error, e.what());
+      return;
+    }
   }
   queued_.push_back(buffer);
   if (state_ != State::connected) return;

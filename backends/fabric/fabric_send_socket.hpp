@@ -50,8 +50,9 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   // and to what the provider's receive queue holds; max_size to 4 GiB - 1.
   void accept_replies(ReplyWindow window) override;
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
-  // Throws Error(message_too_large) for a buffer larger than the peer takes, and
-  // Error(backend_error) for an unregistered buffer when the provider needs FI_MR_LOCAL.
+  // Never throws: a buffer larger than the peer takes fails the connection with
+  // Error(message_too_large), an unregistered buffer when the provider needs FI_MR_LOCAL
+  // with Error(backend_error), both through on_disconnected (from inside this call).
   // After close() or a failure the buffer is ignored (the caller still owns it).
   void send(Buffer* buffer) override;
   // Before connect(): the back-end's DeferredRegistrar; after: the registrar of the

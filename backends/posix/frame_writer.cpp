@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace netio::posix {
@@ -67,6 +68,12 @@ FrameWriter::Result FrameWriter::write(int fd, const std::function<void(Buffer*)
   }
   writing_ = false;
   return result;
+}
+
+std::size_t FrameWriter::largest_queued() const noexcept {
+  std::size_t largest = 0;
+  for (const auto& p : queue_) largest = std::max(largest, p.buffer->size);
+  return largest;
 }
 
 std::vector<Buffer*> FrameWriter::clear() {

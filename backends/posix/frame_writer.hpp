@@ -32,6 +32,8 @@ class FrameWriter {
   Result write(int fd, const std::function<void(Buffer*)>& on_written, const std::function<bool()>& keep_going,
                std::string& failure);
   bool empty() const noexcept { return queue_.empty(); }
+  // The size of the largest buffer queued (0 when none).
+  std::size_t largest_queued() const noexcept;
   // Forgets every queued buffer (the caller owns them again) and returns them in order.
   std::vector<Buffer*> clear();
 

@@ -121,9 +121,17 @@ void PosixSendSocket::on_reply_readable() {
     reader_callbacks.on_failed = [this](Errc code, const std::string& why) { fail_connected(code, why); };
     replies_->start(fd_.get(), std::move(reader_callbacks));
   }
+  peer_max_buffer_size_ = reply->max_buffer_size;
   interest_ = EPOLLIN;
   update_interest();
   if (callbacks_.on_connected) callbacks_.on_connected(ConnectionInfo{remote_, reply->max_buffer_size});
+  // Buffers queued before the connection was up meet the receiver's limit only now.
+  if (state_ == State::connected && writer_.largest_queued() > peer_max_buffer_size_) {
+    fail_connected(Errc::message_too_large,
+                   fmt::format("a buffer of {} bytes is larger than the {} bytes {} takes", writer_.largest_queued(),
+                               peer_max_buffer_size_, remote_.to_string()));
+    return;
+  }
   if (state_ == State::connected && !writer_.empty()) write_queued();
 }
 
@@ -152,8 +160,16 @@ void PosixSendSocket::on_peer_readable() {
   }
 }
 
+bool PosixSendSocket::refuse_if_too_large(const Buffer& buffer) {
+  if (buffer.size <= peer_max_buffer_size_) return false;
+  fail_connected(Errc::message_too_large, fmt::format("a buffer of {} bytes is larger than the {} bytes {} takes",
+                                                      buffer.size, peer_max_buffer_size_, remote_.to_string()));
+  return true;
+}
+
 void PosixSendSocket::send(Buffer* buffer) {
   if (state_ == State::closed) return;
+  if (state_ == State::connected && refuse_if_too_large(*buffer)) return;
   writer_.push(buffer);
   if (state_ == State::connected && !(interest_ & EPOLLOUT)) write_queued();
 }

@@ -24,6 +24,8 @@ class PosixSendSocket final : public LowLevelSendSocket {
 
   void accept_replies(ReplyWindow window) override { replies_window_ = window; }
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
+  // Never throws: a buffer larger than the peer takes fails the connection with
+  // Error(message_too_large) through on_disconnected (from inside this call).
   void send(Buffer* buffer) override;
   MemoryRegistrar* registrar() noexcept override { return nullptr; }
   bool sends_unregistered_memory() const noexcept override { return true; }
@@ -39,6 +41,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   void on_reply_readable();
   void on_peer_readable();
   void write_queued();
+  bool refuse_if_too_large(const Buffer& buffer);  // fails the connection if so
   void fail_connect(Errc code, const std::string& why);
   void fail_connected(Errc code, const std::string& why);
   void update_interest();
@@ -54,6 +57,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   HandshakeReader reply_reader_;            // the listener's answer to the hello
   std::unique_ptr<FrameReader> replies_;    // replies after that, if the socket takes any
   FrameWriter writer_;
+  std::size_t peer_max_buffer_size_ = 0;    // from the accept
   std::uint32_t interest_ = 0;              // the epoll events asked for now (connected)
   bool registered_ = false;                 // the descriptor is in the loop's epoll set
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // for the task a failed connect() posts

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 
 namespace netio::detail {
 
@@ -18,7 +19,7 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello
       stats_(stats),
       replies_(std::make_shared<ReplyReceiver>(std::move(replies), remote.to_string())) {
   const auto introduction = encode_introduction(identity);  // throws before anything is set up
-  Backend& backend = context.backend(remote.transport);
+  Backend& backend = context.backend(remote);
   submitted_.reserve(buffer_count);
   draining_.reserve(buffer_count);
   loop_.run_sync([&] {
@@ -118,7 +119,19 @@ void BufferSender::send_on_loop(Buffer* buffer) {
     return;
   }
   in_flight_.push_back(buffer);
-  socket_->send(buffer);
+  send_to_socket(buffer);
+}
+
+void BufferSender::send_to_socket(Buffer* buffer) {
+  // A back-end's send() must not throw (backend.hpp); should one (a third-party back-end, a
+  // decorator whose registration failed), the connection fails instead of the loop's drain.
+  try {
+    socket_->send(buffer);
+  } catch (const Error& error) {
+    on_failed(error);
+  } catch (const std::exception& error) {
+    on_failed(Error(Errc::backend_error, fmt::format("sending to {} failed: {}", remote_.to_string(), error.what())));
+  }
 }
 
 void BufferSender::on_connected(const ConnectionInfo& info) {
@@ -138,7 +151,7 @@ void BufferSender::on_connected(const ConnectionInfo& info) {
     Buffer* buffer = unconnected_.front();
     unconnected_.pop_front();
     in_flight_.push_back(buffer);
-    socket_->send(buffer);
+    send_to_socket(buffer);
   }
 }
 

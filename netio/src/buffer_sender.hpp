@@ -67,7 +67,8 @@ class BufferSender {
 
  private:
   void drain_submitted();             // loop thread
-  void send_on_loop(Buffer* buffer);  // loop thread
+  void send_on_loop(Buffer* buffer);    // loop thread
+  void send_to_socket(Buffer* buffer);  // loop thread; an exception fails the connection
   void on_connected(const ConnectionInfo& info);
   void on_failed(const Error& error);
   void on_completed(Buffer* buffer);

@@ -3,8 +3,7 @@
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 
-#include "backends/fabric/fabric_backend.hpp"
-#include "backends/posix/posix_backend.hpp"
+#include "netio/backend_registry.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -32,11 +31,11 @@ void pin_current_thread(int cpu) {
 
 }  // namespace
 
-Context::Context(ContextOptions options) {
-  loop_.set_busy_poll(options.busy_poll);
+Context::Context(ContextOptions options) : options_(std::move(options)) {
+  loop_.set_busy_poll(options_.busy_poll);
   std::promise<void> started;
   auto started_future = started.get_future();
-  thread_ = std::thread([this, cpu = options.cpu, &started] {
+  thread_ = std::thread([this, cpu = options_.cpu, &started] {
     try {
       if (cpu) pin_current_thread(*cpu);
     } catch (...) {
@@ -57,15 +56,39 @@ Context::Context(ContextOptions options) {
 
 Context::~Context() { stop(); }
 
-Backend& Context::backend(Transport transport) {
+Backend& Context::backend(const Endpoint& endpoint) {
+  if (Backend* found = find_backend(endpoint.scheme())) return *found;
+  return make_backend(endpoint.scheme(), fmt::format("endpoint '{}'", endpoint.to_string()));
+}
+
+Backend& Context::backend(std::string_view scheme) {
+  if (Backend* found = find_backend(scheme)) return *found;
+  return make_backend(scheme, fmt::format("scheme '{}'", scheme));
+}
+
+Backend* Context::find_backend(std::string_view scheme) {
   std::lock_guard lock(backends_mutex_);
-  auto& slot = transport == Transport::fabric ? fabric_backend_ : tcp_backend_;
-  if (!slot) {
-    loop_.run_sync([&] {
-      slot = transport == Transport::fabric ? fabric::make_backend(loop_) : posix::make_backend(loop_);
-    });
-  }
-  return *slot;
+  const auto it = backends_.find(scheme);
+  return it == backends_.end() ? nullptr : it->second.get();
+}
+
+Backend& Context::make_backend(std::string_view scheme, std::string_view what_for) {
+  // Made on the loop thread, which serialises the making: no lock is held across the round
+  // trip, so a loop callback asking for a back-end never waits for a thread waiting for it.
+  Backend* result = nullptr;
+  loop_.run_sync([&] {
+    if ((result = find_backend(scheme)) != nullptr) return;  // made by a task queued earlier
+    auto made = make_registered_backend(scheme, loop_, what_for);
+    if (options_.wrap_backend) made = options_.wrap_backend(scheme, std::move(made), loop_);
+    if (!made) throw Error(Errc::backend_error, fmt::format("cannot use {}: wrap_backend returned no back-end", what_for));
+    std::lock_guard lock(backends_mutex_);
+    // Once the loop has stopped, run_sync() runs here on the caller's thread: two callers may
+    // race, and the first one's back-end stays.
+    auto& slot = backends_[std::string(scheme)];
+    if (!slot) slot = std::move(made);
+    result = slot.get();
+  });
+  return *result;
 }
 
 void Context::stop() {

@@ -95,6 +95,8 @@ std::string Endpoint::to_string() const {
   return text;
 }
 
+std::string_view Endpoint::scheme() const noexcept { return netio::to_string(transport); }
+
 Endpoint Endpoint::with_port(std::uint16_t new_port) const {
   Endpoint copy = *this;
   copy.port = new_port;

@@ -17,7 +17,7 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
       events_(std::move(events)),
       stats_(stats),
       reply_window_(reply_window) {
-  Backend& backend = context.backend(local.transport);
+  Backend& backend = context.backend(local);
   loop_.run_sync([&] {
     listener_ = backend.make_listen_socket();
     LowLevelListenSocket::Callbacks listen_callbacks;

@@ -1,14 +1,17 @@
 // The back-ends the shared integration tests run against. Every behaviour both back-ends
 // promise is tested on both: a TEST_CASE takes `const auto base = GENERATE(loopback_endpoints())`
 // and listens on base (port 0), so each back-end gets its own section in the report.
+// A netio built without libfabric (NETIO_WITH_FABRIC=OFF) tests tcp only.
 #pragma once
 
+#include "netio/backend_registry.hpp"
 #include "netio/endpoint.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -16,8 +19,15 @@
 
 namespace netio::test {
 
+inline bool fabric_built() {
+  const auto schemes = registered_backend_schemes();
+  return std::find(schemes.begin(), schemes.end(), "fabric") != schemes.end();
+}
+
 inline auto loopback_endpoints() {
-  return Catch::Generators::values<std::string>({"tcp://127.0.0.1:0", "fabric://127.0.0.1:0?provider=tcp"});
+  std::vector<std::string> endpoints{"tcp://127.0.0.1:0"};
+  if (fabric_built()) endpoints.push_back("fabric://127.0.0.1:0?provider=tcp");
+  return Catch::Generators::from_range(endpoints);
 }
 
 using namespace std::chrono_literals;

@@ -17,11 +17,23 @@
 // there. A callback may call close() on its own socket but must not destroy it; destroy
 // sockets from a later loop task (or after close() from the loop thread).
 //
-// Errors: what is wrong with the request itself throws netio::Error from the call
-// (connect(): resolve_failed, provider_unavailable, a hello the transport cannot carry;
-// send(): message_too_large beyond the peer's max_buffer_size). What happens on the network
-// arrives through callbacks (refused, rejected, disconnected, protocol errors). After
-// close() or a failure, send() ignores the buffer.
+// The contract every back-end keeps (test/backend_contract_test.cpp checks it on each):
+//   - completions in FIFO order: on_send_completed reports buffers in the order send()
+//     took them, whatever their sizes (0 bytes included);
+//   - no callback after close(): once close() returns, no callback of that socket runs,
+//     whether close() was called from inside a callback or from a later task, and however
+//     much the peer still sends;
+//   - send() never throws: a buffer it cannot send (larger than the peer's
+//     max_buffer_size, memory it cannot register) fails the connection through
+//     on_disconnected with that error, possibly from inside send(); the socket is then
+//     closed and the buffers it held are the caller's again, as after close().
+//
+// Errors: what is wrong with a connect() request itself throws netio::Error from the call
+// (resolve_failed, provider_unavailable, a hello the transport cannot carry). What happens
+// on the network arrives through callbacks (refused, rejected, disconnected, protocol
+// errors). After close() or a failure, send() ignores the buffer.
+//
+// Back-ends are found by scheme through the registry (netio/backend_registry.hpp).
 //
 // The hello travels as connection data on some transports (libfabric CM data: as little as
 // 48 bytes on verbs): keep it at most max_hello_size bytes.

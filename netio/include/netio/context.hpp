@@ -9,9 +9,13 @@
 #include "netio/endpoint.hpp"
 #include "netio/event_loop.hpp"
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 
 namespace netio {
@@ -19,6 +23,12 @@ namespace netio {
 struct ContextOptions {
   bool busy_poll = false;         // see EventLoop::set_busy_poll
   std::optional<int> cpu;         // pin the loop thread to this CPU (the constructor throws if it cannot)
+  // Applied to every back-end the context makes (from the registry, see backend_registry.hpp),
+  // on the loop thread: returns what the context uses instead of `inner`, e.g. a decorator
+  // that forwards to it (an emulated network, a test counting calls). Empty: no wrapping.
+  // May throw netio::Error, which the call that needed the back-end throws.
+  std::function<std::unique_ptr<Backend>(std::string_view scheme, std::unique_ptr<Backend> inner, EventLoop& loop)>
+      wrap_backend;
 };
 
 class Context {
@@ -29,19 +39,27 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   EventLoop& loop() noexcept { return loop_; }
-  // The back-end for a transport, created on first use (on the loop thread).
-  // Throws netio::Error when the back-end cannot be started (e.g. no libfabric provider).
-  Backend& backend(Transport transport);
+  // The back-end for an endpoint's scheme (or a scheme), made on first use from the
+  // registry, on the loop thread, wrapped by ContextOptions::wrap_backend. Holds no lock
+  // while it waits for the loop, so a loop callback may call it while other threads do.
+  // Throws netio::Error when the scheme has no back-end (naming the endpoint and the
+  // registered schemes) or the back-end cannot start (e.g. no libfabric provider).
+  Backend& backend(const Endpoint& endpoint);
+  Backend& backend(std::string_view scheme);
+  Backend& backend(Transport transport) { return backend(to_string(transport)); }
 
   // Stops the loop and joins its thread; sockets still alive are closed from here on.
   // Idempotent. Called by the destructor.
   void stop();
 
  private:
+  Backend* find_backend(std::string_view scheme);
+  Backend& make_backend(std::string_view scheme, std::string_view what_for);
+
   EventLoop loop_;
-  std::mutex backends_mutex_;
-  std::unique_ptr<Backend> tcp_backend_;
-  std::unique_ptr<Backend> fabric_backend_;
+  ContextOptions options_;
+  std::mutex backends_mutex_;  // guards the map, never held while a back-end is made
+  std::map<std::string, std::unique_ptr<Backend>, std::less<>> backends_;
   std::thread thread_;
 };
 

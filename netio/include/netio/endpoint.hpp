@@ -25,6 +25,8 @@ struct Endpoint {
   static Endpoint parse(std::string_view text);
 
   std::string to_string() const;
+  // The scheme the endpoint was written with: picks its back-end from the registry.
+  std::string_view scheme() const noexcept;
   Endpoint with_port(std::uint16_t new_port) const;
   Endpoint with_host(std::string new_host) const;
 

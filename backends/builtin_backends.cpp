@@ -1,0 +1,20 @@
+// The back-ends built into this netio, entered into the registry on its first use.
+#include "builtin_backend_table.hpp"
+
+#include "backends/posix/posix_backend.hpp"
+#ifdef NETIO_WITH_FABRIC
+#include "backends/fabric/fabric_backend.hpp"
+#endif
+
+namespace netio::detail {
+
+void register_builtin_backends(BuiltinBackendTable& table) {
+  table.add("tcp", [](EventLoop& loop) { return posix::make_backend(loop); });
+#ifdef NETIO_WITH_FABRIC
+  table.add("fabric", [](EventLoop& loop) { return fabric::make_backend(loop); });
+#else
+  table.add_unavailable("fabric", "this netio was built without libfabric (NETIO_WITH_FABRIC=OFF)");
+#endif
+}
+
+}  // namespace netio::detail

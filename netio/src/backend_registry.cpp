@@ -1,0 +1,83 @@
+#include "builtin_backend_table.hpp"
+
+#include "netio/error.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <mutex>
+#include <variant>
+
+namespace netio {
+namespace {
+
+class Registry final : public detail::BuiltinBackendTable {
+ public:
+  // Filled on first use: a static library keeps builtin_backends.o because this calls it.
+  static Registry& instance() {
+    static Registry registry;
+    return registry;
+  }
+
+  struct Unavailable {
+    std::string reason;
+  };
+  using Entry = std::variant<BackendFactory, Unavailable>;
+
+  // Both with `mutex` held (or from the constructor).
+  void add(std::string scheme, BackendFactory factory) override { entries[std::move(scheme)] = std::move(factory); }
+  void add_unavailable(std::string scheme, std::string reason) override {
+    entries[std::move(scheme)] = Unavailable{std::move(reason)};
+  }
+
+  std::mutex mutex;
+  std::map<std::string, Entry, std::less<>> entries;  // guarded by mutex
+
+ private:
+  Registry() { detail::register_builtin_backends(*this); }
+};
+
+}  // namespace
+
+void register_backend(std::string scheme, BackendFactory factory) {
+  if (scheme.empty()) throw Error(Errc::malformed_endpoint, "register_backend: the scheme is empty");
+  if (!factory) throw Error(Errc::malformed_endpoint, fmt::format("register_backend: no factory for '{}'", scheme));
+  auto& registry = Registry::instance();
+  std::lock_guard lock(registry.mutex);
+  registry.add(std::move(scheme), std::move(factory));
+}
+
+std::unique_ptr<Backend> make_registered_backend(std::string_view scheme, EventLoop& loop,
+                                                 std::string_view what_for) {
+  auto& registry = Registry::instance();
+  BackendFactory factory;
+  {
+    std::lock_guard lock(registry.mutex);
+    const auto it = registry.entries.find(scheme);
+    if (it != registry.entries.end()) {
+      if (const auto* unavailable = std::get_if<Registry::Unavailable>(&it->second)) {
+        throw Error(Errc::backend_error, fmt::format("cannot use {}: {}", what_for, unavailable->reason));
+      }
+      factory = std::get<BackendFactory>(it->second);  // a copy: called without the lock
+    }
+  }
+  if (!factory) {
+    throw Error(Errc::malformed_endpoint,
+                fmt::format("cannot use {}: no back-end is registered for scheme '{}' (registered: {})", what_for,
+                            scheme, fmt::join(registered_backend_schemes(), ", ")));
+  }
+  return factory(loop);
+}
+
+std::vector<std::string> registered_backend_schemes() {
+  auto& registry = Registry::instance();
+  std::lock_guard lock(registry.mutex);
+  std::vector<std::string> schemes;
+  for (const auto& [scheme, entry] : registry.entries) {
+    if (std::holds_alternative<BackendFactory>(entry)) schemes.push_back(scheme);
+  }
+  return schemes;  // std::map: already sorted
+}
+
+}  // namespace netio

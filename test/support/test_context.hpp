@@ -1,0 +1,38 @@
+// ContextOptions for the shared integration suites. With NETIO_TEST_WRAP_BACKENDS=1 in the
+// environment, every back-end is wrapped in a CountingBackend (ContextOptions::wrap_backend):
+// the suites then run unchanged through a decorator (CTest's *.wrapped_backends entry).
+#pragma once
+
+#include "netio/context.hpp"
+#include "support/counting_backend.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace netio::test {
+
+inline bool wrapping_backends() {
+  const char* value = std::getenv("NETIO_TEST_WRAP_BACKENDS");
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
+// What every wrapped back-end of this process counted.
+inline const std::shared_ptr<BackendCallCounts>& wrapped_backend_counts() {
+  static const auto counts = std::make_shared<BackendCallCounts>();
+  return counts;
+}
+
+inline void wrap_backends_in_counters(ContextOptions& options, std::shared_ptr<BackendCallCounts> counts) {
+  options.wrap_backend = [counts = std::move(counts)](std::string_view, std::unique_ptr<Backend> inner, EventLoop&) {
+    return std::make_unique<CountingBackend>(std::move(inner), counts);
+  };
+}
+
+// `options`, plus the counting decorator when NETIO_TEST_WRAP_BACKENDS=1.
+inline ContextOptions context_options(ContextOptions options = {}) {
+  if (wrapping_backends()) wrap_backends_in_counters(options, wrapped_backend_counts());
+  return options;
+}
+
+}  // namespace netio::test
