@@ -226,7 +226,7 @@ std::size_t open_fd_count() {
 // A sleeping loop (timers come from the timerfd), or a spinning one with a poller, which
 // looks at epoll only every 64th round (timers come from the check every round).
 std::unique_ptr<netio::Context> sleeping_or_spinning_context(bool spinning) {
-  auto context = std::make_unique<netio::Context>(netio::ContextOptions{.busy_poll = spinning, .cpu = std::nullopt});
+  auto context = std::make_unique<netio::Context>(netio::ContextOptions{.busy_poll = spinning, .cpu = std::nullopt, .wrap_backend = {}});
   if (spinning) context->loop().run_sync([&] { context->loop().add_poller([] {}); });
   return context;
 }

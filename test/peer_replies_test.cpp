@@ -2,6 +2,7 @@
 // every back-end: who sent a message (netio::Peer), and answering exactly that sender.
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "support/test_context.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
@@ -87,7 +88,7 @@ TEST_CASE("low-latency: every message carries its sender's identity, and replies
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   constexpr std::uint64_t senders = 8;
   constexpr std::uint64_t per_sender = 500;
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
 
   std::mutex mutex;
   std::map<std::uint64_t, std::set<netio::ConnectionId>> connections_of;  // sender -> ids seen
@@ -151,6 +152,10 @@ TEST_CASE("low-latency: every message carries its sender's identity, and replies
     CHECK(replies[s]->wrong_sender == 0);
   }
   CHECK(refused == 0);  // replies were taken as they came: the window never filled
+  if (netio::test::wrapping_backends()) {  // the decorator saw the replies go both ways
+    CHECK(netio::test::wrapped_backend_counts()->replies_sent.load() >= senders * per_sender);
+    CHECK(netio::test::wrapped_backend_counts()->replies_received.load() >= senders * per_sender);
+  }
 
   std::set<netio::ConnectionId> all_ids;
   {
@@ -183,7 +188,7 @@ TEST_CASE("low-latency: every message carries its sender's identity, and replies
 
 TEST_CASE("a sender that declares no name is known by host and process", "[identity][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   std::mutex mutex;
   std::string name;
   netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte>, const netio::Peer& peer) {
@@ -205,7 +210,7 @@ TEST_CASE("high-throughput: messages carry their Peer; replies from a user threa
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   constexpr std::uint64_t senders = 4;
   constexpr std::uint64_t per_sender = 2000;
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
 
   std::vector<std::unique_ptr<netio::HighThroughputSendSocket>> sockets;
@@ -290,7 +295,7 @@ TEST_CASE("a sender that never takes its replies stalls the replier, whose memor
           "[replies][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   constexpr std::size_t reply_size = 64 * 1024;
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   std::mutex mutex;
   std::optional<netio::Peer> peer;
   netio::LowLatencyReceiveOptions receive_options;
@@ -349,7 +354,7 @@ TEST_CASE("a sender that never takes its replies stalls the replier, whose memor
 
 TEST_CASE("replies: limits and a vanished sender are reported clearly", "[replies][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context;
+  netio::Context context(netio::test::context_options());
   std::mutex mutex;
   std::vector<netio::Peer> peers;
   netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte>, const netio::Peer& from) {

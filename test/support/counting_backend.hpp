@@ -23,6 +23,8 @@ struct BackendCallCounts {
   std::atomic<std::uint64_t> send_completions{0};
   std::atomic<std::uint64_t> received{0};  // on_data calls
   std::atomic<std::uint64_t> closes{0};
+  std::atomic<std::uint64_t> replies_sent{0};      // send_reply calls
+  std::atomic<std::uint64_t> replies_received{0};  // on_reply calls
 };
 
 class CountingSendSocket final : public LowLevelSendSocket {
@@ -30,11 +32,16 @@ class CountingSendSocket final : public LowLevelSendSocket {
   CountingSendSocket(std::unique_ptr<LowLevelSendSocket> inner, std::shared_ptr<BackendCallCounts> counts)
       : inner_(std::move(inner)), counts_(std::move(counts)) {}
 
+  void accept_replies(ReplyWindow window) override { inner_->accept_replies(window); }
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override {
     ++counts_->connects;
     callbacks.on_send_completed = [counts = counts_, next = std::move(callbacks.on_send_completed)](Buffer* buffer) {
       ++counts->send_completions;
       if (next) next(buffer);
+    };
+    callbacks.on_reply = [counts = counts_, next = std::move(callbacks.on_reply)](ReceivedBuffer reply) {
+      ++counts->replies_received;
+      if (next) next(std::move(reply));
     };
     inner_->connect(remote, hello, std::move(callbacks));
   }
@@ -68,6 +75,12 @@ class CountingReceiveSocket final : public LowLevelReceiveSocket {
     inner_->start(std::move(callbacks));
   }
   const Endpoint& peer() const noexcept override { return inner_->peer(); }
+  std::size_t max_reply_size() const noexcept override { return inner_->max_reply_size(); }
+  MemoryRegistrar* reply_registrar() noexcept override { return inner_->reply_registrar(); }
+  void send_reply(Buffer* buffer) override {
+    ++counts_->replies_sent;
+    inner_->send_reply(buffer);
+  }
   void close() noexcept override {
     ++counts_->closes;
     inner_->close();

@@ -138,7 +138,7 @@ class LowLevelSendSocket {
 
   virtual ~LowLevelSendSocket() = default;
   // Declares the replies this socket takes (default: none). Before connect() only.
-  virtual void accept_replies(ReplyWindow window) { (void)window; }  // TEMPORARY default until both back-ends implement it
+  virtual void accept_replies(ReplyWindow window) = 0;
   // Starts connecting; the result arrives through the callbacks. `hello` is copied.
   virtual void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) = 0;
   // Queues `buffer` (buffer->size bytes) for sending. Only after on_connected. Buffers
@@ -175,16 +175,16 @@ class LowLevelReceiveSocket {
   virtual void start(Callbacks callbacks) = 0;
   virtual const Endpoint& peer() const noexcept = 0;
   // The largest reply the sender takes (its ReplyWindow::max_size; 0: it takes none).
-  virtual std::size_t max_reply_size() const noexcept { return 0; }  // TEMPORARY default
+  virtual std::size_t max_reply_size() const noexcept = 0;
   // Registration for reply buffers; nullptr when the back-end needs none.
-  virtual MemoryRegistrar* reply_registrar() noexcept { return nullptr; }  // TEMPORARY default
+  virtual MemoryRegistrar* reply_registrar() noexcept = 0;
   // Queues `buffer` (buffer->size bytes, at most max_reply_size()) as a reply to the sender,
   // after the replies before it. Only after start(). Never blocks and never throws: replies
   // wait in the back-end while the sender takes none (its window is full), and complete
   // through on_reply_completed in the order sent. A reply beyond max_reply_size() fails the
   // connection (on_disconnected, Errc::message_too_large). The caller bounds how many it
   // queues. After close() or a failure the buffer is ignored (the caller owns it again).
-  virtual void send_reply(Buffer* buffer) { (void)buffer; }  // TEMPORARY default
+  virtual void send_reply(Buffer* buffer) = 0;
   // No callback runs after close() returns. Buffers already lent out stay valid; replies
   // not yet completed are dropped (the caller owns them again). Idempotent.
   virtual void close() noexcept = 0;
