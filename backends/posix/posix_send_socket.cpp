@@ -33,8 +33,9 @@ void PosixSendSocket::connect(const Endpoint& remote, std::span<const std::byte>
     const int err = errno;
     // Report asynchronously, like every other connect outcome.
     loop_.add_fd(fd_.get(), 0, [](std::uint32_t) {});
-    loop_.post([this, err] {
-      if (state_ == State::connecting) {
+    // The socket may be closed and destroyed (on the loop thread) before the task runs.
+    loop_.post([this, err, alive = std::weak_ptr<int>(alive_)] {
+      if (!alive.expired() && state_ == State::connecting) {
         fail_connect(err == ECONNREFUSED ? Errc::connection_refused : Errc::backend_error,
                      fmt::format("connect to {} failed: {}", remote_.to_string(), errno_text(err)));
       }

@@ -10,6 +10,7 @@
 #include <array>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -57,6 +58,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   bool want_write_ = false;      // EPOLLOUT armed
   bool writing_ = false;         // write_queued() is on the stack
   std::vector<Buffer*> completed_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // liveness token for posted tasks
 };
 
 }  // namespace netio::posix
