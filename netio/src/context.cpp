@@ -5,6 +5,7 @@
 
 #include "backends/fabric/fabric_backend.hpp"
 #include "backends/posix/posix_backend.hpp"
+#include "closing_senders.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -72,6 +73,8 @@ void Context::stop() {
   if (!thread_.joinable()) return;
   loop_.stop();
   thread_.join();
+  // Send sockets still closing asynchronously end now, while their back-ends exist.
+  detail::finish_closing(loop_);
 }
 
 }  // namespace netio
