@@ -60,11 +60,8 @@ class HighThroughputSendSocket::Impl {
   // close), asynchronous on the loop thread (sender_ lives on until its close ends).
   void close_for_destructor() noexcept {
     try {
-      if (sender_->loop().in_loop_thread()) {
-        close({});
-        return;
-      }
       close({});
+      if (sender_->loop().in_loop_thread()) return;
       if (const auto error = sender_->close_and_wait(options_.send_timeout)) {
         log(LogLevel::warn, "high-throughput send socket to {}: pages lost at close: {}",
             sender_->remote().to_string(), error->what());
