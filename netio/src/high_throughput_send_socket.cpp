@@ -27,18 +27,20 @@ class HighThroughputSendSocket::Impl {
         page_capacity_(std::min(options_.page_size, sender_->efficient_buffer_size())),
         zero_copy_threshold_(zero_copy_threshold(options_, sender_->efficient_buffer_size(), page_capacity_)) {
     reserved_.reserve(options_.page_count);
-    flush_timer_ = sender_->loop().add_timer(options_.flush_timeout, options_.flush_timeout, [this] {
-      flush_page(stats_.flushes_timer());
-    });
   }
 
-  ~Impl() {
-    // The flush timer captures `this`. On the loop thread the cancel is immediate; on a
-    // user thread it is posted, and the round trip after it waits out a tick in progress.
-    EventLoop& loop = sender_->loop();
-    loop.cancel_timer(flush_timer_);
-    if (!loop.in_loop_thread()) loop.run_sync([] {});
+  // Once `self` (this object) is owned: the timer holds a weak reference, so a tick never
+  // touches a destroyed socket, whichever thread destroys it and whenever its cancel lands.
+  void start_flush_timer(const std::shared_ptr<Impl>& self) {
+    flush_timer_ = sender_->loop().add_timer(options_.flush_timeout, options_.flush_timeout,
+                                             [weak = std::weak_ptr<Impl>(self)] {
+                                               if (const auto impl = weak.lock()) {
+                                                 impl->flush_page(impl->stats_.flushes_timer());
+                                               }
+                                             });
   }
+
+  ~Impl() { sender_->loop().cancel_timer(flush_timer_); }
 
   // Starts the asynchronous close: the partly filled page goes out with the rest.
   void close(detail::BufferSender::OnClosed on_closed) {
@@ -309,7 +311,9 @@ class HighThroughputSendSocket::Impl {
 
 HighThroughputSendSocket::HighThroughputSendSocket(Context& context, const Endpoint& remote,
                                                    HighThroughputSendOptions options)
-    : impl_(std::make_shared<Impl>(context, remote, options)) {}
+    : impl_(std::make_shared<Impl>(context, remote, options)) {
+  impl_->start_flush_timer(impl_);
+}
 
 HighThroughputSendSocket::~HighThroughputSendSocket() { impl_->close_for_destructor(); }
 
