@@ -292,6 +292,56 @@ TEST_CASE("an asynchronous close sends everything queued, then reports success",
   });
 }
 
+TEST_CASE("an asynchronous close reports what was not sent", "[loop_thread][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context;
+  std::promise<netio::Errc> closed;
+  auto reporter = [&closed](const netio::Error* error) {
+    closed.set_value(error ? static_cast<netio::Errc>(error->code().value()) : netio::Errc{});
+  };
+  netio::Errc expected{};
+
+  SECTION("nobody listens: the connection's error") {
+    std::optional<Endpoint> gone;
+    {
+      netio::HighThroughputReceiveSocket receiver(context, base);
+      gone = receiver.local_endpoint();
+    }
+    netio::LowLatencySendSocket sender(context, *gone);
+    REQUIRE(sender.try_send(numbered(1, 0)));
+    sender.close(reporter);
+    expected = netio::Errc::connection_refused;
+  }
+  SECTION("the receiver does not take the pages: Errc::timeout after send_timeout") {
+    netio::Context receiver_context;  // its own loop, so that this one stays free
+    netio::HighThroughputReceiveOptions receive_options;
+    receive_options.page_credits = 1;
+    netio::HighThroughputReceiveSocket receiver(receiver_context, base, receive_options);
+    netio::HighThroughputSendOptions options;
+    options.page_size = 1 << 20;
+    options.page_count = 32;
+    options.send_timeout = 300ms;
+    netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
+    sender.wait_connected(5s);
+    const std::vector<std::byte> message(1 << 20);
+    while (sender.try_send(message)) {
+    }
+    context.loop().run_sync([&] { sender.close(reporter); });
+    expected = netio::Errc::timeout;
+    auto result = closed.get_future();
+    REQUIRE(result.wait_for(10s) == std::future_status::ready);
+    CHECK(result.get() == expected);
+    return;
+  }
+
+  auto result = closed.get_future();
+  REQUIRE(result.wait_for(10s) == std::future_status::ready);
+  const netio::Errc got = result.get();
+  // libfabric may report a refused connection as a back-end error; either way not success.
+  CHECK(got != netio::Errc{});
+  if (base.transport == netio::Transport::tcp) CHECK(got == expected);
+}
+
 TEST_CASE("a low-latency send socket destroyed on a user thread sends what it queued",
           "[loop_thread][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
