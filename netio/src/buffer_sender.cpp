@@ -295,7 +295,7 @@ void BufferSender::start_close(std::chrono::nanoseconds timeout, OnClosed on_clo
       std::lock_guard lock(idle_mutex_);
       result = close_result_;
     }
-    for (auto& callback : std::exchange(on_closed_, {})) callback(result ? &*result : nullptr);
+    report_closed(result);
     return;
   }
   if (std::exchange(close_started_, true)) return;
@@ -366,17 +366,24 @@ void BufferSender::finish_close(std::optional<Error> error) noexcept {
     close_result_ = error;
   }
   idle_changed_.notify_all();
-  if (error) log(LogLevel::warn, "send socket: {}", error->what());
+  // Said once: to whoever asked (on_closed), else (a destructor's close) to the log.
+  if (error && on_closed_.empty()) {
+    log(LogLevel::warn, "send socket to {}: closed with messages unsent: {}", remote_.to_string(), error->what());
+  }
+  report_closed(error);
+  // The last reference may be the one kept while closing: let it go in a task of its own,
+  // outside the back-end callback this may run in.
+  if (auto kept = release_closing(loop_, this)) loop_.post([kept = std::move(kept)] {});
+}
+
+void BufferSender::report_closed(const std::optional<Error>& result) noexcept {
   for (auto& callback : std::exchange(on_closed_, {})) {
     try {
-      callback(error ? &*error : nullptr);
+      callback(result ? &*result : nullptr);
     } catch (const std::exception& e) {
       log(LogLevel::error, "send socket to {}: the on_closed callback threw: {}", remote_.to_string(), e.what());
     }
   }
-  // The last reference may be the one kept while closing: let it go in a task of its own,
-  // outside the back-end callback this may run in.
-  if (auto kept = release_closing(loop_, this)) loop_.post([kept = std::move(kept)] {});
 }
 
 std::optional<Error> BufferSender::close_and_wait(std::chrono::nanoseconds timeout) {
@@ -385,7 +392,9 @@ std::optional<Error> BufferSender::close_and_wait(std::chrono::nanoseconds timeo
   // The close ends by itself within `timeout` (a loop timer); the margin only guards
   // against a loop that no longer runs.
   if (!idle_changed_.wait_for(lock, timeout + std::chrono::seconds(5), [this] { return close_finished_; })) {
-    return Error(Errc::timeout, fmt::format("closing the send socket to {} did not end", remote_.to_string()));
+    Error error(Errc::timeout, fmt::format("closing the send socket to {} did not end", remote_.to_string()));
+    log(LogLevel::warn, "send socket: {}", error.what());
+    return error;
   }
   return close_result_;
 }

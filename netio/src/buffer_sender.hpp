@@ -28,10 +28,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <optional>
-#include <string_view>
 #include <mutex>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace netio::detail {
@@ -81,7 +81,8 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   // thread. A second call only adds its on_closed (run at once if the close already ended).
   void close_async(std::chrono::nanoseconds timeout, OnClosed on_closed);
   // close_async(), then waits for the close to end. Not from the loop thread. Returns what
-  // went wrong (what on_closed would have been given), or nothing.
+  // went wrong (what on_closed would have been given), or nothing; without an on_closed,
+  // the close logs that itself.
   std::optional<Error> close_and_wait(std::chrono::nanoseconds timeout);
   bool closing() const noexcept { return closing_flag_.load(std::memory_order_acquire); }
   // Context::stop(): the loop has stopped, so completions never come; ends the close now.
@@ -103,6 +104,7 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   void start_close(std::chrono::nanoseconds timeout, OnClosed on_closed);  // loop thread
   void maybe_finish_close();                                              // loop thread
   void finish_close(std::optional<Error> error) noexcept;                 // loop thread
+  void report_closed(const std::optional<Error>& result) noexcept;         // loop thread: runs on_closed_
 
   EventLoop& loop_;
   Endpoint remote_;
