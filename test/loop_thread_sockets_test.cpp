@@ -307,9 +307,14 @@ TEST_CASE("an asynchronous close reports what was not sent", "[loop_thread][inte
       netio::HighThroughputReceiveSocket receiver(context, base);
       gone = receiver.local_endpoint();
     }
-    netio::LowLatencySendSocket sender(context, *gone);
-    REQUIRE(sender.try_send(numbered(1, 0)));
-    sender.close(reporter);
+    // On the loop thread, so that the refusal cannot come before the message is queued.
+    bool queued = false;
+    context.loop().run_sync([&] {
+      netio::LowLatencySendSocket sender(context, *gone);
+      queued = sender.try_send(numbered(1, 0));
+      sender.close(reporter);
+    });
+    REQUIRE(queued);
     expected = netio::Errc::connection_refused;
   }
   SECTION("the receiver does not take the pages: Errc::timeout after send_timeout") {
