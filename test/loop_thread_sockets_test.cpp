@@ -91,7 +91,7 @@ TEST_CASE("send sockets are created, used and destroyed inside callbacks under t
   netio::EventLoop& loop = context.loop();
   LoopWatch watch(loop);
 
-  // Deleted from the low-latency receiver's handler: set on the loop thread only.
+  // Loop thread only: the tick, the tasks it posts and the low-latency receiver's handler.
   struct Live {
     std::deque<std::unique_ptr<netio::LowLatencySendSocket>> low_latency;
     std::deque<std::unique_ptr<netio::HighThroughputSendSocket>> high_throughput;
