@@ -1,75 +1,115 @@
 #include "buffer_sender.hpp"
 
+#include "closing_senders.hpp"
 #include "introduction.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <exception>
 
 namespace netio::detail {
 
 BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello& hello, const Identity& identity,
                            ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size,
-                           StatsCounters& stats)
+                           std::shared_ptr<PagePool> shared_pages)
     : loop_(context.loop()),
       remote_(remote),
-      stats_(stats),
-      replies_(std::make_shared<ReplyReceiver>(std::move(replies), remote.to_string())) {
-  const auto introduction = encode_introduction(identity);  // throws before anything is set up
+      replies_(std::make_shared<ReplyReceiver>(std::move(replies), remote.to_string())),
+      introduction_bytes_(encode_introduction(identity)) {  // throws before anything is set up
   Backend& backend = context.backend(remote);
-  submitted_.reserve(buffer_count);
-  draining_.reserve(buffer_count);
+  if (shared_pages) buffer_count = shared_pages->per_connection();
+  submitted_.reserve(buffer_count + 1);
+  draining_.reserve(buffer_count + 1);
   loop_.run_sync([&] {
     socket_ = backend.make_send_socket();
     socket_->accept_replies(ReplyWindow{replies_->options().max_size, replies_->options().credits});
+    // A shared pool registers with the back-end's registrar from before connect(), the same
+    // for every socket of the back-end (see LowLevelSendSocket::registrar()).
+    if (shared_pages) pool_ = share_of(shared_pages, socket_->registrar(), remote_.to_string());
     LowLevelSendSocket::Callbacks callbacks;
-    callbacks.on_connected = [this](const ConnectionInfo& info) { on_connected(info); };
-    callbacks.on_connect_failed = [this](const Error& error) { on_failed(error); };
-    callbacks.on_disconnected = [this](const Error& error) { on_failed(error); };
-    callbacks.on_send_completed = [this](Buffer* buffer) { on_completed(buffer); };
+    callbacks.on_connected = [this](const ConnectionInfo& info) {
+      on_connected(info);
+      maybe_finish_close();
+    };
+    // `this` is safe here: the socket is closed before this object goes, and a closed
+    // back-end socket calls nothing.
+    callbacks.on_connect_failed = [this](const Error& error) {
+      on_failed(error);
+      maybe_finish_close();
+    };
+    callbacks.on_disconnected = [this](const Error& error) {
+      on_failed(error);
+      maybe_finish_close();
+    };
+    callbacks.on_send_completed = [this](Buffer* buffer) {
+      on_completed(buffer);
+      maybe_finish_close();
+    };
     callbacks.on_reply = [replies = replies_](ReceivedBuffer reply) { replies->deliver(std::move(reply)); };
     const auto hello_bytes = encode_hello(hello);
     socket_->connect(remote, hello_bytes, std::move(callbacks));
     // After connect(): only then does a back-end know which device (domain) to register
     // with. No callback runs before this task returns, so nothing needs the pool yet.
-    pool_ = std::make_unique<BufferPool>(buffer_count, buffer_size, socket_->registrar());
+    if (!pool_) pool_ = std::make_unique<OwnedPages>(buffer_count, buffer_size, socket_->registrar());
     efficient_buffer_size_ = socket_->efficient_buffer_size();
-    // The introduction goes first (below), from a buffer of its own: the pool's are the caller's.
-    introduction_bytes_ = introduction;
+    // The introduction goes first, from a buffer of its own (the pool's are the caller's),
+    // queued until the connection is up like anything submitted now.
     introduction_ = Buffer{introduction_bytes_.data(), introduction_bytes_.size(), introduction_bytes_.size()};
     registrar_ = socket_->registrar();
     if (registrar_ != nullptr) registrar_->register_buffer(introduction_);
+    {
+      std::lock_guard lock(idle_mutex_);
+      ++outstanding_;
+    }
+    unconnected_.push_back(&introduction_);
   });
-  submit(&introduction_);
 }
 
 BufferSender::~BufferSender() {
-  close();
+  // The last reference goes on the loop thread (a posted task, the end of an asynchronous
+  // close) or on a user thread (the socket's destructor, after its blocking close).
+  try {
+    loop_.run_sync([this] { close_now(); });
+  } catch (const std::exception& e) {
+    log(LogLevel::error, "send socket to {}: closing failed: {}", remote_.to_string(), e.what());
+  }
   if (registrar_ != nullptr) registrar_->deregister_buffer(introduction_);
 }
 
-void BufferSender::close() noexcept {
-  loop_.run_sync([this] {
-    if (closed_) return;
-    closed_ = true;
-    socket_->close();
-    reclaim_all();
-    state_.set_failed(Error(Errc::closed, fmt::format("the send socket to {} was closed", remote_.to_string())));
-    pool_->close();
-    replies_->close();
-  });
+void BufferSender::close_now() noexcept {
+  if (close_timer_ != 0) loop_.cancel_timer(std::exchange(close_timer_, 0));
+  if (closed_) return;
+  closed_ = true;
+  socket_->close();
+  reclaim_all();
+  state_.set_failed(closed_error());
+  pool_->close();
+  replies_->close();
+}
+
+Error BufferSender::closed_error() const {
+  return Error(Errc::closed, fmt::format("the send socket to {} was closed", remote_.to_string()));
+}
+
+Error BufferSender::would_block(std::string_view call, std::string_view advice) const {
+  return Error(Errc::would_block, fmt::format("{} on the send socket to {} would have to wait on the event-loop "
+                                              "thread, which is the thread it waits for; {}",
+                                              call, remote_.to_string(), advice));
 }
 
 void BufferSender::abort(const Error& error) {
-  loop_.run_sync([this, &error] { on_failed(error); });
+  loop_.run_sync([this, &error] {
+    on_failed(error);
+    maybe_finish_close();
+  });
 }
 
-void BufferSender::submit(Buffer* buffer) {
+bool BufferSender::submit(Buffer* buffer) {
   {
     std::lock_guard lock(idle_mutex_);
+    if (closing_) return false;
     ++outstanding_;
   }
   if (loop_.in_loop_thread()) {
@@ -77,7 +117,7 @@ void BufferSender::submit(Buffer* buffer) {
     // and its page must not overtake the pages before it.
     drain_submitted();
     send_on_loop(buffer);
-    return;
+    return true;
   }
   bool schedule = false;
   {
@@ -85,17 +125,19 @@ void BufferSender::submit(Buffer* buffer) {
     submitted_.push_back(buffer);
     schedule = !std::exchange(drain_scheduled_, true);
   }
-  // Only `this` is captured: no allocation. The destructor's run_sync() is queued behind
-  // this task, so `this` outlives it.
+  // The task holds a reference: the owner may let go of this object (on the loop thread,
+  // where nothing orders its destruction behind this task) before it runs. One shared_ptr
+  // fits std::function's inline storage: no allocation.
   if (schedule) {
-    loop_.post([this] {
+    loop_.post([self = shared_from_this()] {
       {
-        std::lock_guard lock(submit_mutex_);
-        drain_scheduled_ = false;
+        std::lock_guard lock(self->submit_mutex_);
+        self->drain_scheduled_ = false;
       }
-      drain_submitted();
+      self->drain_submitted();
     });
   }
+  return true;
 }
 
 void BufferSender::drain_submitted() {
@@ -111,6 +153,11 @@ void BufferSender::drain_submitted() {
 
 void BufferSender::send_on_loop(Buffer* buffer) {
   if (closed_) {
+    {
+      std::lock_guard lock(idle_mutex_);
+      ++lost_;
+      if (is_borrowed(buffer)) ++borrowed_lost_;
+    }
     on_completed(buffer);  // the connection is gone: just recycle
     return;
   }
@@ -222,8 +269,12 @@ void BufferSender::send_borrowed(std::span<const std::byte> data, std::size_t fr
       borrowed_outstanding_ = count;
       borrowed_lost_ = 0;
     }
-    for (std::size_t i = 0; i < count; ++i) submit(&borrowed_[i]);
+    std::size_t refused = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!submit(&borrowed_[i])) ++refused;  // a close started: the rest stays with us
+    }
     std::unique_lock lock(idle_mutex_);
+    borrowed_outstanding_ -= refused;
     const bool done = idle_changed_.wait_until(lock, deadline, [this] { return borrowed_outstanding_ == 0; });
     const bool lost = borrowed_lost_ != 0;
     lock.unlock();
@@ -236,7 +287,7 @@ void BufferSender::send_borrowed(std::span<const std::byte> data, std::size_t fr
       abort(error);  // on the loop thread: the back-end lets go of the frames before it returns
       throw error;
     }
-    if (lost) {
+    if (lost || refused != 0) {
       state_.throw_if_failed();
       throw Error(Errc::closed, fmt::format("the send socket to {} was closed while sending", remote_.to_string()));
     }
@@ -254,6 +305,135 @@ void BufferSender::wait_idle(std::chrono::nanoseconds timeout) {
     throw Error(Errc::timeout, fmt::format("buffers to {} still in flight after {} ms", remote_.to_string(),
                                            std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
   }
+}
+
+void BufferSender::close_async(std::chrono::nanoseconds timeout, OnClosed on_closed) {
+  {
+    std::lock_guard lock(idle_mutex_);
+    closing_ = true;
+  }
+  closing_flag_.store(true, std::memory_order_release);
+  if (loop_.in_loop_thread()) {
+    start_close(timeout, std::move(on_closed));
+    return;
+  }
+  // Once the loop has stopped, post() runs the task here and now.
+  loop_.post([self = shared_from_this(), timeout, on_closed = std::move(on_closed)]() mutable {
+    self->start_close(timeout, std::move(on_closed));
+  });
+}
+
+void BufferSender::start_close(std::chrono::nanoseconds timeout, OnClosed on_closed) {
+  if (on_closed) on_closed_.push_back(std::move(on_closed));
+  if (close_ending_) {
+    // Already over: report what it reported.
+    std::optional<Error> result;
+    {
+      std::lock_guard lock(idle_mutex_);
+      result = close_result_;
+    }
+    report_closed(result);
+    return;
+  }
+  if (std::exchange(close_started_, true)) return;
+  drain_submitted();  // what user threads handed over before the close goes first
+  if (!loop_.in_loop_thread()) {
+    // The loop has stopped: nothing will complete any more.
+    end_close_at_stop();
+    return;
+  }
+  keep_closing(loop_, shared_from_this());
+  close_timer_ = loop_.add_timer(timeout, std::chrono::nanoseconds::zero(), [weak = weak_from_this(), timeout] {
+    const auto self = weak.lock();
+    if (!self) return;
+    self->close_timer_ = 0;  // a one-shot timer is gone once it fired
+    std::size_t outstanding = 0;
+    {
+      std::lock_guard lock(self->idle_mutex_);
+      outstanding = self->outstanding_;
+    }
+    self->finish_close(Error(
+        Errc::timeout,
+        fmt::format("closing the send socket to {}: {} buffers still unsent after {} ms (the receiver is not "
+                    "keeping up) were dropped",
+                    self->remote_.to_string(), outstanding,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count())));
+  });
+  maybe_finish_close();
+}
+
+void BufferSender::maybe_finish_close() {
+  if (!close_started_ || close_ending_) return;
+  bool lost = false;
+  {
+    std::lock_guard lock(idle_mutex_);
+    if (outstanding_ != 0) return;
+    lost = lost_ != 0;
+  }
+  if (!lost) {
+    finish_close(std::nullopt);
+    return;
+  }
+  auto failure = state_.failure();
+  finish_close(failure ? *failure
+                       : Error(Errc::closed, fmt::format("the send socket to {} lost buffers", remote_.to_string())));
+}
+
+void BufferSender::end_close_at_stop() noexcept {
+  std::size_t outstanding = 0;
+  {
+    std::lock_guard lock(idle_mutex_);
+    outstanding = outstanding_;
+  }
+  if (outstanding == 0) {
+    maybe_finish_close();
+    if (close_ending_) return;
+  }
+  finish_close(Error(Errc::closed, fmt::format("the event loop stopped while the send socket to {} was closing: {} "
+                                               "buffers unsent",
+                                               remote_.to_string(), outstanding)));
+}
+
+void BufferSender::finish_close(std::optional<Error> error) noexcept {
+  if (std::exchange(close_ending_, true)) return;
+  close_now();  // may run inside a back-end callback: close() is allowed there, destruction is not
+  {
+    std::lock_guard lock(idle_mutex_);
+    close_finished_ = true;
+    close_result_ = error;
+  }
+  idle_changed_.notify_all();
+  // Said once: to whoever asked (on_closed), else (a destructor's close) to the log.
+  if (error && on_closed_.empty()) {
+    log(LogLevel::warn, "send socket to {}: closed with messages unsent: {}", remote_.to_string(), error->what());
+  }
+  report_closed(error);
+  // The last reference may be the one kept while closing: let it go in a task of its own,
+  // outside the back-end callback this may run in.
+  if (auto kept = release_closing(loop_, this)) loop_.post([kept = std::move(kept)] {});
+}
+
+void BufferSender::report_closed(const std::optional<Error>& result) noexcept {
+  for (auto& callback : std::exchange(on_closed_, {})) {
+    try {
+      callback(result ? &*result : nullptr);
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "send socket to {}: the on_closed callback threw: {}", remote_.to_string(), e.what());
+    }
+  }
+}
+
+std::optional<Error> BufferSender::close_and_wait(std::chrono::nanoseconds timeout) {
+  close_async(timeout, {});
+  std::unique_lock lock(idle_mutex_);
+  // The close ends by itself within `timeout` (a loop timer); the margin only guards
+  // against a loop that no longer runs.
+  if (!idle_changed_.wait_for(lock, timeout + std::chrono::seconds(5), [this] { return close_finished_; })) {
+    Error error(Errc::timeout, fmt::format("closing the send socket to {} did not end", remote_.to_string()));
+    log(LogLevel::warn, "send socket: {}", error.what());
+    return error;
+  }
+  return close_result_;
 }
 
 }  // namespace netio::detail

@@ -3,14 +3,18 @@
 // threads to the loop thread. A buffer goes pool -> (filled by the caller) -> submit() ->
 // back-end -> completion -> pool; that cycle is what bounds memory and carries back-pressure.
 //
-// Thread-safety: submit(), wait_idle(), state() and pool() from any thread. The hand-off
-// costs a lock and, when the loop is not already scheduled to drain, one posted task;
-// no heap allocation per buffer.
-// Lifetime: close() (or the destructor) closes the connection on the loop thread; buffers
-// in flight come back to the pool.
+// Thread-safety: submit(), close_async(), wait_idle(), state() and pool() from any thread.
+// The hand-off costs a lock and, when the loop is not already scheduled to drain, one
+// posted task; no heap allocation per buffer.
+// Lifetime: always held by a std::shared_ptr (make_shared). Tasks this object posts and
+// timers it arms hold a reference (or a weak one), never a bare `this`, so they are safe
+// whichever thread drops the last reference and whenever. close_async() keeps the object
+// alive (see closing_senders.hpp) until its close ends, after the owner let go of it. The
+// destructor closes the connection (on the loop thread; buffers in flight are dropped).
 #pragma once
 
 #include "handshake.hpp"
+#include "page_source.hpp"
 #include "reply_receiver.hpp"
 #include "send_connection_state.hpp"
 #include "netio/backend.hpp"
@@ -21,49 +25,81 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace netio::detail {
 
-class BufferSender {
+class BufferSender : public std::enable_shared_from_this<BufferSender> {
  public:
+  // Called with nullptr when everything submitted was sent, else with what went wrong.
+  using OnClosed = std::function<void(const Error*)>;
+
   // Connects with `hello`, then sends the introduction of `identity` ahead of everything
-  // else; replies arrive as `replies` says. Throws netio::Error for a bad identity.
+  // else; replies arrive as `replies` says. Buffers come from a pool of buffer_count ×
+  // buffer_size of its own, or from a share of `shared_pages` when given. Throws
+  // netio::Error for a bad identity or a shared pool of another back-end.
   BufferSender(Context& context, const Endpoint& remote, const Hello& hello, const Identity& identity,
-               ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size, StatsCounters& stats);
+               ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size,
+               std::shared_ptr<PagePool> shared_pages = nullptr);
   ~BufferSender();
   BufferSender(const BufferSender&) = delete;
   BufferSender& operator=(const BufferSender&) = delete;
 
-  BufferPool& pool() noexcept { return *pool_; }
+  PageSource& pool() noexcept { return *pool_; }
   // The back-end's LowLevelSendSocket::efficient_buffer_size() for this connection.
   std::size_t efficient_buffer_size() const noexcept { return efficient_buffer_size_; }
   const SendConnectionState& state() const noexcept { return state_; }
   const Endpoint& remote() const noexcept { return remote_; }
   EventLoop& loop() noexcept { return loop_; }
+  // The socket's counters live here: they outlive the user's socket while it closes.
+  StatsCounters& stats() noexcept { return stats_; }
   ReplyReceiver& replies() noexcept { return *replies_; }
 
   // Hands a filled buffer (from pool()) to the back-end; on the loop thread at once.
-  void submit(Buffer* buffer);
+  // False once close_async() started: the buffer was not taken (the caller gives it back).
+  [[nodiscard]] bool submit(Buffer* buffer);
   // Whether send_borrowed() may be used: connected, and the back-end sends plain memory.
   bool can_send_borrowed() const noexcept { return sends_unregistered_.load(std::memory_order_acquire); }
   // Sends `data` from the caller's memory, after everything submitted before, in frames of
   // at most `frame_size` bytes, and returns once the back-end is done with it: the caller
-  // may reuse the memory then. Not from the loop thread. Throws the connection's failure;
-  // on timeout closes the connection (the back-end must let go of the memory before this
-  // returns, and the receiver has a torn message) and throws Errc::timeout.
+  // may reuse the memory then. Not from the loop thread. Throws the connection's failure,
+  // or Errc::closed when a close started meanwhile; on timeout closes the connection (the
+  // back-end must let go of the memory before this returns, and the receiver has a torn
+  // message) and throws Errc::timeout.
   void send_borrowed(std::span<const std::byte> data, std::size_t frame_size, std::chrono::nanoseconds timeout);
   // Waits until every submitted buffer has completed (was handed to the network). Throws
-  // Errc::timeout, or the connection's failure if buffers were lost to it.
+  // Errc::timeout, or the connection's failure if buffers were lost to it. Not from the
+  // loop thread (the completions come on that thread).
   void wait_idle(std::chrono::nanoseconds timeout);
-  void close() noexcept;
   // Closes the connection because of `error`, which later calls report.
   void abort(const Error& error);
+
+  // Starts closing, without waiting, from any thread: from now on submit() refuses; what
+  // was submitted goes out, and once the back-end completed all of it (or after `timeout`,
+  // or when the connection fails) the connection closes and `on_closed` runs on the loop
+  // thread. A second call only adds its on_closed (run at once if the close already ended).
+  void close_async(std::chrono::nanoseconds timeout, OnClosed on_closed);
+  // close_async(), then waits for the close to end. Not from the loop thread. Returns what
+  // went wrong (what on_closed would have been given), or nothing; without an on_closed,
+  // the close logs that itself.
+  std::optional<Error> close_and_wait(std::chrono::nanoseconds timeout);
+  bool closing() const noexcept { return closing_flag_.load(std::memory_order_acquire); }
+  // Context::stop(): the loop has stopped, so completions never come; ends the close now.
+  void end_close_at_stop() noexcept;
+
+  // Errc::would_block for `call`, which would have to wait on the event-loop thread.
+  Error would_block(std::string_view call, std::string_view advice) const;
+  // Errc::closed for a send after close().
+  Error closed_error() const;
 
  private:
   void drain_submitted();             // loop thread
@@ -73,15 +109,20 @@ class BufferSender {
   void on_failed(const Error& error);
   void on_completed(Buffer* buffer);
   void reclaim_all();  // loop thread: every buffer the back-end held goes back to the pool
+  void close_now() noexcept;  // loop thread: closes the connection, dropping what is in flight
+  void start_close(std::chrono::nanoseconds timeout, OnClosed on_closed);  // loop thread
+  void maybe_finish_close();                                              // loop thread
+  void finish_close(std::optional<Error> error) noexcept;                 // loop thread
+  void report_closed(const std::optional<Error>& result) noexcept;         // loop thread: runs on_closed_
 
   EventLoop& loop_;
   Endpoint remote_;
-  StatsCounters& stats_;
+  StatsCounters stats_;
   SendConnectionState state_;
-  std::shared_ptr<ReplyReceiver> replies_;  // shared with the back-end's on_reply callback
   std::unique_ptr<LowLevelSendSocket> socket_;  // loop thread only
-  std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<PageSource> pool_;
   std::size_t efficient_buffer_size_ = 0;       // set in the constructor, then constant
+  std::shared_ptr<ReplyReceiver> replies_;      // shared with the back-end's on_reply callback
   std::vector<std::byte> introduction_bytes_;   // the first buffer sent, not from the pool
   Buffer introduction_{};
   MemoryRegistrar* registrar_ = nullptr;        // the introduction's, if the back-end registers
@@ -94,6 +135,13 @@ class BufferSender {
 
   std::deque<Buffer*> unconnected_;             // loop thread: waiting for the connection
   std::deque<Buffer*> in_flight_;               // loop thread: with the back-end, in order
+
+  // The asynchronous close (loop thread, except closing_flag_ and what idle_mutex_ guards).
+  std::atomic<bool> closing_flag_{false};       // mirrors closing_: the hot path reads only this
+  bool close_started_ = false;                  // start_close() ran
+  bool close_ending_ = false;                   // finish_close() is running or ran
+  std::vector<OnClosed> on_closed_;
+  EventLoop::TimerId close_timer_ = 0;
 
   // Frames of the message send_borrowed() is sending: a fixed array, so that the loop
   // thread can tell them from pool buffers by address while a user thread refills it.
@@ -110,6 +158,9 @@ class BufferSender {
   std::size_t lost_ = 0;                        // guarded by idle_mutex_: taken back from a dead connection
   std::size_t borrowed_outstanding_ = 0;        // guarded by idle_mutex_
   std::size_t borrowed_lost_ = 0;               // guarded by idle_mutex_
+  bool closing_ = false;                        // guarded by idle_mutex_: submit() refuses
+  bool close_finished_ = false;                 // guarded by idle_mutex_
+  std::optional<Error> close_result_;           // guarded by idle_mutex_
 };
 
 }  // namespace netio::detail

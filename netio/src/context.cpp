@@ -4,6 +4,7 @@
 #include "netio/log.hpp"
 
 #include "netio/backend_registry.hpp"
+#include "closing_senders.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -95,6 +96,8 @@ void Context::stop() {
   if (!thread_.joinable()) return;
   loop_.stop();
   thread_.join();
+  // Send sockets still closing asynchronously end now, while their back-ends exist.
+  detail::finish_closing(loop_);
 }
 
 }  // namespace netio

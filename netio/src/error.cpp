@@ -21,6 +21,7 @@ class Category final : public std::error_category {
       case Errc::message_too_large: return "message too large";
       case Errc::backend_error: return "back-end error";
       case Errc::provider_unavailable: return "no matching libfabric provider";
+      case Errc::would_block: return "would block the event-loop thread";
     }
     return "unknown netio error";
   }

@@ -123,8 +123,13 @@ class HighThroughputReceiveSocket::Impl {
     bool acquired_ = false;
   };
 
+  // On the loop thread nothing may wait: pages arrive on that very thread.
+  std::chrono::nanoseconds waitable(std::chrono::nanoseconds timeout) {
+    return connections_.loop().in_loop_thread() ? std::chrono::nanoseconds::zero() : timeout;
+  }
+
   std::optional<Message> recv(std::chrono::nanoseconds timeout) {
-    LazyDeadline deadline(timeout);
+    LazyDeadline deadline(waitable(timeout));
     const ConsumerTurn turn(*this, deadline);
     if (!turn.acquired()) return std::nullopt;
     for (;;) {
@@ -143,7 +148,7 @@ class HighThroughputReceiveSocket::Impl {
   }
 
   std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const PeerMessageHandler& handler) {
-    LazyDeadline deadline(timeout);
+    LazyDeadline deadline(waitable(timeout));
     const ConsumerTurn turn(*this, deadline);
     if (!turn.acquired()) return 0;
     LazyDeadline no_wait(std::chrono::nanoseconds::zero());
@@ -245,7 +250,14 @@ HighThroughputReceiveSocket::HighThroughputReceiveSocket(Context& context, const
                                                          HighThroughputReceiveOptions options)
     : impl_(std::make_shared<Impl>(context, local, options)) {}
 
-HighThroughputReceiveSocket::~HighThroughputReceiveSocket() = default;
+HighThroughputReceiveSocket::~HighThroughputReceiveSocket() {
+  EventLoop& loop = impl_->connections_.loop();
+  if (!loop.in_loop_thread()) return;  // ~Impl closes on the loop thread and waits for it
+  // Possibly inside a ConnectionEvents callback, on a back-end socket's stack: stop every
+  // callback now, free the sockets in a task.
+  impl_->connections_.close();
+  loop.post([impl = std::move(impl_)] {});
+}
 
 std::optional<Message> HighThroughputReceiveSocket::recv(std::chrono::nanoseconds timeout) {
   return impl_->recv(timeout);

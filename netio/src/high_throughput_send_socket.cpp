@@ -20,30 +20,64 @@ class HighThroughputSendSocket::Impl {
  public:
   Impl(Context& context, const Endpoint& remote, const HighThroughputSendOptions& options)
       : options_(validated(options)),
-        sender_(context, remote, detail::Hello{detail::SocketKind::high_throughput_send, options.page_size},
-                options.identity, options.replies, options.page_count, options.page_size, stats_),
-        page_capacity_(std::min(options_.page_size, sender_.efficient_buffer_size())),
-        zero_copy_threshold_(zero_copy_threshold(options_, sender_.efficient_buffer_size(), page_capacity_)) {
+        sender_(std::make_shared<detail::BufferSender>(
+            context, remote, detail::Hello{detail::SocketKind::high_throughput_send, options_.page_size},
+            options_.identity, options_.replies, options_.page_count, options_.page_size, options_.shared_pages)),
+        stats_(sender_->stats()),
+        page_capacity_(std::min(options_.page_size, sender_->efficient_buffer_size())),
+        zero_copy_threshold_(zero_copy_threshold(options_, sender_->efficient_buffer_size(), page_capacity_)) {
     reserved_.reserve(options_.page_count);
-    flush_timer_ = sender_.loop().add_timer(options_.flush_timeout, options_.flush_timeout, [this] {
-      flush_page(stats_.flushes_timer());
-    });
   }
 
-  ~Impl() {
-    sender_.loop().cancel_timer(flush_timer_);
-    try {
-      if (sender_.state().connected()) {
-        flush_page(stats_.flushes_explicit());
-        sender_.wait_idle(options_.send_timeout);
+  // Once `self` (this object) is owned: the timer holds a weak reference, so a tick never
+  // touches a destroyed socket, whichever thread destroys it and whenever its cancel lands.
+  void start_flush_timer(const std::shared_ptr<Impl>& self) {
+    flush_timer_ = sender_->loop().add_timer(options_.flush_timeout, options_.flush_timeout,
+                                             [weak = std::weak_ptr<Impl>(self)] {
+                                               if (const auto impl = weak.lock()) {
+                                                 impl->flush_page(impl->stats_.flushes_timer());
+                                               }
+                                             });
+  }
+
+  ~Impl() { sender_->loop().cancel_timer(flush_timer_); }
+
+  // Starts the asynchronous close: the partly filled page goes out with the rest.
+  void close(detail::BufferSender::OnClosed on_closed) {
+    sender_->loop().cancel_timer(flush_timer_);  // nothing to flush after this
+    {
+      std::lock_guard page_lock(page_mutex_);
+      closing_.store(true, std::memory_order_release);
+      if (current_ != nullptr && current_->size != 0) {
+        stats_.flushes_explicit().fetch_add(1, std::memory_order_relaxed);
+        submit_current();
+      } else if (current_ != nullptr) {
+        sender_->pool().release(std::exchange(current_, nullptr));
       }
-    } catch (const Error& e) {
-      log(LogLevel::warn, "high-throughput send socket to {}: pages lost at close: {}",
-          sender_.remote().to_string(), e.what());
     }
-    // The cancel may be queued behind a timer tick that uses this object's mutexes:
-    // close() runs on the loop after both, before any member is destroyed.
-    sender_.close();
+    sender_->close_async(options_.send_timeout, std::move(on_closed));
+  }
+
+  // The destructor's close: blocking on user threads (flush, wait up to send_timeout,
+  // close), asynchronous on the loop thread (sender_ lives on until its close ends).
+  void close_for_destructor() noexcept {
+    try {
+      close({});
+      if (sender_->loop().in_loop_thread()) return;
+      (void)sender_->close_and_wait(options_.send_timeout);  // what was lost is logged there
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "high-throughput send socket to {}: closing failed: {}", sender_->remote().to_string(),
+          e.what());
+    }
+  }
+
+  void fail_on_loop_thread(std::string_view call, std::string_view advice) const {
+    if (sender_->loop().in_loop_thread()) throw sender_->would_block(call, advice);
+  }
+
+  void throw_if_closed() const {
+    if (closing_.load(std::memory_order_acquire)) throw sender_->closed_error();
+    sender_->state().throw_if_failed();
   }
 
   // Where the back-end writes each buffer with a call of its own (it caps the buffer size),
@@ -57,7 +91,13 @@ class HighThroughputSendSocket::Impl {
     return std::max(threshold, 2 * page_capacity);
   }
 
-  static const HighThroughputSendOptions& validated(const HighThroughputSendOptions& options) {
+  // The options as used: with a shared pool, its page size, and its per-connection share
+  // as the pages this socket may hold.
+  static HighThroughputSendOptions validated(HighThroughputSendOptions options) {
+    if (options.shared_pages) {
+      options.page_size = options.shared_pages->page_size();
+      options.page_count = options.shared_pages->per_connection();
+    }
     if (options.page_size < 2 * detail::message_header_size) {
       throw Error(Errc::message_too_large, fmt::format("page size {} is too small (at least {} bytes)",
                                                        options.page_size, 2 * detail::message_header_size));
@@ -69,9 +109,15 @@ class HighThroughputSendSocket::Impl {
   }
 
   bool send(std::span<const std::byte> message, bool wait) {
-    sender_.state().throw_if_failed();
-    if (wait && message.size() >= zero_copy_threshold_ && sender_.can_send_borrowed() &&
-        !sender_.loop().in_loop_thread()) {
+    throw_if_closed();
+    if (wait && sender_->loop().in_loop_thread()) {
+      // Pages come back on this very thread: waiting for one would never end.
+      if (send(message, false)) return true;
+      throw sender_->would_block(
+          "send()", fmt::format("the {}-byte message does not fit in the free pages: use try_send() on the "
+                                "event-loop thread", message.size()));
+    }
+    if (wait && message.size() >= zero_copy_threshold_ && sender_->can_send_borrowed()) {
       send_from_caller_memory(message);
       return true;
     }
@@ -82,8 +128,8 @@ class HighThroughputSendSocket::Impl {
     const std::size_t needed = pages_needed(message.size());
     if (!wait && needed > options_.page_count) {
       throw Error(Errc::message_too_large,
-                  fmt::format("a {}-byte message needs more pages than the pool of {} holds: try_send() cannot "
-                              "take it, send() streams it", message.size(), options_.page_count));
+                  fmt::format("a {}-byte message needs more pages than the pool of {} holds: only send() on a "
+                              "user thread can take it (it streams it)", message.size(), options_.page_count));
     }
     if (needed <= options_.page_count && !reserve_pages(needed, wait)) return false;
     detail::MessagePacker packer(message);
@@ -93,6 +139,11 @@ class HighThroughputSendSocket::Impl {
         page_lock.unlock();  // never wait for a page while holding what the timer needs
         Buffer* page = next_page(packer.started());
         page_lock.lock();
+        if (closing_.load(std::memory_order_relaxed)) {  // close() took the pages meanwhile
+          sender_->pool().release(page);
+          release_reserved();
+          throw sender_->closed_error();
+        }
         current_ = page;
       }
       packer.fill(current_->data, current_->size, page_capacity_);
@@ -117,6 +168,10 @@ class HighThroughputSendSocket::Impl {
         page_lock.unlock();
         Buffer* page = next_page(false);  // a timeout throws with nothing queued
         page_lock.lock();
+        if (closing_.load(std::memory_order_relaxed)) {
+          sender_->pool().release(page);
+          throw sender_->closed_error();
+        }
         current_ = page;
       }
       detail::store_le<std::uint64_t>(current_->data + current_->size, message.size());
@@ -125,7 +180,7 @@ class HighThroughputSendSocket::Impl {
       stats_.zero_copy_messages().fetch_add(1, std::memory_order_relaxed);
       submit_current();
     }
-    sender_.send_borrowed(message, page_capacity_, options_.send_timeout);
+    sender_->send_borrowed(message, page_capacity_, options_.send_timeout);
     stats_.pages().fetch_add((message.size() + page_capacity_ - 1) / page_capacity_,
                              std::memory_order_relaxed);
   }
@@ -135,6 +190,7 @@ class HighThroughputSendSocket::Impl {
   // spans pages current_ is null (a page is submitted as soon as it is full).
   bool send_into_current_page(std::span<const std::byte> message) {
     std::lock_guard page_lock(page_mutex_);
+    if (closing_.load(std::memory_order_relaxed)) throw sender_->closed_error();
     if (current_ == nullptr || page_capacity_ - current_->size < detail::message_header_size + message.size()) {
       return false;
     }
@@ -168,7 +224,7 @@ class HighThroughputSendSocket::Impl {
     const auto deadline = std::chrono::steady_clock::now() + options_.send_timeout;
     bool waited = false;
     while (reserved_.size() < count) {
-      if (Buffer* page = sender_.pool().try_acquire()) {
+      if (Buffer* page = sender_->pool().try_acquire()) {
         reserved_.push_back(page);
         continue;
       }
@@ -178,19 +234,19 @@ class HighThroughputSendSocket::Impl {
       }
       if (!std::exchange(waited, true)) stats_.backpressure_waits().fetch_add(1, std::memory_order_relaxed);
       const auto left = std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
-      if (Buffer* page = sender_.pool().acquire(left)) {
+      if (Buffer* page = sender_->pool().acquire(left)) {
         reserved_.push_back(page);
         continue;
       }
       release_reserved();
-      sender_.state().throw_if_failed();  // a failed connection closes the pool
+      sender_->state().throw_if_failed();  // a failed connection closes the pool
       throw page_timeout("nothing of the message was queued");
     }
     return true;
   }
 
   void release_reserved() {
-    for (Buffer* page : reserved_) sender_.pool().release(page);
+    for (Buffer* page : reserved_) sender_->pool().release(page);
     reserved_.clear();
   }
 
@@ -202,14 +258,17 @@ class HighThroughputSendSocket::Impl {
       reserved_.pop_back();
       return page;
     }
-    if (Buffer* page = sender_.pool().try_acquire()) return page;
+    if (Buffer* page = sender_->pool().try_acquire()) return page;
     stats_.backpressure_waits().fetch_add(1, std::memory_order_relaxed);
-    if (Buffer* page = sender_.pool().acquire(options_.send_timeout)) return page;
-    sender_.state().throw_if_failed();  // a failed connection closes the pool
+    // Never waits on the loop thread (pages come back there); only a message larger than
+    // the pool gets here, and send() does not take those on the loop thread.
+    const bool may_wait = !sender_->loop().in_loop_thread();
+    if (Buffer* page = may_wait ? sender_->pool().acquire(options_.send_timeout) : nullptr) return page;
+    sender_->state().throw_if_failed();  // a failed connection closes the pool
     // Part of the message is queued: going on would tear the stream, so it ends here.
     Error error = page_timeout(message_started ? "the message was half queued, so the connection was closed"
                                                : "nothing of the message was queued");
-    if (message_started) sender_.abort(error);
+    if (message_started) sender_->abort(error);
     throw error;
   }
 
@@ -217,7 +276,7 @@ class HighThroughputSendSocket::Impl {
     return Error(Errc::timeout,
                  fmt::format("no free page for {} within {} ms: all {} pages are in flight (the receiver is not "
                              "keeping up); {}",
-                             sender_.remote().to_string(),
+                             sender_->remote().to_string(),
                              std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count(),
                              options_.page_count, consequence));
   }
@@ -232,12 +291,15 @@ class HighThroughputSendSocket::Impl {
   // page_mutex_ held.
   void submit_current() {
     stats_.pages().fetch_add(1, std::memory_order_relaxed);
-    sender_.submit(std::exchange(current_, nullptr));
+    Buffer* page = std::exchange(current_, nullptr);
+    // Refused only once the sender closes, which happens after close() took page_mutex_
+    // and set closing_: no message written under the lock is lost that way.
+    if (!sender_->submit(page)) sender_->pool().release(page);
   }
 
   HighThroughputSendOptions options_;
-  StatsCounters stats_;
-  detail::BufferSender sender_;
+  std::shared_ptr<detail::BufferSender> sender_;
+  StatsCounters& stats_;  // sender_'s: it outlives this object while a close is in progress
   // Bytes filled into a page (and lent per frame) at most: the page size, or less where the
   // back-end sends smaller buffers faster. The receiver only checks against the page size.
   const std::size_t page_capacity_;
@@ -247,29 +309,35 @@ class HighThroughputSendSocket::Impl {
   std::mutex page_mutex_;     // current_, shared with the flush timer on the loop thread
   Buffer* current_ = nullptr;
   std::vector<Buffer*> reserved_;  // guarded by message_mutex_; capacity page_count, never grows
+  std::atomic<bool> closing_{false};  // set under page_mutex_ by close()
 };
 
 HighThroughputSendSocket::HighThroughputSendSocket(Context& context, const Endpoint& remote,
                                                    HighThroughputSendOptions options)
-    : impl_(std::make_shared<Impl>(context, remote, options)) {}
+    : impl_(std::make_shared<Impl>(context, remote, options)) {
+  impl_->start_flush_timer(impl_);
+}
 
-HighThroughputSendSocket::~HighThroughputSendSocket() = default;
+HighThroughputSendSocket::~HighThroughputSendSocket() { impl_->close_for_destructor(); }
 
 void HighThroughputSendSocket::wait_connected(std::chrono::nanoseconds timeout) {
-  impl_->sender_.state().wait_connected(timeout, impl_->sender_.remote());
+  impl_->fail_on_loop_thread("wait_connected()", "use connected() there");
+  impl_->sender_->state().wait_connected(timeout, impl_->sender_->remote());
 }
-bool HighThroughputSendSocket::connected() const noexcept { return impl_->sender_.state().connected(); }
+bool HighThroughputSendSocket::connected() const noexcept { return impl_->sender_->state().connected(); }
 void HighThroughputSendSocket::send(std::span<const std::byte> message) { impl_->send(message, true); }
 bool HighThroughputSendSocket::try_send(std::span<const std::byte> message) { return impl_->send(message, false); }
 void HighThroughputSendSocket::flush() { impl_->flush_page(impl_->stats_.flushes_explicit()); }
 void HighThroughputSendSocket::flush_and_wait(std::chrono::nanoseconds timeout) {
+  impl_->fail_on_loop_thread("flush_and_wait()", "use flush(), or close(on_closed) to learn when everything was sent");
   flush();
-  impl_->sender_.wait_idle(timeout);
+  impl_->sender_->wait_idle(timeout);
 }
 std::optional<Message> HighThroughputSendSocket::recv_reply(std::chrono::nanoseconds timeout) {
-  return impl_->sender_.replies().recv(timeout);
+  return impl_->sender_->replies().recv(timeout);
 }
-const Endpoint& HighThroughputSendSocket::remote() const noexcept { return impl_->sender_.remote(); }
+void HighThroughputSendSocket::close(std::function<void(const Error*)> on_closed) { impl_->close(std::move(on_closed)); }
+const Endpoint& HighThroughputSendSocket::remote() const noexcept { return impl_->sender_->remote(); }
 SocketStats HighThroughputSendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
 
 }  // namespace netio

@@ -55,7 +55,14 @@ LowLatencyReceiveSocket::LowLatencyReceiveSocket(Context& context, const Endpoin
                                                  LowLatencyReceiveOptions options)
     : impl_(std::make_shared<Impl>(context, local, std::move(handler), options)) {}
 
-LowLatencyReceiveSocket::~LowLatencyReceiveSocket() = default;
+LowLatencyReceiveSocket::~LowLatencyReceiveSocket() {
+  EventLoop& loop = impl_->connections_.loop();
+  if (!loop.in_loop_thread()) return;  // ~Impl closes on the loop thread and waits for it
+  // Possibly inside this socket's own handler, or a back-end callback of one of its
+  // connections: stop every callback now, free them (the handler among them) in a task.
+  impl_->connections_.close();
+  loop.post([impl = std::move(impl_)] {});
+}
 
 Endpoint LowLatencyReceiveSocket::local_endpoint() const { return impl_->connections_.local_endpoint(); }
 SocketStats LowLatencyReceiveSocket::stats() const noexcept { return impl_->stats_.snapshot(); }

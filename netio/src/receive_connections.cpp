@@ -37,11 +37,16 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
 
 ReceiveConnections::~ReceiveConnections() {
   loop_.run_sync([this] {
-    alive_.reset();  // tasks posted by callbacks that ran just before this one see it
-    listener_->close();
-    for (auto& [id, connection] : connections_) close_connection(connection);
+    close();
     connections_.clear();
+    listener_.reset();
   });
+}
+
+void ReceiveConnections::close() noexcept {
+  alive_.reset();  // tasks posted by callbacks that ran just before this one see it
+  if (listener_) listener_->close();
+  for (auto& [id, connection] : connections_) close_connection(connection);
 }
 
 AcceptDecision ReceiveConnections::on_request(const Endpoint& peer, std::span<const std::byte> hello) {

@@ -4,7 +4,9 @@
 // is the connection reported connected and its buffers handed on.
 //
 // Callbacks run on the loop thread. drop() and local_endpoint() may be called from any
-// thread. The destructor closes the listener and every connection on the loop thread.
+// thread. close() (loop thread) ends every callback at once but destroys nothing, so that
+// it may run inside one of them; the destructor closes too (on the loop thread) and
+// destroys the back-end sockets, so it must not run inside one of their callbacks.
 #pragma once
 
 #include "handshake.hpp"
@@ -40,8 +42,12 @@ class ReceiveConnections {
   ReceiveConnections& operator=(const ReceiveConnections&) = delete;
 
   Endpoint local_endpoint() const { return local_; }
+  EventLoop& loop() noexcept { return loop_; }
   // Disconnects a peer that broke the protocol; logged with `why`. Any thread.
   void drop(std::uint64_t connection, const std::string& why);
+  // Closes the listener and every connection: no callback runs after this. Loop thread
+  // (or once the loop has stopped); idempotent.
+  void close() noexcept;
 
  private:
   struct Connection {

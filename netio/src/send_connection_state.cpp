@@ -41,6 +41,11 @@ void SendConnectionState::throw_if_failed() const {
   if (error_) throw *error_;
 }
 
+std::optional<Error> SendConnectionState::failure() const {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+
 void SendConnectionState::wait_connected(std::chrono::nanoseconds timeout, const Endpoint& remote) const {
   std::unique_lock lock(mutex_);
   changed_.wait_for(lock, timeout, [this] { return connected_ || error_.has_value(); });

@@ -23,6 +23,7 @@ class SendConnectionState {
   std::size_t peer_max_buffer_size() const;  // 0 until connected
   // Throws the failure, if there was one.
   void throw_if_failed() const;
+  std::optional<Error> failure() const;
   // Throws the failure, or Errc::timeout naming `remote`.
   void wait_connected(std::chrono::nanoseconds timeout, const Endpoint& remote) const;
 

@@ -2,7 +2,9 @@
 //
 // Create one per process (or per independent part of it); every socket is made from a
 // context and must be destroyed before it. The destructor stops the loop, closes what is
-// still open and joins the thread. Thread-safe: all methods may be called from any thread.
+// still open and joins the thread; send sockets still closing asynchronously (close(), or
+// destroyed on the loop thread) end their close there, dropping what is unsent.
+// Thread-safety: all methods may be called from any thread.
 #pragma once
 
 #include "netio/backend.hpp"

@@ -24,6 +24,7 @@ enum class Errc {
   message_too_large,       // larger than the peer accepts
   backend_error,           // the back-end (kernel, libfabric) reported a failure
   provider_unavailable,    // no libfabric provider matches
+  would_block,             // a call that would have to wait, made on the event-loop thread
 };
 
 const std::error_category& error_category() noexcept;

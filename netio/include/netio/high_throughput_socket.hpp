@@ -8,6 +8,7 @@
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/message.hpp"
+#include "netio/page_pool.hpp"
 #include "netio/peer.hpp"
 #include "netio/stats.hpp"
 
@@ -28,7 +29,8 @@ struct HighThroughputSendOptions {
   std::size_t page_size = 1024 * 1024;
   std::size_t page_count = 16;  // the pool: memory is page_size × page_count, never more
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);  // a partly filled page waits at most this long
-  std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);  // send() waits this long for a free page
+  // send() waits this long for a free page; a close waits this long for what is queued.
+  std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
   // send() of a message at least this large skips the copy into pages (see below).
   // std::numeric_limits<std::size_t>::max() turns that off. Unset (the default):
   // default_zero_copy_threshold, or two pages' capacity (1.5 MiB) where the back-end caps
@@ -40,6 +42,10 @@ struct HighThroughputSendOptions {
   static constexpr std::size_t default_zero_copy_threshold = 256 * 1024;
   Identity identity;     // declared to the receiver (its Peer); default name "HOST:PID"
   ReplyOptions replies;  // replies the receiver sends back on this connection (low-latency)
+  // Pages from a pool shared with other sockets instead of a pool of this socket's own:
+  // page_size and page_count above are then the pool's page size and its per-connection
+  // share (PagePool::per_connection()), and the pool bounds the memory of all its sockets.
+  std::shared_ptr<PagePool> shared_pages;
 };
 
 // Connects to a HighThroughputReceiveSocket.
@@ -58,11 +64,21 @@ struct HighThroughputSendOptions {
 // needs a back-end that sends unregistered memory (POSIX, libfabric without FI_MR_LOCAL)
 // and a connected socket; otherwise, from the loop thread and in try_send() the message
 // is copied as usual. If it times out half-way, the connection is closed.
-// Thread-safety: every method may be called from any number of threads; a message stays
-// whole and messages from one thread keep their order. The send path costs a lock and a
-// copy: no heap allocation and no system call per message.
-// Lifetime: destroy before the Context. The destructor flushes and waits (up to
-// send_timeout) for the pages to be sent, then closes.
+// Thread-safety: every method may be called from any number of threads, user threads and
+// the event-loop thread (inside any callback) alike; a message stays whole and messages
+// from one thread keep their order. The send path costs a lock and a copy: no heap
+// allocation and no system call per message. The socket may be created and destroyed on
+// either kind of thread.
+// On the event-loop thread nothing waits (pages come back on that very thread): send() of
+// a message that does not fit in the free pages now throws Errc::would_block at once
+// (use try_send() there); messages are always copied there; flush_and_wait() and
+// wait_connected() always throw Errc::would_block there (use flush(), or close(on_closed)).
+// Lifetime: destroy before the Context. On a user thread the destructor is a blocking
+// close: it flushes, waits up to send_timeout for the pages to be sent (logging what was
+// lost), then closes. On the event-loop thread it waits for nothing: it starts close() and
+// returns; the connection lives on inside netio until its close ends (everything sent, the
+// connection failed, or send_timeout passed). A close still in progress when the Context
+// stops ends there, dropping what is unsent.
 class HighThroughputSendSocket {
  public:
   HighThroughputSendSocket(Context& context, const Endpoint& remote, HighThroughputSendOptions options = {});
@@ -74,7 +90,8 @@ class HighThroughputSendSocket {
   bool connected() const noexcept;
 
   // Copies the message into pages (splitting it across pages when it does not fit).
-  // Throws netio::Error: Errc::timeout, Errc::message_too_large, or the connection's error.
+  // Throws netio::Error: Errc::timeout, Errc::message_too_large, Errc::would_block (on the
+  // event-loop thread: see above), Errc::closed (after close()), or the connection's error.
   void send(std::span<const std::byte> message);
   // False, with nothing written, when the message does not fit in the free pages now.
   // Throws Errc::message_too_large for a message larger than the whole pool.
@@ -82,11 +99,18 @@ class HighThroughputSendSocket {
   // Sends the partly filled page now.
   void flush();
   // flush(), then waits until every page handed to the back-end has completed.
-  // Throws Errc::timeout or the connection's error.
+  // Throws Errc::timeout or the connection's error; Errc::would_block on the event-loop thread.
   void flush_and_wait(std::chrono::nanoseconds timeout);
   // The next reply from the receiver (Peer::try_reply on its side); as
   // LowLatencySendSocket::recv_reply().
   std::optional<Message> recv_reply(std::chrono::nanoseconds timeout);
+  // The asynchronous close, from any thread; never waits. Sends from now on throw
+  // Errc::closed. The partly filled page and every page before it go out; once the
+  // back-end has completed all of them (or the connection failed, or send_timeout passed)
+  // the connection closes and `on_closed` runs on the event-loop thread: with nullptr when
+  // every message was handed to the network, else with what went wrong. Calling it again
+  // only adds its on_closed. The socket object may be destroyed at any time after the call.
+  void close(std::function<void(const Error*)> on_closed = {});
 
   const Endpoint& remote() const noexcept;
   SocketStats stats() const noexcept;
@@ -107,9 +131,14 @@ struct HighThroughputReceiveOptions {
 
 // Listens for HighThroughputSendSockets (any number; messages of one sender keep their
 // order). Every message carries its Peer (Message::peer(), recv_each's handler), which
-// answers the sender on the same connection (Peer::try_reply). A sender sending a length beyond max_message_size, a truncated page or junk is
-// disconnected with a logged reason; other senders are not disturbed.
-// Thread-safety: recv()/try_recv() from any threads (each message goes to one caller).
+// answers the sender on the same connection (Peer::try_reply). A sender sending a length
+// beyond max_message_size, a truncated page or junk is disconnected with a logged reason;
+// other senders are not disturbed.
+// Thread-safety: recv()/try_recv() from any threads (each message goes to one caller). On
+// the event-loop thread recv() and recv_each() wait for nothing (pages arrive on that very
+// thread): they take only what is already queued, as with a zero timeout.
+// Lifetime: destroy before the Context, on any thread, also inside a callback on the
+// event-loop thread (ConnectionEvents included). Messages taken out stay valid after it.
 class HighThroughputReceiveSocket {
  public:
   HighThroughputReceiveSocket(Context& context, const Endpoint& local, HighThroughputReceiveOptions options = {});

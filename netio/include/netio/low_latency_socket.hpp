@@ -23,6 +23,7 @@ struct LowLatencySendOptions {
   std::size_t buffer_count = 64;
   // Initial size of each send buffer; a buffer grows to the largest message it carried.
   std::size_t buffer_size = 64 * 1024;
+  // How long send() waits for a free buffer, and how long a close waits for what is queued.
   std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
   Identity identity;     // declared to the receiver (its Peer); default name "HOST:PID"
   ReplyOptions replies;  // replies the receiver sends back on this connection
@@ -31,12 +32,21 @@ struct LowLatencySendOptions {
 // Connects to a LowLatencyReceiveSocket. Construction starts connecting and returns at
 // once; messages sent before the connection is up wait in the socket's buffers.
 //
-// Thread-safety: send(), try_send(), wait_connected() and stats() may be called from any
-// number of threads at once; each message stays whole and messages from one thread keep
-// their order. send() on the event-loop thread (from a receive callback) goes straight to
-// the back-end without a thread switch.
-// Lifetime: destroy before the Context. The destructor closes the connection; messages not
-// yet sent are dropped.
+// Thread-safety: every method may be called from any number of threads at once, user
+// threads and the event-loop thread (inside any callback) alike; each message stays whole
+// and messages from one thread keep their order. The socket may also be created and
+// destroyed on either.
+// On the event-loop thread nothing waits (buffers come back, and the connection comes up,
+// on that very thread): send() with every buffer in flight throws Errc::would_block at
+// once (use try_send() there); wait_connected() and wait_sent() always throw
+// Errc::would_block there (use connected(), or close(on_closed) to learn when everything
+// was sent). send() there goes straight to the back-end without a thread switch.
+// Lifetime: destroy before the Context. On a user thread the destructor is a blocking
+// close: it sends what is queued, waits up to send_timeout for the back-end to complete it
+// (logging what was lost), then closes. On the event-loop thread it waits for nothing: it
+// starts close() and returns; the connection lives on inside netio until its close ends
+// (everything sent, the connection failed, or send_timeout passed). A close still in
+// progress when the Context stops ends there, dropping what is unsent.
 class LowLatencySendSocket {
  public:
   LowLatencySendSocket(Context& context, const Endpoint& remote, LowLatencySendOptions options = {});
@@ -45,22 +55,29 @@ class LowLatencySendSocket {
   LowLatencySendSocket& operator=(const LowLatencySendSocket&) = delete;
 
   // Waits until the receiver accepted the connection. Throws netio::Error when it was
-  // refused or rejected, or Errc::timeout.
+  // refused or rejected, or Errc::timeout; Errc::would_block on the event-loop thread.
   void wait_connected(std::chrono::nanoseconds timeout);
   bool connected() const noexcept;
 
   // Copies `message` into a send buffer and hands it to the back-end. Throws netio::Error:
   // Errc::message_too_large (beyond what the receiver accepts), Errc::timeout (no buffer
-  // freed up within send_timeout), or the connection's error once it failed.
-  // On the event-loop thread (in a callback) it cannot wait, since buffers come back on
-  // that very thread: with every buffer in flight it throws Errc::timeout at once. Use
-  // try_send() there.
+  // freed up within send_timeout), Errc::would_block (on the event-loop thread, with every
+  // buffer in flight: see above), Errc::closed (after close()), or the connection's error
+  // once it failed.
   void send(std::span<const std::byte> message);
   // As send(), but returns false instead of waiting when every buffer is in flight.
   bool try_send(std::span<const std::byte> message);
   // Waits until every message sent so far was handed to the network. Throws Errc::timeout,
-  // or the connection's error if messages were lost to it.
+  // or the connection's error if messages were lost to it; Errc::would_block on the
+  // event-loop thread.
   void wait_sent(std::chrono::nanoseconds timeout);
+  // The asynchronous close, from any thread; never waits. Sends from now on throw
+  // Errc::closed. What was sent before goes out; once the back-end has completed all of it
+  // (or the connection failed, or send_timeout passed) the connection closes and
+  // `on_closed` runs on the event-loop thread: with nullptr when every message was handed
+  // to the network, else with what went wrong. Calling it again only adds its on_closed.
+  // The socket object may be destroyed at any time after the call (the close goes on).
+  void close(std::function<void(const Error*)> on_closed = {});
 
   // The next reply from the receiver (Peer::try_reply on its side), waiting up to `timeout`;
   // std::nullopt on timeout or once the connection is gone and no reply is left. Holding the
@@ -90,8 +107,13 @@ struct LowLatencyReceiveOptions {
 // thread, with the Peer it came from (connection id, declared identity; peer.try_reply()
 // answers on the same connection). The view passed to the handler is valid during the call
 // only: copy what you keep (a Peer may be copied and kept). The handler must not block for
-// long (it holds up the whole loop) and must not destroy this socket. Thread-safety:
-// local_endpoint() and stats() from any thread.
+// long (it holds up the whole loop).
+// Thread-safety: local_endpoint() and stats() from any thread.
+// Lifetime: destroy before the Context, on any thread, also inside any callback on the
+// event-loop thread, this socket's own handler and ConnectionEvents included. No handler
+// or event runs once the destructor has returned. On the event-loop thread the destructor
+// closes the listener and the connections at once and frees what may still be on the
+// stack in a later loop task.
 class LowLatencyReceiveSocket {
  public:
   // A handler taking `const Endpoint&` as its second parameter still works: a Peer converts
