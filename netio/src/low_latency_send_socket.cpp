@@ -16,8 +16,8 @@ class LowLatencySendSocket::Impl {
   Impl(Context& context, const Endpoint& remote, const LowLatencySendOptions& options)
       : options_(options),
         sender_(std::make_shared<detail::BufferSender>(
-            context, remote, detail::Hello{detail::SocketKind::low_latency_send, 0}, options.buffer_count,
-            options.buffer_size)),
+            context, remote, detail::Hello{detail::SocketKind::low_latency_send, 0}, options.identity,
+            options.replies, options.buffer_count, options.buffer_size)),
         stats_(sender_->stats()) {}
 
   // One buffer per message: waits for a free one when `wait`, copies, submits.
