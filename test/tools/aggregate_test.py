@@ -119,7 +119,7 @@ class FromResultsJsonl(unittest.TestCase):
         t = self.target("netio/raw blocking RTT median", 8)
         self.assertAlmostEqual(t["ratio"], 1.1)
         self.assertAlmostEqual(t["ratio_of_medians"], 60 / 54.5)
-        self.assertEqual(t["status"], "met")
+        self.assertEqual(t["status"], "missed")  # issue 14's one-connection target: at most 1.05
         p99 = self.target("netio/raw blocking RTT p99", 8)
         self.assertAlmostEqual(p99["ratio"], 1.1)
 

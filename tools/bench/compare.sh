@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The side-by-side benchmark of issue 5, on loopback, in one run: builds Release (installing
+# The side-by-side benchmark (issues 5 and 14), on loopback, in one run: builds Release (installing
 # missing Debian packages first), then runs netio's tools and the reference programs of
 # tools/bench (raw TCP, ZeroMQ; fi_pingpong for libfabric) over the same message sizes with
 # the same pinning (receiver/server on CPU 1, sender/client on CPU 0), repeats every point,
@@ -218,6 +218,25 @@ rtt_netio_busy() {
        "$bin/netio_pingpong" --busy-poll -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
   record rtt netio_busy "$1" "$2" "$scratch/out.json"
 }
+# netio's shape before replies: pongs on a second connection (--two-connections), to show
+# what one connection gained.
+rtt_netio_2c() {
+  pair "$bin/netio_pingpong" --server -e tcp://127.0.0.1:0 --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/netio_pingpong" --two-connections -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+  record rtt netio_2c "$1" "$2" "$scratch/out.json"
+}
+rtt_netio_busy_2c() {
+  pair "$bin/netio_pingpong" --server --busy-poll -e tcp://127.0.0.1:0 --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/netio_pingpong" --two-connections --busy-poll -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
+  record rtt netio_busy_2c "$1" "$2" "$scratch/out.json"
+}
+rtt_netio_fabric_busy_2c() {
+  [ "$fabric" = 1 ] || return 0
+  pair "$bin/netio_pingpong" --server --busy-poll -e "fabric://127.0.0.1:0?provider=tcp" --cpu "$recv_cpu" \
+       --timeout "$timeout" -- \
+       "$bin/netio_pingpong" --two-connections --busy-poll -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
+  record rtt netio_fabric_busy_2c "$1" "$2" "$scratch/out.json"
+}
 rtt_tcp() {
   pair "$bin/bench/tcp_pingpong" --server --cpu "$recv_cpu" --timeout "$timeout" -- \
        "$bin/bench/tcp_pingpong" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
@@ -300,8 +319,8 @@ rtt_fi_pingpong() {
 # in half of them, so a warm-up (or cool-down) effect on whichever runs second cancels out.
 small_sequence=(tcp tcp_paged netio zmq zmq_pubsub)
 large_sequence=(netio_fabric netio tcp netio_small_pages tcp_paged zmq zmq_pubsub)
-rtt_sequence=(zmq tcp_oneway netio tcp tcp_oneway_busy netio_busy tcp_busy
-              netio_fabric fi_oneway netio_fabric_busy fi_pingpong fi_twoway)
+rtt_sequence=(zmq tcp_oneway netio_2c netio tcp tcp_oneway_busy netio_busy_2c netio_busy tcp_busy
+              netio_fabric fi_oneway netio_fabric_busy_2c netio_fabric_busy fi_pingpong fi_twoway)
 
 # run_sequence KIND SIZE REP SYSTEM...: runs KIND_SYSTEM SIZE REP for each, in the order given
 # in odd repetitions and in reverse in even ones.
