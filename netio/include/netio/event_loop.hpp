@@ -60,8 +60,8 @@ class EventLoop {
   // after each wake-up. It is for sources with no file descriptor worth sleeping on while
   // the loop spins anyway (libfabric completion queues, read the way fi_pingpong does).
   // While pollers spin, the loop looks at its fds (sockets, connection events) only every
-  // 64th round (tens of microseconds apart): each look is an epoll_wait, and looking every
-  // 8th round made three of them per libfabric round trip, 8 % of its time. Due timers are
+  // 64th round (tens of microseconds apart): each look is an epoll_wait, which costs a round
+  // trip dearly when done often (docs/performance.md). Due timers are
   // checked every round while busy-polling (a clock read, no system call).
   // Loop thread only. A poller may remove itself.
   using PollerId = std::uint64_t;

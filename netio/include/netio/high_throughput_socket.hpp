@@ -36,8 +36,7 @@ struct HighThroughputSendOptions {
   // default_zero_copy_threshold, or two pages' capacity (1.5 MiB) where the back-end caps
   // pages (libfabric's tcp and sockets providers). There every buffer is a message of its
   // own, so a lent message costs one more, for its length, and a wait for its frames; below
-  // two pages that costs more than the copy (netio_throughput: lent 33.5 against copied
-  // 40.0 Gb/s at 1 MiB, 38.8 against 35.4 at 2 MiB).
+  // two pages that costs more than the copy (measurements: docs/performance.md).
   std::optional<std::size_t> zero_copy_threshold;
   static constexpr std::size_t default_zero_copy_threshold = 256 * 1024;
   Identity identity;     // declared to the receiver (its Peer); default name "HOST:PID"
