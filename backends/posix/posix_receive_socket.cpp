@@ -15,6 +15,7 @@ PosixReceiveSocket::PosixReceiveSocket(EventLoop& loop, SocketFd fd, Endpoint lo
       local_(std::move(local)),
       peer_(std::move(peer)),
       max_reply_size_(max_reply_size),
+      registration_(loop),
       reader_(loop, max_buffer_size, credits, peer_.to_string(),
               fmt::format("from {} to {}", peer_.to_string(), local_.to_string())) {}
 
@@ -30,9 +31,7 @@ void PosixReceiveSocket::start(Callbacks callbacks) {
   reader_callbacks.on_stall_changed = [this](bool) { update_interest(); };
   reader_callbacks.on_failed = [this](Errc code, const std::string& why) { fail(code, why); };
   reader_.start(fd_.get(), std::move(reader_callbacks));
-  interest_ = EPOLLIN;
-  loop_.add_fd(fd_.get(), interest_, [this](std::uint32_t events) { on_events(events); });
-  registered_ = true;
+  registration_.add(fd_.get(), EPOLLIN, [this](std::uint32_t events) { on_events(events); });
   if (!replies_.empty()) write_replies();
 }
 
@@ -40,11 +39,7 @@ void PosixReceiveSocket::on_events(std::uint32_t events) {
   if ((events & EPOLLOUT) && !closed_) write_replies();
   if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !closed_) {
     if (reader_.stalled()) {
-      // Not reading, yet epoll reports a hang-up (it always does): what the peer sent before
-      // may still wait in the kernel, so stop polling until a buffer comes back and the
-      // reader finds the end itself, instead of spinning on the event meanwhile.
-      loop_.remove_fd(fd_.get());
-      registered_ = false;
+      registration_.suspend();  // a hang-up while not reading: see FdRegistration
       return;
     }
     reader_.on_readable();
@@ -63,7 +58,7 @@ void PosixReceiveSocket::send_reply(Buffer* buffer) {
     return;
   }
   replies_.push(buffer);
-  if (started_ && !(interest_ & EPOLLOUT)) write_replies();
+  if (started_ && !registration_.wants_output()) write_replies();
 }
 
 void PosixReceiveSocket::write_replies() {
@@ -81,17 +76,7 @@ void PosixReceiveSocket::write_replies() {
 
 void PosixReceiveSocket::update_interest() {
   if (closed_ || !started_) return;
-  const std::uint32_t wanted = (reader_.stalled() ? 0u : std::uint32_t{EPOLLIN}) | (replies_.empty() ? 0u : std::uint32_t{EPOLLOUT});
-  if (!registered_) {
-    if (reader_.stalled()) return;  // still waiting for a buffer after a hang-up
-    interest_ = wanted;
-    loop_.add_fd(fd_.get(), interest_, [this](std::uint32_t events) { on_events(events); });
-    registered_ = true;
-    return;
-  }
-  if (wanted == interest_) return;
-  interest_ = wanted;
-  loop_.modify_fd(fd_.get(), wanted);
+  registration_.update(!reader_.stalled(), !replies_.empty());
 }
 
 void PosixReceiveSocket::fail(Errc code, const std::string& why) {
@@ -109,7 +94,7 @@ void PosixReceiveSocket::close() noexcept {
   reader_.close();
   replies_.clear();
   if (fd_) {
-    if (registered_) loop_.remove_fd(fd_.get());
+    registration_.remove();
     fd_.reset();
   }
   // callbacks_ stay: close() may run inside one of them. The state check keeps them silent.

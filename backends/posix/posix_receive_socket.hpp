@@ -7,6 +7,7 @@
 // buffer and then here, in the queue of buffers the caller handed over: never more.
 #pragma once
 
+#include "backends/posix/fd_registration.hpp"
 #include "backends/posix/frame_reader.hpp"
 #include "backends/posix/frame_writer.hpp"
 #include "backends/posix/socket_fd.hpp"
@@ -42,13 +43,12 @@ class PosixReceiveSocket final : public LowLevelReceiveSocket {
   Endpoint local_;
   Endpoint peer_;
   std::size_t max_reply_size_;
+  FdRegistration registration_;
   Callbacks callbacks_;
   FrameReader reader_;
   FrameWriter replies_;
   bool started_ = false;
-  bool registered_ = false;  // the descriptor is in the loop's epoll set
   bool closed_ = false;
-  std::uint32_t interest_ = 0;  // the epoll events asked for now
 };
 
 }  // namespace netio::posix

@@ -34,8 +34,7 @@ void PosixSendSocket::connect(const Endpoint& remote, std::span<const std::byte>
     });
     return;
   }
-  loop_.add_fd(fd_.get(), EPOLLOUT, [this](std::uint32_t events) { on_events(events); });
-  registered_ = true;
+  registration_.add(fd_.get(), EPOLLOUT, [this](std::uint32_t events) { on_events(events); });
 }
 
 void PosixSendSocket::on_events(std::uint32_t events) {
@@ -81,7 +80,7 @@ void PosixSendSocket::on_connect_completed() {
     }
     hello_written_ += static_cast<std::size_t>(n);
   }
-  loop_.modify_fd(fd_.get(), hello_written_ < hello_frame_.size() ? EPOLLOUT | EPOLLIN : EPOLLIN);
+  registration_.set(hello_written_ < hello_frame_.size() ? EPOLLOUT | EPOLLIN : EPOLLIN);
 }
 
 void PosixSendSocket::on_reply_readable() {
@@ -122,7 +121,6 @@ void PosixSendSocket::on_reply_readable() {
     replies_->start(fd_.get(), std::move(reader_callbacks));
   }
   peer_max_buffer_size_ = reply->max_buffer_size;
-  interest_ = EPOLLIN;
   update_interest();
   if (callbacks_.on_connected) callbacks_.on_connected(ConnectionInfo{remote_, reply->max_buffer_size});
   // Buffers queued before the connection was up meet the receiver's limit only now.
@@ -141,10 +139,7 @@ void PosixSendSocket::on_peer_readable() {
       replies_->on_readable();
       return;
     }
-    // Replies stalled (the caller holds all it may), yet epoll reports a hang-up: stop
-    // polling until a reply is given back and the reader finds the end itself.
-    loop_.remove_fd(fd_.get());
-    registered_ = false;
+    registration_.suspend();  // a hang-up while not reading replies: see FdRegistration
     return;
   }
   // This socket takes no replies: readable means closed, reset, or junk.
@@ -171,7 +166,7 @@ void PosixSendSocket::send(Buffer* buffer) {
   if (state_ == State::closed) return;
   if (state_ == State::connected && refuse_if_too_large(*buffer)) return;
   writer_.push(buffer);
-  if (state_ == State::connected && !(interest_ & EPOLLOUT)) write_queued();
+  if (state_ == State::connected && !registration_.wants_output()) write_queued();
 }
 
 void PosixSendSocket::write_queued() {
@@ -189,18 +184,7 @@ void PosixSendSocket::write_queued() {
 
 void PosixSendSocket::update_interest() {
   if (state_ != State::connected) return;
-  const bool reading = !replies_ || !replies_->stalled();
-  const std::uint32_t wanted = (reading ? std::uint32_t{EPOLLIN} : 0u) | (writer_.empty() ? 0u : std::uint32_t{EPOLLOUT});
-  if (!registered_) {
-    if (!reading) return;  // still waiting for a reply to come back after a hang-up
-    interest_ = wanted;
-    loop_.add_fd(fd_.get(), interest_, [this](std::uint32_t events) { on_events(events); });
-    registered_ = true;
-    return;
-  }
-  if (wanted == interest_) return;
-  interest_ = wanted;
-  loop_.modify_fd(fd_.get(), wanted);
+  registration_.update(!replies_ || !replies_->stalled(), !writer_.empty());
 }
 
 void PosixSendSocket::fail_connect(Errc code, const std::string& why) {
@@ -224,8 +208,7 @@ void PosixSendSocket::close() noexcept {
   alive_.reset();
   if (replies_) replies_->close();
   if (fd_) {
-    if (registered_) loop_.remove_fd(fd_.get());
-    registered_ = false;
+    registration_.remove();
     fd_.reset();
   }
   writer_.clear();

@@ -3,6 +3,7 @@
 // declared it takes them (accept_replies()).
 #pragma once
 
+#include "backends/posix/fd_registration.hpp"
 #include "backends/posix/frame_reader.hpp"
 #include "backends/posix/frame_writer.hpp"
 #include "backends/posix/handshake_reader.hpp"
@@ -19,7 +20,7 @@ namespace netio::posix {
 
 class PosixSendSocket final : public LowLevelSendSocket {
  public:
-  explicit PosixSendSocket(EventLoop& loop) : loop_(loop) {}
+  explicit PosixSendSocket(EventLoop& loop) : loop_(loop), registration_(loop) {}
   ~PosixSendSocket() override { close(); }
 
   void accept_replies(ReplyWindow window) override { replies_window_ = window; }
@@ -50,6 +51,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   Callbacks callbacks_;
   Endpoint remote_;
   SocketFd fd_;
+  FdRegistration registration_;
   State state_ = State::idle;
   ReplyWindow replies_window_;
   std::vector<std::byte> hello_frame_;
@@ -58,8 +60,6 @@ class PosixSendSocket final : public LowLevelSendSocket {
   std::unique_ptr<FrameReader> replies_;    // replies after that, if the socket takes any
   FrameWriter writer_;
   std::size_t peer_max_buffer_size_ = 0;    // from the accept
-  std::uint32_t interest_ = 0;              // the epoll events asked for now (connected)
-  bool registered_ = false;                 // the descriptor is in the loop's epoll set
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // for the task a failed connect() posts
 };
 

@@ -4,6 +4,8 @@
 // The buffer size is the page size of a high-throughput sender, and 0 for a low-latency one.
 #pragma once
 
+#include "netio/backend.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +19,8 @@ enum class SocketKind : std::uint8_t { low_latency_send = 1, high_throughput_sen
 
 constexpr std::uint32_t hello_magic = 0x4F49544E;  // "NTIO" in little-endian byte order
 constexpr std::uint16_t protocol_version = 2;  // 2: an introduction follows the hello (introduction.hpp)
-constexpr std::size_t hello_size = 16;  // well within netio::max_hello_size
+constexpr std::size_t hello_size = 16;
+static_assert(hello_size <= max_hello_size, "the hello must fit every back-end's connection data");
 
 struct Hello {
   SocketKind kind = SocketKind::low_latency_send;

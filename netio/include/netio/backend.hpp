@@ -60,7 +60,8 @@ namespace netio {
 
 class EventLoop;
 
-constexpr std::size_t max_hello_size = 40;
+// 48 bytes of verbs connection data, less the libfabric back-end's header and reply window.
+constexpr std::size_t max_hello_size = 36;
 
 // Where received buffers go back to. Thread-safe: give_back() may be called on any thread.
 class ReceiveBufferOwner {
