@@ -359,7 +359,7 @@ def markdown(runs, targets, bounds, failed, machine, settings):
         md.append("")
     md += ["fi_pingpong always spins: the libfabric target compares netio busy-poll with it; the blocking "
            "ratio is for information."]
-    md += ["", "### Targets of issue 5", "",
+    md += ["", "### Targets (issues 5 and 14)", "",
            "Judged on the paired ratio: the median over the repetitions of the ratio within each repetition "
            "(min–max of those ratios); beside it the medians of both systems and their ratio.", "",
            "| target | size | paired ratio | medians (system / reference) | ratio of medians | target | status |",
