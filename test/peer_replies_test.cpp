@@ -341,6 +341,18 @@ TEST_CASE("a sender that never takes its replies stalls the replier, whose memor
   CHECK(accepted < 1024);  // < 64 MiB: the window and the kernel's buffers, not 1 GiB
   CHECK(rss_after < rss_before + 128 * 1024 * 1024);
 
+  // On the event-loop thread, reply() cannot wait for room (it is made there): it says so.
+  std::optional<netio::Errc> on_loop;
+  context.loop().run_sync([&] {
+    try {
+      to.reply(reply, 10s);
+      ++accepted;  // room after all: nothing is waiting to be taken on that side
+    } catch (const netio::Error& e) {
+      on_loop = e.code();
+    }
+  });
+  CHECK(on_loop == netio::Errc::would_block);
+
   // Taking the replies makes room again, and they arrive intact, in order.
   std::size_t taken = 0;
   while (auto message = sender.recv_reply(1s)) {

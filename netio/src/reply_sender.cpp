@@ -36,9 +36,9 @@ bool ReplySender::send(std::span<const std::byte> message, bool wait, std::chron
     if (buffer == nullptr) {
       if (!wait) return false;
       if (on_loop) {
-        throw Error(Errc::timeout, fmt::format("reply() to {} on the event-loop thread with its reply window full "
-                                               "would wait forever: use try_reply() in callbacks",
-                                               peer_));
+        throw Error(Errc::would_block, fmt::format("reply() to {} on the event-loop thread with its reply window "
+                                                   "full would wait forever: use try_reply() in callbacks",
+                                                   peer_));
       }
       const auto deadline = std::chrono::steady_clock::now() + timeout;
       ++waiters_;

@@ -72,7 +72,7 @@ class Peer {
   bool try_reply(std::span<const std::byte> message) const;
   // As try_reply(), but waits up to `timeout` for room on a user thread (Errc::timeout after
   // it). On the event-loop thread it cannot wait (room is made there): it throws
-  // Errc::timeout at once when there is none; use try_reply() there.
+  // Errc::would_block at once when there is none; use try_reply() there.
   void reply(std::span<const std::byte> message,
              std::chrono::nanoseconds timeout = std::chrono::seconds(10)) const;
 
