@@ -342,7 +342,7 @@ TEST_CASE("a sender that never takes its replies stalls the replier, whose memor
   CHECK(rss_after < rss_before + 128 * 1024 * 1024);
 
   // On the event-loop thread, reply() cannot wait for room (it is made there): it says so.
-  std::optional<netio::Errc> on_loop;
+  std::optional<std::error_code> on_loop;
   context.loop().run_sync([&] {
     try {
       to.reply(reply, 10s);
@@ -351,7 +351,7 @@ TEST_CASE("a sender that never takes its replies stalls the replier, whose memor
       on_loop = e.code();
     }
   });
-  CHECK(on_loop == netio::Errc::would_block);
+  CHECK((on_loop && *on_loop == netio::Errc::would_block));
 
   // Taking the replies makes room again, and they arrive intact, in order.
   std::size_t taken = 0;
