@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
+#include <string>
+#include <utility>
 
 namespace netio::detail {
 
@@ -20,6 +23,7 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello
       introduction_bytes_(encode_introduction(identity)) {  // throws before anything is set up
   Backend& backend = context.backend(remote);
   if (shared_pages) buffer_count = shared_pages->per_connection();
+  std::optional<std::pair<std::error_code, std::string>> refused;
   submitted_.reserve(buffer_count + 1);
   draining_.reserve(buffer_count + 1);
   loop_.run_sync([&] {
@@ -27,7 +31,17 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello
     socket_->accept_replies(ReplyWindow{replies_->options().max_size, replies_->options().credits});
     // A shared pool registers with the back-end's registrar from before connect(), the same
     // for every socket of the back-end (see LowLevelSendSocket::registrar()).
-    if (shared_pages) pool_ = share_of(shared_pages, socket_->registrar(), remote_.to_string());
+    if (shared_pages) {
+      // Refused here, reported on the caller's thread below: an exception object made on the
+      // loop thread and handed across is freed there while the caller reads it.
+      try {
+        pool_ = share_of(shared_pages, socket_->registrar(), remote_.to_string());
+      } catch (const Error& e) {
+        refused = std::make_pair(e.code(), std::string(e.what()));
+        socket_.reset();
+        return;
+      }
+    }
     LowLevelSendSocket::Callbacks callbacks;
     callbacks.on_connected = [this](const ConnectionInfo& info) {
       on_connected(info);
@@ -65,6 +79,7 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello
     }
     unconnected_.push_back(&introduction_);
   });
+  if (refused) throw Error(refused->first, refused->second);
 }
 
 BufferSender::~BufferSender() {
