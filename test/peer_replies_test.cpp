@@ -2,6 +2,7 @@
 // every back-end: who sent a message (netio::Peer), and answering exactly that sender.
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "handshake.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"
 
@@ -428,4 +429,45 @@ TEST_CASE("replies: limits and a vanished sender are reported clearly", "[replie
       return e.code() == netio::Errc::disconnected;
     }
   }));
+}
+
+TEST_CASE("a connection whose first buffer is no introduction is dropped, the others go on",
+          "[identity][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context(netio::test::context_options());
+  std::atomic<int> connected{0};
+  std::atomic<int> messages{0};
+  netio::LowLatencyReceiveOptions options;
+  options.events.on_connected = [&](const netio::Peer&) { ++connected; };
+  netio::LowLatencyReceiveSocket receiver(
+      context, base, [&](std::span<const std::byte>, const netio::Peer&) { ++messages; }, options);
+
+  // A low-level sender with a valid hello whose first buffer is junk, not an introduction.
+  std::unique_ptr<netio::LowLevelSendSocket> impostor;
+  std::vector<std::byte> junk(64, std::byte{0x5A});
+  netio::Buffer buffer{junk.data(), junk.size(), junk.size()};
+  std::atomic<bool> up{false};
+  std::atomic<bool> dropped{false};
+  context.loop().run_sync([&] {
+    impostor = context.backend(receiver.local_endpoint()).make_send_socket();
+    netio::LowLevelSendSocket::Callbacks callbacks;
+    callbacks.on_connected = [&](const netio::ConnectionInfo&) {
+      up = true;
+      impostor->send(&buffer);
+    };
+    callbacks.on_connect_failed = [&](const netio::Error&) { dropped = true; };
+    callbacks.on_disconnected = [&](const netio::Error&) { dropped = true; };
+    const auto hello = netio::detail::encode_hello({netio::detail::SocketKind::low_latency_send, 0});
+    impostor->connect(receiver.local_endpoint(), hello, std::move(callbacks));
+  });
+  REQUIRE(eventually([&] { return dropped.load(); }));
+  CHECK(up);  // the hello was fine: it was the introduction that was refused
+  CHECK(receiver.stats().disconnects == 1);
+
+  // A real sender is served as usual.
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
+  sender.send(numbered(0, 0));
+  REQUIRE(eventually([&] { return messages.load() == 1; }));
+  CHECK(connected == 1);  // only the real sender was ever reported connected
+  context.loop().run_sync([&] { impostor.reset(); });
 }
