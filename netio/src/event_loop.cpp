@@ -12,6 +12,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <future>
 #include <utility>
 
@@ -197,15 +198,21 @@ void EventLoop::run_sync(const Task& task) {
   }
   std::promise<void> done;
   auto result = done.get_future();
-  post([&task, &done] {
+  // The exception goes to the caller through `failure`, not through the promise: once the
+  // handler has ended the loop thread holds no reference to it, so only the caller ever
+  // frees it (a promise's set_exception() keeps a copy that the loop thread drops later,
+  // which TSan reports against the caller reading it, libstdc++'s counts being invisible).
+  std::exception_ptr failure;
+  post([&task, &done, &failure] {
     try {
       task();
-      done.set_value();
     } catch (...) {
-      done.set_exception(std::current_exception());
+      failure = std::current_exception();
     }
+    done.set_value();
   });
   result.get();
+  if (failure) std::rethrow_exception(failure);
 }
 
 void EventLoop::drain_posted(bool read_wake_fd) {
