@@ -8,9 +8,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <optional>
-#include <string>
-#include <utility>
 
 namespace netio::detail {
 
@@ -22,8 +19,6 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello
       replies_(std::make_shared<ReplyReceiver>(std::move(replies), remote.to_string())),
       introduction_bytes_(encode_introduction(identity)) {  // throws before anything is set up
   Backend& backend = context.backend(remote);
-  if (shared_pages) buffer_count = shared_pages->per_connection();
-  std::optional<std::pair<std::error_code, std::string>> refused;
   submitted_.reserve(buffer_count + 1);
   draining_.reserve(buffer_count + 1);
   loop_.run_sync([&] {
@@ -31,17 +26,7 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello
     socket_->accept_replies(ReplyWindow{replies_->options().max_size, replies_->options().credits});
     // A shared pool registers with the back-end's registrar from before connect(), the same
     // for every socket of the back-end (see LowLevelSendSocket::registrar()).
-    if (shared_pages) {
-      // Refused here, reported on the caller's thread below: an exception object made on the
-      // loop thread and handed across is freed there while the caller reads it.
-      try {
-        pool_ = share_of(shared_pages, socket_->registrar(), remote_.to_string());
-      } catch (const Error& e) {
-        refused = std::make_pair(e.code(), std::string(e.what()));
-        socket_.reset();
-        return;
-      }
-    }
+    if (shared_pages) pool_ = share_of(shared_pages, socket_->registrar(), remote_.to_string());
     LowLevelSendSocket::Callbacks callbacks;
     callbacks.on_connected = [this](const ConnectionInfo& info) {
       on_connected(info);
@@ -79,7 +64,6 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello
     }
     unconnected_.push_back(&introduction_);
   });
-  if (refused) throw Error(refused->first, refused->second);
 }
 
 BufferSender::~BufferSender() {
@@ -112,6 +96,15 @@ Error BufferSender::would_block(std::string_view call, std::string_view advice) 
   return Error(Errc::would_block, fmt::format("{} on the send socket to {} would have to wait on the event-loop "
                                               "thread, which is the thread it waits for; {}",
                                               call, remote_.to_string(), advice));
+}
+
+void BufferSender::refuse_on_loop_thread(std::string_view call, std::string_view advice) const {
+  if (loop_.in_loop_thread()) throw would_block(call, advice);
+}
+
+void BufferSender::throw_if_unusable() const {
+  if (closing()) throw closed_error();
+  state_.throw_if_failed();
 }
 
 void BufferSender::abort(const Error& error) {

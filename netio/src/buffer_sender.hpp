@@ -45,8 +45,9 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
 
   // Connects with `hello`, then sends the introduction of `identity` ahead of everything
   // else; replies arrive as `replies` says. Buffers come from a pool of buffer_count ×
-  // buffer_size of its own, or from a share of `shared_pages` when given. Throws
-  // netio::Error for a bad identity or a shared pool of another back-end.
+  // buffer_size of its own, or from a share of `shared_pages` when given (buffer_count is
+  // then the share, shared_pages->per_connection()). Throws netio::Error for a bad identity
+  // or a shared pool of another back-end.
   BufferSender(Context& context, const Endpoint& remote, const Hello& hello, const Identity& identity,
                ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size,
                std::shared_ptr<PagePool> shared_pages = nullptr);
@@ -98,6 +99,10 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
 
   // Errc::would_block for `call`, which would have to wait on the event-loop thread.
   Error would_block(std::string_view call, std::string_view advice) const;
+  // Throws would_block(call, advice) when called on the event-loop thread.
+  void refuse_on_loop_thread(std::string_view call, std::string_view advice) const;
+  // Throws Errc::closed once close_async() started, or the connection's failure.
+  void throw_if_unusable() const;
   // Errc::closed for a send after close().
   Error closed_error() const;
 

@@ -71,13 +71,9 @@ class HighThroughputSendSocket::Impl {
     }
   }
 
-  void fail_on_loop_thread(std::string_view call, std::string_view advice) const {
-    if (sender_->loop().in_loop_thread()) throw sender_->would_block(call, advice);
-  }
-
   void throw_if_closed() const {
     if (closing_.load(std::memory_order_acquire)) throw sender_->closed_error();
-    sender_->state().throw_if_failed();
+    sender_->throw_if_unusable();
   }
 
   // Where the back-end writes each buffer with a call of its own (it caps the buffer size),
@@ -321,7 +317,7 @@ HighThroughputSendSocket::HighThroughputSendSocket(Context& context, const Endpo
 HighThroughputSendSocket::~HighThroughputSendSocket() { impl_->close_for_destructor(); }
 
 void HighThroughputSendSocket::wait_connected(std::chrono::nanoseconds timeout) {
-  impl_->fail_on_loop_thread("wait_connected()", "use connected() there");
+  impl_->sender_->refuse_on_loop_thread("wait_connected()", "use connected() there");
   impl_->sender_->state().wait_connected(timeout, impl_->sender_->remote());
 }
 bool HighThroughputSendSocket::connected() const noexcept { return impl_->sender_->state().connected(); }
@@ -329,7 +325,7 @@ void HighThroughputSendSocket::send(std::span<const std::byte> message) { impl_-
 bool HighThroughputSendSocket::try_send(std::span<const std::byte> message) { return impl_->send(message, false); }
 void HighThroughputSendSocket::flush() { impl_->flush_page(impl_->stats_.flushes_explicit()); }
 void HighThroughputSendSocket::flush_and_wait(std::chrono::nanoseconds timeout) {
-  impl_->fail_on_loop_thread("flush_and_wait()", "use flush(), or close(on_closed) to learn when everything was sent");
+  impl_->sender_->refuse_on_loop_thread("flush_and_wait()", "use flush(), or close(on_closed) to learn when everything was sent");
   flush();
   impl_->sender_->wait_idle(timeout);
 }

@@ -22,8 +22,7 @@ class LowLatencySendSocket::Impl {
 
   // One buffer per message: waits for a free one when `wait`, copies, submits.
   bool send(std::span<const std::byte> message, bool wait) {
-    if (sender_->closing()) throw sender_->closed_error();
-    sender_->state().throw_if_failed();
+    sender_->throw_if_unusable();
     if (const auto limit = sender_->state().peer_max_buffer_size(); limit != 0 && message.size() > limit) {
       throw Error(Errc::message_too_large, fmt::format("a {}-byte message is larger than {} accepts ({} bytes)",
                                                        message.size(), sender_->remote().to_string(), limit));
@@ -58,10 +57,6 @@ class LowLatencySendSocket::Impl {
     return true;
   }
 
-  void fail_on_loop_thread(std::string_view call, std::string_view advice) const {
-    if (sender_->loop().in_loop_thread()) throw sender_->would_block(call, advice);
-  }
-
   // The destructor's close: blocking on user threads, asynchronous on the loop thread
   // (sender_ lives on until its close ends).
   void close_for_destructor() noexcept {
@@ -88,7 +83,7 @@ LowLatencySendSocket::LowLatencySendSocket(Context& context, const Endpoint& rem
 LowLatencySendSocket::~LowLatencySendSocket() { impl_->close_for_destructor(); }
 
 void LowLatencySendSocket::wait_connected(std::chrono::nanoseconds timeout) {
-  impl_->fail_on_loop_thread("wait_connected()", "use connected() there");
+  impl_->sender_->refuse_on_loop_thread("wait_connected()", "use connected() there");
   impl_->sender_->state().wait_connected(timeout, impl_->sender_->remote());
 }
 bool LowLatencySendSocket::connected() const noexcept { return impl_->sender_->state().connected(); }
@@ -98,7 +93,7 @@ std::optional<Message> LowLatencySendSocket::recv_reply(std::chrono::nanoseconds
   return impl_->sender_->replies().recv(timeout);
 }
 void LowLatencySendSocket::wait_sent(std::chrono::nanoseconds timeout) {
-  impl_->fail_on_loop_thread("wait_sent()", "use close(on_closed) to learn when everything was sent");
+  impl_->sender_->refuse_on_loop_thread("wait_sent()", "use close(on_closed) to learn when everything was sent");
   impl_->sender_->wait_idle(timeout);
 }
 void LowLatencySendSocket::close(std::function<void(const Error*)> on_closed) {
