@@ -172,14 +172,14 @@ TEST_CASE("stopping a context joins the loop; posting afterwards runs inline", "
 }
 
 TEST_CASE("busy polling delivers posted work too", "[event_loop]") {
-  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}});
+  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
   std::atomic<int> ran{0};
   for (int i = 0; i < 1000; ++i) context.loop().post([&] { ++ran; });
   REQUIRE(eventually([&] { return ran == 1000; }));
 }
 
 TEST_CASE("pollers run every round while busy-polling, and may remove themselves", "[event_loop]") {
-  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}});
+  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
   netio::EventLoop& loop = context.loop();
   std::atomic<int> forever{0}, limited{0};
   netio::EventLoop::PollerId forever_id = 0;
@@ -204,7 +204,7 @@ TEST_CASE("pollers run every round while busy-polling, and may remove themselves
 }
 
 TEST_CASE("work posted while busy-polling runs, also when busy polling is switched off", "[event_loop]") {
-  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}});
+  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
   std::atomic<int> ran{0};
   for (int round = 0; round < 200; ++round) {
     context.loop().post([&] { ++ran; });
@@ -226,7 +226,7 @@ std::size_t open_fd_count() {
 // A sleeping loop (timers come from the timerfd), or a spinning one with a poller, which
 // looks at epoll only every 64th round (timers come from the check every round).
 std::unique_ptr<netio::Context> sleeping_or_spinning_context(bool spinning) {
-  auto context = std::make_unique<netio::Context>(netio::ContextOptions{.busy_poll = spinning, .cpu = std::nullopt, .wrap_backend = {}});
+  auto context = std::make_unique<netio::Context>(netio::ContextOptions{.busy_poll = spinning, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
   if (spinning) context->loop().run_sync([&] { context->loop().add_poller([] {}); });
   return context;
 }

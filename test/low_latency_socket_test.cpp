@@ -73,7 +73,7 @@ TEST_CASE("10,000 low-latency messages arrive in order", "[low_latency][integrat
   // completion queues are read (no wait fds, a poller every round): credits must still flow.
   const bool busy_poll = GENERATE(false, true);
   INFO("busy polling: " << busy_poll);
-  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}}));
+  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
   std::vector<std::uint64_t> seen;  // loop thread only until the count is reached
   std::atomic<std::size_t> count{0};
   netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const Endpoint&) {
@@ -351,8 +351,8 @@ TEST_CASE("send() on the event-loop thread never waits for buffers that only tha
 }
 
 TEST_CASE("a context refuses to pin its thread to a CPU that does not exist", "[context]") {
-  CHECK_THROWS_AS(netio::Context(netio::ContextOptions{.busy_poll = false, .cpu = 100000, .wrap_backend = {}}), netio::Error);
-  netio::Context pinned(netio::ContextOptions{.busy_poll = false, .cpu = 0, .wrap_backend = {}});
+  CHECK_THROWS_AS(netio::Context(netio::ContextOptions{.busy_poll = false, .cpu = 100000, .wrap_backend = {}, .emulation = {}}), netio::Error);
+  netio::Context pinned(netio::ContextOptions{.busy_poll = false, .cpu = 0, .wrap_backend = {}, .emulation = {}});
   int ran = 0;
   pinned.loop().run_sync([&] { ran = sched_getcpu() == 0 ? 1 : 2; });
   CHECK(ran == 1);

@@ -33,6 +33,7 @@ void pin_current_thread(int cpu) {
 }  // namespace
 
 Context::Context(ContextOptions options) : options_(std::move(options)) {
+  if (options_.emulation) emulation_ = std::make_unique<NetworkEmulation>(std::move(*options_.emulation));
   loop_.set_busy_poll(options_.busy_poll);
   std::promise<void> started;
   auto started_future = started.get_future();
@@ -80,6 +81,7 @@ Backend& Context::make_backend(std::string_view scheme, std::string_view what_fo
   loop_.run_sync([&] {
     if ((result = find_backend(scheme)) != nullptr) return;  // made by a task queued earlier
     auto made = make_registered_backend(scheme, loop_, what_for);
+    if (emulation_) made = emulation_->wrap(std::move(made), loop_);
     if (options_.wrap_backend) made = options_.wrap_backend(scheme, std::move(made), loop_);
     if (!made) throw Error(Errc::backend_error, fmt::format("cannot use {}: wrap_backend returned no back-end", what_for));
     std::lock_guard lock(backends_mutex_);

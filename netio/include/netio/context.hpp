@@ -8,6 +8,7 @@
 #pragma once
 
 #include "netio/backend.hpp"
+#include "netio/emulation.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/event_loop.hpp"
 
@@ -31,6 +32,12 @@ struct ContextOptions {
   // May throw netio::Error, which the call that needed the back-end throws.
   std::function<std::unique_ptr<Backend>(std::string_view scheme, std::unique_ptr<Backend> inner, EventLoop& loop)>
       wrap_backend;
+  // An emulated network (netio/emulation.hpp) around every back-end of the context: delays,
+  // rate limits and slow-downs, e.g. parse_emulation_spec("delay=lognormal:mean=50us,sigma=0.8").
+  // Installed with the wrap hook, innermost (wrap_backend, if any, wraps the emulated
+  // back-end). Unset: no emulation, and none can be switched on later (an empty config can:
+  // it shapes nothing until Context::emulation()->set_config()).
+  std::optional<EmulationConfig> emulation;
 };
 
 class Context {
@@ -50,6 +57,10 @@ class Context {
   Backend& backend(std::string_view scheme);
   Backend& backend(Transport transport) { return backend(to_string(transport)); }
 
+  // The emulation of ContextOptions::emulation, to change while running (later buffers use
+  // the new configuration); nullptr when the context was made without one.
+  NetworkEmulation* emulation() noexcept { return emulation_.get(); }
+
   // Stops the loop and joins its thread; sockets still alive are closed from here on.
   // Idempotent. Called by the destructor.
   void stop();
@@ -60,6 +71,7 @@ class Context {
 
   EventLoop loop_;
   ContextOptions options_;
+  std::unique_ptr<NetworkEmulation> emulation_;  // destroyed after the back-ends, before the loop
   std::mutex backends_mutex_;  // guards the map, never held while a back-end is made
   std::map<std::string, std::unique_ptr<Backend>, std::less<>> backends_;
   std::thread thread_;

@@ -1,0 +1,76 @@
+// The three sockets of the emulated back-end, each wrapping the real back-end's socket.
+// They keep the contract of netio/backend.hpp: completions in FIFO order (buffers reach the
+// real socket in the order sent), no callback after close() (close() drops what waits and
+// stops the timers), a failing connection gives every waiting buffer back (dropped, as after
+// close()). Loop thread only, as every socket.
+#pragma once
+
+#include "netio/backend.hpp"
+#include "backends/emulated/network_state.hpp"
+#include "backends/emulated/shaped_flow.hpp"
+
+#include <memory>
+#include <optional>
+
+namespace netio::emulated {
+
+class EmulatedSendSocket final : public LowLevelSendSocket {
+ public:
+  EmulatedSendSocket(std::unique_ptr<LowLevelSendSocket> inner, std::shared_ptr<NetworkState> state, EventLoop& loop);
+  ~EmulatedSendSocket() override;
+
+  void accept_replies(ReplyWindow window) override { inner_->accept_replies(window); }
+  void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
+  void send(Buffer* buffer) override;
+  MemoryRegistrar* registrar() noexcept override { return inner_->registrar(); }
+  bool sends_unregistered_memory() const noexcept override { return inner_->sends_unregistered_memory(); }
+  std::size_t efficient_buffer_size() const noexcept override { return inner_->efficient_buffer_size(); }
+  void close() noexcept override;
+
+ private:
+  std::unique_ptr<LowLevelSendSocket> inner_;
+  std::shared_ptr<NetworkState> state_;
+  EventLoop& loop_;
+  std::unique_ptr<ShapedFlow<Buffer*>> flow_;  // made by connect()
+  bool closed_ = false;
+};
+
+class EmulatedReceiveSocket final : public LowLevelReceiveSocket {
+ public:
+  EmulatedReceiveSocket(std::unique_ptr<LowLevelReceiveSocket> inner, std::shared_ptr<NetworkState> state,
+                        EventLoop& loop, const Endpoint& local);
+  ~EmulatedReceiveSocket() override;
+
+  void start(Callbacks callbacks) override;
+  const Endpoint& peer() const noexcept override { return inner_->peer(); }
+  std::size_t max_reply_size() const noexcept override { return inner_->max_reply_size(); }
+  MemoryRegistrar* reply_registrar() noexcept override { return inner_->reply_registrar(); }
+  void send_reply(Buffer* buffer) override { inner_->send_reply(buffer); }
+  void close() noexcept override;
+
+ private:
+  std::unique_ptr<LowLevelReceiveSocket> inner_;
+  std::shared_ptr<NetworkState> state_;
+  EventLoop& loop_;
+  Endpoint local_;
+  std::unique_ptr<ShapedFlow<ReceivedBuffer>> flow_;
+  bool closed_ = false;
+};
+
+class EmulatedListenSocket final : public LowLevelListenSocket {
+ public:
+  EmulatedListenSocket(std::unique_ptr<LowLevelListenSocket> inner, std::shared_ptr<NetworkState> state,
+                       EventLoop& loop)
+      : inner_(std::move(inner)), state_(std::move(state)), loop_(loop) {}
+
+  void listen(const Endpoint& local, Callbacks callbacks) override;
+  Endpoint local_endpoint() const override { return inner_->local_endpoint(); }
+  void close() noexcept override { inner_->close(); }
+
+ private:
+  std::unique_ptr<LowLevelListenSocket> inner_;
+  std::shared_ptr<NetworkState> state_;
+  EventLoop& loop_;
+};
+
+}  // namespace netio::emulated

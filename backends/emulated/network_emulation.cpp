@@ -1,0 +1,31 @@
+// NetworkEmulation: the public handle of one Context's emulation (netio/emulation.hpp).
+#include "netio/emulation.hpp"
+
+#include "backends/emulated/emulated_backend.hpp"
+#include "backends/emulated/network_state.hpp"
+
+namespace netio {
+
+NetworkEmulation::NetworkEmulation(EmulationConfig config)
+    : state_(std::make_shared<emulated::NetworkState>(std::move(config))) {}
+
+NetworkEmulation::~NetworkEmulation() = default;
+
+void NetworkEmulation::set_config(EmulationConfig config) { state_->set_config(std::move(config)); }
+
+EmulationConfig NetworkEmulation::config() const { return state_->snapshot()->config; }
+
+std::unique_ptr<Backend> NetworkEmulation::wrap(std::unique_ptr<Backend> inner, EventLoop& loop) {
+  return emulated::make_emulated_backend(std::move(inner), state_, loop);
+}
+
+NetworkEmulation::Counters NetworkEmulation::counters() const {
+  Counters c;
+  c.buffers_delayed = state_->buffers_delayed.load(std::memory_order_relaxed);
+  c.buffers_held = state_->buffers_held.load(std::memory_order_relaxed);
+  c.bytes_sent = state_->bytes_sent.load(std::memory_order_relaxed);
+  c.bytes_received = state_->bytes_received.load(std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace netio
