@@ -1,6 +1,9 @@
 // ContextOptions for the shared integration suites. With NETIO_TEST_WRAP_BACKENDS=1 in the
 // environment, every back-end is wrapped in a CountingBackend (ContextOptions::wrap_backend):
 // the suites then run unchanged through a decorator (CTest's *.wrapped_backends entry).
+// With NETIO_TEST_EMULATE=SPEC, every context runs on that emulated network
+// (netio/emulation.hpp): the suites must pass unchanged through delays and rates too (CTest's
+// *.emulated_backends entry).
 #pragma once
 
 #include "netio/context.hpp"
@@ -29,9 +32,13 @@ inline void wrap_backends_in_counters(ContextOptions& options, std::shared_ptr<B
   };
 }
 
-// `options`, plus the counting decorator when NETIO_TEST_WRAP_BACKENDS=1.
+// `options`, plus the counting decorator when NETIO_TEST_WRAP_BACKENDS=1, plus the emulated
+// network of NETIO_TEST_EMULATE when set.
 inline ContextOptions context_options(ContextOptions options = {}) {
   if (wrapping_backends()) wrap_backends_in_counters(options, wrapped_backend_counts());
+  if (const char* spec = std::getenv("NETIO_TEST_EMULATE"); spec != nullptr && !options.emulation) {
+    options.emulation = parse_emulation_spec(spec);
+  }
   return options;
 }
 
