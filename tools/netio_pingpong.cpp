@@ -38,6 +38,7 @@ struct Options {
   bool busy_poll = false;
   std::string port_file;
   CpuChoice cpu;
+  std::optional<netio::EmulationConfig> emulate;
   std::chrono::nanoseconds timeout{0};
 };
 
@@ -72,6 +73,7 @@ void add_options(CLI::App& app, Options& o) {
                "Spin the event loop instead of sleeping in epoll: lower, steadier latency, but it burns a whole "
                "core at 100 % for as long as the tool runs");
   add_cpu_option(app, o.cpu);
+  add_emulate_option(app, o.emulate);
   add_timeout_option(app, o.timeout);
   app.footer(std::string(kUnitsHelp) +
              "\n\nPings and pongs share one connection: the server answers each ping with a reply on the\n"
@@ -169,6 +171,7 @@ int run(const Options& o) {
   netio::ContextOptions context_options;
   context_options.busy_poll = o.busy_poll;
   context_options.cpu = o.cpu.loop_thread;  // where the pings are answered and sent
+  context_options.emulation = o.emulate;
   netio::Context context(context_options);
   return o.server ? run_server(context, o, deadline) : run_client(context, o, deadline);
 }

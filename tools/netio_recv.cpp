@@ -37,6 +37,7 @@ struct Options {
   std::chrono::nanoseconds interval = std::chrono::seconds(1);
   std::string port_file;
   CpuChoice cpu;
+  std::optional<netio::EmulationConfig> emulate;
   std::chrono::nanoseconds timeout{0};
 };
 
@@ -67,6 +68,7 @@ void add_options(CLI::App& app, Options& o) {
                  "Write the port listened on to FILE once listening (for scripts using port 0)")
       ->type_name("FILE");
   add_cpu_option(app, o.cpu);
+  add_emulate_option(app, o.emulate);
   add_timeout_option(app, o.timeout);
   app.footer(std::string(kUnitsHelp) +
              "\n\nThe receiver's time for a size runs from the arrival of the run's begin marker to that of its\n"
@@ -116,6 +118,7 @@ int run(const Options& o) {
 
   netio::ContextOptions context_options;
   context_options.cpu = o.cpu.loop_thread;
+  context_options.emulation = o.emulate;
   netio::Context context(context_options);
 
   BenchReceiverCallbacks callbacks;

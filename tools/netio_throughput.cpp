@@ -43,6 +43,7 @@ struct Options {
   bool verify = false;
   bool json = false;
   CpuChoice cpu;
+  std::optional<netio::EmulationConfig> emulate;
   std::chrono::nanoseconds timeout{0};
 };
 
@@ -86,6 +87,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--json", o.json, "Print one JSON document on stdout: {\"results\":[{size, messages, bytes, "
                                  "seconds, msgs_per_s, gbps}]}");
   add_cpu_option(app, o.cpu);
+  add_emulate_option(app, o.emulate);
   add_timeout_option(app, o.timeout);
   app.footer(std::string(kUnitsHelp) +
              "\n\nExit status: 0 when every run was sent, 1 on failure (connection refused, receiver gone,\n"
@@ -139,6 +141,7 @@ int run(const Options& o) {
 
   netio::ContextOptions context_options;
   context_options.cpu = o.cpu.loop_thread;
+  context_options.emulation = o.emulate;
   netio::Context context(context_options);
 
   // A connection failure escapes as netio::Error, whose message names the endpoint.

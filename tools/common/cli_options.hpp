@@ -2,6 +2,8 @@
 // the syntax of units.hpp, and the error/exit conventions.
 #pragma once
 
+#include "emulate_option.hpp"  // --emulate SPEC, for every tool
+
 #include <CLI/CLI.hpp>
 
 #include <chrono>
