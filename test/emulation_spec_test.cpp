@@ -77,7 +77,7 @@ TEST_CASE("the spec of DESIGN.md parses: log-normal delay by mean and sigma, a r
   CHECK(c.delay.shape == Approx(0.8));
   CHECK(c.delay.expected_mean() == Approx(50'000).epsilon(1e-9));
   CHECK(c.connection_rate.bytes_per_second == Approx(1.25e9));
-  CHECK(c.connection_rate.burst_bytes == 1'250'000);  // 1 ms at the rate
+  CHECK(c.connection_rate.burst_bytes == 5'000'000);  // 4 ms at the rate
   CHECK(c.shapes_anything());
   CHECK_FALSE(parse_emulation_spec("").shapes_anything());
   CHECK_FALSE(parse_emulation_spec("none").shapes_anything());

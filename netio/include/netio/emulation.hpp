@@ -47,7 +47,7 @@
 //     (a Gaussian copula: z_n = ρ z_{n-1} + √(1-ρ²) ε_n), leaving each draw's distribution
 //     as configured. clip= bounds every draw. Replies (acknowledgements, credits) are not
 //     delayed.
-//   - rate, out, in: token buckets (burst default: 1 ms at the rate, at least 64 KiB). A
+//   - rate, out, in: token buckets (burst default: 4 ms at the rate, at least 64 KiB). A
 //     buffer goes when the bucket holds min(its size, burst), and takes its size from it, so
 //     the long-run rate is exact whatever the buffer sizes. out= and in= are shared by every
 //     connection of the node (the Context), served fairly (the connection served least goes

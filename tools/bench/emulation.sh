@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The README's "Emulated network" figures, from a build directory:
+#   tools/bench/emulation.sh [BUILD_DIR] [pingpong|rate|shared|all]
+# 1. netio_pingpong over three injected delays of equal mean (50 us) and different variance:
+#    constant, uniform 0-100 us, log-normal sigma 1 (the paper's uniform vs log-normal);
+# 2. netio_throughput through a rate-limited link (rate=RATE, default 2Gbps);
+# 3. 4 netio_throughput processes into one netio_recv whose in= capacity is shared
+#    (SHARED_IN, default 10Gbps).
+# Prints JSON lines to stdout; run it under `flock /tmp/netio-bench.lock` on a shared box.
+set -euo pipefail
+build=${1:-build/release}
+what=${2:-all}
+tools="$build/tools"
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+wait_port() {  # FILE: the port a tool wrote once listening
+  for _ in $(seq 1 200); do
+    [[ -s $1 ]] && { cat "$1"; return; }
+    sleep 0.05
+  done
+  echo "no port in $1" >&2
+  exit 1
+}
+
+pingpong() {
+  "$tools/netio_pingpong" --server -e tcp://127.0.0.1:0 --port-file "$work/pp.port" --timeout 300s 2>/dev/null &
+  pids+=($!)
+  local port
+  port=$(wait_port "$work/pp.port")
+  for spec in none 'delay=constant:50us' 'delay=uniform:min=0us,max=100us' 'delay=lognormal:mean=50us,sigma=1'; do
+    local out
+    out=$("$tools/netio_pingpong" -e "tcp://127.0.0.1:$port" -s 64 -n "${ITERATIONS:-20000}" -w 1000 --json \
+          --emulate "$spec" --timeout 120s)
+    echo "{\"figure\":\"pingpong\",\"emulate\":\"$spec\",\"result\":$out}"
+  done
+}
+
+rate() {
+  local spec="rate=${RATE:-2Gbps}"
+  "$tools/netio_recv" -e tcp://127.0.0.1:0 --port-file "$work/rate.port" --json --interval 0 --timeout 120s \
+      > "$work/rate.json" &
+  local recv=$!
+  local port
+  port=$(wait_port "$work/rate.port")
+  "$tools/netio_throughput" -e "tcp://127.0.0.1:$port" -s 64KiB -t "${SECONDS_PER_RUN:-5s}" --emulate "$spec" \
+      --timeout 120s > /dev/null
+  wait "$recv"
+  echo "{\"figure\":\"rate\",\"emulate\":\"$spec\",\"receiver\":$(cat "$work/rate.json")}"
+}
+
+shared() {
+  local spec="in=${SHARED_IN:-10Gbps}"
+  # netio_recv counts one stream: here it only receives (and shapes), for as long as the
+  # senders run; each sender reports its own rate.
+  "$tools/netio_recv" -e tcp://127.0.0.1:0 --port-file "$work/shared.port" --interval 0 -n 1000000000000 \
+      --timeout "${SHARED_RECEIVER_LIFETIME:-12s}" --emulate "$spec" > /dev/null 2>&1 &
+  local recv=$!
+  local port
+  port=$(wait_port "$work/shared.port")
+  local senders=()
+  for i in 1 2 3 4; do
+    "$tools/netio_throughput" -e "tcp://127.0.0.1:$port" -s 64KiB -t "${SECONDS_PER_RUN:-5s}" --json \
+        --timeout 120s > "$work/shared_send_$i.json" &
+    senders+=($!)
+  done
+  for pid in "${senders[@]}"; do wait "$pid"; done
+  kill "$recv" 2>/dev/null || true
+  wait "$recv" 2>/dev/null || true
+  for i in 1 2 3 4; do echo "{\"figure\":\"shared\",\"emulate\":\"$spec\",\"sender\":$i,\"result\":$(cat "$work/shared_send_$i.json")}"; done
+}
+
+case $what in
+  pingpong) pingpong ;;
+  rate) rate ;;
+  shared) shared ;;
+  all) pingpong; rate; shared ;;
+  *) echo "usage: $0 [BUILD_DIR] [pingpong|rate|shared|all]" >&2; exit 2 ;;
+esac
