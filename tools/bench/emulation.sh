@@ -30,7 +30,7 @@ wait_port() {  # FILE: the port a tool wrote once listening
 }
 
 pingpong() {
-  "$tools/netio_pingpong" --server -e tcp://127.0.0.1:0 --port-file "$work/pp.port" --timeout 300s 2>/dev/null &
+  "$tools/netio_pingpong" --server -e tcp://127.0.0.1:0 --port-file "$work/pp.port" --timeout 300s >/dev/null 2>&1 &
   pids+=($!)
   local port
   port=$(wait_port "$work/pp.port")
@@ -57,23 +57,27 @@ rate() {
 
 shared() {
   local spec="in=${SHARED_IN:-10Gbps}"
-  # netio_recv counts one stream: here it only receives (and shapes), for as long as the
-  # senders run; each sender reports its own rate.
+  # netio_recv counts one stream and ends with the first end-of-stream it sees, which would
+  # cut off the other senders: here it only receives (and shapes), and the senders stop at
+  # their --timeout (reporting what they sent, without an end of stream; exit status 1).
   "$tools/netio_recv" -e tcp://127.0.0.1:0 --port-file "$work/shared.port" --interval 0 -n 1000000000000 \
-      --timeout "${SHARED_RECEIVER_LIFETIME:-12s}" --emulate "$spec" > /dev/null 2>&1 &
+      --timeout 120s --emulate "$spec" > /dev/null 2>&1 &
   local recv=$!
+  pids+=("$recv")
   local port
   port=$(wait_port "$work/shared.port")
   local senders=()
   for i in 1 2 3 4; do
-    "$tools/netio_throughput" -e "tcp://127.0.0.1:$port" -s 64KiB -t "${SECONDS_PER_RUN:-5s}" --json \
-        --timeout 120s > "$work/shared_send_$i.json" &
+    "$tools/netio_throughput" -e "tcp://127.0.0.1:$port" -s 64KiB -t 600s --timeout "${SECONDS_PER_RUN:-5s}" --json \
+        > "$work/shared_send_$i.json" 2> "$work/shared_send_$i.err" &
     senders+=($!)
   done
-  for pid in "${senders[@]}"; do wait "$pid"; done
+  for pid in "${senders[@]}"; do wait "$pid" || true; done
   kill "$recv" 2>/dev/null || true
-  wait "$recv" 2>/dev/null || true
-  for i in 1 2 3 4; do echo "{\"figure\":\"shared\",\"emulate\":\"$spec\",\"sender\":$i,\"result\":$(cat "$work/shared_send_$i.json")}"; done
+  for i in 1 2 3 4; do
+    grep -q '"gbps"' "$work/shared_send_$i.json" || { cat "$work/shared_send_$i.err" >&2; exit 1; }
+    echo "{\"figure\":\"shared\",\"emulate\":\"$spec\",\"sender\":$i,\"result\":$(cat "$work/shared_send_$i.json")}"
+  done
 }
 
 case $what in
