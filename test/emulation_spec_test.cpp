@@ -189,6 +189,16 @@ TEST_CASE("table files are parsed as tc-netem tables, bad ones rejected naming f
     for (double x : draws(c.delay, 40'000)) ++seen.at(static_cast<std::size_t>(x));
     for (int value = 1; value <= 4; ++value) CHECK(seen[value] == Approx(10'000).epsilon(0.05));
   }
+  SECTION("tc-netem's own tables, when iproute2 installed them") {
+    const std::string path = "/usr/lib/x86_64-linux-gnu/tc/normal.dist";
+    if (std::ifstream(path)) {
+      const auto c = parse_emulation_spec("delay=table:file=" + path + ",mean=50us,jitter=10us");
+      CHECK(c.delay.table.size() == 4096);
+      const auto v = draws(c.delay, 100'000);
+      CHECK(mean_of(v) == Approx(50'000).epsilon(0.01));
+      CHECK(stddev_of(v) == Approx(10'000).epsilon(0.05));
+    }
+  }
   SECTION("bad files") {
     TempFile junk("10 20\n30 thirty\n");
     CHECK_THAT(error_of("delay=table:file=" + junk.path), Catch::Contains("line 2: 'thirty' is not a number"));
