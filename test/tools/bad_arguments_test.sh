@@ -35,8 +35,13 @@ expect_failure "ht,ll" "$recv" -e tcp://127.0.0.1:0 --mode fast
 expect_failure "refused" "$pingpong" -e "tcp://127.0.0.1:$closed_port" -n 10
 expect_failure "excludes" "$pingpong" --server -e tcp://127.0.0.1:0 -s 64
 expect_failure "iterations" "$pingpong" -e tcp://127.0.0.1:5000 -n 0
+expect_failure "emulation spec 'delay=lognormal:mean=50us'" "$pingpong" -e tcp://127.0.0.1:5000 --emulate 'delay=lognormal:mean=50us'
+expect_failure "needs sigma=" "$pingpong" -e tcp://127.0.0.1:5000 --emulate 'delay=lognormal:mean=50us'
+expect_failure "not a rate unit" "$send" -e tcp://127.0.0.1:5000 -s 64 --emulate 'rate=10GB'
+expect_failure "unknown key 'speed'" "$recv" -e tcp://127.0.0.1:0 --emulate 'speed=1Gbps'
 for tool in "$recv" "$send" "$pingpong"; do
   "$tool" --help >"$WORK/help" || fail "$tool --help failed"
   grep -q -- "--timeout" "$WORK/help" || fail "$tool --help does not mention --timeout"
+  grep -q -- "--emulate" "$WORK/help" || fail "$tool --help does not mention --emulate"
 done
 echo "ok"
