@@ -126,10 +126,11 @@ class Source {
   void run(const std::function<void()>& task) { context_.loop().run_sync(task); }
 
   // Sends message `seq`: its number, then pattern bytes. Waits for a free buffer (the pool
-  // bounds what is in flight: delayed completions throttle the sender).
-  void send(std::uint64_t seq, std::size_t size) {
+  // bounds what is in flight: delayed completions throttle the sender). False when no buffer
+  // came free. Any thread (no Catch assertion in here).
+  [[nodiscard]] bool send(std::uint64_t seq, std::size_t size) {
     Buffer* buffer = pool->acquire(30s);
-    REQUIRE(buffer != nullptr);
+    if (buffer == nullptr) return false;
     pool->reserve(buffer, size);
     const auto bytes = pattern(size, seq);
     std::memcpy(buffer->data, bytes.data(), size);
@@ -139,6 +140,7 @@ class Source {
       outstanding.push_back(buffer);
       socket->send(buffer);
     });
+    return true;
   }
 
   std::unique_ptr<netio::LowLevelSendSocket> socket;
@@ -179,7 +181,7 @@ TEST_CASE("emulated: order kept under random per-buffer delays, nothing lost or 
   Sink sink(context, base);
   Source source(context, sink.local, 32);
   constexpr std::size_t count = 3000;
-  for (std::uint64_t k = 0; k < count; ++k) source.send(k, size_of(k));
+  for (std::uint64_t k = 0; k < count; ++k) REQUIRE(source.send(k, size_of(k)));
   REQUIRE(eventually([&] { return sink.received == count && source.completions == count; }, 60s));
   check_stream(sink.messages().at(0), count);
   source.run([&] { CHECK(source.in_order); });
@@ -197,12 +199,16 @@ TEST_CASE("emulated: a shared incoming capacity holds every sender and delivers 
   std::vector<std::unique_ptr<Source>> sources;
   for (std::size_t i = 0; i < senders; ++i) sources.push_back(std::make_unique<Source>(sending, sink.local, 16));
   std::vector<std::thread> threads;
+  std::atomic<int> send_failures{0};
   for (auto& s : sources) {
-    threads.emplace_back([&s] {
-      for (std::uint64_t k = 0; k < count; ++k) s->send(k, size_of(k));
+    threads.emplace_back([&s, &send_failures] {
+      for (std::uint64_t k = 0; k < count; ++k) {
+        if (!s->send(k, size_of(k))) ++send_failures;
+      }
     });
   }
   for (auto& t : threads) t.join();
+  REQUIRE(send_failures == 0);
   REQUIRE(eventually([&] { return sink.received == senders * count; }, 60s));
   const auto got = sink.messages();
   REQUIRE(got.size() == senders);
@@ -216,12 +222,12 @@ TEST_CASE("emulated: the configuration changes while running; later buffers use 
   netio::Context context(emulated(""));
   Sink sink(context, base);
   Source source(context, sink.local);
-  for (std::uint64_t k = 0; k < 100; ++k) source.send(k, size_of(k));
+  for (std::uint64_t k = 0; k < 100; ++k) REQUIRE(source.send(k, size_of(k)));
   REQUIRE(eventually([&] { return sink.received == 100; }));
   CHECK(context.emulation()->counters().buffers_delayed == 0);  // nothing to shape: straight through
 
   context.emulation()->set_spec("delay=constant:200us");
-  for (std::uint64_t k = 100; k < 200; ++k) source.send(k, size_of(k));
+  for (std::uint64_t k = 100; k < 200; ++k) REQUIRE(source.send(k, size_of(k)));
   REQUIRE(eventually([&] { return sink.received == 200; }));
   CHECK(context.emulation()->counters().buffers_delayed >= 100);
   check_stream(sink.messages().at(0), 200);
@@ -235,7 +241,7 @@ TEST_CASE("emulated: close() drops what waits, and no callback comes after it", 
   netio::Context context(emulated("delay=100ms"));
   Sink sink(context, base);
   Source source(context, sink.local);
-  for (std::uint64_t k = 0; k < 10; ++k) source.send(k, 100);
+  for (std::uint64_t k = 0; k < 10; ++k) REQUIRE(source.send(k, 100));
   source.close();
   std::this_thread::sleep_for(300ms);  // past every delay: a timer that still fired would show
   CHECK(source.completions == 0);
@@ -249,7 +255,7 @@ TEST_CASE("emulated: a disconnection comes after the data held before it", "[emu
   Sink sink(receiving, base, 64);
   auto source = std::make_unique<Source>(sending, sink.local, 64);
   constexpr std::size_t count = 60;
-  for (std::uint64_t k = 0; k < count; ++k) source->send(k, size_of(k));
+  for (std::uint64_t k = 0; k < count; ++k) REQUIRE(source->send(k, size_of(k)));
   REQUIRE(eventually([&] { return source->completions == count; }));
   source.reset();  // closes: the receiver is told once it has handed up everything held
   REQUIRE(eventually([&] { return sink.disconnects == 1; }));
