@@ -1,5 +1,7 @@
 // Faults of peers that the receiving side must count and report exactly once.
+#include "netio/backend.hpp"
 #include "netio/context.hpp"
+#include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "handshake.hpp"
 #include "introduction.hpp"
@@ -71,4 +73,73 @@ TEST_CASE("a peer dropped for a protocol error that also closed is reported disc
   context.loop().run_sync([] {});
   CHECK(disconnected == 1);
   CHECK(receiver.stats().disconnects == 1);
+}
+
+namespace {
+
+// Registers buffers of up to 4 KiB and refuses larger ones, as a fabric provider out of
+// registrable memory would.
+class SmallBuffersOnly final : public netio::MemoryRegistrar {
+ public:
+  void register_buffer(netio::Buffer& buffer) override {
+    if (buffer.capacity > 4096) throw netio::Error(netio::Errc::backend_error, "cannot register more than 4 KiB");
+  }
+  void deregister_buffer(netio::Buffer&) noexcept override {}
+};
+
+class RefusingSendSocket final : public netio::LowLevelSendSocket {
+ public:
+  explicit RefusingSendSocket(std::unique_ptr<netio::LowLevelSendSocket> inner) : inner_(std::move(inner)) {}
+  void accept_replies(netio::ReplyWindow window) override { inner_->accept_replies(window); }
+  void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override {
+    inner_->connect(remote, hello, std::move(callbacks));
+  }
+  void send(netio::Buffer* buffer) override { inner_->send(buffer); }
+  netio::MemoryRegistrar* registrar() noexcept override { return &registrar_; }
+  bool sends_unregistered_memory() const noexcept override { return inner_->sends_unregistered_memory(); }
+  std::size_t efficient_buffer_size() const noexcept override { return inner_->efficient_buffer_size(); }
+  void close() noexcept override { inner_->close(); }
+
+ private:
+  std::unique_ptr<netio::LowLevelSendSocket> inner_;
+  SmallBuffersOnly registrar_;
+};
+
+class RefusingBackend final : public netio::Backend {
+ public:
+  explicit RefusingBackend(std::unique_ptr<netio::Backend> inner) : inner_(std::move(inner)) {}
+  std::unique_ptr<netio::LowLevelSendSocket> make_send_socket() override {
+    return std::make_unique<RefusingSendSocket>(inner_->make_send_socket());
+  }
+  std::unique_ptr<netio::LowLevelListenSocket> make_listen_socket() override { return inner_->make_listen_socket(); }
+
+ private:
+  std::unique_ptr<netio::Backend> inner_;
+};
+
+}  // namespace
+
+TEST_CASE("a send buffer that cannot grow for a message goes back to the pool", "[faults][low_latency]") {
+  netio::Context receiving(netio::test::context_options());
+  std::atomic<int> received{0};
+  netio::LowLatencyReceiveSocket receiver(receiving, Endpoint::parse("tcp://127.0.0.1:0"),
+                                          [&](std::span<const std::byte>, const netio::Peer&) { ++received; });
+  netio::ContextOptions options;
+  options.wrap_backend = [](std::string_view, std::unique_ptr<netio::Backend> inner, netio::EventLoop&) {
+    return std::make_unique<RefusingBackend>(std::move(inner));
+  };
+  netio::Context sending(options);
+  netio::LowLatencySendOptions send_options;
+  send_options.buffer_count = 2;
+  send_options.buffer_size = 1024;
+  netio::LowLatencySendSocket sender(sending, receiver.local_endpoint(), send_options);
+  sender.wait_connected(10s);
+
+  const std::vector<std::byte> large(8192, std::byte{1});
+  for (int i = 0; i < 4; ++i) CHECK_THROWS_AS(sender.try_send(large), netio::Error);  // more tries than buffers
+  // Both buffers are still there for messages that fit.
+  const std::vector<std::byte> small(64, std::byte{2});
+  CHECK(sender.try_send(small));
+  CHECK(sender.try_send(small));
+  REQUIRE(eventually([&] { return received.load() == 2; }));
 }
