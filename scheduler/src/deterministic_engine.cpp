@@ -27,7 +27,10 @@ std::vector<AddressedProposal> DeterministicEngine::on_report(const MetadataRepo
   // acknowledgement, a round trip, so half of it.
   const Time end = report.start + report.duration;
   clocks_.on_report(report.input, report.interval, end, report.median_ack_latency / 2, received_at);
-  const MeasuredInterval measured{report.interval, clocks_.to_local(report.input, report.start), report.duration,
+  // The start moves into the local clock by this report's own offset, not the drift
+  // extrapolation: then it depends on nothing but this report and its arrival time, and a
+  // replica that started later (with fewer drift samples) records the same history.
+  const MeasuredInterval measured{report.interval, report.start + clocks_.offset(report.input), report.duration,
                                   report.proposed_duration};
   const auto completed = history_.add(report.input, measured);
   std::vector<AddressedProposal> out;

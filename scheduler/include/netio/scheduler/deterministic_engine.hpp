@@ -8,11 +8,14 @@
 // Determinism: the proposal of interval k is computed from the history_length complete
 // intervals ending with w = k - proposal_distance, never from whatever else this DDE holds.
 // A request that comes before interval w is complete waits (one per IE: a newer request of
-// the same IE replaces it) and is answered when w completes. So replicas fed the same
-// reports propose the same start and duration (in their own clocks, which are the same
-// when their clocks agree), whatever the arrival order, and a DDE started late proposes
-// nothing until it holds history_length consecutive complete intervals: the intervals
-// before that run on the IEs' last proposal or best-effort.
+// the same IE replaces it) and is answered when w completes. Each report's start enters the
+// history shifted by the offset computed from that same report (Eq. 2), so the history
+// depends only on the reports and their arrival times. Replicas fed the same reports thus
+// hold the same history and propose the same start and duration in the DDE clock, whatever
+// the arrival order; a DDE started late proposes nothing until it holds history_length
+// consecutive complete intervals, and then the same. (What each IE receives is that start
+// converted with the IE's offset and median drift, which a late replica has estimated from
+// fewer reports: equal when the clocks do not drift, otherwise within the drift's error.)
 #pragma once
 
 #include "netio/scheduler/clock_synchronizer.hpp"

@@ -35,6 +35,8 @@ struct SpeedUpCheck {
   double mean = 0;      // μ, in % of med_durm_hist
   double variance = 0;  // VAR, in %²
   bool applies = false;  // VAR ≤ ssu_TH
+
+  friend bool operator==(const SpeedUpCheck&, const SpeedUpCheck&) = default;
 };
 
 // A proposal in the DDE's clock, with what it was computed from (for logs and CSV files).
