@@ -171,4 +171,21 @@ TEST_CASE("scheduler DDE: a restarted DDE proposes only with history_length comp
     REQUIRE(restarted.proposal(k));
     CHECK(*restarted.proposal(k) == *running.proposal(k));
   }
+  // and the IEs receive the same (the clocks do not drift in this history)
+  for (InputIndex i = 0; i < 3; ++i) {
+    CHECK(restarted.on_request(ProposalRequest{i, 9}) == running.on_request(ProposalRequest{i, 9}));
+  }
+}
+
+TEST_CASE("scheduler DDE: a repeated report changes neither the clock offset nor the history", "[scheduler]") {
+  DeterministicEngine dde(config(2, 2));
+  const Arrival a = arrival(0, 0, 0, 100, 500);  // IE 0 runs 500 ns ahead: offset -500
+  dde.on_report(a.report, a.received_at);
+  CHECK(dde.clocks().offset(0) == -500ns);
+  CHECK(dde.on_report(a.report, a.received_at + 5'000ns).empty());  // the copy arrives much later
+  CHECK(dde.clocks().offset(0) == -500ns);
+  const Arrival b = arrival(1, 0, 0, 100);
+  dde.on_report(b.report, b.received_at);
+  REQUIRE(dde.history().find(0) != nullptr);
+  CHECK(dde.history().find(0)->start == Time{0});  // both started at DDE time 0
 }

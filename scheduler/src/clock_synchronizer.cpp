@@ -60,7 +60,10 @@ Time ClockSynchronizer::to_remote(InputIndex i, Time local) const {
   // the double holds a small number, not ns since the epoch.
   const Input& in = input(i);
   const Duration since_end = local - in.offset - in.last_end;
-  return in.last_end + scaled(1.0 / (1.0 + in.median_drift), since_end);
+  // A drift of -100 % or less is no clock (a driver fed times of different clocks): no
+  // extrapolation rather than a division by zero.
+  const double rate = 1.0 + in.median_drift;
+  return in.last_end + (rate > 0 ? scaled(1.0 / rate, since_end) : since_end);
 }
 
 }  // namespace netio::scheduler

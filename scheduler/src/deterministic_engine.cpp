@@ -26,7 +26,9 @@ std::vector<AddressedProposal> DeterministicEngine::on_report(const MetadataRepo
   // lat_i of Eq. 2 is the one-way latency of this report; the IE measured send →
   // acknowledgement, a round trip, so half of it.
   const Time end = report.start + report.duration;
-  clocks_.on_report(report.input, report.interval, end, report.median_ack_latency / 2, received_at);
+  if (!clocks_.on_report(report.input, report.interval, end, report.median_ack_latency / 2, received_at)) {
+    return {};  // a repeated (or reordered) report: its interval is in the history already
+  }
   // The start moves into the local clock by this report's own offset, not the drift
   // extrapolation: then it depends on nothing but this report and its arrival time, and a
   // replica that started later (with fewer drift samples) records the same history.

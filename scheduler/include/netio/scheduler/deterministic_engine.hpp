@@ -41,7 +41,9 @@ class DeterministicEngine {
   explicit DeterministicEngine(const SchedulerConfig& config);  // validates config
 
   // A report arrived at local time received_at. Throws netio::Error (invalid_argument) for
-  // an input out of range. Returns the proposals of waiting requests it made possible.
+  // an input out of range. Returns the proposals of waiting requests it made possible. A
+  // report not newer than the IE's last one is ignored. The DDE keeps the newest
+  // 2 * history_length + proposal_distance complete intervals.
   std::vector<AddressedProposal> on_report(const MetadataReport& report, Time received_at);
   // A request arrived. Returns its proposal when it can be computed now; nothing when it has
   // to wait for interval k - proposal_distance, or can never be answered (too old, k too
