@@ -25,20 +25,22 @@ MeasuredInterval measured(IntervalIndex j, long long start, long long duration,
 TEST_CASE("scheduler history: complete when all IEs reported; average start, median duration", "[scheduler]") {
   HistoryManager history(3, 10);
   CHECK_FALSE(history.add(0, measured(5, 1000, 500, 1000ns)));
-  CHECK_FALSE(history.add(2, measured(5, 1600, 700)));  // IE 2 ran without a proposal
+  CHECK_FALSE(history.add(2, measured(5, 1900, 700)));  // IE 2 ran without a proposal
   CHECK_FALSE(history.last_complete());
   CHECK_FALSE(history.add(2, measured(5, 9999, 9999)));  // a second report of IE 2: ignored
-  const auto unified = history.add(1, measured(5, 1300, 900, 1100ns));
+  const auto unified = history.add(1, measured(5, 1300, 1200, 1100ns));
   REQUIRE(unified);
   CHECK(unified->interval == 5);
-  CHECK(unified->start == Time{1300});    // (1000 + 1300 + 1600) / 3
-  CHECK(unified->duration == 700ns);      // median of 500 900 700
+  // chosen so that average and median differ: the start is an average (median 1300), the
+  // duration a median (average 800)
+  CHECK(unified->start == Time{1400});    // (1000 + 1300 + 1900) / 3
+  CHECK(unified->duration == 700ns);      // median of 500 1200 700
   CHECK(unified->proposed_duration == 1050ns);  // median of the two IEs that had one: 1000 1100
   CHECK(history.last_complete() == 5u);
   REQUIRE(history.find(5) != nullptr);
   CHECK(*history.find(5) == *unified);
   CHECK_FALSE(history.add(0, measured(5, 1, 1)));  // complete already: ignored
-  CHECK(history.find(5)->start == Time{1300});
+  CHECK(history.find(5)->start == Time{1400});
   CHECK_THROWS_AS(history.add(3, measured(6, 1, 1)), netio::Error);
 }
 
@@ -47,10 +49,10 @@ TEST_CASE("scheduler history: an even number of IEs takes the mean of the middle
   history.add(0, measured(0, 1000, 500));
   history.add(1, measured(0, 1001, 900));
   history.add(2, measured(0, 1002, 700));
-  const auto u = history.add(3, measured(0, 1004, 600));
+  const auto u = history.add(3, measured(0, 1009, 600));
   REQUIRE(u);
-  CHECK(u->start == Time{1001});  // 1000 + (0 + 1 + 2 + 4) / 4 = 1000 + 1
-  CHECK(u->duration == 650ns);    // 500 600 | 700 900
+  CHECK(u->start == Time{1003});  // 1000 + (0 + 1 + 2 + 9) / 4 = 1000 + 3 (the median would be 1001)
+  CHECK(u->duration == 650ns);    // 500 600 | 700 900 (the average would be 675)
   CHECK_FALSE(u->proposed_duration);
 }
 
@@ -115,16 +117,17 @@ TEST_CASE("scheduler clocks: offset lt - (tm + durm) - lat and the median drift"
   // 40,000 → 90,130: offset 50,030, sample 0; median of 0.001 0.002 0 = 0.001
   clocks.on_report(0, 3, Time{40'000}, 100ns, Time{90'130});
   CHECK(clocks.drift(0) == Approx(0.001));
-  // 50,000 → 100,170: offset 50,070, sample 0.004; the last 3 are 0.002 0 0.004: median 0.002
-  clocks.on_report(0, 4, Time{50'000}, 100ns, Time{100'170});
-  CHECK(clocks.offset(0) == 50'070ns);
+  // 50,000 → 100,230: offset 50,130, sample 0.01; the last 3 are 0.002 0 0.01: median 0.002
+  // (their mean would be 0.004, the median of all four samples 0.0015)
+  clocks.on_report(0, 4, Time{50'000}, 100ns, Time{100'230});
+  CHECK(clocks.offset(0) == 50'130ns);
   CHECK(clocks.drift(0) == Approx(0.002));
-  // IE time 60,000 → 60,000 + 50,070 + 0.002 * (60,000 - 50,000) = 110,090, and back
-  CHECK(clocks.to_local(0, Time{60'000}) == Time{110'090});
-  CHECK(clocks.to_remote(0, Time{110'090}) == Time{60'000});
+  // IE time 60,000 → 60,000 + 50,130 + 0.002 * (60,000 - 50,000) = 110,150, and back
+  CHECK(clocks.to_local(0, Time{60'000}) == Time{110'150});
+  CHECK(clocks.to_remote(0, Time{110'150}) == Time{60'000});
   // a repeated or older interval changes nothing
   CHECK_FALSE(clocks.on_report(0, 4, Time{50'000}, 100ns, Time{999'999}));
-  CHECK(clocks.offset(0) == 50'070ns);
+  CHECK(clocks.offset(0) == 50'130ns);
   CHECK_THROWS_AS(clocks.offset(1), netio::Error);
 }
 

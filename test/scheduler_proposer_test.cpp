@@ -40,17 +40,17 @@ std::vector<UnifiedInterval> window(IntervalIndex first, const std::vector<Durat
 
 TEST_CASE("scheduler proposer: proposed start and duration from the median of the window", "[scheduler]") {
   const Proposer proposer(config(4));
-  // intervals 6..9; durations sorted 1000 1100 | 1200 1300: med_durm_hist = 1150
-  // w = 9 starts at 90,000 and lasts 1300: tm_w + durm_w = 91,300
-  const auto w = window(6, {1000ns, 1200ns, 1100ns, 1300ns});
+  // intervals 6..9; durations sorted 1000 1100 | 1200 1500: med_durm_hist = 1150 (the mean
+  // would be 1200); w = 9 starts at 90,000 and lasts 1500: tm_w + durm_w = 91,500
+  const auto w = window(6, {1000ns, 1200ns, 1100ns, 1500ns});
   const ProposedInterval p11 = proposer.propose(11, w);
   CHECK(p11.interval == 11);
   CHECK(p11.median_duration == 1150ns);
-  CHECK(p11.start == Time{91'300 + 1 * 1150});  // (11 - 9 - 1) = 1 interval between
+  CHECK(p11.start == Time{91'500 + 1 * 1150});  // (11 - 9 - 1) = 1 interval between
   CHECK(p11.duration == 1150ns);                // no proposed durations: no speed-up
   CHECK_FALSE(p11.speed_up.has_value());
-  CHECK(proposer.propose(10, w).start == Time{91'300});  // the next interval starts at w's end
-  CHECK(proposer.propose(13, w).start == Time{91'300 + 3 * 1150});
+  CHECK(proposer.propose(10, w).start == Time{91'500});  // the next interval starts at w's end
+  CHECK(proposer.propose(13, w).start == Time{91'500 + 3 * 1150});
 }
 
 TEST_CASE("scheduler proposer: staged speed-up when VAR of the deviations is at most ssu_TH", "[scheduler]") {

@@ -21,6 +21,12 @@
 // (tm_j, durm_j = that time - tm_j, the median send → acknowledgement latency, the durp_j
 // paced by) and the request for the proposal of interval j + proposal_distance, which the
 // driver sends to every DDE.
+//
+// When to ask next_send() again: at `due` after wait_until (a timer), after every
+// acknowledgement after wait_for_acknowledgements, and after a taken proposal (it may move
+// the start of an interval not yet begun). Memory: each interval in flight holds n send
+// times; an acknowledgement that never comes (a dead compute node) keeps its interval in
+// flight, and below θ blocks the next one: detecting that is the driver's job.
 #pragma once
 
 #include "netio/scheduler/config.hpp"
