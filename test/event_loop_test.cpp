@@ -203,6 +203,69 @@ TEST_CASE("pollers run every round while busy-polling, and may remove themselves
   CHECK(forever == after);
 }
 
+TEST_CASE("spinning fds are reported every round for what they ask, without epoll, until removed", "[event_loop]") {
+  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
+  netio::EventLoop& loop = context.loop();
+  const int fd = ::eventfd(0, EFD_NONBLOCK);
+  REQUIRE(fd >= 0);
+  std::atomic<int> calls{0}, empty{0}, outputs{0};
+  std::atomic<std::uint64_t> read_total{0};
+  loop.run_sync([&] {
+    loop.add_fd(fd, EPOLLIN, [&](std::uint32_t events) {
+      ++calls;
+      if (events & EPOLLOUT) ++outputs;  // never asked for: must never be reported
+      std::uint64_t value = 0;
+      if (::read(fd, &value, sizeof value) == sizeof value) read_total += value;
+      else ++empty;
+    });
+    loop.spin_fd(fd, EPOLLIN | EPOLLOUT);
+  });
+  // Nothing is readable and nothing wakes the loop: only spinning calls the handler.
+  REQUIRE(eventually([&] { return empty > 10'000; }));
+  const std::uint64_t five = 5;
+  REQUIRE(::write(fd, &five, sizeof five) == sizeof five);
+  REQUIRE(eventually([&] { return read_total == 5; }));
+  CHECK(outputs == 0);
+
+  loop.run_sync([&] { loop.modify_fd(fd, 0); });  // asks for nothing: not reported
+  int before = calls;
+  loop.run_sync([] {});
+  loop.run_sync([] {});
+  CHECK(calls == before);
+  loop.run_sync([&] { loop.modify_fd(fd, EPOLLIN); });
+  REQUIRE(eventually([&] { return calls > before + 1000; }));
+
+  loop.run_sync([&] { loop.remove_fd(fd); });
+  before = calls;
+  loop.run_sync([] {});
+  loop.run_sync([] {});
+  CHECK(calls == before);
+  ::close(fd);
+}
+
+TEST_CASE("spin_fd is a no-op when the loop sleeps", "[event_loop]") {
+  netio::Context context;
+  netio::EventLoop& loop = context.loop();
+  const int fd = ::eventfd(0, EFD_NONBLOCK);
+  REQUIRE(fd >= 0);
+  std::atomic<int> calls{0};
+  loop.run_sync([&] {
+    loop.add_fd(fd, EPOLLIN, [&](std::uint32_t) {
+      ++calls;
+      std::uint64_t value = 0;
+      [[maybe_unused]] const auto n = ::read(fd, &value, sizeof value);
+    });
+    loop.spin_fd(fd, EPOLLIN);
+  });
+  std::this_thread::sleep_for(20ms);
+  CHECK(calls == 0);  // nothing readable, nothing reported
+  const std::uint64_t one = 1;
+  REQUIRE(::write(fd, &one, sizeof one) == sizeof one);
+  REQUIRE(eventually([&] { return calls == 1; }));
+  loop.run_sync([&] { loop.remove_fd(fd); });
+  ::close(fd);
+}
+
 TEST_CASE("work posted while busy-polling runs, also when busy polling is switched off", "[event_loop]") {
   netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
   std::atomic<int> ran{0};

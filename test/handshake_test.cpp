@@ -41,6 +41,10 @@ TEST_CASE("a bad hello is refused with a reason", "[handshake]") {
     bytes[6] = std::byte{99};
     refused_with(bytes, "unknown socket kind 99");
   }
+  SECTION("reserved byte not zero") {
+    bytes[7] = std::byte{1};  // a later version's flag this side would silently ignore
+    refused_with(bytes, "reserved byte 7 is 1");
+  }
   SECTION("a kind the receiver does not take") {
     try {
       expect_hello(bytes, SocketKind::high_throughput_send, "a high-throughput receive socket");

@@ -88,7 +88,9 @@ TEST_CASE("1,000,000 small messages arrive complete, in order and intact", "[hig
 
 TEST_CASE("messages of 3x the page size are split and reassembled", "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context(netio::test::context_options());
+  const bool busy_poll = GENERATE(false, true);  // large frames read straight into their buffers
+  INFO("busy polling: " << busy_poll);
+  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
   netio::HighThroughputReceiveSocket receiver(context, base);
   const std::size_t page = 64 * 1024;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(page, 4));
@@ -277,7 +279,10 @@ TEST_CASE("explicit flush sends a partly filled page at once", "[high_throughput
 TEST_CASE("a stalled receiver makes the sender wait with bounded memory; reading resumes delivery",
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context(netio::test::context_options());
+  // Busy polling: the stalled reader leaves epoll and comes back to a spinning loop.
+  const bool busy_poll = GENERATE(false, true);
+  INFO("busy polling: " << busy_poll);
+  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
   netio::HighThroughputReceiveOptions receive_options;
   receive_options.page_credits = 2;
   netio::HighThroughputReceiveSocket receiver(context, base, receive_options);

@@ -92,7 +92,10 @@ TEST_CASE("low-latency: every message carries its sender's identity, and replies
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   constexpr std::uint64_t senders = 8;
   constexpr std::uint64_t per_sender = 500;
-  netio::Context context(netio::test::context_options());
+  // Busy polling reads connections without epoll (EventLoop::spin_fd): replies must flow too.
+  const bool busy_poll = GENERATE(false, true);
+  INFO("busy polling: " << busy_poll);
+  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
 
   std::mutex mutex;
   std::map<std::uint64_t, std::set<netio::ConnectionId>> connections_of;  // sender -> ids seen
@@ -299,7 +302,10 @@ TEST_CASE("a sender that never takes its replies stalls the replier, whose memor
           "[replies][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   constexpr std::size_t reply_size = 64 * 1024;
-  netio::Context context(netio::test::context_options());
+  // Busy polling: the stalled reader's fd leaves epoll and comes back spinning.
+  const bool busy_poll = GENERATE(false, true);
+  INFO("busy polling: " << busy_poll);
+  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
   std::mutex mutex;
   std::optional<netio::Peer> peer;
   netio::LowLatencyReceiveOptions receive_options;

@@ -17,6 +17,7 @@ void FdRegistration::set(std::uint32_t events) {
     events_ = events;
     loop_.add_fd(fd_, events_, callback_);
     registered_ = true;
+    if (spin_events_ != 0) loop_.spin_fd(fd_, spin_events_);
     return;
   }
   if (events == events_) return;
@@ -27,6 +28,11 @@ void FdRegistration::set(std::uint32_t events) {
 void FdRegistration::update(bool reading, bool writing) {
   if (fd_ < 0 || (!registered_ && !reading)) return;  // suspended until the reader may read
   set((reading ? std::uint32_t{EPOLLIN} : 0u) | (writing ? std::uint32_t{EPOLLOUT} : 0u));
+}
+
+void FdRegistration::spin(std::uint32_t events) {
+  spin_events_ = events;
+  if (registered_) loop_.spin_fd(fd_, spin_events_);
 }
 
 void FdRegistration::suspend() {

@@ -31,6 +31,10 @@ class FdRegistration {
   // once `reading`.
   void update(bool reading, bool writing);
   void suspend();
+  // While the loop busy-polls, it reports `events` without asking epoll (EventLoop::spin_fd),
+  // now and after every re-registration. Only for a state whose callback takes an event
+  // that finds nothing to do.
+  void spin(std::uint32_t events);
   void remove() noexcept;
   // Whether output is asked for: a writer with this set waits for EPOLLOUT.
   bool wants_output() const noexcept;
@@ -39,6 +43,7 @@ class FdRegistration {
   EventLoop& loop_;
   int fd_ = -1;
   std::uint32_t events_ = 0;
+  std::uint32_t spin_events_ = 0;
   bool registered_ = false;
   EventLoop::FdCallback callback_;
 };

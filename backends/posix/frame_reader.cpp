@@ -101,8 +101,10 @@ FrameReader::Step FrameReader::read_once() {
   // Bytes for staging are peeked, handed on, and only then taken from the kernel (below):
   // Linux acknowledges a small pushed segment in the recv() that drains it, and on a
   // connection that carries data one way only that ACK (its transmission and, on loopback,
-  // its reception) would delay every small message's delivery by some microseconds.
-  const ssize_t n = ::recv(fd_, target, room, direct ? 0 : MSG_PEEK);
+  // its reception) would delay every small message's delivery by some microseconds. On a
+  // connection that carries traffic both ways the ACK rides on that traffic: one recv().
+  const bool peek = !direct && peek_;
+  const ssize_t n = ::recv(fd_, target, room, peek ? MSG_PEEK : 0);
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR) return Step::would_block;
     fail(Errc::disconnected, fmt::format("connection {} lost: {}", link_, errno_text(errno)));
@@ -120,7 +122,7 @@ FrameReader::Step FrameReader::read_once() {
   }
   staged_end_ += static_cast<std::size_t>(n);
   const bool consumed = consume_staged();
-  if (!closed_ && !discard_peeked(static_cast<std::size_t>(n))) return Step::done;  // now the ACK may go
+  if (peek && !closed_ && !discard_peeked(static_cast<std::size_t>(n))) return Step::done;  // now the ACK may go
   return consumed ? Step::progress : Step::stalled;
 }
 

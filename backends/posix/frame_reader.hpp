@@ -47,6 +47,9 @@ class FrameReader {
   // Reads what is there (a bounded number of reads, then others get the loop).
   void on_readable();
   bool stalled() const noexcept { return stalled_; }
+  // The connection carries traffic the other way too (replies, or the data beside them):
+  // read with one recv() instead of peeking first (see read_once()).
+  void stop_peeking() noexcept { peek_ = false; }
   // No callback after this; lent buffers stay valid. Idempotent.
   void close() noexcept;
 
@@ -70,6 +73,7 @@ class FrameReader {
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // liveness token for posted wake-ups
   bool closed_ = false;
   bool stalled_ = false;
+  bool peek_ = true;
 
   std::vector<std::byte> staging_;
   std::size_t staged_begin_ = 0;

@@ -32,6 +32,7 @@ void PosixReceiveSocket::start(Callbacks callbacks) {
   reader_callbacks.on_failed = [this](Errc code, const std::string& why) { fail(code, why); };
   reader_.start(fd_.get(), std::move(reader_callbacks));
   registration_.add(fd_.get(), EPOLLIN, [this](std::uint32_t events) { on_events(events); });
+  registration_.spin(EPOLLIN | EPOLLOUT);  // a read or write that finds nothing returns at once
   if (!replies_.empty()) write_replies();
 }
 
@@ -58,6 +59,7 @@ void PosixReceiveSocket::send_reply(Buffer* buffer) {
     return;
   }
   replies_.push(buffer);
+  reader_.stop_peeking();  // replies carry the ACKs of what this socket reads
   if (started_ && !registration_.wants_output()) write_replies();
 }
 

@@ -119,8 +119,12 @@ void PosixSendSocket::on_reply_readable() {
     reader_callbacks.on_stall_changed = [this](bool) { update_interest(); };
     reader_callbacks.on_failed = [this](Errc code, const std::string& why) { fail_connected(code, why); };
     replies_->start(fd_.get(), std::move(reader_callbacks));
+    replies_->stop_peeking();  // the data this socket sends carries the ACKs of its replies
   }
   peer_max_buffer_size_ = reply->max_buffer_size;
+  // Connected, a read or write that finds nothing returns at once. Without replies the
+  // socket reads only to notice the peer leave: not worth a recv() every round.
+  registration_.spin(replies_ ? EPOLLIN | EPOLLOUT : EPOLLOUT);
   update_interest();
   if (callbacks_.on_connected) callbacks_.on_connected(ConnectionInfo{remote_, reply->max_buffer_size});
   // Buffers queued before the connection was up meet the receiver's limit only now.

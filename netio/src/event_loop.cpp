@@ -41,6 +41,10 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::steady_clock::
 struct EventLoop::Handler {
   int fd;
   FdCallback callback;
+  std::uint32_t events = 0;       // what epoll is asked for
+  std::uint32_t spin_events = 0;  // what a spinning loop reports without asking epoll
+  bool spin_listed = false;       // in spinning_fds_
+  bool removed = false;
 };
 
 EventLoop::EventLoop() {
@@ -119,6 +123,23 @@ void EventLoop::run_pollers() {
   }
 }
 
+void EventLoop::run_spinning_fds() {
+  // By index: a callback may add spinning fds (the vector may grow meanwhile).
+  for (std::size_t i = 0; i < spinning_fds_.size(); ++i) {
+    const auto handler = spinning_fds_[i];  // keeps the callback alive if it removes itself
+    const std::uint32_t events = handler->events & handler->spin_events;
+    if (handler->removed || events == 0) continue;
+    try {
+      handler->callback(events);
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "event loop: handler for fd {} threw: {}", handler->fd, e.what());
+    }
+  }
+  if (std::exchange(spinning_fds_removed_, false)) {
+    std::erase_if(spinning_fds_, [](const auto& handler) { return handler->removed; });
+  }
+}
+
 void EventLoop::run() {
   loop_thread_.store(std::this_thread::get_id(), std::memory_order_release);
   running_.store(true, std::memory_order_release);
@@ -127,7 +148,8 @@ void EventLoop::run() {
   while (!stop_requested_.load(std::memory_order_acquire)) {
     const bool busy = busy_poll_.load(std::memory_order_seq_cst);
     if (busy && wake_pending_.load(std::memory_order_seq_cst)) drain_posted(false);
-    if (!busy || pollers_.empty() || ++round % fd_look_every == 0) {
+    const bool spinning = !pollers_.empty() || !spinning_fds_.empty();
+    if (!busy || !spinning || ++round % fd_look_every == 0) {
       const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), busy ? 0 : -1);
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -154,6 +176,7 @@ void EventLoop::run() {
       if (const auto now = Clock::now(); timer_queue_.begin()->first <= now) run_due_timers(now);
     }
     if (!pollers_.empty()) run_pollers();
+    if (busy && !spinning_fds_.empty()) run_spinning_fds();
   }
   // From here on post() runs tasks inline; what was posted before runs now, on this thread.
   {
@@ -256,7 +279,19 @@ void EventLoop::add_fd(int fd, std::uint32_t events, FdCallback callback) {
     throw system_error(errno, fmt::format("event loop: cannot watch fd {}", fd));
   }
   fd_keys_[fd] = key;
-  handlers_[key] = std::make_shared<Handler>(Handler{fd, std::move(callback)});
+  handlers_[key] = std::make_shared<Handler>(Handler{fd, std::move(callback), events});
+}
+
+void EventLoop::spin_fd(int fd, std::uint32_t events) {
+  if (!busy_poll()) return;
+  const auto it = fd_keys_.find(fd);
+  if (it == fd_keys_.end()) return;
+  const auto& handler = handlers_.at(it->second);
+  if (!handler->spin_listed && events != 0) {
+    spinning_fds_.push_back(handler);
+    handler->spin_listed = true;
+  }
+  handler->spin_events = events;  // a listed handler spinning for nothing is skipped until removed
 }
 
 void EventLoop::modify_fd(int fd, std::uint32_t events) {
@@ -268,13 +303,17 @@ void EventLoop::modify_fd(int fd, std::uint32_t events) {
   if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
     throw system_error(errno, fmt::format("event loop: cannot change events of fd {}", fd));
   }
+  handlers_.at(it->second)->events = events;
 }
 
 void EventLoop::remove_fd(int fd) {
   const auto it = fd_keys_.find(fd);
   if (it == fd_keys_.end()) return;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-  handlers_.erase(it->second);
+  const auto handler = handlers_.find(it->second);
+  if (handler->second->spin_listed) spinning_fds_removed_ = true;
+  handler->second->removed = true;
+  handlers_.erase(handler);
   fd_keys_.erase(it);
 }
 

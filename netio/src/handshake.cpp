@@ -40,6 +40,10 @@ Hello decode_hello(std::span<const std::byte> bytes) {
     throw Error(Errc::handshake_rejected, fmt::format("the peer announced an unknown socket kind {}", kind));
   }
   hello.kind = static_cast<SocketKind>(kind);
+  if (const auto reserved = static_cast<std::uint8_t>(bytes[7]); reserved != 0) {
+    throw Error(Errc::handshake_rejected,
+                fmt::format("the peer's hello is malformed: reserved byte 7 is {}, not 0", reserved));
+  }
   hello.buffer_size = load_le<std::uint64_t>(bytes.data() + 8);
   return hello;
 }

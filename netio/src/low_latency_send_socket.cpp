@@ -45,7 +45,12 @@ class LowLatencySendSocket::Impl {
                                 std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count()));
       }
     }
-    sender_->pool().reserve(buffer, message.size());
+    try {
+      sender_->pool().reserve(buffer, message.size());  // may fail to allocate or register
+    } catch (...) {
+      sender_->pool().release(buffer);
+      throw;
+    }
     if (!message.empty()) std::memcpy(buffer->data, message.data(), message.size());
     buffer->size = message.size();
     stats_.add_message(message.size());

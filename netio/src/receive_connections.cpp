@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace netio::detail {
 
 ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected,
@@ -72,6 +74,7 @@ void ReceiveConnections::on_accepted(std::unique_ptr<LowLevelReceiveSocket> sock
   // callbacks these are) goes before the node.
   socket_callbacks.on_data = [this, id, c = &connection](ReceivedBuffer buffer) { on_data(id, *c, std::move(buffer)); };
   socket_callbacks.on_disconnected = [this, id, c = &connection](const Error& error) {
+    if (std::exchange(c->gone, true)) return;
     c->replies->close();
     if (c->state) report_disconnect(id, *c, error);
     else stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
@@ -100,6 +103,7 @@ void ReceiveConnections::on_introduction(std::uint64_t id, Connection& connectio
     // Inside the socket's own callback: it may be closed here, not destroyed.
     log(LogLevel::warn, "receive socket {}: disconnecting {}: {}", local_.to_string(), connection.peer.to_string(),
         e.what());
+    connection.gone = true;
     close_connection(connection);
     stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
     forget_later(id);
@@ -133,7 +137,10 @@ void ReceiveConnections::drop(std::uint64_t connection, const std::string& why) 
   loop_.post([this, connection, why, alive = std::weak_ptr<int>(alive_)] {
     if (alive.expired()) return;
     const auto it = connections_.find(connection);
-    if (it == connections_.end()) return;
+    // Gone already: its end of file was read after the fault that asked for the drop, in
+    // the same round, and was reported then.
+    if (it == connections_.end() || it->second.gone) return;
+    it->second.gone = true;
     log(LogLevel::warn, "receive socket {}: disconnecting {}: {}", local_.to_string(), it->second.peer.to_string(), why);
     close_connection(it->second);
     if (it->second.state) {

@@ -55,6 +55,9 @@ class ReceiveConnections {
     Endpoint peer;
     std::shared_ptr<ReplySender> replies;
     std::shared_ptr<const PeerState> state;  // set by the introduction
+    // Reported disconnected (and counted): by the socket's own end, a refused introduction
+    // or drop(), whichever came first; the others then find nothing left to report.
+    bool gone = false;
   };
 
   AcceptDecision on_request(const Endpoint& peer, std::span<const std::byte> hello);

@@ -12,4 +12,5 @@ cmake -S "$source_dir" -B "$scratch/build" -DCMAKE_PREFIX_PATH="$scratch/prefix"
 cmake --build "$scratch/build" -j2 >/dev/null
 "$scratch/build/consumer_cmake"
 "$scratch/build/consumer_pkgconfig"
-echo "install check: find_package and pkg-config consumers built and ran"
+"$scratch/build/consumer_scheduler"
+echo "install check: find_package, pkg-config and scheduler consumers built and ran"

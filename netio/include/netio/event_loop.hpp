@@ -69,6 +69,13 @@ class EventLoop {
   void remove_poller(PollerId id) noexcept;
 
   void add_fd(int fd, std::uint32_t events, FdCallback callback);
+  // While busy-polling, reports `events` (EPOLLIN, EPOLLOUT) of a registered fd every round
+  // without asking epoll, whenever the fd is registered for them: the loop then reads a
+  // socket the way a raw busy-polling program calls recv(), instead of an epoll_wait per
+  // message, and looks at epoll every 64th round as with pollers. The callback must
+  // therefore take a reported event that finds nothing to do (EAGAIN). Lasts until the fd
+  // is removed; zero events stops it. A no-op when not busy-polling. Loop thread only.
+  void spin_fd(int fd, std::uint32_t events);
   void modify_fd(int fd, std::uint32_t events);
   void remove_fd(int fd);
 
@@ -115,6 +122,7 @@ class EventLoop {
   void run_due_timers(std::chrono::steady_clock::time_point now);
   void arm_timer_fd();
   void run_pollers();
+  void run_spinning_fds();
 
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
@@ -145,6 +153,8 @@ class EventLoop {
   std::vector<Poller> pollers_;  // loop thread only
   PollerId next_poller_id_ = 1;  // loop thread only
   bool pollers_removed_ = false;  // loop thread only
+  std::vector<std::shared_ptr<Handler>> spinning_fds_;  // loop thread only; see spin_fd()
+  bool spinning_fds_removed_ = false;                   // loop thread only
 
   std::mutex posted_mutex_;
   std::vector<Task> posted_;       // guarded by posted_mutex_

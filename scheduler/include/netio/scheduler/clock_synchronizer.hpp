@@ -1,0 +1,57 @@
+// The DDE's Clock Synchronizer: offset and drift of every input node's clock against the
+// local one (paper Eq. 2 and 3).
+//
+// For each report of IE i about interval j, received at local time lt:
+//   tmend_j        = tm_j + durm_j                        (IE clock)
+//   toffset_{i,j}  = lt - tmend_j - lat_i                 (local = IE + offset)
+//   drift_{i,x}    = (toffset_{i,x} - toffset_{i,x-1}) / (tmend_x - tmend_{x-1})
+//   drift_i        = median of the last history_length drift_{i,x}
+// where x-1 is the previous report of the same IE (a lost report is skipped). The offset at
+// another IE time T is extrapolated from the latest report: toffset + drift_i * (T - tmend).
+// lat_i is the one-way latency of the report; the caller passes it (the DDE uses half the
+// IE's median send → acknowledgement time).
+//
+// Reports of one IE must be fed in interval order; an older or repeated interval is ignored.
+#pragma once
+
+#include "netio/scheduler/time.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+namespace netio::scheduler {
+
+class ClockSynchronizer {
+ public:
+  ClockSynchronizer(std::uint32_t input_count, std::uint32_t history_length);
+
+  // One report of input i: the interval, its end in the IE's clock, the one-way latency and
+  // the local time the report arrived. Returns false (and changes nothing) for an interval
+  // not newer than the last one of i. Throws netio::Error (invalid_argument) for i out of range.
+  bool on_report(InputIndex i, IntervalIndex interval, Time interval_end, Duration latency, Time received_at);
+
+  bool knows(InputIndex i) const;       // at least one report of i
+  Duration offset(InputIndex i) const;  // latest toffset_{i,j}; 0 before the first report
+  double drift(InputIndex i) const;     // median drift; 0 with fewer than two reports
+
+  // IE i's clock → local clock and back, using the latest offset and the median drift.
+  Time to_local(InputIndex i, Time remote) const;
+  Time to_remote(InputIndex i, Time local) const;
+
+ private:
+  struct Input {
+    std::optional<IntervalIndex> last_interval;
+    Time last_end{0};  // tmend of the last report, IE clock
+    Duration offset{0};
+    std::deque<double> drifts;  // the last history_length drift samples, oldest first
+    double median_drift = 0;
+  };
+  const Input& input(InputIndex i) const;
+
+  std::uint32_t history_length_;
+  std::vector<Input> inputs_;
+};
+
+}  // namespace netio::scheduler

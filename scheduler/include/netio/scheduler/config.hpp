@@ -1,0 +1,56 @@
+// All parameters of the DFS engines and the best-effort credit logic, in one struct.
+//
+// Defaults are the paper's (Table I): hist_cnt 10, ssu_TH 10, ssu_pct 5 %, 10,000
+// time-slices per interval; θ 0.95 is the value of the paper's research code (the paper
+// names θ but gives no value). Every engine takes the same SchedulerConfig, and all
+// replicas of a system must use equal ones (the proposals depend on them).
+#pragma once
+
+#include <cstdint>
+
+namespace netio::scheduler {
+
+struct SchedulerConfig {
+  std::uint32_t input_count = 0;    // N input nodes (IEs); required, ≥ 1
+  std::uint32_t compute_count = 0;  // M compute nodes; required, ≥ 1
+
+  // ts_per_intvl. A round is one contribution to each compute node (M time-slices), so an
+  // interval holds rounds_per_interval() = timeslices_per_interval / M whole rounds; the
+  // remainder is dropped (as the paper's code does): see timeslices_in_interval().
+  std::uint64_t timeslices_per_interval = 10'000;
+
+  // hist_cnt: complete intervals the Proposer and the Clock Synchronizer look back on. A DDE
+  // proposes only once it holds this many consecutive complete intervals, so the first
+  // intervals run without proposals and a restarted DDE stays silent as long.
+  std::uint32_t history_length = 10;
+
+  // ssu_TH: staged speed-up applies when VAR (the paper's Eq. 1, over the deviations
+  // |durm_i - durp_i| expressed in percent of med_durm_hist) is at most this, in %².
+  double speed_up_variance_threshold = 10.0;
+
+  // ssu_pct: the staged speed-up shortens the proposed duration by this percentage, (0, 100).
+  double speed_up_percent = 5.0;
+
+  // θ: the fraction of an interval's contributions that must be acknowledged before the
+  // Input Engine starts the next interval, (0, 1].
+  double ack_threshold = 0.95;
+
+  // k - j: an IE that reports interval j asks for the proposal of interval j + distance
+  // (the paper: k ≥ j + 2). The DDE computes that proposal from the history up to
+  // interval k - distance, whatever else it holds, so replicas agree.
+  std::uint32_t proposal_distance = 2;
+
+  // Offset-based round-robin: in every round, input i sends first to compute node
+  // (i + round_offset) mod M and then to the following ones.
+  std::uint32_t round_offset = 0;
+
+  std::uint64_t rounds_per_interval() const noexcept { return timeslices_per_interval / compute_count; }
+  std::uint64_t timeslices_in_interval() const noexcept { return rounds_per_interval() * compute_count; }
+};
+
+// Throws netio::Error (std::errc::invalid_argument) naming the first bad field and its
+// value: counts of 0, fewer time-slices per interval than compute nodes, history_length 0,
+// thresholds or percentages out of range, proposal_distance < 2.
+void validate(const SchedulerConfig& config);
+
+}  // namespace netio::scheduler

@@ -1,0 +1,70 @@
+// The Distributed Deterministic Engine (DDE): History Manager, Clock Synchronizer and
+// Proposer together, driven by the control messages that arrive at one compute node.
+//
+// The driver feeds every meta-data report with the local time it arrived, and every
+// proposal request; both calls return the proposals to send now, each addressed to one IE
+// and already in that IE's clock. Nothing else happens by itself: no timers, no clock.
+//
+// Determinism: the proposal of interval k is computed from the history_length complete
+// intervals ending with w = k - proposal_distance, never from whatever else this DDE holds.
+// A request that comes before interval w is complete waits (one per IE: a newer request of
+// the same IE replaces it) and is answered when w completes. Each report's start enters the
+// history shifted by the offset computed from that same report (Eq. 2), so the history
+// depends only on the reports and their arrival times. Replicas fed the same reports thus
+// hold the same history and propose the same start and duration in the DDE clock, whatever
+// the arrival order; a DDE started late proposes nothing until it holds history_length
+// consecutive complete intervals, and then the same. (What each IE receives is that start
+// converted with the IE's offset and median drift, which a late replica has estimated from
+// fewer reports: equal when the clocks do not drift, otherwise within the drift's error.)
+#pragma once
+
+#include "netio/scheduler/clock_synchronizer.hpp"
+#include "netio/scheduler/config.hpp"
+#include "netio/scheduler/control_messages.hpp"
+#include "netio/scheduler/history_manager.hpp"
+#include "netio/scheduler/proposer.hpp"
+
+#include <optional>
+#include <vector>
+
+namespace netio::scheduler {
+
+struct AddressedProposal {
+  InputIndex input = 0;
+  Proposal proposal;  // in that IE's clock
+
+  friend bool operator==(const AddressedProposal&, const AddressedProposal&) = default;
+};
+
+class DeterministicEngine {
+ public:
+  explicit DeterministicEngine(const SchedulerConfig& config);  // validates config
+
+  // A report arrived at local time received_at. Throws netio::Error (invalid_argument) for
+  // an input out of range. Returns the proposals of waiting requests it made possible. A
+  // report not newer than the IE's last one is ignored. The DDE keeps the newest
+  // 2 * history_length + proposal_distance complete intervals.
+  std::vector<AddressedProposal> on_report(const MetadataReport& report, Time received_at);
+  // A request arrived. Returns its proposal when it can be computed now; nothing when it has
+  // to wait for interval k - proposal_distance, or can never be answered (too old, k too
+  // small, or the history lacks an interval of the window).
+  std::vector<AddressedProposal> on_request(const ProposalRequest& request);
+
+  // The proposal of interval k in this DDE's clock, when the history allows it now.
+  std::optional<ProposedInterval> proposal(IntervalIndex k) const;
+
+  const HistoryManager& history() const noexcept { return history_; }
+  const ClockSynchronizer& clocks() const noexcept { return clocks_; }
+
+ private:
+  void check_input(InputIndex i) const;
+  std::optional<AddressedProposal> answer(InputIndex i, IntervalIndex k) const;
+
+  SchedulerConfig config_;
+  ClockSynchronizer clocks_;
+  HistoryManager history_;
+  Proposer proposer_;
+  std::vector<std::optional<IntervalIndex>> waiting_;  // per IE: the interval it asked for
+};
+
+}  // namespace netio::scheduler

@@ -1,0 +1,47 @@
+#include "netio/scheduler/config.hpp"
+
+#include "netio/error.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace netio::scheduler {
+namespace {
+
+[[noreturn]] void reject(const std::string& what) {
+  throw Error(std::make_error_code(std::errc::invalid_argument), "scheduler config: " + what);
+}
+
+std::string number(double value) {
+  std::string text = std::to_string(value);
+  while (text.size() > 1 && text.back() == '0') text.pop_back();
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+void validate(const SchedulerConfig& c) {
+  if (c.input_count == 0) reject("input_count must be at least 1, not 0");
+  if (c.compute_count == 0) reject("compute_count must be at least 1, not 0");
+  if (c.timeslices_per_interval < c.compute_count) {
+    reject("timeslices_per_interval (" + std::to_string(c.timeslices_per_interval) +
+           ") must be at least compute_count (" + std::to_string(c.compute_count) + "): an interval holds whole rounds");
+  }
+  if (c.history_length == 0) reject("history_length (hist_cnt) must be at least 1, not 0");
+  if (!std::isfinite(c.speed_up_variance_threshold) || c.speed_up_variance_threshold < 0) {
+    reject("speed_up_variance_threshold (ssu_TH) must be a finite number ≥ 0, not " +
+           number(c.speed_up_variance_threshold));
+  }
+  if (!(c.speed_up_percent > 0 && c.speed_up_percent < 100)) {
+    reject("speed_up_percent (ssu_pct) must be in (0, 100), not " + number(c.speed_up_percent));
+  }
+  if (!(c.ack_threshold > 0 && c.ack_threshold <= 1)) {
+    reject("ack_threshold (θ) must be in (0, 1], not " + number(c.ack_threshold));
+  }
+  if (c.proposal_distance < 2) {
+    reject("proposal_distance (k - j) must be at least 2, not " + std::to_string(c.proposal_distance));
+  }
+}
+
+}  // namespace netio::scheduler

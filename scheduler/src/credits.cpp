@@ -1,0 +1,108 @@
+#include "netio/scheduler/credits.hpp"
+
+#include "netio/error.hpp"
+
+#include <string>
+
+namespace netio::scheduler {
+namespace {
+
+[[noreturn]] void reject(const std::string& what) {
+  throw Error(std::make_error_code(std::errc::invalid_argument), what);
+}
+
+}  // namespace
+
+std::uint32_t credits_per_input(std::uint64_t receive_buffer_bytes, std::uint32_t input_count,
+                                std::uint64_t contribution_bytes) {
+  if (input_count == 0) reject("credits: input_count must be at least 1, not 0");
+  if (contribution_bytes == 0) reject("credits: contribution_bytes must be at least 1, not 0");
+  const std::uint64_t share = receive_buffer_bytes / input_count;
+  const std::uint64_t credits = share / contribution_bytes;
+  if (credits == 0) {
+    reject("credits: a receive buffer of " + std::to_string(receive_buffer_bytes) + " bytes shared by " +
+           std::to_string(input_count) + " inputs holds no contribution of " + std::to_string(contribution_bytes) +
+           " bytes");
+  }
+  return credits > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(credits);
+}
+
+InputCredits::InputCredits(std::uint32_t compute_count, std::uint32_t credits_per_compute)
+    : granted_(credits_per_compute), available_(compute_count, credits_per_compute) {
+  if (compute_count == 0) reject("credits: compute_count must be at least 1, not 0");
+  if (credits_per_compute == 0) reject("credits: credits_per_compute must be at least 1, not 0");
+}
+
+void InputCredits::check(ComputeIndex c) const {
+  if (c >= available_.size()) {
+    reject("credits: compute node " + std::to_string(c) + " out of range (" + std::to_string(available_.size()) +
+           " compute nodes)");
+  }
+}
+
+std::uint32_t InputCredits::available(ComputeIndex c) const {
+  check(c);
+  return available_[c];
+}
+
+bool InputCredits::try_take(ComputeIndex c) {
+  check(c);
+  if (available_[c] == 0) return false;
+  --available_[c];
+  return true;
+}
+
+void InputCredits::give_back(ComputeIndex c, std::uint32_t count) {
+  check(c);
+  if (count > granted_ - available_[c]) {
+    reject("credits: compute node " + std::to_string(c) + " returned " + std::to_string(count) +
+           " credits, but only " + std::to_string(granted_ - available_[c]) + " are out");
+  }
+  available_[c] += count;
+}
+
+TimesliceCompletion::TimesliceCompletion(const SchedulerConfig& config, ComputeIndex self)
+    : input_count_((validate(config), config.input_count)), compute_count_(config.compute_count), self_(self) {
+  if (self >= compute_count_) {
+    reject("time-slice completion: compute node " + std::to_string(self) + " out of range (" +
+           std::to_string(compute_count_) + " compute nodes)");
+  }
+}
+
+bool TimesliceCompletion::on_contribution(InputIndex i, TimesliceIndex t) {
+  if (i >= input_count_) {
+    reject("time-slice completion: input " + std::to_string(i) + " out of range (" + std::to_string(input_count_) +
+           " inputs)");
+  }
+  if (t % compute_count_ != self_) {
+    reject("time-slice completion: time-slice " + std::to_string(t) + " belongs to compute node " +
+           std::to_string(t % compute_count_) + ", not " + std::to_string(self_));
+  }
+  Open& open = open_[t];
+  if (open.contributed.empty()) open.contributed.assign(input_count_, false);
+  if (open.contributed[i]) {
+    reject("time-slice completion: input " + std::to_string(i) + " contributed twice to time-slice " +
+           std::to_string(t));
+  }
+  open.contributed[i] = true;
+  return ++open.count == input_count_;
+}
+
+bool TimesliceCompletion::is_complete(TimesliceIndex t) const {
+  const auto it = open_.find(t);
+  return it != open_.end() && it->second.count == input_count_;
+}
+
+std::vector<InputIndex> TimesliceCompletion::release(TimesliceIndex t) {
+  const auto it = open_.find(t);
+  if (it == open_.end()) reject("time-slice completion: release of time-slice " + std::to_string(t) + ", never seen");
+  std::vector<InputIndex> owed;
+  owed.reserve(it->second.count);
+  for (InputIndex i = 0; i < input_count_; ++i) {
+    if (it->second.contributed[i]) owed.push_back(i);
+  }
+  open_.erase(it);
+  return owed;
+}
+
+}  // namespace netio::scheduler

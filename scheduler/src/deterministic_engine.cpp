@@ -1,0 +1,76 @@
+#include "netio/scheduler/deterministic_engine.hpp"
+
+#include "netio/error.hpp"
+
+#include <string>
+
+namespace netio::scheduler {
+
+DeterministicEngine::DeterministicEngine(const SchedulerConfig& config)
+    : config_((validate(config), config)),
+      clocks_(config.input_count, config.history_length),
+      // enough for the window of a request that waited while a few more intervals completed
+      history_(config.input_count, 2 * config.history_length + config.proposal_distance),
+      proposer_(config),
+      waiting_(config.input_count) {}
+
+void DeterministicEngine::check_input(InputIndex i) const {
+  if (i >= config_.input_count) {
+    throw Error(std::make_error_code(std::errc::invalid_argument),
+                "DDE: input " + std::to_string(i) + " out of range (" + std::to_string(config_.input_count) + " inputs)");
+  }
+}
+
+std::vector<AddressedProposal> DeterministicEngine::on_report(const MetadataReport& report, Time received_at) {
+  check_input(report.input);
+  // lat_i of Eq. 2 is the one-way latency of this report; the IE measured send →
+  // acknowledgement, a round trip, so half of it.
+  const Time end = report.start + report.duration;
+  if (!clocks_.on_report(report.input, report.interval, end, report.median_ack_latency / 2, received_at)) {
+    return {};  // a repeated (or reordered) report: its interval is in the history already
+  }
+  // The start moves into the local clock by this report's own offset, not the drift
+  // extrapolation: then it depends on nothing but this report and its arrival time, and a
+  // replica that started later (with fewer drift samples) records the same history.
+  const MeasuredInterval measured{report.interval, report.start + clocks_.offset(report.input), report.duration,
+                                  report.proposed_duration};
+  const auto completed = history_.add(report.input, measured);
+  std::vector<AddressedProposal> out;
+  if (!completed) return out;
+  for (InputIndex i = 0; i < config_.input_count; ++i) {
+    const auto k = waiting_[i];
+    if (!k || *k - config_.proposal_distance > completed->interval) continue;  // still waits
+    waiting_[i].reset();
+    if (auto p = answer(i, *k)) out.push_back(*p);
+  }
+  return out;
+}
+
+std::vector<AddressedProposal> DeterministicEngine::on_request(const ProposalRequest& request) {
+  check_input(request.input);
+  std::vector<AddressedProposal> out;
+  if (request.interval < config_.proposal_distance) return out;  // nothing to compute it from
+  const IntervalIndex w = request.interval - config_.proposal_distance;
+  const auto last = history_.last_complete();
+  if (!last || w > *last) {
+    waiting_[request.input] = request.interval;
+    return out;
+  }
+  if (auto p = answer(request.input, request.interval)) out.push_back(*p);
+  return out;
+}
+
+std::optional<ProposedInterval> DeterministicEngine::proposal(IntervalIndex k) const {
+  if (k < config_.proposal_distance) return std::nullopt;
+  const auto window = history_.window(k - config_.proposal_distance, config_.history_length);
+  if (window.empty()) return std::nullopt;
+  return proposer_.propose(k, window);
+}
+
+std::optional<AddressedProposal> DeterministicEngine::answer(InputIndex i, IntervalIndex k) const {
+  const auto p = proposal(k);
+  if (!p || !clocks_.knows(i)) return std::nullopt;
+  return AddressedProposal{i, Proposal{k, clocks_.to_remote(i, p->start), p->duration}};
+}
+
+}  // namespace netio::scheduler

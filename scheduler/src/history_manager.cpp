@@ -1,0 +1,81 @@
+#include "netio/scheduler/history_manager.hpp"
+
+#include "netio/error.hpp"
+#include "netio/scheduler/statistics.hpp"
+
+#include <string>
+
+namespace netio::scheduler {
+
+HistoryManager::HistoryManager(std::uint32_t input_count, std::uint32_t retained)
+    : input_count_(input_count), retained_(retained) {
+  if (input_count == 0 || retained == 0) {
+    throw Error(std::make_error_code(std::errc::invalid_argument), "history manager: input_count (" +
+                                                                       std::to_string(input_count) + ") and retained (" +
+                                                                       std::to_string(retained) + ") must be ≥ 1");
+  }
+}
+
+std::optional<UnifiedInterval> HistoryManager::add(InputIndex i, const MeasuredInterval& measured) {
+  if (i >= input_count_) {
+    throw Error(std::make_error_code(std::errc::invalid_argument),
+                "history manager: input " + std::to_string(i) + " out of range (" + std::to_string(input_count_) +
+                    " inputs)");
+  }
+  const IntervalIndex j = measured.interval;
+  if (complete_.contains(j)) return std::nullopt;
+  if (newest_report_ && j + retained_ < *newest_report_) return std::nullopt;  // forgotten already
+  auto& reports = pending_[j];
+  if (!reports.emplace(i, measured).second) return std::nullopt;  // the first report of an IE counts
+  if (!newest_report_ || j > *newest_report_) newest_report_ = j;
+
+  std::optional<UnifiedInterval> completed;
+  if (reports.size() == input_count_) {
+    // The maps are ordered by input, so the arithmetic below sees the same sequence whatever
+    // the arrival order was.
+    std::vector<Time> starts;
+    std::vector<Duration> durations;
+    std::vector<Duration> proposed;
+    for (const auto& [input, m] : reports) {
+      starts.push_back(m.start);
+      durations.push_back(m.duration);
+      if (m.proposed_duration) proposed.push_back(*m.proposed_duration);
+    }
+    UnifiedInterval unified{j, average(starts), median(durations), std::nullopt};
+    if (!proposed.empty()) unified.proposed_duration = median(proposed);
+    pending_.erase(j);
+    complete_.emplace(j, unified);
+    completed = unified;
+  }
+  forget_old(*newest_report_);
+  return completed;
+}
+
+void HistoryManager::forget_old(IntervalIndex newest_report) {
+  while (complete_.size() > retained_) complete_.erase(complete_.begin());
+  while (!pending_.empty() && pending_.begin()->first + retained_ < newest_report) pending_.erase(pending_.begin());
+}
+
+std::optional<IntervalIndex> HistoryManager::last_complete() const {
+  if (complete_.empty()) return std::nullopt;
+  return complete_.rbegin()->first;
+}
+
+const UnifiedInterval* HistoryManager::find(IntervalIndex interval) const {
+  const auto it = complete_.find(interval);
+  return it == complete_.end() ? nullptr : &it->second;
+}
+
+std::vector<UnifiedInterval> HistoryManager::window(IntervalIndex w, std::size_t count) const {
+  if (count == 0 || w + 1 < count) return {};
+  std::vector<UnifiedInterval> intervals;
+  intervals.reserve(count);
+  for (IntervalIndex j = w + 1 - count; j <= w; ++j) {
+    const UnifiedInterval* unified = find(j);
+    if (unified == nullptr) return {};
+    intervals.push_back(*unified);
+  }
+  return intervals;
+}
+
+}  // namespace netio::scheduler

@@ -1,0 +1,160 @@
+#include "netio/scheduler/input_engine.hpp"
+
+#include "netio/error.hpp"
+#include "netio/scheduler/statistics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace netio::scheduler {
+namespace {
+
+constexpr Time kAcknowledged = Time::min();
+
+[[noreturn]] void reject(InputIndex self, const std::string& what) {
+  throw Error(std::make_error_code(std::errc::invalid_argument), "input engine " + std::to_string(self) + ": " + what);
+}
+
+}  // namespace
+
+InputEngine::InputEngine(const SchedulerConfig& config, InputIndex self)
+    : config_(config), layout_(config), self_(self) {
+  if (self >= config.input_count) {
+    reject(self, "input index out of range (" + std::to_string(config.input_count) + " inputs)");
+  }
+  const auto n = static_cast<double>(layout_.timeslices_per_interval());
+  // ⌈θ·n⌉, at least 1; the small tolerance keeps 0.95 · 100 from becoming 96 through rounding
+  threshold_ = static_cast<std::uint64_t>(std::ceil(config.ack_threshold * n - 1e-9));
+  if (threshold_ == 0) threshold_ = 1;
+}
+
+std::optional<IntervalPlan> InputEngine::plan(IntervalIndex interval) const {
+  if (const auto it = in_flight_.find(interval); it != in_flight_.end() && it->second.sent > 0) return it->second.plan;
+  if (const auto it = proposals_.find(interval); it != proposals_.end()) {
+    return IntervalPlan{interval, it->second.start, it->second.duration, true};
+  }
+  if (last_plan_ && last_plan_->interval < interval) {
+    const auto intervals = static_cast<Duration::rep>(interval - last_plan_->interval);
+    return IntervalPlan{interval, last_plan_->start + intervals * last_plan_->duration, last_plan_->duration, false};
+  }
+  return std::nullopt;
+}
+
+Time InputEngine::due_time(const InFlight& interval, std::uint64_t place) const {
+  const IntervalPlan& plan = *interval.plan;
+  const std::uint64_t m = layout_.compute_count();
+  const Duration round_duration = plan.duration / static_cast<Duration::rep>(layout_.rounds_per_interval());  // durr_j
+  const auto round = static_cast<Duration::rep>(place / m);
+  const auto position = static_cast<Duration::rep>(place % m);
+  const Time round_start = interval.start + round_duration * round;  // tr_{j,y}
+  const Time due = round_start + round_duration * position / static_cast<Duration::rep>(m);
+  return std::min(due, plan.end());  // from the proposed end on, best-effort
+}
+
+SendDecision InputEngine::next_send(Time now) const {
+  SendDecision d;
+  const auto it = in_flight_.find(current_);
+  const std::uint64_t place = it == in_flight_.end() ? 0 : it->second.sent;
+  if (place == layout_.timeslices_per_interval()) {
+    d.action = SendDecision::Action::wait_for_acknowledgements;
+    return d;
+  }
+  // Every input sends every time-slice and intervals hold whole rounds, so the contribution
+  // at `place` of interval j is this input's contribution number j*n + place overall.
+  d.timeslice = layout_.timeslice_at(self_, layout_.first_timeslice(current_) + place);
+  d.compute = layout_.compute_of(d.timeslice);
+
+  if (place == 0) {  // the interval has not started: it starts at tp_j, or at once
+    const auto p = plan(current_);
+    if (!p || now >= p->end()) {
+      d.best_effort = true;
+      d.due = now;
+      return d;
+    }
+    d.due = p->start;
+  } else {
+    const InFlight& interval = it->second;
+    if (!interval.plan || now >= interval.plan->end()) {
+      d.best_effort = true;
+      d.due = now;
+      return d;
+    }
+    d.due = due_time(interval, place);
+  }
+  d.action = now >= d.due ? SendDecision::Action::send : SendDecision::Action::wait_until;
+  return d;
+}
+
+void InputEngine::on_sent(TimesliceIndex timeslice, Time now) {
+  const SendDecision expected = next_send(now);
+  if (expected.action == SendDecision::Action::wait_for_acknowledgements) {
+    reject(self_, "sent time-slice " + std::to_string(timeslice) + " while interval " + std::to_string(current_) +
+                      " waits for acknowledgements");
+  }
+  if (timeslice != expected.timeslice) {
+    reject(self_, "sent time-slice " + std::to_string(timeslice) + ", the next one in order is " +
+                      std::to_string(expected.timeslice));
+  }
+  InFlight& interval = in_flight_[current_];
+  if (interval.sent == 0) {  // the interval starts: tm_j, and its plan is fixed now
+    interval.start = now;
+    interval.plan = plan(current_);
+    if (interval.plan) last_plan_ = interval.plan;
+    interval.sent_at.assign(layout_.timeslices_per_interval(), Time{0});
+    interval.latencies.reserve(layout_.timeslices_per_interval());
+    proposals_.erase(proposals_.begin(), proposals_.upper_bound(current_));
+  }
+  interval.sent_at[interval.sent] = now;
+  ++interval.sent;
+  advance_if_released();
+}
+
+void InputEngine::advance_if_released() {
+  const auto it = in_flight_.find(current_);
+  if (it == in_flight_.end()) return;
+  const InFlight& interval = it->second;
+  if (interval.sent == layout_.timeslices_per_interval() && interval.acknowledged >= threshold_) ++current_;
+}
+
+std::optional<IntervalCompletion> InputEngine::on_acknowledged(TimesliceIndex timeslice, Time now) {
+  const IntervalIndex j = layout_.interval_of(timeslice);
+  const auto it = in_flight_.find(j);
+  if (it == in_flight_.end()) {
+    reject(self_, "acknowledgement of time-slice " + std::to_string(timeslice) + " of interval " + std::to_string(j) +
+                      ", which has no contribution in flight");
+  }
+  InFlight& interval = it->second;
+  const std::uint64_t place = layout_.sequence_of(self_, timeslice) - layout_.first_timeslice(j);
+  if (place >= interval.sent) reject(self_, "acknowledgement of time-slice " + std::to_string(timeslice) + ", not sent yet");
+  if (interval.sent_at[place] == kAcknowledged) {
+    reject(self_, "second acknowledgement of time-slice " + std::to_string(timeslice));
+  }
+  interval.latencies.push_back(now - interval.sent_at[place]);
+  interval.sent_at[place] = kAcknowledged;
+  ++interval.acknowledged;
+  if (j == current_) advance_if_released();
+  if (interval.acknowledged < layout_.timeslices_per_interval()) return std::nullopt;
+
+  IntervalCompletion done;
+  done.report.input = self_;
+  done.report.interval = j;
+  done.report.start = interval.start;
+  done.report.duration = now - interval.start;
+  done.report.median_ack_latency = median(std::move(interval.latencies));
+  if (interval.plan) done.report.proposed_duration = interval.plan->duration;
+  done.request = ProposalRequest{self_, j + config_.proposal_distance};
+  in_flight_.erase(it);
+  return done;
+}
+
+bool InputEngine::on_proposal(const Proposal& proposal) {
+  if (proposal.duration <= Duration::zero()) return false;
+  const auto it = in_flight_.find(current_);
+  const bool current_started = it != in_flight_.end() && it->second.sent > 0;
+  if (proposal.interval < current_ || (proposal.interval == current_ && current_started)) return false;
+  if (proposal.interval > current_ + config_.proposal_distance) return false;
+  return proposals_.emplace(proposal.interval, proposal).second;
+}
+
+}  // namespace netio::scheduler

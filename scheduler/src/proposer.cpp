@@ -1,0 +1,65 @@
+#include "netio/scheduler/proposer.hpp"
+
+#include "netio/error.hpp"
+#include "netio/scheduler/statistics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace netio::scheduler {
+
+Proposer::Proposer(const SchedulerConfig& config) : config_(config) { validate(config_); }
+
+std::optional<SpeedUpCheck> Proposer::check_speed_up(std::span<const UnifiedInterval> window,
+                                                     Duration median_duration) const {
+  if (window.empty() || median_duration <= Duration::zero()) return std::nullopt;
+  std::vector<double> deviations;  // d_i in % of med_durm_hist
+  deviations.reserve(window.size());
+  for (const UnifiedInterval& i : window) {
+    if (!i.proposed_duration) return std::nullopt;
+    const auto difference = std::abs((i.duration - *i.proposed_duration).count());
+    deviations.push_back(100.0 * static_cast<double>(difference) / static_cast<double>(median_duration.count()));
+  }
+  const auto count = static_cast<double>(window.size());  // = hist_cnt
+  SpeedUpCheck check;
+  for (const double d : deviations) check.mean += d / count;
+  for (const double d : deviations) check.variance += (d - check.mean) * (d - check.mean) / count;
+  check.applies = check.variance <= config_.speed_up_variance_threshold;
+  return check;
+}
+
+ProposedInterval Proposer::propose(IntervalIndex k, std::span<const UnifiedInterval> window) const {
+  const auto reject = [&](const std::string& what) {
+    throw Error(std::make_error_code(std::errc::invalid_argument),
+                "proposer: cannot propose interval " + std::to_string(k) + ": " + what);
+  };
+  if (window.size() != config_.history_length) {
+    reject("the window holds " + std::to_string(window.size()) + " intervals, not history_length " +
+           std::to_string(config_.history_length));
+  }
+  for (std::size_t n = 1; n < window.size(); ++n) {
+    if (window[n].interval != window[n - 1].interval + 1) reject("the window is not consecutive");
+  }
+  const UnifiedInterval& last = window.back();  // w
+  if (last.interval >= k) reject("the window ends with interval " + std::to_string(last.interval));
+
+  std::vector<Duration> durations;
+  durations.reserve(window.size());
+  for (const UnifiedInterval& i : window) durations.push_back(i.duration);
+
+  ProposedInterval p;
+  p.interval = k;
+  p.median_duration = median(std::move(durations));
+  p.start = last.end() + static_cast<Duration::rep>(k - last.interval - 1) * p.median_duration;
+  p.duration = std::max(p.median_duration, Duration{1});  // a proposal lasts at least 1 ns
+  p.speed_up = check_speed_up(window, p.median_duration);
+  if (p.speed_up && p.speed_up->applies) {
+    const double shortened = static_cast<double>(p.median_duration.count()) * (100.0 - config_.speed_up_percent) / 100.0;
+    p.duration = Duration{std::max<Duration::rep>(1, std::llround(shortened))};
+  }
+  return p;
+}
+
+}  // namespace netio::scheduler

@@ -1,0 +1,191 @@
+// The DDE: requests answered once interval k - 2 is complete, proposals in each IE's clock,
+// no proposals before history_length complete intervals (also after a restart), and replica
+// determinism under different arrival orders.
+#include "netio/error.hpp"
+#include "netio/scheduler/deterministic_engine.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <vector>
+
+using namespace netio::scheduler;
+using namespace std::chrono_literals;
+
+namespace {
+
+SchedulerConfig config(std::uint32_t inputs, std::uint32_t history) {
+  SchedulerConfig c;
+  c.input_count = inputs;
+  c.compute_count = 2;
+  c.timeslices_per_interval = 2;
+  c.history_length = history;
+  return c;  // proposal_distance 2
+}
+
+// A report as IE `input` sends it, and the DDE time it arrives.
+struct Arrival {
+  MetadataReport report;
+  Time received_at;
+};
+
+// IE `input` with clock = DDE clock + skew reports interval j (DDE-clock start and duration);
+// it measured a median acknowledgement latency of 40 ns (one way 20 ns), so the report
+// arrives 20 ns after the interval's end.
+Arrival arrival(InputIndex input, IntervalIndex j, long long start, long long duration, long long skew = 0,
+                std::optional<Duration> proposed = std::nullopt) {
+  MetadataReport r{input, j, Time{start + skew}, Duration{duration}, 40ns, proposed};
+  return {r, Time{start + duration + 20}};
+}
+
+}  // namespace
+
+TEST_CASE("scheduler DDE: a request waits for interval k - 2; the first intervals get no proposal", "[scheduler]") {
+  DeterministicEngine dde(config(2, 2));
+  // interval 0: starts 0 and 10 → 5; durations 100 140 → 120
+  CHECK(dde.on_report(arrival(0, 0, 0, 100).report, arrival(0, 0, 0, 100).received_at).empty());
+  CHECK(dde.on_request(ProposalRequest{0, 2}).empty());  // w = 0 is not complete: waits
+  // completing 0 answers nothing: the window 0 1 would need interval -1
+  CHECK(dde.on_report(arrival(1, 0, 10, 140).report, arrival(1, 0, 10, 140).received_at).empty());
+  CHECK(dde.history().last_complete() == 0u);
+  CHECK(dde.on_request(ProposalRequest{1, 2}).empty());
+  CHECK_FALSE(dde.proposal(2));
+  CHECK(dde.on_request(ProposalRequest{1, 1}).empty());  // k < 2: nothing to compute it from
+}
+
+TEST_CASE("scheduler DDE: proposals by the formula, converted to each IE's clock", "[scheduler]") {
+  DeterministicEngine dde(config(2, 2));
+  const long long skew = 1000;  // IE 1's clock runs 1000 ns ahead of the DDE's
+  const auto feed = [&](const Arrival& a) { return dde.on_report(a.report, a.received_at); };
+  // interval 0: starts 0, 10 → 5; durations 100, 140 → 120; end 125
+  feed(arrival(0, 0, 0, 100));
+  feed(arrival(1, 0, 10, 140, skew));
+  // interval 1: starts 200, 210 → 205; durations 100, 120 → 110; end 315
+  CHECK(feed(arrival(0, 1, 200, 100)).empty());
+  CHECK(dde.on_request(ProposalRequest{0, 3}).empty());  // waits for interval 1
+  const auto answered = feed(arrival(1, 1, 210, 120, skew));
+  // the window 0 1: med_durm_hist = (110 + 120) / 2 = 115; tp_3 = 315 + (3 - 1 - 1) * 115 = 430
+  REQUIRE(answered.size() == 1);
+  CHECK(answered[0] == AddressedProposal{0, Proposal{3, Time{430}, 115ns}});
+  const auto p = dde.proposal(3);
+  REQUIRE(p);
+  CHECK(p->start == Time{430});
+  CHECK(p->median_duration == 115ns);
+  // IE 1's offset: lt - (tm + durm) - lat = 330 - (1210 + 120) - 20 = -1000, so 430 is 1430 there
+  CHECK(dde.clocks().offset(1) == -1000ns);
+  CHECK(dde.on_request(ProposalRequest{1, 3}) == std::vector<AddressedProposal>{{1, Proposal{3, Time{1430}, 115ns}}});
+  // interval 2: starts 400, 400; durations 110 130 → 120; end 520; window 1 2: median 115
+  feed(arrival(0, 2, 400, 110));
+  feed(arrival(1, 2, 400, 130, skew));
+  CHECK(dde.on_request(ProposalRequest{0, 4}) == std::vector<AddressedProposal>{{0, Proposal{4, Time{635}, 115ns}}});
+  // asking further ahead: k = 5 is computed from w = 3, not from 2, so it waits
+  CHECK(dde.on_request(ProposalRequest{0, 5}).empty());
+  CHECK_THROWS_AS(dde.on_request(ProposalRequest{2, 4}), netio::Error);
+  CHECK_THROWS_AS(dde.on_report(MetadataReport{2, 0, Time{0}, 1ns, 1ns, std::nullopt}, Time{0}), netio::Error);
+}
+
+namespace {
+
+// 3 IEs, 9 intervals with irregular durations, starts and clock skews, proposals from
+// interval 3 on: the history both replicas are fed.
+std::vector<Arrival> history_of_three() {
+  std::vector<Arrival> all;
+  const long long skews[3] = {0, 250, -730};
+  for (IntervalIndex j = 0; j < 9; ++j) {
+    for (InputIndex i = 0; i < 3; ++i) {
+      const long long start = 1000 * static_cast<long long>(j) + 7 * i + (j % 3) * i;
+      const long long duration = 900 + 13 * ((j * 5 + i * 3) % 7);
+      std::optional<Duration> proposed;
+      if (j >= 3) proposed = Duration{910 + 5 * static_cast<long long>(j % 2)};
+      all.push_back(arrival(i, j, start, duration, skews[i], proposed));
+    }
+  }
+  return all;
+}
+
+std::vector<std::optional<ProposedInterval>> all_proposals(const DeterministicEngine& dde) {
+  std::vector<std::optional<ProposedInterval>> out;
+  for (IntervalIndex k = 0; k < 12; ++k) out.push_back(dde.proposal(k));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("scheduler DDE: two replicas fed the same history in different orders propose the same", "[scheduler]") {
+  const SchedulerConfig c = config(3, 3);
+  const std::vector<Arrival> history = history_of_three();
+
+  DeterministicEngine in_order(c);
+  for (const Arrival& a : history) in_order.on_report(a.report, a.received_at);
+
+  // The other replica: IEs in reverse order within an interval, and IE 2 always one interval
+  // ahead of the others (its report of j + 1 comes before theirs of j). Each IE's own reports
+  // stay in order, as on one connection.
+  std::vector<Arrival> shuffled;
+  for (IntervalIndex j = 0; j <= 9; ++j) {
+    if (j < 9) shuffled.push_back(history[j * 3 + 2]);
+    if (j > 0) {
+      shuffled.push_back(history[(j - 1) * 3 + 1]);
+      shuffled.push_back(history[(j - 1) * 3 + 0]);
+    }
+  }
+  REQUIRE(shuffled.size() == history.size());
+  DeterministicEngine reordered(c);
+  for (const Arrival& a : shuffled) reordered.on_report(a.report, a.received_at);
+
+  const auto expected = all_proposals(in_order);
+  CHECK(all_proposals(reordered) == expected);
+  // the replicas did propose: k = 5 .. 10 (w = 3 .. 8) have full windows; a DDE keeps
+  // 2 * hist_cnt + 2 = 8 complete intervals, so interval 0 (needed for k = 4) is gone
+  for (IntervalIndex k = 0; k < 12; ++k) {
+    INFO("k = " << k);
+    CHECK(expected[k].has_value() == (k >= 5 && k <= 10));
+  }
+  // and the IEs would receive the same, in their own clocks
+  for (InputIndex i = 0; i < 3; ++i) {
+    CHECK(in_order.on_request(ProposalRequest{i, 10}) == reordered.on_request(ProposalRequest{i, 10}));
+    CHECK_FALSE(in_order.on_request(ProposalRequest{i, 10}).empty());
+  }
+}
+
+TEST_CASE("scheduler DDE: a restarted DDE proposes only with history_length complete intervals, then the same",
+          "[scheduler]") {
+  const SchedulerConfig c = config(3, 3);
+  const std::vector<Arrival> history = history_of_three();
+  DeterministicEngine running(c);
+  for (const Arrival& a : history) running.on_report(a.report, a.received_at);
+
+  // The restarted replica comes up during interval 3: it misses IE 0's report of 3.
+  DeterministicEngine restarted(c);
+  for (const Arrival& a : history) {
+    if (a.report.interval < 3 || (a.report.interval == 3 && a.report.input == 0)) continue;
+    restarted.on_report(a.report, a.received_at);
+  }
+  // It holds 4 .. 8 complete. k = 6 (w = 4) and k = 7 (w = 5) would need interval 3: silent.
+  CHECK_FALSE(restarted.proposal(6));
+  CHECK_FALSE(restarted.proposal(7));
+  CHECK(restarted.on_request(ProposalRequest{1, 7}).empty());
+  REQUIRE(running.proposal(7));
+  // From w = 6 (window 4 5 6) on, it proposes exactly what the running replica proposes.
+  for (IntervalIndex k = 8; k <= 10; ++k) {
+    REQUIRE(restarted.proposal(k));
+    CHECK(*restarted.proposal(k) == *running.proposal(k));
+  }
+  // and the IEs receive the same (the clocks do not drift in this history)
+  for (InputIndex i = 0; i < 3; ++i) {
+    CHECK(restarted.on_request(ProposalRequest{i, 9}) == running.on_request(ProposalRequest{i, 9}));
+  }
+}
+
+TEST_CASE("scheduler DDE: a repeated report changes neither the clock offset nor the history", "[scheduler]") {
+  DeterministicEngine dde(config(2, 2));
+  const Arrival a = arrival(0, 0, 0, 100, 500);  // IE 0 runs 500 ns ahead: offset -500
+  dde.on_report(a.report, a.received_at);
+  CHECK(dde.clocks().offset(0) == -500ns);
+  CHECK(dde.on_report(a.report, a.received_at + 5'000ns).empty());  // the copy arrives much later
+  CHECK(dde.clocks().offset(0) == -500ns);
+  const Arrival b = arrival(1, 0, 0, 100);
+  dde.on_report(b.report, b.received_at);
+  REQUIRE(dde.history().find(0) != nullptr);
+  CHECK(dde.history().find(0)->start == Time{0});  // both started at DDE time 0
+}

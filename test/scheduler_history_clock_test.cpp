@@ -1,0 +1,141 @@
+// The History Manager (completion, average start, median duration, independence of arrival
+// order, bounded memory) and the Clock Synchronizer (offset, drift, conversions).
+#include "netio/error.hpp"
+#include "netio/scheduler/clock_synchronizer.hpp"
+#include "netio/scheduler/history_manager.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+using namespace netio::scheduler;
+using namespace std::chrono_literals;
+
+namespace {
+
+MeasuredInterval measured(IntervalIndex j, long long start, long long duration,
+                          std::optional<Duration> proposed = std::nullopt) {
+  return {j, Time{start}, Duration{duration}, proposed};
+}
+
+}  // namespace
+
+TEST_CASE("scheduler history: complete when all IEs reported; average start, median duration", "[scheduler]") {
+  HistoryManager history(3, 10);
+  CHECK_FALSE(history.add(0, measured(5, 1000, 500, 1000ns)));
+  CHECK_FALSE(history.add(2, measured(5, 1900, 700)));  // IE 2 ran without a proposal
+  CHECK_FALSE(history.last_complete());
+  CHECK_FALSE(history.add(2, measured(5, 9999, 9999)));  // a second report of IE 2: ignored
+  const auto unified = history.add(1, measured(5, 1300, 1200, 1100ns));
+  REQUIRE(unified);
+  CHECK(unified->interval == 5);
+  // chosen so that average and median differ: the start is an average (median 1300), the
+  // duration a median (average 800)
+  CHECK(unified->start == Time{1400});    // (1000 + 1300 + 1900) / 3
+  CHECK(unified->duration == 700ns);      // median of 500 1200 700
+  CHECK(unified->proposed_duration == 1050ns);  // median of the two IEs that had one: 1000 1100
+  CHECK(history.last_complete() == 5u);
+  REQUIRE(history.find(5) != nullptr);
+  CHECK(*history.find(5) == *unified);
+  CHECK_FALSE(history.add(0, measured(5, 1, 1)));  // complete already: ignored
+  CHECK(history.find(5)->start == Time{1400});
+  CHECK_THROWS_AS(history.add(3, measured(6, 1, 1)), netio::Error);
+}
+
+TEST_CASE("scheduler history: an even number of IEs takes the mean of the middle durations", "[scheduler]") {
+  HistoryManager history(4, 10);
+  history.add(0, measured(0, 1000, 500));
+  history.add(1, measured(0, 1001, 900));
+  history.add(2, measured(0, 1002, 700));
+  const auto u = history.add(3, measured(0, 1009, 600));
+  REQUIRE(u);
+  CHECK(u->start == Time{1003});  // 1000 + (0 + 1 + 2 + 9) / 4 = 1000 + 3 (the median would be 1001)
+  CHECK(u->duration == 650ns);    // 500 600 | 700 900 (the average would be 675)
+  CHECK_FALSE(u->proposed_duration);
+}
+
+TEST_CASE("scheduler history: the unified interval does not depend on the arrival order", "[scheduler]") {
+  const std::array<MeasuredInterval, 4> reports{measured(3, 7000, 410, 400ns), measured(3, 7031, 380, 400ns),
+                                                measured(3, 6950, 455, 420ns), measured(3, 7013, 402)};
+  // unified: start 7000 + (0 + 31 - 50 + 13) / 4 = 7000 - 1 = 6999 (-6 / 4 truncates to -1);
+  // durations 380 402 | 410 455: 406; proposed 400 400 420: 400
+  std::array<InputIndex, 4> order{0, 1, 2, 3};
+  int permutations = 0;
+  do {
+    HistoryManager history(4, 10);
+    std::optional<UnifiedInterval> unified;
+    for (const InputIndex i : order) unified = history.add(i, reports[i]);
+    REQUIRE(unified);
+    CHECK(unified->start == Time{6999});
+    CHECK(unified->duration == 406ns);
+    CHECK(unified->proposed_duration == 400ns);
+    ++permutations;
+  } while (std::next_permutation(order.begin(), order.end()));
+  CHECK(permutations == 24);
+}
+
+TEST_CASE("scheduler history: windows are consecutive complete intervals; memory is bounded", "[scheduler]") {
+  HistoryManager history(2, 4);
+  for (IntervalIndex j = 0; j < 6; ++j) {
+    history.add(0, measured(j, 100 * static_cast<long long>(j), 10));
+    if (j != 2) history.add(1, measured(j, 100 * static_cast<long long>(j), 10));  // IE 1's report of 2 is lost
+  }
+  CHECK(history.last_complete() == 5u);
+  CHECK(history.window(5, 3).size() == 3);  // 3 4 5
+  CHECK(history.window(5, 3).front().interval == 3);
+  CHECK(history.window(5, 4).empty());  // 2 4 5 ... 2 never completed
+  CHECK(history.window(1, 2).empty());  // 0 1: 0 was forgotten, only 4 complete intervals are kept
+  CHECK(history.find(0) == nullptr);
+  CHECK(history.find(1) != nullptr);
+  CHECK(history.window(0, 2).empty());  // there is no interval -1
+  CHECK(history.pending_intervals() == 1);  // interval 2 waits for IE 1
+  for (IntervalIndex j = 6; j < 8; ++j) {
+    history.add(0, measured(j, 0, 10));
+    history.add(1, measured(j, 0, 10));
+  }
+  CHECK(history.pending_intervals() == 0);  // 2 + 4 < 7: given up
+  CHECK_FALSE(history.add(1, measured(2, 0, 10)));  // too late now
+}
+
+TEST_CASE("scheduler clocks: offset lt - (tm + durm) - lat and the median drift", "[scheduler]") {
+  ClockSynchronizer clocks(1, 3);
+  CHECK_FALSE(clocks.knows(0));
+  // interval 0 ends at 10,000 (IE clock), arrives at 60,100 after 100 ns: offset 50,000
+  CHECK(clocks.on_report(0, 0, Time{10'000}, 100ns, Time{60'100}));
+  CHECK(clocks.knows(0));
+  CHECK(clocks.offset(0) == 50'000ns);
+  CHECK(clocks.drift(0) == 0.0);  // one offset: no drift yet
+  // 20,000 → 70,110: offset 50,010; drift (50,010 - 50,000) / (20,000 - 10,000) = 0.001
+  clocks.on_report(0, 1, Time{20'000}, 100ns, Time{70'110});
+  CHECK(clocks.offset(0) == 50'010ns);
+  CHECK(clocks.drift(0) == Approx(0.001));
+  // 30,000 → 80,130: offset 50,030, sample 0.002; median of 0.001 0.002 = 0.0015
+  clocks.on_report(0, 2, Time{30'000}, 100ns, Time{80'130});
+  CHECK(clocks.drift(0) == Approx(0.0015));
+  // 40,000 → 90,130: offset 50,030, sample 0; median of 0.001 0.002 0 = 0.001
+  clocks.on_report(0, 3, Time{40'000}, 100ns, Time{90'130});
+  CHECK(clocks.drift(0) == Approx(0.001));
+  // 50,000 → 100,230: offset 50,130, sample 0.01; the last 3 are 0.002 0 0.01: median 0.002
+  // (their mean would be 0.004, the median of all four samples 0.0015)
+  clocks.on_report(0, 4, Time{50'000}, 100ns, Time{100'230});
+  CHECK(clocks.offset(0) == 50'130ns);
+  CHECK(clocks.drift(0) == Approx(0.002));
+  // IE time 60,000 → 60,000 + 50,130 + 0.002 * (60,000 - 50,000) = 110,150, and back
+  CHECK(clocks.to_local(0, Time{60'000}) == Time{110'150});
+  CHECK(clocks.to_remote(0, Time{110'150}) == Time{60'000});
+  // a repeated or older interval changes nothing
+  CHECK_FALSE(clocks.on_report(0, 4, Time{50'000}, 100ns, Time{999'999}));
+  CHECK(clocks.offset(0) == 50'130ns);
+  CHECK_THROWS_AS(clocks.offset(1), netio::Error);
+}
+
+TEST_CASE("scheduler clocks: a lost report is skipped; the drift uses the successive reports", "[scheduler]") {
+  ClockSynchronizer clocks(2, 10);
+  clocks.on_report(1, 0, Time{1'000}, 0ns, Time{6'000});   // offset 5,000
+  clocks.on_report(1, 3, Time{21'000}, 0ns, Time{26'040}); // offset 5,040 over 20,000 ns: 0.002
+  CHECK(clocks.drift(1) == Approx(0.002));
+  CHECK(clocks.offset(0) == 0ns);  // IE 0 unknown: identity
+  CHECK(clocks.to_local(0, Time{123}) == Time{123});
+}

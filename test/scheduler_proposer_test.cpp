@@ -1,0 +1,121 @@
+// The Proposer: tp_k = (tm_w + durm_w) + (k - w - 1) * med_durm_hist, and the staged
+// speed-up of Eq. 1 around its threshold. Every expected value is worked out in the comments.
+#include "netio/error.hpp"
+#include "netio/scheduler/proposer.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace netio::scheduler;
+using namespace std::chrono_literals;
+
+namespace {
+
+SchedulerConfig config(std::uint32_t history) {
+  SchedulerConfig c;
+  c.input_count = 2;
+  c.compute_count = 2;
+  c.history_length = history;
+  return c;  // ssu_TH 10, ssu_pct 5
+}
+
+// Intervals first.. with the given durations (and proposed durations), each starting 10,000 ns
+// after the previous one.
+std::vector<UnifiedInterval> window(IntervalIndex first, const std::vector<Duration>& durations,
+                                    const std::vector<std::optional<Duration>>& proposed = {}) {
+  std::vector<UnifiedInterval> w;
+  for (std::size_t n = 0; n < durations.size(); ++n) {
+    UnifiedInterval u;
+    u.interval = first + n;
+    u.start = Time{10'000 * static_cast<long long>(first + n)};
+    u.duration = durations[n];
+    if (!proposed.empty()) u.proposed_duration = proposed[n];
+    w.push_back(u);
+  }
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("scheduler proposer: proposed start and duration from the median of the window", "[scheduler]") {
+  const Proposer proposer(config(4));
+  // intervals 6..9; durations sorted 1000 1100 | 1200 1500: med_durm_hist = 1150 (the mean
+  // would be 1200); w = 9 starts at 90,000 and lasts 1500: tm_w + durm_w = 91,500
+  const auto w = window(6, {1000ns, 1200ns, 1100ns, 1500ns});
+  const ProposedInterval p11 = proposer.propose(11, w);
+  CHECK(p11.interval == 11);
+  CHECK(p11.median_duration == 1150ns);
+  CHECK(p11.start == Time{91'500 + 1 * 1150});  // (11 - 9 - 1) = 1 interval between
+  CHECK(p11.duration == 1150ns);                // no proposed durations: no speed-up
+  CHECK_FALSE(p11.speed_up.has_value());
+  CHECK(proposer.propose(10, w).start == Time{91'500});  // the next interval starts at w's end
+  CHECK(proposer.propose(13, w).start == Time{91'500 + 3 * 1150});
+}
+
+TEST_CASE("scheduler proposer: staged speed-up when VAR of the deviations is at most ssu_TH", "[scheduler]") {
+  const Proposer proposer(config(4));
+  const std::vector<Duration> durations{1000ns, 1000ns, 1000ns, 1000ns};  // med_durm_hist = 1000
+
+  SECTION("proposals followed exactly: d = 0 0 0 0, VAR 0 → 5 % shorter") {
+    const auto p = proposer.propose(11, window(6, durations, {1000ns, 1000ns, 1000ns, 1000ns}));
+    REQUIRE(p.speed_up.has_value());
+    CHECK(p.speed_up->mean == 0);
+    CHECK(p.speed_up->variance == 0);
+    CHECK(p.speed_up->applies);
+    CHECK(p.duration == 950ns);  // 1000 * (100 - 5) / 100
+    CHECK(p.start == Time{91'000 + 1000});  // the start still uses med_durm_hist
+  }
+  SECTION("a steady 5 % miss: d = 5 5 5 5, VAR 0 → still 5 % shorter (variance, not mean)") {
+    const auto p = proposer.propose(11, window(6, durations, {950ns, 950ns, 950ns, 950ns}));
+    CHECK(p.speed_up->mean == Approx(5.0));
+    CHECK(p.speed_up->variance == Approx(0.0).margin(1e-12));
+    CHECK(p.duration == 950ns);
+  }
+  SECTION("just below the threshold: d = 0 0 0 7 → μ 1.75, VAR 9.1875 ≤ 10 → on") {
+    // VAR = (3 * 1.75² + 5.25²) / 4 = (9.1875 + 27.5625) / 4 = 9.1875
+    const auto p = proposer.propose(11, window(6, durations, {1000ns, 1000ns, 1000ns, 1070ns}));
+    CHECK(p.speed_up->mean == Approx(1.75));
+    CHECK(p.speed_up->variance == Approx(9.1875));
+    CHECK(p.speed_up->applies);
+    CHECK(p.duration == 950ns);
+  }
+  SECTION("just above the threshold: d = 0 0 0 8 → μ 2, VAR 12 > 10 → off") {
+    // VAR = (3 * 2² + 6²) / 4 = 48 / 4 = 12
+    // |1000 - 920| = 80 ns = 8 % of 1000: the sign of the miss does not matter
+    const auto p = proposer.propose(11, window(6, durations, {1000ns, 1000ns, 1000ns, 920ns}));
+    CHECK(p.speed_up->mean == Approx(2.0));
+    CHECK(p.speed_up->variance == Approx(12.0));
+    CHECK_FALSE(p.speed_up->applies);
+    CHECK(p.duration == 1000ns);
+  }
+  SECTION("exactly at the threshold counts as at most: VAR 12 with ssu_TH 12 → on") {
+    SchedulerConfig c = config(4);
+    c.speed_up_variance_threshold = 12;
+    const auto p = Proposer(c).propose(11, window(6, durations, {1000ns, 1000ns, 1000ns, 1080ns}));
+    CHECK(p.speed_up->variance == 12.0);  // d = 0 0 0 8, μ = 2: every step exact in binary
+    CHECK(p.speed_up->applies);
+    CHECK(p.duration == 950ns);
+    c.speed_up_variance_threshold = 11.99;
+    CHECK(Proposer(c).propose(11, window(6, durations, {1000ns, 1000ns, 1000ns, 1080ns})).duration == 1000ns);
+  }
+  SECTION("ssu_pct is configurable: 20 % off 1000 → 800") {
+    SchedulerConfig c = config(4);
+    c.speed_up_percent = 20;
+    CHECK(Proposer(c).propose(11, window(6, durations, {1000ns, 1000ns, 1000ns, 1000ns})).duration == 800ns);
+  }
+  SECTION("an interval without a proposal in the window: no speed-up") {
+    const auto p = proposer.propose(11, window(6, durations, {1000ns, std::nullopt, 1000ns, 1000ns}));
+    CHECK_FALSE(p.speed_up.has_value());
+    CHECK(p.duration == 1000ns);
+  }
+}
+
+TEST_CASE("scheduler proposer: the window must be history_length consecutive intervals before k", "[scheduler]") {
+  const Proposer proposer(config(4));
+  CHECK_THROWS_AS(proposer.propose(11, window(7, {1ns, 1ns, 1ns})), netio::Error);  // 3, not 4
+  auto gap = window(6, {1ns, 1ns, 1ns, 1ns});
+  gap[3].interval = 10;
+  CHECK_THROWS_AS(proposer.propose(11, gap), netio::Error);
+  CHECK_THROWS_AS(proposer.propose(9, window(6, {1ns, 1ns, 1ns, 1ns})), netio::Error);  // w = 9 is not before k
+}
