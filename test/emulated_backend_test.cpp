@@ -236,6 +236,28 @@ TEST_CASE("emulated: the configuration changes while running; later buffers use 
   CHECK(context.emulation()->config().delay.kind == netio::DelayKind::constant);  // the old one stays
 }
 
+TEST_CASE("emulated: per endpoint, one link gets a delay of its own", "[emulated][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context(emulated(""));
+  Sink fast(context, base);
+  Sink slow(context, base);
+  context.emulation()->set_link(slow.local, "delay=constant:1ms");
+  Source to_fast(context, fast.local);
+  Source to_slow(context, slow.local);
+  for (std::uint64_t k = 0; k < 50; ++k) REQUIRE(to_fast.send(k, size_of(k)));
+  REQUIRE(eventually([&] { return fast.received == 50; }));
+  CHECK(context.emulation()->counters().buffers_delayed == 0);
+  for (std::uint64_t k = 0; k < 50; ++k) REQUIRE(to_slow.send(k, size_of(k)));
+  REQUIRE(eventually([&] { return slow.received == 50; }));
+  CHECK(context.emulation()->counters().buffers_delayed == 50);  // every one waited its 1 ms
+  check_stream(slow.messages().at(0), 50);
+  context.emulation()->set_link(slow.local, std::nullopt);  // removed: straight through again
+  for (std::uint64_t k = 50; k < 100; ++k) REQUIRE(to_slow.send(k, size_of(k)));
+  REQUIRE(eventually([&] { return slow.received == 100; }));
+  CHECK(context.emulation()->counters().buffers_delayed == 50);
+  check_stream(slow.messages().at(0), 100);
+}
+
 TEST_CASE("emulated: close() drops what waits, and no callback comes after it", "[emulated][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(emulated("delay=100ms"));

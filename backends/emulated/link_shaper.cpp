@@ -14,7 +14,9 @@ LinkShaper::LinkShaper(const EmulationConfig& config, std::vector<SlowdownWindow
 
 void LinkShaper::reconfigure(const EmulationConfig& config, std::vector<SlowdownWindow> windows, Nanos origin,
                              Nanos now) {
-  sampler_ = DelaySampler(config.delay, config.seed, stream_);
+  // A stream of its own per configuration: later draws are new ones, and still reproducible.
+  ++reconfigurations_;
+  sampler_ = DelaySampler(config.delay, config.seed, stream_ + (reconfigurations_ << 40));
   schedule_ = SlowdownSchedule(windows, origin);
   bucket_.reconfigure(config.connection_rate, SlowdownSchedule(std::move(windows), origin), now);
 }

@@ -31,6 +31,7 @@ class LinkShaper {
 
  private:
   std::uint64_t stream_;
+  std::uint64_t reconfigurations_ = 0;
   DelaySampler sampler_;
   SlowdownSchedule schedule_;
   TokenBucket bucket_;

@@ -15,6 +15,10 @@ void NetworkEmulation::set_config(EmulationConfig config) { state_->set_config(s
 
 EmulationConfig NetworkEmulation::config() const { return state_->snapshot()->config; }
 
+void NetworkEmulation::set_link(const Endpoint& remote, std::optional<EmulationConfig> config) {
+  state_->set_link(emulated::link_key(remote.host, remote.port), std::move(config));
+}
+
 std::unique_ptr<Backend> NetworkEmulation::wrap(std::unique_ptr<Backend> inner, EventLoop& loop) {
   return emulated::make_emulated_backend(std::move(inner), state_, loop);
 }

@@ -75,10 +75,30 @@ void NodePort::pump() {
 
 NetworkState::NetworkState(EmulationConfig config) { set_config(std::move(config)); }
 
+std::string link_key(const std::string& host, std::uint16_t port) { return host + ":" + std::to_string(port); }
+
+const EmulationConfig& Snapshot::link_config(const std::string& host, std::uint16_t port) const {
+  if (links.empty()) return config;
+  const auto it = links.find(link_key(host, port));
+  return it == links.end() ? config : it->second;
+}
+
 void NetworkState::set_config(EmulationConfig config) {
   std::lock_guard lock(mutex_);
   const std::uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
-  snapshot_ = std::make_shared<const Snapshot>(Snapshot{std::move(config), now(), generation});
+  auto links = snapshot_ ? snapshot_->links : std::map<std::string, EmulationConfig, std::less<>>{};
+  snapshot_ = std::make_shared<const Snapshot>(Snapshot{std::move(config), std::move(links), now(), generation});
+  generation_.store(generation, std::memory_order_release);
+}
+
+void NetworkState::set_link(std::string key, std::optional<EmulationConfig> config) {
+  std::lock_guard lock(mutex_);
+  const std::uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  Snapshot next = *snapshot_;
+  if (config) next.links[std::move(key)] = std::move(*config);
+  else next.links.erase(key);
+  next.generation = generation;
+  snapshot_ = std::make_shared<const Snapshot>(std::move(next));
   generation_.store(generation, std::memory_order_release);
 }
 

@@ -7,6 +7,9 @@
 #include "backends/emulated/shared_capacity.hpp"
 
 #include <atomic>
+#include <map>
+#include <optional>
+#include <string>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -19,9 +22,15 @@ Nanos now() noexcept;
 // A configuration and when it took effect (slow-down windows count from there).
 struct Snapshot {
   EmulationConfig config;
+  std::map<std::string, EmulationConfig, std::less<>> links;  // by "host:port", see link_key()
   Nanos origin{0};
   std::uint64_t generation = 0;
+
+  // What a connection to host:port uses for its delay, rate and link slow-downs.
+  const EmulationConfig& link_config(const std::string& host, std::uint16_t port) const;
 };
+
+std::string link_key(const std::string& host, std::uint16_t port);
 
 // Something that waits in a NodePort: the port calls it when its buffer may go.
 class PortClient {
@@ -65,6 +74,7 @@ class NetworkState {
   explicit NetworkState(EmulationConfig config);
 
   void set_config(EmulationConfig config);
+  void set_link(std::string key, std::optional<EmulationConfig> config);
   // The configuration in force (any thread; cheap when unchanged: compare generation()).
   std::shared_ptr<const Snapshot> snapshot() const;
   std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }

@@ -30,8 +30,9 @@ class ShapedFlow final : public PortClient {
         deliver_(std::move(deliver)) {
     snapshot_ = state_->snapshot();
     if (!incoming_) {
-      link_.emplace(snapshot_->config, SlowdownSchedule::link_windows(snapshot_->config, host_, port_number_),
-                    snapshot_->origin, state_->next_stream(), now());
+      const EmulationConfig& config = snapshot_->link_config(host_, port_number_);
+      link_.emplace(config, SlowdownSchedule::link_windows(config, host_, port_number_), snapshot_->origin,
+                    state_->next_stream(), now());
     }
   }
   ~ShapedFlow() override { close(); }
@@ -82,8 +83,9 @@ class ShapedFlow final : public PortClient {
     if (state_->generation() == snapshot_->generation) return;
     snapshot_ = state_->snapshot();
     if (link_) {
-      link_->reconfigure(snapshot_->config, SlowdownSchedule::link_windows(snapshot_->config, host_, port_number_),
-                         snapshot_->origin, now());
+      const EmulationConfig& config = snapshot_->link_config(host_, port_number_);
+      link_->reconfigure(config, SlowdownSchedule::link_windows(config, host_, port_number_), snapshot_->origin,
+                         now());
     }
   }
 

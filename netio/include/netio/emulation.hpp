@@ -66,6 +66,9 @@
 //   delay=table:file=normal.dist,mean=50us,jitter=10us
 //   in=10Gbps
 //   rate=1Gbps;slowdown=node,at=10s,for=5s,rate=25%
+//
+// Per endpoint: NetworkEmulation::set_link(remote, spec) gives the connections to one
+// endpoint a delay and rate of their own (e.g. one slow link among fast ones).
 //   node=2;out=10Gbps;slowdown=node:2,at=10s,for=5s,rate=25%
 //
 // Memory stays bounded: the decorator holds only what the caller lent it (its send
@@ -75,6 +78,7 @@
 #pragma once
 
 #include "netio/backend.hpp"
+#include "netio/endpoint.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -171,6 +175,13 @@ class NetworkEmulation {
   // The same from a spec (throws as parse_emulation_spec(), leaving the old one in force).
   void set_spec(std::string_view spec) { set_config(parse_emulation_spec(spec)); }
   EmulationConfig config() const;
+
+  // Per endpoint: connections made to `remote` (matched by host, as written, and port; any
+  // scheme) use `config` for what is theirs alone — delay, rate=, seed and link slow-downs —
+  // instead of the context's; the node's in= and out= stay the context's. Later buffers of
+  // open connections follow too. nullopt removes the override. Any thread.
+  void set_link(const Endpoint& remote, std::optional<EmulationConfig> config);
+  void set_link(const Endpoint& remote, std::string_view spec) { set_link(remote, parse_emulation_spec(spec)); }
 
   // Wraps a back-end (on `loop`'s thread): what Context does through the wrap hook.
   std::unique_ptr<Backend> wrap(std::unique_ptr<Backend> inner, EventLoop& loop);
