@@ -28,8 +28,8 @@ class SlowdownSchedule {
 
   // The windows of `config` that apply to this node (node, or node:ID with ID = its node=).
   static std::vector<SlowdownWindow> node_windows(const EmulationConfig& config);
-  // Those, plus the link windows naming `host`:`port` (a connection's remote endpoint, or a
-  // listener's local one; a link host of 0.0.0.0 or "*" matches every host).
+  // Those, plus the link windows naming `host`:`port`, a send socket's remote endpoint (a
+  // link host of "*" or 0.0.0.0 matches every host).
   static std::vector<SlowdownWindow> link_windows(const EmulationConfig& config, const std::string& host,
                                                   std::uint16_t port);
 

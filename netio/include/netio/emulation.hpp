@@ -31,7 +31,7 @@
 //              | 'table:file=' PATH [',unit=' UNIT]              values are delays in UNIT (default us)
 //              | 'table:file=' PATH ',mean=' D ',jitter=' D      tc-netem table: mean + jitter × value / 8192
 //              each DIST may end with [',correlation=' PERCENT] [',clip=' D]
-//   TARGET    := 'node' | 'node:' INTEGER | 'link:' HOST ':' PORT
+//   TARGET    := 'node' | 'node:' INTEGER | 'link:' HOST ':' PORT     (HOST '*': any host)
 //   DURATION  := NUMBER ('ns'|'us'|'µs'|'ms'|'s')    UNIT := 'ns'|'us'|'ms'|'s'
 //   SIZE      := NUMBER ['B'|'K'|'KiB'|'M'|'MiB'|'G'|'GiB']  (binary)
 //   RATE      := NUMBER ('bps'|'Kbps'|'Mbps'|'Gbps'|'Tbps')  (bits per second, decimal)
@@ -56,9 +56,10 @@
 //     back-end stops reading) and so holds every sender, whatever process it is in.
 //   - slowdown: during [at, at+for) after the spec took effect (repeating every `every` when
 //     given), the target runs at `rate` of its rates and/or with `delay` added to each draw.
-//     node: everything this node sends and receives; node:ID: the same, on the node whose
-//     node= is ID only; link:HOST:PORT: connections to that endpoint, and connections
-//     accepted by a listener on it. A rate slow-down needs a rate to scale (rate=, in= or out=).
+//     node: everything this node sends (delays, rate=, out=) and receives (in=); node:ID:
+//     the same, on the node whose node= is ID only; link:HOST:PORT: the connections this node
+//     makes to that endpoint (their delays and rate=). A rate slow-down needs a rate to scale
+//     (rate=, in= or out=).
 //
 // Examples:
 //   delay=lognormal:mean=50us,sigma=0.8;rate=10Gbps
