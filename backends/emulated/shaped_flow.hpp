@@ -55,8 +55,9 @@ class ShapedFlow final : public PortClient {
   void close() noexcept {
     closed_ = true;
     cancel_timer();
-    if (in_port_) port().remove(this);
+    if (used_port_) port().remove(this);  // its fair-share account too, not only a waiting buffer
     in_port_ = false;
+    used_port_ = false;
     queue_.clear();
   }
   bool idle() const noexcept { return queue_.empty(); }
@@ -101,6 +102,7 @@ class ShapedFlow final : public PortClient {
       refresh();
       if (port().limited(*snapshot_)) {
         in_port_ = true;
+        used_port_ = true;
         port().enqueue(this, head.bytes, *snapshot_);  // may call release_from_port() at once
         return;
       }
@@ -142,6 +144,7 @@ class ShapedFlow final : public PortClient {
   std::deque<Entry> queue_;
   EventLoop::TimerId timer_ = 0;
   bool in_port_ = false;
+  bool used_port_ = false;  // has an account in the node port (removed on close)
   bool closed_ = false;
   bool in_push_ = false;  // delivering from inside push(): nothing waited
   std::function<void()> on_drained_;
