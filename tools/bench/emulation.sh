@@ -3,6 +3,7 @@
 #   tools/bench/emulation.sh [BUILD_DIR] [pingpong|rate|shared|all]
 # 1. netio_pingpong over three injected delays of equal mean (50 us) and different variance:
 #    constant, uniform 0-100 us, log-normal sigma 1 (the paper's uniform vs log-normal);
+#    BUSY_POLL=1: the client's loop spins (its timers fire on time, no wake-up);
 # 2. netio_throughput through a rate-limited link (rate=RATE, default 2Gbps);
 # 3. 4 netio_throughput processes into one netio_recv whose in= capacity is shared
 #    (SHARED_IN, default 10Gbps).
@@ -37,7 +38,7 @@ pingpong() {
   for spec in none 'delay=constant:50us' 'delay=uniform:min=0us,max=100us' 'delay=lognormal:mean=50us,sigma=1'; do
     local out
     out=$("$tools/netio_pingpong" -e "tcp://127.0.0.1:$port" -s 64 -n "${ITERATIONS:-20000}" -w 1000 --json \
-          --emulate "$spec" --timeout 120s)
+          --emulate "$spec" --timeout 120s ${BUSY_POLL:+--busy-poll})
     echo "{\"figure\":\"pingpong\",\"emulate\":\"$spec\",\"result\":$out}"
   done
 }
