@@ -94,16 +94,18 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
 
   // ---- high-throughput data (any thread) ----
 
+  // The high-throughput receive socket, once the first such subscription made it.
+  std::shared_ptr<HighThroughputReceiveSocket> wait_for_high_throughput(Clock::time_point deadline) {
+    std::unique_lock lock(ht_mutex_);
+    if (!context_.loop().in_loop_thread()) {
+      ht_ready_.wait_until(lock, deadline, [&] { return high_throughput_ != nullptr || stopped_; });
+    }
+    return high_throughput_;
+  }
+
   std::optional<Publication> recv(std::chrono::nanoseconds timeout) {
     const auto deadline = Clock::now() + timeout;
-    std::shared_ptr<HighThroughputReceiveSocket> socket;
-    {
-      std::unique_lock lock(ht_mutex_);
-      if (!context_.loop().in_loop_thread()) {
-        ht_ready_.wait_until(lock, deadline, [&] { return high_throughput_ != nullptr || stopped_; });
-      }
-      socket = high_throughput_;
-    }
+    const auto socket = wait_for_high_throughput(deadline);
     if (!socket) return std::nullopt;
     for (;;) {
       const auto left = std::max<std::chrono::nanoseconds>(deadline - Clock::now(), std::chrono::nanoseconds::zero());
@@ -117,6 +119,23 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
       received_.fetch_add(1, std::memory_order_relaxed);
       return Publication(*tag, std::move(*message), detail::data_header_size);
     }
+  }
+
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Handler& handler) {
+    const auto socket = wait_for_high_throughput(Clock::now() + timeout);
+    if (!socket) return 0;
+    std::size_t given = 0;
+    socket->recv_each(max, timeout, [&](std::span<const std::byte> message, const Peer& peer) {
+      const auto tag = detail::read_data_header(message);
+      if (!tag) {
+        malformed_.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+      ++given;
+      return handler(*tag, message.subspan(detail::data_header_size), peer);
+    });
+    received_.fetch_add(given, std::memory_order_relaxed);
+    return given;
   }
 
   SubscribeStats stats() const noexcept {
@@ -469,6 +488,10 @@ void SubscribeSocket::unsubscribe(const Endpoint& publisher, Tag tag, Mode mode)
 }
 
 std::optional<Publication> SubscribeSocket::recv(std::chrono::nanoseconds timeout) { return impl_->recv(timeout); }
+
+std::size_t SubscribeSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Handler& handler) {
+  return impl_->recv_each(max, timeout, handler);
+}
 
 SubscribeStats SubscribeSocket::stats() const noexcept { return impl_->stats(); }
 

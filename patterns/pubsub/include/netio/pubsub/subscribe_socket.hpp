@@ -106,6 +106,12 @@ class SubscribeSocket {
   // std::nullopt on timeout. Any thread; each message goes to one caller.
   std::optional<Publication> recv(std::chrono::nanoseconds timeout);
   std::optional<Publication> try_recv() { return recv(std::chrono::nanoseconds::zero()); }
+  // The batch form, for small messages: hands up to `max` messages to `handler` on the
+  // calling thread, waiting up to `timeout` for the first and taking the rest only if they
+  // are there already; each view is valid during the call only. Returns how many the handler
+  // was given. The handler returns false to end the batch after that message.
+  using Handler = std::function<bool(Tag tag, std::span<const std::byte> data, const Peer& publisher)>;
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Handler& handler);
 
   SubscribeStats stats() const noexcept;
 
