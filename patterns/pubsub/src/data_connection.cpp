@@ -79,3 +79,14 @@ void DataConnection::close() {
 }
 
 }  // namespace netio::pubsub::detail
+
+namespace netio::pubsub::detail {
+
+void DataConnection::close_and_wait() {
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+  // A send socket destroyed on a user thread without close() flushes and waits.
+  high_throughput_.reset();
+  low_latency_.reset();
+}
+
+}  // namespace netio::pubsub::detail

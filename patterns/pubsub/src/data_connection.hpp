@@ -45,6 +45,10 @@ class DataConnection {
   bool connected() const noexcept;
   // Starts the asynchronous close (what is queued goes out); deliveries report `gone` from now on.
   void close();
+  // The blocking close, for a user thread when the publisher goes: what is queued goes out
+  // (waiting up to the socket's send_timeout), then the connection closes. Nobody else may
+  // be delivering on this connection.
+  void close_and_wait();
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
 
   // Loop thread only: the tags this connection carries.

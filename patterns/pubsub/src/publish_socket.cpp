@@ -72,12 +72,10 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       connections = table_.connections();
       for (const auto& c : connections) table_.remove_connection(c);
     });
-    const bool on_loop = context_.loop().in_loop_thread();
-    for (const auto& c : connections) {
-      if (!on_loop) c->flush();
+    if (!context_.loop().in_loop_thread()) {
+      for (const auto& c : connections) c->close_and_wait();
     }
-    // Dropping the last references destroys the sockets: a blocking close on a user thread.
-    connections.clear();
+    connections.clear();  // on the loop thread: asynchronous closes (the destructor's close())
   }
 
   // ---- publishing (any thread) ----

@@ -93,6 +93,8 @@ class SubscribeSocket {
   // subscription without SubscribeOptions::on_message.
   void subscribe(const Endpoint& publisher, Tag tag, Mode mode = Mode::high_throughput,
                  Backpressure backpressure = Backpressure::publisher_default);
+  // While a publisher is gone (between on_subscriptions_lost and on_resubscribed) new
+  // subscriptions to it fail with Errc::disconnected; the old ones are being restored.
   // As subscribe(), but returns at once; `done` runs on the event-loop thread once the
   // publisher acknowledged (nullptr) or it failed (the error).
   void subscribe(const Endpoint& publisher, Tag tag, Mode mode, Backpressure backpressure, Done done);
