@@ -263,6 +263,12 @@ TEST_CASE("pub/sub churn: 1,000 subscribe/unsubscribe/connect/disconnect cycles 
   const auto rss_after = resident_bytes();
   INFO("RSS before " << rss_before << ", after " << rss_after << "; fds before " << fds_before << ", after "
                      << open_fd_count());
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan keeps freed memory in its quarantine (up to 256 MiB), so RSS grows with any churn;
+  // the plain build checks it, and LSan checks nothing leaked.
+  WARN("RSS not checked under AddressSanitizer (its quarantine holds freed memory)");
+#else
   CHECK(rss_after <= rss_before + 4 * 1024 * 1024);  // no growth per cycle (1,000 cycles)
+#endif
   CHECK(publisher.pages().pages_in_use() == 0);
 }
