@@ -57,9 +57,10 @@ void ComputeNode::on_input_gone(InputIndex i) {
 std::optional<ComputeNode::Ready> ComputeNode::next_ready(Time now, Duration timeout) const {
   if (open_.empty()) return std::nullopt;
   const auto& [t, open] = *open_.begin();
-  bool ready = open.count == input_count_;
+  // Every input contributed or never will (gone): nothing more can come.
+  bool ready = true;
+  for (InputIndex i = 0; ready && i < input_count_; ++i) ready = open.contributed[i] || gone_[i];
   if (!ready && timeout > Duration::zero() && now - open.first_arrival >= timeout) ready = true;
-  for (InputIndex i = 0; !ready && i < input_count_; ++i) ready = gone_[i] && !open.contributed[i];
   if (!ready) return std::nullopt;
   return Ready{t, open.count == input_count_, open.contributed};
 }

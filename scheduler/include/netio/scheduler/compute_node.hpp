@@ -4,9 +4,9 @@
 //
 // Time-slices of this node are self, self + M, self + 2M, ... and are handed over in that
 // order. A time-slice is ready when every input contributed (complete), or, given up as
-// incomplete, when an input that has not contributed is gone (on_input_gone: its
-// connection closed, so it never will) or when `timeout` has passed since its first
-// contribution arrived. release() frees it and names the inputs owed a credit (those that
+// incomplete, when every input either contributed or is gone (on_input_gone: its connection
+// closed, so it never will), or when `timeout` has passed since its first contribution
+// arrived. release() frees it and names the inputs owed a credit (those that
 // contributed). Each input holds at most credits_per_input contributions here at once: one
 // beyond that is refused (the input broke the credit protocol).
 //
