@@ -70,6 +70,20 @@ TEST_CASE("DFS scheduled push builds every time-slice of a 4x2 system in order",
   run_dfs_system(base, 4, 2, 2 * 4 * 40);
 }
 
+TEST_CASE("DFS with the DDE running inside a receiver (run_dde)", "[scheduled_push]") {
+  const auto base = GENERATE(loopback_endpoints());
+  auto options = dfs_options(3, 2, 1);
+  options.dde_in_receivers = true;
+  const ns::TimesliceIndex count = 2 * 4 * 30;
+  System system(base, options);
+  REQUIRE(system.receiver(0).dde_endpoint().has_value());
+  CHECK_FALSE(system.receiver(1).dde_endpoint().has_value());
+  REQUIRE(system.push_all(count).empty());
+  for (ns::InputIndex i = 0; i < 3; ++i) CHECK(system.sender(i).wait_finished(60s));
+  check_system(system, options, count);
+  for (ns::InputIndex i = 0; i < 3; ++i) CHECK(system.sender(i).stats().proposals_taken >= 10);
+}
+
 TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting proposals", "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
   const auto options = dfs_options(3, 3, 2);
@@ -92,6 +106,24 @@ TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting p
   CHECK(proposals_flowing);
   for (ns::InputIndex i = 0; i < 3; ++i) CHECK(system.sender(i).wait_finished(60s));
   check_system(system, options, count);
+  // While both ran, the replicas proposed the same: equal durations (both computed from the
+  // same reports), starts apart by no more than the difference of their receive times.
+  const auto first = system.proposals(0).copy();
+  const auto second = system.proposals(1).copy();
+  std::size_t compared = 0;
+  std::size_t different_durations = 0;
+  ns::Duration largest_start_difference{0};
+  for (const auto& [key, p] : first) {
+    const auto other = second.find(key);
+    if (other == second.end()) continue;
+    ++compared;
+    if (p.duration != other->second.duration) ++different_durations;
+    largest_start_difference = std::max(largest_start_difference, p.start > other->second.start ? p.start - other->second.start
+                                                                                               : other->second.start - p.start);
+  }
+  CHECK(compared >= 3 * 5);
+  CHECK(different_durations == 0);
+  CHECK(largest_start_difference < ns::Duration(5ms));
   for (ns::InputIndex i = 0; i < 3; ++i) {
     const auto stats = system.sender(i).stats();
     INFO("input " << i << ": " << taken_before[i] << " proposals before the removal, " << stats.proposals_taken << " in all");

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,11 +69,27 @@ struct Deliveries {
   }
 };
 
+// The proposals one DDE replica sent, by (input, interval).
+struct Proposals {
+  mutable std::mutex mutex;
+  std::map<std::pair<ns::InputIndex, ns::IntervalIndex>, ns::Proposal> sent;
+
+  void add(ns::InputIndex i, const ns::Proposal& p) {
+    std::lock_guard lock(mutex);
+    sent.emplace(std::pair{i, p.interval}, p);
+  }
+  std::map<std::pair<ns::InputIndex, ns::IntervalIndex>, ns::Proposal> copy() const {
+    std::lock_guard lock(mutex);
+    return sent;
+  }
+};
+
 struct SystemOptions {
   ns::SchedulerConfig config;
   ns::Mode mode = ns::Mode::best_effort;
   std::uint32_t credits = 3;  // per input–compute pair: the receive buffer is sized for exactly this
   std::uint32_t dde_replicas = 1;  // DFS: on compute nodes 0, 1, ... (standalone DdeServices)
+  bool dde_in_receivers = false;   // DFS: the replicas run inside receivers 0, 1, ... (run_dde) instead
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
 };
@@ -93,6 +110,7 @@ class System {
       ro.receive_buffer_bytes = buffer_bytes_;
       ro.max_contribution_bytes = kMaxContribution;
       ro.incomplete_timeout = options_.incomplete_timeout;
+      ro.run_dde = options_.mode == ns::Mode::dfs && options_.dde_in_receivers && c < options_.dde_replicas;
       ro.on_incomplete = [this, c](const sp::TimesliceView& view) {
         incomplete_[c].add(view);
         deliveries_[c].add(view);  // in the one sequence of hand-overs too, to check the order
@@ -100,10 +118,13 @@ class System {
       receivers_.push_back(std::make_unique<sp::TimesliceReceiver>(
           *receiver_contexts_.back(), endpoint, ro, [this, c](const sp::TimesliceView& view) { deliveries_[c].add(view); }));
     }
-    if (options_.mode == ns::Mode::dfs) {
+    proposals_ = std::vector<Proposals>(options_.dde_replicas);
+    if (options_.mode == ns::Mode::dfs && !options_.dde_in_receivers) {
       for (std::uint32_t d = 0; d < options_.dde_replicas; ++d) {
         // Replica d runs on compute node d's context, as a receiver with run_dde would.
-        ddes_.push_back(std::make_unique<sp::DdeService>(*receiver_contexts_[d % config.compute_count], endpoint, config));
+        ddes_.push_back(std::make_unique<sp::DdeService>(
+            *receiver_contexts_[d % config.compute_count], endpoint, config,
+            [this, d](ns::InputIndex i, const ns::Proposal& p) { proposals_[d].add(i, p); }));
       }
     }
     for (ns::InputIndex i = 0; i < config.input_count; ++i) {
@@ -125,6 +146,9 @@ class System {
     so.input = i;
     for (const auto& r : receivers_) so.compute_endpoints.push_back(r->local_endpoint());
     for (const auto& d : ddes_) so.dde_endpoints.push_back(d->local_endpoint());
+    for (const auto& r : receivers_) {
+      if (auto dde = r->dde_endpoint()) so.dde_endpoints.push_back(*dde);
+    }
     so.max_contribution_bytes = kMaxContribution;
     so.welcome_timeout = options_.welcome_timeout;
     return so;
@@ -161,6 +185,7 @@ class System {
   std::unique_ptr<sp::DdeService>& dde_slot(std::size_t d) { return ddes_.at(d); }
   const Deliveries& deliveries(ns::ComputeIndex c) const { return deliveries_.at(c); }
   const Deliveries& incomplete(ns::ComputeIndex c) const { return incomplete_.at(c); }
+  const Proposals& proposals(std::size_t replica) const { return proposals_.at(replica); }
   Context& sender_context(ns::InputIndex i) { return *sender_contexts_.at(i); }
 
  private:
@@ -171,6 +196,7 @@ class System {
   std::vector<std::unique_ptr<Context>> sender_contexts_;
   std::vector<Deliveries> deliveries_;
   std::vector<Deliveries> incomplete_;
+  std::vector<Proposals> proposals_;  // per standalone DDE replica
   std::vector<std::unique_ptr<sp::TimesliceReceiver>> receivers_;
   std::vector<std::unique_ptr<sp::DdeService>> ddes_;
   std::vector<std::unique_ptr<sp::TimesliceSender>> senders_;

@@ -17,7 +17,8 @@ namespace netio::scheduled_push {
 namespace ns = netio::scheduler;
 
 struct DdeService::State {
-  explicit State(const ns::SchedulerConfig& config) : engine(config), input_count(config.input_count) {}
+  State(const ns::SchedulerConfig& config, ProposalObserver observer)
+      : engine(config), input_count(config.input_count), on_proposal(std::move(observer)) {}
 
   void on_message(std::span<const std::byte> bytes, const Peer& peer) {
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
@@ -71,6 +72,7 @@ struct DdeService::State {
       }
     }
     count(sent ? &DdeServiceStats::proposals_sent : &DdeServiceStats::proposals_dropped);
+    if (sent && on_proposal) on_proposal(input, proposal);
   }
 
   void count(std::uint64_t DdeServiceStats::*field) {
@@ -80,6 +82,7 @@ struct DdeService::State {
 
   ns::DeterministicEngine engine;
   std::uint32_t input_count;
+  ProposalObserver on_proposal;
   Endpoint endpoint;
   std::map<ns::InputIndex, Peer> peers;  // where each input's proposals go
   std::set<ConnectionId> complained;
@@ -88,8 +91,9 @@ struct DdeService::State {
   std::unique_ptr<LowLatencyReceiveSocket> socket;  // last: destroyed first
 };
 
-DdeService::DdeService(Context& context, const Endpoint& local, const ns::SchedulerConfig& config)
-    : state_(std::make_shared<State>(config)) {
+DdeService::DdeService(Context& context, const Endpoint& local, const ns::SchedulerConfig& config,
+                       ProposalObserver on_proposal)
+    : state_(std::make_shared<State>(config, std::move(on_proposal))) {
   LowLatencyReceiveOptions options;
   options.max_message_size = 256;  // the largest control message is 48 bytes
   State* state = state_.get();     // the socket, owned by the state, dies before it

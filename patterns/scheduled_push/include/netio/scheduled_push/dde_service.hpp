@@ -17,8 +17,10 @@
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/scheduler/config.hpp"
+#include "netio/scheduler/control_messages.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace netio::scheduled_push {
@@ -33,9 +35,14 @@ struct DdeServiceStats {
 
 class DdeService {
  public:
+  // Called on the event-loop thread with every proposal this replica sends (to compare
+  // replicas, or to log proposed against actual intervals).
+  using ProposalObserver = std::function<void(scheduler::InputIndex, const scheduler::Proposal&)>;
+
   // Listens at `local` (port 0 picks one). Throws netio::Error if it cannot bind, or
   // (invalid_argument) for a bad config.
-  DdeService(Context& context, const Endpoint& local, const scheduler::SchedulerConfig& config);
+  DdeService(Context& context, const Endpoint& local, const scheduler::SchedulerConfig& config,
+             ProposalObserver on_proposal = {});
   ~DdeService();
   DdeService(const DdeService&) = delete;
   DdeService& operator=(const DdeService&) = delete;
