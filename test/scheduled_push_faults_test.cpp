@@ -3,6 +3,8 @@
 // undeliverable, the others complete); an input that goes away or falls silent leaves
 // incomplete time-slices, which the compute nodes report and free, in order, crediting the
 // inputs that did contribute, so that the others finish.
+#include "netio/low_latency_socket.hpp"
+#include "netio/scheduled_push/wire.hpp"
 #include "support/scheduled_push_system.hpp"
 
 #include <catch2/catch.hpp>
@@ -138,4 +140,40 @@ TEST_CASE("An input that falls silent: its time-slices are given up after the ti
     CHECK(incomplete == (count - stops_at) / 3);
     CHECK(system.receiver(c).stats().held_bytes == 0);
   }
+}
+
+TEST_CASE("Junk and mismatched inputs are refused without disturbing the system", "[scheduled_push]") {
+  const auto base = GENERATE(loopback_endpoints());
+  auto options = options_for(ns::Mode::best_effort);
+  options.config.compute_count = 2;
+  const ns::TimesliceIndex count = 2 * 100;
+  System system(base, options);
+
+  // A socket that sends junk, and a contribution without a hello.
+  Context stranger_context(context_options());
+  {
+    LowLatencySendSocket stranger(stranger_context, system.receiver(0).local_endpoint());
+    stranger.send(std::vector<std::byte>(40, std::byte{0xAB}));
+    stranger.send(sp::encode_contribution(0, 0, std::vector<std::byte>(8)));
+    stranger.wait_sent(5s);
+  }
+  // An input of another system (4 inputs): both compute nodes refuse it and it loses them.
+  auto wrong = system.sender_options(0);
+  wrong.config.input_count = 4;
+  std::atomic<int> undeliverable{0};
+  wrong.on_undeliverable = [&](ns::TimesliceIndex, ns::ComputeIndex) { ++undeliverable; };
+  sp::TimesliceSender mismatched(system.sender_context(0), wrong);
+  CHECK(eventually([&] { return mismatched.stats().computes_lost == 2; }));
+  mismatched.push(0, contribution(0, 0));
+  mismatched.finish();
+  CHECK(mismatched.wait_finished(10s));
+  CHECK(undeliverable == 1);
+
+  REQUIRE(system.push_all(count).empty());
+  for (ns::InputIndex i = 0; i < 3; ++i) CHECK(system.sender(i).wait_finished(30s));
+  for (ns::ComputeIndex c = 0; c < 2; ++c) {
+    CHECK(eventually([&] { return system.deliveries(c).count() >= count / 2; }));
+    check_complete_in_order(system, c, 2, count);
+  }
+  CHECK(system.receiver(0).stats().dropped == 2);
 }

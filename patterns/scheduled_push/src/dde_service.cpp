@@ -46,7 +46,7 @@ struct DdeService::State {
     } catch (const Error& e) {
       count(&DdeServiceStats::bad_messages);
       if (complained.insert(peer.connection()).second) {
-        log(LogLevel::warn, "DDE at {}: dropped a control message from {}: {}", endpoint.to_string(), peer.to_string(),
+        log(LogLevel::warn, "DDE at {}: dropped a control message from {}: {}", local_endpoint(), peer.to_string(),
             e.what());
       }
       return;
@@ -75,6 +75,12 @@ struct DdeService::State {
     if (sent && on_proposal) on_proposal(input, proposal);
   }
 
+  // Written by the constructing thread once the socket is bound, read by the loop thread.
+  std::string local_endpoint() const {
+    std::lock_guard lock(stats_mutex);
+    return endpoint.to_string();
+  }
+
   void count(std::uint64_t DdeServiceStats::*field) {
     std::lock_guard lock(stats_mutex);
     ++(stats.*field);
@@ -100,12 +106,17 @@ DdeService::DdeService(Context& context, const Endpoint& local, const ns::Schedu
   state_->socket = std::make_unique<LowLatencyReceiveSocket>(
       context, local, [state](std::span<const std::byte> bytes, const Peer& peer) { state->on_message(bytes, peer); },
       options);
-  state_->endpoint = state_->socket->local_endpoint();
+  const auto bound = state_->socket->local_endpoint();
+  std::lock_guard lock(state_->stats_mutex);
+  state_->endpoint = bound;
 }
 
 DdeService::~DdeService() { state_->socket.reset(); }
 
-Endpoint DdeService::local_endpoint() const { return state_->endpoint; }
+Endpoint DdeService::local_endpoint() const {
+  std::lock_guard lock(state_->stats_mutex);
+  return state_->endpoint;
+}
 
 DdeServiceStats DdeService::stats() const {
   std::lock_guard lock(state_->stats_mutex);

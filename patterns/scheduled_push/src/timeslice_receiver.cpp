@@ -70,8 +70,14 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     }
     if (complained.insert(peer.connection()).second) {
       log(LogLevel::warn, "scheduled push: compute node {} at {} dropped a message from {}: {}", options.compute,
-          endpoint.to_string(), peer.to_string(), why);
+          local_endpoint().to_string(), peer.to_string(), why);
     }
+  }
+
+  // Written by the constructing thread once bound, read by the loop thread (logs).
+  Endpoint local_endpoint() const {
+    std::lock_guard lock(stats_mutex);
+    return endpoint;
   }
 
   void on_hello(const Hello& hello, const Peer& peer) {
@@ -93,7 +99,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       mismatch = fmt::format("input {} is connected already", hello.input);
     }
     if (!mismatch.empty()) {
-      log(LogLevel::warn, "scheduled push: compute node {} at {} refused {}: {}", options.compute, endpoint.to_string(),
+      log(LogLevel::warn, "scheduled push: compute node {} at {} refused {}: {}", options.compute, local_endpoint().to_string(),
           peer.to_string(), mismatch);
       try {
         (void)peer.try_reply(encode_refusal(mismatch));
@@ -250,9 +256,13 @@ TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, Ti
   state->socket = std::make_unique<LowLatencyReceiveSocket>(
       context, local, [state](std::span<const std::byte> bytes, const Peer& peer) { state->on_message(bytes, peer); },
       socket_options);
-  state->endpoint = state->socket->local_endpoint();
+  const Endpoint bound = state->socket->local_endpoint();
+  {
+    std::lock_guard lock(state->stats_mutex);
+    state->endpoint = bound;
+  }
   if (state->options.run_dde) {
-    const Endpoint dde_local = state->options.dde_endpoint.value_or(state->endpoint.with_port(0));
+    const Endpoint dde_local = state->options.dde_endpoint.value_or(bound.with_port(0));
     state->dde = std::make_unique<DdeService>(context, dde_local, state->options.config);
   }
   std::weak_ptr<State> weak = state_;
@@ -270,7 +280,7 @@ TimesliceReceiver::~TimesliceReceiver() {
   });
 }
 
-Endpoint TimesliceReceiver::local_endpoint() const { return state_->endpoint; }
+Endpoint TimesliceReceiver::local_endpoint() const { return state_->local_endpoint(); }
 std::optional<Endpoint> TimesliceReceiver::dde_endpoint() const {
   if (!state_->dde) return std::nullopt;
   return state_->dde->local_endpoint();
