@@ -154,16 +154,16 @@ class System {
     return so;
   }
 
-  // Pushes time-slices [0, count) on every input, one thread per input, then finish(). Returns
-  // the inputs whose pushes threw (none expected).
-  std::vector<std::string> push_all(ns::TimesliceIndex count) {
+  // Pushes time-slices [from, to) on every input, one thread per input, then (with `finish`)
+  // finish(). Returns what the pushes threw (nothing expected).
+  std::vector<std::string> push_range(ns::TimesliceIndex from, ns::TimesliceIndex to, bool finish) {
     std::vector<std::string> errors(senders_.size());
     std::vector<std::thread> threads;
     for (ns::InputIndex i = 0; i < senders_.size(); ++i) {
       threads.emplace_back([&, i] {
         try {
-          for (ns::TimesliceIndex t = 0; t < count; ++t) senders_[i]->push(t, contribution(i, t));
-          senders_[i]->finish();
+          for (ns::TimesliceIndex t = from; t < to; ++t) senders_[i]->push(t, contribution(i, t));
+          if (finish) senders_[i]->finish();
         } catch (const std::exception& e) {
           errors[i] = e.what();
         }
@@ -176,6 +176,7 @@ class System {
     }
     return failed;
   }
+  std::vector<std::string> push_all(ns::TimesliceIndex count) { return push_range(0, count, true); }
 
   std::uint64_t buffer_bytes() const { return buffer_bytes_; }
   sp::TimesliceSender& sender(ns::InputIndex i) { return *senders_.at(i); }
