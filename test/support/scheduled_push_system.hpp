@@ -121,9 +121,10 @@ class System {
     proposals_ = std::vector<Proposals>(options_.dde_replicas);
     if (options_.mode == ns::Mode::dfs && !options_.dde_in_receivers) {
       for (std::uint32_t d = 0; d < options_.dde_replicas; ++d) {
-        // Replica d runs on compute node d's context, as a receiver with run_dde would.
+        // Replica d on a context of its own (a receiver with run_dde shares its loop: tested apart).
+        receiver_contexts_.push_back(std::make_unique<Context>(context_options()));
         ddes_.push_back(std::make_unique<sp::DdeService>(
-            *receiver_contexts_[d % config.compute_count], endpoint, config,
+            *receiver_contexts_.back(), endpoint, config,
             [this, d](ns::InputIndex i, const ns::Proposal& p) { proposals_[d].add(i, p); }));
       }
     }

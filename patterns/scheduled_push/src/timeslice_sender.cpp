@@ -173,7 +173,10 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     const auto report = ns::encode(done.report);
     const auto request = ns::encode(done.request);
     for (std::size_t d = 0; d < ddes.size(); ++d) {
-      if (ddes[d].lost) continue;
+      // A DDE not connected yet misses the report rather than getting it late: its Clock
+      // Synchronizer takes the arrival time as the interval's end, so a report queued while
+      // connecting would skew its offsets (and its proposals) by the connection's set-up time.
+      if (ddes[d].lost || !ddes[d].socket->connected()) continue;
       try {
         // Never waits: a DDE that cannot take it now misses this report (it proposes from the others').
         if (ddes[d].socket->try_send(report) && ddes[d].socket->try_send(request)) {
