@@ -74,7 +74,7 @@ class TimesliceSender {
   TimesliceSender& operator=(const TimesliceSender&) = delete;
 
   // Queues this input's contribution to time-slice t (copied). t must be the next one
-  // (0, 1, 2, ...): throws Errc-less netio::Error (invalid_argument) otherwise, or for more
+  // (0, 1, 2, ...): throws netio::Error (std::errc::invalid_argument) otherwise, or for more
   // than max_contribution_bytes; Errc::closed after finish(). push() waits up to push_timeout
   // for room (Errc::timeout; Errc::would_block on the event-loop thread); try_push() returns
   // false instead.
