@@ -68,3 +68,28 @@ TEST_CASE("With one credit per pair, a receiver never holds more than one contri
   const auto base = GENERATE(loopback_endpoints());
   run_complete_system(base, 3, 2, 300, 1);
 }
+
+TEST_CASE("A slow consumer: credits hold the inputs back and its buffer never overflows", "[scheduled_push]") {
+  const auto base = GENERATE(loopback_endpoints());
+  SystemOptions options;
+  options.config.input_count = 3;
+  options.config.compute_count = 3;
+  options.config.timeslices_per_interval = 12;
+  options.credits = 2;
+  options.slow_consumer = std::chrono::microseconds(2000);  // compute node 0 takes 2 ms per time-slice
+  const ns::TimesliceIndex count = 3 * 100;
+  System system(base, options);
+  REQUIRE(system.push_all(count).empty());
+  for (ns::InputIndex i = 0; i < 3; ++i) CHECK(system.sender(i).wait_finished(30s));
+  for (ns::ComputeIndex c = 0; c < 3; ++c) {
+    CHECK(eventually([&] { return system.deliveries(c).count() >= count / 3; }));
+    check_complete_in_order(system, c, 3, count);
+  }
+  // The inputs ran into compute node 0's credits: it held contributions up to its credits'
+  // worth (2 per input: at least 3 × 2 × 16 bytes, typically ~3 KiB), never more than its buffer.
+  const auto slow = system.receiver(0).stats();
+  CHECK(slow.peak_held_bytes <= system.buffer_bytes());
+  CHECK(slow.peak_held_bytes >= 3 * 2 * 16);
+  // The fast compute nodes are held back too (the inputs send in order), but never overflow.
+  for (ns::ComputeIndex c = 1; c < 3; ++c) CHECK(system.receiver(c).stats().peak_held_bytes <= system.buffer_bytes());
+}

@@ -92,6 +92,7 @@ struct SystemOptions {
   bool dde_in_receivers = false;   // DFS: the replicas run inside receivers 0, 1, ... (run_dde) instead
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
+  std::chrono::microseconds slow_consumer{0};  // compute node 0's handler takes this long per time-slice
 };
 
 class System {
@@ -116,7 +117,10 @@ class System {
         deliveries_[c].add(view);  // in the one sequence of hand-overs too, to check the order
       };
       receivers_.push_back(std::make_unique<sp::TimesliceReceiver>(
-          *receiver_contexts_.back(), endpoint, ro, [this, c](const sp::TimesliceView& view) { deliveries_[c].add(view); }));
+          *receiver_contexts_.back(), endpoint, ro, [this, c](const sp::TimesliceView& view) {
+            deliveries_[c].add(view);
+            if (c == 0 && options_.slow_consumer.count() > 0) std::this_thread::sleep_for(options_.slow_consumer);
+          }));
     }
     proposals_ = std::vector<Proposals>(options_.dde_replicas);
     if (options_.mode == ns::Mode::dfs && !options_.dde_in_receivers) {
