@@ -2,9 +2,10 @@
 //
 //   netio_recv -e ENDPOINT [--mode ht|ll] [-n MESSAGES | -t DURATION] [--verify] [--json]
 //              [--interval DURATION] [--port-file FILE] [--cpu N[,M]] [--timeout DURATION]
+//   netio_recv --subscribe -e PUBLISHER --tags T[,T...] [--mode ll|ht] [...the same]
 //
-// Listens, reports each interval on stderr (like iperf3) and prints a summary per message
-// size when netio_throughput ends its stream.
+// Listens (or subscribes to netio_throughput --publish), reports each interval on stderr
+// (like iperf3) and prints a summary per message size when the sender ends its stream.
 #include "common/cli_options.hpp"
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
@@ -13,11 +14,13 @@
 #include "common/tool_main.hpp"
 #include "common/units.hpp"
 #include "throughput/bench_receiver.hpp"
+#include "throughput/bench_subscriber.hpp"
 
 #include "netio/context.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
@@ -39,6 +42,8 @@ struct Options {
   CpuChoice cpu;
   std::optional<netio::EmulationConfig> emulate;
   std::chrono::nanoseconds timeout{0};
+  bool subscribe = false;  // publish/subscribe: -e is the publisher
+  std::vector<std::uint64_t> tags;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -70,6 +75,13 @@ void add_options(CLI::App& app, Options& o) {
   add_cpu_option(app, o.cpu);
   add_emulate_option(app, o.emulate);
   add_timeout_option(app, o.timeout);
+  auto* subscribe = app.add_flag("--subscribe", o.subscribe,
+                                 "Subscribe to netio_throughput --publish at -e (the publisher's endpoint) instead of "
+                                 "listening; --mode picks the subscription's mode; --verify checks every tag's stream");
+  app.add_option("--tags", o.tags, "With --subscribe: the tags to subscribe to (64-bit integers)")
+      ->delimiter(',')
+      ->type_name("T[,T...]")
+      ->needs(subscribe);
   app.footer(std::string(kUnitsHelp) +
              "\n\nThe receiver's time for a size runs from the arrival of the run's begin marker to that of its\n"
              "end marker. Exit status: 0 when the stream ended (or -n/-t was reached) and, with --verify, all was\n"
@@ -79,6 +91,10 @@ void add_options(CLI::App& app, Options& o) {
 }
 
 void validate(const Options& o) {
+  if (o.subscribe && o.tags.empty()) throw CLI::ValidationError("--tags", "--subscribe needs the tags: --tags T[,T...]");
+  if (o.subscribe && !o.port_file.empty()) {
+    throw CLI::ValidationError("--port-file", "does not apply to --subscribe (the subscriber connects to -e)");
+  }
   if (o.messages && *o.messages == 0) throw CLI::ValidationError("--messages", "must be at least 1");
   if (o.duration && *o.duration <= std::chrono::nanoseconds::zero()) {
     throw CLI::ValidationError("--time", "must be longer than 0");
@@ -99,7 +115,63 @@ bool verification_failed(const BenchReceiverReport& report) {
   return runs_bad || report.stray_messages > 0;
 }
 
+int exit_status(const Options& o, ReceiveEnd end, bool verification_bad);
+
+// --subscribe: the pub/sub benchmark's subscriber (throughput/bench_subscriber.hpp).
+int run_subscriber(const Options& o) {
+  install_termination_handlers();
+  const Watchdog watchdog(kTool, o.timeout);
+  const Deadline deadline(o.timeout);
+  BenchSubscriberOptions subscriber;
+  subscriber.publisher = netio::Endpoint::parse(o.endpoint);
+  subscriber.tags.assign(o.tags.begin(), o.tags.end());
+  subscriber.mode = o.mode == "ll" ? netio::pubsub::Mode::low_latency : netio::pubsub::Mode::high_throughput;
+  subscriber.verify = o.verify;
+  subscriber.max_messages = o.messages;
+  subscriber.duration = o.duration;
+  subscriber.interval = o.interval;
+  subscriber.consumer_cpu = o.cpu.tool_thread;
+  if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
+  netio::ContextOptions context_options;
+  context_options.cpu = o.cpu.loop_thread;
+  context_options.emulation = o.emulate;
+  netio::Context context(context_options);
+  BenchReceiverCallbacks callbacks;
+  callbacks.on_listening = [&](const netio::Endpoint& publisher) {
+    fmt::print(stderr, "{}: subscribed to {} on {} ({} mode{})\n", kTool, fmt::join(o.tags, ","), publisher.to_string(),
+               o.mode, o.verify ? ", verifying" : "");
+  };
+  callbacks.on_interval = print_interval;
+  const BenchSubscriberReport report = run_bench_subscriber(context, subscriber, deadline, callbacks);
+  if (o.json) {
+    JsonWriter json;
+    write_results_json(json, report.merged, VerificationColumns::reported);
+    fmt::print("{}\n", json.str());
+  } else if (report.per_tag.size() == 1) {
+    fmt::print("{}", results_table(report.merged, VerificationColumns::reported));
+  } else {
+    for (const auto& tag : report.per_tag) {
+      fmt::print("tag {}:\n{}", tag.tag, results_table(tag.results, VerificationColumns::reported));
+    }
+    fmt::print("all tags:\n{}", results_table(report.merged, VerificationColumns::reported));
+  }
+  for (const std::string& anomaly : report.anomalies) fmt::print(stderr, "{}: protocol anomaly: {}\n", kTool, anomaly);
+  if (report.dropped > 0) fmt::print(stderr, "{}: the publisher dropped {} messages for this subscriber\n", kTool, report.dropped);
+  bool bad = report.stray_messages > 0;
+  for (const auto& tag : report.per_tag) {
+    for (const auto& r : tag.results) {
+      if (r.verification && !r.verification->clean()) {
+        bad = true;
+        fmt::print(stderr, "{}: tag {}, {} B: {} lost, {} duplicated, {} corrupt\n", kTool, tag.tag, r.size,
+                   r.verification->lost, r.verification->duplicated, r.verification->corrupt);
+      }
+    }
+  }
+  return exit_status(o, report.end, bad);
+}
+
 int run(const Options& o) {
+  if (o.subscribe) return run_subscriber(o);
   install_termination_handlers();
   const Watchdog watchdog(kTool, o.timeout);
   const Deadline deadline(o.timeout);
@@ -143,7 +215,11 @@ int run(const Options& o) {
                report.stray_messages);
   }
 
-  switch (report.end) {
+  return exit_status(o, report.end, verification_failed(report));
+}
+
+int exit_status(const Options& o, ReceiveEnd end, bool verification_bad) {
+  switch (end) {
     case ReceiveEnd::signal:
       fmt::print(stderr, "{}: interrupted\n", kTool);
       return 128 + stop_signal();
@@ -152,14 +228,14 @@ int run(const Options& o) {
                  format_duration(o.timeout));
       return kExitFailure;
     case ReceiveEnd::sender_gone:
-      fmt::print(stderr, "{}: error: the sender disconnected without ending its stream\n", kTool);
+      fmt::print(stderr, "{}: error: the sender (publisher) disconnected without ending its stream\n", kTool);
       return kExitFailure;
     case ReceiveEnd::end_of_stream:
     case ReceiveEnd::message_limit:
     case ReceiveEnd::time_limit:
       break;
   }
-  if (o.verify && verification_failed(report)) {
+  if (o.verify && verification_bad) {
     fmt::print(stderr, "{}: verification failed: messages were lost, duplicated or corrupt\n", kTool);
     return kExitVerificationFailed;
   }

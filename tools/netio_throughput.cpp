@@ -4,8 +4,10 @@
 //                    [-n MESSAGES | -t DURATION] [--page-size SIZE] [--flush-timeout DURATION]
 //                    [--verify] [--json] [--cpu N[,M]] [--timeout DURATION]
 //
-// Pair it with netio_recv on the other end; the message format is in
-// common/bench_message.hpp.
+//   netio_throughput --publish -e BIND_ENDPOINT --tags T[,T...] [--subscribers K] (-s ... | --sweep) [...]
+//
+// Pair it with netio_recv (--subscribe with --publish) on the other end; the message
+// format is in common/bench_message.hpp.
 #include "common/cli_options.hpp"
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
@@ -13,6 +15,7 @@
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
 #include "common/units.hpp"
+#include "throughput/bench_publisher.hpp"
 #include "throughput/bench_sender.hpp"
 
 #include "netio/high_throughput_socket.hpp"
@@ -45,6 +48,10 @@ struct Options {
   CpuChoice cpu;
   std::optional<netio::EmulationConfig> emulate;
   std::chrono::nanoseconds timeout{0};
+  bool publish = false;  // publish/subscribe: -e is where the publisher binds
+  std::vector<std::uint64_t> tags;
+  std::uint64_t subscribers = 1;
+  std::string port_file;
 };
 
 constexpr auto kDefaultDuration = std::chrono::seconds(2);
@@ -89,12 +96,35 @@ void add_options(CLI::App& app, Options& o) {
   add_cpu_option(app, o.cpu);
   add_emulate_option(app, o.emulate);
   add_timeout_option(app, o.timeout);
+  auto* publish = app.add_flag("--publish", o.publish,
+                               "Publish instead of sending to one receiver: bind a publish socket at -e and, once "
+                               "--subscribers subscribers are in (netio_recv --subscribe), publish round-robin over "
+                               "--tags; each subscription's mode is the subscriber's choice. --pages is the shared "
+                               "pool of all subscribers");
+  app.add_option("--tags", o.tags, "With --publish: the tags to publish under, round-robin (64-bit integers)")
+      ->delimiter(',')
+      ->type_name("T[,T...]")
+      ->needs(publish);
+  app.add_option("--subscribers", o.subscribers,
+                 "With --publish: subscribers to wait for (their data connections up, subscriptions "
+                 "acknowledged) before the first message")
+      ->check(CLI::PositiveNumber)
+      ->needs(publish)
+      ->capture_default_str();
+  app.add_option("--port-file", o.port_file,
+                 "With --publish: write the port bound to FILE once listening (for scripts using port 0)")
+      ->type_name("FILE")
+      ->needs(publish);
   app.footer(std::string(kUnitsHelp) +
              "\n\nExit status: 0 when every run was sent, 1 on failure (connection refused, receiver gone,\n"
              "--timeout), 128+N when stopped by signal N (Ctrl-C), other non-zero values for bad arguments.");
 }
 
 void validate(const CLI::App& app, const Options& o) {
+  if (o.publish && o.tags.empty()) throw CLI::ValidationError("--tags", "--publish needs the tags: --tags T[,T...]");
+  if (o.publish && app.count("--mode") > 0) {
+    throw CLI::ValidationError("--mode", "does not apply to --publish (each subscriber picks its mode: netio_recv --subscribe --mode)");
+  }
   if (o.sizes.empty() && !o.sweep) throw CLI::ValidationError("give the message sizes: -s SIZE[,SIZE...] or --sweep");
   for (const std::uint64_t size : o.sizes) {
     if (size < kMinDataMessageSize) {
@@ -121,7 +151,40 @@ void print_run_progress(const ThroughputResult& r) {
              r.messages, r.seconds, r.msgs_per_s(), r.gbps());
 }
 
+int report_and_exit(const Options& o, const BenchSenderReport& report);
+
+// --publish: the pub/sub benchmark's publisher (throughput/bench_publisher.hpp).
+int run_publisher(const Options& o) {
+  install_termination_handlers();
+  const Watchdog watchdog(kTool, o.timeout);
+  const Deadline deadline(o.timeout);
+  if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
+  BenchPublisherOptions publisher;
+  publisher.local = netio::Endpoint::parse(o.endpoint);
+  publisher.tags.assign(o.tags.begin(), o.tags.end());
+  publisher.subscribers = o.subscribers;
+  publisher.sizes = o.sweep ? sweep_sizes() : o.sizes;
+  publisher.messages_per_size = o.messages;
+  publisher.duration_per_size = o.duration.value_or(kDefaultDuration);
+  publisher.payload = o.verify ? PayloadMode::per_message : PayloadMode::fixed_per_run;
+  publisher.page_size = o.page_size;
+  publisher.page_count = o.pages;
+  publisher.flush_timeout = o.flush_timeout;
+  netio::ContextOptions context_options;
+  context_options.cpu = o.cpu.loop_thread;
+  context_options.emulation = o.emulate;
+  netio::Context context(context_options);
+  BenchPublisherCallbacks callbacks;
+  callbacks.on_listening = [&](const netio::Endpoint& local) {
+    fmt::print(stderr, "{}: publishing on {}, waiting for {} subscriber(s)\n", kTool, local.to_string(), o.subscribers);
+    if (!o.port_file.empty()) write_port_file(o.port_file, local.port);
+  };
+  if (!o.json) callbacks.on_run_done = print_run_progress;
+  return report_and_exit(o, run_bench_publisher(context, publisher, deadline, callbacks));
+}
+
 int run(const Options& o) {
+  if (o.publish) return run_publisher(o);
   install_termination_handlers();
   const Watchdog watchdog(kTool, o.timeout);
   const Deadline deadline(o.timeout);
@@ -145,8 +208,10 @@ int run(const Options& o) {
   netio::Context context(context_options);
 
   // A connection failure escapes as netio::Error, whose message names the endpoint.
-  const BenchSenderReport report = run_bench_sender(context, sender, deadline, o.json ? nullptr : print_run_progress);
+  return report_and_exit(o, run_bench_sender(context, sender, deadline, o.json ? nullptr : print_run_progress));
+}
 
+int report_and_exit(const Options& o, const BenchSenderReport& report) {
   if (o.json) {
     JsonWriter json;
     write_results_json(json, report.results, VerificationColumns::none);

@@ -57,7 +57,7 @@ class FrameReader {
   enum class Step { progress, would_block, stalled, done };
 
   Step read_once();
-  bool discard_peeked(std::size_t bytes);
+  bool discard_peeked(std::byte* peeked, std::size_t bytes);
   bool consume_staged();  // false when stalled for lack of buffers or closed
   void deliver();
   void resume();

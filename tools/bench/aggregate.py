@@ -103,7 +103,8 @@ def load(raw_path):
     """Reads results.jsonl. Returns (runs, memory, failed): runs["tput"|"rtt"][system][size]
     [metric] is {repetition: value} (msgs_per_s and gbps; or the PERCENTILES, µs, None where
     a program does not give one), memory the memory check's JSON, failed the runs without data."""
-    runs = {"tput": defaultdict(lambda: defaultdict(dict)), "rtt": defaultdict(lambda: defaultdict(dict))}
+    runs = {"tput": defaultdict(lambda: defaultdict(dict)), "rtt": defaultdict(lambda: defaultdict(dict)),
+            "pubsub": defaultdict(lambda: defaultdict(dict))}
     failed = []
     memory = None
     for line in Path(raw_path).read_text().splitlines():
@@ -117,7 +118,7 @@ def load(raw_path):
         if kind == "memory":  # memory_check.sh's one JSON line
             memory = data
             continue
-        if kind == "tput":
+        if kind in ("tput", "pubsub"):  # pubsub: msg/s per subscriber, Gb/s over all subscribers
             r = data["results"][0]
             values = {"msgs_per_s": r["msgs_per_s"], "gbps": r["gbps"]}
         else:
@@ -158,7 +159,7 @@ def build_targets(runs, memory=None, small_pages="smaller"):
     targets = []
 
     def add(name, kind, a, b, size, metric, threshold, at_least):
-        table = tput if kind == "tput" else rtt
+        table = {"tput": tput, "rtt": rtt}.get(kind) or summarise(runs.get(kind, {}))
         p = paired(runs, kind, a, b, size, metric)
         value = p["median"] if p else None
         status = "not measured" if value is None else (
@@ -179,6 +180,16 @@ def build_targets(runs, memory=None, small_pages="smaller"):
             if get(tput, "netio_small_pages", size, "gbps") is not None:
                 add(f"netio/raw TCP Gb/s with page_size = {small_pages} (an option; default 1 MiB)", "tput",
                     "netio_small_pages", "tcp", size, "gbps", 0.85, True)
+    # Issue 15: publish/subscribe beside ZeroMQ XPUB(NODROP)/SUB, high-throughput subscriptions.
+    pubsub = summarise(runs.get("pubsub", {}))
+    for k in (1, 4):
+        for size in sorted(pubsub.get(f"netio_pubsub_{k}", {})):
+            add(f"netio/ZeroMQ pub/sub msg/s per subscriber, {k} subscriber{'s' if k > 1 else ''}", "pubsub",
+                f"netio_pubsub_{k}", f"zmq_pubsub_{k}", size, "msgs_per_s", 2 if size >= 65536 else 3, True)
+    for size in sorted(pubsub.get("netio_pubsub_4", {})):
+        if size >= 65536:
+            add("netio pub/sub aggregate Gb/s, 4 subscribers/1 subscriber", "pubsub", "netio_pubsub_4",
+                "netio_pubsub_1", size, "gbps", 0.8, True)
     for size in sorted(rtt.get("netio", {})):
         # Issue 14: one connection (pings and pongs share it, as replies).
         add("netio/raw blocking RTT median", "rtt", "netio", "tcp", size, "median", 1.05, False)
@@ -282,7 +293,7 @@ def build_bounds(runs):
     tput, rtt = summarise(runs["tput"]), summarise(runs["rtt"])
     rows = []
     for key, what, kind, a, b, metric, unit, which, note in BOUNDS:
-        table = tput if kind == "tput" else rtt
+        table = {"tput": tput, "rtt": rtt}.get(kind) or summarise(runs.get(kind, {}))
         sizes = sorted(set(table.get(a, {})) | set(table.get(b, {})))
         if which == "large":
             sizes = [s for s in sizes if s >= 16384]
@@ -307,8 +318,8 @@ def markdown(runs, targets, bounds, failed, machine, settings):
     sizes = sorted(set().union(*(d.keys() for d in tput.values()))) if tput else []
     md += ["### Throughput (receiver's view)", "",
            "| size | netio msg/s | ZeroMQ msg/s | netio/ZeroMQ paired | of medians | netio Gb/s | raw TCP Gb/s |"
-           " netio/raw TCP paired | of medians | ZeroMQ Gb/s | ZeroMQ pub/sub msg/s |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           " netio/raw TCP paired | of medians | ZeroMQ Gb/s |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for size in sizes:
         n_m, z_m = get(tput, "netio", size, "msgs_per_s"), get(tput, "zmq", size, "msgs_per_s")
         n_g, t_g = get(tput, "netio", size, "gbps"), get(tput, "tcp", size, "gbps")
@@ -316,8 +327,7 @@ def markdown(runs, targets, bounds, failed, machine, settings):
                   f"{paired_text(paired(runs, 'tput', 'netio', 'zmq', size, 'msgs_per_s'))} | "
                   f"{num(ratio(n_m, z_m))} | {with_spread(n_g)} | {with_spread(t_g)} | "
                   f"{paired_text(paired(runs, 'tput', 'netio', 'tcp', size, 'gbps'))} | {num(ratio(n_g, t_g))} | "
-                  f"{with_spread(get(tput, 'zmq', size, 'gbps'))} | "
-                  f"{with_spread(get(tput, 'zmq_pubsub', size, 'msgs_per_s'))} |")
+                  f"{with_spread(get(tput, 'zmq', size, 'gbps'))} |")
     md += ["", "raw TCP writes the message size per `send()` below 16 KiB and 1 MiB per `send()` from 16 KiB on "
            "(the one-stream ceiling the ≥ 16 KiB target is measured against).", ""]
     if "netio_fabric" in tput:
@@ -329,6 +339,23 @@ def markdown(runs, targets, bounds, failed, machine, settings):
             md.append(f"| {size_text(size)} | {with_spread(f_g)} | {with_spread(p_g)} | "
                       f"{paired_text(paired(runs, 'tput', 'netio_fabric', 'netio', size, 'gbps'))} | "
                       f"{num(ratio(f_g, p_g))} |")
+        md.append("")
+    pubsub = summarise(runs.get("pubsub", {}))
+    if pubsub:
+        md += ["### Publish/subscribe (high-throughput subscriptions; netio beside ZeroMQ XPUB(NODROP)/SUB)", "",
+               "| size | subscribers | netio msg/s per subscriber | ZeroMQ msg/s per subscriber | netio/ZeroMQ paired |"
+               " of medians | netio Gb/s, all subscribers | ZeroMQ Gb/s, all subscribers |",
+               "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for size in sorted(set().union(*(d.keys() for d in pubsub.values()))):
+            for k in (1, 4):
+                n, z = f"netio_pubsub_{k}", f"zmq_pubsub_{k}"
+                n_m, z_m = get(pubsub, n, size, "msgs_per_s"), get(pubsub, z, size, "msgs_per_s")
+                md.append(f"| {size_text(size)} | {k} | {with_spread(n_m)} | {with_spread(z_m)} | "
+                          f"{paired_text(paired(runs, 'pubsub', n, z, size, 'msgs_per_s'))} | {num(ratio(n_m, z_m))} | "
+                          f"{with_spread(get(pubsub, n, size, 'gbps'))} | {with_spread(get(pubsub, z, size, 'gbps'))} |")
+            if get(pubsub, "netio_pubsub_4", size, "gbps") is not None:
+                md.append(f"| {size_text(size)} | 4 vs 1 | | | netio Gb/s 4/1 paired: "
+                          f"{paired_text(paired(runs, 'pubsub', 'netio_pubsub_4', 'netio_pubsub_1', size, 'gbps'))} | | | |")
         md.append("")
     md += ["### Round-trip time, µs", "",
            "| size | system | min | median | mean | p90 | p99 | p99.9 | max | stddev |",
@@ -470,6 +497,7 @@ def main():
     result = {"machine": args.machine, "settings": args.settings,
               "throughput": {s: {str(k): v for k, v in d.items()} for s, d in tput.items()},
               "rtt_us": {s: {str(k): v for k, v in d.items()} for s, d in rtt.items()},
+              "pubsub": {s: {str(k): v for k, v in d.items()} for s, d in summarise(runs["pubsub"]).items()},
               "systems": {"throughput": TPUT_NAMES, "rtt": RTT_NAMES},
               "memory": memory, "targets": targets, "bounds": bounds, "failed_runs": failed}
     (out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")

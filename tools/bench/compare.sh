@@ -21,7 +21,10 @@
 #   --sizes LIST         throughput sizes (default 8,64,1KiB,16KiB,64KiB,1MiB)
 #   --no-build           use the existing build/release
 #   --no-fabric          skip the libfabric back-end (and fi_pingpong)
-#   --no-pubsub          skip the ZeroMQ pub/sub reference
+#   --no-pubsub          skip publish/subscribe (netio beside ZeroMQ XPUB(NODROP)/SUB, 1 and 4
+#                        high-throughput subscribers, at --pubsub-sizes)
+#   --pubsub-sizes LIST  pub/sub message sizes (default 64,1KiB,64KiB)
+#   --pubsub-only        only the publish/subscribe rows (no throughput, round trips or memory)
 #   --small-pages SIZE   also run netio with this page size from 16 KiB on (default 512KiB,
 #                        0 skips): what HighThroughputSendOptions::page_size buys over the default
 #   --memory-time D      run memory_check.sh (the memory target) for D (default 20s; 0 skips)
@@ -39,6 +42,8 @@ sizes="8,64,1KiB,16KiB,64KiB,1MiB"
 build=1
 fabric=1
 pubsub=1
+pubsub_sizes="64,1KiB,64KiB"
+pubsub_only=0
 small_pages=512KiB
 memory_time=20s
 while [ $# -gt 0 ]; do
@@ -51,6 +56,8 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --no-fabric) fabric=0; shift ;;
     --no-pubsub) pubsub=0; shift ;;
+    --pubsub-sizes) pubsub_sizes="$2"; shift 2 ;;
+    --pubsub-only) pubsub_only=1; memory_time=0; shift ;;
     --small-pages) small_pages="$2"; shift 2 ;;
     --memory-time) memory_time="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
@@ -141,6 +148,8 @@ s=sys.argv[1].strip(); u={"":1,"b":1,"k":1024,"kib":1024,"m":1<<20,"mib":1<<20}
 i=len(s.rstrip("KiBMkibm")); print(int(float(s[:i])*u[s[i:].lower()]))' "$1"; }
 size_list=()
 for s in ${sizes//,/ }; do size_list+=("$(to_bytes "$s")"); done
+pubsub_size_list=()
+for s in ${pubsub_sizes//,/ }; do pubsub_size_list+=("$(to_bytes "$s")"); done
 
 # netio_recv + netio_throughput at one size (netio_recv reports it like tcp_throughput does):
 # netio_throughput SYSTEM SIZE REP LISTEN_ENDPOINT CONNECT_ENDPOINT [SENDER_OPTION...]
@@ -199,13 +208,57 @@ tput_tcp_paged() {
        -t "$per_point" --cpu "$send_cpu" --timeout "$timeout"
   record tput tcp_paged "$1" "$2" "$scratch/out.json"
 }
-tput_zmq_pubsub() {
-  [ "$pubsub" = 1 ] || return 0
-  report=client  # the subscriber (client) reports; the publisher is the "server" here
-  pair "$bin/bench/zmq_pubsub" --publish -s "$1" -t "$per_point" --cpu "$send_cpu" --timeout "$timeout" -- \
-       "$bin/bench/zmq_pubsub" -e "tcp://127.0.0.1:@PORT@" --json --cpu "$recv_cpu" --timeout "$timeout"
-  record tput zmq_pubsub "$1" "$2" "$scratch/out.json"
+
+# Publish/subscribe (issue 15): one publisher (sender CPU) and K subscriber processes (all on
+# the receiver CPU), high-throughput subscriptions; each subscriber reports its own msg/s.
+# fan_out SYSTEM SIZE REP K PUBLISHER_CMD... -- SUBSCRIBER_CMD... (@PORT@ as in pair) records
+# kind "pubsub": msgs_per_s per subscriber (their mean), gbps the subscribers' sum.
+fan_out() {
+  local system="$1" size="$2" rep="$3" k="$4" publisher=() subscriber=() pids=() i
+  shift 4
+  while [ "$1" != "--" ]; do publisher+=("$1"); shift; done; shift
+  subscriber=("$@")
+  rm -f "$scratch/port" "$scratch"/sub_*.json
+  "${publisher[@]}" --port-file "$scratch/port" >/dev/null 2>"$scratch/server.err" &
+  server_pid=$!
+  if wait_for_port "$scratch/port"; then
+    subscriber=("${subscriber[@]//@PORT@/$(cat "$scratch/port")}")
+    for i in $(seq "$k"); do
+      "${subscriber[@]}" >"$scratch/sub_$i.json" 2>"$scratch/client_$i.err" &
+      pids+=($!)
+    done
+    for i in "${pids[@]}"; do wait "$i" 2>/dev/null || true; done
+  fi
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
+  python3 - "$k" "$size" "$scratch" >"$scratch/out.json" <<'PY' || rm -f "$scratch/out.json"
+import json, sys
+k, size, scratch = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+runs = [json.load(open(f"{scratch}/sub_{i}.json"))["results"][0] for i in range(1, k + 1)]
+print(json.dumps({"subscribers": k, "results": [{"size": size,
+      "msgs_per_s": sum(r["msgs_per_s"] for r in runs) / k,
+      "gbps": sum(r["gbps"] for r in runs),
+      "per_subscriber_msgs_per_s": [r["msgs_per_s"] for r in runs]}]}))
+PY
+  record pubsub "$system" "$size" "$rep" "$scratch/out.json"
 }
+pubsub_netio() {  # SIZE REP K
+  fan_out "netio_pubsub_$3" "$1" "$2" "$3" \
+      "$bin/netio_throughput" --publish -e tcp://127.0.0.1:0 --tags 1 --subscribers "$3" -s "$1" -t "$per_point" \
+      --cpu "$send_cpu" --timeout "$timeout" -- \
+      "$bin/netio_recv" --subscribe -e "tcp://127.0.0.1:@PORT@" --tags 1 --interval 0 --json --cpu "$recv_cpu" \
+      --timeout "$timeout"
+}
+pubsub_zmq() {  # SIZE REP K
+  fan_out "zmq_pubsub_$3" "$1" "$2" "$3" \
+      "$bin/bench/zmq_pubsub" --publish --subscribers "$3" -s "$1" -t "$per_point" --cpu "$send_cpu" \
+      --timeout "$timeout" -- \
+      "$bin/bench/zmq_pubsub" -e "tcp://127.0.0.1:@PORT@" --json --cpu "$recv_cpu" --timeout "$timeout"
+}
+pubsub_netio_1() { pubsub_netio "$1" "$2" 1; }
+pubsub_zmq_1() { pubsub_zmq "$1" "$2" 1; }
+pubsub_netio_4() { pubsub_netio "$1" "$2" 4; }
+pubsub_zmq_4() { pubsub_zmq "$1" "$2" 4; }
 
 # rtt_* SIZE REP: the round-trip programs, $rtt being the client's common options.
 rtt_netio() {
@@ -317,8 +370,9 @@ rtt_fi_pingpong() {
 # libfabric busy-poll/fi_pingpong round trips. Most same-shape comparisons are adjacent too.
 # Odd repetitions run a sequence forwards, even ones backwards: each system of a pair goes first
 # in half of them, so a warm-up (or cool-down) effect on whichever runs second cancels out.
-small_sequence=(tcp tcp_paged netio zmq zmq_pubsub)
-large_sequence=(netio_fabric netio tcp netio_small_pages tcp_paged zmq zmq_pubsub)
+small_sequence=(tcp tcp_paged netio zmq)
+large_sequence=(netio_fabric netio tcp netio_small_pages tcp_paged zmq)
+pubsub_sequence=(netio_1 zmq_1 netio_4 zmq_4)
 rtt_sequence=(zmq tcp_oneway netio_2c netio tcp tcp_oneway_busy netio_busy_2c netio_busy tcp_busy
               netio_fabric fi_oneway netio_fabric_busy_2c netio_fabric_busy fi_pingpong fi_twoway)
 
@@ -338,8 +392,9 @@ awk '$1 > 0.5 { exit 1 }' /proc/loadavg ||
 echo "compare.sh: load before: ${load_before}; sizes ${sizes}; ${repeat} repeats of ${per_point} / ${iterations} round trips" >&2
 for rep in $(seq "$repeat"); do
   order="forwards"; [ $(( rep % 2 )) = 0 ] && order="backwards"
-  echo "== repeat $rep/$repeat: throughput (run order $order)" >&2
+  [ "$pubsub_only" = 1 ] || echo "== repeat $rep/$repeat: throughput (run order $order)" >&2
   for size in "${size_list[@]}"; do
+    [ "$pubsub_only" = 0 ] || break
     if [ "$size" -ge 16384 ]; then
       run_sequence tput "$size" "$rep" "${large_sequence[@]}"
     else
@@ -347,9 +402,15 @@ for rep in $(seq "$repeat"); do
     fi
   done
 
-  echo "== repeat $rep/$repeat: round-trip time (run order $order)" >&2
+  if [ "$pubsub" = 1 ]; then
+    echo "== repeat $rep/$repeat: publish/subscribe, 1 and 4 subscribers (run order $order)" >&2
+    for size in "${pubsub_size_list[@]}"; do run_sequence pubsub "$size" "$rep" "${pubsub_sequence[@]}"; done
+  fi
+
+  [ "$pubsub_only" = 1 ] || echo "== repeat $rep/$repeat: round-trip time (run order $order)" >&2
   report=client
   for size in 8 1024; do
+    [ "$pubsub_only" = 0 ] || break
     rtt=(-s "$size" -n "$iterations" -w "$warmup" --json --cpu "$send_cpu" --timeout "$timeout")
     run_sequence rtt "$size" "$rep" "${rtt_sequence[@]}"
   done
@@ -365,7 +426,7 @@ elapsed=$(( $(date +%s) - start_time ))
 
 machine="$(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), L2 $(lscpu 2>/dev/null | sed -n 's/^L2 cache: *//p'), $(uname -sr), libzmq $(pkg-config --modversion libzmq 2>/dev/null || echo '?'), libfabric $(pkg-config --modversion libfabric 2>/dev/null || echo '?')"
 python3 "$root/tools/bench/aggregate.py" --raw "$raw" --out "$out" --machine "$machine" --small-pages "$small_pages" \
-    --settings "compare.sh --repeat $repeat --time $per_point --iterations $iterations --sizes $sizes --small-pages $small_pages --memory-time $memory_time; receiver CPU $recv_cpu, sender CPU $send_cpu; ${elapsed} s of measurement; load (1/5/15 min) ${load_before} before, $(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') after"
+    --settings "compare.sh --repeat $repeat --time $per_point --iterations $iterations --sizes $sizes --pubsub-sizes $pubsub_sizes --small-pages $small_pages --memory-time $memory_time; receiver CPU $recv_cpu, sender CPU $send_cpu; ${elapsed} s of measurement; load (1/5/15 min) ${load_before} before, $(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') after"
 if command -v gnuplot >/dev/null; then
   (cd "$out" && gnuplot plots.gp) || echo "compare.sh: gnuplot failed; no plots" >&2
 else

@@ -50,6 +50,9 @@ int run(const Options& o) {
   }
   ZmqSocket xpub(context, ZMQ_XPUB);
   xpub.set(ZMQ_XPUB_NODROP, 1);
+  // Every subscriber's subscription reaches us, not only the first of each topic (XPUB passes
+  // a duplicate on only when verbose): --subscribers K counts K of them.
+  xpub.set(ZMQ_XPUB_VERBOSE, 1);
   xpub.set(ZMQ_SNDTIMEO, 100);
   xpub.set(ZMQ_RCVTIMEO, 100);
   xpub.set(ZMQ_LINGER, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(

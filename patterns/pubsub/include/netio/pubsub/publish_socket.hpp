@@ -1,0 +1,110 @@
+// The publishing side of publish/subscribe (DESIGN.md §5).
+//
+// A PublishSocket listens on an endpoint for subscription requests (a low-latency
+// connection from each SubscribeSocket). For each request it records the subscription in its
+// table, opens (or reuses) a data connection of the requested mode to the subscriber — one
+// per (subscriber, mode), however many tags share it — and acknowledges only once that
+// connection is up. Every message published after the acknowledgement reaches the
+// subscriber (no slow joiner). High-throughput data connections draw their pages from one
+// pool shared by all of them, so the publisher's memory is bounded whatever the number of
+// subscribers; each connection may hold at most the pool's per_connection pages.
+//
+// A data message is the 8-byte little-endian tag followed by the payload.
+//
+// Thread-safety: publish(), try_publish(), flush(), stats() and the other const methods from
+// any number of threads at once; messages published by one thread keep their order for
+// every subscriber. Subscriptions are handled on the event-loop thread.
+// On the event-loop thread nothing waits: publish() there throws Errc::would_block when a
+// blocking subscriber cannot take the message now (the others got it); use try_publish().
+// Lifetime: destroy before the Context. On a user thread the destructor closes every data
+// connection after what was published went out (waiting up to send_timeout for each);
+// on the loop thread it starts those closes and returns.
+#pragma once
+
+#include "netio/context.hpp"
+#include "netio/endpoint.hpp"
+#include "netio/page_pool.hpp"
+#include "netio/pubsub/publish_progress.hpp"
+#include "netio/pubsub/subscription.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace netio::pubsub {
+
+struct PublishOptions {
+  std::string name;  // declared to subscribers (Publication::publisher().name()); default "HOST:PID"
+  // For subscriptions that leave the choice to the publisher (Backpressure::publisher_default).
+  Backpressure backpressure = Backpressure::block;
+  // How long publish() waits for a blocking subscriber, and a close for what is queued.
+  std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
+  // How long a new data connection may take to come up before the subscription is refused.
+  std::chrono::nanoseconds connect_timeout = std::chrono::seconds(5);
+  // The shared page pool of the high-throughput data connections (page_count × page_size
+  // at most, allocated as first used; per_connection pages per subscriber at once).
+  PagePoolOptions pages{.page_count = 64, .page_size = 1024 * 1024, .per_connection = 16};
+  // A partly filled page of a high-throughput subscriber waits at most this long.
+  std::chrono::nanoseconds flush_timeout = std::chrono::milliseconds(100);
+  std::size_t low_latency_buffers = 64;  // messages in flight per low-latency subscriber
+  // How often drops are reported to the subscribers that lost messages.
+  std::chrono::nanoseconds drop_report_interval = std::chrono::milliseconds(50);
+};
+
+// Counters of the whole socket; relaxed, cheap to read, not one atomic snapshot.
+struct PublishStats {
+  std::uint64_t published = 0;    // publish()/try_publish() calls completed (all subscribers served or skipped)
+  std::uint64_t unrouted = 0;     // messages of tags nobody subscribed to
+  std::uint64_t deliveries = 0;   // messages handed to a subscriber's connection
+  std::uint64_t dropped = 0;      // messages dropped for subscribers under Backpressure::drop
+  std::uint64_t subscriptions = 0;  // current (tag, subscriber, mode) entries
+  std::uint64_t connections = 0;    // current data connections
+  std::uint64_t subscribers_lost = 0;  // control connections that went away with subscriptions
+};
+
+class PublishSocket {
+ public:
+  // Binds and listens for subscription requests; throws netio::Error when the endpoint
+  // cannot be bound.
+  PublishSocket(Context& context, const Endpoint& local, PublishOptions options = {});
+  ~PublishSocket();
+  PublishSocket(const PublishSocket&) = delete;
+  PublishSocket& operator=(const PublishSocket&) = delete;
+
+  // Sends `data` under `tag` to every subscriber of the tag. A subscriber under
+  // Backpressure::block that cannot take it now is waited for (up to send_timeout);
+  // one under drop has it dropped and counted. A subscriber whose connection is gone is
+  // skipped. Throws netio::Error: Errc::timeout naming the subscribers that did not take the
+  // message in time (all the others have it), Errc::would_block on the event-loop thread in
+  // that case (see above), Errc::message_too_large beyond what a subscriber takes.
+  void publish(Tag tag, std::span<const std::byte> data);
+
+  // The non-blocking form, which never duplicates. True when every subscriber of `tag` has
+  // the message (or dropped it under Backpressure::drop, or left). False when some could
+  // not take it now: `progress.skipped()` names them, and calling again with the same
+  // progress (and the same tag and data) sends to those only. A fresh or reset() progress
+  // starts a new message. Subscribers that join after the first attempt are not added.
+  bool try_publish(Tag tag, std::span<const std::byte> data, PublishProgress& progress);
+
+  // Sends the partly filled pages of every high-throughput subscriber now.
+  void flush();
+
+  // Waits until at least `count` subscriptions are acknowledged; false on timeout.
+  bool wait_for_subscriptions(std::size_t count, std::chrono::nanoseconds timeout) const;
+
+  Endpoint local_endpoint() const;
+  PublishStats stats() const noexcept;
+  // The pool the high-throughput data connections draw from (its pages_in_use() tells the
+  // memory held for subscribers).
+  const PagePool& pages() const noexcept;
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace netio::pubsub

@@ -1,0 +1,132 @@
+#include "control_message.hpp"
+
+#include "wire.hpp"
+
+#include <fmt/format.h>
+
+namespace netio::pubsub::detail {
+
+namespace {
+
+constexpr std::uint8_t kind_subscribe = 1;
+constexpr std::uint8_t kind_unsubscribe = 2;
+constexpr std::uint8_t kind_answer = 3;
+constexpr std::uint8_t kind_drops = 4;
+
+void put_preamble(WireWriter& out, std::uint8_t kind) {
+  out.put(control_magic);
+  out.put(control_version);
+  out.put(kind);
+}
+
+std::uint8_t get_preamble(WireReader& in, std::string_view what) {
+  const auto magic = in.get<std::uint32_t>("magic");
+  if (magic != control_magic) {
+    throw Error(Errc::protocol_error, fmt::format("{}: magic {:#010x} is not a pub/sub control message's", what, magic));
+  }
+  const auto version = in.get<std::uint8_t>("version");
+  if (version != control_version) {
+    throw Error(Errc::protocol_error,
+                fmt::format("{}: protocol version {}, but this side speaks version {}", what, version, control_version));
+  }
+  return in.get<std::uint8_t>("kind");
+}
+
+Mode get_mode(WireReader& in, std::string_view what) {
+  const auto mode = in.get<std::uint8_t>("mode");
+  if (mode != static_cast<std::uint8_t>(Mode::low_latency) && mode != static_cast<std::uint8_t>(Mode::high_throughput)) {
+    throw Error(Errc::protocol_error, fmt::format("{}: unknown mode {}", what, mode));
+  }
+  return static_cast<Mode>(mode);
+}
+
+}  // namespace
+
+std::vector<std::byte> encode(const SubscriptionRequest& request) {
+  WireWriter out;
+  put_preamble(out, request.subscribe ? kind_subscribe : kind_unsubscribe);
+  out.put(static_cast<std::uint8_t>(request.mode));
+  out.put(static_cast<std::uint8_t>(request.backpressure));
+  out.put(request.request_id);
+  out.put(request.tag);
+  out.put_string(request.data_endpoint, max_endpoint_text);
+  return out.take();
+}
+
+std::vector<std::byte> encode(const SubscriptionAnswer& answer) {
+  WireWriter out;
+  put_preamble(out, kind_answer);
+  out.put(static_cast<std::uint8_t>(answer.accepted ? 1 : 0));
+  out.put(answer.request_id);
+  out.put_string(std::string_view(answer.reason).substr(0, max_reason_text), max_reason_text);
+  return out.take();
+}
+
+std::vector<std::byte> encode(const DropReport& report) {
+  WireWriter out;
+  put_preamble(out, kind_drops);
+  out.put(static_cast<std::uint8_t>(report.mode));
+  out.put(report.tag);
+  out.put(report.dropped);
+  return out.take();
+}
+
+SubscriptionRequest decode_request(std::span<const std::byte> bytes) {
+  constexpr std::string_view what = "subscription request";
+  WireReader in(bytes, what);
+  const auto kind = get_preamble(in, what);
+  if (kind != kind_subscribe && kind != kind_unsubscribe) {
+    throw Error(Errc::protocol_error, fmt::format("{}: kind {} is neither subscribe nor unsubscribe", what, kind));
+  }
+  SubscriptionRequest request;
+  request.subscribe = kind == kind_subscribe;
+  request.mode = get_mode(in, what);
+  const auto backpressure = in.get<std::uint8_t>("back-pressure");
+  if (backpressure > static_cast<std::uint8_t>(Backpressure::drop)) {
+    throw Error(Errc::protocol_error, fmt::format("{}: unknown back-pressure policy {}", what, backpressure));
+  }
+  request.backpressure = static_cast<Backpressure>(backpressure);
+  request.request_id = in.get<std::uint64_t>("request id");
+  request.tag = in.get<std::uint64_t>("tag");
+  request.data_endpoint = in.get_string("data endpoint", max_endpoint_text);
+  in.expect_end();
+  return request;
+}
+
+std::variant<SubscriptionAnswer, DropReport> decode_reply(std::span<const std::byte> bytes) {
+  constexpr std::string_view what = "publisher's reply";
+  WireReader in(bytes, what);
+  const auto kind = get_preamble(in, what);
+  if (kind == kind_answer) {
+    SubscriptionAnswer answer;
+    const auto accepted = in.get<std::uint8_t>("accepted");
+    if (accepted > 1) throw Error(Errc::protocol_error, fmt::format("{}: accepted flag {} is neither 0 nor 1", what, accepted));
+    answer.accepted = accepted == 1;
+    answer.request_id = in.get<std::uint64_t>("request id");
+    answer.reason = in.get_string("reason", max_reason_text);
+    in.expect_end();
+    return answer;
+  }
+  if (kind == kind_drops) {
+    DropReport report;
+    report.mode = get_mode(in, what);
+    report.tag = in.get<std::uint64_t>("tag");
+    report.dropped = in.get<std::uint64_t>("dropped");
+    in.expect_end();
+    return report;
+  }
+  throw Error(Errc::protocol_error, fmt::format("{}: unknown kind {}", what, kind));
+}
+
+void write_data_header(std::byte* out, Tag tag) noexcept {
+  for (std::size_t i = 0; i < data_header_size; ++i) out[i] = static_cast<std::byte>(tag >> (8 * i));
+}
+
+std::optional<Tag> read_data_header(std::span<const std::byte> message) noexcept {
+  if (message.size() < data_header_size) return std::nullopt;
+  Tag tag = 0;
+  for (std::size_t i = 0; i < data_header_size; ++i) tag |= Tag{std::to_integer<std::uint8_t>(message[i])} << (8 * i);
+  return tag;
+}
+
+}  // namespace netio::pubsub::detail

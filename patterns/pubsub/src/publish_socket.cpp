@@ -1,0 +1,391 @@
+#include "netio/pubsub/publish_socket.hpp"
+
+#include "control_message.hpp"
+#include "data_connection.hpp"
+#include "pending_delivery.hpp"
+#include "subscription_table.hpp"
+
+#include "netio/log.hpp"
+#include "netio/low_latency_socket.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+namespace netio::pubsub {
+
+using detail::DataConnection;
+using detail::Delivery;
+using detail::Route;
+
+namespace {
+
+// The message as it goes on the wire: the tag, then the payload. One buffer per thread,
+// reused, so that publishing allocates nothing once it has grown.
+std::span<const std::byte> build_frame(Tag tag, std::span<const std::byte> data) {
+  thread_local std::vector<std::byte> frame;
+  frame.resize(detail::data_header_size + data.size());
+  detail::write_data_header(frame.data(), tag);
+  if (!data.empty()) std::memcpy(frame.data() + detail::data_header_size, data.data(), data.size());
+  return frame;
+}
+
+bool unspecified_host(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::"; }
+
+}  // namespace
+
+class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::Impl> {
+ public:
+  Impl(Context& context, PublishOptions options)
+      : context_(context),
+        options_(std::move(options)),
+        pool_(std::make_shared<PagePool>(options_.pages)) {}
+
+  void start(const Endpoint& local) {
+    LowLatencyReceiveOptions control_options;
+    control_options.max_message_size = 4096;
+    control_options.events.on_disconnected = [this](const Peer& peer, const Error&) { on_control_gone(peer); };
+    control_ = std::make_unique<LowLatencyReceiveSocket>(
+        context_, local, [this](std::span<const std::byte> bytes, const Peer& peer) { on_request(bytes, peer); },
+        control_options);
+    local_ = control_->local_endpoint();
+    std::weak_ptr<Impl> weak = weak_from_this();
+    drop_timer_ = context_.loop().add_timer(options_.drop_report_interval, options_.drop_report_interval, [weak] {
+      if (auto self = weak.lock()) self->report_drops();
+    });
+  }
+
+  // Stops taking requests, then closes every data connection: on a user thread after what
+  // was published went out (the sockets' blocking close), on the loop thread asynchronously.
+  void shutdown() {
+    control_.reset();  // no request or event runs after this
+    std::vector<std::shared_ptr<DataConnection>> connections;
+    context_.loop().run_sync([&] {
+      context_.loop().cancel_timer(drop_timer_);
+      if (poll_timer_) context_.loop().cancel_timer(*poll_timer_);
+      poll_timer_.reset();
+      pending_.clear();
+      connections = table_.connections();
+      for (const auto& c : connections) table_.remove_connection(c);
+    });
+    if (!context_.loop().in_loop_thread()) {
+      for (const auto& c : connections) c->close_and_wait();
+    }
+    connections.clear();  // on the loop thread: asynchronous closes (the destructor's close())
+  }
+
+  // ---- publishing (any thread) ----
+
+  void publish(Tag tag, std::span<const std::byte> data) {
+    const auto routes = table_.routes();
+    const auto it = routes->find(tag);
+    if (it == routes->end()) {
+      unrouted_.fetch_add(1, std::memory_order_relaxed);
+      published_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    const auto frame = build_frame(tag, data);
+    std::optional<Error> failure;
+    std::string refused;
+    for (const Route& route : it->second) {
+      try {
+        const Delivery result = route.backpressure == Backpressure::drop ? route.connection->try_deliver(frame)
+                                                                         : route.connection->deliver(frame);
+        count(result, route);
+        if (result == Delivery::full && route.backpressure != Backpressure::drop) {  // blocking, on the loop thread
+          refused += (refused.empty() ? "" : ", ") + route.connection->subscriber().name;
+          if (!failure) failure = Error(Errc::would_block, "");
+        }
+      } catch (const Error& e) {
+        refused += (refused.empty() ? "" : ", ") + route.connection->subscriber().name;
+        if (!failure) failure = e;
+      }
+    }
+    published_.fetch_add(1, std::memory_order_relaxed);
+    if (failure) {
+      throw Error(failure->code(), fmt::format("publish to {} (tag {}): not taken by subscriber(s) {} (the others have it): {}",
+                                               local_.to_string(), tag, refused,
+                                               failure->code() == Errc::would_block
+                                                   ? "no room now and nothing may wait on the event-loop thread: use try_publish() there"
+                                                   : failure->what()));
+    }
+  }
+
+  bool try_publish(Tag tag, std::span<const std::byte> data, std::vector<detail::PendingDelivery>& pending, bool started) {
+    if (!started) {
+      const auto routes = table_.routes();
+      const auto it = routes->find(tag);
+      if (it == routes->end()) {
+        unrouted_.fetch_add(1, std::memory_order_relaxed);
+        published_.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+      pending.clear();
+      for (const Route& r : it->second) pending.push_back({r.connection, r.backpressure, r.counters});
+    }
+    const auto frame = build_frame(tag, data);
+    std::size_t kept = 0;
+    for (auto& p : pending) {
+      const Delivery result = p.connection->try_deliver(frame);
+      if (result == Delivery::full && p.backpressure == Backpressure::drop) {
+        count_drop(*p.counters);
+        continue;
+      }
+      if (result == Delivery::sent) deliveries_.fetch_add(1, std::memory_order_relaxed);
+      if (result == Delivery::full) pending[kept++] = std::move(p);
+    }
+    pending.resize(kept);
+    if (kept == 0) published_.fetch_add(1, std::memory_order_relaxed);
+    return kept == 0;
+  }
+
+  void flush() {
+    const auto routes = table_.routes();
+    std::unordered_set<DataConnection*> done;
+    for (const auto& [tag, list] : *routes) {
+      for (const Route& r : list) {
+        if (done.insert(r.connection.get()).second) r.connection->flush();
+      }
+    }
+  }
+
+  bool wait_for_subscriptions(std::size_t count, std::chrono::nanoseconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (table_.subscription_count() < count || pending_count_.load(std::memory_order_acquire) > 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+
+  PublishStats stats() const noexcept {
+    PublishStats s;
+    s.published = published_.load(std::memory_order_relaxed);
+    s.unrouted = unrouted_.load(std::memory_order_relaxed);
+    s.deliveries = deliveries_.load(std::memory_order_relaxed);
+    s.dropped = dropped_.load(std::memory_order_relaxed);
+    s.subscriptions = table_.subscription_count();
+    s.connections = table_.connection_count();
+    s.subscribers_lost = subscribers_lost_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+  const Endpoint& local() const noexcept { return local_; }
+  const PagePool& pool() const noexcept { return *pool_; }
+
+ private:
+  struct PendingAck {
+    std::shared_ptr<DataConnection> connection;
+    Peer control;
+    std::uint64_t request_id = 0;
+  };
+
+  void count(Delivery result, const Route& route) {
+    if (result == Delivery::sent) {
+      deliveries_.fetch_add(1, std::memory_order_relaxed);
+    } else if (result == Delivery::full && route.backpressure == Backpressure::drop) {
+      count_drop(*route.counters);
+    }
+  }
+  void count_drop(detail::RouteCounters& counters) {
+    counters.dropped.fetch_add(1, std::memory_order_relaxed);
+    counters.unreported.fetch_add(1, std::memory_order_relaxed);
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // ---- subscriptions (event-loop thread) ----
+
+  void on_request(std::span<const std::byte> bytes, const Peer& peer) {
+    detail::SubscriptionRequest request;
+    try {
+      request = detail::decode_request(bytes);
+    } catch (const Error& e) {
+      if (complained_.insert(peer.connection()).second) {
+        log(LogLevel::warn, "publisher {}: ignoring a malformed request from {}: {}", local_.to_string(), peer.to_string(),
+            e.what());
+      }
+      return;
+    }
+    if (!request.subscribe) {
+      if (auto emptied = table_.unsubscribe(peer.connection(), request.mode, request.tag)) emptied->close();
+      answer(peer, request.request_id, true, "");
+      return;
+    }
+    const Backpressure backpressure =
+        request.backpressure == Backpressure::publisher_default ? options_.backpressure : request.backpressure;
+    auto connection = table_.find(peer.connection(), request.mode);
+    if (!connection) {
+      try {
+        connection = open_connection(request, peer);
+      } catch (const Error& e) {
+        answer(peer, request.request_id, false, e.what());
+        return;
+      }
+      table_.add_connection(connection);
+    }
+    // The route is live from here on: what is published now waits in the connection's
+    // buffers until it is up, so nothing published after the acknowledgement is missed.
+    table_.subscribe(connection, request.tag, backpressure);
+    if (connection->connected()) {
+      answer(peer, request.request_id, true, "");
+      return;
+    }
+    pending_.push_back({std::move(connection), peer, request.request_id});
+    pending_count_.store(pending_.size(), std::memory_order_release);
+    if (!poll_timer_) {
+      std::weak_ptr<Impl> weak = weak_from_this();
+      poll_timer_ = context_.loop().add_timer(std::chrono::milliseconds(1), std::chrono::milliseconds(1), [weak] {
+        if (auto self = weak.lock()) self->poll_pending();
+      });
+    }
+  }
+
+  std::shared_ptr<DataConnection> open_connection(const detail::SubscriptionRequest& request, const Peer& peer) {
+    Endpoint remote = Endpoint::parse(request.data_endpoint);
+    // A subscriber listening on every interface is reached where its request came from.
+    if (unspecified_host(remote.host)) remote = remote.with_host(peer.address().host);
+    SubscriberInfo info{next_subscriber_id_++, peer.name(), remote, request.mode};
+    Identity identity{options_.name, local_};
+    if (request.mode == Mode::high_throughput) {
+      HighThroughputSendOptions o;
+      o.shared_pages = pool_;
+      o.page_size = pool_->page_size();
+      o.flush_timeout = options_.flush_timeout;
+      o.send_timeout = options_.send_timeout;
+      o.identity = identity;
+      o.replies.max_size = 0;
+      return std::make_shared<DataConnection>(info, peer, std::make_unique<HighThroughputSendSocket>(context_, remote, o));
+    }
+    LowLatencySendOptions o;
+    o.buffer_count = options_.low_latency_buffers;
+    o.send_timeout = options_.send_timeout;
+    o.identity = identity;
+    o.replies.max_size = 0;
+    return std::make_shared<DataConnection>(info, peer, std::make_unique<LowLatencySendSocket>(context_, remote, o));
+  }
+
+  // Acknowledges the subscriptions whose data connection came up; refuses those whose did
+  // not within connect_timeout (and forgets that connection).
+  void poll_pending() {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<PendingAck> waiting;
+    for (auto& p : pending_) {
+      if (p.connection->closed()) {
+        answer(p.control, p.request_id, false, "the subscription was removed before its connection came up");
+      } else if (p.connection->connected()) {
+        answer(p.control, p.request_id, true, "");
+      } else if (now - p.connection->opened_at() > options_.connect_timeout) {
+        const std::string why = fmt::format("publisher {} could not connect to {} within {} ms", local_.to_string(),
+                                            p.connection->subscriber().endpoint.to_string(),
+                                            std::chrono::duration_cast<std::chrono::milliseconds>(options_.connect_timeout).count());
+        log(LogLevel::warn, "{}", why);
+        table_.remove_connection(p.connection);
+        p.connection->close();
+        answer(p.control, p.request_id, false, why);
+      } else {
+        waiting.push_back(std::move(p));
+      }
+    }
+    pending_ = std::move(waiting);
+    pending_count_.store(pending_.size(), std::memory_order_release);
+    if (pending_.empty() && poll_timer_) {
+      context_.loop().cancel_timer(*poll_timer_);
+      poll_timer_.reset();
+    }
+  }
+
+  void answer(const Peer& peer, std::uint64_t request_id, bool accepted, std::string reason) {
+    try {
+      if (!peer.try_reply(detail::encode(detail::SubscriptionAnswer{accepted, request_id, std::move(reason)}))) {
+        log(LogLevel::warn, "publisher {}: {} is not taking its answers; one was dropped", local_.to_string(),
+            peer.to_string());
+      }
+    } catch (const Error& e) {
+      log(LogLevel::debug, "publisher {}: cannot answer {}: {}", local_.to_string(), peer.to_string(), e.what());
+    }
+  }
+
+  // A subscriber's control connection went away: it left or died. Its data connections
+  // close and their pages go back to the pool.
+  void on_control_gone(const Peer& peer) {
+    complained_.erase(peer.connection());
+    const auto removed = table_.remove_owner(peer.connection());
+    for (const auto& c : removed) c->close();
+    if (!removed.empty()) {
+      subscribers_lost_.fetch_add(1, std::memory_order_relaxed);
+      log(LogLevel::info, "publisher {}: subscriber {} went away; its {} connection(s) closed", local_.to_string(),
+          peer.to_string(), removed.size());
+    }
+  }
+
+  void report_drops() {
+    const auto routes = table_.routes();
+    for (const auto& [tag, list] : *routes) {
+      for (const Route& r : list) {
+        const auto n = r.counters->unreported.exchange(0, std::memory_order_relaxed);
+        if (n == 0) continue;
+        bool sent = false;
+        try {
+          sent = r.connection->control().try_reply(
+              detail::encode(detail::DropReport{r.connection->subscriber().mode, tag, n}));
+        } catch (const Error&) {
+          continue;  // that subscriber is gone
+        }
+        if (!sent) r.counters->unreported.fetch_add(n, std::memory_order_relaxed);  // next time
+      }
+    }
+  }
+
+  Context& context_;
+  PublishOptions options_;
+  std::shared_ptr<PagePool> pool_;
+  detail::SubscriptionTable table_;
+  std::unique_ptr<LowLatencyReceiveSocket> control_;
+  Endpoint local_;
+  // Loop thread only:
+  std::vector<PendingAck> pending_;
+  std::optional<EventLoop::TimerId> poll_timer_;
+  EventLoop::TimerId drop_timer_ = 0;
+  std::unordered_set<ConnectionId> complained_;
+  std::uint64_t next_subscriber_id_ = 1;
+  // Any thread:
+  std::atomic<std::size_t> pending_count_{0};
+  std::atomic<std::uint64_t> published_{0}, unrouted_{0}, deliveries_{0}, dropped_{0}, subscribers_lost_{0};
+};
+
+PublishSocket::PublishSocket(Context& context, const Endpoint& local, PublishOptions options)
+    : impl_(std::make_shared<Impl>(context, std::move(options))) {
+  impl_->start(local);
+}
+
+PublishSocket::~PublishSocket() {
+  try {
+    impl_->shutdown();
+  } catch (const std::exception& e) {
+    log(LogLevel::error, "publish socket {}: closing failed: {}", impl_->local().to_string(), e.what());
+  }
+}
+
+void PublishSocket::publish(Tag tag, std::span<const std::byte> data) { impl_->publish(tag, data); }
+
+bool PublishSocket::try_publish(Tag tag, std::span<const std::byte> data, PublishProgress& progress) {
+  const bool started = progress.started_;
+  progress.started_ = true;
+  return impl_->try_publish(tag, data, progress.pending_, started);
+}
+
+void PublishSocket::flush() { impl_->flush(); }
+
+bool PublishSocket::wait_for_subscriptions(std::size_t count, std::chrono::nanoseconds timeout) const {
+  return impl_->wait_for_subscriptions(count, timeout);
+}
+
+Endpoint PublishSocket::local_endpoint() const { return impl_->local(); }
+PublishStats PublishSocket::stats() const noexcept { return impl_->stats(); }
+const PagePool& PublishSocket::pages() const noexcept { return impl_->pool(); }
+
+}  // namespace netio::pubsub

@@ -1,0 +1,498 @@
+#include "netio/pubsub/subscribe_socket.hpp"
+
+#include "control_message.hpp"
+
+#include "netio/high_throughput_socket.hpp"
+#include "netio/log.hpp"
+#include "netio/low_latency_socket.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+namespace netio::pubsub {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool loopback_host(const std::string& host) {
+  return host.rfind("127.", 0) == 0 || host == "::1" || host == "[::1]" || host == "localhost";
+}
+
+std::string describe(const Endpoint& publisher, Tag tag, Mode mode) {
+  return fmt::format("{} subscription to tag {} on {}", to_string(mode), tag, publisher.to_string());
+}
+
+}  // namespace
+
+class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocket::Impl> {
+ public:
+  Impl(Context& context, SubscribeOptions options) : context_(context), options_(std::move(options)) {}
+
+  void start() {
+    const auto tick = std::clamp<std::chrono::nanoseconds>(options_.resubscribe_interval / 2, std::chrono::milliseconds(5),
+                                                           std::chrono::milliseconds(50));
+    std::weak_ptr<Impl> weak = weak_from_this();
+    watchdog_ = context_.loop().add_timer(tick, tick, [weak] {
+      if (auto self = weak.lock()) self->watch_links();
+    });
+  }
+
+  // Cancels everything and closes every socket (the publishers see the control connections
+  // go and drop this socket's subscriptions).
+  void shutdown() {
+    std::shared_ptr<HighThroughputReceiveSocket> ht;
+    context_.loop().run_sync([&] {
+      context_.loop().cancel_timer(watchdog_);
+      auto requests = std::move(requests_);
+      requests_.clear();
+      const Error closed(Errc::closed, "the subscribe socket was destroyed");
+      for (auto& [id, r] : requests) {
+        context_.loop().cancel_timer(r.timer);
+        if (r.done) r.done(&closed);
+      }
+      links_.clear();  // control sockets close asynchronously on the loop thread
+      low_latency_.reset();
+      std::lock_guard lock(ht_mutex_);
+      ht = std::move(high_throughput_);
+      stopped_ = true;
+    });
+    ht_ready_.notify_all();
+  }
+
+  // ---- requests (event-loop thread) ----
+
+  void request(const Endpoint& publisher, bool subscribe, Tag tag, Mode mode, Backpressure backpressure, Done done) {
+    try {
+      if (subscribe && mode == Mode::low_latency && !options_.on_message) {
+        throw Error(Errc::closed, fmt::format("{}: SubscribeOptions::on_message is not set, so there is nowhere to "
+                                              "deliver low-latency messages", describe(publisher, tag, mode)));
+      }
+      Link& link = link_for(publisher);
+      const auto key = std::make_pair(tag, mode);
+      if (!subscribe && link.subscriptions.erase(key) == 0) {
+        if (done) done(nullptr);  // nothing to end
+        return;
+      }
+      if (link.lost) {
+        throw Error(Errc::disconnected, fmt::format("{}: the publisher is gone; resubscribing every {} ms at most",
+                                                    describe(publisher, tag, mode),
+                                                    std::chrono::duration_cast<std::chrono::milliseconds>(link.backoff).count()));
+      }
+      const std::string data_endpoint = receive_endpoint(publisher, mode);
+      send_request(link, {subscribe, mode, backpressure, 0, tag, data_endpoint}, std::move(done));
+    } catch (const Error& e) {
+      if (done) done(&e);
+    }
+  }
+
+  // ---- high-throughput data (any thread) ----
+
+  // The high-throughput receive socket, once the first such subscription made it.
+  std::shared_ptr<HighThroughputReceiveSocket> wait_for_high_throughput(Clock::time_point deadline) {
+    std::unique_lock lock(ht_mutex_);
+    if (!context_.loop().in_loop_thread()) {
+      ht_ready_.wait_until(lock, deadline, [&] { return high_throughput_ != nullptr || stopped_; });
+    }
+    return high_throughput_;
+  }
+
+  std::optional<Publication> recv(std::chrono::nanoseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    const auto socket = wait_for_high_throughput(deadline);
+    if (!socket) return std::nullopt;
+    for (;;) {
+      const auto left = std::max<std::chrono::nanoseconds>(deadline - Clock::now(), std::chrono::nanoseconds::zero());
+      auto message = socket->recv(left);
+      if (!message) return std::nullopt;
+      const auto tag = detail::read_data_header(message->bytes());
+      if (!tag) {
+        malformed_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      received_.fetch_add(1, std::memory_order_relaxed);
+      return Publication(*tag, std::move(*message), detail::data_header_size);
+    }
+  }
+
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Handler& handler) {
+    const auto socket = wait_for_high_throughput(Clock::now() + timeout);
+    if (!socket) return 0;
+    std::size_t given = 0;
+    socket->recv_each(max, timeout, [&](std::span<const std::byte> message, const Peer& peer) {
+      const auto tag = detail::read_data_header(message);
+      if (!tag) {
+        malformed_.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+      ++given;
+      return handler(*tag, message.subspan(detail::data_header_size), peer);
+    });
+    received_.fetch_add(given, std::memory_order_relaxed);
+    return given;
+  }
+
+  SubscribeStats stats() const noexcept {
+    SubscribeStats s;
+    s.received = received_.load(std::memory_order_relaxed);
+    s.dropped = dropped_.load(std::memory_order_relaxed);
+    s.subscriptions_lost = lost_.load(std::memory_order_relaxed);
+    s.resubscribed = resubscribed_.load(std::memory_order_relaxed);
+    s.malformed = malformed_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+  Context& context() noexcept { return context_; }
+  const SubscribeOptions& options() const noexcept { return options_; }
+
+ private:
+  // The control connection to one publisher and what this socket subscribed to there.
+  struct Link {
+    Endpoint publisher;
+    std::unique_ptr<LowLatencySendSocket> control;
+    bool was_connected = false;
+    bool lost = false;  // the publisher went away; resubscribing
+    std::map<std::pair<Tag, Mode>, Backpressure> subscriptions;  // acknowledged
+    std::uint64_t attempt = 0;  // the resubscription round running now
+    std::size_t awaiting = 0;   // its answers still to come
+    std::chrono::nanoseconds backoff{0};
+    Clock::time_point next_attempt;
+    Clock::time_point created = Clock::now();
+    std::size_t outstanding = 0;  // requests sent and not answered
+  };
+  struct Request {
+    std::string link;
+    detail::SubscriptionRequest request;
+    Done done;
+    EventLoop::TimerId timer = 0;
+  };
+
+  Link& link_for(const Endpoint& publisher) {
+    const std::string key = publisher.to_string();
+    auto& link = links_[key];
+    if (!link) {
+      link = std::make_unique<Link>();
+      link->publisher = publisher;
+      open_control(*link);
+    }
+    return *link;
+  }
+
+  void open_control(Link& link) {
+    LowLatencySendOptions o;
+    o.identity.name = options_.name;
+    o.buffer_count = 16;
+    o.buffer_size = 1024;
+    std::weak_ptr<Impl> weak = weak_from_this();
+    o.replies.on_reply = [weak, key = link.publisher.to_string()](std::span<const std::byte> reply) {
+      if (auto self = weak.lock()) self->on_reply(key, reply);
+    };
+    o.replies.credits = 64;
+    link.control = std::make_unique<LowLatencySendSocket>(context_, link.publisher, o);
+    link.was_connected = false;
+    link.created = Clock::now();
+  }
+
+  // The receive socket of `mode` (made on first use), as the endpoint the publisher connects to.
+  std::string receive_endpoint(const Endpoint& publisher, Mode mode) {
+    if (transport_ && (transport_->transport != publisher.transport || transport_->provider != publisher.provider)) {
+      throw Error(Errc::malformed_endpoint,
+                  fmt::format("{}: this subscribe socket receives over {}; use another one for publishers of another "
+                              "transport", publisher.to_string(), transport_->to_string()));
+    }
+    Endpoint local = publisher.with_port(0);
+    local = local.with_host(options_.data_host ? *options_.data_host
+                                               : (loopback_host(publisher.host) ? publisher.host : std::string("0.0.0.0")));
+    if (mode == Mode::low_latency) {
+      if (!low_latency_) {
+        LowLatencyReceiveOptions o;
+        o.max_message_size = options_.low_latency_max_message_size + detail::data_header_size;
+        low_latency_ = std::make_unique<LowLatencyReceiveSocket>(
+            context_, local,
+            [this](std::span<const std::byte> message, const Peer& peer) { on_low_latency(message, peer); }, o);
+        transport_ = local;
+      }
+      return low_latency_->local_endpoint().to_string();
+    }
+    std::lock_guard lock(ht_mutex_);
+    if (!high_throughput_) {
+      HighThroughputReceiveOptions o;
+      o.max_message_size = options_.max_message_size + detail::data_header_size;
+      o.page_credits = options_.page_credits;
+      high_throughput_ = std::make_shared<HighThroughputReceiveSocket>(context_, local, o);
+      transport_ = local;
+      ht_ready_.notify_all();
+    }
+    return high_throughput_->local_endpoint().to_string();
+  }
+
+  void on_low_latency(std::span<const std::byte> message, const Peer& peer) {
+    const auto tag = detail::read_data_header(message);
+    if (!tag) {
+      malformed_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    received_.fetch_add(1, std::memory_order_relaxed);
+    options_.on_message(*tag, message.subspan(detail::data_header_size), peer);
+  }
+
+  void send_request(Link& link, detail::SubscriptionRequest request, Done done) {
+    request.request_id = next_request_++;
+    const auto what = describe(link.publisher, request.tag, request.mode);
+    if (!link.control->try_send(detail::encode(request))) {
+      throw Error(Errc::would_block, fmt::format("{}: the control connection has {} requests in flight already", what, 16));
+    }
+    const auto id = request.request_id;
+    std::weak_ptr<Impl> weak = weak_from_this();
+    const auto timer = context_.loop().add_timer(options_.ack_timeout, std::chrono::nanoseconds::zero(), [weak, id] {
+      if (auto self = weak.lock()) self->on_request_timeout(id);
+    });
+    ++link.outstanding;
+    requests_.emplace(id, Request{link.publisher.to_string(), std::move(request), std::move(done), timer});
+  }
+
+  // Ends a request: its timer, its link's count, and its callback with `error` (nullptr: acknowledged).
+  void finish(std::uint64_t id, const Error* error) {
+    const auto it = requests_.find(id);
+    if (it == requests_.end()) return;
+    Request r = std::move(it->second);
+    requests_.erase(it);
+    context_.loop().cancel_timer(r.timer);
+    if (const auto link = links_.find(r.link); link != links_.end()) {
+      --link->second->outstanding;
+      if (!error) link->second->was_connected = true;  // an answer came: it was up, whatever the watchdog saw
+      if (!error && r.request.subscribe) {
+        link->second->subscriptions[{r.request.tag, r.request.mode}] = r.request.backpressure;
+      }
+    }
+    if (r.done) r.done(error);
+  }
+
+  void on_request_timeout(std::uint64_t id) {
+    const auto it = requests_.find(id);
+    if (it == requests_.end()) return;
+    const auto& r = it->second;
+    const Error error(Errc::timeout, fmt::format("{}: no answer from the publisher within {} ms",
+                                                 describe(Endpoint::parse(r.link), r.request.tag, r.request.mode),
+                                                 std::chrono::duration_cast<std::chrono::milliseconds>(options_.ack_timeout).count()));
+    finish(id, &error);
+  }
+
+  void on_reply(const std::string& key, std::span<const std::byte> bytes) {
+    std::variant<detail::SubscriptionAnswer, detail::DropReport> reply;
+    try {
+      reply = detail::decode_reply(bytes);
+    } catch (const Error& e) {
+      if (!complained_) log(LogLevel::warn, "subscriber: ignoring a malformed reply from publisher {}: {}", key, e.what());
+      complained_ = true;
+      return;
+    }
+    if (const auto* report = std::get_if<detail::DropReport>(&reply)) {
+      dropped_.fetch_add(report->dropped, std::memory_order_relaxed);
+      return;
+    }
+    const auto& answer = std::get<detail::SubscriptionAnswer>(reply);
+    const auto it = requests_.find(answer.request_id);
+    if (it == requests_.end() || it->second.link != key) return;  // timed out already
+    if (answer.accepted) {
+      finish(answer.request_id, nullptr);
+      return;
+    }
+    const auto& r = it->second.request;
+    const Error error(Errc::handshake_rejected,
+                      fmt::format("{}: refused by the publisher: {}", describe(Endpoint::parse(key), r.tag, r.mode), answer.reason));
+    finish(answer.request_id, &error);
+  }
+
+  // ---- publishers going and coming back (event-loop thread) ----
+
+  void watch_links() {
+    const auto now = Clock::now();
+    for (auto it = links_.begin(); it != links_.end();) {
+      Link& link = *it->second;
+      if (!link.lost) {
+        if (link.control->connected()) {
+          link.was_connected = true;
+        } else if (link.was_connected || now - link.created > options_.ack_timeout) {
+          if (link.subscriptions.empty() && link.outstanding == 0) {
+            it = links_.erase(it);  // nothing to restore: a later subscribe starts afresh
+            continue;
+          }
+          if (link.was_connected) on_publisher_lost(it->first, link);
+        }
+      } else if (link.subscriptions.empty()) {
+        it = links_.erase(it);  // everything was unsubscribed meanwhile
+        continue;
+      } else if (now >= link.next_attempt) {
+        start_resubscription(it->first, link);
+      }
+      ++it;
+    }
+  }
+
+  void fail_requests_of(const std::string& key, const Error& error) {
+    std::vector<std::uint64_t> ids;
+    for (const auto& [id, r] : requests_) {
+      if (r.link == key) ids.push_back(id);
+    }
+    for (const auto id : ids) finish(id, &error);
+  }
+
+  void on_publisher_lost(const std::string& key, Link& link) {
+    link.lost = true;
+    link.control.reset();  // closes asynchronously
+    link.backoff = options_.resubscribe_interval;
+    link.next_attempt = Clock::now() + link.backoff;
+    fail_requests_of(key, Error(Errc::disconnected, fmt::format("publisher {} went away", key)));
+    lost_.fetch_add(1, std::memory_order_relaxed);
+    log(LogLevel::info, "subscriber: publisher {} went away with {} subscription(s); resubscribing", key,
+        link.subscriptions.size());
+    if (options_.on_subscriptions_lost) options_.on_subscriptions_lost(link.publisher);
+  }
+
+  void start_resubscription(const std::string& key, Link& link) {
+    fail_requests_of(key, Error(Errc::disconnected, fmt::format("publisher {}: a new resubscription round started", key)));
+    link.control.reset();
+    open_control(link);
+    const auto attempt = ++link.attempt;
+    link.awaiting = link.subscriptions.size();
+    link.next_attempt = Clock::now() + link.backoff;
+    link.backoff = std::min(link.backoff * 2, options_.max_resubscribe_interval);
+    const auto subscriptions = link.subscriptions;
+    std::weak_ptr<Impl> weak = weak_from_this();
+    for (const auto& [key_pair, backpressure] : subscriptions) {
+      const auto [tag, mode] = key_pair;
+      try {
+        send_request(link, {true, mode, backpressure, 0, tag, receive_endpoint(link.publisher, mode)},
+                     [weak, key, attempt](const Error* error) {
+                       if (auto self = weak.lock()) self->on_resubscribe_answer(key, attempt, error);
+                     });
+      } catch (const Error& e) {
+        log(LogLevel::debug, "subscriber: resubscribing to {}: {}", key, e.what());
+        return;  // the next round tries again
+      }
+    }
+  }
+
+  void on_resubscribe_answer(const std::string& key, std::uint64_t attempt, const Error* error) {
+    const auto it = links_.find(key);
+    if (it == links_.end()) return;
+    Link& link = *it->second;
+    if (!link.lost || link.attempt != attempt || error) return;  // a stale round, or the next round retries
+    if (--link.awaiting > 0) return;
+    link.lost = false;
+    link.was_connected = true;
+    resubscribed_.fetch_add(1, std::memory_order_relaxed);
+    log(LogLevel::info, "subscriber: resubscribed to publisher {} ({} subscription(s))", key, link.subscriptions.size());
+    if (options_.on_resubscribed) options_.on_resubscribed(link.publisher);
+  }
+
+  Context& context_;
+  SubscribeOptions options_;
+  // Event-loop thread only:
+  std::map<std::string, std::unique_ptr<Link>> links_;
+  std::unordered_map<std::uint64_t, Request> requests_;
+  std::uint64_t next_request_ = 1;
+  std::unique_ptr<LowLatencyReceiveSocket> low_latency_;
+  std::optional<Endpoint> transport_;
+  EventLoop::TimerId watchdog_ = 0;
+  bool complained_ = false;
+  // Any thread:
+  std::mutex ht_mutex_;
+  std::condition_variable ht_ready_;
+  std::shared_ptr<HighThroughputReceiveSocket> high_throughput_;
+  bool stopped_ = false;
+  std::atomic<std::uint64_t> received_{0}, dropped_{0}, lost_{0}, resubscribed_{0}, malformed_{0};
+};
+
+SubscribeSocket::SubscribeSocket(Context& context, SubscribeOptions options)
+    : impl_(std::make_shared<Impl>(context, std::move(options))) {
+  impl_->start();
+}
+
+SubscribeSocket::~SubscribeSocket() {
+  try {
+    impl_->shutdown();
+  } catch (const std::exception& e) {
+    log(LogLevel::error, "subscribe socket: closing failed: {}", e.what());
+  }
+}
+
+namespace {
+
+// A blocking call's wait for its callback.
+struct Waiter {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool done = false;
+  std::optional<Error> error;
+};
+
+}  // namespace
+
+void SubscribeSocket::subscribe(const Endpoint& publisher, Tag tag, Mode mode, Backpressure backpressure, Done done) {
+  auto impl = impl_;
+  impl->context().loop().post([impl, publisher, tag, mode, backpressure, done = std::move(done)]() mutable {
+    impl->request(publisher, true, tag, mode, backpressure, std::move(done));
+  });
+}
+
+void SubscribeSocket::unsubscribe(const Endpoint& publisher, Tag tag, Mode mode, Done done) {
+  auto impl = impl_;
+  impl->context().loop().post([impl, publisher, tag, mode, done = std::move(done)]() mutable {
+    impl->request(publisher, false, tag, mode, Backpressure::publisher_default, std::move(done));
+  });
+}
+
+namespace {
+
+template <typename Start>
+void wait_for_answer(Context& context, std::chrono::nanoseconds timeout, const std::string& what, Start start) {
+  if (context.loop().in_loop_thread()) {
+    throw Error(Errc::would_block, fmt::format("{}: cannot wait for the acknowledgement on the event-loop thread; use "
+                                               "the form taking a callback there", what));
+  }
+  auto waiter = std::make_shared<Waiter>();
+  start([waiter](const Error* error) {
+    {
+      std::lock_guard lock(waiter->mutex);
+      waiter->done = true;
+      if (error) waiter->error = *error;
+    }
+    waiter->changed.notify_all();
+  });
+  std::unique_lock lock(waiter->mutex);
+  // The request's own timer ends it after `timeout`; the margin covers a busy loop.
+  if (!waiter->changed.wait_for(lock, timeout + std::chrono::seconds(5), [&] { return waiter->done; })) {
+    throw Error(Errc::timeout, fmt::format("{}: no answer", what));
+  }
+  if (waiter->error) throw *waiter->error;
+}
+
+}  // namespace
+
+void SubscribeSocket::subscribe(const Endpoint& publisher, Tag tag, Mode mode, Backpressure backpressure) {
+  wait_for_answer(impl_->context(), impl_->options().ack_timeout, describe(publisher, tag, mode),
+                  [&](Done done) { subscribe(publisher, tag, mode, backpressure, std::move(done)); });
+}
+
+void SubscribeSocket::unsubscribe(const Endpoint& publisher, Tag tag, Mode mode) {
+  wait_for_answer(impl_->context(), impl_->options().ack_timeout, "unsubscribe from " + describe(publisher, tag, mode),
+                  [&](Done done) { unsubscribe(publisher, tag, mode, std::move(done)); });
+}
+
+std::optional<Publication> SubscribeSocket::recv(std::chrono::nanoseconds timeout) { return impl_->recv(timeout); }
+
+std::size_t SubscribeSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Handler& handler) {
+  return impl_->recv_each(max, timeout, handler);
+}
+
+SubscribeStats SubscribeSocket::stats() const noexcept { return impl_->stats(); }
+
+}  // namespace netio::pubsub

@@ -1,0 +1,75 @@
+// Who subscribed to what, on the publisher: each tag's routes (a data connection and its
+// back-pressure policy), and each subscriber's data connections, one per mode.
+//
+// Changes are made by one thread at a time (the publisher's event-loop thread); publishing
+// threads read an immutable snapshot of the routes (routes()), which a change replaces:
+// reading costs a lock and a reference count, never a wait for a change in progress.
+#pragma once
+
+#include "data_connection.hpp"
+#include "netio/pubsub/subscription.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace netio::pubsub::detail {
+
+// Drops of one route, for the counters on both sides.
+struct RouteCounters {
+  std::atomic<std::uint64_t> dropped{0};     // in all
+  std::atomic<std::uint64_t> unreported{0};  // not yet reported to the subscriber
+};
+
+struct Route {
+  std::shared_ptr<DataConnection> connection;
+  Backpressure backpressure = Backpressure::block;  // never publisher_default here
+  std::shared_ptr<RouteCounters> counters;
+  Tag tag = 0;
+};
+
+using RouteMap = std::unordered_map<Tag, std::vector<Route>>;
+
+class SubscriptionTable {
+ public:
+  // The routes now; valid (unchanging) as long as it is held. Any thread.
+  std::shared_ptr<const RouteMap> routes() const;
+
+  // The data connection of `owner` (a control connection) in `mode`, if it has one.
+  std::shared_ptr<DataConnection> find(ConnectionId owner, Mode mode) const;
+  // Registers a new data connection (no routes yet).
+  void add_connection(std::shared_ptr<DataConnection> connection);
+  // Adds the route of `tag` to `connection` (registered before), or changes its
+  // back-pressure when it is there already. Returns whether it was new.
+  bool subscribe(const std::shared_ptr<DataConnection>& connection, Tag tag, Backpressure backpressure);
+  // Removes the route; returns the connection when that was its last tag (then it is
+  // unregistered too, and the caller closes it), else nullptr. Unknown routes: nullptr.
+  std::shared_ptr<DataConnection> unsubscribe(ConnectionId owner, Mode mode, Tag tag);
+  // Removes one data connection and all its routes (a failed connection).
+  void remove_connection(const std::shared_ptr<DataConnection>& connection);
+  // Removes every data connection of `owner` and their routes; returns them to close.
+  std::vector<std::shared_ptr<DataConnection>> remove_owner(ConnectionId owner);
+  // Every data connection (for flush, drop reports and shutdown).
+  std::vector<std::shared_ptr<DataConnection>> connections() const;
+
+  std::size_t subscription_count() const noexcept { return subscriptions_.load(std::memory_order_relaxed); }
+  std::size_t connection_count() const noexcept { return connection_count_.load(std::memory_order_relaxed); }
+
+ private:
+  void publish_routes(RouteMap routes);
+  RouteMap copy_routes() const;
+
+  std::map<std::pair<ConnectionId, Mode>, std::shared_ptr<DataConnection>> connections_;
+  mutable std::mutex routes_mutex_;  // guards routes_ (the pointer, not what it points to)
+  std::shared_ptr<const RouteMap> routes_ = std::make_shared<const RouteMap>();
+  std::atomic<std::size_t> subscriptions_{0};
+  std::atomic<std::size_t> connection_count_{0};
+};
+
+}  // namespace netio::pubsub::detail

@@ -1,0 +1,59 @@
+// A DDE replica (scheduler::DeterministicEngine) served over netio: input nodes connect to
+// it with a low-latency send socket each (TimesliceSender does, for every endpoint in
+// its options' dde_endpoints), send their meta-data reports and proposal requests
+// (scheduler/control_messages.hpp), and get their proposals back as replies on that same
+// connection. A report's arrival time is this node's steady clock.
+//
+// Proposals for input i go to the connection i's latest request came on. A message that
+// does not decode, or names an input out of range, is dropped and logged once per
+// connection; the others are served on.
+//
+// Threading: all work runs on the context's event-loop thread. Construct and destroy on
+// any thread (not inside this service's own callbacks); no callback runs after the
+// destructor returned. Several replicas may run, on one compute node each (or anywhere):
+// given the same reports they propose the same (see deterministic_engine.hpp).
+#pragma once
+
+#include "netio/context.hpp"
+#include "netio/endpoint.hpp"
+#include "netio/scheduler/config.hpp"
+#include "netio/scheduler/control_messages.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace netio::scheduled_push {
+
+struct DdeServiceStats {
+  std::uint64_t reports = 0;
+  std::uint64_t requests = 0;
+  std::uint64_t proposals_sent = 0;
+  std::uint64_t proposals_dropped = 0;  // the input's reply window was full, or it was gone
+  std::uint64_t bad_messages = 0;
+};
+
+class DdeService {
+ public:
+  // Called on the event-loop thread with every proposal this replica sends (to compare
+  // replicas, or to log proposed against actual intervals).
+  using ProposalObserver = std::function<void(scheduler::InputIndex, const scheduler::Proposal&)>;
+
+  // Listens at `local` (port 0 picks one). Throws netio::Error if it cannot bind, or
+  // (invalid_argument) for a bad config.
+  DdeService(Context& context, const Endpoint& local, const scheduler::SchedulerConfig& config,
+             ProposalObserver on_proposal = {});
+  ~DdeService();
+  DdeService(const DdeService&) = delete;
+  DdeService& operator=(const DdeService&) = delete;
+
+  Endpoint local_endpoint() const;
+  DdeServiceStats stats() const;  // any thread
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace netio::scheduled_push

@@ -1,0 +1,96 @@
+// The compute node of the scheduled-push pattern: builds complete time-slices from the
+// contributions of every input node and hands each to user code, in time-slice order.
+//
+// It listens for the input nodes' data connections (TimesliceSender), accepts each input
+// once its Hello matches this system (counts, interval length, compute index), and grants
+// it `credits` = receive_buffer_bytes / input_count / max_contribution_bytes
+// (scheduler::credits_per_input): at most that many contributions of one input are held
+// here at once, so the contributions held never exceed receive_buffer_bytes. When every
+// input contributed to time-slice t (t mod M == compute index), the handler gets t; after it
+// returns the buffers are freed and each input gets its credit back as a reply on its data
+// connection. In DFS mode each contribution is also acknowledged when it arrives.
+//
+// Faults: a time-slice that cannot complete is handed to on_incomplete (in order with the
+// complete ones) and freed, crediting the inputs that did contribute: when an input that has
+// not contributed is gone (its connection closed), or `incomplete_timeout` after its first
+// contribution. A misbehaving input (bad messages, breaking the credit protocol) is
+// logged once and its offending messages are dropped.
+//
+// DFS: with run_dde the receiver also runs a DDE replica (DdeService) at dde_endpoint.
+//
+// Threading: the handlers run on the context's event-loop thread, one at a time; the views
+// they get are valid during the call only (copy what you keep). They must not block long.
+// Construct and destroy on any thread except inside this receiver's own handlers; no handler
+// runs after the destructor returned.
+#pragma once
+
+#include "netio/context.hpp"
+#include "netio/endpoint.hpp"
+#include "netio/scheduled_push/dde_service.hpp"
+#include "netio/scheduler/config.hpp"
+#include "netio/scheduler/time.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace netio::scheduled_push {
+
+// A time-slice handed to user code: one contribution per input (empty span for an input
+// that did not contribute, in an incomplete one). Views valid during the handler call only.
+struct TimesliceView {
+  scheduler::TimesliceIndex index = 0;
+  bool complete = true;
+  std::span<const std::span<const std::byte>> contributions;  // [input]
+  std::span<const std::uint8_t> contributed;                  // [input]: 1 when it contributed
+};
+
+struct TimesliceReceiverOptions {
+  scheduler::SchedulerConfig config;  // equal on every node
+  scheduler::ComputeIndex compute = 0;
+  std::uint64_t receive_buffer_bytes = 16 * 1024 * 1024;
+  std::uint64_t max_contribution_bytes = 64 * 1024;  // inputs declaring more are refused
+  // Give up on a time-slice this long after its first contribution; zero: never on time
+  // (only when an input that has not contributed is gone).
+  std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);
+  std::function<void(const TimesliceView&)> on_incomplete;  // optional
+  bool run_dde = false;
+  std::optional<Endpoint> dde_endpoint;  // run_dde: where it listens (default: the data endpoint's host, port 0)
+};
+
+struct TimesliceReceiverStats {
+  std::uint64_t complete = 0;
+  std::uint64_t incomplete = 0;
+  std::uint64_t contributions = 0;
+  std::uint64_t held_bytes = 0;       // contribution bytes held now
+  std::uint64_t peak_held_bytes = 0;  // the most ever held at once
+  std::uint64_t dropped = 0;          // contributions refused (misbehaving inputs)
+};
+
+class TimesliceReceiver {
+ public:
+  using Handler = std::function<void(const TimesliceView&)>;
+  // Binds `local` (port 0 picks one) and, with run_dde, the DDE's endpoint. Throws
+  // netio::Error if it cannot bind or the options are bad.
+  TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options, Handler handler);
+  ~TimesliceReceiver();
+  TimesliceReceiver(const TimesliceReceiver&) = delete;
+  TimesliceReceiver& operator=(const TimesliceReceiver&) = delete;
+
+  Endpoint local_endpoint() const;
+  std::optional<Endpoint> dde_endpoint() const;  // run_dde only
+  std::uint32_t credits_per_input() const noexcept;
+  TimesliceReceiverStats stats() const;  // any thread
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace netio::scheduled_push

@@ -1,0 +1,126 @@
+#include "netio/scheduled_push/dde_service.hpp"
+
+#include "netio/error.hpp"
+#include "netio/log.hpp"
+#include "netio/low_latency_socket.hpp"
+#include "netio/scheduler/control_messages.hpp"
+#include "netio/scheduler/deterministic_engine.hpp"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+
+namespace netio::scheduled_push {
+
+namespace ns = netio::scheduler;
+
+struct DdeService::State {
+  State(const ns::SchedulerConfig& config, ProposalObserver observer)
+      : engine(config), input_count(config.input_count), on_proposal(std::move(observer)) {}
+
+  void on_message(std::span<const std::byte> bytes, const Peer& peer) {
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    std::vector<ns::AddressedProposal> proposals;
+    try {
+      switch (ns::message_type(bytes)) {
+        case ns::MessageType::metadata_report: {
+          const auto report = ns::decode_metadata_report(bytes);
+          check_input(report.input);
+          proposals = engine.on_report(report, now);
+          count(&DdeServiceStats::reports);
+          break;
+        }
+        case ns::MessageType::proposal_request: {
+          const auto request = ns::decode_proposal_request(bytes);
+          check_input(request.input);
+          peers[request.input] = peer;
+          proposals = engine.on_request(request);
+          count(&DdeServiceStats::requests);
+          break;
+        }
+        case ns::MessageType::proposal:
+          throw Error(std::make_error_code(std::errc::bad_message), "a proposal, which only DDEs send");
+      }
+    } catch (const Error& e) {
+      count(&DdeServiceStats::bad_messages);
+      if (complained.insert(peer.connection()).second) {
+        log(LogLevel::warn, "DDE at {}: dropped a control message from {}: {}", local_endpoint(), peer.to_string(),
+            e.what());
+      }
+      return;
+    }
+    for (const auto& [input, proposal] : proposals) send(input, proposal);
+  }
+
+  void check_input(ns::InputIndex i) const {
+    if (i >= input_count) {
+      throw Error(std::make_error_code(std::errc::invalid_argument),
+                  "input " + std::to_string(i) + " out of range (" + std::to_string(input_count) + " inputs)");
+    }
+  }
+
+  void send(ns::InputIndex input, const ns::Proposal& proposal) {
+    const auto it = peers.find(input);
+    bool sent = false;
+    if (it != peers.end()) {
+      try {
+        sent = it->second.try_reply(ns::encode(proposal));
+      } catch (const Error&) {
+        peers.erase(it);  // that input's connection is gone; a new request brings the new one
+      }
+    }
+    count(sent ? &DdeServiceStats::proposals_sent : &DdeServiceStats::proposals_dropped);
+    if (sent && on_proposal) on_proposal(input, proposal);
+  }
+
+  // Written by the constructing thread once the socket is bound, read by the loop thread.
+  std::string local_endpoint() const {
+    std::lock_guard lock(stats_mutex);
+    return endpoint.to_string();
+  }
+
+  void count(std::uint64_t DdeServiceStats::*field) {
+    std::lock_guard lock(stats_mutex);
+    ++(stats.*field);
+  }
+
+  ns::DeterministicEngine engine;
+  std::uint32_t input_count;
+  ProposalObserver on_proposal;
+  Endpoint endpoint;
+  std::map<ns::InputIndex, Peer> peers;  // where each input's proposals go
+  std::set<ConnectionId> complained;
+  mutable std::mutex stats_mutex;
+  DdeServiceStats stats;
+  std::unique_ptr<LowLatencyReceiveSocket> socket;  // last: destroyed first
+};
+
+DdeService::DdeService(Context& context, const Endpoint& local, const ns::SchedulerConfig& config,
+                       ProposalObserver on_proposal)
+    : state_(std::make_shared<State>(config, std::move(on_proposal))) {
+  LowLatencyReceiveOptions options;
+  options.max_message_size = 256;  // the largest control message is 48 bytes
+  State* state = state_.get();     // the socket, owned by the state, dies before it
+  state_->socket = std::make_unique<LowLatencyReceiveSocket>(
+      context, local, [state](std::span<const std::byte> bytes, const Peer& peer) { state->on_message(bytes, peer); },
+      options);
+  const auto bound = state_->socket->local_endpoint();
+  std::lock_guard lock(state_->stats_mutex);
+  state_->endpoint = bound;
+}
+
+DdeService::~DdeService() { state_->socket.reset(); }
+
+Endpoint DdeService::local_endpoint() const {
+  std::lock_guard lock(state_->stats_mutex);
+  return state_->endpoint;
+}
+
+DdeServiceStats DdeService::stats() const {
+  std::lock_guard lock(state_->stats_mutex);
+  return state_->stats;
+}
+
+}  // namespace netio::scheduled_push

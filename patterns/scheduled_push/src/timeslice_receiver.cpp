@@ -1,0 +1,294 @@
+#include "netio/scheduled_push/timeslice_receiver.hpp"
+
+#include "netio/error.hpp"
+#include "netio/log.hpp"
+#include "netio/low_latency_socket.hpp"
+#include "netio/scheduled_push/wire.hpp"
+#include "netio/scheduler/compute_node.hpp"
+#include "netio/scheduler/credits.hpp"
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+
+namespace netio::scheduled_push {
+
+namespace ns = netio::scheduler;
+
+namespace {
+
+ns::Time now() { return std::chrono::steady_clock::now().time_since_epoch(); }
+
+// How often the receiver looks for time-slices timed out and replies left waiting.
+std::chrono::nanoseconds housekeeping_period(std::chrono::nanoseconds timeout) {
+  using namespace std::chrono_literals;
+  if (timeout <= 0ns) return 20ms;
+  return std::clamp<std::chrono::nanoseconds>(timeout / 4, 1ms, 20ms);
+}
+
+}  // namespace
+
+struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
+  struct Input {
+    Peer peer;  // its data connection (default: not connected yet)
+    bool gone = false;
+    std::deque<std::vector<std::byte>> pending_replies;  // its reply window was full
+  };
+
+  State(Context& ctx, TimesliceReceiverOptions opts, Handler on_complete)
+      : context(ctx),
+        options(std::move(opts)),
+        handler(std::move(on_complete)),
+        credits(ns::credits_per_input(options.receive_buffer_bytes, options.config.input_count,
+                                      options.max_contribution_bytes)),
+        node(options.config, options.compute, credits),
+        inputs(options.config.input_count) {}
+
+  void on_message(std::span<const std::byte> bytes, const Peer& peer) {
+    try {
+      switch (wire_type(bytes)) {
+        case WireType::hello:
+          on_hello(decode_hello(bytes), peer);
+          break;
+        case WireType::contribution:
+          on_contribution(bytes, peer);
+          break;
+        default:
+          throw Error(Errc::protocol_error, "a reply-type message sent to a compute node");
+      }
+    } catch (const Error& e) {
+      drop(peer, e.what());
+    }
+    deliver();
+  }
+
+  void drop(const Peer& peer, const std::string& why) {
+    {
+      std::lock_guard lock(stats_mutex);
+      ++stats.dropped;
+    }
+    if (complained.insert(peer.connection()).second) {
+      log(LogLevel::warn, "scheduled push: compute node {} at {} dropped a message from {}: {}", options.compute,
+          local_endpoint().to_string(), peer.to_string(), why);
+    }
+  }
+
+  // Written by the constructing thread once bound, read by the loop thread (logs).
+  Endpoint local_endpoint() const {
+    std::lock_guard lock(stats_mutex);
+    return endpoint;
+  }
+
+  void on_hello(const Hello& hello, const Peer& peer) {
+    const auto& config = options.config;
+    std::string mismatch;
+    if (hello.input_count != config.input_count || hello.compute_count != config.compute_count ||
+        hello.timeslices_per_interval != config.timeslices_per_interval) {
+      mismatch = fmt::format("its system is {} inputs × {} computes, {} time-slices per interval; this one is {} × {}, {}",
+                             hello.input_count, hello.compute_count, hello.timeslices_per_interval, config.input_count,
+                             config.compute_count, config.timeslices_per_interval);
+    } else if (hello.compute != options.compute) {
+      mismatch = fmt::format("it addressed compute node {}, this is {}", hello.compute, options.compute);
+    } else if (hello.input >= config.input_count) {
+      mismatch = fmt::format("input {} out of range", hello.input);
+    } else if (hello.max_contribution_bytes > options.max_contribution_bytes) {
+      mismatch = fmt::format("contributions up to {} bytes, this node takes {}", hello.max_contribution_bytes,
+                             options.max_contribution_bytes);
+    } else if (inputs[hello.input].peer || by_connection.count(peer.connection()) != 0) {
+      mismatch = fmt::format("input {} is connected already", hello.input);
+    }
+    if (!mismatch.empty()) {
+      log(LogLevel::warn, "scheduled push: compute node {} at {} refused {}: {}", options.compute, local_endpoint().to_string(),
+          peer.to_string(), mismatch);
+      try {
+        (void)peer.try_reply(encode_refusal(mismatch));
+      } catch (const Error&) {
+      }
+      complained.insert(peer.connection());
+      return;
+    }
+    by_connection[peer.connection()] = hello.input;
+    inputs[hello.input].peer = peer;
+    acknowledge[hello.input] = hello.mode == Mode::dfs;
+    reply(hello.input, encode(Welcome{options.compute, credits}));
+  }
+
+  void on_contribution(std::span<const std::byte> bytes, const Peer& peer) {
+    const auto header = decode_contribution(bytes);
+    const auto known = by_connection.find(peer.connection());
+    if (known == by_connection.end()) throw Error(Errc::protocol_error, "a contribution before (or without) a hello");
+    const InputIndex i = known->second;
+    if (header.input != i) throw Error(Errc::protocol_error, fmt::format("contribution of input {} on input {}'s connection", header.input, i));
+    if (header.length > options.max_contribution_bytes) {
+      throw Error(Errc::protocol_error, fmt::format("a {}-byte contribution (at most {})", header.length, options.max_contribution_bytes));
+    }
+    const auto t = header.timeslice;
+    switch (node.on_contribution(i, t, now())) {
+      case ns::ComputeNode::Arrival::accepted:
+      case ns::ComputeNode::Arrival::completes: {
+        auto& slots = held[t];
+        if (slots.empty()) slots.resize(options.config.input_count);
+        slots[i].assign(bytes.begin() + kContributionHeaderSize, bytes.end());
+        std::lock_guard lock(stats_mutex);
+        ++stats.contributions;
+        stats.held_bytes += header.length;
+        stats.peak_held_bytes = std::max(stats.peak_held_bytes, stats.held_bytes);
+        break;
+      }
+      case ns::ComputeNode::Arrival::late:  // given up already: its credit goes back at once
+        if (acknowledge[i]) reply(i, encode_acknowledgement(t));
+        reply(i, encode(Credit{t, false}));
+        return;
+      case ns::ComputeNode::Arrival::not_mine:
+        throw Error(Errc::protocol_error, fmt::format("time-slice {} belongs to compute node {}", t, t % options.config.compute_count));
+      case ns::ComputeNode::Arrival::duplicate:
+        throw Error(Errc::protocol_error, fmt::format("a second contribution to time-slice {}", t));
+      case ns::ComputeNode::Arrival::over_credit:
+        throw Error(Errc::protocol_error, fmt::format("time-slice {} sent without a credit ({} held)", t, credits));
+    }
+    if (acknowledge[i]) reply(i, encode_acknowledgement(t));
+  }
+
+  void on_disconnected(const Peer& peer) {
+    const auto known = by_connection.find(peer.connection());
+    if (known == by_connection.end()) return;
+    const InputIndex i = known->second;
+    inputs[i].gone = true;
+    inputs[i].pending_replies.clear();
+    node.on_input_gone(i);
+    log(LogLevel::debug, "scheduled push: compute node {}: input {} ({}) is gone", options.compute, i, peer.to_string());
+    deliver();
+  }
+
+  // Hands over every ready time-slice, in order, and returns the credits.
+  void deliver() {
+    while (auto ready = node.next_ready(now(), options.incomplete_timeout)) {
+      const auto t = ready->timeslice;
+      const auto slots = held.find(t);
+      std::vector<std::span<const std::byte>> views(options.config.input_count);
+      std::vector<std::uint8_t> contributed(options.config.input_count, 0);
+      std::uint64_t bytes = 0;
+      for (InputIndex i = 0; i < options.config.input_count; ++i) {
+        if (!ready->contributed[i]) continue;
+        contributed[i] = 1;
+        views[i] = slots->second[i];
+        bytes += slots->second[i].size();
+      }
+      const TimesliceView view{t, ready->complete, views, contributed};
+      const auto& user = ready->complete ? handler : options.on_incomplete;
+      if (!ready->complete) {
+        log(LogLevel::info, "scheduled push: compute node {} gives up time-slice {} (incomplete)", options.compute, t);
+      }
+      if (user) {
+        try {
+          user(view);
+        } catch (const std::exception& e) {
+          log(LogLevel::error, "scheduled push: compute node {}: the handler of time-slice {} threw: {}", options.compute, t, e.what());
+        }
+      }
+      held.erase(slots);
+      {
+        std::lock_guard lock(stats_mutex);
+        stats.held_bytes -= bytes;
+        ++(ready->complete ? stats.complete : stats.incomplete);
+      }
+      for (const InputIndex i : node.release(t)) reply(i, encode(Credit{t, ready->complete}));
+    }
+  }
+
+  void reply(InputIndex i, std::span<const std::byte> message) {
+    Input& input = inputs[i];
+    if (input.gone || !input.peer) return;
+    if (input.pending_replies.empty()) {
+      try {
+        if (input.peer.try_reply(message)) return;
+      } catch (const Error&) {
+        return;  // the connection is gone; on_disconnected follows
+      }
+    }
+    input.pending_replies.emplace_back(message.begin(), message.end());
+  }
+
+  void housekeeping() {
+    for (auto& input : inputs) {
+      while (!input.pending_replies.empty() && !input.gone) {
+        try {
+          if (!input.peer.try_reply(input.pending_replies.front())) break;
+        } catch (const Error&) {
+          input.pending_replies.clear();
+          break;
+        }
+        input.pending_replies.pop_front();
+      }
+    }
+    deliver();
+  }
+
+  Context& context;
+  TimesliceReceiverOptions options;
+  Handler handler;
+  std::uint32_t credits;
+  ns::ComputeNode node;
+  std::vector<Input> inputs;
+  std::map<ConnectionId, InputIndex> by_connection;
+  std::map<InputIndex, bool> acknowledge;  // per input: it runs DFS and wants acknowledgements
+  std::map<ns::TimesliceIndex, std::vector<std::vector<std::byte>>> held;  // [t][input]
+  std::set<ConnectionId> complained;
+  Endpoint endpoint;
+  EventLoop::TimerId timer = 0;
+  mutable std::mutex stats_mutex;
+  TimesliceReceiverStats stats;
+  std::unique_ptr<DdeService> dde;
+  std::unique_ptr<LowLatencyReceiveSocket> socket;  // last: destroyed first
+};
+
+TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options,
+                                     Handler handler)
+    : state_(std::make_shared<State>(context, std::move(options), std::move(handler))) {
+  State* state = state_.get();  // the socket and the timer die before the state (destructor)
+  LowLatencyReceiveOptions socket_options;
+  socket_options.max_message_size = kContributionHeaderSize + state->options.max_contribution_bytes;
+  // Per connection at most credits contributions are in flight, each answered by an
+  // acknowledgement and a credit: the window holds them all, so try_reply() rarely says no.
+  socket_options.reply_window = 2 * static_cast<std::size_t>(state->credits) + 4;
+  socket_options.events.on_disconnected = [state](const Peer& peer, const Error&) { state->on_disconnected(peer); };
+  state->socket = std::make_unique<LowLatencyReceiveSocket>(
+      context, local, [state](std::span<const std::byte> bytes, const Peer& peer) { state->on_message(bytes, peer); },
+      socket_options);
+  const Endpoint bound = state->socket->local_endpoint();
+  {
+    std::lock_guard lock(state->stats_mutex);
+    state->endpoint = bound;
+  }
+  if (state->options.run_dde) {
+    const Endpoint dde_local = state->options.dde_endpoint.value_or(bound.with_port(0));
+    state->dde = std::make_unique<DdeService>(context, dde_local, state->options.config);
+  }
+  std::weak_ptr<State> weak = state_;
+  state->timer = context.loop().add_timer(housekeeping_period(state->options.incomplete_timeout),
+                                          housekeeping_period(state->options.incomplete_timeout), [weak] {
+                                            if (auto s = weak.lock()) s->housekeeping();
+                                          });
+}
+
+TimesliceReceiver::~TimesliceReceiver() {
+  state_->context.loop().run_sync([this] {
+    state_->context.loop().cancel_timer(state_->timer);
+    state_->socket.reset();
+    state_->dde.reset();
+  });
+}
+
+Endpoint TimesliceReceiver::local_endpoint() const { return state_->local_endpoint(); }
+std::optional<Endpoint> TimesliceReceiver::dde_endpoint() const {
+  if (!state_->dde) return std::nullopt;
+  return state_->dde->local_endpoint();
+}
+std::uint32_t TimesliceReceiver::credits_per_input() const noexcept { return state_->credits; }
+TimesliceReceiverStats TimesliceReceiver::stats() const {
+  std::lock_guard lock(state_->stats_mutex);
+  return state_->stats;
+}
+
+}  // namespace netio::scheduled_push

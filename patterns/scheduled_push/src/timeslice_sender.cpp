@@ -1,0 +1,405 @@
+#include "netio/scheduled_push/timeslice_sender.hpp"
+
+#include "netio/error.hpp"
+#include "netio/log.hpp"
+#include "netio/low_latency_socket.hpp"
+#include "netio/scheduled_push/wire.hpp"
+#include "netio/scheduler/control_messages.hpp"
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+
+namespace netio::scheduled_push {
+
+namespace ns = netio::scheduler;
+using namespace std::chrono_literals;
+
+namespace {
+
+ns::Time now() { return std::chrono::steady_clock::now().time_since_epoch(); }
+
+[[noreturn]] void reject(const std::string& what) {
+  throw Error(std::make_error_code(std::errc::invalid_argument), "scheduled push sender: " + what);
+}
+
+constexpr auto kHealthPeriod = 10ms;  // how often connections and welcomes are checked
+constexpr auto kRetryDelay = 200us;   // after every send buffer was in flight
+
+}  // namespace
+
+struct TimesliceSender::State : std::enable_shared_from_this<State> {
+  struct Compute {
+    std::unique_ptr<LowLatencySendSocket> socket;
+    bool welcomed = false;
+    bool lost = false;
+    ns::Time opened{0};
+  };
+  struct Dde {
+    std::unique_ptr<LowLatencySendSocket> socket;
+    bool connected_once = false;
+    bool lost = false;
+  };
+
+  State(Context& ctx, TimesliceSenderOptions opts)
+      : context(ctx), options(std::move(opts)), node(options.config, options.input, options.mode) {
+    if (options.compute_endpoints.size() != options.config.compute_count) {
+      reject(fmt::format("{} compute endpoints for {} compute nodes", options.compute_endpoints.size(),
+                         options.config.compute_count));
+    }
+    if (options.mode == ns::Mode::dfs && options.dde_endpoints.empty()) reject("DFS mode without a DDE endpoint");
+    if (options.max_contribution_bytes == 0) reject("max_contribution_bytes is 0");
+    if (options.queue_capacity == 0) options.queue_capacity = 2 * static_cast<std::size_t>(options.config.compute_count);
+    if (options.queue_capacity < options.config.compute_count) {
+      reject(fmt::format("queue_capacity {} is less than a round ({} compute nodes)", options.queue_capacity,
+                         options.config.compute_count));
+    }
+  }
+
+  // Loop thread: opens the connections and introduces this input.
+  void start() {
+    std::weak_ptr<State> weak = shared_from_this();
+    const auto name = fmt::format("input-{}", options.input);
+    computes.resize(options.compute_endpoints.size());
+    for (ns::ComputeIndex c = 0; c < computes.size(); ++c) {
+      LowLatencySendOptions socket_options;
+      socket_options.buffer_count = 16;
+      socket_options.buffer_size = kContributionHeaderSize + options.max_contribution_bytes;
+      socket_options.identity.name = name;
+      socket_options.replies.credits = 64;
+      socket_options.replies.on_reply = [weak, c](std::span<const std::byte> reply) {
+        if (auto state = weak.lock()) state->on_data_reply(c, reply);
+      };
+      computes[c].opened = now();
+      computes[c].socket = std::make_unique<LowLatencySendSocket>(context, options.compute_endpoints[c], socket_options);
+      const Hello hello{options.input,
+                        c,
+                        options.config.input_count,
+                        options.config.compute_count,
+                        options.config.timeslices_per_interval,
+                        options.max_contribution_bytes,
+                        options.mode};
+      try {
+        if (!computes[c].socket->try_send(encode(hello))) lose(c, "no send buffer for the hello");
+      } catch (const Error& e) {
+        lose(c, e.what());
+      }
+    }
+    if (options.mode == ns::Mode::dfs) {
+      ddes.resize(options.dde_endpoints.size());
+      for (std::size_t d = 0; d < ddes.size(); ++d) {
+        LowLatencySendOptions socket_options;
+        socket_options.buffer_count = 16;
+        socket_options.buffer_size = 256;
+        socket_options.identity.name = name;
+        socket_options.replies.credits = 64;
+        socket_options.replies.on_reply = [weak, d](std::span<const std::byte> reply) {
+          if (auto state = weak.lock()) state->on_proposal(d, reply);
+        };
+        ddes[d].socket = std::make_unique<LowLatencySendSocket>(context, options.dde_endpoints[d], socket_options);
+      }
+    }
+    health_timer = context.loop().add_timer(kHealthPeriod, kHealthPeriod, [weak] {
+      if (auto state = weak.lock()) state->check_health();
+    });
+  }
+
+  // Loop thread: closes everything, waits for nothing.
+  void stop() {
+    stopped = true;
+    auto& loop = context.loop();
+    loop.cancel_timer(health_timer);
+    if (due_timer != 0) loop.cancel_timer(due_timer);
+    if (retry_timer != 0) loop.cancel_timer(retry_timer);
+    for (auto& compute : computes) compute.socket.reset();
+    for (auto& dde : ddes) dde.socket.reset();
+    {
+      std::lock_guard lock(queue_mutex);
+      closed = true;
+    }
+    changed.notify_all();
+  }
+
+  void on_data_reply(ns::ComputeIndex c, std::span<const std::byte> reply) {
+    if (stopped || computes[c].lost) return;
+    try {
+      switch (wire_type(reply)) {
+        case WireType::welcome: {
+          const auto welcome = decode_welcome(reply);
+          if (welcome.compute != c) throw Error(Errc::protocol_error, fmt::format("welcome from compute node {}", welcome.compute));
+          node.grant(c, welcome.credits);
+          computes[c].welcomed = true;
+          break;
+        }
+        case WireType::refusal:
+          lose(c, "it refused this input: " + decode_refusal(reply));
+          break;
+        case WireType::acknowledgement:
+          if (auto done = node.on_acknowledged(decode_acknowledgement(reply), now())) report(*done);
+          break;
+        case WireType::credit: {
+          const auto credit = decode_credit(reply);
+          node.on_credit(c);
+          std::lock_guard lock(stats_mutex);
+          ++stats.credits_returned;
+          if (!credit.complete) ++stats.incomplete_credits;
+          break;
+        }
+        default:
+          throw Error(Errc::protocol_error, "a data message sent back as a reply");
+      }
+    } catch (const Error& e) {
+      lose(c, std::string("bad reply: ") + e.what());
+    }
+    drive();
+  }
+
+  void on_proposal(std::size_t d, std::span<const std::byte> reply) {
+    if (stopped || ddes[d].lost) return;
+    try {
+      if (node.on_proposal(ns::decode_proposal(reply))) {
+        std::lock_guard lock(stats_mutex);
+        ++stats.proposals_taken;
+      }
+    } catch (const Error& e) {
+      lose_dde(d, std::string("bad proposal: ") + e.what());
+      return;
+    }
+    drive();
+  }
+
+  void report(const ns::IntervalCompletion& done) {
+    const auto report = ns::encode(done.report);
+    const auto request = ns::encode(done.request);
+    for (std::size_t d = 0; d < ddes.size(); ++d) {
+      // A DDE not connected yet misses the report rather than getting it late: its Clock
+      // Synchronizer takes the arrival time as the interval's end, so a report queued while
+      // connecting would skew its offsets (and its proposals) by the connection's set-up time.
+      if (ddes[d].lost || !ddes[d].socket->connected()) continue;
+      try {
+        // Never waits: a DDE that cannot take it now misses this report (it proposes from the others').
+        if (ddes[d].socket->try_send(report) && ddes[d].socket->try_send(request)) {
+          std::lock_guard lock(stats_mutex);
+          ++stats.reports_sent;
+        }
+      } catch (const Error& e) {
+        lose_dde(d, e.what());
+      }
+    }
+  }
+
+  void lose(ns::ComputeIndex c, const std::string& why) {
+    if (computes[c].lost) return;
+    computes[c].lost = true;
+    log(LogLevel::warn, "scheduled push: input {} lost compute node {} ({}): {}; its time-slices are skipped",
+        options.input, c, options.compute_endpoints[c].to_string(), why);
+    for (const auto& done : node.on_compute_lost(c, now())) report(done);
+    if (computes[c].socket) computes[c].socket->close();
+    {
+      std::lock_guard lock(stats_mutex);
+      ++stats.computes_lost;
+    }
+    post_drive();
+  }
+
+  void lose_dde(std::size_t d, const std::string& why) {
+    if (ddes[d].lost) return;
+    ddes[d].lost = true;
+    log(LogLevel::warn, "scheduled push: input {} dropped DDE {}: {}", options.input, options.dde_endpoints[d].to_string(), why);
+    if (ddes[d].socket) ddes[d].socket->close();
+    std::lock_guard lock(stats_mutex);
+    ++stats.ddes_lost;
+  }
+
+  void check_health() {
+    if (stopped) return;
+    const auto t = now();
+    for (ns::ComputeIndex c = 0; c < computes.size(); ++c) {
+      auto& compute = computes[c];
+      if (compute.lost) continue;
+      if (compute.welcomed && !compute.socket->connected()) {
+        lose(c, "the connection failed");
+      } else if (!compute.welcomed && t - compute.opened > options.welcome_timeout) {
+        lose(c, fmt::format("no welcome within {} ms",
+                            std::chrono::duration_cast<std::chrono::milliseconds>(options.welcome_timeout).count()));
+      }
+    }
+    for (std::size_t d = 0; d < ddes.size(); ++d) {
+      if (ddes[d].lost) continue;
+      if (ddes[d].socket->connected()) {
+        ddes[d].connected_once = true;
+      } else if (ddes[d].connected_once) {
+        lose_dde(d, "the connection failed");
+      }
+    }
+    drive();
+  }
+
+  void post_drive() {
+    std::weak_ptr<State> weak = shared_from_this();
+    context.loop().post([weak] {
+      if (auto state = weak.lock()) state->drive();
+    });
+  }
+
+  // Loop thread: sends whatever the engine allows now.
+  void drive() {
+    if (stopped) return;
+    using What = ns::InputNode::Next::What;
+    for (;;) {
+      const auto t_now = now();
+      const auto next = node.next(t_now);
+      if (next.what == What::wait_until) {
+        arm(due_timer, next.due - t_now);
+        break;
+      }
+      if (next.what != What::send && next.what != What::skip) break;  // a credit or acknowledgement calls again
+      bool sent = false;
+      std::optional<std::string> failure;
+      {
+        // Held across try_send(), which never waits here: the message is sent from the queue without a copy.
+        std::lock_guard lock(queue_mutex);
+        const auto it = queue.find(next.timeslice);
+        if (it == queue.end()) break;  // not pushed yet: push() calls again
+        if (next.what == What::send) {
+          try {
+            sent = computes[next.compute].socket->try_send(it->second);
+          } catch (const Error& e) {
+            failure = e.what();
+          }
+          if (!sent && !failure) {  // every send buffer in flight
+            arm(retry_timer, kRetryDelay);
+            break;
+          }
+        }
+        if (sent || next.what == What::skip) queue.erase(it);
+      }
+      changed.notify_all();
+      if (failure) {
+        lose(next.compute, *failure);  // the next round skips it
+        continue;
+      }
+      if (sent) {
+        node.on_sent(next.timeslice, t_now);
+        std::lock_guard lock(stats_mutex);
+        ++stats.sent;
+        continue;
+      }
+      if (auto done = node.on_skipped(next.timeslice, t_now)) report(*done);
+      if (options.on_undeliverable) options.on_undeliverable(next.timeslice, next.compute);
+      std::lock_guard lock(stats_mutex);
+      ++stats.undeliverable;
+    }
+    update_done();
+  }
+
+  void arm(EventLoop::TimerId& timer, std::chrono::nanoseconds delay) {
+    if (timer != 0) context.loop().cancel_timer(timer);
+    std::weak_ptr<State> weak = shared_from_this();
+    timer = context.loop().add_timer(delay, 0ns, [weak, &timer] {
+      if (auto state = weak.lock()) {
+        timer = 0;
+        state->drive();
+      }
+    });
+  }
+
+  void update_done() {
+    bool credits_back = true;
+    for (ns::ComputeIndex c = 0; c < computes.size(); ++c) {
+      if (!computes[c].lost && node.available(c) != node.granted(c)) credits_back = false;
+    }
+    {
+      std::lock_guard lock(queue_mutex);
+      all_done = finished && queue.empty() && node.sent_count() == next_push && credits_back;
+    }
+    if (all_done) changed.notify_all();
+  }
+
+  bool push(ns::TimesliceIndex t, std::span<const std::byte> bytes, bool wait) {
+    if (bytes.size() > options.max_contribution_bytes) {
+      reject(fmt::format("a {}-byte contribution to time-slice {} (at most {})", bytes.size(), t, options.max_contribution_bytes));
+    }
+    auto message = encode_contribution(options.input, t, bytes);
+    {
+      std::unique_lock lock(queue_mutex);
+      if (closed || finished) throw Error(Errc::closed, fmt::format("input {}: push after finish() or destruction", options.input));
+      if (t != next_push) reject(fmt::format("pushed time-slice {}, expected {}", t, next_push));
+      if (queue.size() >= options.queue_capacity) {
+        if (!wait) return false;
+        if (context.loop().in_loop_thread()) {
+          throw Error(Errc::would_block, fmt::format("input {}: push() with a full queue on the event-loop thread; use try_push()", options.input));
+        }
+        if (!changed.wait_for(lock, options.push_timeout, [&] { return closed || queue.size() < options.queue_capacity; })) {
+          throw Error(Errc::timeout, fmt::format("input {}: no room for time-slice {} within the push timeout", options.input, t));
+        }
+        if (closed) throw Error(Errc::closed, fmt::format("input {}: the sender was destroyed", options.input));
+      }
+      queue.emplace(t, std::move(message));
+      ++next_push;
+    }
+    {
+      std::lock_guard lock(stats_mutex);
+      ++stats.pushed;
+    }
+    post_drive();
+    return true;
+  }
+
+  Context& context;
+  TimesliceSenderOptions options;
+  ns::InputNode node;  // loop thread only
+  std::vector<Compute> computes;
+  std::vector<Dde> ddes;
+  bool stopped = false;
+  EventLoop::TimerId health_timer = 0;
+  EventLoop::TimerId due_timer = 0;
+  EventLoop::TimerId retry_timer = 0;
+
+  std::mutex queue_mutex;  // guards what user threads share with the loop thread:
+  std::condition_variable changed;
+  std::map<ns::TimesliceIndex, std::vector<std::byte>> queue;  // encoded contributions, not yet sent
+  ns::TimesliceIndex next_push = 0;
+  bool finished = false;
+  bool closed = false;
+  bool all_done = false;  // finished, and everything sent and credited
+
+  mutable std::mutex stats_mutex;
+  TimesliceSenderStats stats;
+};
+
+TimesliceSender::TimesliceSender(Context& context, TimesliceSenderOptions options)
+    : state_(std::make_shared<State>(context, std::move(options))) {
+  context.loop().run_sync([this] { state_->start(); });
+}
+
+TimesliceSender::~TimesliceSender() {
+  state_->context.loop().run_sync([this] { state_->stop(); });
+}
+
+void TimesliceSender::push(ns::TimesliceIndex t, std::span<const std::byte> bytes) { (void)state_->push(t, bytes, true); }
+bool TimesliceSender::try_push(ns::TimesliceIndex t, std::span<const std::byte> bytes) { return state_->push(t, bytes, false); }
+
+void TimesliceSender::finish() {
+  {
+    std::lock_guard lock(state_->queue_mutex);
+    state_->finished = true;
+  }
+  state_->post_drive();
+}
+
+bool TimesliceSender::wait_finished(std::chrono::nanoseconds timeout) {
+  if (state_->context.loop().in_loop_thread()) {
+    throw Error(Errc::would_block, "wait_finished() on the event-loop thread");
+  }
+  std::unique_lock lock(state_->queue_mutex);
+  return state_->changed.wait_for(lock, timeout, [&] { return state_->all_done; });
+}
+
+TimesliceSenderStats TimesliceSender::stats() const {
+  std::lock_guard lock(state_->stats_mutex);
+  return state_->stats;
+}
+
+}  // namespace netio::scheduled_push

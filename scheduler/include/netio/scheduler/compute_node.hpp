@@ -1,0 +1,78 @@
+// One compute node of the time-slice building pattern, as pure logic: which time-slice is
+// ready to be handed over (complete, or given up), in order, and whose credits its release
+// returns.
+//
+// Time-slices of this node are self, self + M, self + 2M, ... and are handed over in that
+// order. A time-slice is ready when every input contributed (complete), or, given up as
+// incomplete, when every input either contributed or is gone (on_input_gone: its connection
+// closed, so it never will), or when `timeout` has passed since its first contribution
+// arrived. release() frees it and names the inputs owed a credit (those that
+// contributed). Each input holds at most credits_per_input contributions here at once: one
+// beyond that is refused (the input broke the credit protocol).
+//
+// No clock, sockets or threads; not thread-safe (one driver thread).
+#pragma once
+
+#include "netio/scheduler/config.hpp"
+#include "netio/scheduler/time.hpp"
+
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace netio::scheduler {
+
+class ComputeNode {
+ public:
+  // Validates config; throws netio::Error (invalid_argument) for self out of range or 0 credits.
+  ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::uint32_t credits_per_input);
+
+  enum class Arrival {
+    accepted,     // held until its time-slice is released
+    completes,    // accepted, and its time-slice is complete now
+    late,         // its time-slice was released already (given up): return the credit at once
+    not_mine,     // t mod M is another compute node: the input is faulty
+    duplicate,    // this input contributed to t already: faulty
+    over_credit,  // the input holds all its credits here already: faulty
+  };
+  Arrival on_contribution(InputIndex i, TimesliceIndex t, Time now);
+
+  // Input i will send nothing more (its connection is gone).
+  void on_input_gone(InputIndex i);
+
+  struct Ready {
+    TimesliceIndex timeslice = 0;
+    bool complete = false;
+    std::vector<bool> contributed;  // per input
+  };
+  // The oldest open time-slice when it is ready (see above); nothing otherwise. A zero or
+  // negative timeout never gives up on time.
+  std::optional<Ready> next_ready(Time now, Duration timeout) const;
+  // Frees t (the one next_ready() named) and returns the inputs owed a credit, ascending.
+  // Throws (invalid_argument) for a t not open.
+  std::vector<InputIndex> release(TimesliceIndex t);
+
+  std::size_t open_timeslices() const noexcept { return open_.size(); }
+  std::uint32_t held(InputIndex i) const { return held_.at(i); }  // contributions held from i
+  std::uint32_t credits_per_input() const noexcept { return credits_; }
+  // The first time-slice not yet released (in this node's order).
+  TimesliceIndex next_expected() const noexcept { return next_expected_; }
+
+ private:
+  struct Open {
+    Time first_arrival{0};
+    std::vector<bool> contributed;
+    std::uint32_t count = 0;
+  };
+
+  std::uint32_t input_count_;
+  std::uint32_t compute_count_;
+  ComputeIndex self_;
+  std::uint32_t credits_;
+  TimesliceIndex next_expected_;
+  std::map<TimesliceIndex, Open> open_;
+  std::vector<std::uint32_t> held_;
+  std::vector<bool> gone_;
+};
+
+}  // namespace netio::scheduler

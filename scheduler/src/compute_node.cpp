@@ -1,0 +1,83 @@
+#include "netio/scheduler/compute_node.hpp"
+
+#include "netio/error.hpp"
+
+#include <string>
+
+namespace netio::scheduler {
+namespace {
+
+[[noreturn]] void reject(const std::string& what) {
+  throw Error(std::make_error_code(std::errc::invalid_argument), "compute node: " + what);
+}
+
+}  // namespace
+
+ComputeNode::ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::uint32_t credits_per_input)
+    : input_count_(config.input_count),
+      compute_count_(config.compute_count),
+      self_(self),
+      credits_(credits_per_input),
+      next_expected_(self),
+      held_(config.input_count, 0),
+      gone_(config.input_count, false) {
+  validate(config);
+  if (self >= config.compute_count) {
+    reject("index " + std::to_string(self) + " out of range (" + std::to_string(config.compute_count) + ")");
+  }
+  if (credits_per_input == 0) reject("0 credits per input");
+}
+
+ComputeNode::Arrival ComputeNode::on_contribution(InputIndex i, TimesliceIndex t, Time now) {
+  if (i >= input_count_) reject("input " + std::to_string(i) + " out of range");
+  if (t % compute_count_ != self_) return Arrival::not_mine;
+  if (t < next_expected_) return Arrival::late;
+  auto [it, inserted] = open_.try_emplace(t);
+  Open& open = it->second;
+  if (inserted) {
+    open.first_arrival = now;
+    open.contributed.assign(input_count_, false);
+  }
+  if (open.contributed[i]) return Arrival::duplicate;
+  if (held_[i] >= credits_) {
+    if (inserted) open_.erase(it);
+    return Arrival::over_credit;
+  }
+  open.contributed[i] = true;
+  ++open.count;
+  ++held_[i];
+  return open.count == input_count_ ? Arrival::completes : Arrival::accepted;
+}
+
+void ComputeNode::on_input_gone(InputIndex i) {
+  if (i >= input_count_) reject("input " + std::to_string(i) + " out of range");
+  gone_[i] = true;
+}
+
+std::optional<ComputeNode::Ready> ComputeNode::next_ready(Time now, Duration timeout) const {
+  if (open_.empty()) return std::nullopt;
+  const auto& [t, open] = *open_.begin();
+  // Every input contributed or never will (gone): nothing more can come.
+  bool ready = true;
+  for (InputIndex i = 0; ready && i < input_count_; ++i) ready = open.contributed[i] || gone_[i];
+  if (!ready && timeout > Duration::zero() && now - open.first_arrival >= timeout) ready = true;
+  if (!ready) return std::nullopt;
+  return Ready{t, open.count == input_count_, open.contributed};
+}
+
+std::vector<InputIndex> ComputeNode::release(TimesliceIndex t) {
+  const auto it = open_.find(t);
+  if (it == open_.end()) reject("release of time-slice " + std::to_string(t) + ", which is not open");
+  std::vector<InputIndex> owed;
+  for (InputIndex i = 0; i < input_count_; ++i) {
+    if (it->second.contributed[i]) {
+      owed.push_back(i);
+      --held_[i];
+    }
+  }
+  open_.erase(it);
+  if (t + compute_count_ > next_expected_) next_expected_ = t + compute_count_;
+  return owed;
+}
+
+}  // namespace netio::scheduler

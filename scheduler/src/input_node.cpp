@@ -1,0 +1,137 @@
+#include "netio/scheduler/input_node.hpp"
+
+#include "netio/error.hpp"
+
+#include <string>
+
+namespace netio::scheduler {
+namespace {
+
+[[noreturn]] void reject(const std::string& what) {
+  throw Error(std::make_error_code(std::errc::invalid_argument), "input node: " + what);
+}
+
+}  // namespace
+
+const char* to_string(Mode mode) noexcept { return mode == Mode::dfs ? "dfs" : "best-effort"; }
+
+InputNode::InputNode(const SchedulerConfig& config, InputIndex self, Mode mode)
+    : layout_(config),
+      self_(self),
+      mode_(mode),
+      granted_(config.compute_count, 0),
+      available_(config.compute_count, 0),
+      lost_(config.compute_count, false),
+      unacknowledged_(config.compute_count) {
+  if (self >= config.input_count) {
+    reject("input " + std::to_string(self) + " out of range (" + std::to_string(config.input_count) + " inputs)");
+  }
+  if (mode == Mode::dfs) engine_.emplace(config, self);
+}
+
+void InputNode::check(ComputeIndex c) const {
+  if (c >= granted_.size()) {
+    reject("compute node " + std::to_string(c) + " out of range (" + std::to_string(granted_.size()) + ")");
+  }
+}
+
+InputNode::Next InputNode::next(Time now) const {
+  Next next;
+  if (engine_) {
+    const SendDecision decision = engine_->next_send(now);
+    if (decision.action == SendDecision::Action::wait_for_acknowledgements) {
+      next.what = Next::What::wait_for_acknowledgements;
+      return next;
+    }
+    next.timeslice = decision.timeslice;
+    next.compute = decision.compute;
+    next.due = decision.due;
+    // A lost compute node's contribution is dropped at once, paced or not.
+    if (lost_[next.compute]) {
+      next.what = Next::What::skip;
+    } else if (decision.action == SendDecision::Action::wait_until) {
+      next.what = Next::What::wait_until;
+    } else {
+      next.what = available_[next.compute] > 0 ? Next::What::send : Next::What::wait_for_credit;
+    }
+    return next;
+  }
+  next.timeslice = next_timeslice();
+  next.compute = layout_.compute_of(next.timeslice);
+  next.due = now;
+  if (lost_[next.compute]) {
+    next.what = Next::What::skip;
+  } else {
+    next.what = available_[next.compute] > 0 ? Next::What::send : Next::What::wait_for_credit;
+  }
+  return next;
+}
+
+void InputNode::on_sent(TimesliceIndex timeslice, Time now) {
+  if (timeslice != next_timeslice()) {
+    reject("sent time-slice " + std::to_string(timeslice) + " out of order (next is " +
+           std::to_string(next_timeslice()) + ")");
+  }
+  const ComputeIndex c = layout_.compute_of(timeslice);
+  if (available_[c] == 0) reject("sent time-slice " + std::to_string(timeslice) + " without a credit");
+  if (engine_) {
+    engine_->on_sent(timeslice, now);
+    unacknowledged_[c].insert(timeslice);
+  }
+  --available_[c];
+  ++sent_;
+}
+
+std::optional<IntervalCompletion> InputNode::on_skipped(TimesliceIndex timeslice, Time now) {
+  if (timeslice != next_timeslice()) {
+    reject("skipped time-slice " + std::to_string(timeslice) + " out of order (next is " +
+           std::to_string(next_timeslice()) + ")");
+  }
+  ++sent_;
+  if (!engine_) return std::nullopt;
+  engine_->on_sent(timeslice, now);
+  return engine_->on_acknowledged(timeslice, now);
+}
+
+void InputNode::grant(ComputeIndex c, std::uint32_t credits) {
+  check(c);
+  if (credits == 0) reject("compute node " + std::to_string(c) + " granted no credits");
+  if (granted_[c] != 0) reject("compute node " + std::to_string(c) + " granted credits twice");
+  granted_[c] = credits;
+  available_[c] = credits;
+}
+
+void InputNode::on_credit(ComputeIndex c, std::uint32_t count) {
+  check(c);
+  if (static_cast<std::uint64_t>(available_[c]) + count > granted_[c]) {
+    reject("compute node " + std::to_string(c) + " returned more credits than it granted (" +
+           std::to_string(granted_[c]) + ")");
+  }
+  available_[c] += count;
+}
+
+std::optional<IntervalCompletion> InputNode::on_acknowledged(TimesliceIndex timeslice, Time now) {
+  if (!engine_) return std::nullopt;
+  auto& outstanding = unacknowledged_[layout_.compute_of(timeslice)];
+  if (outstanding.erase(timeslice) == 0) {
+    reject("acknowledgement of time-slice " + std::to_string(timeslice) + ", which is not outstanding");
+  }
+  return engine_->on_acknowledged(timeslice, now);
+}
+
+bool InputNode::on_proposal(const Proposal& proposal) { return engine_ ? engine_->on_proposal(proposal) : false; }
+
+std::vector<IntervalCompletion> InputNode::on_compute_lost(ComputeIndex c, Time now) {
+  check(c);
+  std::vector<IntervalCompletion> completions;
+  lost_[c] = true;
+  if (engine_) {
+    for (const TimesliceIndex t : unacknowledged_[c]) {
+      if (auto done = engine_->on_acknowledged(t, now)) completions.push_back(std::move(*done));
+    }
+  }
+  unacknowledged_[c].clear();
+  return completions;
+}
+
+}  // namespace netio::scheduler

@@ -1,0 +1,252 @@
+// A complete scheduled-push system on loopback for the [scheduled_push] tests: N input
+// nodes (TimesliceSender) and M compute nodes (TimesliceReceiver), each with a Context of
+// its own, and optionally DDE replicas. Every contribution's size and bytes derive from
+// (input, t), so each receiver checks the content of every time-slice it is handed; what
+// the handlers see is collected under a mutex and checked on the test thread.
+#pragma once
+
+#include "netio/context.hpp"
+#include "netio/scheduled_push/dde_service.hpp"
+#include "netio/scheduled_push/timeslice_receiver.hpp"
+#include "netio/scheduled_push/timeslice_sender.hpp"
+#include "support/test_context.hpp"
+#include "support/transports.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace netio::test {
+
+namespace sp = netio::scheduled_push;
+namespace ns = netio::scheduler;
+
+inline constexpr std::uint64_t kMaxContribution = 1024;
+
+// Input i's contribution to time-slice t: 16 … 1023 bytes of a pattern seeded by (i, t).
+inline std::vector<std::byte> contribution(ns::InputIndex i, ns::TimesliceIndex t) {
+  const std::size_t size = 16 + (i * 131 + t * 17) % (kMaxContribution - 16);
+  return pattern(size, t * 1000 + i);
+}
+
+struct Delivery {
+  ns::TimesliceIndex t = 0;
+  bool complete = false;
+  bool content_ok = false;  // every contribution present matched contribution(i, t)
+  std::uint32_t contributions = 0;
+};
+
+// What one receiver's handlers saw.
+struct Deliveries {
+  mutable std::mutex mutex;
+  std::vector<Delivery> seen;
+
+  void add(const sp::TimesliceView& view) {
+    Delivery d{view.index, view.complete, true, 0};
+    for (ns::InputIndex i = 0; i < view.contributions.size(); ++i) {
+      if (view.contributed[i] == 0) continue;
+      ++d.contributions;
+      const auto expected = contribution(i, view.index);
+      const auto got = view.contributions[i];
+      if (got.size() != expected.size() || std::memcmp(got.data(), expected.data(), got.size()) != 0) d.content_ok = false;
+    }
+    std::lock_guard lock(mutex);
+    seen.push_back(d);
+  }
+  std::vector<Delivery> copy() const {
+    std::lock_guard lock(mutex);
+    return seen;
+  }
+  std::size_t count() const {
+    std::lock_guard lock(mutex);
+    return seen.size();
+  }
+};
+
+// The proposals one DDE replica sent, by (input, interval).
+struct Proposals {
+  mutable std::mutex mutex;
+  std::map<std::pair<ns::InputIndex, ns::IntervalIndex>, ns::Proposal> sent;
+
+  void add(ns::InputIndex i, const ns::Proposal& p) {
+    std::lock_guard lock(mutex);
+    sent.emplace(std::pair{i, p.interval}, p);
+  }
+  std::map<std::pair<ns::InputIndex, ns::IntervalIndex>, ns::Proposal> copy() const {
+    std::lock_guard lock(mutex);
+    return sent;
+  }
+};
+
+struct SystemOptions {
+  ns::SchedulerConfig config;
+  ns::Mode mode = ns::Mode::best_effort;
+  std::uint32_t credits = 3;  // per input–compute pair: the receive buffer is sized for exactly this
+  std::uint32_t dde_replicas = 1;  // DFS: on compute nodes 0, 1, ... (standalone DdeServices)
+  bool dde_in_receivers = false;   // DFS: the replicas run inside receivers 0, 1, ... (run_dde) instead
+  std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
+  std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
+  std::chrono::microseconds slow_consumer{0};  // compute node 0's handler takes this long per time-slice
+};
+
+class System {
+ public:
+  System(const std::string& base, SystemOptions options) : options_(std::move(options)) {
+    const auto& config = options_.config;
+    const auto endpoint = Endpoint::parse(base);
+    buffer_bytes_ = std::uint64_t{options_.credits} * config.input_count * kMaxContribution;
+    deliveries_ = std::vector<Deliveries>(config.compute_count);
+    incomplete_ = std::vector<Deliveries>(config.compute_count);
+    for (ns::ComputeIndex c = 0; c < config.compute_count; ++c) {
+      receiver_contexts_.push_back(std::make_unique<Context>(context_options()));
+      sp::TimesliceReceiverOptions ro;
+      ro.config = config;
+      ro.compute = c;
+      ro.receive_buffer_bytes = buffer_bytes_;
+      ro.max_contribution_bytes = kMaxContribution;
+      ro.incomplete_timeout = options_.incomplete_timeout;
+      ro.run_dde = options_.mode == ns::Mode::dfs && options_.dde_in_receivers && c < options_.dde_replicas;
+      ro.on_incomplete = [this, c](const sp::TimesliceView& view) {
+        incomplete_[c].add(view);
+        deliveries_[c].add(view);  // in the one sequence of hand-overs too, to check the order
+      };
+      receivers_.push_back(std::make_unique<sp::TimesliceReceiver>(
+          *receiver_contexts_.back(), endpoint, ro, [this, c](const sp::TimesliceView& view) {
+            deliveries_[c].add(view);
+            if (c == 0 && options_.slow_consumer.count() > 0) std::this_thread::sleep_for(options_.slow_consumer);
+          }));
+    }
+    proposals_ = std::vector<Proposals>(options_.dde_replicas);
+    if (options_.mode == ns::Mode::dfs && !options_.dde_in_receivers) {
+      for (std::uint32_t d = 0; d < options_.dde_replicas; ++d) {
+        // Replica d on a context of its own (a receiver with run_dde shares its loop: tested apart).
+        receiver_contexts_.push_back(std::make_unique<Context>(context_options()));
+        ddes_.push_back(std::make_unique<sp::DdeService>(
+            *receiver_contexts_.back(), endpoint, config,
+            [this, d](ns::InputIndex i, const ns::Proposal& p) { proposals_[d].add(i, p); }));
+      }
+    }
+    for (ns::InputIndex i = 0; i < config.input_count; ++i) {
+      sender_contexts_.push_back(std::make_unique<Context>(context_options()));
+      senders_.push_back(std::make_unique<sp::TimesliceSender>(*sender_contexts_.back(), sender_options(i)));
+    }
+  }
+
+  ~System() {
+    senders_.clear();
+    ddes_.clear();
+    receivers_.clear();
+  }
+
+  sp::TimesliceSenderOptions sender_options(ns::InputIndex i) const {
+    sp::TimesliceSenderOptions so;
+    so.config = options_.config;
+    so.mode = options_.mode;
+    so.input = i;
+    for (const auto& r : receivers_) so.compute_endpoints.push_back(r->local_endpoint());
+    for (const auto& d : ddes_) so.dde_endpoints.push_back(d->local_endpoint());
+    for (const auto& r : receivers_) {
+      if (auto dde = r->dde_endpoint()) so.dde_endpoints.push_back(*dde);
+    }
+    so.max_contribution_bytes = kMaxContribution;
+    so.welcome_timeout = options_.welcome_timeout;
+    return so;
+  }
+
+  // Pushes time-slices [from, to) on every input, one thread per input, then (with `finish`)
+  // finish(). Returns what the pushes threw (nothing expected).
+  std::vector<std::string> push_range(ns::TimesliceIndex from, ns::TimesliceIndex to, bool finish) {
+    std::vector<std::string> errors(senders_.size());
+    std::vector<std::thread> threads;
+    for (ns::InputIndex i = 0; i < senders_.size(); ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          for (ns::TimesliceIndex t = from; t < to; ++t) senders_[i]->push(t, contribution(i, t));
+          if (finish) senders_[i]->finish();
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    std::vector<std::string> failed;
+    for (const auto& e : errors) {
+      if (!e.empty()) failed.push_back(e);
+    }
+    return failed;
+  }
+  std::vector<std::string> push_all(ns::TimesliceIndex count) { return push_range(0, count, true); }
+
+  std::uint64_t buffer_bytes() const { return buffer_bytes_; }
+  sp::TimesliceSender& sender(ns::InputIndex i) { return *senders_.at(i); }
+  std::unique_ptr<sp::TimesliceSender>& sender_slot(ns::InputIndex i) { return senders_.at(i); }
+  sp::TimesliceReceiver& receiver(ns::ComputeIndex c) { return *receivers_.at(c); }
+  std::unique_ptr<sp::TimesliceReceiver>& receiver_slot(ns::ComputeIndex c) { return receivers_.at(c); }
+  std::unique_ptr<sp::DdeService>& dde_slot(std::size_t d) { return ddes_.at(d); }
+  const Deliveries& deliveries(ns::ComputeIndex c) const { return deliveries_.at(c); }
+  const Deliveries& incomplete(ns::ComputeIndex c) const { return incomplete_.at(c); }
+  const Proposals& proposals(std::size_t replica) const { return proposals_.at(replica); }
+  Context& sender_context(ns::InputIndex i) { return *sender_contexts_.at(i); }
+
+ private:
+  SystemOptions options_;
+  std::uint64_t buffer_bytes_ = 0;
+  // Declared before the sockets: contexts outlive everything made from them.
+  std::vector<std::unique_ptr<Context>> receiver_contexts_;
+  std::vector<std::unique_ptr<Context>> sender_contexts_;
+  std::vector<Deliveries> deliveries_;
+  std::vector<Deliveries> incomplete_;
+  std::vector<Proposals> proposals_;  // per standalone DDE replica
+  std::vector<std::unique_ptr<sp::TimesliceReceiver>> receivers_;
+  std::vector<std::unique_ptr<sp::DdeService>> ddes_;
+  std::vector<std::unique_ptr<sp::TimesliceSender>> senders_;
+};
+
+// Receiver c's hand-overs (complete and incomplete) are exactly its time-slices below
+// `count`, in order; every contribution present has the right bytes. Returns how many were
+// incomplete.
+inline std::size_t check_in_order(const System& system, ns::ComputeIndex c, std::uint32_t compute_count,
+                                  ns::TimesliceIndex count) {
+  const auto seen = system.deliveries(c).copy();
+  std::vector<ns::TimesliceIndex> expected;
+  for (ns::TimesliceIndex t = c; t < count; t += compute_count) expected.push_back(t);
+  std::vector<ns::TimesliceIndex> got;
+  std::size_t corrupt = 0;
+  std::size_t incomplete = 0;
+  for (const auto& d : seen) {
+    got.push_back(d.t);
+    if (!d.content_ok) ++corrupt;
+    if (!d.complete) ++incomplete;
+  }
+  INFO("compute node " << c);
+  CHECK(got == expected);
+  CHECK(corrupt == 0);
+  return incomplete;
+}
+
+// Checks on the test thread that receiver c was handed exactly its time-slices below
+// `count` (c, c + M, ...), in order, complete and with the right bytes.
+inline void check_complete_in_order(const System& system, ns::ComputeIndex c, std::uint32_t compute_count,
+                                    ns::TimesliceIndex count) {
+  const auto seen = system.deliveries(c).copy();
+  std::vector<ns::TimesliceIndex> expected;
+  for (ns::TimesliceIndex t = c; t < count; t += compute_count) expected.push_back(t);
+  std::vector<ns::TimesliceIndex> got;
+  std::size_t incomplete_or_corrupt = 0;
+  for (const auto& d : seen) {
+    got.push_back(d.t);
+    if (!d.complete || !d.content_ok) ++incomplete_or_corrupt;
+  }
+  INFO("compute node " << c);
+  CHECK(got == expected);
+  CHECK(incomplete_or_corrupt == 0);
+  CHECK(system.incomplete(c).count() == 0);
+}
+
+}  // namespace netio::test

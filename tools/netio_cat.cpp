@@ -1,0 +1,217 @@
+// netio_cat: see what a publisher publishes, or publish records from a file (DESIGN.md §7).
+//
+//   netio_cat sub -e PUBLISHER --tags T[,T...] [--format hex|raw|count] [--mode ht|ll]
+//                 [-n MESSAGES | -t DURATION] [--timeout DURATION]
+//   netio_cat pub -e BIND --tag T [--subscribers K] [--record-size SIZE] [--port-file FILE]
+//                 [--timeout DURATION] < file
+#include "cat/record_printer.hpp"
+#include "common/cli_options.hpp"
+#include "common/deadline.hpp"
+#include "common/termination.hpp"
+#include "common/tool_main.hpp"
+#include "common/units.hpp"
+
+#include "netio/context.hpp"
+#include "netio/pubsub/publish_socket.hpp"
+#include "netio/pubsub/subscribe_socket.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace netio::tools;
+using Clock = std::chrono::steady_clock;
+constexpr const char* kTool = "netio_cat";
+
+struct SubOptions {
+  std::string endpoint;
+  std::vector<std::uint64_t> tags;
+  std::string format = "hex";
+  std::string mode = "ht";
+  std::optional<std::uint64_t> messages;
+  std::optional<std::chrono::nanoseconds> duration;
+  std::chrono::nanoseconds timeout{0};
+  std::optional<netio::EmulationConfig> emulate;
+};
+
+struct PubOptions {
+  std::string endpoint;
+  std::uint64_t tag = 0;
+  std::uint64_t subscribers = 1;
+  std::uint64_t record_size = 0;  // 0: one record per line
+  std::string port_file;
+  std::chrono::nanoseconds timeout{0};
+  std::optional<netio::EmulationConfig> emulate;
+};
+
+int run_sub(const SubOptions& o) {
+  install_termination_handlers();
+  const Watchdog watchdog(kTool, o.timeout);
+  const Deadline deadline(o.timeout);
+  const CatFormat format = o.format == "raw" ? CatFormat::raw : o.format == "count" ? CatFormat::count : CatFormat::hex;
+  RecordPrinter printer(format, stdout);
+  std::mutex mutex;  // the printer: the loop thread (ll) or this thread (ht)
+  netio::ContextOptions context_options;
+  context_options.emulation = o.emulate;
+  netio::Context context(context_options);
+  netio::pubsub::SubscribeOptions options;
+  options.name = "netio_cat";
+  options.on_message = [&](netio::pubsub::Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
+    std::lock_guard lock(mutex);
+    printer.print(tag, data, publisher.name());
+  };
+  options.on_subscriptions_lost = [](const netio::Endpoint& publisher) {
+    fmt::print(stderr, "{}: publisher {} went away; subscribing again when it is back\n", kTool, publisher.to_string());
+  };
+  options.on_resubscribed = [](const netio::Endpoint& publisher) {
+    fmt::print(stderr, "{}: subscribed again to {}\n", kTool, publisher.to_string());
+  };
+  netio::pubsub::SubscribeSocket subscriber(context, options);
+  const auto publisher = netio::Endpoint::parse(o.endpoint);
+  const auto mode = o.mode == "ll" ? netio::pubsub::Mode::low_latency : netio::pubsub::Mode::high_throughput;
+  for (const auto tag : o.tags) subscriber.subscribe(publisher, tag, mode);
+  fmt::print(stderr, "{}: subscribed to tag(s) {} on {}\n", kTool, fmt::join(o.tags, ","), publisher.to_string());
+
+  const auto start = Clock::now();
+  auto last_interval = start;
+  auto done = [&] {
+    std::lock_guard lock(mutex);
+    return (o.messages && printer.messages() >= *o.messages) || (o.duration && Clock::now() - start >= *o.duration);
+  };
+  while (!stop_requested() && !deadline.expired() && !done()) {
+    if (mode == netio::pubsub::Mode::high_throughput) {
+      if (auto m = subscriber.recv(std::chrono::milliseconds(50))) {
+        std::lock_guard lock(mutex);
+        printer.print(m->tag(), m->data(), m->publisher().name());
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (Clock::now() - last_interval >= std::chrono::seconds(1)) {
+      std::lock_guard lock(mutex);
+      printer.print_interval(std::chrono::duration<double>(Clock::now() - start).count());
+      last_interval = Clock::now();
+    }
+  }
+  std::lock_guard lock(mutex);
+  printer.print_totals();
+  std::fflush(stdout);
+  if (stop_requested()) return 128 + stop_signal();
+  if (deadline.expired() && !done()) {
+    fmt::print(stderr, "{}: error: --timeout {} passed\n", kTool, format_duration(o.timeout));
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+int run_pub(const PubOptions& o) {
+  install_termination_handlers();
+  const Watchdog watchdog(kTool, o.timeout);
+  const Deadline deadline(o.timeout);
+  netio::ContextOptions context_options;
+  context_options.emulation = o.emulate;
+  netio::Context context(context_options);
+  netio::pubsub::PublishOptions options;
+  options.name = "netio_cat";
+  options.flush_timeout = std::chrono::milliseconds(10);
+  netio::pubsub::PublishSocket publisher(context, netio::Endpoint::parse(o.endpoint), options);
+  fmt::print(stderr, "{}: publishing tag {} on {}, waiting for {} subscriber(s)\n", kTool, o.tag,
+             publisher.local_endpoint().to_string(), o.subscribers);
+  if (!o.port_file.empty()) write_port_file(o.port_file, publisher.local_endpoint().port);
+  while (publisher.stats().connections < o.subscribers ||
+         !publisher.wait_for_subscriptions(1, std::chrono::milliseconds(100))) {
+    if (stop_requested()) return 128 + stop_signal();
+    if (deadline.expired()) {
+      fmt::print(stderr, "{}: error: --timeout {} passed before {} subscriber(s) came\n", kTool,
+                 format_duration(o.timeout), o.subscribers);
+      return kExitFailure;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::uint64_t records = 0;
+  std::vector<char> record;
+  if (o.record_size == 0) {
+    // One record per line, its newline included: `netio_cat sub --format raw` gives the file back.
+    std::string line;
+    while (!stop_requested() && std::getline(std::cin, line)) {
+      if (!std::cin.eof()) line += '\n';
+      publisher.publish(o.tag, std::as_bytes(std::span(line)));
+      ++records;
+    }
+  } else {
+    record.resize(o.record_size);
+    while (!stop_requested()) {
+      const std::size_t n = std::fread(record.data(), 1, record.size(), stdin);
+      if (n == 0) break;
+      publisher.publish(o.tag, std::as_bytes(std::span(record.data(), n)));  // the last one may be shorter
+      ++records;
+    }
+  }
+  publisher.flush();
+  // Let what was published reach the subscribers before the connections close.
+  while (publisher.pages().pages_in_use() > 0 && !deadline.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  fmt::print(stderr, "{}: published {} record(s) under tag {}\n", kTool, records, o.tag);
+  return stop_requested() ? 128 + stop_signal() : kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"netio_cat: print what a netio publisher publishes (sub), or publish records from stdin (pub).", kTool};
+  app.require_subcommand(1);
+  SubOptions sub_options;
+  auto* sub = app.add_subcommand("sub", "Subscribe to tags on a publisher and print what arrives");
+  sub->add_option("-e,--endpoint", sub_options.endpoint, "The publisher: tcp://HOST:PORT or fabric://HOST:PORT[?provider=NAME]")
+      ->required();
+  sub->add_option("--tags", sub_options.tags, "Tags to subscribe to (64-bit integers)")
+      ->delimiter(',')
+      ->type_name("T[,T...]")
+      ->required();
+  sub->add_option("--format", sub_options.format,
+                  "hex: a line per message (tag, size, publisher, bytes in hex); raw: the payloads' bytes as they are; "
+                  "count: messages per tag each second (stderr) and totals at the end (stdout)")
+      ->check(CLI::IsMember({"hex", "raw", "count"}))
+      ->capture_default_str();
+  sub->add_option("--mode", sub_options.mode, "ht: high-throughput subscription (pages); ll: low-latency (a message at once)")
+      ->check(CLI::IsMember({"ht", "ll"}))
+      ->capture_default_str();
+  auto* messages = sub->add_option("-n,--messages", sub_options.messages, "Stop after this many messages");
+  auto* duration = add_duration_option(*sub, "-t,--time", sub_options.duration, "Stop after this long");
+  messages->excludes(duration);
+  add_timeout_option(*sub, sub_options.timeout);
+  add_emulate_option(*sub, sub_options.emulate);
+  sub->footer(std::string(kUnitsHelp) + "\n\nRuns until -n/-t, Ctrl-C or --timeout; a publisher that restarts is "
+                                        "subscribed to again.\nExit status: 0 done, 1 failure or --timeout, 128+N on signal N.");
+
+  PubOptions pub_options;
+  auto* pub = app.add_subcommand("pub", "Publish records read from stdin under one tag");
+  pub->add_option("-e,--endpoint", pub_options.endpoint, "Where to bind: tcp://HOST:PORT or fabric://HOST:PORT[?provider=NAME]; port 0 picks one")
+      ->required();
+  pub->add_option("--tag", pub_options.tag, "The tag to publish under (a 64-bit integer)")->required();
+  pub->add_option("--subscribers", pub_options.subscribers,
+                  "Wait for this many subscribers (acknowledged) before reading stdin, so none misses a record")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  add_size_option(*pub, "--record-size", pub_options.record_size,
+                  "Records of this many bytes (the last may be shorter); 0: one record per line, newline included");
+  pub->add_option("--port-file", pub_options.port_file, "Write the port bound to FILE once listening")->type_name("FILE");
+  add_timeout_option(*pub, pub_options.timeout);
+  add_emulate_option(*pub, pub_options.emulate);
+  pub->footer(std::string(kUnitsHelp) + "\n\nExit status: 0 when stdin was published, 1 on failure or --timeout, 128+N on signal N.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return run_tool(kTool, [&] { return sub->parsed() ? run_sub(sub_options) : run_pub(pub_options); });
+}
