@@ -44,6 +44,7 @@ struct EventLoop::Handler {
   std::uint32_t events = 0;       // what epoll is asked for
   std::uint32_t spin_events = 0;  // what a spinning loop reports without asking epoll
   bool spin_listed = false;       // in spinning_fds_
+  bool in_epoll = true;           // false while spinning for input (see spin_fd)
   bool removed = false;
 };
 
@@ -292,25 +293,42 @@ void EventLoop::spin_fd(int fd, std::uint32_t events) {
     handler->spin_listed = true;
   }
   handler->spin_events = events;  // a listed handler spinning for nothing is skipped until removed
+  // A socket read every round needs no epoll: its reads find the end and errors themselves.
+  // Out of the epoll set it is also off the socket's wait queue, so a peer's send no longer
+  // runs epoll's wake-up callback (a lock and a list) on its way in.
+  const bool in_epoll = (events & EPOLLIN) == 0;
+  if (in_epoll != handler->in_epoll) {
+    epoll_event ev{};
+    ev.events = handler->events;
+    ev.data.u64 = it->second;
+    if (::epoll_ctl(epoll_fd_, in_epoll ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev) != 0) {
+      throw system_error(errno, fmt::format("event loop: cannot {} fd {} {} epoll", in_epoll ? "return" : "take",
+                                            fd, in_epoll ? "to" : "out of"));
+    }
+    handler->in_epoll = in_epoll;
+  }
 }
 
 void EventLoop::modify_fd(int fd, std::uint32_t events) {
   const auto it = fd_keys_.find(fd);
   if (it == fd_keys_.end()) return;
-  epoll_event ev{};
-  ev.events = events;
-  ev.data.u64 = it->second;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
-    throw system_error(errno, fmt::format("event loop: cannot change events of fd {}", fd));
+  const auto& handler = handlers_.at(it->second);
+  if (handler->in_epoll) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = it->second;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
+      throw system_error(errno, fmt::format("event loop: cannot change events of fd {}", fd));
+    }
   }
-  handlers_.at(it->second)->events = events;
+  handler->events = events;
 }
 
 void EventLoop::remove_fd(int fd) {
   const auto it = fd_keys_.find(fd);
   if (it == fd_keys_.end()) return;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   const auto handler = handlers_.find(it->second);
+  if (handler->second->in_epoll) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   if (handler->second->spin_listed) spinning_fds_removed_ = true;
   handler->second->removed = true;
   handlers_.erase(handler);

@@ -73,8 +73,11 @@ class EventLoop {
   // without asking epoll, whenever the fd is registered for them: the loop then reads a
   // socket the way a raw busy-polling program calls recv(), instead of an epoll_wait per
   // message, and looks at epoll every 64th round as with pollers. The callback must
-  // therefore take a reported event that finds nothing to do (EAGAIN). Lasts until the fd
-  // is removed; zero events stops it. A no-op when not busy-polling. Loop thread only.
+  // therefore take a reported event that finds nothing to do (EAGAIN). With EPOLLIN the fd
+  // leaves the epoll set altogether (so a peer's send skips epoll's wake-up), and EPOLLHUP
+  // and EPOLLERR are never reported: the callback's reads must find the end and errors.
+  // Lasts until the fd is removed; zero events stops it. A no-op when not busy-polling.
+  // Loop thread only.
   void spin_fd(int fd, std::uint32_t events);
   void modify_fd(int fd, std::uint32_t events);
   void remove_fd(int fd);
