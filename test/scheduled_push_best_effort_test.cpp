@@ -23,13 +23,7 @@ void run_complete_system(const std::string& base, std::uint32_t inputs, std::uin
   const auto push_errors = system.push_all(count);
   REQUIRE(push_errors.empty());
   for (ns::InputIndex i = 0; i < inputs; ++i) CHECK(system.sender(i).wait_finished(30s));
-  const bool all_delivered = eventually([&] {
-    for (ns::ComputeIndex c = 0; c < computes; ++c) {
-      if (system.deliveries(c).count() < count / computes) return false;
-    }
-    return true;
-  });
-  CHECK(all_delivered);
+  CHECK(wait_all_delivered(system, computes, count));
 
   for (ns::ComputeIndex c = 0; c < computes; ++c) {
     check_complete_in_order(system, c, computes, count);

@@ -25,13 +25,7 @@ SystemOptions dfs_options(std::uint32_t inputs, std::uint32_t computes, std::uin
 
 void check_system(System& system, const SystemOptions& options, ns::TimesliceIndex count) {
   const auto computes = options.config.compute_count;
-  const bool all_delivered = eventually([&] {
-    for (ns::ComputeIndex c = 0; c < computes; ++c) {
-      if (system.deliveries(c).count() < count / computes) return false;
-    }
-    return true;
-  });
-  CHECK(all_delivered);
+  CHECK(wait_all_delivered(system, computes, count));
   for (ns::ComputeIndex c = 0; c < computes; ++c) {
     check_complete_in_order(system, c, computes, count);
     const auto stats = system.receiver(c).stats();

@@ -118,6 +118,14 @@ bool verification_failed(const BenchReceiverReport& report) {
 int exit_status(const Options& o, ReceiveEnd end, bool verification_bad);
 
 // --subscribe: the pub/sub benchmark's subscriber (throughput/bench_subscriber.hpp).
+// The context of either mode: the loop thread pinned as --cpu asks, links shaped by --emulate.
+netio::ContextOptions context_options(const Options& o) {
+  netio::ContextOptions options;
+  options.cpu = o.cpu.loop_thread;
+  options.emulation = o.emulate;
+  return options;
+}
+
 int run_subscriber(const Options& o) {
   install_termination_handlers();
   const Watchdog watchdog(kTool, o.timeout);
@@ -132,10 +140,7 @@ int run_subscriber(const Options& o) {
   subscriber.interval = o.interval;
   subscriber.consumer_cpu = o.cpu.tool_thread;
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
-  netio::ContextOptions context_options;
-  context_options.cpu = o.cpu.loop_thread;
-  context_options.emulation = o.emulate;
-  netio::Context context(context_options);
+  netio::Context context(context_options(o));
   BenchReceiverCallbacks callbacks;
   callbacks.on_listening = [&](const netio::Endpoint& publisher) {
     fmt::print(stderr, "{}: subscribed to {} on {} ({} mode{})\n", kTool, fmt::join(o.tags, ","), publisher.to_string(),
@@ -188,10 +193,7 @@ int run(const Options& o) {
   receiver.consumer_cpu = o.cpu.tool_thread;
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
 
-  netio::ContextOptions context_options;
-  context_options.cpu = o.cpu.loop_thread;
-  context_options.emulation = o.emulate;
-  netio::Context context(context_options);
+  netio::Context context(context_options(o));
 
   BenchReceiverCallbacks callbacks;
   callbacks.on_listening = [&](const netio::Endpoint& local) {
