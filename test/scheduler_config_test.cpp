@@ -42,6 +42,7 @@ TEST_CASE("scheduler config: the paper's defaults (Table I) and θ of its code",
   CHECK(c.ack_threshold == 0.95);
   CHECK(c.proposal_distance == 2);
   CHECK(c.round_offset == 0);
+  CHECK(c.max_clock_drift == 0.01);
   CHECK_NOTHROW(validate(layout(4, 4)));
 }
 
@@ -82,4 +83,9 @@ TEST_CASE("scheduler config: bad values are rejected with the field and the valu
   c = layout(2, 2);
   c.proposal_distance = 1;
   require_rejected(c, "proposal_distance (k - j) must be at least 2, not 1");
+  c = layout(2, 2);
+  c.max_clock_drift = 0.6;
+  require_rejected(c, "max_clock_drift must be in [0, 0.5], not 0.6");
+  c.max_clock_drift = -0.1;
+  require_rejected(c, "max_clock_drift must be in [0, 0.5], not -0.1");
 }

@@ -3,6 +3,7 @@
 #include "netio/error.hpp"
 #include "netio/scheduler/statistics.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -15,8 +16,8 @@ Duration scaled(double factor, Duration d) {
 
 }  // namespace
 
-ClockSynchronizer::ClockSynchronizer(std::uint32_t input_count, std::uint32_t history_length)
-    : history_length_(history_length), inputs_(input_count) {}
+ClockSynchronizer::ClockSynchronizer(std::uint32_t input_count, std::uint32_t history_length, double max_drift)
+    : history_length_(history_length), max_drift_(std::abs(max_drift)), inputs_(input_count) {}
 
 const ClockSynchronizer::Input& ClockSynchronizer::input(InputIndex i) const {
   if (i >= inputs_.size()) {
@@ -38,7 +39,7 @@ bool ClockSynchronizer::on_report(InputIndex i, IntervalIndex interval, Time int
                           static_cast<double>((interval_end - in.last_end).count());
     in.drifts.push_back(sample);
     if (in.drifts.size() > history_length_) in.drifts.pop_front();
-    in.median_drift = median(std::vector<double>(in.drifts.begin(), in.drifts.end()));
+    in.median_drift = std::clamp(median(std::vector<double>(in.drifts.begin(), in.drifts.end())), -max_drift_, max_drift_);
   }
   in.last_interval = interval;
   in.last_end = interval_end;
@@ -46,7 +47,16 @@ bool ClockSynchronizer::on_report(InputIndex i, IntervalIndex interval, Time int
   return true;
 }
 
-bool ClockSynchronizer::knows(InputIndex i) const { return input(i).last_interval.has_value(); }
+void ClockSynchronizer::on_handshake(InputIndex i, Time remote_at, Duration offset) {
+  input(i);  // range check
+  Input& in = inputs_[i];
+  if (in.last_interval) return;
+  in.handshake = true;
+  in.last_end = remote_at;
+  in.offset = offset;
+}
+
+bool ClockSynchronizer::knows(InputIndex i) const { return input(i).last_interval.has_value() || input(i).handshake; }
 Duration ClockSynchronizer::offset(InputIndex i) const { return input(i).offset; }
 double ClockSynchronizer::drift(InputIndex i) const { return input(i).median_drift; }
 

@@ -39,6 +39,9 @@ void validate(const SchedulerConfig& c) {
   if (!(c.ack_threshold > 0 && c.ack_threshold <= 1)) {
     reject("ack_threshold (θ) must be in (0, 1], not " + number(c.ack_threshold));
   }
+  if (!(c.max_clock_drift >= 0 && c.max_clock_drift <= 0.5)) {
+    reject("max_clock_drift must be in [0, 0.5], not " + number(c.max_clock_drift));
+  }
   if (c.proposal_distance < 2) {
     reject("proposal_distance (k - j) must be at least 2, not " + std::to_string(c.proposal_distance));
   }

@@ -44,6 +44,13 @@ struct SchedulerConfig {
   // (i + round_offset) mod M and then to the following ones.
   std::uint32_t round_offset = 0;
 
+  // The largest clock drift the Clock Synchronizer believes, as a fraction (0.01 = 1 %, i.e.
+  // 10 ms per second), [0, 0.5]. Real clocks drift by parts per million; a larger estimate is
+  // receive-time jitter of the reports (a busy loop, reports arriving in a batch), which on
+  // intervals of milliseconds made drift samples of ±5 … ±100 % and, extrapolated, proposal
+  // starts seconds off. The median drift is clamped to ±max_clock_drift.
+  double max_clock_drift = 0.01;
+
   std::uint64_t rounds_per_interval() const noexcept { return timeslices_per_interval / compute_count; }
   std::uint64_t timeslices_in_interval() const noexcept { return rounds_per_interval() * compute_count; }
 };
