@@ -82,6 +82,23 @@ TEST_CASE("DFS with the DDE running inside a receiver (run_dde)", "[scheduled_pu
   for (ns::InputIndex i = 0; i < 3; ++i) CHECK(system.sender(i).stats().proposals_taken >= 10);
 }
 
+TEST_CASE("DFS: every input starts with the clock handshake (two probes answered per DDE)", "[scheduled_push]") {
+  const auto base = GENERATE(loopback_endpoints());
+  const auto options = dfs_options(3, 2, 2);
+  System system(base, options);
+  // Both replicas get probe 0 and, once its echo is back, probe 1 of every input; before any
+  // time-slice was pushed (no report exists yet).
+  CHECK(eventually([&] {
+    return system.dde_slot(0)->stats().clock_probes == 6 && system.dde_slot(1)->stats().clock_probes == 6;
+  }));
+  CHECK(system.dde_slot(0)->stats().reports == 0);
+  CHECK(system.dde_slot(0)->stats().bad_messages == 0);
+  const ns::TimesliceIndex count = 2 * 4 * 10;
+  REQUIRE(system.push_all(count).empty());
+  for (ns::InputIndex i = 0; i < 3; ++i) CHECK(system.sender(i).wait_finished(60s));
+  check_system(system, options, count);
+}
+
 TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting proposals", "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
   INFO(base);

@@ -131,7 +131,7 @@ TEST_CASE("scheduler messages: wrong type, version, flags, reserved byte and val
 
   require_bad_message(message_type, {}, "empty");
   require_bad_message(message_type, bytes_of({0, 1, 0, 0}), "unknown type byte 0");
-  require_bad_message(message_type, bytes_of({4}), "unknown type byte 4");
+  require_bad_message(message_type, bytes_of({6}), "unknown type byte 6");
 }
 
 TEST_CASE("scheduler messages: random garbage decodes or fails with bad_message, never otherwise", "[scheduler]") {
@@ -140,12 +140,14 @@ TEST_CASE("scheduler messages: random garbage decodes or fails with bad_message,
   for (int n = 0; n < 20'000; ++n) {
     std::vector<std::byte> bytes(random() % 60);
     for (auto& b : bytes) b = static_cast<std::byte>(random());
-    if (!bytes.empty() && n % 2 == 0) bytes[0] = static_cast<std::byte>(1 + n % 3);  // reach the decoders' checks
+    if (!bytes.empty() && n % 2 == 0) bytes[0] = static_cast<std::byte>(1 + n % 5);  // reach the decoders' checks
     try {
       switch (message_type(bytes)) {
         case MessageType::metadata_report: (void)decode_metadata_report(bytes); break;
         case MessageType::proposal_request: (void)decode_proposal_request(bytes); break;
         case MessageType::proposal: (void)decode_proposal(bytes); break;
+        case MessageType::clock_probe: (void)decode_clock_probe(bytes); break;
+        case MessageType::clock_echo: (void)decode_clock_echo(bytes); break;
       }
     } catch (const netio::Error& e) {
       REQUIRE(e.code() == std::errc::bad_message);
@@ -153,4 +155,35 @@ TEST_CASE("scheduler messages: random garbage decodes or fails with bad_message,
     }
   }
   CHECK(rejected > 19'000);  // sizes are exact and versions checked: almost everything is refused
+}
+
+TEST_CASE("scheduler control messages: the clock handshake's probe and echo", "[scheduler]") {
+  const ClockProbe first{7, 0, Time{-123'456}, std::nullopt};
+  const ClockProbe second{7, 1, Time{1'000'000}, 2'500ns};
+  CHECK(decode_clock_probe(bytes_of(encode(first))) == first);
+  CHECK(decode_clock_probe(bytes_of(encode(second))) == second);
+  const ClockEcho echo{1, Time{1'000'000}, Time{-5}};
+  CHECK(decode_clock_echo(bytes_of(encode(echo))) == echo);
+  CHECK(message_type(bytes_of(encode(first))) == MessageType::clock_probe);
+  CHECK(message_type(bytes_of(encode(echo))) == MessageType::clock_echo);
+  // layout: [4][1][flags][0] u32 input, u32 sequence, i64 sent_at, i64 round trip
+  const auto bytes = bytes_of(encode(second));
+  REQUIRE(bytes.size() == kClockProbeSize);
+  CHECK(bytes[0] == std::byte{4});
+  CHECK(bytes[2] == std::byte{1});
+  CHECK(bytes[4] == std::byte{7});
+  CHECK(bytes[8] == std::byte{1});
+  auto bad = bytes;
+  bad[2] = std::byte{0};  // a round trip without its flag
+  require_bad_message(decode_clock_probe, bad, "without its flag");
+  bad = bytes;
+  bad[2] = std::byte{2};
+  require_bad_message(decode_clock_probe, bad, "unknown flags 2");
+  bad = bytes;
+  bad.pop_back();
+  require_bad_message(decode_clock_probe, bad, "27 bytes, expected 28");
+  auto echo_bytes = bytes_of(encode(echo));
+  echo_bytes[8] = std::byte{1};  // the reserved u32
+  require_bad_message(decode_clock_echo, echo_bytes, "reserved field is 1");
+  require_bad_message(decode_clock_echo, bytes, "type byte 4, expected 5");
 }

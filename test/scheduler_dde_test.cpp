@@ -189,3 +189,30 @@ TEST_CASE("scheduler DDE: a repeated report changes neither the clock offset nor
   REQUIRE(dde.history().find(0) != nullptr);
   CHECK(dde.history().find(0)->start == Time{0});  // both started at DDE time 0
 }
+
+// The start handshake: IE clock = DDE clock - 5,000 ns, 50 ns each way. Probe 0 leaves at IE
+// 100 and arrives at DDE 5,150; its echo comes back at IE 200 (round trip 100); probe 1
+// carries that round trip, and the DDE takes offset 5,150 - 100 - 100 / 2 = 5,000.
+TEST_CASE("scheduler DDE: the start handshake sets each IE's offset before its first report", "[scheduler]") {
+  DeterministicEngine dde(config(2, 3));
+  CHECK_FALSE(dde.clocks().knows(1));
+  const auto echo0 = dde.on_clock_probe(ClockProbe{1, 0, Time{100}, std::nullopt}, Time{5'150});
+  CHECK(echo0 == ClockEcho{0, Time{100}, Time{5'150}});
+  CHECK_FALSE(dde.clocks().knows(1));  // one probe: no round trip yet
+  const auto echo1 = dde.on_clock_probe(ClockProbe{1, 1, Time{200}, 100ns}, Time{5'250});
+  CHECK(echo1 == ClockEcho{1, Time{200}, Time{5'250}});
+  REQUIRE(dde.clocks().knows(1));
+  CHECK(dde.clocks().offset(1) == 5'000ns);
+  CHECK(dde.clocks().to_local(1, Time{1'000}) == Time{6'000});
+  CHECK_FALSE(dde.clocks().knows(0));
+  // A round trip without the probe it belongs to (sequence gap) is ignored.
+  dde.on_clock_probe(ClockProbe{0, 3, Time{100}, 100ns}, Time{9'999});
+  CHECK_FALSE(dde.clocks().knows(0));
+  // The first report's own offset replaces the handshake's; a late handshake changes nothing.
+  dde.on_report(MetadataReport{1, 0, Time{1'000}, Duration{500}, 40ns, std::nullopt}, Time{6'520});
+  CHECK(dde.clocks().offset(1) == 5'000ns);
+  dde.on_clock_probe(ClockProbe{1, 2, Time{300}, std::nullopt}, Time{99'000});
+  dde.on_clock_probe(ClockProbe{1, 3, Time{400}, 100ns}, Time{99'100});
+  CHECK(dde.clocks().offset(1) == 5'000ns);
+  CHECK_THROWS_AS(dde.on_clock_probe(ClockProbe{2, 0, Time{0}, std::nullopt}, Time{0}), netio::Error);
+}

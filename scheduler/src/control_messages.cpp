@@ -2,6 +2,7 @@
 
 #include "netio/error.hpp"
 
+#include <stdexcept>
 #include <string>
 
 namespace netio::scheduler {
@@ -9,6 +10,7 @@ namespace {
 
 constexpr std::uint8_t kVersion = 1;
 constexpr std::uint8_t kHasProposedDuration = 0x01;  // metadata report flag
+constexpr std::uint8_t kHasRoundTrip = 0x01;         // clock probe flag
 constexpr std::size_t kHeaderSize = 4;
 
 [[noreturn]] void reject(const char* message, const std::string& what) {
@@ -28,10 +30,17 @@ class Writer {
   void u32(std::uint32_t value) { put(value, 4); }
   void u64(std::uint64_t value) { put(value, 8); }
   void i64(std::int64_t value) { put(static_cast<std::uint64_t>(value), 8); }
-  std::array<std::byte, N> finish() const { return bytes_; }  // every byte was written: sizes are constants
+  // Every byte written, none beyond: a size constant that disagrees with the fields is a bug here.
+  std::array<std::byte, N> finish() const {
+    if (at_ != N) throw std::logic_error("control message encoder: wrote " + std::to_string(at_) + " of " + std::to_string(N) + " bytes");
+    return bytes_;
+  }
 
  private:
-  void put_byte(std::uint8_t value) { bytes_[at_++] = std::byte{value}; }
+  void put_byte(std::uint8_t value) {
+    if (at_ < N) bytes_[at_] = std::byte{value};
+    ++at_;
+  }
   void put(std::uint64_t value, int width) {
     for (int k = 0; k < width; ++k) put_byte(static_cast<std::uint8_t>(value >> (8 * k)));
   }
@@ -107,10 +116,30 @@ std::array<std::byte, kProposalSize> encode(const Proposal& m) {
   return w.finish();
 }
 
+// Clock probe: u32 input, u32 sequence, i64 sent_at, i64 previous round trip (flag bit 0).
+std::array<std::byte, kClockProbeSize> encode(const ClockProbe& m) {
+  Writer<kClockProbeSize> w(MessageType::clock_probe, m.previous_round_trip ? kHasRoundTrip : 0);
+  w.u32(m.input);
+  w.u32(m.sequence);
+  w.i64(m.sent_at.count());
+  w.i64(m.previous_round_trip ? m.previous_round_trip->count() : 0);
+  return w.finish();
+}
+
+// Clock echo: u32 sequence, u32 0, i64 probe_sent_at, i64 received_at.
+std::array<std::byte, kClockEchoSize> encode(const ClockEcho& m) {
+  Writer<kClockEchoSize> w(MessageType::clock_echo, 0);
+  w.u32(m.sequence);
+  w.u32(0);
+  w.i64(m.probe_sent_at.count());
+  w.i64(m.received_at.count());
+  return w.finish();
+}
+
 MessageType message_type(std::span<const std::byte> bytes) {
   if (bytes.empty()) reject("DFS control message", "empty");
   const auto type = static_cast<unsigned>(bytes[0]);
-  if (type < 1 || type > 3) reject("DFS control message", "unknown type byte " + std::to_string(type));
+  if (type < 1 || type > 5) reject("DFS control message", "unknown type byte " + std::to_string(type));
   return static_cast<MessageType>(type);
 }
 
@@ -152,6 +181,35 @@ Proposal decode_proposal(std::span<const std::byte> bytes) {
   m.start = Time{r.i64()};
   m.duration = r.duration("duration");
   if (m.duration == Duration::zero()) reject(name, "duration is 0 ns");
+  return m;
+}
+
+ClockProbe decode_clock_probe(std::span<const std::byte> bytes) {
+  const char* name = "DFS clock probe";
+  Reader r(name, bytes, MessageType::clock_probe, kClockProbeSize);
+  if ((r.flags() & ~kHasRoundTrip) != 0) reject(name, "unknown flags " + std::to_string(r.flags()));
+  ClockProbe m;
+  m.input = r.u32();
+  m.sequence = r.u32();
+  m.sent_at = Time{r.i64()};
+  const Duration round_trip = r.duration("round trip");
+  if (r.flags() & kHasRoundTrip) {
+    m.previous_round_trip = round_trip;
+  } else if (round_trip != Duration::zero()) {
+    reject(name, "a round trip of " + std::to_string(round_trip.count()) + " ns without its flag");
+  }
+  return m;
+}
+
+ClockEcho decode_clock_echo(std::span<const std::byte> bytes) {
+  const char* name = "DFS clock echo";
+  Reader r(name, bytes, MessageType::clock_echo, kClockEchoSize);
+  if (r.flags() != 0) reject(name, "unknown flags " + std::to_string(r.flags()));
+  ClockEcho m;
+  m.sequence = r.u32();
+  if (const auto reserved = r.u32(); reserved != 0) reject(name, "reserved field is " + std::to_string(reserved));
+  m.probe_sent_at = Time{r.i64()};
+  m.received_at = Time{r.i64()};
   return m;
 }
 

@@ -8,11 +8,12 @@ namespace netio::scheduler {
 
 DeterministicEngine::DeterministicEngine(const SchedulerConfig& config)
     : config_((validate(config), config)),
-      clocks_(config.input_count, config.history_length),
+      clocks_(config.input_count, config.history_length, config.max_clock_drift),
       // enough for the window of a request that waited while a few more intervals completed
       history_(config.input_count, 2 * config.history_length + config.proposal_distance),
       proposer_(config),
-      waiting_(config.input_count) {}
+      waiting_(config.input_count),
+      last_probe_(config.input_count) {}
 
 void DeterministicEngine::check_input(InputIndex i) const {
   if (i >= config_.input_count) {
@@ -58,6 +59,18 @@ std::vector<AddressedProposal> DeterministicEngine::on_request(const ProposalReq
   }
   if (auto p = answer(request.input, request.interval)) out.push_back(*p);
   return out;
+}
+
+ClockEcho DeterministicEngine::on_clock_probe(const ClockProbe& probe, Time received_at) {
+  check_input(probe.input);
+  const auto& previous = last_probe_[probe.input];
+  if (probe.previous_round_trip && previous && previous->sequence + 1 == probe.sequence) {
+    // The previous probe arrived half a round trip after it left (symmetric paths).
+    const Duration offset = previous->received_at - previous->sent_at - *probe.previous_round_trip / 2;
+    clocks_.on_handshake(probe.input, previous->sent_at, offset);
+  }
+  last_probe_[probe.input] = ProbeSeen{probe.sequence, probe.sent_at, received_at};
+  return ClockEcho{probe.sequence, probe.sent_at, received_at};
 }
 
 std::optional<ProposedInterval> DeterministicEngine::proposal(IntervalIndex k) const {

@@ -40,8 +40,18 @@ struct DdeService::State {
           count(&DdeServiceStats::requests);
           break;
         }
+        case ns::MessageType::clock_probe: {
+          const auto echo = engine.on_clock_probe(ns::decode_clock_probe(bytes), now);
+          count(&DdeServiceStats::clock_probes);
+          try {
+            (void)peer.try_reply(ns::encode(echo));  // a probe whose echo does not fit is simply not answered
+          } catch (const Error&) {
+          }
+          return;
+        }
         case ns::MessageType::proposal:
-          throw Error(std::make_error_code(std::errc::bad_message), "a proposal, which only DDEs send");
+        case ns::MessageType::clock_echo:
+          throw Error(std::make_error_code(std::errc::bad_message), "a proposal or clock echo, which only DDEs send");
       }
     } catch (const Error& e) {
       count(&DdeServiceStats::bad_messages);

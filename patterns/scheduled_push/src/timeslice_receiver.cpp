@@ -124,12 +124,17 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       throw Error(Errc::protocol_error, fmt::format("a {}-byte contribution (at most {})", header.length, options.max_contribution_bytes));
     }
     const auto t = header.timeslice;
-    switch (node.on_contribution(i, t, now())) {
+    const auto arrived = now();
+    switch (node.on_contribution(i, t, arrived)) {
       case ns::ComputeNode::Arrival::accepted:
       case ns::ComputeNode::Arrival::completes: {
-        auto& slots = held[t];
-        if (slots.empty()) slots.resize(options.config.input_count);
-        slots[i].assign(bytes.begin() + kContributionHeaderSize, bytes.end());
+        auto& open = held[t];
+        if (open.slots.empty()) {
+          open.slots.resize(options.config.input_count);
+          open.first_arrival = arrived;
+        }
+        open.slots[i].assign(bytes.begin() + kContributionHeaderSize, bytes.end());
+        open.last_arrival = arrived;
         std::lock_guard lock(stats_mutex);
         ++stats.contributions;
         stats.held_bytes += header.length;
@@ -165,17 +170,21 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   void deliver() {
     while (auto ready = node.next_ready(now(), options.incomplete_timeout)) {
       const auto t = ready->timeslice;
-      const auto slots = held.find(t);
+      const auto open = held.find(t);
       std::vector<std::span<const std::byte>> views(options.config.input_count);
       std::vector<std::uint8_t> contributed(options.config.input_count, 0);
       std::uint64_t bytes = 0;
       for (InputIndex i = 0; i < options.config.input_count; ++i) {
         if (!ready->contributed[i]) continue;
         contributed[i] = 1;
-        views[i] = slots->second[i];
-        bytes += slots->second[i].size();
+        views[i] = open->second.slots[i];
+        bytes += open->second.slots[i].size();
       }
-      const TimesliceView view{t, ready->complete, views, contributed};
+      TimesliceView view{t, ready->complete, views, contributed};
+      if (open != held.end()) {
+        view.first_arrival = open->second.first_arrival;
+        view.last_arrival = open->second.last_arrival;
+      }
       const auto& user = ready->complete ? handler : options.on_incomplete;
       if (!ready->complete) {
         log(LogLevel::info, "scheduled push: compute node {} gives up time-slice {} (incomplete)", options.compute, t);
@@ -187,7 +196,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
           log(LogLevel::error, "scheduled push: compute node {}: the handler of time-slice {} threw: {}", options.compute, t, e.what());
         }
       }
-      held.erase(slots);
+      if (open != held.end()) held.erase(open);
       {
         std::lock_guard lock(stats_mutex);
         stats.held_bytes -= bytes;
@@ -233,7 +242,12 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   std::vector<Input> inputs;
   std::map<ConnectionId, InputIndex> by_connection;
   std::map<InputIndex, bool> acknowledge;  // per input: it runs DFS and wants acknowledgements
-  std::map<ns::TimesliceIndex, std::vector<std::vector<std::byte>>> held;  // [t][input]
+  struct Held {
+    std::vector<std::vector<std::byte>> slots;  // [input]
+    ns::Time first_arrival{0};
+    ns::Time last_arrival{0};
+  };
+  std::map<ns::TimesliceIndex, Held> held;
   std::set<ConnectionId> complained;
   Endpoint endpoint;
   EventLoop::TimerId timer = 0;

@@ -155,9 +155,25 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     drive();
   }
 
+  // The start handshake (control_messages.hpp): probe 0 when the connection is up, probe 1
+  // with the round trip of probe 0 when its echo is back.
+  void send_clock_probe(std::size_t d, std::uint32_t sequence, std::optional<ns::Duration> round_trip) {
+    const ns::ClockProbe probe{options.input, sequence, now(), round_trip};
+    try {
+      (void)ddes[d].socket->try_send(ns::encode(probe));  // a probe that does not go now is skipped
+    } catch (const Error& e) {
+      lose_dde(d, e.what());
+    }
+  }
+
   void on_proposal(std::size_t d, std::span<const std::byte> reply) {
     if (stopped || ddes[d].lost) return;
     try {
+      if (ns::message_type(reply) == ns::MessageType::clock_echo) {
+        const auto echo = ns::decode_clock_echo(reply);
+        if (echo.sequence == 0) send_clock_probe(d, 1, now() - echo.probe_sent_at);
+        return;
+      }
       if (node.on_proposal(ns::decode_proposal(reply))) {
         std::lock_guard lock(stats_mutex);
         ++stats.proposals_taken;
@@ -169,7 +185,23 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     drive();
   }
 
+  // DFS, with on_interval: the plan an interval is paced by is fixed at its first send.
+  void note_plan(ns::TimesliceIndex t) {
+    const auto* engine = node.engine();
+    if (engine == nullptr || !options.on_interval) return;
+    const auto j = engine->layout().interval_of(t);
+    if (!plans.contains(j)) plans.emplace(j, engine->plan(j));
+  }
+
   void report(const ns::IntervalCompletion& done) {
+    if (options.on_interval) {
+      IntervalOutcome outcome{done.report, std::nullopt};
+      if (const auto it = plans.find(done.report.interval); it != plans.end()) {
+        outcome.plan = it->second;
+        plans.erase(plans.begin(), std::next(it));
+      }
+      options.on_interval(outcome);
+    }
     const auto report = ns::encode(done.report);
     const auto request = ns::encode(done.request);
     for (std::size_t d = 0; d < ddes.size(); ++d) {
@@ -228,6 +260,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     for (std::size_t d = 0; d < ddes.size(); ++d) {
       if (ddes[d].lost) continue;
       if (ddes[d].socket->connected()) {
+        if (!ddes[d].connected_once) send_clock_probe(d, 0, std::nullopt);
         ddes[d].connected_once = true;
       } else if (ddes[d].connected_once) {
         lose_dde(d, "the connection failed");
@@ -282,6 +315,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       }
       if (sent) {
         node.on_sent(next.timeslice, t_now);
+        note_plan(next.timeslice);
         std::lock_guard lock(stats_mutex);
         ++stats.sent;
         continue;
@@ -352,6 +386,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   ns::InputNode node;  // loop thread only
   std::vector<Compute> computes;
   std::vector<Dde> ddes;
+  std::map<ns::IntervalIndex, std::optional<ns::IntervalPlan>> plans;  // on_interval: started, not reported
   bool stopped = false;
   EventLoop::TimerId health_timer = 0;
   EventLoop::TimerId due_timer = 0;

@@ -5,6 +5,13 @@
 // report) and the proposal (DDE → the IE that asked). Times are in the sender's clock for a
 // report and in the receiving IE's clock for a proposal (the DDE converts).
 //
+// Two more make the start handshake that gives a DDE each IE's clock offset before the first
+// report (no MPI needed): when its connection to a DDE is up, the IE sends a clock probe
+// (its send time, IE clock); the DDE answers with a clock echo (that send time and the DDE
+// time the probe arrived) as a reply on the same connection; the IE then sends a second
+// probe carrying the round trip it measured for the first, and the DDE takes
+//   offset = arrival of probe 1 (DDE clock) - its send time (IE clock) - round trip / 2.
+//
 // Encoding: little-endian, fixed size per message, a 4-byte header
 //   [type u8][version u8 = 1][flags u8][reserved u8 = 0]
 // then the fields in declaration order (u32 / u64 unsigned, i64 for times and durations).
@@ -26,6 +33,8 @@ enum class MessageType : std::uint8_t {
   metadata_report = 1,
   proposal_request = 2,
   proposal = 3,
+  clock_probe = 4,
+  clock_echo = 5,
 };
 
 // The actual meta-data of interval j as input `input` measured it.
@@ -57,13 +66,37 @@ struct Proposal {
   friend bool operator==(const Proposal&, const Proposal&) = default;
 };
 
+// IE → DDE, at connect: the IE's clock now, and the round trip of its previous probe (none
+// for the first).
+struct ClockProbe {
+  InputIndex input = 0;
+  std::uint32_t sequence = 0;  // 0, 1, ...
+  Time sent_at{0};             // IE clock
+  std::optional<Duration> previous_round_trip;  // of probe sequence - 1, measured by the IE
+
+  friend bool operator==(const ClockProbe&, const ClockProbe&) = default;
+};
+
+// DDE → IE, a reply to a probe.
+struct ClockEcho {
+  std::uint32_t sequence = 0;
+  Time probe_sent_at{0};  // the probe's sent_at, IE clock
+  Time received_at{0};    // when the probe arrived, DDE clock
+
+  friend bool operator==(const ClockEcho&, const ClockEcho&) = default;
+};
+
 inline constexpr std::size_t kMetadataReportSize = 48;
 inline constexpr std::size_t kProposalRequestSize = 16;
 inline constexpr std::size_t kProposalSize = 28;
+inline constexpr std::size_t kClockProbeSize = 28;
+inline constexpr std::size_t kClockEchoSize = 28;
 
 std::array<std::byte, kMetadataReportSize> encode(const MetadataReport& message);
 std::array<std::byte, kProposalRequestSize> encode(const ProposalRequest& message);
 std::array<std::byte, kProposalSize> encode(const Proposal& message);
+std::array<std::byte, kClockProbeSize> encode(const ClockProbe& message);
+std::array<std::byte, kClockEchoSize> encode(const ClockEcho& message);
 
 // The type of an encoded message, for dispatch; throws (bad_message) for an empty buffer or
 // an unknown type. The decoders check everything else.
@@ -72,5 +105,7 @@ MessageType message_type(std::span<const std::byte> bytes);
 MetadataReport decode_metadata_report(std::span<const std::byte> bytes);
 ProposalRequest decode_proposal_request(std::span<const std::byte> bytes);
 Proposal decode_proposal(std::span<const std::byte> bytes);
+ClockProbe decode_clock_probe(std::span<const std::byte> bytes);
+ClockEcho decode_clock_echo(std::span<const std::byte> bytes);
 
 }  // namespace netio::scheduler

@@ -50,6 +50,11 @@ class DeterministicEngine {
   // small, or the history lacks an interval of the window).
   std::vector<AddressedProposal> on_request(const ProposalRequest& request);
 
+  // A clock probe of the start handshake arrived at local time received_at: returns the echo
+  // to send back. A probe carrying the round trip of the previous one sets the IE's initial
+  // offset (ClockSynchronizer::on_handshake). Throws (invalid_argument) for an input out of range.
+  ClockEcho on_clock_probe(const ClockProbe& probe, Time received_at);
+
   // The proposal of interval k in this DDE's clock, when the history allows it now.
   std::optional<ProposedInterval> proposal(IntervalIndex k) const;
 
@@ -65,6 +70,12 @@ class DeterministicEngine {
   HistoryManager history_;
   Proposer proposer_;
   std::vector<std::optional<IntervalIndex>> waiting_;  // per IE: the interval it asked for
+  struct ProbeSeen {
+    std::uint32_t sequence = 0;
+    Time sent_at{0};      // IE clock
+    Time received_at{0};  // local clock
+  };
+  std::vector<std::optional<ProbeSeen>> last_probe_;  // per IE
 };
 
 }  // namespace netio::scheduler

@@ -2,7 +2,9 @@
 // it with a low-latency send socket each (TimesliceSender does, for every endpoint in
 // its options' dde_endpoints), send their meta-data reports and proposal requests
 // (scheduler/control_messages.hpp), and get their proposals back as replies on that same
-// connection. A report's arrival time is this node's steady clock.
+// connection. A report's arrival time is this node's steady clock. Each input starts with the
+// clock handshake (two probes, each answered with an echo on the same connection), which
+// gives the DDE that input's clock offset before its first report.
 //
 // Proposals for input i go to the connection i's latest request came on. A message that
 // does not decode, or names an input out of range, is dropped and logged once per
@@ -31,6 +33,7 @@ struct DdeServiceStats {
   std::uint64_t proposals_sent = 0;
   std::uint64_t proposals_dropped = 0;  // the input's reply window was full, or it was gone
   std::uint64_t bad_messages = 0;
+  std::uint64_t clock_probes = 0;  // start handshake probes answered
 };
 
 class DdeService {

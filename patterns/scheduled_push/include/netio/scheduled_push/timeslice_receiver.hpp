@@ -48,6 +48,10 @@ struct TimesliceView {
   bool complete = true;
   std::span<const std::span<const std::byte>> contributions;  // [input]
   std::span<const std::uint8_t> contributed;                  // [input]: 1 when it contributed
+  // When its first and its last contribution arrived (steady_clock since its epoch, this
+  // node's clock): last - first is the time-slice's completion spread.
+  scheduler::Time first_arrival{0};
+  scheduler::Time last_arrival{0};
 };
 
 struct TimesliceReceiverOptions {

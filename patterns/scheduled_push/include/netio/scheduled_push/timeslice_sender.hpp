@@ -33,10 +33,20 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 namespace netio::scheduled_push {
+
+// DFS: one interval of this input, reported when its last acknowledgement arrived: what
+// it measured (the report it sends to the DDEs: start, duration, median acknowledgement
+// latency; this node's steady clock) and the plan it was paced by (the proposed start and
+// duration; none when it ran best-effort, before the first proposal).
+struct IntervalOutcome {
+  scheduler::MetadataReport report;
+  std::optional<scheduler::IntervalPlan> plan;
+};
 
 struct TimesliceSenderOptions {
   scheduler::SchedulerConfig config;  // equal on every node
@@ -49,6 +59,7 @@ struct TimesliceSenderOptions {
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds push_timeout = std::chrono::seconds(10);  // push() waits at most this long
   std::function<void(scheduler::TimesliceIndex, scheduler::ComputeIndex)> on_undeliverable;  // optional, loop thread
+  std::function<void(const IntervalOutcome&)> on_interval;  // optional, DFS, loop thread: every finished interval
 };
 
 struct TimesliceSenderStats {
