@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""netio_tsbench end to end, over loopback: real processes, real sockets, bounded everywhere.
+
+  tsbench_test.py TSBENCH local TRANSPORT    --compare --json in one process: DESIGN.md §7's keys, sane values,
+                                             every time-slice complete; --csv files
+  tsbench_test.py TSBENCH roles SCHEDULER    one process per node (--role/--rank/--config), 2 inputs x 2 computes
+  tsbench_test.py TSBENCH kill-compute       kill -9 of a compute process: the others end, its share reported lost
+  tsbench_test.py TSBENCH kill-input         kill -9 of an input process: the others end, incomplete time-slices reported
+
+Ports: every node listens on a port this script found free (bound to port 0, then released);
+nothing is fixed.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT = 90  # seconds, per process; CTest's own TIMEOUT is above it
+# A small network: every compute node takes 200 Mb/s; a little latency variation.
+EMULATE = "delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=200Mbps"
+SMALL = ["--contribution-size", "4KiB", "--buffer-size", "256KiB", "--interval", "40", "--history", "3",
+         "--warmup-intervals", "5", "--emulate", EMULATE]
+
+
+def fail(message, *outputs):
+    print("FAIL: " + message, file=sys.stderr)
+    for text in outputs:
+        if text:
+            print("---", file=sys.stderr)
+            print(text, file=sys.stderr)
+    sys.exit(1)
+
+
+def check_summary(name, summary, timeslices=None, incomplete=0):
+    keys = {"timeslices", "incomplete", "spread_us", "gbps", "buffer_fill_pct"}
+    if set(summary) != keys:
+        fail(f"{name}: keys {sorted(summary)}, expected {sorted(keys)}")
+    if set(summary["spread_us"]) != {"median", "p90", "max"}:
+        fail(f"{name}: spread_us keys {sorted(summary['spread_us'])}")
+    if set(summary["buffer_fill_pct"]) != {"median", "max"}:
+        fail(f"{name}: buffer_fill_pct keys {sorted(summary['buffer_fill_pct'])}")
+    if timeslices is not None and summary["timeslices"] != timeslices:
+        fail(f"{name}: {summary['timeslices']} time-slices, expected {timeslices}")
+    if incomplete is not None and summary["incomplete"] != incomplete:
+        fail(f"{name}: {summary['incomplete']} incomplete, expected {incomplete}")
+    spread = summary["spread_us"]
+    if not 0 <= spread["median"] <= spread["p90"] <= spread["max"]:
+        fail(f"{name}: spread not ordered: {spread}")
+    if spread["max"] > 60e6:
+        fail(f"{name}: a spread of {spread['max']} us")
+    if not summary["gbps"] > 0:
+        fail(f"{name}: gbps {summary['gbps']}")
+    fill = summary["buffer_fill_pct"]
+    if not 0 <= fill["median"] <= fill["max"] <= 100:
+        fail(f"{name}: buffer fill {fill}")
+
+
+def run_local(tsbench, transport):
+    with tempfile.TemporaryDirectory() as work:
+        csv = os.path.join(work, "csv")
+        count = 1600
+        cmd = [tsbench, "--compare", "--inputs", "3", "--computes", "2", "-n", str(count), "--json", "--csv", csv,
+               "--transport", transport, "--timeout", f"{TIMEOUT}s"] + SMALL
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+        if p.returncode != 0:
+            fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
+        doc = json.loads(p.stdout)
+        if set(doc) != {"best_effort", "dfs", "ratios"}:
+            fail(f"top-level keys {sorted(doc)}", p.stdout)
+        for name in ("best_effort", "dfs"):
+            check_summary(name, doc[name], timeslices=count)
+        if set(doc["ratios"]) != {"spread_median", "gbps"} or not all(v > 0 for v in doc["ratios"].values()):
+            fail(f"ratios {doc['ratios']}", p.stdout)
+        # the CSV files: one row per time-slice, DFS intervals with proposals once the DDE has history
+        for name in ("best_effort", "dfs"):
+            for f in ("timeslices.csv", "intervals.csv", "buffer_fill.csv", "bandwidth.csv"):
+                if not os.path.isfile(os.path.join(csv, name, f)):
+                    fail(f"no {name}/{f}")
+            with open(os.path.join(csv, name, "timeslices.csv")) as f:
+                rows = f.read().splitlines()
+            if len(rows) != count + 1:
+                fail(f"{name}/timeslices.csv has {len(rows) - 1} rows, expected {count}")
+        with open(os.path.join(csv, "dfs", "intervals.csv")) as f:
+            intervals = [line.split(",") for line in f.read().splitlines()[1:]]
+        if len(intervals) < 3 * (count // 40) - 3:  # every input reports every interval (but the DDE-less start)
+            fail(f"dfs/intervals.csv: {len(intervals)} rows")
+        if not any(row[2] for row in intervals):
+            fail("dfs/intervals.csv: no interval ran with a proposal")
+        with open(os.path.join(csv, "summary.json")) as f:
+            if json.load(f) != doc:
+                fail("summary.json differs from --json")
+        # --help works and names the contract's options
+        h = subprocess.run([tsbench, "--help"], capture_output=True, text=True, timeout=30)
+        for option in ("--inputs", "--computes", "--scheduler", "--compare", "--emulate", "--csv", "--json", "--role",
+                       "--rank", "--config"):
+            if option not in h.stdout:
+                fail(f"--help does not mention {option}", h.stdout)
+
+
+def free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+class Cluster:
+    """2 inputs (ranks 0, 1) and 2 compute nodes (ranks 2, 3; compute 0 runs the DDE)."""
+
+    def __init__(self, tsbench, work, scheduler, count, emulate=EMULATE):
+        ports = free_ports(3)
+        self.config = os.path.join(work, "cluster.conf")
+        with open(self.config, "w") as f:
+            f.write("# rank: role endpoint\ninput\ninput tcp://127.0.0.1:0\n")
+            f.write(f"compute tcp://127.0.0.1:{ports[0]} tcp://127.0.0.1:{ports[2]}\n")
+            f.write(f"compute tcp://127.0.0.1:{ports[1]}\n")
+        self.work = work
+        self.procs = {}
+        args = SMALL[:-1] + [emulate, "--scheduler", scheduler, "-n", str(count), "--config", self.config,
+                             "--json", "--timeout", f"{TIMEOUT}s"]
+        for rank, role in ((2, "compute"), (3, "compute"), (0, "input"), (1, "input")):
+            out = open(os.path.join(work, f"rank{rank}.out"), "w")
+            err = open(os.path.join(work, f"rank{rank}.err"), "w")
+            env = dict(os.environ)
+            if rank == 1:  # the rank from the environment, as under srun
+                env["SLURM_PROCID"] = "1"
+                cmd = [tsbench, "--role", role] + args
+            else:
+                cmd = [tsbench, "--role", role, "--rank", str(rank)] + args
+            self.procs[rank] = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+
+    def wait(self, rank):
+        try:
+            return self.procs[rank].wait(timeout=TIMEOUT + 30)
+        except subprocess.TimeoutExpired:
+            self.kill_all()
+            fail(f"rank {rank} hangs", *self.logs())
+
+    def output(self, rank):
+        with open(os.path.join(self.work, f"rank{rank}.out")) as f:
+            return f.read()
+
+    def logs(self):
+        texts = []
+        for rank in sorted(self.procs):
+            for kind in ("out", "err"):
+                with open(os.path.join(self.work, f"rank{rank}.{kind}")) as f:
+                    texts.append(f"rank {rank} {kind}:\n" + f.read())
+        return texts
+
+    def kill_all(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+
+
+def run_roles(tsbench, scheduler):
+    count = 800
+    with tempfile.TemporaryDirectory() as work:
+        cluster = Cluster(tsbench, work, scheduler, count)
+        for rank in (0, 1, 2, 3):
+            status = cluster.wait(rank)
+            if status != 0:
+                fail(f"rank {rank} exited with {status}", *cluster.logs())
+        key = "dfs" if scheduler == "dfs" else "best_effort"
+        for rank in (2, 3):
+            doc = json.loads(cluster.output(rank))
+            if set(doc) != {key}:
+                fail(f"rank {rank}: keys {sorted(doc)}", *cluster.logs())
+            check_summary(f"rank {rank}", doc[key], timeslices=count // 2)
+
+
+def run_kill(tsbench, victim):
+    """victim: 'compute' kills rank 3 (compute 1), 'input' kills rank 1 (input 1), after 2 s of a long run."""
+    count = 40000  # at 200 Mb/s per compute node: far longer than the test; the kill comes first
+    with tempfile.TemporaryDirectory() as work:
+        # DFS: the DDE on compute 0 survives either kill
+        cluster = Cluster(tsbench, work, "dfs", count, emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
+        time.sleep(3)
+        for rank, p in cluster.procs.items():
+            if p.poll() is not None:
+                fail(f"rank {rank} ended before the kill ({p.returncode})", *cluster.logs())
+        dead = 3 if victim == "compute" else 1
+        cluster.procs[dead].send_signal(signal.SIGKILL)
+        cluster.procs[dead].wait()
+        started = time.monotonic()
+        statuses = {rank: cluster.wait(rank) for rank in (0, 1, 2, 3) if rank != dead}
+        logs = cluster.logs()
+        if victim == "compute":
+            # the inputs skip compute 1's share, report it lost and end; compute 0 builds all of its own
+            for rank in (0, 1):
+                if rank == dead:
+                    continue
+            for rank in (0, 1):
+                err = open(os.path.join(work, f"rank{rank}.err")).read()
+                if statuses[rank] != 1 or "undeliverable" not in err:
+                    fail(f"input rank {rank}: status {statuses[rank]}, expected 1 with undeliverable contributions",
+                         *logs)
+            if statuses[2] != 0:
+                fail(f"compute rank 2 exited with {statuses[2]}", *logs)
+            check_summary("rank 2", json.loads(cluster.output(2))["dfs"], timeslices=count // 2)
+        else:
+            # the input that is left ends normally; both compute nodes hand over every time-slice, the ones
+            # input 1 did not contribute to as incomplete, and say so (exit status 1)
+            if statuses[0] != 0:
+                fail(f"input rank 0 exited with {statuses[0]}", *logs)
+            for rank in (2, 3):
+                if statuses[rank] != 1:
+                    fail(f"compute rank {rank} exited with {statuses[rank]}, expected 1 (incomplete)", *logs)
+                summary = json.loads(cluster.output(rank))["dfs"]
+                check_summary(f"rank {rank}", summary, timeslices=count // 2, incomplete=None)
+                if summary["incomplete"] == 0:
+                    fail(f"rank {rank}: no incomplete time-slice reported", *logs)
+        print(f"survivors ended {time.monotonic() - started:.1f} s after the kill")
+
+
+def main():
+    tsbench, what = sys.argv[1], sys.argv[2]
+    if what == "local":
+        run_local(tsbench, sys.argv[3])
+    elif what == "roles":
+        run_roles(tsbench, sys.argv[3])
+    elif what == "kill-compute":
+        run_kill(tsbench, "compute")
+    elif what == "kill-input":
+        run_kill(tsbench, "input")
+    else:
+        fail(f"unknown test {what}")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+// netio_tsbench: the time-slice building benchmark of the scheduled-push pattern
+// (DESIGN.md §6 and §7): N inputs scatter contributions to M compute nodes, best-effort or
+// under the DFS, on an emulated network; reports the completion spread of every time-slice,
+// the aggregate bandwidth and the receive-buffer fill.
+//
+//   netio_tsbench --inputs N --computes M [--scheduler best-effort|dfs | --compare] [--emulate SPEC]
+//                 [--csv DIR] [--json] ...                                  (every node in this process)
+//   netio_tsbench --role input|compute --rank K --config FILE --timeslices COUNT ...  (one node per process)
+#include "tsbench/bench_config.hpp"
+#include "tsbench/cluster_config.hpp"
+#include "tsbench/local_run.hpp"
+#include "tsbench/report.hpp"
+#include "tsbench/role_run.hpp"
+
+#include "common/cli_options.hpp"
+#include "common/deadline.hpp"
+#include "common/termination.hpp"
+#include "common/tool_main.hpp"
+#include "common/units.hpp"
+
+#include "netio/error.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
+
+namespace {
+
+using namespace netio::tools;
+using namespace netio::tools::tsbench;
+namespace ns = netio::scheduler;
+constexpr const char* kTool = "netio_tsbench";
+
+struct Options {
+  BenchConfig bench;
+  std::string scheduler = "dfs";
+  bool compare = false;
+  std::string csv;
+  bool json = false;
+  std::string role;
+  std::optional<std::uint32_t> rank;
+  std::string config;
+  std::optional<netio::EmulationConfig> emulate;
+  std::chrono::nanoseconds timeout{0};
+};
+
+void add_options(CLI::App& app, Options& o) {
+  auto& b = o.bench;
+  app.add_option("--inputs", b.inputs, "Input nodes N (local run)")->capture_default_str();
+  app.add_option("--computes", b.computes, "Compute nodes M (local run)")->capture_default_str();
+  auto* scheduler = app.add_option("--scheduler", o.scheduler, "best-effort (FLESnet's credits only) or dfs")
+                        ->check(CLI::IsMember({"best-effort", "dfs"}))
+                        ->capture_default_str();
+  app.add_flag("--compare", o.compare, "Run best-effort, then DFS, on the same configuration; print both and the ratios")
+      ->excludes(scheduler);
+  add_size_option(app, "--contribution-size", b.contribution_bytes, "Bytes of every contribution");
+  add_size_option(app, "--buffer-size", b.buffer_bytes,
+                  "Receive buffer of every compute node; each input gets buffer / N / contribution-size credits");
+  app.add_option("--interval", b.interval_timeslices, "Time-slices per DFS interval (whole rounds of M)")
+      ->capture_default_str();
+  app.add_option("--history", b.history_length, "hist_cnt: complete intervals the DDE looks back on")
+      ->capture_default_str();
+  app.add_option("--speed-up-threshold", b.speed_up_threshold, "ssu_TH, in %²")->capture_default_str();
+  app.add_option("--speed-up-percent", b.speed_up_percent, "ssu_pct: the staged speed-up's step, in %")
+      ->capture_default_str();
+  app.add_option("--warmup-intervals", b.warmup_intervals,
+                 "Intervals left out of the statistics (both schedulers): DFS runs best-effort until it has "
+                 "hist_cnt intervals of history")
+      ->capture_default_str();
+  auto* duration = add_duration_option(app, "-t,--duration", b.duration, "How long each scheduler runs (local run)");
+  app.add_option_function<std::uint64_t>(
+         "-n,--timeslices", [&b](std::uint64_t n) { b.timeslices = n; },
+         "Run this many time-slices instead of a duration (required with --role)")
+      ->excludes(duration);
+  // The tools' --emulate (checked by its parser); every node gets it with node= set to its rank.
+  add_emulate_option(app, o.emulate)
+      ->description(fmt::format("The emulated network of every node (netio/emulation.hpp; 'none': plain loopback), "
+                                "default '{}'. node= is set to each node's rank: inputs 0..N-1, compute nodes "
+                                "N..N+M-1",
+                                kDefaultEmulation));
+  app.add_option("--slowdown", b.slowdown,
+                 "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "
+                 "'node:4,at=6s,for=3s,rate=75%' (compute node 0 of a 4x4 run at 75 % of its in= rate for 3 s)")
+      ->type_name("WINDOW");
+  app.add_option("--transport", b.transport, "Local run: tcp or fabric (loopback)")->capture_default_str();
+  app.add_option("--csv", o.csv,
+                 "Write DIR/SCHEDULER/{timeslices,intervals,buffer_fill,bandwidth}.csv and DIR/summary.json "
+                 "(plot them with tools/tsbench/plot_tsbench.sh DIR)")
+      ->type_name("DIR");
+  app.add_flag("--json", o.json,
+               "Print one JSON document: {best_effort|dfs: {timeslices, incomplete, spread_us: {median, p90, max}, "
+               "gbps, buffer_fill_pct: {median, max}}, ratios: {spread_median, gbps}}");
+  auto* role = app.add_option("--role", o.role, "Role mode: this process is one node of --config (input or compute)")
+                   ->check(CLI::IsMember({"input", "compute"}));
+  app.add_option_function<std::uint32_t>(
+         "--rank", [&o](std::uint32_t rank) { o.rank = rank; },
+         "Role mode: this node's line in --config, from 0 (default: SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK)")
+      ->needs(role);
+  app.add_option("--config", o.config, "Role mode: the file listing every node (see --help's footer)")
+      ->type_name("FILE")
+      ->needs(role);
+  role->needs("--config");
+  add_timeout_option(app, o.timeout);
+  app.footer(std::string(kUnitsHelp) +
+             "\n\nDefaults: 4 x 4 nodes, 16 KiB contributions, 1 MiB receive buffers, 1000 time-slices per interval, "
+             "12 s per scheduler,\n"
+             "--emulate '" + std::string(kDefaultEmulation) +
+             "'.\n"
+             "Completion spread: the time between the first and the last contribution of a time-slice arriving at "
+             "its\ncompute node. Gb/s: contribution bytes over the time they took to arrive. Buffer fill: sampled "
+             "every 5 ms.\n\n"
+             "Role mode: every process runs the same command with its own rank; the file lists one node per line:\n"
+             "  input   [ENDPOINT]\n"
+             "  compute ENDPOINT [DDE_ENDPOINT]     (a second endpoint: it runs a DDE replica there)\n"
+             "Each process prints its own share (a compute node its time-slices, an input its intervals).\n\n"
+             "Exit status: 0 when every time-slice was built, 1 on failure (incomplete time-slices, a node lost,\n"
+             "--timeout), other non-zero values for bad arguments.");
+}
+
+ns::Mode mode_of(const std::string& name) { return name == "dfs" ? ns::Mode::dfs : ns::Mode::best_effort; }
+std::string key_of(ns::Mode mode) { return mode == ns::Mode::dfs ? "dfs" : "best_effort"; }
+
+int finish_output(const Options& o, const std::string& title, const std::vector<NamedSummary>& runs) {
+  const auto json = summary_json(runs);
+  if (!o.csv.empty()) write_text(o.csv + "/summary.json", json);
+  if (o.json) fmt::print("{}\n", json);
+  else print_table(stdout, title, runs);
+  return kExitOk;
+}
+
+int run_local_mode(const Options& o, const Deadline& deadline) {
+  std::vector<ns::Mode> modes;
+  if (o.compare) modes = {ns::Mode::best_effort, ns::Mode::dfs};
+  else modes = {mode_of(o.scheduler)};
+  std::vector<NamedSummary> runs;
+  int status = kExitOk;
+  for (const auto mode : modes) {
+    fmt::print(stderr, "{}: {} x {}, {}...\n", kTool, o.bench.inputs, o.bench.computes, key_of(mode));
+    auto result = run_local(o.bench, mode, deadline);
+    if (!o.csv.empty()) write_csv(o.csv + "/" + key_of(mode), result.records);
+    const auto summary = summarize(result.records);
+    runs.push_back({key_of(mode), summary});
+    if (!result.error.empty()) {
+      fmt::print(stderr, "{}: error: {}: {}\n", kTool, key_of(mode), result.error);
+      status = kExitFailure;
+    } else if (summary.incomplete > 0) {
+      fmt::print(stderr, "{}: error: {}: {} incomplete time-slices\n", kTool, key_of(mode), summary.incomplete);
+      status = kExitFailure;
+    }
+    if (result.interrupted) {
+      fmt::print(stderr, "{}: {} cut short ({})\n", kTool, key_of(mode), stop_requested() ? "stopped" : "--timeout");
+      status = stop_requested() ? 128 + stop_signal() : kExitFailure;
+      break;
+    }
+  }
+  const auto title = fmt::format("{}: {} inputs x {} computes, {} contributions, {} buffers, {} time-slices per interval, "
+                                 "emulate '{}'{}",
+                                 kTool, o.bench.inputs, o.bench.computes, format_size(o.bench.contribution_bytes),
+                                 format_size(o.bench.buffer_bytes), o.bench.interval_timeslices, o.bench.emulate,
+                                 o.bench.slowdown.empty() ? "" : ", slowdown " + o.bench.slowdown);
+  const int output = finish_output(o, title, runs);
+  return status != kExitOk ? status : output;
+}
+
+int run_role_mode(const Options& o, const Deadline& deadline) {
+  const auto cluster = read_cluster_config(o.config);
+  const auto rank = resolve_rank(o.rank);
+  if (rank < cluster.nodes.size()) {
+    const bool is_input = cluster.nodes[rank].role == ClusterNode::Role::input;
+    if (is_input != (o.role == "input")) {
+      throw netio::Error(std::make_error_code(std::errc::invalid_argument),
+                         fmt::format("--role {}, but rank {} of {} is {}", o.role, rank, o.config,
+                                     is_input ? "an input" : "a compute node"));
+    }
+  }
+  const auto mode = mode_of(o.scheduler);
+  auto result = run_role(o.bench, mode, cluster, rank, deadline);
+  if (!o.csv.empty()) {
+    auto dir = o.csv + "/" + key_of(mode) + "/rank-" + std::to_string(rank);
+    write_csv(dir, result.records);
+  }
+  int status = kExitOk;
+  if (!result.error.empty()) {
+    fmt::print(stderr, "{}: error: {}\n", kTool, result.error);
+    status = kExitFailure;
+  }
+  const auto summary = summarize(result.records);
+  if (summary.incomplete > 0) {
+    fmt::print(stderr, "{}: {}: {} incomplete time-slices\n", kTool, result.node, summary.incomplete);
+    status = kExitFailure;
+  }
+  const std::vector<NamedSummary> runs{{key_of(mode), summary}};
+  if (o.json) fmt::print("{}\n", summary_json(runs));
+  else print_table(stdout, fmt::format("{}: rank {}, {}", kTool, rank, result.node), runs);
+  return status;
+}
+
+int run(const Options& o) {
+  install_termination_handlers();
+  const Watchdog watchdog(kTool, o.timeout);
+  const Deadline deadline(o.timeout);
+  if (!o.role.empty()) return run_role_mode(o, deadline);
+  o.bench.validate();
+  return run_local_mode(o, deadline);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"netio_tsbench: time-slice building (scheduled push) with N inputs and M compute nodes, best-effort "
+               "or under the Data Flow Scheduler, on an emulated network",
+               kTool};
+  Options options;
+  add_options(app, options);
+  try {
+    app.parse(argc, argv);
+    if (!options.role.empty() && options.compare) {
+      throw CLI::ValidationError("--compare", "runs both schedulers in one process; with --role give --scheduler");
+    }
+    if (options.emulate) options.bench.emulate = options.emulate->spec.empty() ? "none" : options.emulate->spec;
+    if (options.role.empty()) options.bench.validate();
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const netio::Error& e) {
+    fmt::print(stderr, "{}: {}\n", kTool, e.what());
+    return 2;
+  }
+  return run_tool(kTool, [&] { return run(options); });
+}

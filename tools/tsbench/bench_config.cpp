@@ -1,0 +1,60 @@
+#include "tsbench/bench_config.hpp"
+
+#include "netio/error.hpp"
+#include "netio/scheduler/credits.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace netio::tools::tsbench {
+
+namespace {
+
+[[noreturn]] void reject(const std::string& what) {
+  throw Error(std::make_error_code(std::errc::invalid_argument), what);
+}
+
+}  // namespace
+
+scheduler::SchedulerConfig BenchConfig::scheduler_config() const {
+  scheduler::SchedulerConfig config;
+  config.input_count = inputs;
+  config.compute_count = computes;
+  config.timeslices_per_interval = interval_timeslices;
+  config.history_length = history_length;
+  config.speed_up_variance_threshold = speed_up_threshold;
+  config.speed_up_percent = speed_up_percent;
+  return config;
+}
+
+std::optional<EmulationConfig> BenchConfig::node_emulation(std::uint32_t rank) const {
+  std::string spec = emulate == "none" ? std::string() : emulate;
+  if (!slowdown.empty()) spec += (spec.empty() ? "" : ";") + std::string("slowdown=") + slowdown;
+  if (spec.empty()) return std::nullopt;
+  EmulationConfig config = parse_emulation_spec(spec);
+  config.node_id = rank;
+  config.seed += rank;  // every node its own draws, the same ones in every run
+  return config;
+}
+
+void BenchConfig::validate() const {
+  if (inputs == 0 || computes == 0) reject("--inputs and --computes must be at least 1");
+  if (contribution_bytes == 0) reject("--contribution-size must be at least 1 byte");
+  if (interval_timeslices < computes) {
+    reject(fmt::format("--interval {} is shorter than a round ({} compute nodes)", interval_timeslices, computes));
+  }
+  scheduler::validate(scheduler_config());
+  (void)scheduler::credits_per_input(buffer_bytes, inputs, contribution_bytes);  // throws when none fits
+  (void)node_emulation(0);                                                         // throws for a bad spec
+  if (transport != "tcp" && transport != "fabric") reject("--transport must be tcp or fabric, not " + transport);
+}
+
+Endpoint local_endpoint(const std::string& transport) {
+  if (transport != "fabric") return Endpoint::parse("tcp://127.0.0.1:0");
+  // libfabric's tcp provider works on any Linux box; NETIO_FABRIC_PROVIDER picks another.
+  const char* provider = std::getenv("NETIO_FABRIC_PROVIDER");
+  return Endpoint::parse(fmt::format("fabric://127.0.0.1:0?provider={}", provider != nullptr && *provider != '\0' ? provider : "tcp"));
+}
+
+}  // namespace netio::tools::tsbench

@@ -1,0 +1,55 @@
+// What one netio_tsbench run is: the system (N inputs × M computes), the sizes, the
+// interval length, how long it runs, and the emulated network every node sits on.
+// Shared by the local run (every node in this process) and the role run (one node per
+// process), so that both build the same system from the same options.
+#pragma once
+
+#include "netio/emulation.hpp"
+#include "netio/endpoint.hpp"
+#include "netio/scheduler/config.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace netio::tools::tsbench {
+
+// The default network: every compute node's incoming capacity (a switch port) shared by the
+// inputs sending to it, and a log-normal latency with a long tail on every send. Chosen so
+// that a 4 × 4 run on a 2-core machine shows the DFS effect within a minute (README,
+// "Scheduled push").
+inline constexpr const char* kDefaultEmulation = "delay=lognormal:mean=100us,sigma=1,clip=5ms;in=400Mbps";
+
+struct BenchConfig {
+  std::uint32_t inputs = 4;
+  std::uint32_t computes = 4;
+  std::uint64_t contribution_bytes = 16 * 1024;
+  std::uint64_t buffer_bytes = 1024 * 1024;  // per compute node: credits = buffer / inputs / contribution
+  std::uint64_t interval_timeslices = 1000;  // time-slices per interval (whole rounds of M): ~0.35 s by default
+  std::uint32_t history_length = 10;         // hist_cnt
+  double speed_up_threshold = 10.0;          // ssu_TH, %²
+  double speed_up_percent = 5.0;             // ssu_pct
+  std::uint32_t warmup_intervals = 12;       // left out of the statistics (DFS needs hist_cnt + 2)
+  std::chrono::nanoseconds duration = std::chrono::seconds(12);
+  std::optional<std::uint64_t> timeslices;   // a count instead of a duration (role mode needs it)
+  std::string emulate = kDefaultEmulation;   // "" or "none": an unshaped loopback
+  std::string slowdown;                      // a slowdown= clause's parameters, e.g. "node:4,at=5s,for=2s,rate=75%"
+  std::string transport = "tcp";             // local run: tcp or fabric
+  std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);
+  std::chrono::nanoseconds sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
+
+  scheduler::SchedulerConfig scheduler_config() const;
+  // The emulation of node `rank` (inputs 0 .. N-1, computes N .. N+M-1): the spec with the
+  // slow-down appended and node= set to the rank, so that slowdown=node:RANK picks that
+  // node. nullopt when nothing is shaped.
+  std::optional<EmulationConfig> node_emulation(std::uint32_t rank) const;
+  // Throws netio::Error (invalid_argument) naming the option that is wrong.
+  void validate() const;
+};
+
+// The loopback endpoint a local node listens on (port 0) for the transport (fabric: the
+// provider of NETIO_FABRIC_PROVIDER, else tcp).
+Endpoint local_endpoint(const std::string& transport);
+
+}  // namespace netio::tools::tsbench

@@ -1,0 +1,77 @@
+#include "tsbench/compute_role.hpp"
+
+#include "tsbench/contribution_stamp.hpp"
+
+namespace netio::tools::tsbench {
+
+namespace {
+
+ns::Time now() { return std::chrono::steady_clock::now().time_since_epoch(); }
+
+}  // namespace
+
+ComputeRole::ComputeRole(Context& context, ComputeRoleOptions options)
+    : context_(context), options_(std::move(options)) {
+  const auto& bench = options_.bench;
+  records_.buffer_bytes = bench.buffer_bytes;
+  records_.timeslices_per_interval = bench.scheduler_config().timeslices_in_interval();
+  records_.warmup_intervals = bench.warmup_intervals;
+
+  scheduled_push::TimesliceReceiverOptions ro;
+  ro.config = bench.scheduler_config();
+  ro.compute = options_.compute;
+  ro.receive_buffer_bytes = bench.buffer_bytes;
+  ro.max_contribution_bytes = bench.contribution_bytes;
+  ro.incomplete_timeout = bench.incomplete_timeout;
+  ro.run_dde = options_.run_dde;
+  ro.dde_endpoint = options_.dde_local;
+  ro.on_incomplete = [this](const scheduled_push::TimesliceView& view) { on_timeslice(view); };
+  receiver_ = std::make_unique<scheduled_push::TimesliceReceiver>(
+      context_, options_.local, ro, [this](const scheduled_push::TimesliceView& view) { on_timeslice(view); });
+  sampler_ = context_.loop().add_timer(bench.sample_period, bench.sample_period, [this] { sample_fill(); });
+}
+
+ComputeRole::~ComputeRole() {
+  if (receiver_) (void)take_records();
+}
+
+Endpoint ComputeRole::endpoint() const { return receiver_->local_endpoint(); }
+std::optional<Endpoint> ComputeRole::dde_endpoint() const { return receiver_->dde_endpoint(); }
+
+std::uint64_t ComputeRole::share_of(ns::TimesliceIndex count) const {
+  const auto m = options_.bench.computes;
+  return count / m + (count % m > options_.compute ? 1 : 0);
+}
+
+void ComputeRole::on_timeslice(const scheduled_push::TimesliceView& view) {
+  TimesliceRecord r;
+  r.timeslice = view.index;
+  r.compute = options_.compute;
+  r.complete = view.complete;
+  r.first_arrival = view.first_arrival - options_.origin;
+  r.last_arrival = view.last_arrival - options_.origin;
+  r.handed_over = now() - options_.origin;
+  for (ns::InputIndex i = 0; i < view.contributions.size(); ++i) {
+    if (view.contributed[i] == 0) continue;
+    r.bytes += view.contributions[i].size();
+    if (!stamp_matches(view.contributions[i], view.index, i)) ++records_.corrupt;
+  }
+  records_.timeslices.push_back(r);
+  handed_over_.fetch_add(1, std::memory_order_release);
+}
+
+void ComputeRole::sample_fill() {
+  const auto held = receiver_->stats().held_bytes;
+  records_.fill.push_back(FillSample{now() - options_.origin, options_.compute,
+                                     100.0 * static_cast<double>(held) / static_cast<double>(records_.buffer_bytes)});
+}
+
+RunRecords ComputeRole::take_records() {
+  context_.loop().run_sync([this] { context_.loop().cancel_timer(sampler_); });
+  const auto peak = receiver_->stats().peak_held_bytes;
+  receiver_.reset();  // no handler runs after this
+  records_.peak_fill_percent = 100.0 * static_cast<double>(peak) / static_cast<double>(records_.buffer_bytes);
+  return std::move(records_);
+}
+
+}  // namespace netio::tools::tsbench

@@ -1,0 +1,62 @@
+// One compute node of netio_tsbench: a TimesliceReceiver (with a DDE replica when asked)
+// that records every time-slice it hands over (arrival times, bytes), checks each
+// contribution's stamp and samples its receive-buffer fill on a loop timer.
+//
+// Threading: construct, wait and take_records() on a user thread (not the context's loop).
+// The records are written on the loop thread and handed over by take_records(), which stops
+// the receiver first.
+#pragma once
+
+#include "tsbench/bench_config.hpp"
+#include "tsbench/records.hpp"
+
+#include "netio/context.hpp"
+#include "netio/scheduled_push/timeslice_receiver.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+
+namespace netio::tools::tsbench {
+
+struct ComputeRoleOptions {
+  BenchConfig bench;
+  ns::ComputeIndex compute = 0;
+  Endpoint local;                     // where it listens (port 0: any)
+  bool run_dde = false;               // a DDE replica in this node
+  std::optional<Endpoint> dde_local;  // where the replica listens (default: local's host, port 0)
+  ns::Time origin{0};                 // the run's start on this node's steady clock
+};
+
+class ComputeRole {
+ public:
+  ComputeRole(Context& context, ComputeRoleOptions options);
+  ~ComputeRole();
+  ComputeRole(const ComputeRole&) = delete;
+  ComputeRole& operator=(const ComputeRole&) = delete;
+
+  Endpoint endpoint() const;
+  std::optional<Endpoint> dde_endpoint() const;
+
+  // Time-slices this node handed over so far (complete or not); any thread.
+  std::uint64_t handed_over() const noexcept { return handed_over_.load(std::memory_order_acquire); }
+  // How many of the time-slices below `count` belong to this node.
+  std::uint64_t share_of(ns::TimesliceIndex count) const;
+
+  // Stops the receiver (and the sampling) and returns what was recorded. Once.
+  RunRecords take_records();
+
+ private:
+  void on_timeslice(const scheduled_push::TimesliceView& view);
+  void sample_fill();
+
+  Context& context_;
+  ComputeRoleOptions options_;
+  RunRecords records_;  // loop thread until take_records()
+  std::atomic<std::uint64_t> handed_over_{0};
+  EventLoop::TimerId sampler_ = 0;
+  std::unique_ptr<scheduled_push::TimesliceReceiver> receiver_;
+};
+
+}  // namespace netio::tools::tsbench

@@ -1,0 +1,141 @@
+#include "tsbench/local_run.hpp"
+
+#include "tsbench/compute_role.hpp"
+#include "tsbench/input_role.hpp"
+
+#include "common/termination.hpp"
+
+#include "netio/context.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+
+namespace netio::tools::tsbench {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+ContextOptions node_context(const BenchConfig& bench, std::uint32_t rank) {
+  ContextOptions options;
+  options.emulation = bench.node_emulation(rank);
+  return options;
+}
+
+// The count every input pushes up to: the furthest any has come, rounded up to a whole
+// interval (so the last DFS interval is complete), plus one interval of margin for an
+// input that pushes while the limit is being set.
+std::uint64_t common_limit(const std::vector<std::unique_ptr<InputRole>>& inputs, std::uint64_t interval) {
+  std::uint64_t furthest = 0;
+  for (const auto& input : inputs) furthest = std::max(furthest, input->pushed());
+  return (furthest / interval + 2) * interval;
+}
+
+}  // namespace
+
+LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const Deadline& deadline) {
+  LocalRunResult result;
+  const auto origin = std::chrono::steady_clock::now().time_since_epoch();
+  const auto interval = bench.scheduler_config().timeslices_in_interval();
+
+  // Contexts first: they outlive every socket made from them.
+  std::vector<std::unique_ptr<Context>> compute_contexts;
+  std::vector<std::unique_ptr<Context>> input_contexts;
+  for (std::uint32_t c = 0; c < bench.computes; ++c) {
+    compute_contexts.push_back(std::make_unique<Context>(node_context(bench, bench.inputs + c)));
+  }
+  for (std::uint32_t i = 0; i < bench.inputs; ++i) {
+    input_contexts.push_back(std::make_unique<Context>(node_context(bench, i)));
+  }
+
+  std::vector<std::unique_ptr<ComputeRole>> computes;
+  std::vector<Endpoint> compute_endpoints;
+  std::vector<Endpoint> dde_endpoints;
+  for (std::uint32_t c = 0; c < bench.computes; ++c) {
+    ComputeRoleOptions co;
+    co.bench = bench;
+    co.compute = c;
+    co.local = local_endpoint(bench.transport);
+    co.run_dde = mode == scheduler::Mode::dfs && c == 0;
+    co.origin = origin;
+    computes.push_back(std::make_unique<ComputeRole>(*compute_contexts[c], co));
+    compute_endpoints.push_back(computes.back()->endpoint());
+    if (auto dde = computes.back()->dde_endpoint()) dde_endpoints.push_back(*dde);
+  }
+
+  std::vector<std::unique_ptr<InputRole>> inputs;
+  for (std::uint32_t i = 0; i < bench.inputs; ++i) {
+    InputRoleOptions io;
+    io.bench = bench;
+    io.mode = mode;
+    io.input = i;
+    io.computes = compute_endpoints;
+    io.ddes = dde_endpoints;
+    io.origin = origin;
+    inputs.push_back(std::make_unique<InputRole>(*input_contexts[i], io));
+  }
+  if (bench.timeslices) {
+    for (auto& input : inputs) input->set_limit(*bench.timeslices);
+  }
+  for (auto& input : inputs) input->start();
+
+  // Run for the duration (a count ends by itself), then agree on where every input stops.
+  const auto started = std::chrono::steady_clock::now();
+  auto running = [&] {
+    if (stop_requested() || deadline.expired()) return false;
+    if (bench.timeslices) {
+      return std::any_of(inputs.begin(), inputs.end(), [&](const auto& in) { return in->pushed() < *bench.timeslices; });
+    }
+    return std::chrono::steady_clock::now() - started < bench.duration;
+  };
+  while (running()) std::this_thread::sleep_for(20ms);
+  result.interrupted = stop_requested() || deadline.expired();
+  const std::uint64_t total = bench.timeslices && !result.interrupted ? *bench.timeslices : common_limit(inputs, interval);
+  for (auto& input : inputs) input->set_limit(total);
+
+  // Finish: every input sends the rest; every compute node hands over its share.
+  const auto finish_timeout = deadline.remaining(60s);
+  for (auto& input : inputs) {
+    auto error = input->finish(finish_timeout);
+    if (!error.empty() && result.error.empty()) result.error = std::move(error);
+  }
+  const auto wait_until = std::chrono::steady_clock::now() + std::max<std::chrono::nanoseconds>(deadline.remaining(30s), 1s);
+  for (auto& compute : computes) {
+    while (compute->handed_over() < compute->share_of(total) && std::chrono::steady_clock::now() < wait_until &&
+           !stop_requested()) {
+      std::this_thread::sleep_for(5ms);
+    }
+    if (compute->handed_over() < compute->share_of(total) && result.error.empty()) {
+      result.error = fmt::format("a compute node handed over {} of its {} time-slices", compute->handed_over(),
+                                 compute->share_of(total));
+    }
+  }
+
+  for (auto& input : inputs) {
+    auto intervals = input->take_records();
+    result.records.intervals.insert(result.records.intervals.end(), intervals.begin(), intervals.end());
+  }
+  for (auto& compute : computes) {
+    auto r = compute->take_records();
+    auto& all = result.records;
+    all.timeslices.insert(all.timeslices.end(), r.timeslices.begin(), r.timeslices.end());
+    all.fill.insert(all.fill.end(), r.fill.begin(), r.fill.end());
+    all.peak_fill_percent = std::max(all.peak_fill_percent, r.peak_fill_percent);
+    all.corrupt += r.corrupt;
+    all.buffer_bytes = r.buffer_bytes;
+    all.timeslices_per_interval = r.timeslices_per_interval;
+    all.warmup_intervals = r.warmup_intervals;
+  }
+  std::sort(result.records.timeslices.begin(), result.records.timeslices.end(),
+            [](const auto& a, const auto& b) { return a.timeslice < b.timeslice; });
+  std::sort(result.records.fill.begin(), result.records.fill.end(), [](const auto& a, const auto& b) { return a.at < b.at; });
+  if (result.records.corrupt > 0 && result.error.empty()) {
+    result.error = fmt::format("{} contributions arrived with the wrong stamp", result.records.corrupt);
+  }
+  return result;
+}
+
+}  // namespace netio::tools::tsbench

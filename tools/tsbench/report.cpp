@@ -1,0 +1,120 @@
+#include "tsbench/report.hpp"
+
+#include "common/json_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace netio::tools::tsbench {
+
+namespace {
+
+double micros(ns::Duration d) { return static_cast<double>(d.count()) / 1e3; }
+
+const RunSummary* find(const std::vector<NamedSummary>& runs, const std::string& name) {
+  for (const auto& run : runs) {
+    if (run.scheduler == name) return &run.summary;
+  }
+  return nullptr;
+}
+
+std::ofstream open_file(const std::string& path) {
+  std::ofstream file(path);
+  if (!file) throw std::runtime_error("cannot write " + path);
+  return file;
+}
+
+}  // namespace
+
+std::optional<Ratios> ratios(const std::vector<NamedSummary>& runs) {
+  const auto* best_effort = find(runs, "best_effort");
+  const auto* dfs = find(runs, "dfs");
+  if (best_effort == nullptr || dfs == nullptr) return std::nullopt;
+  Ratios r;
+  r.spread_median = dfs->spread_median_us > 0 ? best_effort->spread_median_us / dfs->spread_median_us : 0;
+  r.gbps = best_effort->gbps > 0 ? dfs->gbps / best_effort->gbps : 0;
+  return r;
+}
+
+void print_table(std::FILE* out, const std::string& title, const std::vector<NamedSummary>& runs) {
+  fmt::print(out, "{}\n", title);
+  fmt::print(out, "{:<12} {:>10} {:>10} {:>12} {:>12} {:>12} {:>8} {:>10} {:>10}\n", "scheduler", "timeslices",
+             "incomplete", "spread med", "spread p90", "spread max", "Gb/s", "fill med", "fill max");
+  fmt::print(out, "{:<12} {:>10} {:>10} {:>12} {:>12} {:>12} {:>8} {:>10} {:>10}\n", "", "", "", "us", "us", "us", "",
+             "%", "%");
+  for (const auto& [name, s] : runs) {
+    fmt::print(out, "{:<12} {:>10} {:>10} {:>12.1f} {:>12.1f} {:>12.1f} {:>8.3f} {:>10.1f} {:>10.1f}\n", name,
+               s.timeslices, s.incomplete, s.spread_median_us, s.spread_p90_us, s.spread_max_us, s.gbps,
+               s.fill_median_pct, s.fill_max_pct);
+  }
+  if (const auto r = ratios(runs)) {
+    fmt::print(out, "DFS cuts the median completion spread {:.1f}x; bandwidth DFS / best-effort {:.3f}\n",
+               r->spread_median, r->gbps);
+  }
+}
+
+std::string summary_json(const std::vector<NamedSummary>& runs) {
+  JsonWriter json;
+  json.begin_object();
+  for (const auto& [name, s] : runs) {
+    json.key(name).begin_object();
+    json.field("timeslices", s.timeslices).field("incomplete", s.incomplete);
+    json.key("spread_us").begin_object();
+    json.field("median", s.spread_median_us).field("p90", s.spread_p90_us).field("max", s.spread_max_us);
+    json.end_object();
+    json.field("gbps", s.gbps);
+    json.key("buffer_fill_pct").begin_object();
+    json.field("median", s.fill_median_pct).field("max", s.fill_max_pct);
+    json.end_object();
+    json.end_object();
+  }
+  if (const auto r = ratios(runs)) {
+    json.key("ratios").begin_object().field("spread_median", r->spread_median).field("gbps", r->gbps).end_object();
+  }
+  json.end_object();
+  return json.str();
+}
+
+void write_csv(const std::string& dir, const RunRecords& records) {
+  std::filesystem::create_directories(dir);
+  {
+    auto file = open_file(dir + "/timeslices.csv");
+    file << "timeslice,compute,complete,first_arrival_us,last_arrival_us,spread_us,handed_over_us,bytes\n";
+    for (const auto& t : records.timeslices) {
+      file << fmt::format("{},{},{},{:.1f},{:.1f},{:.1f},{:.1f},{}\n", t.timeslice, t.compute, t.complete ? 1 : 0,
+                          micros(t.first_arrival), micros(t.last_arrival), micros(t.last_arrival - t.first_arrival),
+                          micros(t.handed_over), t.bytes);
+    }
+  }
+  {
+    auto file = open_file(dir + "/intervals.csv");
+    file << "input,interval,proposed_start_us,actual_start_us,proposed_duration_us,actual_duration_us\n";
+    for (const auto& i : records.intervals) {
+      const auto optional_us = [](const auto& value) { return value ? fmt::format("{:.1f}", micros(*value)) : std::string(); };
+      file << fmt::format("{},{},{},{:.1f},{},{:.1f}\n", i.input, i.interval, optional_us(i.proposed_start),
+                          micros(i.actual_start), optional_us(i.proposed_duration), micros(i.actual_duration));
+    }
+  }
+  {
+    auto file = open_file(dir + "/buffer_fill.csv");
+    file << "time_us,compute,fill_pct\n";
+    for (const auto& f : records.fill) file << fmt::format("{:.1f},{},{:.2f}\n", micros(f.at), f.compute, f.percent);
+  }
+  {
+    auto file = open_file(dir + "/bandwidth.csv");
+    file << "time_s,gbps\n";
+    for (const auto& b : bandwidth_over_time(records, std::chrono::milliseconds(250))) {
+      file << fmt::format("{:.3f},{:.4f}\n", static_cast<double>(b.start.count()) / 1e9, b.gbps);
+    }
+  }
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  auto file = open_file(path);
+  file << text << '\n';
+}
+
+}  // namespace netio::tools::tsbench

@@ -1,0 +1,124 @@
+#include "tsbench/role_run.hpp"
+
+#include "tsbench/compute_role.hpp"
+#include "tsbench/input_role.hpp"
+
+#include "common/termination.hpp"
+
+#include "netio/context.hpp"
+#include "netio/error.hpp"
+#include "netio/log.hpp"
+#include "netio/low_latency_socket.hpp"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+namespace netio::tools::tsbench {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// The nodes of a role run start in any order, and a sender does not reconnect: an input
+// waits until every endpoint it needs accepts a connection (a probe, closed at once).
+std::string wait_reachable(Context& context, const std::vector<Endpoint>& endpoints, const Deadline& deadline) {
+  const auto give_up = std::chrono::steady_clock::now() + deadline.remaining(120s);
+  for (const auto& endpoint : endpoints) {
+    for (;;) {
+      try {
+        LowLatencySendSocket probe(context, endpoint);
+        probe.wait_connected(2s);
+        break;
+      } catch (const Error& e) {
+        if (std::chrono::steady_clock::now() >= give_up || stop_requested()) {
+          return fmt::format("{} did not accept a connection: {}", endpoint.to_string(), e.what());
+        }
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterConfig& cluster, std::uint32_t rank,
+                       const Deadline& deadline) {
+  if (!bench.timeslices) {
+    throw Error(std::make_error_code(std::errc::invalid_argument), "--role needs --timeslices COUNT (the same on every node)");
+  }
+  if (rank >= cluster.nodes.size()) {
+    throw Error(std::make_error_code(std::errc::invalid_argument),
+                fmt::format("rank {} out of range: the configuration lists {} nodes", rank, cluster.nodes.size()));
+  }
+  if (mode == scheduler::Mode::dfs && cluster.dde_endpoints().empty()) {
+    throw Error(std::make_error_code(std::errc::invalid_argument),
+                "DFS needs a DDE: give a compute line a second endpoint (compute ENDPOINT DDE_ENDPOINT)");
+  }
+  bench.inputs = cluster.inputs;
+  bench.computes = cluster.computes;
+  bench.validate();
+  const auto total = *bench.timeslices;
+  const ClusterNode& self = cluster.nodes[rank];
+  const auto origin = std::chrono::steady_clock::now().time_since_epoch();
+  ContextOptions context_options;
+  context_options.emulation = bench.node_emulation(rank);
+  Context context(context_options);
+  RoleRunResult result;
+
+  if (self.role == ClusterNode::Role::compute) {
+    result.node = fmt::format("compute {}", self.index);
+    ComputeRoleOptions co;
+    co.bench = bench;
+    co.compute = self.index;
+    co.local = *self.endpoint;
+    co.run_dde = mode == scheduler::Mode::dfs && self.dde.has_value();
+    co.dde_local = self.dde;
+    co.origin = origin;
+    ComputeRole compute(context, co);
+    log(LogLevel::info, "netio_tsbench: rank {} is compute node {} at {}", rank, self.index, compute.endpoint().to_string());
+    const auto share = compute.share_of(total);
+    while (compute.handed_over() < share && !stop_requested() && !deadline.expired()) std::this_thread::sleep_for(5ms);
+    result.interrupted = compute.handed_over() < share;
+    if (result.interrupted) {
+      result.error = fmt::format("compute node {} handed over {} of its {} time-slices", self.index,
+                                 compute.handed_over(), share);
+    }
+    result.records = compute.take_records();
+    if (result.records.corrupt > 0 && result.error.empty()) {
+      result.error = fmt::format("{} contributions arrived with the wrong stamp", result.records.corrupt);
+    }
+    return result;
+  }
+
+  result.node = fmt::format("input {}", self.index);
+  auto needed = cluster.compute_endpoints();
+  if (mode == scheduler::Mode::dfs) {
+    for (const auto& dde : cluster.dde_endpoints()) needed.push_back(dde);
+  }
+  if (auto error = wait_reachable(context, needed, deadline); !error.empty()) {
+    result.error = fmt::format("input {}: {}", self.index, error);
+    return result;
+  }
+  InputRoleOptions io;
+  io.bench = bench;
+  io.mode = mode;
+  io.input = self.index;
+  io.computes = cluster.compute_endpoints();
+  io.ddes = mode == scheduler::Mode::dfs ? cluster.dde_endpoints() : std::vector<Endpoint>{};
+  io.origin = origin;
+  InputRole input(context, io);
+  input.set_limit(total);
+  input.start();
+  while (input.pushed() < total && !stop_requested() && !deadline.expired()) std::this_thread::sleep_for(20ms);
+  if (input.pushed() < total) input.set_limit(input.pushed());  // cut short: stop where it is
+  result.error = input.finish(deadline.remaining(std::chrono::hours(24)));
+  result.interrupted = stop_requested() || deadline.expired();
+  result.records.intervals = input.take_records();
+  result.records.timeslices_per_interval = bench.scheduler_config().timeslices_in_interval();
+  result.records.warmup_intervals = bench.warmup_intervals;
+  return result;
+}
+
+}  // namespace netio::tools::tsbench

@@ -1,0 +1,31 @@
+// netio_tsbench's role mode: this process is one node (rank K) of a system listed in a
+// cluster configuration file; every node runs the same command line. Each process records
+// and summarises its own share: an input its intervals, a compute node its time-slices and
+// its receive buffer.
+#pragma once
+
+#include "tsbench/bench_config.hpp"
+#include "tsbench/cluster_config.hpp"
+#include "tsbench/records.hpp"
+
+#include "common/deadline.hpp"
+
+#include "netio/scheduler/input_node.hpp"
+
+#include <string>
+
+namespace netio::tools::tsbench {
+
+struct RoleRunResult {
+  RunRecords records;
+  std::string node;   // "input 2", "compute 0"
+  std::string error;  // empty when nothing went wrong
+  bool interrupted = false;
+};
+
+// bench.timeslices must be set (the processes cannot agree on where a duration ends).
+// The counts of the file override bench.inputs and bench.computes.
+RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterConfig& cluster, std::uint32_t rank,
+                       const Deadline& deadline);
+
+}  // namespace netio::tools::tsbench
