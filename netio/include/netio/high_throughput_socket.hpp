@@ -10,6 +10,7 @@
 #include "netio/message.hpp"
 #include "netio/page_pool.hpp"
 #include "netio/peer.hpp"
+#include "netio/receive_budget.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
@@ -125,6 +126,12 @@ struct HighThroughputReceiveOptions {
   std::size_t max_message_size = 256 * 1024 * 1024;  // a larger length disconnects the sender
   std::size_t page_credits = 8;  // pages per connection queued at most before reading stalls
   std::size_t reply_window = 16;  // replies per connection queued at most (Peer::try_reply)
+  // Memory this socket holds for its senders at most (netio/receive_budget.hpp): every
+  // connection counts page_credits × its sender's page size, and messages being reassembled
+  // count as their bytes arrive. A sender that does not fit is given fewer credits, or
+  // rejected with the reason.
+  std::size_t memory_budget = std::size_t{1} << 30;
+  std::shared_ptr<ReceiveBudget> shared_budget;  // counts here instead when set (memory_budget unused)
   ConnectionEvents events;       // optional: senders connecting and going away
 };
 
@@ -164,6 +171,8 @@ class HighThroughputReceiveSocket {
 
   Endpoint local_endpoint() const;
   SocketStats stats() const noexcept;
+  // The memory budget this socket counts against (its own, or options.shared_budget).
+  const ReceiveBudget& memory_budget() const noexcept;
 
   class Impl;
 

@@ -7,6 +7,7 @@
 #include "netio/endpoint.hpp"
 #include "netio/message.hpp"
 #include "netio/peer.hpp"
+#include "netio/receive_budget.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
@@ -100,6 +101,11 @@ struct LowLatencyReceiveOptions {
   std::size_t max_message_size = 1024 * 1024;
   std::size_t receive_credits = 4;  // buffers per connection the back-end may fill ahead
   std::size_t reply_window = 16;    // replies per connection queued at most (Peer::try_reply)
+  // Memory this socket holds for its senders at most (netio/receive_budget.hpp): every
+  // connection counts receive_credits × max_message_size. A sender that does not fit is
+  // given fewer credits, or rejected with the reason.
+  std::size_t memory_budget = std::size_t{1} << 30;
+  std::shared_ptr<ReceiveBudget> shared_budget;  // counts here instead when set (memory_budget unused)
   ConnectionEvents events;          // optional: senders connecting and going away
 };
 
@@ -130,6 +136,8 @@ class LowLatencyReceiveSocket {
   // The bound endpoint (the real port when constructed with port 0).
   Endpoint local_endpoint() const;
   SocketStats stats() const noexcept;
+  // The memory budget this socket counts against (its own, or options.shared_budget).
+  const ReceiveBudget& memory_budget() const noexcept;
 
   class Impl;
 
