@@ -121,14 +121,23 @@ namespace netio::detail {
 void MessagePacker::fill(std::byte* page, std::size_t& used, std::size_t page_size) noexcept {
   if (!header_written_) {
     if (page_full(used, page_size)) return;
-    store_le<std::uint64_t>(page + used, message_.size());
+    store_le<std::uint64_t>(page + used, size_);
     used += message_header_size;
     header_written_ = true;
   }
-  const std::size_t take = std::min(page_size - used, message_.size() - offset_);
-  if (take > 0) std::memcpy(page + used, message_.data() + offset_, take);
-  used += take;
-  offset_ += take;
+  while (written_ < size_ && used < page_size) {
+    const auto part = parts_[part_];
+    if (offset_ == part.size()) {  // bytes are left, so further parts hold them
+      ++part_;
+      offset_ = 0;
+      continue;
+    }
+    const std::size_t take = std::min(page_size - used, part.size() - offset_);
+    std::memcpy(page + used, part.data() + offset_, take);
+    used += take;
+    offset_ += take;
+    written_ += take;
+  }
 }
 
 }  // namespace netio::detail

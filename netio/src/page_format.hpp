@@ -97,21 +97,38 @@ class PageParser {
 namespace netio::detail {
 
 // Packs one message into pages, page by page: fill() writes as much as fits after `used`.
+// The message is one span, or the concatenation of several (a header and a payload, packed
+// without being copied together first); the spans must outlive the packer.
 class MessagePacker {
  public:
-  explicit MessagePacker(std::span<const std::byte> message) noexcept : message_(message) {}
+  explicit MessagePacker(std::span<const std::byte> message) noexcept
+      : single_(message), parts_(&single_, 1), size_(message.size()) {}
+  explicit MessagePacker(std::span<const std::span<const std::byte>> parts) noexcept
+      : parts_(parts), size_(total_size(parts)) {}
+  MessagePacker(const MessagePacker&) = delete;
+  MessagePacker& operator=(const MessagePacker&) = delete;
 
   void fill(std::byte* page, std::size_t& used, std::size_t page_size) noexcept;
-  bool done() const noexcept { return header_written_ && offset_ == message_.size(); }
+  bool done() const noexcept { return header_written_ && written_ == size_; }
   bool started() const noexcept { return header_written_; }
+  std::size_t size() const noexcept { return size_; }
   // A page that cannot take another length field is full and goes out as it is.
   static bool page_full(std::size_t used, std::size_t page_size) noexcept {
     return page_size - used < message_header_size;
   }
+  static std::size_t total_size(std::span<const std::span<const std::byte>> parts) noexcept {
+    std::size_t size = 0;
+    for (const auto& part : parts) size += part.size();
+    return size;
+  }
 
  private:
-  std::span<const std::byte> message_;
-  std::size_t offset_ = 0;
+  std::span<const std::byte> single_;  // the one part of a one-span message
+  std::span<const std::span<const std::byte>> parts_;
+  std::size_t size_;
+  std::size_t part_ = 0;     // the part being written
+  std::size_t offset_ = 0;   // how much of it is written
+  std::size_t written_ = 0;  // of the whole message
   bool header_written_ = false;
 };
 

@@ -96,6 +96,10 @@ class HighThroughputSendSocket {
   // False, with nothing written, when the message does not fit in the free pages now.
   // Throws Errc::message_too_large for a message larger than the whole pool.
   bool try_send(std::span<const std::byte> message);
+  // As send() and try_send(), for the message that is the concatenation of `parts` (a
+  // header and a payload, say): packed into pages without being joined first.
+  void send_parts(std::span<const std::span<const std::byte>> parts);
+  bool try_send_parts(std::span<const std::span<const std::byte>> parts);
   // Sends the partly filled page now.
   void flush();
   // flush(), then waits until every page handed to the back-end has completed.

@@ -68,6 +68,10 @@ class LowLatencySendSocket {
   void send(std::span<const std::byte> message);
   // As send(), but returns false instead of waiting when every buffer is in flight.
   bool try_send(std::span<const std::byte> message);
+  // As send() and try_send(), for the message that is the concatenation of `parts` (a
+  // header and a payload, say): copied into the send buffer part by part.
+  void send_parts(std::span<const std::span<const std::byte>> parts);
+  bool try_send_parts(std::span<const std::span<const std::byte>> parts);
   // Waits until every message sent so far was handed to the network. Throws Errc::timeout,
   // or the connection's error if messages were lost to it; Errc::would_block on the
   // event-loop thread.

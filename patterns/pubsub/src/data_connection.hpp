@@ -37,10 +37,10 @@ class DataConnection {
 
   // Never waits: `full` when the subscriber's buffers (or its share of the page pool) are
   // all in flight now.
-  Delivery try_deliver(std::span<const std::byte> frame);
+  Delivery try_deliver(std::span<const std::span<const std::byte>> frame);
   // Waits up to the socket's send_timeout on a user thread; throws Errc::timeout after it
   // (nothing of the message queued). On the loop thread it is try_deliver().
-  Delivery deliver(std::span<const std::byte> frame);
+  Delivery deliver(std::span<const std::span<const std::byte>> frame);
   void flush();
   bool connected() const noexcept;
   // Starts the asynchronous close (what is queued goes out); deliveries report `gone` from now on.
