@@ -330,6 +330,7 @@ void HighThroughputSendSocket::wait_connected(std::chrono::nanoseconds timeout) 
   impl_->sender_->state().wait_connected(timeout, impl_->sender_->remote());
 }
 bool HighThroughputSendSocket::connected() const noexcept { return impl_->sender_->state().connected(); }
+std::optional<Error> HighThroughputSendSocket::failure() const { return impl_->sender_->state().failure(); }
 void HighThroughputSendSocket::send(std::span<const std::byte> message) {
   const std::span<const std::byte> parts[] = {message};
   impl_->send(parts, true);

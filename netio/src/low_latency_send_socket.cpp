@@ -98,6 +98,7 @@ void LowLatencySendSocket::wait_connected(std::chrono::nanoseconds timeout) {
   impl_->sender_->state().wait_connected(timeout, impl_->sender_->remote());
 }
 bool LowLatencySendSocket::connected() const noexcept { return impl_->sender_->state().connected(); }
+std::optional<Error> LowLatencySendSocket::failure() const { return impl_->sender_->state().failure(); }
 void LowLatencySendSocket::send(std::span<const std::byte> message) {
   const std::span<const std::byte> parts[] = {message};
   impl_->send(parts, true);

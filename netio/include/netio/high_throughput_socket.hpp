@@ -7,6 +7,7 @@
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
+#include "netio/error.hpp"
 #include "netio/message.hpp"
 #include "netio/page_pool.hpp"
 #include "netio/peer.hpp"
@@ -88,6 +89,9 @@ class HighThroughputSendSocket {
 
   void wait_connected(std::chrono::nanoseconds timeout);
   bool connected() const noexcept;
+  // The error the connection failed with (refused, rejected, lost), if it did; from any
+  // thread, without waiting or throwing.
+  std::optional<Error> failure() const;
 
   // Copies the message into pages (splitting it across pages when it does not fit).
   // Throws netio::Error: Errc::timeout, Errc::message_too_large, Errc::would_block (on the

@@ -5,6 +5,7 @@
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
+#include "netio/error.hpp"
 #include "netio/message.hpp"
 #include "netio/peer.hpp"
 #include "netio/receive_budget.hpp"
@@ -59,6 +60,9 @@ class LowLatencySendSocket {
   // refused or rejected, or Errc::timeout; Errc::would_block on the event-loop thread.
   void wait_connected(std::chrono::nanoseconds timeout);
   bool connected() const noexcept;
+  // The error the connection failed with (refused, rejected, lost), if it did; from any
+  // thread, without waiting or throwing.
+  std::optional<Error> failure() const;
 
   // Copies `message` into a send buffer and hands it to the back-end. Throws netio::Error:
   // Errc::message_too_large (beyond what the receiver accepts), Errc::timeout (no buffer

@@ -66,6 +66,12 @@ void DataConnection::flush() {
   }
 }
 
+std::optional<Error> DataConnection::failure() const {
+  if (high_throughput_) return high_throughput_->failure();
+  if (low_latency_) return low_latency_->failure();
+  return std::nullopt;
+}
+
 bool DataConnection::connected() const noexcept {
   if (high_throughput_) return high_throughput_->connected();
   if (low_latency_) return low_latency_->connected();

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 
@@ -43,6 +44,7 @@ class DataConnection {
   Delivery deliver(std::span<const std::span<const std::byte>> frame);
   void flush();
   bool connected() const noexcept;
+  std::optional<Error> failure() const;  // the socket's, if its connection failed
   // Starts the asynchronous close (what is queued goes out); deliveries report `gone` from now on.
   void close();
   // The blocking close, for a user thread when the publisher goes: what is queued goes out

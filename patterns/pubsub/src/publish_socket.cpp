@@ -276,20 +276,25 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     return std::make_shared<DataConnection>(info, peer, std::make_unique<LowLatencySendSocket>(context_, remote, o));
   }
 
-  // Acknowledges the subscriptions whose data connection came up; refuses those whose did
-  // not within connect_timeout (and forgets that connection).
+  // Acknowledges the subscriptions whose data connection came up; refuses those whose
+  // failed (at once, with the reason) or did not come up within connect_timeout (and
+  // forgets that connection).
   void poll_pending() {
     const auto now = std::chrono::steady_clock::now();
     std::vector<PendingAck> waiting;
     for (auto& p : pending_) {
+      std::optional<Error> failure;
       if (p.connection->closed()) {
         answer(p.control, p.request_id, false, "the subscription was removed before its connection came up");
       } else if (p.connection->connected()) {
         answer(p.control, p.request_id, true, "");
-      } else if (now - p.connection->opened_at() > options_.connect_timeout) {
-        const std::string why = fmt::format("publisher {} could not connect to {} within {} ms", local_.to_string(),
-                                            p.connection->subscriber().endpoint.to_string(),
-                                            std::chrono::duration_cast<std::chrono::milliseconds>(options_.connect_timeout).count());
+      } else if ((failure = p.connection->failure()) || now - p.connection->opened_at() > options_.connect_timeout) {
+        const std::string why =
+            failure ? fmt::format("publisher {} could not connect to {}: {}", local_.to_string(),
+                                  p.connection->subscriber().endpoint.to_string(), failure->what())
+                    : fmt::format("publisher {} could not connect to {} within {} ms", local_.to_string(),
+                                  p.connection->subscriber().endpoint.to_string(),
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(options_.connect_timeout).count());
         log(LogLevel::warn, "{}", why);
         table_.remove_connection(p.connection);
         p.connection->close();
