@@ -1,5 +1,6 @@
 #include "netio/high_throughput_socket.hpp"
 
+#include "budget_charge.hpp"
 #include "introduction.hpp"
 #include "netio/log.hpp"
 #include "page_format.hpp"
@@ -24,8 +25,10 @@ class HighThroughputReceiveSocket::Impl {
  public:
   Impl(Context& context, const Endpoint& local, const HighThroughputReceiveOptions& options)
       : options_(options),
+        budget_(detail::budget_from(options.shared_budget, options.memory_budget)),
         connections_(context, local, detail::SocketKind::high_throughput_send, "a high-throughput receive socket",
-                     callbacks(), options.events, stats_, options.reply_window) {}
+                     callbacks(), options.events, stats_, options.reply_window, budget_,
+                     /*reassembly_buffer=*/true) {}
 
   ~Impl() {
     // Pages still queued go back to the back-end before the connections close.
@@ -46,7 +49,7 @@ class HighThroughputReceiveSocket::Impl {
     };
     c.on_data = [this](const std::shared_ptr<const detail::PeerState>& peer, ReceivedBuffer page) {
       stats_.pages().fetch_add(1, std::memory_order_relaxed);
-      push({peer->connection, std::make_shared<HeldPage>(std::move(page), Peer(peer))});
+      push({peer->connection, std::make_shared<HeldPage>(std::move(page), Peer(peer)), peer->reassembly_allowance});
     };
     c.on_disconnected = [this](std::uint64_t connection, const Error&) { push({connection, nullptr}); };
     return c;
@@ -63,6 +66,7 @@ class HighThroughputReceiveSocket::Impl {
   struct QueuedPage {
     std::uint64_t connection = 0;
     std::shared_ptr<HeldPage> page;
+    std::size_t reassembly_allowance = 0;  // the connection's, counted with its buffers
   };
 
   void push(QueuedPage entry) {
@@ -216,16 +220,17 @@ class HighThroughputReceiveSocket::Impl {
     }
     if (dropped_.count(entry.connection) != 0) return true;  // pages in flight from a dropped peer
     current_ = std::move(entry);
-    current_parser_ = &parser_for(current_.connection);
+    current_parser_ = &parser_for(current_.connection, current_.reassembly_allowance);
     current_parser_->set_page(current_.page->buffer.bytes(), current_.page->buffer.spare(), current_.page);
     return true;
   }
 
-  detail::PageParser& parser_for(std::uint64_t connection) {
-    return parsers_.try_emplace(connection, options_.max_message_size).first->second;
+  detail::PageParser& parser_for(std::uint64_t connection, std::size_t reassembly_allowance) {
+    return parsers_.try_emplace(connection, options_.max_message_size, budget_, reassembly_allowance).first->second;
   }
 
   HighThroughputReceiveOptions options_;
+  std::shared_ptr<ReceiveBudget> budget_;
   StatsCounters stats_;
 
   std::mutex queue_mutex_;
@@ -275,5 +280,6 @@ std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono:
 }
 Endpoint HighThroughputReceiveSocket::local_endpoint() const { return impl_->connections_.local_endpoint(); }
 SocketStats HighThroughputReceiveSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
+const ReceiveBudget& HighThroughputReceiveSocket::memory_budget() const noexcept { return *impl_->budget_; }
 
 }  // namespace netio

@@ -104,31 +104,40 @@ class HighThroughputSendSocket::Impl {
     return options;
   }
 
-  bool send(std::span<const std::byte> message, bool wait) {
+  // The message is the concatenation of `parts` (usually one).
+  bool send(std::span<const std::span<const std::byte>> parts, bool wait) {
     throw_if_closed();
+    const std::size_t size = detail::MessagePacker::total_size(parts);
     if (wait && sender_->loop().in_loop_thread()) {
       // Pages come back on this very thread: waiting for one would never end.
-      if (send(message, false)) return true;
+      if (send(parts, false)) return true;
       throw sender_->would_block(
           "send()", fmt::format("the {}-byte message does not fit in the free pages: use try_send() on the "
-                                "event-loop thread", message.size()));
+                                "event-loop thread", size));
     }
-    if (wait && message.size() >= zero_copy_threshold_ && sender_->can_send_borrowed()) {
-      send_from_caller_memory(message);
+    if (wait && size >= zero_copy_threshold_ && sender_->can_send_borrowed()) {
+      if (parts.size() == 1) {
+        send_from_caller_memory(parts[0]);
+      } else {  // lent frames must be one span: join the parts (a copy, as into pages)
+        std::vector<std::byte> joined;
+        joined.reserve(size);
+        for (const auto& part : parts) joined.insert(joined.end(), part.begin(), part.end());
+        send_from_caller_memory(joined);
+      }
       return true;
     }
-    if (send_into_current_page(message)) return true;
+    if (send_into_current_page(parts, size)) return true;
     std::lock_guard message_lock(message_mutex_);
     // Take every page the message needs before writing any of it: a timeout then leaves
     // nothing queued. Only a message larger than the whole pool streams through it.
-    const std::size_t needed = pages_needed(message.size());
+    const std::size_t needed = pages_needed(size);
     if (!wait && needed > options_.page_count) {
       throw Error(Errc::message_too_large,
                   fmt::format("a {}-byte message needs more pages than the pool of {} holds: only send() on a "
-                              "user thread can take it (it streams it)", message.size(), options_.page_count));
+                              "user thread can take it (it streams it)", size, options_.page_count));
     }
     if (needed <= options_.page_count && !reserve_pages(needed, wait)) return false;
-    detail::MessagePacker packer(message);
+    detail::MessagePacker packer(parts);
     while (!packer.done()) {
       std::unique_lock page_lock(page_mutex_);
       if (current_ == nullptr) {
@@ -143,7 +152,7 @@ class HighThroughputSendSocket::Impl {
         current_ = page;
       }
       packer.fill(current_->data, current_->size, page_capacity_);
-      if (packer.done()) stats_.add_message_single_writer(message.size());  // every writer holds page_mutex_
+      if (packer.done()) stats_.add_message_single_writer(size);  // every writer holds page_mutex_
       if (detail::MessagePacker::page_full(current_->size, page_capacity_)) {
         stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);
         submit_current();
@@ -184,19 +193,19 @@ class HighThroughputSendSocket::Impl {
   // The common case, under one lock: the whole message fits into the current page. Another
   // sender's message is never half-written there: between the pages of a message that
   // spans pages current_ is null (a page is submitted as soon as it is full).
-  bool send_into_current_page(std::span<const std::byte> message) {
+  bool send_into_current_page(std::span<const std::span<const std::byte>> parts, std::size_t size) {
     std::lock_guard page_lock(page_mutex_);
     if (closing_.load(std::memory_order_relaxed)) throw sender_->closed_error();
-    if (current_ == nullptr || page_capacity_ - current_->size < detail::message_header_size + message.size()) {
+    if (current_ == nullptr || page_capacity_ - current_->size < detail::message_header_size + size) {
       return false;
     }
-    detail::MessagePacker packer(message);
+    detail::MessagePacker packer(parts);
     packer.fill(current_->data, current_->size, page_capacity_);
     if (detail::MessagePacker::page_full(current_->size, page_capacity_)) {
       stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);
       submit_current();
     }
-    stats_.add_message_single_writer(message.size());  // every writer holds page_mutex_
+    stats_.add_message_single_writer(size);  // every writer holds page_mutex_
     return true;
   }
 
@@ -321,8 +330,19 @@ void HighThroughputSendSocket::wait_connected(std::chrono::nanoseconds timeout) 
   impl_->sender_->state().wait_connected(timeout, impl_->sender_->remote());
 }
 bool HighThroughputSendSocket::connected() const noexcept { return impl_->sender_->state().connected(); }
-void HighThroughputSendSocket::send(std::span<const std::byte> message) { impl_->send(message, true); }
-bool HighThroughputSendSocket::try_send(std::span<const std::byte> message) { return impl_->send(message, false); }
+std::optional<Error> HighThroughputSendSocket::failure() const { return impl_->sender_->state().failure(); }
+void HighThroughputSendSocket::send(std::span<const std::byte> message) {
+  const std::span<const std::byte> parts[] = {message};
+  impl_->send(parts, true);
+}
+bool HighThroughputSendSocket::try_send(std::span<const std::byte> message) {
+  const std::span<const std::byte> parts[] = {message};
+  return impl_->send(parts, false);
+}
+void HighThroughputSendSocket::send_parts(std::span<const std::span<const std::byte>> parts) { impl_->send(parts, true); }
+bool HighThroughputSendSocket::try_send_parts(std::span<const std::span<const std::byte>> parts) {
+  return impl_->send(parts, false);
+}
 void HighThroughputSendSocket::flush() { impl_->flush_page(impl_->stats_.flushes_explicit()); }
 void HighThroughputSendSocket::flush_and_wait(std::chrono::nanoseconds timeout) {
   impl_->sender_->refuse_on_loop_thread("flush_and_wait()", "use flush(), or close(on_closed) to learn when everything was sent");

@@ -1,5 +1,6 @@
 #include "netio/low_latency_socket.hpp"
 
+#include "budget_charge.hpp"
 #include "introduction.hpp"
 #include "netio/log.hpp"
 #include "receive_connections.hpp"
@@ -15,8 +16,10 @@ class LowLatencyReceiveSocket::Impl {
   Impl(Context& context, const Endpoint& local, Handler handler, const LowLatencyReceiveOptions& options)
       : handler_(std::move(handler)),
         options_(options),
+        budget_(detail::budget_from(options.shared_budget, options.memory_budget)),
         connections_(context, local, detail::SocketKind::low_latency_send, "a low-latency receive socket",
-                     callbacks(), options.events, stats_, options.reply_window) {}
+                     callbacks(), options.events, stats_, options.reply_window, budget_,
+                     /*reassembly_buffer=*/false) {}
 
   detail::ReceiveConnections::Callbacks callbacks() {
     detail::ReceiveConnections::Callbacks c;
@@ -48,6 +51,7 @@ class LowLatencyReceiveSocket::Impl {
   Handler handler_;
   LowLatencyReceiveOptions options_;
   StatsCounters stats_;
+  std::shared_ptr<ReceiveBudget> budget_;
   detail::ReceiveConnections connections_;
 };
 
@@ -66,5 +70,6 @@ LowLatencyReceiveSocket::~LowLatencyReceiveSocket() {
 
 Endpoint LowLatencyReceiveSocket::local_endpoint() const { return impl_->connections_.local_endpoint(); }
 SocketStats LowLatencyReceiveSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
+const ReceiveBudget& LowLatencyReceiveSocket::memory_budget() const noexcept { return *impl_->budget_; }
 
 }  // namespace netio

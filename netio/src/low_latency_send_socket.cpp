@@ -20,12 +20,15 @@ class LowLatencySendSocket::Impl {
             options.replies, options.buffer_count, options.buffer_size)),
         stats_(sender_->stats()) {}
 
-  // One buffer per message: waits for a free one when `wait`, copies, submits.
-  bool send(std::span<const std::byte> message, bool wait) {
+  // One buffer per message (the concatenation of `parts`): waits for a free one when
+  // `wait`, copies, submits.
+  bool send(std::span<const std::span<const std::byte>> parts, bool wait) {
     sender_->throw_if_unusable();
-    if (const auto limit = sender_->state().peer_max_buffer_size(); limit != 0 && message.size() > limit) {
+    std::size_t size = 0;
+    for (const auto& part : parts) size += part.size();
+    if (const auto limit = sender_->state().peer_max_buffer_size(); limit != 0 && size > limit) {
       throw Error(Errc::message_too_large, fmt::format("a {}-byte message is larger than {} accepts ({} bytes)",
-                                                       message.size(), sender_->remote().to_string(), limit));
+                                                       size, sender_->remote().to_string(), limit));
     }
     Buffer* buffer = sender_->pool().try_acquire();
     if (buffer == nullptr) {
@@ -46,14 +49,17 @@ class LowLatencySendSocket::Impl {
       }
     }
     try {
-      sender_->pool().reserve(buffer, message.size());  // may fail to allocate or register
+      sender_->pool().reserve(buffer, size);  // may fail to allocate or register
     } catch (...) {
       sender_->pool().release(buffer);
       throw;
     }
-    if (!message.empty()) std::memcpy(buffer->data, message.data(), message.size());
-    buffer->size = message.size();
-    stats_.add_message(message.size());
+    buffer->size = 0;
+    for (const auto& part : parts) {
+      if (!part.empty()) std::memcpy(buffer->data + buffer->size, part.data(), part.size());
+      buffer->size += part.size();
+    }
+    stats_.add_message(size);
     stats_.pages().fetch_add(1, std::memory_order_relaxed);
     if (!sender_->submit(buffer)) {  // close() started meanwhile
       sender_->pool().release(buffer);
@@ -92,8 +98,19 @@ void LowLatencySendSocket::wait_connected(std::chrono::nanoseconds timeout) {
   impl_->sender_->state().wait_connected(timeout, impl_->sender_->remote());
 }
 bool LowLatencySendSocket::connected() const noexcept { return impl_->sender_->state().connected(); }
-void LowLatencySendSocket::send(std::span<const std::byte> message) { impl_->send(message, true); }
-bool LowLatencySendSocket::try_send(std::span<const std::byte> message) { return impl_->send(message, false); }
+std::optional<Error> LowLatencySendSocket::failure() const { return impl_->sender_->state().failure(); }
+void LowLatencySendSocket::send(std::span<const std::byte> message) {
+  const std::span<const std::byte> parts[] = {message};
+  impl_->send(parts, true);
+}
+bool LowLatencySendSocket::try_send(std::span<const std::byte> message) {
+  const std::span<const std::byte> parts[] = {message};
+  return impl_->send(parts, false);
+}
+void LowLatencySendSocket::send_parts(std::span<const std::span<const std::byte>> parts) { impl_->send(parts, true); }
+bool LowLatencySendSocket::try_send_parts(std::span<const std::span<const std::byte>> parts) {
+  return impl_->send(parts, false);
+}
 std::optional<Message> LowLatencySendSocket::recv_reply(std::chrono::nanoseconds timeout) {
   return impl_->sender_->replies().recv(timeout);
 }

@@ -37,25 +37,43 @@ PageParser::Result PageParser::next() {
   // The message continues in the next page(s).
   assembling_ = true;
   expected_ = length;
-  begin_spanning(in_page);
-  return Result::need_page;
+  return begin_spanning(in_page) ? Result::need_page : Result::error;
 }
 
-void PageParser::begin_spanning(std::size_t in_page) {
+bool PageParser::begin_spanning(std::size_t in_page) {
   assembled_ = in_page;
+  const std::byte* from = page_.data() + offset_;
+  offset_ = page_.size();
   if (in_page > 0 && owner_ && spare_.size() >= expected_ - in_page) {
-    join_start_ = page_.data() + offset_;
+    join_start_ = from;
     join_next_ = spare_.data();
     join_page_ = std::move(owner_);
-  } else {
-    assembly_.clear();
-    if (in_page > 0) {
-      assembly_.reserve(expected_);
-      assembly_.insert(assembly_.end(), page_.begin() + static_cast<std::ptrdiff_t>(offset_), page_.end());
-    }
+    return true;
   }
-  offset_ = page_.size();
   owner_.reset();
+  assembly_ = {};
+  assembly_charge_.release();
+  return append(from, in_page);
+}
+
+bool PageParser::append(const std::byte* bytes, std::size_t count) {
+  const std::size_t size = assembly_.size() + count;
+  if (size > assembly_.capacity()) {
+    // Doubling, capped at the message's length: a length field alone reserves nothing.
+    const std::size_t capacity = std::min(expected_, std::max(size, 2 * assembly_.capacity()));
+    const std::size_t beyond = capacity > allowance_ ? capacity - allowance_ : 0;
+    if (beyond > assembly_charge_.bytes() && !assembly_charge_.grow(beyond - assembly_charge_.bytes())) {
+      const auto& budget = *assembly_charge_.budget();
+      error_ = fmt::format("a {}-byte message spanning pages needs more reassembly memory than the receive "
+                           "memory budget has free ({} of {} bytes held)", expected_, budget.used(), budget.limit());
+      assembly_charge_.release();
+      assembly_ = {};
+      return false;
+    }
+    assembly_.reserve(capacity);
+  }
+  assembly_.insert(assembly_.end(), bytes, bytes + count);
+  return true;
 }
 
 PageParser::Result PageParser::continue_message() {
@@ -69,16 +87,15 @@ PageParser::Result PageParser::continue_message() {
       offset_ = expected_;
       return Result::message;
     }
-    begin_spanning(left);
-    return Result::need_page;
+    return begin_spanning(left) ? Result::need_page : Result::error;
   }
   const std::size_t take = std::min(left, expected_ - assembled_);
   const std::byte* from = page_.data() + offset_;
   if (join_page_) {
     std::memcpy(join_next_, from, take);
     join_next_ += take;
-  } else {
-    assembly_.insert(assembly_.end(), from, from + take);
+  } else if (!append(from, take)) {
+    return Result::error;
   }
   assembled_ += take;
   offset_ += take;
@@ -104,14 +121,23 @@ namespace netio::detail {
 void MessagePacker::fill(std::byte* page, std::size_t& used, std::size_t page_size) noexcept {
   if (!header_written_) {
     if (page_full(used, page_size)) return;
-    store_le<std::uint64_t>(page + used, message_.size());
+    store_le<std::uint64_t>(page + used, size_);
     used += message_header_size;
     header_written_ = true;
   }
-  const std::size_t take = std::min(page_size - used, message_.size() - offset_);
-  if (take > 0) std::memcpy(page + used, message_.data() + offset_, take);
-  used += take;
-  offset_ += take;
+  while (written_ < size_ && used < page_size) {
+    const auto part = parts_[part_];
+    if (offset_ == part.size()) {  // bytes are left, so further parts hold them
+      ++part_;
+      offset_ = 0;
+      continue;
+    }
+    const std::size_t take = std::min(page_size - used, part.size() - offset_);
+    std::memcpy(page + used, part.data() + offset_, take);
+    used += take;
+    offset_ += take;
+    written_ += take;
+  }
 }
 
 }  // namespace netio::detail

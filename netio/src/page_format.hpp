@@ -4,6 +4,8 @@
 // So a page ending in 1 to 7 bytes that cannot be a length is malformed (truncated).
 #pragma once
 
+#include "budget_charge.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -19,12 +21,18 @@ constexpr std::size_t message_header_size = 8;
 //
 // A message that spans pages is joined where it started when that page's buffer has room
 // for the rest (libfabric's receive buffers do: pages are filled only to 768 KiB there), so
-// it stays a view of one page; otherwise it is reassembled into memory of its own.
+// it stays a view of one page; otherwise it is reassembled into memory of its own, which
+// grows with the bytes that arrive (never reserved from the length field). What it takes
+// beyond `allowance` (room counted already, with the connection's buffers) is counted
+// against `budget` (if any) until take_reassembled() hands it out. A message that does not
+// fit the budget is an error (its sender is disconnected).
 class PageParser {
  public:
   enum class Result { message, need_page, error };
 
-  explicit PageParser(std::size_t max_message_size) : max_message_size_(max_message_size) {}
+  explicit PageParser(std::size_t max_message_size, std::shared_ptr<ReceiveBudget> budget = {},
+                      std::size_t allowance = 0)
+      : max_message_size_(max_message_size), allowance_(allowance), assembly_charge_(std::move(budget)) {}
 
   // Starts on the next page; the bytes must stay valid until next() asks for another page.
   // `spare` is the writable rest of the page's buffer, right after its bytes (may be
@@ -47,7 +55,10 @@ class PageParser {
   std::span<const std::byte> view() const noexcept { return view_; }
   const std::shared_ptr<const void>& joined_page() const noexcept { return joined_page_; }
   bool reassembled() const noexcept { return reassembled_; }
-  std::vector<std::byte> take_reassembled() noexcept { return std::move(assembly_); }
+  std::vector<std::byte> take_reassembled() noexcept {
+    assembly_charge_.release();
+    return std::move(assembly_);
+  }
 
   bool mid_message() const noexcept { return assembling_; }
   const std::string& error() const noexcept { return error_; }
@@ -55,9 +66,13 @@ class PageParser {
  private:
   Result continue_message();
   // The message's first `in_page` bytes end the current page; the rest comes in later ones.
-  void begin_spanning(std::size_t in_page);
+  bool begin_spanning(std::size_t in_page);  // false (error set) when it does not fit the budget
+  // Appends to the reassembly, growing it geometrically up to the message's length; false
+  // (error set) when the growth does not fit the budget.
+  bool append(const std::byte* bytes, std::size_t count);
 
   std::size_t max_message_size_;
+  std::size_t allowance_;
   std::span<const std::byte> page_;
   std::span<std::byte> spare_;
   std::shared_ptr<const void> owner_;
@@ -73,6 +88,7 @@ class PageParser {
   std::shared_ptr<const void> join_page_;
   std::shared_ptr<const void> joined_page_;  // of the message in view_, when joined
   std::vector<std::byte> assembly_;
+  BudgetCharge assembly_charge_;  // assembly_'s capacity beyond allowance_
   std::string error_;
 };
 
@@ -81,21 +97,38 @@ class PageParser {
 namespace netio::detail {
 
 // Packs one message into pages, page by page: fill() writes as much as fits after `used`.
+// The message is one span, or the concatenation of several (a header and a payload, packed
+// without being copied together first); the spans must outlive the packer.
 class MessagePacker {
  public:
-  explicit MessagePacker(std::span<const std::byte> message) noexcept : message_(message) {}
+  explicit MessagePacker(std::span<const std::byte> message) noexcept
+      : single_(message), parts_(&single_, 1), size_(message.size()) {}
+  explicit MessagePacker(std::span<const std::span<const std::byte>> parts) noexcept
+      : parts_(parts), size_(total_size(parts)) {}
+  MessagePacker(const MessagePacker&) = delete;
+  MessagePacker& operator=(const MessagePacker&) = delete;
 
   void fill(std::byte* page, std::size_t& used, std::size_t page_size) noexcept;
-  bool done() const noexcept { return header_written_ && offset_ == message_.size(); }
+  bool done() const noexcept { return header_written_ && written_ == size_; }
   bool started() const noexcept { return header_written_; }
+  std::size_t size() const noexcept { return size_; }
   // A page that cannot take another length field is full and goes out as it is.
   static bool page_full(std::size_t used, std::size_t page_size) noexcept {
     return page_size - used < message_header_size;
   }
+  static std::size_t total_size(std::span<const std::span<const std::byte>> parts) noexcept {
+    std::size_t size = 0;
+    for (const auto& part : parts) size += part.size();
+    return size;
+  }
 
  private:
-  std::span<const std::byte> message_;
-  std::size_t offset_ = 0;
+  std::span<const std::byte> single_;  // the one part of a one-span message
+  std::span<const std::span<const std::byte>> parts_;
+  std::size_t size_;
+  std::size_t part_ = 0;     // the part being written
+  std::size_t offset_ = 0;   // how much of it is written
+  std::size_t written_ = 0;  // of the whole message
   bool header_written_ = false;
 };
 

@@ -14,6 +14,9 @@ struct PeerState {
   Endpoint address;
   Identity identity;
   std::shared_ptr<ReplySender> replies;
+  // Reassembly room counted with the connection's receive buffers (its buffer size where
+  // the receive socket asked for one: see ReceiveConnections).
+  std::size_t reassembly_allowance = 0;
 };
 
 // A connection id unique in the process.

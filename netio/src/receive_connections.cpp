@@ -5,20 +5,24 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace netio::detail {
 
 ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected,
                                        std::string_view receiver_kind, Callbacks callbacks, ConnectionEvents events,
-                                       StatsCounters& stats, std::size_t reply_window)
+                                       StatsCounters& stats, std::size_t reply_window,
+                                       std::shared_ptr<ReceiveBudget> budget, bool reassembly_buffer)
     : loop_(context.loop()),
       expected_(expected),
       receiver_kind_(receiver_kind),
       callbacks_(std::move(callbacks)),
       events_(std::move(events)),
       stats_(stats),
-      reply_window_(reply_window) {
+      reply_window_(reply_window),
+      budget_(std::move(budget)),
+      reassembly_buffer_(reassembly_buffer) {
   Backend& backend = context.backend(local);
   loop_.run_sync([&] {
     listener_ = backend.make_listen_socket();
@@ -53,11 +57,69 @@ void ReceiveConnections::close() noexcept {
 
 AcceptDecision ReceiveConnections::on_request(const Endpoint& peer, std::span<const std::byte> hello) {
   try {
-    return callbacks_.decide(expect_hello(hello, expected_, receiver_kind_));
+    return fit_to_budget(peer, callbacks_.decide(expect_hello(hello, expected_, receiver_kind_)));
   } catch (const Error& e) {
     log(LogLevel::warn, "receive socket {}: rejecting {}: {}", local_.to_string(), peer.to_string(), e.what());
     return AcceptDecision::reject(e.what());
   }
+}
+
+namespace {
+// A handshake accepted this long ago whose connection never came (the peer gave up before
+// libfabric established it) no longer holds its buffers' share of the budget.
+constexpr std::chrono::seconds pending_charge_lifetime{60};
+}  // namespace
+
+AcceptDecision ReceiveConnections::fit_to_budget(const Endpoint& peer, AcceptDecision decision) {
+  const auto now = std::chrono::steady_clock::now();
+  while (!pending_charges_.empty() && now - pending_charges_.front().since > pending_charge_lifetime) {
+    pending_charges_.pop_front();
+  }
+  if (!decision.accepted || !budget_) return decision;
+  const std::size_t buffer = std::max<std::size_t>(decision.max_buffer_size, 1);
+  const std::size_t extra = reassembly_buffer_ ? 1 : 0;  // buffers counted beside the credits
+  auto fitting = [&] {
+    const std::size_t buffers = budget_->available() / buffer;
+    return buffers > extra ? buffers - extra : 0;
+  };
+  BudgetCharge charge(budget_);
+  std::size_t credits = std::min(decision.receive_credits, fitting());
+  // Others may take from a shared budget meanwhile: retry with what is left.
+  while (credits > 0 && !charge.grow((credits + extra) * buffer)) credits = std::min(credits - 1, fitting());
+  // Logged once until connections fit whole again: a flood of peers is one episode.
+  if (credits == 0) {
+    budget_->count_refusal();
+    auto reason = fmt::format("the receiver's memory budget is used up: {} of {} bytes held, and a connection "
+                              "needs {} bytes at least ({})", budget_->used(), budget_->limit(), (1 + extra) * buffer,
+                              extra != 0 ? "one receive buffer and as much to reassemble messages in" : "one receive buffer");
+    if (!std::exchange(budget_refusing_, true)) {
+      log(LogLevel::warn, "receive socket {}: rejecting {}: {} (further refusals are not logged until connections "
+          "fit again)", local_.to_string(), peer.to_string(), reason);
+    }
+    return AcceptDecision::reject(std::move(reason));
+  }
+  if (credits < decision.receive_credits) {
+    if (!std::exchange(budget_refusing_, true)) {
+      log(LogLevel::warn, "receive socket {}: the memory budget ({} of {} bytes held) leaves {} {} of the {} "
+          "receive credits asked (further cuts are not logged until connections fit again)", local_.to_string(),
+          budget_->used(), budget_->limit(), peer.to_string(), credits, decision.receive_credits);
+    }
+  } else {
+    budget_refusing_ = false;
+  }
+  decision.receive_credits = credits;
+  pending_charges_.push_back({peer.to_string(), std::move(charge), extra * buffer, now});
+  return decision;
+}
+
+void ReceiveConnections::claim_charge(Connection& connection) {
+  const std::string name = connection.peer.to_string();
+  const auto it = std::find_if(pending_charges_.begin(), pending_charges_.end(),
+                               [&](const PendingCharge& p) { return p.peer == name; });
+  if (it == pending_charges_.end()) return;
+  connection.buffers = std::move(it->charge);
+  connection.reassembly_allowance = it->reassembly_allowance;
+  pending_charges_.erase(it);
 }
 
 void ReceiveConnections::on_accepted(std::unique_ptr<LowLevelReceiveSocket> socket) {
@@ -65,6 +127,7 @@ void ReceiveConnections::on_accepted(std::unique_ptr<LowLevelReceiveSocket> sock
   auto& connection = connections_[id];
   connection.peer = socket->peer();
   connection.socket = std::move(socket);
+  claim_charge(connection);
   connection.replies = std::make_shared<ReplySender>(loop_, *connection.socket, reply_window_,
                                                      connection.peer.to_string());
   stats_.connections().fetch_add(1, std::memory_order_relaxed);
@@ -97,6 +160,7 @@ void ReceiveConnections::on_introduction(std::uint64_t id, Connection& connectio
   state->connection = id;
   state->address = connection.peer;
   state->replies = connection.replies;
+  state->reassembly_allowance = connection.reassembly_allowance;
   try {
     state->identity = decode_introduction(bytes);
   } catch (const Error& e) {

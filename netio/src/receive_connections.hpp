@@ -9,6 +9,7 @@
 // destroys the back-end sockets, so it must not run inside one of their callbacks.
 #pragma once
 
+#include "budget_charge.hpp"
 #include "handshake.hpp"
 #include "peer_state.hpp"
 #include "netio/backend.hpp"
@@ -16,7 +17,9 @@
 #include "netio/context.hpp"
 #include "netio/stats.hpp"
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -34,9 +37,14 @@ class ReceiveConnections {
     std::function<void(std::uint64_t connection, const Error& error)> on_disconnected;
   };
 
-  // `reply_window`: replies queued per connection at most (ReplySender).
+  // `reply_window`: replies queued per connection at most (ReplySender). `budget` counts
+  // every accepted connection's receive buffers (credits × largest buffer), plus, with
+  // `reassembly_buffer`, one buffer more for joining a message that spans two of them
+  // (PeerState::reassembly_allowance). A connection that does not fit whole gets fewer
+  // credits; one that does not fit with a single credit is rejected with the reason.
   ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected, std::string_view receiver_kind,
-                     Callbacks callbacks, ConnectionEvents events, StatsCounters& stats, std::size_t reply_window);
+                     Callbacks callbacks, ConnectionEvents events, StatsCounters& stats, std::size_t reply_window,
+                     std::shared_ptr<ReceiveBudget> budget, bool reassembly_buffer);
   ~ReceiveConnections();
   ReceiveConnections(const ReceiveConnections&) = delete;
   ReceiveConnections& operator=(const ReceiveConnections&) = delete;
@@ -58,9 +66,21 @@ class ReceiveConnections {
     // Reported disconnected (and counted): by the socket's own end, a refused introduction
     // or drop(), whichever came first; the others then find nothing left to report.
     bool gone = false;
+    BudgetCharge buffers;  // its receive buffers, counted against the budget until it is forgotten
+    std::size_t reassembly_allowance = 0;
+  };
+  // Buffers counted for an accepted handshake whose connection has not been handed over
+  // yet (libfabric: until the connection is established).
+  struct PendingCharge {
+    std::string peer;
+    BudgetCharge charge;
+    std::size_t reassembly_allowance = 0;
+    std::chrono::steady_clock::time_point since;
   };
 
   AcceptDecision on_request(const Endpoint& peer, std::span<const std::byte> hello);
+  AcceptDecision fit_to_budget(const Endpoint& peer, AcceptDecision decision);
+  void claim_charge(Connection& connection);
   void on_accepted(std::unique_ptr<LowLevelReceiveSocket> socket);
   void on_data(std::uint64_t id, Connection& connection, ReceivedBuffer buffer);
   void on_introduction(std::uint64_t id, Connection& connection, std::span<const std::byte> bytes);
@@ -79,6 +99,10 @@ class ReceiveConnections {
   Endpoint local_;
   std::map<std::uint64_t, Connection> connections_;  // loop thread only
   std::uint64_t next_id_ = 1;
+  std::shared_ptr<ReceiveBudget> budget_;
+  bool reassembly_buffer_;
+  std::deque<PendingCharge> pending_charges_;  // loop thread only
+  bool budget_refusing_ = false;  // refusals are logged once until a connection fits again
   // Tasks this object posts hold a weak_ptr to this: a callback can post one after the
   // destructor's run_sync() was queued, so FIFO order alone does not protect them.
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

@@ -7,9 +7,11 @@
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
+#include "netio/error.hpp"
 #include "netio/message.hpp"
 #include "netio/page_pool.hpp"
 #include "netio/peer.hpp"
+#include "netio/receive_budget.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
@@ -87,6 +89,9 @@ class HighThroughputSendSocket {
 
   void wait_connected(std::chrono::nanoseconds timeout);
   bool connected() const noexcept;
+  // The error the connection failed with (refused, rejected, lost), if it did; from any
+  // thread, without waiting or throwing.
+  std::optional<Error> failure() const;
 
   // Copies the message into pages (splitting it across pages when it does not fit).
   // Throws netio::Error: Errc::timeout, Errc::message_too_large, Errc::would_block (on the
@@ -95,6 +100,10 @@ class HighThroughputSendSocket {
   // False, with nothing written, when the message does not fit in the free pages now.
   // Throws Errc::message_too_large for a message larger than the whole pool.
   bool try_send(std::span<const std::byte> message);
+  // As send() and try_send(), for the message that is the concatenation of `parts` (a
+  // header and a payload, say): packed into pages without being joined first.
+  void send_parts(std::span<const std::span<const std::byte>> parts);
+  bool try_send_parts(std::span<const std::span<const std::byte>> parts);
   // Sends the partly filled page now.
   void flush();
   // flush(), then waits until every page handed to the back-end has completed.
@@ -125,6 +134,12 @@ struct HighThroughputReceiveOptions {
   std::size_t max_message_size = 256 * 1024 * 1024;  // a larger length disconnects the sender
   std::size_t page_credits = 8;  // pages per connection queued at most before reading stalls
   std::size_t reply_window = 16;  // replies per connection queued at most (Peer::try_reply)
+  // Memory this socket holds for its senders at most (netio/receive_budget.hpp): every
+  // connection counts page_credits × its sender's page size, and messages being reassembled
+  // count as their bytes arrive. A sender that does not fit is given fewer credits, or
+  // rejected with the reason.
+  std::size_t memory_budget = std::size_t{1} << 30;
+  std::shared_ptr<ReceiveBudget> shared_budget;  // counts here instead when set (memory_budget unused)
   ConnectionEvents events;       // optional: senders connecting and going away
 };
 
@@ -164,6 +179,8 @@ class HighThroughputReceiveSocket {
 
   Endpoint local_endpoint() const;
   SocketStats stats() const noexcept;
+  // The memory budget this socket counts against (its own, or options.shared_budget).
+  const ReceiveBudget& memory_budget() const noexcept;
 
   class Impl;
 

@@ -5,8 +5,10 @@
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
+#include "netio/error.hpp"
 #include "netio/message.hpp"
 #include "netio/peer.hpp"
+#include "netio/receive_budget.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
@@ -58,6 +60,9 @@ class LowLatencySendSocket {
   // refused or rejected, or Errc::timeout; Errc::would_block on the event-loop thread.
   void wait_connected(std::chrono::nanoseconds timeout);
   bool connected() const noexcept;
+  // The error the connection failed with (refused, rejected, lost), if it did; from any
+  // thread, without waiting or throwing.
+  std::optional<Error> failure() const;
 
   // Copies `message` into a send buffer and hands it to the back-end. Throws netio::Error:
   // Errc::message_too_large (beyond what the receiver accepts), Errc::timeout (no buffer
@@ -67,6 +72,10 @@ class LowLatencySendSocket {
   void send(std::span<const std::byte> message);
   // As send(), but returns false instead of waiting when every buffer is in flight.
   bool try_send(std::span<const std::byte> message);
+  // As send() and try_send(), for the message that is the concatenation of `parts` (a
+  // header and a payload, say): copied into the send buffer part by part.
+  void send_parts(std::span<const std::span<const std::byte>> parts);
+  bool try_send_parts(std::span<const std::span<const std::byte>> parts);
   // Waits until every message sent so far was handed to the network. Throws Errc::timeout,
   // or the connection's error if messages were lost to it; Errc::would_block on the
   // event-loop thread.
@@ -100,6 +109,11 @@ struct LowLatencyReceiveOptions {
   std::size_t max_message_size = 1024 * 1024;
   std::size_t receive_credits = 4;  // buffers per connection the back-end may fill ahead
   std::size_t reply_window = 16;    // replies per connection queued at most (Peer::try_reply)
+  // Memory this socket holds for its senders at most (netio/receive_budget.hpp): every
+  // connection counts receive_credits × max_message_size. A sender that does not fit is
+  // given fewer credits, or rejected with the reason.
+  std::size_t memory_budget = std::size_t{1} << 30;
+  std::shared_ptr<ReceiveBudget> shared_budget;  // counts here instead when set (memory_budget unused)
   ConnectionEvents events;          // optional: senders connecting and going away
 };
 
@@ -130,6 +144,8 @@ class LowLatencyReceiveSocket {
   // The bound endpoint (the real port when constructed with port 0).
   Endpoint local_endpoint() const;
   SocketStats stats() const noexcept;
+  // The memory budget this socket counts against (its own, or options.shared_budget).
+  const ReceiveBudget& memory_budget() const noexcept;
 
   class Impl;
 

@@ -35,22 +35,22 @@ Delivery DataConnection::guarded(Send send) {
   }
 }
 
-Delivery DataConnection::try_deliver(std::span<const std::byte> frame) {
+Delivery DataConnection::try_deliver(std::span<const std::span<const std::byte>> frame) {
   return guarded([&] {
-    if (high_throughput_) return high_throughput_->try_send(frame);
-    if (low_latency_) return low_latency_->try_send(frame);
+    if (high_throughput_) return high_throughput_->try_send_parts(frame);
+    if (low_latency_) return low_latency_->try_send_parts(frame);
     throw Error(Errc::closed, "no socket");
   });
 }
 
-Delivery DataConnection::deliver(std::span<const std::byte> frame) {
+Delivery DataConnection::deliver(std::span<const std::span<const std::byte>> frame) {
   return guarded([&] {
     if (high_throughput_) {
-      high_throughput_->send(frame);
+      high_throughput_->send_parts(frame);
       return true;
     }
     if (low_latency_) {
-      low_latency_->send(frame);
+      low_latency_->send_parts(frame);
       return true;
     }
     throw Error(Errc::closed, "no socket");
@@ -64,6 +64,12 @@ void DataConnection::flush() {
   } catch (const Error&) {
     // A connection that failed has nothing to flush; its subscriber is being removed.
   }
+}
+
+std::optional<Error> DataConnection::failure() const {
+  if (high_throughput_) return high_throughput_->failure();
+  if (low_latency_) return low_latency_->failure();
+  return std::nullopt;
 }
 
 bool DataConnection::connected() const noexcept {

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 
@@ -37,12 +38,13 @@ class DataConnection {
 
   // Never waits: `full` when the subscriber's buffers (or its share of the page pool) are
   // all in flight now.
-  Delivery try_deliver(std::span<const std::byte> frame);
+  Delivery try_deliver(std::span<const std::span<const std::byte>> frame);
   // Waits up to the socket's send_timeout on a user thread; throws Errc::timeout after it
   // (nothing of the message queued). On the loop thread it is try_deliver().
-  Delivery deliver(std::span<const std::byte> frame);
+  Delivery deliver(std::span<const std::span<const std::byte>> frame);
   void flush();
   bool connected() const noexcept;
+  std::optional<Error> failure() const;  // the socket's, if its connection failed
   // Starts the asynchronous close (what is queued goes out); deliveries report `gone` from now on.
   void close();
   // The blocking close, for a user thread when the publisher goes: what is queued goes out

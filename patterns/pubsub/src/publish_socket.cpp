@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <thread>
 #include <unordered_set>
@@ -24,15 +25,22 @@ using detail::Route;
 
 namespace {
 
-// The message as it goes on the wire: the tag, then the payload. One buffer per thread,
-// reused, so that publishing allocates nothing once it has grown.
-std::span<const std::byte> build_frame(Tag tag, std::span<const std::byte> data) {
-  thread_local std::vector<std::byte> frame;
-  frame.resize(detail::data_header_size + data.size());
-  detail::write_data_header(frame.data(), tag);
-  if (!data.empty()) std::memcpy(frame.data() + detail::data_header_size, data.data(), data.size());
-  return frame;
-}
+// The message as it goes on the wire: the tag, then the payload, handed to the sockets as
+// two parts (they copy each into their pages: the payload is copied once per subscriber,
+// not joined to its header first).
+class Frame {
+ public:
+  Frame(Tag tag, std::span<const std::byte> data) noexcept : parts_{std::span<const std::byte>(header_), data} {
+    detail::write_data_header(header_.data(), tag);
+  }
+  Frame(const Frame&) = delete;
+  Frame& operator=(const Frame&) = delete;
+  std::span<const std::span<const std::byte>> parts() const noexcept { return parts_; }
+
+ private:
+  std::array<std::byte, detail::data_header_size> header_{};
+  std::array<std::span<const std::byte>, 2> parts_;
+};
 
 bool unspecified_host(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::"; }
 
@@ -88,13 +96,13 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       published_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    const auto frame = build_frame(tag, data);
+    const Frame frame(tag, data);
     std::optional<Error> failure;
     std::string refused;
     for (const Route& route : it->second) {
       try {
-        const Delivery result = route.backpressure == Backpressure::drop ? route.connection->try_deliver(frame)
-                                                                         : route.connection->deliver(frame);
+        const Delivery result = route.backpressure == Backpressure::drop ? route.connection->try_deliver(frame.parts())
+                                                                         : route.connection->deliver(frame.parts());
         count(result, route);
         if (result == Delivery::full && route.backpressure != Backpressure::drop) {  // blocking, on the loop thread
           refused += (refused.empty() ? "" : ", ") + route.connection->subscriber().name;
@@ -127,10 +135,10 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       pending.clear();
       for (const Route& r : it->second) pending.push_back({r.connection, r.backpressure, r.counters});
     }
-    const auto frame = build_frame(tag, data);
+    const Frame frame(tag, data);
     std::size_t kept = 0;
     for (auto& p : pending) {
-      const Delivery result = p.connection->try_deliver(frame);
+      const Delivery result = p.connection->try_deliver(frame.parts());
       if (result == Delivery::full && p.backpressure == Backpressure::drop) {
         count_drop(*p.counters);
         continue;
@@ -268,20 +276,25 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     return std::make_shared<DataConnection>(info, peer, std::make_unique<LowLatencySendSocket>(context_, remote, o));
   }
 
-  // Acknowledges the subscriptions whose data connection came up; refuses those whose did
-  // not within connect_timeout (and forgets that connection).
+  // Acknowledges the subscriptions whose data connection came up; refuses those whose
+  // failed (at once, with the reason) or did not come up within connect_timeout (and
+  // forgets that connection).
   void poll_pending() {
     const auto now = std::chrono::steady_clock::now();
     std::vector<PendingAck> waiting;
     for (auto& p : pending_) {
+      std::optional<Error> failure;
       if (p.connection->closed()) {
         answer(p.control, p.request_id, false, "the subscription was removed before its connection came up");
       } else if (p.connection->connected()) {
         answer(p.control, p.request_id, true, "");
-      } else if (now - p.connection->opened_at() > options_.connect_timeout) {
-        const std::string why = fmt::format("publisher {} could not connect to {} within {} ms", local_.to_string(),
-                                            p.connection->subscriber().endpoint.to_string(),
-                                            std::chrono::duration_cast<std::chrono::milliseconds>(options_.connect_timeout).count());
+      } else if ((failure = p.connection->failure()) || now - p.connection->opened_at() > options_.connect_timeout) {
+        const std::string why =
+            failure ? fmt::format("publisher {} could not connect to {}: {}", local_.to_string(),
+                                  p.connection->subscriber().endpoint.to_string(), failure->what())
+                    : fmt::format("publisher {} could not connect to {} within {} ms", local_.to_string(),
+                                  p.connection->subscriber().endpoint.to_string(),
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(options_.connect_timeout).count());
         log(LogLevel::warn, "{}", why);
         table_.remove_connection(p.connection);
         p.connection->close();

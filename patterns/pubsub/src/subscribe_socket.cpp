@@ -213,6 +213,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
       if (!low_latency_) {
         LowLatencyReceiveOptions o;
         o.max_message_size = options_.low_latency_max_message_size + detail::data_header_size;
+        o.shared_budget = options_.receive_budget;
         low_latency_ = std::make_unique<LowLatencyReceiveSocket>(
             context_, local,
             [this](std::span<const std::byte> message, const Peer& peer) { on_low_latency(message, peer); }, o);
@@ -225,6 +226,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
       HighThroughputReceiveOptions o;
       o.max_message_size = options_.max_message_size + detail::data_header_size;
       o.page_credits = options_.page_credits;
+      o.shared_budget = options_.receive_budget;
       high_throughput_ = std::make_shared<HighThroughputReceiveSocket>(context_, local, o);
       transport_ = local;
       ht_ready_.notify_all();

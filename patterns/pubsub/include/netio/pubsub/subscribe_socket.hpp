@@ -28,6 +28,7 @@
 #include "netio/peer.hpp"
 #include "netio/pubsub/publication.hpp"
 #include "netio/pubsub/subscription.hpp"
+#include "netio/receive_budget.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -67,6 +68,9 @@ struct SubscribeOptions {
   std::size_t max_message_size = 256 * 1024 * 1024;
   std::size_t low_latency_max_message_size = 1024 * 1024;
   std::size_t page_credits = 8;  // high-throughput pages per publisher queued at most before reading stalls
+  // What the data receive sockets hold for publishers at most (netio/receive_budget.hpp):
+  // both count against this one when set, else each against a budget of its own of 1 GiB.
+  std::shared_ptr<ReceiveBudget> receive_budget;
 };
 
 struct SubscribeStats {

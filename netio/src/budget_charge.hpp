@@ -1,0 +1,55 @@
+// Bytes counted against a ReceiveBudget by one owner (a connection's buffers, a message
+// being reassembled), given back when the charge is released or destroyed.
+// Not thread-safe itself (one owner); the budget it counts against is.
+#pragma once
+
+#include "netio/receive_budget.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+namespace netio::detail {
+
+class BudgetCharge {
+ public:
+  BudgetCharge() = default;
+  explicit BudgetCharge(std::shared_ptr<ReceiveBudget> budget) noexcept : budget_(std::move(budget)) {}
+  ~BudgetCharge() { release(); }
+  BudgetCharge(BudgetCharge&& other) noexcept
+      : budget_(std::move(other.budget_)), bytes_(std::exchange(other.bytes_, 0)) {}
+  BudgetCharge& operator=(BudgetCharge&& other) noexcept {
+    if (this != &other) {
+      release();
+      budget_ = std::move(other.budget_);
+      bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+  }
+
+  // Counts `bytes` more; false (nothing more counted) when they do not fit. Without a
+  // budget everything fits.
+  bool grow(std::size_t bytes) noexcept {
+    if (budget_ && !budget_->try_take(bytes)) return false;
+    bytes_ += bytes;
+    return true;
+  }
+  void release() noexcept {
+    if (budget_ && bytes_ != 0) budget_->give_back(bytes_);
+    bytes_ = 0;
+  }
+  std::size_t bytes() const noexcept { return bytes_; }
+  const std::shared_ptr<ReceiveBudget>& budget() const noexcept { return budget_; }
+
+ private:
+  std::shared_ptr<ReceiveBudget> budget_;
+  std::size_t bytes_ = 0;
+};
+
+// The budget a receive socket counts against: the shared one its options name, or one of
+// its own of `bytes`.
+inline std::shared_ptr<ReceiveBudget> budget_from(const std::shared_ptr<ReceiveBudget>& shared, std::size_t bytes) {
+  return shared ? shared : std::make_shared<ReceiveBudget>(bytes);
+}
+
+}  // namespace netio::detail

@@ -1,0 +1,248 @@
+// The receive-memory budget (netio/receive_budget.hpp): the receiver, not its senders,
+// bounds what it holds for them.
+#include "little_endian.hpp"
+#include "page_format.hpp"
+#include "support/test_context.hpp"
+#include "support/transports.hpp"
+
+#include "netio/high_throughput_socket.hpp"
+#include "netio/low_latency_socket.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <thread>
+
+using netio::Endpoint;
+using netio::test::eventually;
+using netio::test::pattern;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::size_t KiB = 1024;
+constexpr std::size_t MiB = 1024 * KiB;
+
+// A page holding one message's length and the first bytes of its body.
+std::vector<std::byte> page_starting(std::uint64_t length, std::size_t body_bytes) {
+  std::vector<std::byte> page(8 + body_bytes, std::byte{7});
+  netio::detail::store_le<std::uint64_t>(page.data(), length);
+  return page;
+}
+
+netio::HighThroughputSendOptions pages_of(std::size_t page_size, std::size_t count = 4) {
+  netio::HighThroughputSendOptions options;
+  options.page_size = page_size;
+  options.page_count = count;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("a receive budget counts what fits, refuses what does not, and keeps its peak", "[budget]") {
+  netio::ReceiveBudget budget(100);
+  CHECK(budget.try_take(60));
+  CHECK_FALSE(budget.try_take(41));
+  CHECK(budget.used() == 60);
+  CHECK(budget.try_take(40));
+  CHECK(budget.available() == 0);
+  budget.give_back(70);
+  CHECK(budget.used() == 30);
+  CHECK(budget.peak() == 100);
+  CHECK_FALSE(budget.try_take(std::size_t(-1)));  // no wrap-around
+}
+
+TEST_CASE("reassembly memory grows with the bytes received, not with the length field", "[budget]") {
+  auto budget = std::make_shared<netio::ReceiveBudget>(1024 * MiB);
+  netio::detail::PageParser parser(512 * MiB, budget);
+  // A peer announces a 200 MiB message and sends 100 bytes of it.
+  const auto first = page_starting(200 * MiB, 100);
+  parser.set_page(first);
+  REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+  CHECK(budget->used() <= 2 * 100);
+  const std::vector<std::byte> more(1000, std::byte{1});
+  parser.set_page(more);
+  REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+  CHECK(budget->used() >= 1100);
+  CHECK(budget->used() <= 2 * 1100);
+}
+
+TEST_CASE("a reassembled message is counted until it is handed out", "[budget]") {
+  auto budget = std::make_shared<netio::ReceiveBudget>(MiB);
+  netio::detail::PageParser parser(MiB, budget);
+  const auto first = page_starting(3000, 1000);
+  const std::vector<std::byte> rest(2000, std::byte{2});
+  parser.set_page(first);
+  REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+  parser.set_page(rest);
+  REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
+  REQUIRE(parser.reassembled());
+  CHECK(budget->used() >= 3000);
+  const auto message = parser.take_reassembled();
+  CHECK(message.size() == 3000);
+  CHECK(budget->used() == 0);
+}
+
+TEST_CASE("a message whose reassembly does not fit the budget is an error naming the budget", "[budget]") {
+  auto budget = std::make_shared<netio::ReceiveBudget>(16 * KiB);
+  std::optional<netio::detail::PageParser> parser(std::in_place, MiB, budget);
+  const auto first = page_starting(100 * KiB, 4 * KiB);
+  parser->set_page(first);
+  REQUIRE(parser->next() == netio::detail::PageParser::Result::need_page);
+  const std::vector<std::byte> chunk(8 * KiB, std::byte{3});
+  netio::detail::PageParser::Result result = netio::detail::PageParser::Result::need_page;
+  for (int i = 0; i < 12 && result == netio::detail::PageParser::Result::need_page; ++i) {
+    parser->set_page(chunk);
+    result = parser->next();
+  }
+  REQUIRE(result == netio::detail::PageParser::Result::error);
+  CHECK_THAT(parser->error(), Catch::Contains("102400-byte message") && Catch::Contains("memory budget"));
+  CHECK(budget->used() <= budget->limit());
+  parser.reset();
+  CHECK(budget->used() == 0);
+}
+
+TEST_CASE("a receive socket's budget cuts credits, then rejects senders with the reason, and takes them again "
+          "when room comes back", "[budget][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context(netio::test::context_options());
+  constexpr std::size_t page = 64 * KiB;
+  netio::HighThroughputReceiveOptions options;
+  options.page_credits = 4;  // 4 pages and one to reassemble in: 320 KiB per connection
+  options.memory_budget = 2 * 5 * page + 3 * page;  // two whole connections, 2 credits for a third
+  netio::HighThroughputReceiveSocket receiver(context, base, options);
+  const auto& budget = receiver.memory_budget();
+
+  std::vector<std::unique_ptr<netio::HighThroughputSendSocket>> senders;
+  for (int i = 0; i < 3; ++i) {
+    senders.push_back(std::make_unique<netio::HighThroughputSendSocket>(context, receiver.local_endpoint(), pages_of(page)));
+    senders.back()->wait_connected(10s);
+  }
+  CHECK(budget.used() == options.memory_budget);  // the third got two credits
+
+  netio::HighThroughputSendSocket refused(context, receiver.local_endpoint(), pages_of(page));
+  try {
+    refused.wait_connected(10s);
+    FAIL("a sender beyond the budget was accepted");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::handshake_rejected);
+    CHECK_THAT(e.what(), Catch::Contains("memory budget is used up"));
+  }
+  CHECK(budget.refusals() == 1);
+
+  // The senders within the budget, the one with fewer credits too, deliver everything, in
+  // order per sender.
+  constexpr std::uint64_t per_sender = 300;
+  auto message = [](std::uint64_t s, std::uint64_t i) {
+    auto m = pattern(10 * KiB, s * 1000 + i);
+    std::memcpy(m.data(), &s, 8);
+    std::memcpy(m.data() + 8, &i, 8);
+    return m;
+  };
+  std::vector<std::thread> threads;
+  for (std::uint64_t s = 0; s < senders.size(); ++s) {
+    threads.emplace_back([&, s] {
+      for (std::uint64_t i = 0; i < per_sender; ++i) senders[s]->send(message(s, i));
+      senders[s]->flush();
+    });
+  }
+  std::array<std::uint64_t, 3> next{};
+  std::size_t broken = 0;
+  for (std::uint64_t k = 0; k < 3 * per_sender; ++k) {
+    auto m = receiver.recv(20s);
+    INFO("message " << k << " of " << 3 * per_sender);
+    REQUIRE(m);
+    REQUIRE(m->size() == 10 * KiB);
+    std::uint64_t s = 0;
+    std::memcpy(&s, m->data(), 8);
+    REQUIRE(s < 3);
+    const auto expected = message(s, next[s]++);
+    if (!std::equal(m->bytes().begin(), m->bytes().end(), expected.begin(), expected.end())) ++broken;
+  }
+  for (auto& t : threads) t.join();
+  CHECK(broken == 0);
+
+  // A sender that leaves gives its share back: a new one fits again.
+  senders.front().reset();
+  REQUIRE(eventually([&] { return budget.used() == options.memory_budget - 5 * page; }));
+  netio::HighThroughputSendSocket late(context, receiver.local_endpoint(), pages_of(page));
+  late.wait_connected(10s);
+  CHECK(budget.used() == options.memory_budget);
+}
+
+TEST_CASE("receive sockets given one shared budget are bounded together", "[budget][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context(netio::test::context_options());
+  auto shared = std::make_shared<netio::ReceiveBudget>(4 * 64 * KiB);
+  netio::LowLatencyReceiveOptions low_options;
+  low_options.max_message_size = 64 * KiB;
+  low_options.receive_credits = 2;  // 128 KiB
+  low_options.shared_budget = shared;
+  netio::LowLatencyReceiveSocket low(context, base, [](auto, const netio::Peer&) {}, low_options);
+  netio::HighThroughputReceiveOptions high_options;
+  high_options.page_credits = 2;
+  high_options.shared_budget = shared;
+  netio::HighThroughputReceiveSocket high(context, base, high_options);
+  CHECK(&low.memory_budget() == shared.get());
+
+  netio::LowLatencySendSocket low_sender(context, low.local_endpoint());
+  low_sender.wait_connected(10s);
+  CHECK(shared->used() == 128 * KiB);
+  netio::HighThroughputSendSocket high_sender(context, high.local_endpoint(), pages_of(64 * KiB));
+  high_sender.wait_connected(10s);  // one of its two credits fits, with its reassembly room
+  CHECK(shared->used() == 4 * 64 * KiB);
+  netio::HighThroughputSendSocket second(context, high.local_endpoint(), pages_of(64 * KiB));
+  CHECK_THROWS_WITH(second.wait_connected(10s), Catch::Contains("memory budget"));
+}
+
+TEST_CASE("a sender whose message does not fit the reassembly budget is dropped; another sender is not disturbed",
+          "[budget][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context(netio::test::context_options());
+  constexpr std::size_t page = 16 * KiB;
+  netio::HighThroughputReceiveOptions options;
+  options.page_credits = 4;
+  options.memory_budget = 2 * 5 * page + 32 * KiB;  // two connections, 32 KiB more to reassemble in
+  netio::HighThroughputReceiveSocket receiver(context, base, options);
+
+  auto big_options = pages_of(page, 16);  // the 100 KiB message is queued whole
+  big_options.zero_copy_threshold = std::numeric_limits<std::size_t>::max();  // copied into pages
+  netio::HighThroughputSendSocket big(context, receiver.local_endpoint(), big_options);
+  netio::HighThroughputSendSocket small(context, receiver.local_endpoint(), pages_of(page));
+  big.wait_connected(10s);
+  small.wait_connected(10s);
+
+  // 20 KiB spans two pages and fits (a page's room comes with the connection); 100 KiB does not.
+  big.send(pattern(20 * KiB, 1));
+  big.flush();
+  auto fits = receiver.recv(10s);
+  REQUIRE(fits);
+  CHECK(std::vector<std::byte>(fits->bytes().begin(), fits->bytes().end()) == pattern(20 * KiB, 1));
+  big.send(pattern(100 * KiB, 2));
+  big.flush();
+  REQUIRE(eventually([&] {
+    if (auto m = receiver.try_recv()) FAIL("the oversized message was delivered");
+    return receiver.stats().disconnects == 1;
+  }));
+
+  constexpr std::uint64_t n = 200;
+  std::thread sending([&] {
+    for (std::uint64_t i = 0; i < n; ++i) small.send(pattern(1000, 100 + i));
+    small.flush();
+  });
+  std::size_t broken = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    auto m = receiver.recv(10s);
+    if (!m) break;
+    const auto expected = pattern(1000, 100 + i);
+    if (!std::equal(m->bytes().begin(), m->bytes().end(), expected.begin(), expected.end())) ++broken;
+  }
+  sending.join();
+  CHECK(broken == 0);
+  CHECK(receiver.stats().messages == 1 + n);
+  CHECK(receiver.memory_budget().used() <= options.memory_budget);
+}
