@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct Options {
   CpuChoice cpu;
   std::optional<netio::EmulationConfig> emulate;
   std::chrono::nanoseconds timeout{0};
+  std::size_t repeat = 1;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -75,6 +77,12 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--buffers", o.buffers, "Per connection: low-latency send buffers or high-throughput pages")
       ->capture_default_str();
   add_size_option(app, "--buffer-size", o.buffer_size, "Bytes per low-latency send buffer or high-throughput page");
+  app.add_option("--repeat", o.repeat,
+                 "Run every configuration this many times, in interleaved rounds (all configurations once, then "
+                 "again), and report the median msg/s (the other figures are the first round's: the pattern is the "
+                 "same every time)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   add_cpu_option(app, o.cpu);
   add_emulate_option(app, o.emulate);
   add_timeout_option(app, o.timeout);
@@ -106,6 +114,7 @@ void print_text(const Options& o, const ConnbenchConfig& config, const std::vect
   fmt::print("{}: {} peers, hot set {} ({:.0f} % of accesses), {} accesses x {} messages of {}, {}, {}\n", kTool,
              o.pattern.peers, o.pattern.hot, o.pattern.hot_share * 100, o.pattern.accesses, o.pattern.burst,
              format_size(o.size), o.mode == "ll" ? "low-latency" : "high-throughput", config.base);
+  if (o.repeat > 1) fmt::print("msg/s: the median of {} interleaved rounds\n", o.repeat);
   fmt::print("{:>10} {:>7} {:>12} {:>8} {:>10} {:>9} {:>9} {:>16} {:>8}\n", "max_conn", "policy", "msg/s", "opened",
              "torn_down", "reopened", "peak_conn", "peak_conn_bytes", "seconds");
   for (const auto& r : results) {
@@ -160,14 +169,36 @@ int run(const Options& o) {
   config.sender_loop_cpu = o.cpu.loop_thread;
   const auto accesses = draw_accesses(o.pattern);
 
-  std::vector<ConnbenchResult> results;
+  struct Configuration {
+    std::uint64_t limit;
+    netio::ConnectionPolicy policy;
+  };
+  std::vector<Configuration> configurations;
   for (const std::uint64_t limit : o.max_connections) {
     // Without a limit there is nothing to tear down: the policy does not matter, run once.
     for (std::size_t p = 0; p < (limit == 0 ? 1 : o.policies.size()); ++p) {
-      const auto policy = netio::parse_connection_policy(o.policies[p]);
-      results.push_back(run_connbench(config, accesses, o.pattern.peers, o.pattern.burst, limit, policy, deadline));
-      if (!o.json) fmt::print(stderr, "{}: max_connections {} {} done\n", kTool, limit, o.policies[p]);
+      configurations.push_back({limit, netio::parse_connection_policy(o.policies[p])});
     }
+  }
+  // Rounds of every configuration, so that load from elsewhere spreads over all of them.
+  std::vector<ConnbenchResult> results;
+  std::vector<std::vector<double>> rates(configurations.size());
+  for (std::size_t round = 0; round < o.repeat; ++round) {
+    for (std::size_t c = 0; c < configurations.size(); ++c) {
+      const auto r = run_connbench(config, accesses, o.pattern.peers, o.pattern.burst, configurations[c].limit,
+                                   configurations[c].policy, deadline);
+      if (round == 0) results.push_back(r);
+      if (r.out_of_order != 0) results[c].out_of_order += round == 0 ? 0 : r.out_of_order;
+      rates[c].push_back(r.msgs_per_s);
+      fmt::print(stderr, "{}: round {} max_connections {} {}: {:.0f} msg/s\n", kTool, round + 1,
+                 configurations[c].limit, netio::to_string(configurations[c].policy), r.msgs_per_s);
+    }
+  }
+  for (std::size_t c = 0; c < configurations.size(); ++c) {
+    std::sort(rates[c].begin(), rates[c].end());
+    const std::size_t n = rates[c].size();
+    results[c].msgs_per_s = n % 2 == 1 ? rates[c][n / 2] : (rates[c][n / 2 - 1] + rates[c][n / 2]) / 2;
+    results[c].seconds = static_cast<double>(results[c].messages) / results[c].msgs_per_s;  // at the median rate
   }
   if (o.json) print_json(results);
   else print_text(o, config, results);
