@@ -78,8 +78,8 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   add_size_option(app, "--buffer-size", o.buffer_size, "Bytes per low-latency send buffer or high-throughput page");
   app.add_option("--repeat", o.repeat,
-                 "Run every configuration this many times, in interleaved rounds (all configurations once, then "
-                 "again), and report the median msg/s (the other figures are the first round's: the pattern is the "
+                 "Run every configuration this many times, in interleaved rounds (all configurations once, each "
+                 "round starting one later), and report the median msg/s (the other figures are the first round's: the pattern is the "
                  "same every time)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -183,15 +183,21 @@ int run(const Options& o) {
   // Rounds of every configuration, so that load from elsewhere spreads over all of them.
   std::vector<ConnbenchResult> results;
   std::vector<std::vector<double>> rates(configurations.size());
+  // Each round starts one configuration later: a run right after others can be slowed by
+  // their clean-up (hundreds of closed connections), and no configuration should always be last.
+  results.resize(configurations.size());
   for (std::size_t round = 0; round < o.repeat; ++round) {
-    for (std::size_t c = 0; c < configurations.size(); ++c) {
+    for (std::size_t i = 0; i < configurations.size(); ++i) {
+      const std::size_t c = (i + round) % configurations.size();
       const auto r = run_connbench(config, accesses, o.pattern.peers, o.pattern.burst, configurations[c].limit,
                                    configurations[c].policy, deadline);
-      if (round == 0) results.push_back(r);
-      if (r.out_of_order != 0) results[c].out_of_order += round == 0 ? 0 : r.out_of_order;
+      const std::uint64_t out_of_order = results[c].out_of_order + r.out_of_order;
+      if (round == 0) results[c] = r;
+      results[c].out_of_order = out_of_order;
       rates[c].push_back(r.msgs_per_s);
       fmt::print(stderr, "{}: round {} max_connections {} {}: {:.0f} msg/s\n", kTool, round + 1,
-                 configurations[c].limit, netio::to_string(configurations[c].policy), r.msgs_per_s);
+                 configurations[c].limit, configurations[c].limit == 0 ? "-" : netio::to_string(configurations[c].policy),
+                 r.msgs_per_s);
     }
   }
   for (std::size_t c = 0; c < configurations.size(); ++c) {
