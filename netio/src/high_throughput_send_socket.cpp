@@ -355,5 +355,6 @@ std::optional<Message> HighThroughputSendSocket::recv_reply(std::chrono::nanosec
 void HighThroughputSendSocket::close(std::function<void(const Error*)> on_closed) { impl_->close(std::move(on_closed)); }
 const Endpoint& HighThroughputSendSocket::remote() const noexcept { return impl_->sender_->remote(); }
 SocketStats HighThroughputSendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
+std::size_t HighThroughputSendSocket::buffer_bytes() const { return impl_->sender_->pool().bytes_allocated(); }
 
 }  // namespace netio

@@ -123,5 +123,6 @@ void LowLatencySendSocket::close(std::function<void(const Error*)> on_closed) {
 }
 const Endpoint& LowLatencySendSocket::remote() const noexcept { return impl_->sender_->remote(); }
 SocketStats LowLatencySendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
+std::size_t LowLatencySendSocket::buffer_bytes() const { return impl_->sender_->pool().bytes_allocated(); }
 
 }  // namespace netio

@@ -149,6 +149,7 @@ class SharedPages final : public PageSource {
   }
   std::size_t count() const noexcept override { return impl_.per_connection(); }
   std::size_t buffer_size() const noexcept override { return impl_.options().page_size; }
+  std::size_t bytes_allocated() const override { return 0; }  // the pool's, counted by PagePool
 
  private:
   std::shared_ptr<PagePool> pool_;

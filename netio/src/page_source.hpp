@@ -30,6 +30,8 @@ class PageSource {
   virtual void close() noexcept = 0;
   virtual std::size_t count() const noexcept = 0;  // buffers this socket may hold at once
   virtual std::size_t buffer_size() const noexcept = 0;
+  // Bytes this socket's own pool allocated (0 for a share of a PagePool: the pool counts those).
+  virtual std::size_t bytes_allocated() const = 0;
 };
 
 // A pool of the socket's own.
@@ -44,6 +46,7 @@ class OwnedPages final : public PageSource {
   void close() noexcept override { pool_.close(); }
   std::size_t count() const noexcept override { return pool_.count(); }
   std::size_t buffer_size() const noexcept override { return pool_.buffer_size(); }
+  std::size_t bytes_allocated() const override { return pool_.bytes_allocated(); }
 
  private:
   BufferPool pool_;

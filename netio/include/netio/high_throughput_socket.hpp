@@ -122,6 +122,9 @@ class HighThroughputSendSocket {
 
   const Endpoint& remote() const noexcept;
   SocketStats stats() const noexcept;
+  // Bytes of pages this socket's own pool allocated so far (pages are allocated as first
+  // used and then kept); 0 with shared_pages, whose PagePool counts them. Any thread.
+  std::size_t buffer_bytes() const;
 
   class Impl;
 

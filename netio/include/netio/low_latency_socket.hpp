@@ -96,6 +96,9 @@ class LowLatencySendSocket {
 
   const Endpoint& remote() const noexcept;
   SocketStats stats() const noexcept;
+  // Bytes of send buffers allocated so far (registered with the back-end where it needs
+  // that): buffers are allocated as first used and then kept. Any thread.
+  std::size_t buffer_bytes() const;
 
   class Impl;
 

@@ -1,0 +1,118 @@
+// A send socket to many receivers: send(endpoint, data) to any of them, over connections
+// opened on first use and, under a connection limit, torn down again (on-demand connection
+// management with tear-down, papers/004; README "Connection management").
+//
+// Each destination gets a LowLatencySendSocket or a HighThroughputSendSocket (options.mode)
+// of its own, opened when the first message to it is sent. With max_connections set, at
+// most that many are open at once (connections being torn down count until their close
+// ends). When a message needs a connection and none is free, a victim is chosen by
+// options.policy (LRU or LRU-M, connection_policy.hpp) among the connections nobody is
+// sending on right now, and torn down one-sidedly: its queued messages (a high-throughput
+// socket's partly filled page included) go out, their completions are awaited, then it
+// closes, and only then does the new connection open in its place.
+//
+// Nothing queued is lost to a tear-down: a message to a destination whose connection is
+// being torn down waits for that close and then for a re-connect. A destination that cannot
+// be reached (refused, rejected, vanished) fails only the messages to it: the send that
+// finds the failure throws it, naming the destination; options.on_peer_failed hears of it
+// once per failure; for failed_peer_retry afterwards sends to it throw at once, then the
+// next send tries to connect again. Messages that were queued in the failed connection
+// are lost with it (the underlying socket's semantics).
+//
+// Thread-safety: send(), try_send(), flush(), stats() and connection_stats() from any
+// number of threads, user threads and the event-loop thread alike. Messages from one thread
+// to one destination keep their order. On the event-loop thread nothing waits: send() that
+// would have to wait (for a connection slot, a tear-down, a free buffer) throws
+// Errc::would_block; try_send() returns false instead and, when a connection was needed,
+// has started the tear-down and re-connect, so a later try_send() goes through.
+// Lifetime: destroy before the Context. On a user thread the destructor closes every
+// connection after what was sent went out (waiting up to send_timeout in all); on the loop
+// thread it starts those closes and returns.
+#pragma once
+
+#include "netio/connection_policy.hpp"
+#include "netio/context.hpp"
+#include "netio/endpoint.hpp"
+#include "netio/error.hpp"
+#include "netio/high_throughput_socket.hpp"
+#include "netio/low_latency_socket.hpp"
+#include "netio/stats.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+namespace netio {
+
+enum class SendMode { low_latency, high_throughput };
+
+struct MultiDestinationSendOptions {
+  SendMode mode = SendMode::low_latency;
+  // Open connections at most; 0: no limit (every destination stays open once used).
+  std::size_t max_connections = 0;
+  ConnectionPolicy policy = ConnectionPolicy::lru;
+  // The options of each connection, by mode. Their send_timeout bounds a close's flush.
+  LowLatencySendOptions low_latency;
+  HighThroughputSendOptions high_throughput;
+  // How long send() waits in all for a connection (tear-downs of others, re-connects).
+  std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
+  // After a destination failed, sends to it throw the failure at once for this long.
+  std::chrono::nanoseconds failed_peer_retry = std::chrono::seconds(1);
+  // Called once per failure of a destination's connection, on the thread that found it
+  // (the loop thread for a failure found while tearing down). Must not call into this socket.
+  std::function<void(const Endpoint& peer, const Error& error)> on_peer_failed;
+};
+
+// Counters of the connection manager. Relaxed snapshot, cheap to read.
+struct ConnectionStats {
+  std::uint64_t opened = 0;      // connections opened (first opens and re-opens)
+  std::uint64_t reopened = 0;    // of which to a destination that had been open before
+  std::uint64_t torn_down = 0;   // connections closed by the policy to make room (victims)
+  std::uint64_t failed = 0;      // connections that failed (refused, vanished, lost messages)
+  std::uint64_t open = 0;        // connections open now (tear-downs in progress included)
+  std::uint64_t peak_open = 0;   // the most open at once
+  // Send-buffer memory of the open connections: buffers and pages allocated by their pools
+  // (registered with the back-end where it needs that), now and at the peak. Pages of a
+  // shared pool (HighThroughputSendOptions::shared_pages) are the pool's and not counted.
+  std::uint64_t connection_bytes = 0;
+  std::uint64_t peak_connection_bytes = 0;
+};
+
+class MultiDestinationSendSocket {
+ public:
+  // Opens nothing yet. Throws std::invalid_argument for contradictory options.
+  explicit MultiDestinationSendSocket(Context& context, MultiDestinationSendOptions options = {});
+  ~MultiDestinationSendSocket();
+  MultiDestinationSendSocket(const MultiDestinationSendSocket&) = delete;
+  MultiDestinationSendSocket& operator=(const MultiDestinationSendSocket&) = delete;
+
+  // Sends `message` to `destination` (a receive socket of the mode's kind), opening the
+  // connection (and tearing down a victim) when needed. Throws netio::Error: the
+  // destination's failure (naming it), Errc::timeout (no connection within send_timeout, or
+  // no free buffer), Errc::would_block (on the loop thread, see above), Errc::closed (after
+  // close()), Errc::message_too_large.
+  void send(const Endpoint& destination, std::span<const std::byte> message);
+  // As send(), but false instead of waiting (for a connection, a tear-down or a buffer).
+  bool try_send(const Endpoint& destination, std::span<const std::byte> message);
+  // High-throughput mode: sends the partly filled page of every open connection now.
+  void flush();
+  // Closes every connection after what was sent went out and waits (user threads; on the
+  // loop thread it only starts the closes). Sends afterwards throw Errc::closed. Returns
+  // false when something was lost or send_timeout passed (logged). Idempotent.
+  bool close();
+
+  ConnectionStats connection_stats() const;
+  // Messages and bytes sent through this socket (the other SocketStats counters are those
+  // of the connections themselves and not summed here).
+  SocketStats stats() const noexcept;
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace netio

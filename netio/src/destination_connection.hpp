@@ -1,0 +1,33 @@
+// One destination's connection of a MultiDestinationSendSocket: a low-latency or a
+// high-throughput send socket behind one small interface, so the connection manager does
+// not care which.
+// Thread-safety: as the socket it wraps (every method from any thread).
+// Lifetime: close() may be followed by destruction at any time; the close goes on.
+#pragma once
+
+#include "netio/multi_destination_send_socket.hpp"
+
+#include <functional>
+#include <memory>
+#include <span>
+
+namespace netio::detail {
+
+class DestinationConnection {
+ public:
+  // Starts connecting (returns at once; messages sent meanwhile wait in the socket).
+  DestinationConnection(Context& context, const Endpoint& destination, const MultiDestinationSendOptions& options);
+
+  // send() when `wait`, else try_send(): false when the socket has no room now.
+  bool send(std::span<const std::byte> message, bool wait);
+  void flush();  // high-throughput: the partly filled page; low-latency: nothing to do
+  // Flushes what is queued, awaits its completions, closes; on_closed on the loop thread.
+  void close(std::function<void(const Error*)> on_closed);
+  std::size_t buffer_bytes() const;
+
+ private:
+  std::unique_ptr<LowLatencySendSocket> low_latency_;
+  std::unique_ptr<HighThroughputSendSocket> high_throughput_;
+};
+
+}  // namespace netio::detail
