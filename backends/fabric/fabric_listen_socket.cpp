@@ -23,7 +23,10 @@ FabricListenSocket::~FabricListenSocket() { close(); }
 
 std::string FabricListenSocket::describe() const { return fmt::format("fabric listen socket {}", local_.to_string()); }
 
-void FabricListenSocket::listen(const Endpoint& local, Callbacks callbacks) {
+void FabricListenSocket::listen(const Endpoint& local, Callbacks callbacks, const ListenLimits&) {
+  // The hello arrives with the connection request and is answered at once: no connection
+  // waits for its hello at netio's level here (the provider keeps requests in its own
+  // bounded queue), and the provider reassembles messages, so no partial buffer is seen.
   if (listening_ || closed_) {
     throw Error(Errc::closed, fmt::format("{}: listen() may be called only once per socket", describe()));
   }
@@ -192,7 +195,7 @@ void FabricListenSocket::accept(const fi_info& request, const Endpoint& peer, co
     return;
   }
   try {
-    socket->accept();
+    socket->accept(decision.accept_data);
   } catch (const std::exception& e) {
     socket->close();  // the request handle went to the endpoint: the peer sees the close
     report(Error(Errc::backend_error, fmt::format("{}: accepting {} failed: {}", describe(), peer.to_string(), e.what())));

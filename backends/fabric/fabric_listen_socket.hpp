@@ -23,7 +23,7 @@ class FabricListenSocket final : public LowLevelListenSocket {
   FabricListenSocket(EventLoop& loop, DomainCache& domains);
   ~FabricListenSocket() override;
 
-  void listen(const Endpoint& local, Callbacks callbacks) override;
+  void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) override;
   Endpoint local_endpoint() const override { return local_; }
   void close() noexcept override;
 

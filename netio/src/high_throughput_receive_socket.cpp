@@ -25,7 +25,7 @@ class HighThroughputReceiveSocket::Impl {
   Impl(Context& context, const Endpoint& local, const HighThroughputReceiveOptions& options)
       : options_(options),
         connections_(context, local, detail::SocketKind::high_throughput_send, "a high-throughput receive socket",
-                     callbacks(), options.events, stats_, options.reply_window) {}
+                     callbacks(), options.events, stats_, options.reply_window, options.admission) {}
 
   ~Impl() {
     // Pages still queued go back to the back-end before the connections close.

@@ -16,7 +16,7 @@ class LowLatencyReceiveSocket::Impl {
       : handler_(std::move(handler)),
         options_(options),
         connections_(context, local, detail::SocketKind::low_latency_send, "a low-latency receive socket",
-                     callbacks(), options.events, stats_, options.reply_window) {}
+                     callbacks(), options.events, stats_, options.reply_window, options.admission) {}
 
   detail::ReceiveConnections::Callbacks callbacks() {
     detail::ReceiveConnections::Callbacks c;

@@ -4,6 +4,7 @@
 // on the user's thread.
 #pragma once
 
+#include "netio/admission.hpp"
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
@@ -45,6 +46,8 @@ struct HighThroughputSendOptions {
   // page_size and page_count above are then the pool's page size and its per-connection
   // share (PagePool::per_connection()), and the pool bounds the memory of all its sockets.
   std::shared_ptr<PagePool> shared_pages;
+  // Authenticate with this key, as LowLatencySendOptions::key.
+  std::optional<PreSharedKey> key;
 };
 
 // Connects to a HighThroughputReceiveSocket.
@@ -126,6 +129,7 @@ struct HighThroughputReceiveOptions {
   std::size_t page_credits = 8;  // pages per connection queued at most before reading stalls
   std::size_t reply_window = 16;  // replies per connection queued at most (Peer::try_reply)
   ConnectionEvents events;       // optional: senders connecting and going away
+  AdmissionOptions admission;    // limits, allowed networks, key (netio/admission.hpp)
 };
 
 // Listens for HighThroughputSendSockets (any number; messages of one sender keep their

@@ -2,6 +2,7 @@
 // is called, and each received message is passed to a callback on the event-loop thread.
 #pragma once
 
+#include "netio/admission.hpp"
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
@@ -27,6 +28,9 @@ struct LowLatencySendOptions {
   std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
   Identity identity;     // declared to the receiver (its Peer); default name "HOST:PID"
   ReplyOptions replies;  // replies the receiver sends back on this connection
+  // Authenticate with this key: the receiver must hold the same (AdmissionOptions::key), and
+  // each side proves it to the other (netio/preshared_key.hpp). Unset: no authentication.
+  std::optional<PreSharedKey> key;
 };
 
 // Connects to a LowLatencyReceiveSocket. Construction starts connecting and returns at
@@ -101,6 +105,7 @@ struct LowLatencyReceiveOptions {
   std::size_t receive_credits = 4;  // buffers per connection the back-end may fill ahead
   std::size_t reply_window = 16;    // replies per connection queued at most (Peer::try_reply)
   ConnectionEvents events;          // optional: senders connecting and going away
+  AdmissionOptions admission;       // limits, allowed networks, key (netio/admission.hpp)
 };
 
 // Listens for LowLatencySendSockets; calls `handler` for every message on the event-loop
