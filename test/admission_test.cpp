@@ -100,7 +100,7 @@ std::vector<std::byte> posix_request_frame() {
 
 }  // namespace
 
-TEST_CASE("a flood of silent connections drops the oldest waiting ones; a legitimate stream gets through",
+TEST_CASE("a flood of silent connections drops the oldest waiting ones, and a legitimate stream gets through",
           "[admission][integration]") {
   netio::AdmissionOptions admission;
   admission.max_pending_handshakes = 8;

@@ -194,7 +194,7 @@ TEST_CASE("the allow-list over IPv6 loopback", "[admission][auth][integration]")
   CHECK_THAT(try_stream(refusing, named("stranger6")), Catch::Contains("::1 is not in the networks"));
 }
 
-TEST_CASE("pre-shared key: the right key connects; a wrong key, or none on one side, is refused with a reason",
+TEST_CASE("pre-shared key: the right key connects, a wrong key or none on one side is refused with a reason",
           "[auth][integration]") {
   if (!PreSharedKey::supported()) {
     WARN("netio built without libsodium: authentication not tested");
