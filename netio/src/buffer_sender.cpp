@@ -13,8 +13,8 @@
 namespace netio::detail {
 
 BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello, const Identity& identity,
-                           const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size,
-                           std::shared_ptr<PagePool> shared_pages)
+                           const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count,
+                           std::size_t buffer_size, std::shared_ptr<PagePool> shared_pages)
     : loop_(context.loop()),
       remote_(remote),
       replies_(std::make_shared<ReplyReceiver>(std::move(replies), remote.to_string())),
