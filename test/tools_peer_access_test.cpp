@@ -33,7 +33,7 @@ std::string parse(PeerAccess& access, std::vector<std::string> args, bool listen
 
 }  // namespace
 
-TEST_CASE("--allow takes a list of networks and refuses bad ones", "[tools][admission]") {
+TEST_CASE("the tools' --allow takes a list of networks and refuses bad ones", "[tools][admission]") {
   PeerAccess access;
   CHECK(parse(access, {"--allow", "10.0.0.0/8,::1"}).empty());
   REQUIRE(access.allow.size() == 2);
@@ -45,7 +45,7 @@ TEST_CASE("--allow takes a list of networks and refuses bad ones", "[tools][admi
   CHECK_THAT(parse(sender, {"--allow", "10.0.0.0/8"}, false), Catch::Contains("--allow"));  // not a sender's option
 }
 
-TEST_CASE("--key-file loads a key and refuses a bad file", "[tools][auth]") {
+TEST_CASE("the tools' --key-file loads a key and refuses a bad file", "[tools][auth]") {
   const std::string path = "/tmp/netio_tools_key_" + std::to_string(::getpid());
   std::ofstream(path) << std::string(64, 'e') << "\n";
   ::chmod(path.c_str(), 0600);
