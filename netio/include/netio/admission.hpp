@@ -52,7 +52,9 @@ struct AdmissionOptions {
   // Connections whose handshake (hello, then the sender's introduction and, with a key, its
   // proof) is not complete yet. When a new one would exceed it, the oldest is dropped: a
   // flood of silent connections delays new peers by at most this many, it never locks them out.
-  std::size_t max_pending_handshakes = 64;
+  // Well above the listener's accept batch (64), so that a burst of honest peers connecting
+  // at once (a DAQ system starting) is not mistaken for a flood.
+  std::size_t max_pending_handshakes = 256;
   // How long a connection may take for its whole handshake.
   std::chrono::nanoseconds handshake_timeout = std::chrono::seconds(10);
   // A peer in the middle of a frame (a buffer, a page) that completes no frame for this long

@@ -216,7 +216,7 @@ struct AcceptDecision {
 // (netio::AdmissionOptions carries them for users; zero durations: off).
 struct ListenLimits {
   // Connections accepted whose hello has not arrived yet; a new one beyond this drops the oldest.
-  std::size_t max_pending_handshakes = 64;
+  std::size_t max_pending_handshakes = 256;
   std::chrono::nanoseconds handshake_timeout = std::chrono::seconds(10);  // for the hello
   // A receive socket in the middle of a buffer that completes none for this long, while it
   // is reading, fails with Errc::protocol_error (where the back-end sees partial buffers).
