@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(g++ cmake make pkg-config python3 libfabric-dev libfabric-bin librdmacm-dev libibverbs-dev
-          libfmt-dev libcli11-dev catch2 libzmq3-dev gnuplot-nox)
+          libfmt-dev libsodium-dev libcli11-dev catch2 libzmq3-dev gnuplot-nox)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -17,6 +17,19 @@ TEST_CASE("a hello round-trips through its 16-byte encoding", "[handshake]") {
   CHECK(decoded.version == protocol_version);
 }
 
+TEST_CASE("an authenticating hello carries its nonce", "[handshake][auth]") {
+  Hello hello{SocketKind::low_latency_send, 0};
+  hello.challenge = AuthNonce{};
+  for (std::size_t i = 0; i < auth_nonce_size; ++i) (*hello.challenge)[i] = static_cast<std::byte>(i + 1);
+  const auto bytes = encode_hello(hello);
+  REQUIRE(bytes.size() == authenticating_hello_size);
+  CHECK(bytes[7] == std::byte{hello_flag_authenticate});
+  const Hello decoded = decode_hello(bytes);
+  REQUIRE(decoded.challenge);
+  CHECK(*decoded.challenge == *hello.challenge);
+  CHECK_FALSE(decode_hello(encode_hello(Hello{SocketKind::low_latency_send, 0})).challenge);
+}
+
 TEST_CASE("a bad hello is refused with a reason", "[handshake]") {
   auto bytes = encode_hello(Hello{SocketKind::low_latency_send, 0});
   auto refused_with = [](std::span<const std::byte> b, const char* why) {
@@ -41,9 +54,17 @@ TEST_CASE("a bad hello is refused with a reason", "[handshake]") {
     bytes[6] = std::byte{99};
     refused_with(bytes, "unknown socket kind 99");
   }
-  SECTION("reserved byte not zero") {
-    bytes[7] = std::byte{1};  // a later version's flag this side would silently ignore
-    refused_with(bytes, "reserved byte 7 is 1");
+  SECTION("reserved flag bits not zero") {
+    bytes[7] = std::byte{0x82};  // a later version's flags this side would silently ignore
+    refused_with(bytes, "flags byte 7 is 130, with reserved bits set");
+  }
+  SECTION("the authenticate flag without its nonce") {
+    bytes[7] = std::byte{1};
+    refused_with(bytes, "16 bytes where 32 were expected");
+  }
+  SECTION("a nonce without the authenticate flag") {
+    bytes.resize(authenticating_hello_size);
+    refused_with(bytes, "32 bytes where 16 were expected");
   }
   SECTION("a kind the receiver does not take") {
     try {

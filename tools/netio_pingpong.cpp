@@ -7,6 +7,7 @@
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
 #include "common/json_writer.hpp"
+#include "common/peer_access_options.hpp"
 #include "common/latency_stats.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
@@ -39,6 +40,7 @@ struct Options {
   std::string port_file;
   CpuChoice cpu;
   std::optional<netio::EmulationConfig> emulate;
+  PeerAccess access;
   std::chrono::nanoseconds timeout{0};
 };
 
@@ -74,6 +76,7 @@ void add_options(CLI::App& app, Options& o) {
                "core at 100 % for as long as the tool runs");
   add_cpu_option(app, o.cpu);
   add_emulate_option(app, o.emulate);
+  add_peer_access_options(app, o.access, true);
   add_timeout_option(app, o.timeout);
   app.footer(std::string(kUnitsHelp) +
              "\n\nPings and pongs share one connection: the server answers each ping with a reply on the\n"
@@ -88,6 +91,7 @@ void add_options(CLI::App& app, Options& o) {
 
 void validate(const Options& o) {
   if (o.server) return;
+  if (!o.access.allow.empty()) throw CLI::ValidationError("--allow", "applies to the server (--server), which listens");
   if (o.size == 0) throw CLI::ValidationError("--size", "a ping needs at least 1 byte");
   if (o.iterations == 0) throw CLI::ValidationError("--iterations", "must be at least 1");
 }
@@ -123,6 +127,7 @@ int run_client(netio::Context& context, const Options& o, const Deadline& deadli
   client.iterations = o.iterations;
   client.warmup = o.warmup;
   client.two_connections = o.two_connections;
+  client.key = o.access.key;
   const PingpongClientResult result = run_pingpong_client(context, client, deadline);
 
   if (!result.rtt_us.empty()) {
@@ -154,7 +159,7 @@ int run_server(netio::Context& context, const Options& o, const Deadline& deadli
     fmt::print(stderr, "{}: listening on {}{}\n", kTool, local.to_string(), o.busy_poll ? " (busy polling)" : "");
     if (!o.port_file.empty()) write_port_file(o.port_file, local.port);
   };
-  run_pingpong_server(context, netio::Endpoint::parse(o.endpoint), deadline, callbacks);
+  run_pingpong_server(context, netio::Endpoint::parse(o.endpoint), deadline, callbacks, o.access.admission());
   if (stop_requested()) {
     fmt::print(stderr, "{}: stopped\n", kTool);
     return kExitOk;  // Ctrl-C is how a server is meant to end

@@ -10,6 +10,7 @@
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
 #include "common/json_writer.hpp"
+#include "common/peer_access_options.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
 #include "common/units.hpp"
@@ -41,6 +42,7 @@ struct Options {
   std::string port_file;
   CpuChoice cpu;
   std::optional<netio::EmulationConfig> emulate;
+  PeerAccess access;
   std::chrono::nanoseconds timeout{0};
   bool subscribe = false;  // publish/subscribe: -e is the publisher
   std::vector<std::uint64_t> tags;
@@ -74,6 +76,7 @@ void add_options(CLI::App& app, Options& o) {
       ->type_name("FILE");
   add_cpu_option(app, o.cpu);
   add_emulate_option(app, o.emulate);
+  add_peer_access_options(app, o.access, true);
   add_timeout_option(app, o.timeout);
   auto* subscribe = app.add_flag("--subscribe", o.subscribe,
                                  "Subscribe to netio_throughput --publish at -e (the publisher's endpoint) instead of "
@@ -92,6 +95,10 @@ void add_options(CLI::App& app, Options& o) {
 
 void validate(const Options& o) {
   if (o.subscribe && o.tags.empty()) throw CLI::ValidationError("--tags", "--subscribe needs the tags: --tags T[,T...]");
+  if (o.subscribe && (!o.access.allow.empty() || o.access.key)) {
+    throw CLI::ValidationError("--allow/--key-file", "do not apply to --subscribe yet (publish/subscribe sockets take "
+                                                     "no admission options)");
+  }
   if (o.subscribe && !o.port_file.empty()) {
     throw CLI::ValidationError("--port-file", "does not apply to --subscribe (the subscriber connects to -e)");
   }
@@ -188,6 +195,7 @@ int run(const Options& o) {
   receiver.max_messages = o.messages;
   receiver.duration = o.duration;
   receiver.interval = o.interval;
+  receiver.admission = o.access.admission();
   // The thread doing the per-message work is the "tool's thread" of --cpu: the recv()
   // thread in ht mode; in ll mode the callbacks run on the event-loop thread.
   receiver.consumer_cpu = o.cpu.tool_thread;

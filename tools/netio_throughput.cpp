@@ -12,6 +12,7 @@
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
 #include "common/json_writer.hpp"
+#include "common/peer_access_options.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
 #include "common/units.hpp"
@@ -47,6 +48,7 @@ struct Options {
   bool json = false;
   CpuChoice cpu;
   std::optional<netio::EmulationConfig> emulate;
+  PeerAccess access;
   std::chrono::nanoseconds timeout{0};
   bool publish = false;  // publish/subscribe: -e is where the publisher binds
   std::vector<std::uint64_t> tags;
@@ -95,6 +97,7 @@ void add_options(CLI::App& app, Options& o) {
                                  "seconds, msgs_per_s, gbps}]}");
   add_cpu_option(app, o.cpu);
   add_emulate_option(app, o.emulate);
+  add_peer_access_options(app, o.access, false);
   add_timeout_option(app, o.timeout);
   auto* publish = app.add_flag("--publish", o.publish,
                                "Publish instead of sending to one receiver: bind a publish socket at -e and, once "
@@ -122,6 +125,9 @@ void add_options(CLI::App& app, Options& o) {
 
 void validate(const CLI::App& app, const Options& o) {
   if (o.publish && o.tags.empty()) throw CLI::ValidationError("--tags", "--publish needs the tags: --tags T[,T...]");
+  if (o.publish && o.access.key) {
+    throw CLI::ValidationError("--key-file", "does not apply to --publish yet (publish/subscribe sockets take no key)");
+  }
   if (o.publish && app.count("--mode") > 0) {
     throw CLI::ValidationError("--mode", "does not apply to --publish (each subscriber picks its mode: netio_recv --subscribe --mode)");
   }
@@ -193,6 +199,7 @@ int run(const Options& o) {
   BenchSenderOptions sender;
   sender.remote = netio::Endpoint::parse(o.endpoint);
   sender.mode = o.mode == "ll" ? SocketMode::low_latency : SocketMode::high_throughput;
+  sender.key = o.access.key;
   sender.sizes = o.sweep ? sweep_sizes() : o.sizes;
   sender.messages_per_size = o.messages;
   sender.duration_per_size = o.duration.value_or(kDefaultDuration);

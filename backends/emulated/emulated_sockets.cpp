@@ -75,11 +75,11 @@ void EmulatedReceiveSocket::close() noexcept {
   inner_->close();
 }
 
-void EmulatedListenSocket::listen(const Endpoint& local, Callbacks callbacks) {
+void EmulatedListenSocket::listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) {
   callbacks.on_accepted = [this, next = std::move(callbacks.on_accepted)](std::unique_ptr<LowLevelReceiveSocket> socket) {
     if (next) next(std::make_unique<EmulatedReceiveSocket>(std::move(socket), state_, loop_, inner_->local_endpoint()));
   };
-  inner_->listen(local, std::move(callbacks));
+  inner_->listen(local, std::move(callbacks), limits);
 }
 
 namespace {

@@ -63,7 +63,7 @@ class EmulatedListenSocket final : public LowLevelListenSocket {
                        EventLoop& loop)
       : inner_(std::move(inner)), state_(std::move(state)), loop_(loop) {}
 
-  void listen(const Endpoint& local, Callbacks callbacks) override;
+  void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) override;
   Endpoint local_endpoint() const override { return inner_->local_endpoint(); }
   void close() noexcept override { inner_->close(); }
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 #include <string_view>
 
 namespace netio::fabric {
@@ -23,7 +24,12 @@ FabricListenSocket::~FabricListenSocket() { close(); }
 
 std::string FabricListenSocket::describe() const { return fmt::format("fabric listen socket {}", local_.to_string()); }
 
-void FabricListenSocket::listen(const Endpoint& local, Callbacks callbacks) {
+void FabricListenSocket::listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) {
+  // The hello arrives with the connection request and is answered at once (the provider
+  // keeps requests in its own bounded queue); what may wait is an accepted connection that
+  // never becomes established. The provider reassembles messages, so progress_timeout has
+  // nothing to watch here.
+  limits_ = limits;
   if (listening_ || closed_) {
     throw Error(Errc::closed, fmt::format("{}: listen() may be called only once per socket", describe()));
   }
@@ -39,6 +45,10 @@ void FabricListenSocket::listen(const Endpoint& local, Callbacks callbacks) {
   driver_ = ProgressDriver::create(loop_, domain_->fabric(), describe(), [this] { drain(); });
   driver_->watch(&eq_.queue->fid, eq_.has_wait_fd);
   driver_->kick();
+  if (limits_.handshake_timeout > std::chrono::nanoseconds::zero()) {
+    const auto period = std::max<std::chrono::nanoseconds>(limits_.handshake_timeout / 2, std::chrono::milliseconds(1));
+    expiry_timer_ = loop_.add_timer(period, period, [this] { expire_pending(); });
+  }
   log(LogLevel::debug, "{}: listening ({})", describe(), domain_->description());
 }
 
@@ -66,6 +76,7 @@ void FabricListenSocket::close() noexcept {
   listening_ = false;
   // Callbacks stay (close() may run inside one of them); closed_ keeps them from being called.
   if (driver_) driver_->stop();
+  if (expiry_timer_ != 0) loop_.cancel_timer(std::exchange(expiry_timer_, 0));
   if (!answering_) close_passive_endpoint();
   // Connections not yet established go; those handed over live on. close() may run inside
   // a pending socket's own drain (its hook reached user code): close them all now, but
@@ -77,6 +88,7 @@ void FabricListenSocket::close() noexcept {
     for (auto& socket : pending_) doomed->push_back(std::move(socket));
     for (auto& socket : discarded_) doomed->push_back(std::move(socket));
     pending_.clear();
+    pending_since_.clear();
     discarded_.clear();
     try {
       loop_.post([doomed] { doomed->clear(); });
@@ -192,7 +204,7 @@ void FabricListenSocket::accept(const fi_info& request, const Endpoint& peer, co
     return;
   }
   try {
-    socket->accept();
+    socket->accept(decision.accept_data);
   } catch (const std::exception& e) {
     socket->close();  // the request handle went to the endpoint: the peer sees the close
     report(Error(Errc::backend_error, fmt::format("{}: accepting {} failed: {}", describe(), peer.to_string(), e.what())));
@@ -203,13 +215,38 @@ void FabricListenSocket::accept(const fi_info& request, const Endpoint& peer, co
       request.fabric_attr->prov_name != nullptr ? request.fabric_attr->prov_name : "-",
       request.fabric_attr->name != nullptr ? request.fabric_attr->name : "-",
       request.domain_attr->name != nullptr ? request.domain_attr->name : "-", domain->description());
+  if (limits_.max_pending_handshakes != 0 && pending_.size() >= limits_.max_pending_handshakes) {
+    discard_pending(0, "too many connections waiting to be established; the oldest goes");
+  }
   pending_.push_back(std::move(socket));
+  pending_since_.push_back(std::chrono::steady_clock::now());
+}
+
+void FabricListenSocket::discard_pending(std::size_t index, const char* why) {
+  std::unique_ptr<FabricReceiveSocket> owned = std::move(pending_[index]);
+  pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(index));
+  pending_since_.erase(pending_since_.begin() + static_cast<std::ptrdiff_t>(index));
+  log(LogLevel::debug, "{}: dropping the connection from {}: {}", describe(), owned->peer().to_string(), why);
+  owned->close();
+  discarded_.push_back(std::move(owned));
+  driver_->kick();
+}
+
+void FabricListenSocket::expire_pending() {
+  if (closed_) return;
+  const auto now = std::chrono::steady_clock::now();
+  for (std::size_t i = pending_.size(); i-- > 0;) {
+    if (now - pending_since_[i] >= limits_.handshake_timeout) {
+      discard_pending(i, "not established within the handshake timeout");
+    }
+  }
 }
 
 void FabricListenSocket::on_established(FabricReceiveSocket& socket, const Error* error) {
   const auto it = std::find_if(pending_.begin(), pending_.end(), [&socket](const auto& p) { return p.get() == &socket; });
   if (it == pending_.end()) return;
   std::unique_ptr<FabricReceiveSocket> owned = std::move(*it);
+  pending_since_.erase(pending_since_.begin() + (it - pending_.begin()));
   pending_.erase(it);
   if (error != nullptr) {
     // We are inside the socket's drain: close it now, destroy it from a later drain.

@@ -1,7 +1,9 @@
 // A passive libfabric endpoint that takes connection requests (FI_CONNREQ) on its own
 // event queue, asks on_request about each hello, and answers with fi_accept (through a new
 // FabricReceiveSocket, handed over once FI_CONNECTED arrives) or fi_reject (with the
-// reason as connection data).
+// reason as connection data). Accepted connections wait for FI_CONNECTED at most
+// ListenLimits::handshake_timeout, and at most max_pending_handshakes of them at once (a new
+// one beyond that drops the oldest).
 #pragma once
 
 #include "backends/fabric/fabric_domain.hpp"
@@ -12,6 +14,7 @@
 
 #include <rdma/fi_endpoint.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,7 +26,7 @@ class FabricListenSocket final : public LowLevelListenSocket {
   FabricListenSocket(EventLoop& loop, DomainCache& domains);
   ~FabricListenSocket() override;
 
-  void listen(const Endpoint& local, Callbacks callbacks) override;
+  void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) override;
   Endpoint local_endpoint() const override { return local_; }
   void close() noexcept override;
 
@@ -37,6 +40,9 @@ class FabricListenSocket final : public LowLevelListenSocket {
   void reject(const fi_info& request, const Endpoint& peer, const std::string& reason);
   void on_established(FabricReceiveSocket& socket, const Error* error);
   void report(const Error& error);
+  // Closes a connection that never became established; destroyed at the next drain.
+  void discard_pending(std::size_t index, const char* why);
+  void expire_pending();
   void close_passive_endpoint() noexcept;
   std::string describe() const;
 
@@ -51,7 +57,10 @@ class FabricListenSocket final : public LowLevelListenSocket {
   FidPtr<fid_pep> pep_;  // after eq_: closed before it
   EventQueueReader reader_;
   std::size_t cm_data_limit_ = 0;
+  ListenLimits limits_;
   std::vector<std::unique_ptr<FabricReceiveSocket>> pending_;    // accepted, not yet connected
+  std::vector<std::chrono::steady_clock::time_point> pending_since_;  // beside pending_
+  EventLoop::TimerId expiry_timer_ = 0;
   std::vector<std::unique_ptr<FabricReceiveSocket>> discarded_;  // failed; destroyed at the next drain
   bool listening_ = false;
   bool closed_ = false;

@@ -65,7 +65,7 @@ std::string FabricReceiveSocket::describe() const {
   return fmt::format("fabric receive socket {} <- {}", local_.to_string(), peer_.to_string());
 }
 
-void FabricReceiveSocket::accept() {
+void FabricReceiveSocket::accept(std::span<const std::byte> extra) {
   // Receives first: the peer may send the moment it sees FI_CONNECTED.
   for (std::size_t i = 0; i < buffers_->count(); ++i) {
     if (!post_receive(buffers_->operation(i))) {
@@ -73,7 +73,7 @@ void FabricReceiveSocket::accept() {
                                                    "queue full)", describe(), i + 1, buffers_->count()));
     }
   }
-  accept_data_ = wire::encode_accept({buffers_->buffer_size(), buffers_->count()});
+  accept_data_ = wire::encode_accept({buffers_->buffer_size(), buffers_->count(), {extra.begin(), extra.end()}});
   check(::fi_accept(endpoint_->ep(), accept_data_.data(), accept_data_.size()), describe(), "fi_accept");
   buffers_->attach(endpoint_->shared_driver());
   endpoint_->start();

@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace netio::fabric {
@@ -50,7 +51,7 @@ class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEn
 
   // Posts every receive buffer, then accepts (fi_accept) with the buffer size and count.
   // Throws netio::Error; the caller then closes the socket.
-  void accept();
+  void accept(std::span<const std::byte> extra = {});
 
   void start(Callbacks callbacks) override;
   const Endpoint& peer() const noexcept override { return peer_; }

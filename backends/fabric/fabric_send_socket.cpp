@@ -431,7 +431,9 @@ void FabricSendSocket::on_connection_event(const EventEntry& event) {
     state_ = State::connected;
     log(LogLevel::debug, "{}: connected ({} credits, buffers up to {} bytes)", describe(), credits_,
         peer_max_buffer_size_);
-    if (callbacks_.on_connected) callbacks_.on_connected(ConnectionInfo{remote_, peer_max_buffer_size_});
+    if (callbacks_.on_connected) {
+      callbacks_.on_connected(ConnectionInfo{remote_, peer_max_buffer_size_, std::move(accept->extra)});
+    }
     if (state_ == State::connected) pump();
     return;
   }

@@ -1,6 +1,9 @@
 #include "backends/fabric/fabric_wire.hpp"
 
 #include "little_endian.hpp"
+#include "netio/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
@@ -78,16 +81,32 @@ std::optional<ConnectData> decode_connect(std::span<const std::byte> data) {
 }
 
 std::vector<std::byte> encode_accept(const AcceptData& accept) {
-  auto out = with_header(Kind::accept, 16);
+  if (accept.extra.size() > UINT8_MAX) {
+    throw Error(Errc::message_too_large,
+                fmt::format("accept data of {} bytes; the fabric accept carries at most {}", accept.extra.size(),
+                            UINT8_MAX));
+  }
+  auto out = with_header(Kind::accept, accept.extra.empty() ? 16 : 17 + accept.extra.size());
   detail::store_le<std::uint64_t>(out.data() + header_size, accept.max_buffer_size);
   detail::store_le<std::uint64_t>(out.data() + header_size + 8, accept.receive_credits);
+  if (!accept.extra.empty()) {
+    out[header_size + 16] = static_cast<std::byte>(accept.extra.size());
+    std::memcpy(out.data() + header_size + 17, accept.extra.data(), accept.extra.size());
+  }
   return out;
 }
 
 std::optional<AcceptData> decode_accept(std::span<const std::byte> data) {
   const auto payload = payload_of(data, Kind::accept);
   if (!payload || payload->size() < 16) return std::nullopt;
-  return AcceptData{detail::load_le<std::uint64_t>(payload->data()), detail::load_le<std::uint64_t>(payload->data() + 8)};
+  AcceptData accept{detail::load_le<std::uint64_t>(payload->data()), detail::load_le<std::uint64_t>(payload->data() + 8),
+                    {}};
+  if (payload->size() > 16) {
+    const std::size_t length = static_cast<std::uint8_t>((*payload)[16]);
+    if (payload->size() < 17 + length) return std::nullopt;
+    accept.extra.assign(payload->begin() + 17, payload->begin() + 17 + static_cast<std::ptrdiff_t>(length));
+  }
+  return accept;
 }
 
 std::vector<std::byte> encode_reject(std::string_view reason, std::size_t limit) {

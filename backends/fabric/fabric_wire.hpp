@@ -7,7 +7,9 @@
 //   header          'N' 'F' version(1) kind
 //   connect         u16 hello length, hello bytes                        (no replies taken)
 //   connect+replies u16 hello length, hello bytes, u32 max reply size, u16 reply credits
-//   accept          u64 max_buffer_size, u64 receive credits
+//   accept          u64 max_buffer_size, u64 receive credits[, u8 length, accept data]
+//                   (the accept data of AcceptDecision: a listener's challenge answer; a
+//                   length of 0, or nothing, for none)
 //   reject          u16 reason length, reason bytes (truncated to fit)
 // A connect with replies costs 6 bytes more: on verbs (48 bytes) the hello may then take 36.
 //
@@ -65,6 +67,7 @@ struct ConnectData {
 struct AcceptData {
   std::uint64_t max_buffer_size = 0;
   std::uint64_t receive_credits = 0;
+  std::vector<std::byte> extra{};  // at most 255 bytes
 };
 
 // The reply window is carried only when window.max_size is not zero (then both fields must
@@ -73,6 +76,7 @@ std::vector<std::byte> encode_connect(std::span<const std::byte> hello, const Re
 // Nullopt when `data` is not connect data of this back-end (or a window with zero credits).
 std::optional<ConnectData> decode_connect(std::span<const std::byte> data);
 
+// Throws netio::Error(Errc::message_too_large) for extra data beyond 255 bytes.
 std::vector<std::byte> encode_accept(const AcceptData& accept);
 std::optional<AcceptData> decode_accept(std::span<const std::byte> data);
 

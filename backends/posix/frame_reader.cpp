@@ -184,6 +184,7 @@ bool FrameReader::consume_staged() {
 void FrameReader::deliver() {
   Buffer* buffer = std::exchange(current_, nullptr);
   have_header_ = false;
+  ++frames_delivered_;
   if (callbacks_.on_frame) callbacks_.on_frame(ReceivedBuffer(buffer, pool_));
   else pool_->give_back(buffer);
 }

@@ -17,6 +17,7 @@
 #include "netio/event_loop.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,6 +48,10 @@ class FrameReader {
   // Reads what is there (a bounded number of reads, then others get the loop).
   void on_readable();
   bool stalled() const noexcept { return stalled_; }
+  // Part of a frame is in (its header or some of its bytes) and the rest is not.
+  bool mid_frame() const noexcept { return current_ != nullptr || have_header_ || staged_begin_ != staged_end_; }
+  // Frames handed on since start().
+  std::uint64_t frames_delivered() const noexcept { return frames_delivered_; }
   // The connection carries traffic the other way too (replies, or the data beside them):
   // read with one recv() instead of peeking first (see read_once()).
   void stop_peeking() noexcept { peek_ = false; }
@@ -81,6 +86,7 @@ class FrameReader {
   Buffer* current_ = nullptr;  // the frame being filled
   std::size_t expected_ = 0;   // its length
   bool have_header_ = false;
+  std::uint64_t frames_delivered_ = 0;
 };
 
 }  // namespace netio::posix

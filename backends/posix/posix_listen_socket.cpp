@@ -12,11 +12,13 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <utility>
 
 namespace netio::posix {
 
-void PosixListenSocket::listen(const Endpoint& local, Callbacks callbacks) {
+void PosixListenSocket::listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) {
   callbacks_ = std::move(callbacks);
+  limits_ = limits;
   const auto address = detail::resolve(local, true);
   fd_ = SocketFd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd_) throw system_error(errno, fmt::format("{}: socket() failed", local.to_string()));
@@ -37,16 +39,25 @@ void PosixListenSocket::listen(const Endpoint& local, Callbacks callbacks) {
 }
 
 void PosixListenSocket::on_acceptable() {
-  for (int i = 0; i < 64 && !closed_; ++i) {
+  for (int i = 0; i < 64 && !closed_ && backoff_timer_ == 0; ++i) {
     detail::SocketAddress peer;
     peer.length = sizeof peer.storage;
     SocketFd fd(::accept4(fd_.get(), peer.get(), &peer.length, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd) {
-      if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return;
-      const auto error = system_error(errno, fmt::format("accept on {} failed", local_.to_string()));
-      log(LogLevel::warn, "listen socket: {}", error.what());
-      if (callbacks_.on_error) callbacks_.on_error(error);
-      return;  // e.g. EMFILE: try again on the next wake-up rather than spin here
+      const int error = errno;
+      if (error == EAGAIN) {
+        end_pressure_episode();  // caught up with the queue
+        return;
+      }
+      if (error == EINTR || error == ECONNABORTED) return;
+      if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
+        if (make_room_for_descriptors(error)) continue;
+        return;
+      }
+      const auto failure = system_error(error, fmt::format("accept on {} failed", local_.to_string()));
+      log(LogLevel::warn, "listen socket: {}", failure.what());
+      if (callbacks_.on_error) callbacks_.on_error(failure);
+      return;
     }
     try {
       set_no_delay(fd.get());
@@ -54,16 +65,111 @@ void PosixListenSocket::on_acceptable() {
       log(LogLevel::warn, "listen socket {}: {}", local_.to_string(), e.what());
       continue;
     }
-    auto pending = std::make_unique<PendingConnection>();
-    const int raw = fd.get();
-    pending->fd = std::move(fd);
-    pending->peer = detail::to_endpoint(peer, local_);
-    pending->timeout_timer = loop_.add_timer(handshake_timeout, {}, [this, raw] {
-      drop_pending(raw, fmt::format("no handshake within {} s", handshake_timeout.count()));
-    });
-    pending_[raw] = std::move(pending);
-    loop_.add_fd(raw, EPOLLIN, [this, raw](std::uint32_t) { on_hello_readable(raw); });
+    add_pending(std::move(fd), detail::to_endpoint(peer, local_));
   }
+}
+
+void PosixListenSocket::end_pressure_episode() {
+  // An episode (out of descriptors, or evicting waiting connections) ends once a quiet
+  // period passed without either (checked when the queue is drained and when pressure comes
+  // back): under a sustained flood that is one warning, not one per connection.
+  const auto now = std::chrono::steady_clock::now();
+  if (out_of_descriptors_ && now - last_pressure_ >= episode_quiet_period) {
+    out_of_descriptors_ = false;
+    log(LogLevel::info, "listen socket {}: descriptors available again ({} failed accepts, {} back-off(s))",
+        local_.to_string(), std::exchange(descriptor_failures_, 0), std::exchange(backoffs_, 0));
+  }
+  if (evicting_ && now - last_eviction_ >= episode_quiet_period) {
+    evicting_ = false;
+    log(LogLevel::info, "listen socket {}: no more connections waiting for their handshake ({} dropped)",
+        local_.to_string(), std::exchange(evictions_, 0));
+  }
+}
+
+bool PosixListenSocket::make_room_for_descriptors(int error) {
+  end_pressure_episode();  // a quiet period since the last one: this is a new episode
+  last_pressure_ = std::chrono::steady_clock::now();
+  ++descriptor_failures_;
+  if (!out_of_descriptors_) {
+    out_of_descriptors_ = true;
+    // Once per episode: a flood would otherwise write a line per connection attempt.
+    const auto failure = system_error(
+        error, fmt::format("accept on {} failed; dropping the oldest connections still in their handshake, else "
+                           "pausing accepts for {} ms at a time, until descriptors are free again",
+                           local_.to_string(),
+                           std::chrono::duration_cast<std::chrono::milliseconds>(limits_.accept_backoff).count()));
+    if (callbacks_.on_error) callbacks_.on_error(failure);  // which logs it
+    else log(LogLevel::warn, "listen socket: {}", failure.what());
+    if (closed_) return false;
+  }
+  if (drop_oldest_pending("out of file descriptors, making room for new peers")) return true;
+  ++backoffs_;
+  loop_.remove_fd(fd_.get());
+  backoff_timer_ = loop_.add_timer(limits_.accept_backoff, {}, [this] { resume_accepting(); });
+  return false;
+}
+
+void PosixListenSocket::resume_accepting() {
+  backoff_timer_ = 0;
+  if (closed_) return;
+  loop_.add_fd(fd_.get(), EPOLLIN, [this](std::uint32_t) { on_acceptable(); });
+  on_acceptable();
+}
+
+void PosixListenSocket::add_pending(SocketFd fd, const Endpoint& peer) {
+  if (limits_.max_pending_handshakes != 0) {
+    const auto why = fmt::format("{} connections were waiting for their handshake, the most this listener keeps; "
+                                 "the oldest goes",
+                                 limits_.max_pending_handshakes);
+    while (pending_.size() >= limits_.max_pending_handshakes && drop_oldest_pending(why)) {
+    }
+  }
+  auto pending = std::make_unique<PendingConnection>();
+  const int raw = fd.get();
+  pending->fd = std::move(fd);
+  pending->peer = peer;
+  pending->arrival = next_arrival_++;
+  if (limits_.handshake_timeout > std::chrono::nanoseconds::zero()) {
+    pending->timeout_timer = loop_.add_timer(limits_.handshake_timeout, {}, [this, raw] {
+      drop_pending(raw, fmt::format("no handshake within {} ms",
+                                    std::chrono::duration_cast<std::chrono::milliseconds>(limits_.handshake_timeout)
+                                        .count()));
+    });
+  }
+  arrivals_.emplace_back(pending->arrival, raw);
+  pending_[raw] = std::move(pending);
+  if (arrivals_.size() > 2 * pending_.size() + 64) {
+    // Handshakes that completed leave stale entries behind: sweep them, so that the queue
+    // stays proportional to what waits, even while a stuck peer keeps it from emptying.
+    std::erase_if(arrivals_, [this](const auto& entry) {
+      const auto it = pending_.find(entry.second);
+      return it == pending_.end() || it->second->arrival != entry.first;
+    });
+  }
+  loop_.add_fd(raw, EPOLLIN, [this, raw](std::uint32_t) { on_hello_readable(raw); });
+}
+
+bool PosixListenSocket::drop_oldest_pending(const std::string& why) {
+  while (!arrivals_.empty()) {
+    const auto [arrival, fd] = arrivals_.front();
+    arrivals_.pop_front();
+    const auto it = pending_.find(fd);
+    if (it == pending_.end() || it->second->arrival != arrival) continue;
+    // A flood evicts thousands: one warning per episode (until nobody waits), the rest at debug.
+    end_pressure_episode();
+    last_eviction_ = std::chrono::steady_clock::now();
+    ++evictions_;
+    if (!evicting_) {
+      evicting_ = true;
+      log(LogLevel::warn, "listen socket {}: dropping connections still in their handshake, oldest first ({}); "
+          "further drops until the pressure ends are logged at debug level", local_.to_string(), why);
+    }
+    log(LogLevel::debug, "listen socket {}: dropping connection from {}: {}", local_.to_string(),
+        it->second->peer.to_string(), why);
+    forget_pending(it);
+    return true;
+  }
+  return false;
 }
 
 void PosixListenSocket::on_hello_readable(int fd) {
@@ -82,11 +188,7 @@ void PosixListenSocket::on_hello_readable(int fd) {
     case HandshakeReader::Status::complete:
       break;
   }
-  loop_.remove_fd(fd);
-  loop_.cancel_timer(pending.timeout_timer);
-  auto owned = std::move(it->second);
-  pending_.erase(it);
-  answer(std::move(owned));
+  answer(forget_pending(it));
 }
 
 void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
@@ -101,7 +203,8 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
       decision = AcceptDecision::reject(e.what());
     }
   }
-  const auto reply = encode_reply({decision.accepted, decision.max_buffer_size, decision.reject_reason});
+  const auto reply =
+      encode_reply({decision.accepted, decision.max_buffer_size, decision.reject_reason, decision.accept_data});
   // A fresh connection's send buffer is empty and the reply small: one send() takes it.
   const ssize_t n = ::send(pending->fd.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
   if (n != static_cast<ssize_t>(reply.size())) {
@@ -110,13 +213,14 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
     return;
   }
   if (!decision.accepted) {
-    log(LogLevel::info, "listen socket {}: rejected {}: {}", local_.to_string(), pending->peer.to_string(),
+    // The layer above logged why (once); this is the back-end's trace of it.
+    log(LogLevel::debug, "listen socket {}: rejected {}: {}", local_.to_string(), pending->peer.to_string(),
         decision.reject_reason);
     return;  // closing the descriptor ends the connection after the reply
   }
   auto socket = std::make_unique<PosixReceiveSocket>(loop_, std::move(pending->fd), local_, pending->peer,
                                                      decision.max_buffer_size, decision.receive_credits,
-                                                     request->max_reply_size);
+                                                     request->max_reply_size, limits_.progress_timeout);
   if (callbacks_.on_accepted) callbacks_.on_accepted(std::move(socket));
 }
 
@@ -125,9 +229,17 @@ void PosixListenSocket::drop_pending(int fd, const std::string& why) {
   if (it == pending_.end()) return;
   log(LogLevel::warn, "listen socket {}: dropping connection from {}: {}", local_.to_string(),
       it->second->peer.to_string(), why);
-  loop_.remove_fd(fd);
-  loop_.cancel_timer(it->second->timeout_timer);
+  forget_pending(it);
+}
+
+std::unique_ptr<PosixListenSocket::PendingConnection> PosixListenSocket::forget_pending(
+    std::map<int, std::unique_ptr<PendingConnection>>::iterator it) {
+  loop_.remove_fd(it->first);
+  if (it->second->timeout_timer != 0) loop_.cancel_timer(it->second->timeout_timer);
+  auto owned = std::move(it->second);
   pending_.erase(it);
+  if (pending_.empty()) arrivals_.clear();
+  return owned;
 }
 
 void PosixListenSocket::close() noexcept {
@@ -135,13 +247,16 @@ void PosixListenSocket::close() noexcept {
   closed_ = true;
   for (auto& [fd, pending] : pending_) {
     loop_.remove_fd(fd);
-    loop_.cancel_timer(pending->timeout_timer);
+    if (pending->timeout_timer != 0) loop_.cancel_timer(pending->timeout_timer);
   }
   pending_.clear();
-  if (fd_) {
+  arrivals_.clear();
+  if (backoff_timer_ != 0) {
+    loop_.cancel_timer(std::exchange(backoff_timer_, 0));  // the descriptor is out of the loop already
+  } else if (fd_) {
     loop_.remove_fd(fd_.get());
-    fd_.reset();
   }
+  fd_.reset();
   // callbacks_ stay: close() may run inside one of them. The state check keeps them silent.
 }
 

@@ -1,7 +1,11 @@
 // POSIX listen socket: accepts TCP connections, reads each one's hello, asks the layer above
 // to accept or reject it, answers, and hands accepted connections over as receive sockets.
 // A connection that sends junk or nothing within the handshake timeout is closed and logged;
-// the listener keeps serving everyone else.
+// the listener keeps serving everyone else. At most ListenLimits::max_pending_handshakes
+// connections wait for their hello: a new one beyond that drops the oldest. Out of
+// descriptors (EMFILE, ENFILE), the listener first drops the oldest waiting connection to
+// make room; with none waiting it stops polling its descriptor for accept_backoff (a loop
+// timer), then tries again: no spinning, one log line per episode.
 #pragma once
 
 #include "backends/posix/handshake_reader.hpp"
@@ -10,6 +14,8 @@
 #include "netio/event_loop.hpp"
 
 #include <chrono>
+#include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 
@@ -17,12 +23,10 @@ namespace netio::posix {
 
 class PosixListenSocket final : public LowLevelListenSocket {
  public:
-  static constexpr std::chrono::seconds handshake_timeout{10};
-
   explicit PosixListenSocket(EventLoop& loop) : loop_(loop) {}
   ~PosixListenSocket() override { close(); }
 
-  void listen(const Endpoint& local, Callbacks callbacks) override;
+  void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) override;
   Endpoint local_endpoint() const override { return local_; }
   void close() noexcept override;
 
@@ -32,18 +36,43 @@ class PosixListenSocket final : public LowLevelListenSocket {
     Endpoint peer;
     HandshakeReader reader;
     EventLoop::TimerId timeout_timer = 0;
+    std::uint64_t arrival = 0;  // in arrivals_
   };
 
   void on_acceptable();
+  // Out of descriptors: frees one by dropping the oldest pending connection (true), or
+  // backs off when there is none (false).
+  bool make_room_for_descriptors(int error);
+  void resume_accepting();
+  void end_pressure_episode();
+  void add_pending(SocketFd fd, const Endpoint& peer);
   void on_hello_readable(int fd);
   void drop_pending(int fd, const std::string& why);
+  bool drop_oldest_pending(const std::string& why);  // false when none waits
+  // Takes the connection out of the loop and the queue; closing it is the caller's (drop it).
+  std::unique_ptr<PendingConnection> forget_pending(std::map<int, std::unique_ptr<PendingConnection>>::iterator it);
   void answer(std::unique_ptr<PendingConnection> pending);
 
   EventLoop& loop_;
   Callbacks callbacks_;
+  ListenLimits limits_;
   Endpoint local_;
   SocketFd fd_;
   std::map<int, std::unique_ptr<PendingConnection>> pending_;
+  // Pending connections in arrival order: (arrival, fd); entries whose connection went are
+  // skipped (a descriptor number may come back for a newer connection, the arrival may not).
+  std::deque<std::pair<std::uint64_t, int>> arrivals_;
+  std::uint64_t next_arrival_ = 1;
+  // Pressure episodes, each logged once at its start and once at its end (end_pressure_episode()).
+  static constexpr std::chrono::seconds episode_quiet_period{1};
+  bool evicting_ = false;  // dropping the oldest waiting connections
+  std::uint64_t evictions_ = 0;
+  std::chrono::steady_clock::time_point last_eviction_{};
+  bool out_of_descriptors_ = false;
+  std::uint64_t descriptor_failures_ = 0;
+  std::uint64_t backoffs_ = 0;
+  std::chrono::steady_clock::time_point last_pressure_{};
+  EventLoop::TimerId backoff_timer_ = 0;  // set while backing off
   bool closed_ = false;
 };
 

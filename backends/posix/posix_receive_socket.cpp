@@ -6,10 +6,13 @@
 
 #include <sys/epoll.h>
 
+#include <utility>
+
 namespace netio::posix {
 
 PosixReceiveSocket::PosixReceiveSocket(EventLoop& loop, SocketFd fd, Endpoint local, Endpoint peer,
-                                       std::size_t max_buffer_size, std::size_t credits, std::size_t max_reply_size)
+                                       std::size_t max_buffer_size, std::size_t credits, std::size_t max_reply_size,
+                                       std::chrono::nanoseconds progress_timeout)
     : loop_(loop),
       fd_(std::move(fd)),
       local_(std::move(local)),
@@ -17,7 +20,8 @@ PosixReceiveSocket::PosixReceiveSocket(EventLoop& loop, SocketFd fd, Endpoint lo
       max_reply_size_(max_reply_size),
       registration_(loop),
       reader_(loop, max_buffer_size, credits, peer_.to_string(),
-              fmt::format("from {} to {}", peer_.to_string(), local_.to_string())) {}
+              fmt::format("from {} to {}", peer_.to_string(), local_.to_string())),
+      progress_timeout_(progress_timeout) {}
 
 PosixReceiveSocket::~PosixReceiveSocket() { close(); }
 
@@ -28,9 +32,15 @@ void PosixReceiveSocket::start(Callbacks callbacks) {
   reader_callbacks.on_frame = [this](ReceivedBuffer buffer) {
     if (callbacks_.on_data) callbacks_.on_data(std::move(buffer));
   };
-  reader_callbacks.on_stall_changed = [this](bool) { update_interest(); };
+  reader_callbacks.on_stall_changed = [this](bool stalled) {
+    held_back_since_check_ |= stalled;
+    update_interest();
+  };
   reader_callbacks.on_failed = [this](Errc code, const std::string& why) { fail(code, why); };
   reader_.start(fd_.get(), std::move(reader_callbacks));
+  if (progress_timeout_ > std::chrono::nanoseconds::zero()) {
+    progress_timer_ = loop_.add_timer(progress_timeout_, progress_timeout_, [this] { check_progress(); });
+  }
   registration_.add(fd_.get(), EPOLLIN, [this](std::uint32_t events) { on_events(events); });
   registration_.spin(EPOLLIN | EPOLLOUT);  // a read or write that finds nothing returns at once
   if (!replies_.empty()) write_replies();
@@ -45,6 +55,23 @@ void PosixReceiveSocket::on_events(std::uint32_t events) {
     }
     reader_.on_readable();
   }
+}
+
+void PosixReceiveSocket::check_progress() {
+  if (closed_) return;
+  // Read what is there first: a loop held up by a long callback runs its timers before it
+  // polls, and bytes waiting in the kernel are the peer's progress, not its stall.
+  if (!reader_.stalled()) reader_.on_readable();
+  if (closed_) return;
+  const bool progressed = reader_.frames_delivered() != frames_at_check_;
+  if (reader_.mid_frame() && !progressed && !held_back_since_check_ && !reader_.stalled()) {
+    fail(Errc::protocol_error,
+         fmt::format("{} stalled in the middle of a frame to {}: none completed in {} ms (progress timeout)",
+                     peer_.to_string(), local_.to_string(), std::chrono::duration_cast<std::chrono::milliseconds>(progress_timeout_).count()));
+    return;
+  }
+  frames_at_check_ = reader_.frames_delivered();
+  held_back_since_check_ = reader_.stalled();
 }
 
 void PosixReceiveSocket::send_reply(Buffer* buffer) {
@@ -93,6 +120,7 @@ void PosixReceiveSocket::fail(Errc code, const std::string& why) {
 void PosixReceiveSocket::close() noexcept {
   if (closed_) return;
   closed_ = true;
+  if (progress_timer_ != 0) loop_.cancel_timer(std::exchange(progress_timer_, 0));
   reader_.close();
   replies_.clear();
   if (fd_) {

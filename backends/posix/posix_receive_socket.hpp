@@ -3,7 +3,9 @@
 // back on the same connection (FrameWriter).
 //
 // When every buffer is lent out the socket stops reading, TCP's window closes, and the
-// sender feels back-pressure. Replies the sender does not read pile up in the kernel's send
+// sender feels back-pressure. A sender stuck in the middle of a frame (slowloris) fails the
+// connection after `progress_timeout` without a complete frame, unless this side held it
+// back meanwhile (checked by one periodic loop timer per connection; zero: never). Replies the sender does not read pile up in the kernel's send
 // buffer and then here, in the queue of buffers the caller handed over: never more.
 #pragma once
 
@@ -14,6 +16,8 @@
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -22,7 +26,8 @@ namespace netio::posix {
 class PosixReceiveSocket final : public LowLevelReceiveSocket {
  public:
   PosixReceiveSocket(EventLoop& loop, SocketFd fd, Endpoint local, Endpoint peer, std::size_t max_buffer_size,
-                     std::size_t credits, std::size_t max_reply_size);
+                     std::size_t credits, std::size_t max_reply_size,
+                     std::chrono::nanoseconds progress_timeout = std::chrono::nanoseconds::zero());
   ~PosixReceiveSocket() override;
 
   void start(Callbacks callbacks) override;
@@ -37,6 +42,7 @@ class PosixReceiveSocket final : public LowLevelReceiveSocket {
   void write_replies();
   void update_interest();
   void fail(Errc code, const std::string& why);
+  void check_progress();
 
   EventLoop& loop_;
   SocketFd fd_;
@@ -47,6 +53,10 @@ class PosixReceiveSocket final : public LowLevelReceiveSocket {
   Callbacks callbacks_;
   FrameReader reader_;
   FrameWriter replies_;
+  std::chrono::nanoseconds progress_timeout_;
+  EventLoop::TimerId progress_timer_ = 0;
+  std::uint64_t frames_at_check_ = 0;
+  bool held_back_since_check_ = false;  // this side stopped reading since the last check
   bool started_ = false;
   bool closed_ = false;
 };

@@ -126,7 +126,9 @@ void PosixSendSocket::on_reply_readable() {
   // socket reads only to notice the peer leave: not worth a recv() every round.
   registration_.spin(replies_ ? EPOLLIN | EPOLLOUT : EPOLLOUT);
   update_interest();
-  if (callbacks_.on_connected) callbacks_.on_connected(ConnectionInfo{remote_, reply->max_buffer_size});
+  if (callbacks_.on_connected) {
+    callbacks_.on_connected(ConnectionInfo{remote_, reply->max_buffer_size, std::move(reply->accept_data)});
+  }
   // Buffers queued before the connection was up meet the receiver's limit only now.
   if (state_ == State::connected && writer_.largest_queued() > peer_max_buffer_size_) {
     fail_connected(Errc::message_too_large,

@@ -29,12 +29,17 @@ std::optional<ConnectRequest> decode_request(std::span<const std::byte> payload)
 }
 
 std::vector<std::byte> encode_reply(const HandshakeReply& reply) {
-  const auto reason_size = std::min(reply.reason.size(), max_handshake_frame - 9);
-  std::vector<std::byte> payload(9 + reason_size);
+  const std::size_t detail_size =
+      std::min(reply.accepted ? reply.accept_data.size() : reply.reason.size(), max_handshake_frame - 9);
+  std::vector<std::byte> payload(9 + detail_size);
   payload[0] = std::byte{reply.accepted ? std::uint8_t{1} : std::uint8_t{0}};
   detail::store_le<std::uint64_t>(payload.data() + 1, reply.max_buffer_size);
-  std::transform(reply.reason.begin(), reply.reason.begin() + static_cast<std::ptrdiff_t>(reason_size),
-                 payload.begin() + 9, [](char c) { return static_cast<std::byte>(c); });
+  if (reply.accepted) {
+    std::copy_n(reply.accept_data.begin(), detail_size, payload.begin() + 9);
+  } else {
+    std::transform(reply.reason.begin(), reply.reason.begin() + static_cast<std::ptrdiff_t>(detail_size),
+                   payload.begin() + 9, [](char c) { return static_cast<std::byte>(c); });
+  }
   return encode_frame(payload);
 }
 
@@ -43,7 +48,8 @@ std::optional<HandshakeReply> decode_reply(std::span<const std::byte> payload) {
   HandshakeReply reply;
   reply.accepted = payload[0] == std::byte{1};
   reply.max_buffer_size = detail::load_le<std::uint64_t>(payload.data() + 1);
-  reply.reason.assign(reinterpret_cast<const char*>(payload.data() + 9), payload.size() - 9);
+  if (reply.accepted) reply.accept_data.assign(payload.begin() + 9, payload.end());
+  else reply.reason.assign(reinterpret_cast<const char*>(payload.data() + 9), payload.size() - 9);
   return reply;
 }
 

@@ -3,7 +3,8 @@
 //   connector -> listener : frame(request)                (at most max_handshake_frame bytes)
 //   listener  -> connector: frame(reply)
 // where request = u64 max_reply_size (the largest reply the connector takes, 0: none), then
-// the hello; reply = u8 accepted, u64 max_buffer_size, then the reject reason (UTF-8).
+// the hello; reply = u8 accepted, u64 max_buffer_size, then the reject reason (UTF-8) or,
+// for an accept, the accept data (AcceptDecision::accept_data; none unless the hello asked).
 // After the reply, data frames flow from connector to listener, and reply frames (each at
 // most max_reply_size bytes) from listener to connector. TCP's own flow control bounds both.
 #pragma once
@@ -23,7 +24,8 @@ constexpr std::size_t max_handshake_frame = 4096;
 struct HandshakeReply {
   bool accepted = false;
   std::uint64_t max_buffer_size = 0;
-  std::string reason;
+  std::string reason;                  // a reject's
+  std::vector<std::byte> accept_data;  // an accept's
 };
 
 struct ConnectRequest {

@@ -2,6 +2,7 @@
 
 #include "closing_senders.hpp"
 #include "introduction.hpp"
+#include "little_endian.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>
@@ -11,13 +12,26 @@
 
 namespace netio::detail {
 
-BufferSender::BufferSender(Context& context, const Endpoint& remote, const Hello& hello, const Identity& identity,
-                           ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size,
-                           std::shared_ptr<PagePool> shared_pages)
+BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello, const Identity& identity,
+                           const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count,
+                           std::size_t buffer_size, std::shared_ptr<PagePool> shared_pages)
     : loop_(context.loop()),
       remote_(remote),
       replies_(std::make_shared<ReplyReceiver>(std::move(replies), remote.to_string())),
-      introduction_bytes_(encode_introduction(identity)) {  // throws before anything is set up
+      introduction_bytes_(encode_introduction(identity)),  // throws before anything is set up
+      key_(key) {
+  if (key_) {
+    require_auth_support(fmt::format("the send socket to {}", remote.to_string()));
+    if (introduction_bytes_.size() + auth_block_size > max_introduction_size) {
+      throw Error(Errc::message_too_large, fmt::format("the send socket to {}: the identity is too long to declare "
+                                                       "with a key (its proof takes {} bytes)",
+                                                       remote.to_string(), auth_block_size));
+    }
+    nonce_ = random_nonce();
+    hello.challenge = nonce_;
+    introduction_bytes_.insert(introduction_bytes_.begin(), auth_block_size, std::byte{0});
+    store_le<std::uint32_t>(introduction_bytes_.data(), auth_block_magic);
+  }
   Backend& backend = context.backend(remote);
   submitted_.reserve(buffer_count + 1);
   draining_.reserve(buffer_count + 1);
@@ -190,6 +204,23 @@ void BufferSender::send_to_socket(Buffer* buffer) {
 }
 
 void BufferSender::on_connected(const ConnectionInfo& info) {
+  if (key_) {
+    // The listener proves it holds the key before anything (the introduction) goes out.
+    const auto data = std::span<const std::byte>(info.accept_data);
+    AuthNonce listener_nonce{};
+    const bool answered = data.size() == auth_accept_size;
+    if (answered) std::copy_n(data.begin(), auth_nonce_size, listener_nonce.begin());
+    if (!answered ||
+        !auth_proof_matches(*key_, AuthRole::listener, nonce_, listener_nonce, data.subspan(auth_nonce_size))) {
+      on_failed(Error(Errc::handshake_rejected,
+                      fmt::format("{} accepted, but could not prove that it holds the pre-shared key ({}): "
+                                  "authentication failed; is its key the same as this side's?",
+                                  remote_.to_string(), answered ? "a wrong proof" : "no answer to the challenge")));
+      return;
+    }
+    const AuthProof proof = auth_proof(*key_, AuthRole::sender, nonce_, listener_nonce);
+    std::copy(proof.begin(), proof.end(), introduction_bytes_.begin() + 4);
+  }
   stats_.connections().fetch_add(1, std::memory_order_relaxed);
   for (Buffer* buffer : unconnected_) {
     if (buffer->size > info.peer_max_buffer_size) {

@@ -13,6 +13,7 @@
 // destructor closes the connection (on the loop thread; buffers in flight are dropped).
 #pragma once
 
+#include "authentication.hpp"
 #include "handshake.hpp"
 #include "page_source.hpp"
 #include "reply_receiver.hpp"
@@ -44,12 +45,14 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   using OnClosed = std::function<void(const Error*)>;
 
   // Connects with `hello`, then sends the introduction of `identity` ahead of everything
-  // else; replies arrive as `replies` says. Buffers come from a pool of buffer_count ×
+  // else; replies arrive as `replies` says. With a `key`, the hello carries a challenge,
+  // the listener must answer it (authentication.hpp: else the connection fails with
+  // Errc::handshake_rejected) and the introduction carries this side's proof. Buffers come from a pool of buffer_count ×
   // buffer_size of its own, or from a share of `shared_pages` when given (buffer_count is
   // then the share, shared_pages->per_connection()). Throws netio::Error for a bad identity
   // or a shared pool of another back-end.
-  BufferSender(Context& context, const Endpoint& remote, const Hello& hello, const Identity& identity,
-               ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size,
+  BufferSender(Context& context, const Endpoint& remote, Hello hello, const Identity& identity,
+               const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size,
                std::shared_ptr<PagePool> shared_pages = nullptr);
   ~BufferSender();
   BufferSender(const BufferSender&) = delete;
@@ -129,6 +132,8 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   std::size_t efficient_buffer_size_ = 0;       // set in the constructor, then constant
   std::shared_ptr<ReplyReceiver> replies_;      // shared with the back-end's on_reply callback
   std::vector<std::byte> introduction_bytes_;   // the first buffer sent, not from the pool
+  std::optional<PreSharedKey> key_;             // authenticate with it (then introduction_bytes_
+  AuthNonce nonce_{};                           // starts with the proof, filled in once connected)
   Buffer introduction_{};
   MemoryRegistrar* registrar_ = nullptr;        // the introduction's, if the back-end registers
   bool closed_ = false;                         // loop thread only

@@ -22,6 +22,7 @@ class Category final : public std::error_category {
       case Errc::backend_error: return "back-end error";
       case Errc::provider_unavailable: return "no matching libfabric provider";
       case Errc::would_block: return "would block the event-loop thread";
+      case Errc::invalid_option: return "invalid option";
     }
     return "unknown netio error";
   }

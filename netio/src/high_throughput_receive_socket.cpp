@@ -28,7 +28,7 @@ class HighThroughputReceiveSocket::Impl {
         budget_(detail::budget_from(options.shared_budget, options.memory_budget)),
         connections_(context, local, detail::SocketKind::high_throughput_send, "a high-throughput receive socket",
                      callbacks(), options.events, stats_, options.reply_window, budget_,
-                     /*reassembly_buffer=*/true) {}
+                     /*reassembly_buffer=*/true, options.admission) {}
 
   ~Impl() {
     // Pages still queued go back to the back-end before the connections close.

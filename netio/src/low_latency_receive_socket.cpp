@@ -19,7 +19,7 @@ class LowLatencyReceiveSocket::Impl {
         budget_(detail::budget_from(options.shared_budget, options.memory_budget)),
         connections_(context, local, detail::SocketKind::low_latency_send, "a low-latency receive socket",
                      callbacks(), options.events, stats_, options.reply_window, budget_,
-                     /*reassembly_buffer=*/false) {}
+                     /*reassembly_buffer=*/false, options.admission) {}
 
   detail::ReceiveConnections::Callbacks callbacks() {
     detail::ReceiveConnections::Callbacks c;

@@ -16,7 +16,7 @@ class LowLatencySendSocket::Impl {
   Impl(Context& context, const Endpoint& remote, const LowLatencySendOptions& options)
       : options_(options),
         sender_(std::make_shared<detail::BufferSender>(
-            context, remote, detail::Hello{detail::SocketKind::low_latency_send, 0}, options.identity,
+            context, remote, detail::Hello{detail::SocketKind::low_latency_send, 0}, options.identity, options.key,
             options.replies, options.buffer_count, options.buffer_size)),
         stats_(sender_->stats()) {}
 

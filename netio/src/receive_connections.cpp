@@ -1,19 +1,22 @@
 #include "receive_connections.hpp"
 
 #include "introduction.hpp"
+#include "little_endian.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace netio::detail {
 
 ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected,
                                        std::string_view receiver_kind, Callbacks callbacks, ConnectionEvents events,
                                        StatsCounters& stats, std::size_t reply_window,
-                                       std::shared_ptr<ReceiveBudget> budget, bool reassembly_buffer)
+                                       std::shared_ptr<ReceiveBudget> budget, bool reassembly_buffer,
+                                       AdmissionOptions admission)
     : loop_(context.loop()),
       expected_(expected),
       receiver_kind_(receiver_kind),
@@ -21,8 +24,10 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
       events_(std::move(events)),
       stats_(stats),
       reply_window_(reply_window),
+      admission_(std::move(admission)),
       budget_(std::move(budget)),
       reassembly_buffer_(reassembly_buffer) {
+  if (admission_.key) require_auth_support(fmt::format("the receive socket at {}", local.to_string()));
   Backend& backend = context.backend(local);
   loop_.run_sync([&] {
     listener_ = backend.make_listen_socket();
@@ -36,8 +41,17 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
     listen_callbacks.on_error = [this](const Error& error) {
       log(LogLevel::warn, "receive socket {}: {}", local_.to_string(), error.what());
     };
-    listener_->listen(local, std::move(listen_callbacks));
+    ListenLimits limits;
+    limits.max_pending_handshakes = admission_.max_pending_handshakes;
+    limits.handshake_timeout = admission_.handshake_timeout;
+    limits.progress_timeout = admission_.progress_timeout;
+    limits.accept_backoff = admission_.accept_backoff;
+    listener_->listen(local, std::move(listen_callbacks), limits);
     local_ = listener_->local_endpoint();
+    if (admission_.idle_timeout > std::chrono::nanoseconds::zero()) {
+      const auto period = std::max<std::chrono::nanoseconds>(admission_.idle_timeout / 4, std::chrono::milliseconds(1));
+      idle_timer_ = loop_.add_timer(period, period, [this] { sweep_idle(); });
+    }
   });
 }
 
@@ -52,16 +66,63 @@ ReceiveConnections::~ReceiveConnections() {
 void ReceiveConnections::close() noexcept {
   alive_.reset();  // tasks posted by callbacks that ran just before this one see it
   if (listener_) listener_->close();
-  for (auto& [id, connection] : connections_) close_connection(connection);
+  if (idle_timer_ != 0) loop_.cancel_timer(std::exchange(idle_timer_, 0));
+  for (auto& [id, connection] : connections_) {
+    if (connection.handshake_timer != 0) loop_.cancel_timer(std::exchange(connection.handshake_timer, 0));
+    close_connection(connection);
+  }
+  unintroduced_.clear();
 }
 
 AcceptDecision ReceiveConnections::on_request(const Endpoint& peer, std::span<const std::byte> hello) {
   try {
-    return fit_to_budget(peer, callbacks_.decide(expect_hello(hello, expected_, receiver_kind_)));
+    return fit_to_budget(peer, admit(peer, expect_hello(hello, expected_, receiver_kind_)));
   } catch (const Error& e) {
     log(LogLevel::warn, "receive socket {}: rejecting {}: {}", local_.to_string(), peer.to_string(), e.what());
     return AcceptDecision::reject(e.what());
   }
+}
+
+AcceptDecision ReceiveConnections::admit(const Endpoint& peer, const Hello& hello) {
+  if (!admission_.allow.empty() &&
+      std::none_of(admission_.allow.begin(), admission_.allow.end(),
+                   [&peer](const PeerNetwork& network) { return network.contains(peer.host); })) {
+    throw Error(Errc::handshake_rejected,
+                fmt::format("{} is not in the networks this listener allows ({} allowed)", peer.host,
+                            admission_.allow.size() == 1 ? admission_.allow.front().to_string()
+                                                         : fmt::format("{} networks", admission_.allow.size())));
+  }
+  if (admission_.max_connections != 0 && live_connections() >= admission_.max_connections) {
+    throw Error(Errc::handshake_rejected,
+                fmt::format("the listener holds {} connections, its limit (max_connections); try again later",
+                            admission_.max_connections));
+  }
+  if (admission_.key && !hello.challenge) {
+    throw Error(Errc::handshake_rejected, "this listener requires authentication with a pre-shared key, and the "
+                                          "sender brought none (give the send socket the key)");
+  }
+  if (!admission_.key && hello.challenge) {
+    throw Error(Errc::handshake_rejected, "the sender authenticates with a pre-shared key, but this listener has "
+                                          "none (give the receive socket the key, or the sender none)");
+  }
+  AcceptDecision decision = callbacks_.decide(hello);
+  if (!decision.accepted || !admission_.key) return decision;
+  // Answer the challenge: a fresh nonce of our own, and the proof over both.
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(challenges_, [&](const auto& entry) {
+    return now - entry.second.answered > admission_.handshake_timeout + std::chrono::seconds(1);
+  });
+  AnsweredChallenge answered{*hello.challenge, random_nonce(), now};
+  const AuthProof proof = auth_proof(*admission_.key, AuthRole::listener, answered.sender_nonce, answered.listener_nonce);
+  decision.accept_data.assign(answered.listener_nonce.begin(), answered.listener_nonce.end());
+  decision.accept_data.insert(decision.accept_data.end(), proof.begin(), proof.end());
+  challenges_[peer.to_string()] = answered;
+  return decision;
+}
+
+std::size_t ReceiveConnections::live_connections() const {
+  return static_cast<std::size_t>(
+      std::count_if(connections_.begin(), connections_.end(), [](const auto& entry) { return !entry.second.gone; }));
 }
 
 namespace {
@@ -128,6 +189,13 @@ void ReceiveConnections::on_accepted(std::unique_ptr<LowLevelReceiveSocket> sock
   connection.peer = socket->peer();
   connection.socket = std::move(socket);
   claim_charge(connection);
+  if (admission_.key) {
+    const auto it = challenges_.find(connection.peer.to_string());
+    if (it != challenges_.end()) {
+      connection.challenge = std::make_pair(it->second.sender_nonce, it->second.listener_nonce);
+      challenges_.erase(it);
+    }
+  }
   connection.replies = std::make_shared<ReplySender>(loop_, *connection.socket, reply_window_,
                                                      connection.peer.to_string());
   stats_.connections().fetch_add(1, std::memory_order_relaxed);
@@ -145,9 +213,49 @@ void ReceiveConnections::on_accepted(std::unique_ptr<LowLevelReceiveSocket> sock
   };
   socket_callbacks.on_reply_completed = [c = &connection](Buffer* buffer) { c->replies->on_completed(buffer); };
   connection.socket->start(std::move(socket_callbacks));
+  expect_introduction(id, connection);
+}
+
+void ReceiveConnections::expect_introduction(std::uint64_t id, Connection& connection) {
+  if (connection.gone || connection.state) return;
+  if (admission_.handshake_timeout > std::chrono::nanoseconds::zero()) {
+    connection.handshake_timer = loop_.add_timer(admission_.handshake_timeout, {}, [this, id] {
+      const auto it = connections_.find(id);
+      if (it == connections_.end()) return;
+      it->second.handshake_timer = 0;
+      drop_now(id, fmt::format("no introduction within the handshake timeout ({} ms)",
+                               std::chrono::duration_cast<std::chrono::milliseconds>(admission_.handshake_timeout)
+                                   .count()));
+    });
+  }
+  unintroduced_.insert(id);
+  if (admission_.max_pending_handshakes != 0 && unintroduced_.size() > admission_.max_pending_handshakes) {
+    drop_now(*unintroduced_.begin(),
+             fmt::format("{} connections wait for their introduction, the most this listener keeps; the oldest goes",
+                         admission_.max_pending_handshakes));
+  }
+}
+
+std::span<const std::byte> ReceiveConnections::authenticated(const Connection& connection,
+                                                             std::span<const std::byte> bytes) const {
+  if (!admission_.key) return bytes;
+  if (!connection.challenge) {
+    throw Error(Errc::handshake_rejected, "no challenge was answered for this connection (authentication failed)");
+  }
+  if (bytes.size() < auth_block_size || load_le<std::uint32_t>(bytes.data()) != auth_block_magic) {
+    throw Error(Errc::handshake_rejected, "the sender sent no proof of the pre-shared key (authentication failed)");
+  }
+  if (!auth_proof_matches(*admission_.key, AuthRole::sender, connection.challenge->first, connection.challenge->second,
+                          bytes.subspan(4, auth_proof_size))) {
+    throw Error(Errc::handshake_rejected,
+                "the sender's proof of the pre-shared key is wrong (a different key, or an answer replayed from "
+                "another connection): authentication failed");
+  }
+  return bytes.subspan(auth_block_size);
 }
 
 void ReceiveConnections::on_data(std::uint64_t id, Connection& connection, ReceivedBuffer buffer) {
+  if (idle_timer_ != 0) connection.last_data = std::chrono::steady_clock::now();
   if (connection.state) {
     callbacks_.on_data(connection.state, std::move(buffer));
     return;
@@ -162,7 +270,7 @@ void ReceiveConnections::on_introduction(std::uint64_t id, Connection& connectio
   state->replies = connection.replies;
   state->reassembly_allowance = connection.reassembly_allowance;
   try {
-    state->identity = decode_introduction(bytes);
+    state->identity = decode_introduction(authenticated(connection, bytes));
   } catch (const Error& e) {
     // Inside the socket's own callback: it may be closed here, not destroyed.
     log(LogLevel::warn, "receive socket {}: disconnecting {}: {}", local_.to_string(), connection.peer.to_string(),
@@ -173,6 +281,9 @@ void ReceiveConnections::on_introduction(std::uint64_t id, Connection& connectio
     forget_later(id);
     return;
   }
+  unintroduced_.erase(id);
+  if (connection.handshake_timer != 0) loop_.cancel_timer(std::exchange(connection.handshake_timer, 0));
+  connection.last_data = std::chrono::steady_clock::now();
   connection.state = std::move(state);
   log(LogLevel::debug, "receive socket {}: {} introduced itself as '{}'", local_.to_string(),
       connection.peer.to_string(), connection.state->identity.name);
@@ -191,6 +302,10 @@ void ReceiveConnections::report_disconnect(std::uint64_t connection, const Conne
 }
 
 void ReceiveConnections::forget_later(std::uint64_t connection) {
+  unintroduced_.erase(connection);
+  if (const auto it = connections_.find(connection); it != connections_.end() && it->second.handshake_timer != 0) {
+    loop_.cancel_timer(std::exchange(it->second.handshake_timer, 0));
+  }
   // Not from inside the socket's own callback: it may still be on the stack.
   loop_.post([this, connection, alive = std::weak_ptr<int>(alive_)] {
     if (!alive.expired()) connections_.erase(connection);
@@ -199,22 +314,39 @@ void ReceiveConnections::forget_later(std::uint64_t connection) {
 
 void ReceiveConnections::drop(std::uint64_t connection, const std::string& why) {
   loop_.post([this, connection, why, alive = std::weak_ptr<int>(alive_)] {
-    if (alive.expired()) return;
-    const auto it = connections_.find(connection);
-    // Gone already: its end of file was read after the fault that asked for the drop, in
-    // the same round, and was reported then.
-    if (it == connections_.end() || it->second.gone) return;
-    it->second.gone = true;
-    log(LogLevel::warn, "receive socket {}: disconnecting {}: {}", local_.to_string(), it->second.peer.to_string(), why);
-    close_connection(it->second);
-    if (it->second.state) {
-      report_disconnect(connection, it->second,
-                        Error(Errc::protocol_error, fmt::format("{}: {}", it->second.peer.to_string(), why)));
-    } else {
-      stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
-    }
-    connections_.erase(it);
+    if (!alive.expired()) drop_now(connection, why);
   });
+}
+
+void ReceiveConnections::drop_now(std::uint64_t connection, const std::string& why) {
+  const auto it = connections_.find(connection);
+  // Gone already: its end of file was read after the fault that asked for the drop, in
+  // the same round, and was reported then.
+  if (it == connections_.end() || it->second.gone) return;
+  it->second.gone = true;
+  unintroduced_.erase(connection);
+  if (it->second.handshake_timer != 0) loop_.cancel_timer(std::exchange(it->second.handshake_timer, 0));
+  log(LogLevel::warn, "receive socket {}: disconnecting {}: {}", local_.to_string(), it->second.peer.to_string(), why);
+  close_connection(it->second);
+  if (it->second.state) {
+    report_disconnect(connection, it->second,
+                      Error(Errc::protocol_error, fmt::format("{}: {}", it->second.peer.to_string(), why)));
+  } else {
+    stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
+  }
+  connections_.erase(it);
+}
+
+void ReceiveConnections::sweep_idle() {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::uint64_t> idle;
+  for (const auto& [id, connection] : connections_) {
+    if (connection.state && !connection.gone && now - connection.last_data >= admission_.idle_timeout) idle.push_back(id);
+  }
+  for (const auto id : idle) {
+    drop_now(id, fmt::format("idle for {} ms (idle timeout)",
+                             std::chrono::duration_cast<std::chrono::milliseconds>(admission_.idle_timeout).count()));
+  }
 }
 
 }  // namespace netio::detail

@@ -3,6 +3,14 @@
 // sender's introduction (introduction.hpp): it gives the connection its Peer, and only then
 // is the connection reported connected and its buffers handed on.
 //
+// Admission (netio/admission.hpp), the same on every back-end: the hello of a peer outside
+// the allow-list, beyond max_connections, or without the listener's key is rejected with a
+// reason; with a key, the accept answers the sender's challenge and the introduction must
+// carry the sender's proof (authentication.hpp). A connection accepted but not introduced
+// within the handshake timeout is dropped, and when more than max_pending_handshakes wait
+// for their introduction the oldest is dropped. With an idle timeout, introduced
+// connections that deliver nothing for that long are dropped (one sweep timer).
+//
 // Callbacks run on the loop thread. drop() and local_endpoint() may be called from any
 // thread. close() (loop thread) ends every callback at once but destroys nothing, so that
 // it may run inside one of them; the destructor closes too (on the loop thread) and
@@ -10,8 +18,10 @@
 #pragma once
 
 #include "budget_charge.hpp"
+#include "authentication.hpp"
 #include "handshake.hpp"
 #include "peer_state.hpp"
+#include "netio/admission.hpp"
 #include "netio/backend.hpp"
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
@@ -23,8 +33,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace netio::detail {
 
@@ -42,9 +55,10 @@ class ReceiveConnections {
   // `reassembly_buffer`, one buffer more for joining a message that spans two of them
   // (PeerState::reassembly_allowance). A connection that does not fit whole gets fewer
   // credits; one that does not fit with a single credit is rejected with the reason.
+  // Throws netio::Error when the endpoint cannot be bound, or for a key this build cannot use.
   ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected, std::string_view receiver_kind,
                      Callbacks callbacks, ConnectionEvents events, StatsCounters& stats, std::size_t reply_window,
-                     std::shared_ptr<ReceiveBudget> budget, bool reassembly_buffer);
+                     std::shared_ptr<ReceiveBudget> budget, bool reassembly_buffer, AdmissionOptions admission = {});
   ~ReceiveConnections();
   ReceiveConnections(const ReceiveConnections&) = delete;
   ReceiveConnections& operator=(const ReceiveConnections&) = delete;
@@ -68,6 +82,9 @@ class ReceiveConnections {
     bool gone = false;
     BudgetCharge buffers;  // its receive buffers, counted against the budget until it is forgotten
     std::size_t reassembly_allowance = 0;
+    EventLoop::TimerId handshake_timer = 0;  // until the introduction
+    std::optional<std::pair<AuthNonce, AuthNonce>> challenge;  // (sender's, listener's) nonce, with a key
+    std::chrono::steady_clock::time_point last_data{};        // for the idle timeout
   };
   // Buffers counted for an accepted handshake whose connection has not been handed over
   // yet (libfabric: until the connection is established).
@@ -78,9 +95,24 @@ class ReceiveConnections {
     std::chrono::steady_clock::time_point since;
   };
 
+  // A challenge answered in an accept, until the connection arrives (on_accepted).
+  struct AnsweredChallenge {
+    AuthNonce sender_nonce;
+    AuthNonce listener_nonce;
+    std::chrono::steady_clock::time_point answered;
+  };
+
   AcceptDecision on_request(const Endpoint& peer, std::span<const std::byte> hello);
+  AcceptDecision admit(const Endpoint& peer, const Hello& hello);
   AcceptDecision fit_to_budget(const Endpoint& peer, AcceptDecision decision);
   void claim_charge(Connection& connection);
+  std::size_t live_connections() const;
+  void expect_introduction(std::uint64_t id, Connection& connection);
+  // Checks and strips the authentication block; throws Errc::handshake_rejected.
+  std::span<const std::byte> authenticated(const Connection& connection, std::span<const std::byte> bytes) const;
+  void sweep_idle();
+  // Closes, reports and forgets a connection; loop thread, outside its socket's callbacks.
+  void drop_now(std::uint64_t connection, const std::string& why);
   void on_accepted(std::unique_ptr<LowLevelReceiveSocket> socket);
   void on_data(std::uint64_t id, Connection& connection, ReceivedBuffer buffer);
   void on_introduction(std::uint64_t id, Connection& connection, std::span<const std::byte> bytes);
@@ -95,6 +127,10 @@ class ReceiveConnections {
   ConnectionEvents events_;
   StatsCounters& stats_;
   std::size_t reply_window_;
+  AdmissionOptions admission_;
+  std::map<std::string, AnsweredChallenge> challenges_;  // by the peer's address; loop thread only
+  std::set<std::uint64_t> unintroduced_;  // connections waiting for their introduction, oldest first
+  EventLoop::TimerId idle_timer_ = 0;
   std::unique_ptr<LowLevelListenSocket> listener_;  // loop thread only
   Endpoint local_;
   std::map<std::uint64_t, Connection> connections_;  // loop thread only

@@ -96,13 +96,13 @@ class CountingListenSocket final : public LowLevelListenSocket {
   CountingListenSocket(std::unique_ptr<LowLevelListenSocket> inner, std::shared_ptr<BackendCallCounts> counts)
       : inner_(std::move(inner)), counts_(std::move(counts)) {}
 
-  void listen(const Endpoint& local, Callbacks callbacks) override {
+  void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) override {
     callbacks.on_accepted = [counts = counts_,
                              next = std::move(callbacks.on_accepted)](std::unique_ptr<LowLevelReceiveSocket> socket) {
       ++counts->receive_sockets;
       if (next) next(std::make_unique<CountingReceiveSocket>(std::move(socket), counts));
     };
-    inner_->listen(local, std::move(callbacks));
+    inner_->listen(local, std::move(callbacks), limits);
   }
   Endpoint local_endpoint() const override { return inner_->local_endpoint(); }
   void close() noexcept override {

@@ -209,6 +209,7 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
   if (options.two_connections) {
     LowLatencyReceiveOptions receive_options;
     receive_options.max_message_size = largest;
+    receive_options.admission.key = options.key;
     pongs.emplace(context, reply_endpoint_for(options.server),
                   [&loop](std::span<const std::byte> message, const Endpoint&) { loop.on_message(message); },
                   receive_options);
@@ -220,6 +221,7 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
   LowLatencySendOptions send_options;
   send_options.buffer_count = 64;
   send_options.identity.name = "netio_pingpong client";
+  send_options.key = options.key;
   if (!options.two_connections) {
     send_options.replies.max_size = largest;
     send_options.replies.credits = 16;

@@ -6,6 +6,7 @@
 
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
+#include "netio/preshared_key.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -27,6 +28,9 @@ struct PingpongClientOptions {
   // Pongs on a second connection, from the server back to a receive socket of the client,
   // instead of as replies on the ping connection (the shape netio had before replies).
   bool two_connections = false;
+  // Authenticate with this key (--key-file): the pings, and with two connections the
+  // receive socket of the pongs.
+  std::optional<PreSharedKey> key;
 };
 
 struct PingpongClientResult {

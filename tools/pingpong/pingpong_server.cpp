@@ -25,8 +25,9 @@ constexpr auto kConnectBackTimeout = std::chrono::seconds(5);
 constexpr std::size_t kReplyWindow = 64;
 
 // A client of the two-connection shape: the connection back to it, for its pongs.
-LowLatencySendOptions connect_back_options() {
+LowLatencySendOptions connect_back_options(const std::optional<PreSharedKey>& key) {
   LowLatencySendOptions options;
+  options.key = key;
   options.buffer_count = 64;  // send completions may lag behind the replies; see the client
   options.identity.name = "netio_pingpong server";
   return options;
@@ -44,10 +45,11 @@ struct Client {
 
 class EchoServer {
  public:
-  EchoServer(Context& context, const Endpoint& local)
+  EchoServer(Context& context, const Endpoint& local, const AdmissionOptions& admission)
       : context_(context),
+        key_(admission.key),
         socket_(context, local, [this](std::span<const std::byte> message, const Peer& peer) { on_message(message, peer); },
-                receive_options()) {}
+                receive_options(admission)) {}
 
   Endpoint local_endpoint() const { return socket_.local_endpoint(); }
 
@@ -60,8 +62,9 @@ class EchoServer {
   }
 
  private:
-  LowLatencyReceiveOptions receive_options() {
+  LowLatencyReceiveOptions receive_options(const AdmissionOptions& admission) {
     LowLatencyReceiveOptions options;
+    options.admission = admission;
     options.max_message_size = 64 * 1024 * 1024;
     options.reply_window = kReplyWindow;
     // A client that leaves without a goodbye is forgotten all the same.
@@ -150,7 +153,7 @@ class EchoServer {
     client->session = session;
     if (port != 0) {  // the two-connection shape: connect back to the port the client listens on
       const Endpoint back = peer.address().with_port(port);
-      client->back = std::make_unique<LowLatencySendSocket>(context_, back, connect_back_options());
+      client->back = std::make_unique<LowLatencySendSocket>(context_, back, connect_back_options(key_));
       try {
         client->back->wait_connected(kConnectBackTimeout);
       } catch (const Error& e) {
@@ -206,6 +209,7 @@ class EchoServer {
   }
 
   Context& context_;
+  std::optional<PreSharedKey> key_;  // the connections back to clients authenticate with it too
   std::map<ConnectionId, std::unique_ptr<Client>> clients_;  // see Client
   std::mutex events_mutex_;
   std::condition_variable events_changed_;
@@ -216,8 +220,8 @@ class EchoServer {
 }  // namespace
 
 void run_pingpong_server(Context& context, const Endpoint& local, const Deadline& deadline,
-                         const PingpongServerCallbacks& callbacks) {
-  EchoServer server(context, local);
+                         const PingpongServerCallbacks& callbacks, const AdmissionOptions& admission) {
+  EchoServer server(context, local, admission);
   if (callbacks.on_listening) callbacks.on_listening(server.local_endpoint());
   server.serve(deadline);
 }

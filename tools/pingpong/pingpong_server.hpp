@@ -4,6 +4,7 @@
 
 #include "common/deadline.hpp"
 
+#include "netio/admission.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 
@@ -17,7 +18,9 @@ struct PingpongServerCallbacks {
 
 // Returns when stopped by a signal or the deadline; throws netio::Error when the endpoint
 // cannot be bound. Problems with one client are printed and do not stop the server.
+// `admission`: who may connect (--allow, --key-file); the key also authenticates the
+// connections back to two-connection clients.
 void run_pingpong_server(Context& context, const Endpoint& local, const Deadline& deadline,
-                         const PingpongServerCallbacks& callbacks);
+                         const PingpongServerCallbacks& callbacks, const AdmissionOptions& admission = {});
 
 }  // namespace netio::tools

@@ -161,7 +161,9 @@ struct Ending {
 
 Ending receive_high_throughput(Context& context, Session& session, const BenchReceiverOptions& options,
                                const Deadline& deadline, const BenchReceiverCallbacks& callbacks) {
-  HighThroughputReceiveSocket socket(context, options.local);
+  HighThroughputReceiveOptions receive_options;
+  receive_options.admission = options.admission;
+  HighThroughputReceiveSocket socket(context, options.local, receive_options);
   if (callbacks.on_listening) callbacks.on_listening(socket.local_endpoint());
   std::thread consumer([&] {
     if (options.consumer_cpu) {
@@ -187,10 +189,11 @@ Ending receive_high_throughput(Context& context, Session& session, const BenchRe
 Ending receive_low_latency(Context& context, Session& session, const BenchReceiverOptions& options,
                            const Deadline& deadline, const BenchReceiverCallbacks& callbacks) {
   // The handler runs on the event-loop thread; destroying the socket waits for it.
-  LowLatencyReceiveSocket socket(context, options.local,
-                                 [&session](std::span<const std::byte> message, const Endpoint&) {
-                                   session.consume(message);
-                                 });
+  LowLatencyReceiveOptions receive_options;
+  receive_options.admission = options.admission;
+  LowLatencyReceiveSocket socket(
+      context, options.local,
+      [&session](std::span<const std::byte> message, const Endpoint&) { session.consume(message); }, receive_options);
   if (callbacks.on_listening) callbacks.on_listening(socket.local_endpoint());
   Supervisor supervisor(session, options, deadline, callbacks, [&] { return socket.stats(); });
   const ReceiveEnd end = supervisor.run();

@@ -7,6 +7,7 @@
 
 #include "common/deadline.hpp"
 #include "common/throughput_result.hpp"
+#include "netio/admission.hpp"
 
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
@@ -31,6 +32,7 @@ struct BenchReceiverOptions {
   // receiver gives up waiting for END_OF_STREAM.
   std::chrono::nanoseconds sender_gone_grace = std::chrono::seconds(1);
   std::optional<int> consumer_cpu;  // --mode ht: the thread calling recv()
+  AdmissionOptions admission;       // --allow, --key-file
 };
 
 // One line of the iperf-like report: what arrived between `from` and `to` (seconds since

@@ -36,6 +36,7 @@ class HighThroughputStream {
     o.page_count = options.page_count;
     o.zero_copy_threshold = options.zero_copy_threshold;
     o.flush_timeout = options.flush_timeout;
+    o.key = options.key;
     return o;
   }
   HighThroughputSendSocket socket_;
@@ -46,7 +47,7 @@ class HighThroughputStream {
 class LowLatencyStream {
  public:
   LowLatencyStream(Context& context, const BenchSenderOptions& options)
-      : context_(context), socket_(context, options.remote) {}
+      : context_(context), socket_(context, options.remote, low_latency_options(options)) {}
 
   void wait_connected(std::chrono::nanoseconds timeout) { socket_.wait_connected(timeout); }
   void send(std::span<const std::byte> message) { socket_.send(message); }
@@ -55,6 +56,11 @@ class LowLatencyStream {
   void end_stream(std::chrono::nanoseconds timeout) { socket_.wait_sent(timeout); }
 
  private:
+  static LowLatencySendOptions low_latency_options(const BenchSenderOptions& options) {
+    LowLatencySendOptions o;
+    o.key = options.key;
+    return o;
+  }
   Context& context_;
   LowLatencySendSocket socket_;
 };

@@ -9,6 +9,7 @@
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/high_throughput_socket.hpp"
+#include "netio/preshared_key.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -38,6 +39,7 @@ struct BenchSenderOptions {
   std::optional<std::uint64_t> zero_copy_threshold;  // unset: the socket's default
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
+  std::optional<PreSharedKey> key;  // --key-file
 };
 
 struct BenchSenderReport {

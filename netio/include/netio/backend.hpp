@@ -48,6 +48,7 @@
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -55,6 +56,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace netio {
 
@@ -62,6 +64,8 @@ class EventLoop;
 
 // 48 bytes of verbs connection data, less the libfabric back-end's header and reply window.
 constexpr std::size_t max_hello_size = 36;
+// The most an accept carries back to the connector besides the back-end's own fields.
+constexpr std::size_t max_accept_data_size = 32;
 
 // Where received buffers go back to. Thread-safe: give_back() may be called on any thread.
 class ReceiveBufferOwner {
@@ -124,6 +128,7 @@ struct ReplyWindow {
 struct ConnectionInfo {
   Endpoint peer;                  // the address connected to
   std::size_t peer_max_buffer_size = 0;  // send no buffer larger than this
+  std::vector<std::byte> accept_data{};  // AcceptDecision::accept_data of the listener
 };
 
 class LowLevelSendSocket {
@@ -194,14 +199,30 @@ class LowLevelReceiveSocket {
 // The listener's answer to a connection request.
 struct AcceptDecision {
   static AcceptDecision accept(std::size_t max_buffer_size, std::size_t receive_credits) {
-    return {true, {}, max_buffer_size, receive_credits};
+    return {true, {}, max_buffer_size, receive_credits, {}};
   }
-  static AcceptDecision reject(std::string reason) { return {false, std::move(reason), 0, 0}; }
+  static AcceptDecision reject(std::string reason) { return {false, std::move(reason), 0, 0, {}}; }
 
   bool accepted = false;
   std::string reject_reason;            // sent to the connecting side
   std::size_t max_buffer_size = 0;      // larger buffers are a protocol error
   std::size_t receive_credits = 0;      // receive buffers lent out at most before reading stalls
+  // Opaque bytes for the connector (ConnectionInfo::accept_data), at most
+  // max_accept_data_size: the listener's side of a challenge-response.
+  std::vector<std::byte> accept_data{};
+};
+
+// What a listen socket bounds by itself, before the layer above sees a connection
+// (netio::AdmissionOptions carries them for users; zero durations: off).
+struct ListenLimits {
+  // Connections accepted whose hello has not arrived yet; a new one beyond this drops the oldest.
+  std::size_t max_pending_handshakes = 256;
+  std::chrono::nanoseconds handshake_timeout = std::chrono::seconds(10);  // for the hello
+  // A receive socket in the middle of a buffer that completes none for this long, while it
+  // is reading, fails with Errc::protocol_error (where the back-end sees partial buffers).
+  std::chrono::nanoseconds progress_timeout = std::chrono::seconds(30);
+  // Out of descriptors: how long the listener stops accepting before it tries again.
+  std::chrono::nanoseconds accept_backoff = std::chrono::milliseconds(100);
 };
 
 class LowLevelListenSocket {
@@ -213,8 +234,9 @@ class LowLevelListenSocket {
   };
 
   virtual ~LowLevelListenSocket() = default;
-  // Binds and listens; throws netio::Error if the address cannot be bound.
-  virtual void listen(const Endpoint& local, Callbacks callbacks) = 0;
+  // Binds and listens within `limits`; throws netio::Error if the address cannot be bound.
+  virtual void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) = 0;
+  void listen(const Endpoint& local, Callbacks callbacks) { listen(local, std::move(callbacks), ListenLimits{}); }
   // The bound address, with the real port when listen() was given port 0.
   virtual Endpoint local_endpoint() const = 0;
   // Stops accepting; receive sockets already handed out live on. Idempotent.

@@ -25,6 +25,7 @@ enum class Errc {
   backend_error,           // the back-end (kernel, libfabric) reported a failure
   provider_unavailable,    // no libfabric provider matches
   would_block,             // a call that would have to wait, made on the event-loop thread
+  invalid_option,          // a malformed option value: a network (CIDR), a key file
 };
 
 const std::error_category& error_category() noexcept;

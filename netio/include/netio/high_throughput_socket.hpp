@@ -4,6 +4,7 @@
 // on the user's thread.
 #pragma once
 
+#include "netio/admission.hpp"
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
@@ -47,6 +48,8 @@ struct HighThroughputSendOptions {
   // page_size and page_count above are then the pool's page size and its per-connection
   // share (PagePool::per_connection()), and the pool bounds the memory of all its sockets.
   std::shared_ptr<PagePool> shared_pages;
+  // Authenticate with this key, as LowLatencySendOptions::key.
+  std::optional<PreSharedKey> key;
 };
 
 // Connects to a HighThroughputReceiveSocket.
@@ -144,6 +147,7 @@ struct HighThroughputReceiveOptions {
   std::size_t memory_budget = std::size_t{1} << 30;
   std::shared_ptr<ReceiveBudget> shared_budget;  // counts here instead when set (memory_budget unused)
   ConnectionEvents events;       // optional: senders connecting and going away
+  AdmissionOptions admission;    // limits, allowed networks, key (netio/admission.hpp)
 };
 
 // Listens for HighThroughputSendSockets (any number; messages of one sender keep their

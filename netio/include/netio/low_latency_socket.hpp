@@ -2,6 +2,7 @@
 // is called, and each received message is passed to a callback on the event-loop thread.
 #pragma once
 
+#include "netio/admission.hpp"
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
@@ -29,6 +30,9 @@ struct LowLatencySendOptions {
   std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
   Identity identity;     // declared to the receiver (its Peer); default name "HOST:PID"
   ReplyOptions replies;  // replies the receiver sends back on this connection
+  // Authenticate with this key: the receiver must hold the same (AdmissionOptions::key), and
+  // each side proves it to the other (netio/preshared_key.hpp). Unset: no authentication.
+  std::optional<PreSharedKey> key;
 };
 
 // Connects to a LowLatencyReceiveSocket. Construction starts connecting and returns at
@@ -118,6 +122,7 @@ struct LowLatencyReceiveOptions {
   std::size_t memory_budget = std::size_t{1} << 30;
   std::shared_ptr<ReceiveBudget> shared_budget;  // counts here instead when set (memory_budget unused)
   ConnectionEvents events;          // optional: senders connecting and going away
+  AdmissionOptions admission;       // limits, allowed networks, key (netio/admission.hpp)
 };
 
 // Listens for LowLatencySendSockets; calls `handler` for every message on the event-loop
