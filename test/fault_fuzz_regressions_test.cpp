@@ -1,0 +1,36 @@
+// Inputs the fuzz targets (test/fuzz, scripts/fuzz.sh) found, kept as regression tests of the
+// normal suite. Under UBSan (scripts/test.sh --sanitize address) they fail without their fix.
+#include "page_format.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+TEST_CASE("fuzz finding: an empty page in the middle of a message copies nothing from nowhere", "[faults][page_format]") {
+  // fuzz_page_parser: a message continuing over an empty page reached memcpy(dst, nullptr, 0),
+  // undefined behaviour, when the page's span has no data pointer.
+  std::vector<std::byte> first(8 + 4);
+  first[0] = std::byte{10};  // a 10-byte message, 4 bytes of it in this page
+  std::memcpy(first.data() + 8, "abcd", 4);
+  std::vector<std::byte> last(6);
+  std::memcpy(last.data(), "efghij", 6);
+  for (const bool with_spare : {false, true}) {
+    std::vector<std::byte> buffer = first;
+    buffer.resize(first.size() + (with_spare ? 64 : 0));
+    auto owner = std::make_shared<int>(0);
+    netio::detail::PageParser parser(1 << 20);
+    parser.set_page(std::span<const std::byte>(buffer.data(), first.size()),
+                    std::span<std::byte>(buffer.data() + first.size(), buffer.size() - first.size()), owner);
+    REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+    parser.set_page({});  // empty, data() == nullptr
+    REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+    parser.set_page({});
+    REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+    parser.set_page(last);
+    REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
+    const auto view = parser.view();
+    REQUIRE(view.size() == 10);
+    CHECK(std::memcmp(view.data(), "abcdefghij", 10) == 0);
+  }
+}
