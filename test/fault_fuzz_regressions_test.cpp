@@ -1,5 +1,7 @@
 // Inputs the fuzz targets (test/fuzz, scripts/fuzz.sh) found, kept as regression tests of the
 // normal suite. Under UBSan (scripts/test.sh --sanitize address) they fail without their fix.
+#include "netio/emulation.hpp"
+#include "netio/error.hpp"
 #include "page_format.hpp"
 
 #include <catch2/catch.hpp>
@@ -33,4 +35,12 @@ TEST_CASE("fuzz finding: an empty page in the middle of a message copies nothing
     REQUIRE(view.size() == 10);
     CHECK(std::memcmp(view.data(), "abcdefghij", 10) == 0);
   }
+}
+
+TEST_CASE("fuzz finding: an absurd rate in an emulation spec is refused, not overflowed", "[faults][emulated]") {
+  // fuzz_strings: out=1022222222222222222222222222222Gbps made the default burst (4 ms at that
+  // rate) overflow its conversion to an integer (undefined behaviour).
+  CHECK_THROWS_AS(netio::parse_emulation_spec("out=1022222222222222222222222222222Gbps"), netio::Error);
+  CHECK_THROWS_AS(netio::parse_emulation_spec("rate=2000000000000GB/s"), netio::Error);
+  CHECK_NOTHROW(netio::parse_emulation_spec("rate=400Gbps;in=1000GB/s"));
 }

@@ -238,6 +238,12 @@ RateLimit parse_rate_clause(std::string_view key, std::string_view value) {
   const auto items = split(value, ',');
   RateLimit limit;
   limit.bytes_per_second = need(emulated::parse_rate(items[0]), fmt::format("{}=", key));
+  // Beyond any link, and beyond what the bucket's byte counts hold (found by fuzz_strings:
+  // the default burst below overflowed its conversion to an integer).
+  constexpr double kMaxBytesPerSecond = 1e15;  // 8 Pb/s
+  if (!(limit.bytes_per_second <= kMaxBytesPerSecond)) {
+    fail(fmt::format("{}={}: more than 8 Pb/s is no network rate", key, items[0]));
+  }
   // Default burst: 4 ms at the rate, at least 64 KiB. Shallower buckets lose tokens whenever
   // the pipeline behind them pauses (a held connection takes a while to send again): 4
   // receivers' worth of 1 MiB pages into in=10Gbps reached 5.6 Gb/s with a 1 ms bucket, 10.0
