@@ -44,3 +44,10 @@ TEST_CASE("fuzz finding: an absurd rate in an emulation spec is refused, not ove
   CHECK_THROWS_AS(netio::parse_emulation_spec("rate=2000000000000GB/s"), netio::Error);
   CHECK_NOTHROW(netio::parse_emulation_spec("rate=400Gbps;in=1000GB/s"));
 }
+
+TEST_CASE("fuzz finding: an absurd duration in an emulation spec is refused, not overflowed", "[faults][emulated]") {
+  // fuzz_strings: every=11111111111111s overflowed the conversion to int64 nanoseconds.
+  CHECK_THROWS_AS(netio::parse_emulation_spec("slowdown=node,at=1s,for=2s,every=11111111111111s,rate=50%"),
+                  netio::Error);
+  CHECK_NOTHROW(netio::parse_emulation_spec("slowdown=node,at=1s,for=2s,every=3600s,rate=50%"));
+}

@@ -70,7 +70,12 @@ Params parse_params(const std::vector<std::string_view>& items, std::string_view
 }
 
 double duration_param(const Params& p, std::string_view name, std::string_view what) {
-  return need(emulated::parse_duration_ns(p.find(name)->second), fmt::format("{} {}=", what, name));
+  const double ns = need(emulated::parse_duration_ns(p.find(name)->second), fmt::format("{} {}=", what, name));
+  // Durations become nanosecond counts (int64): a century is plenty, and more would overflow
+  // the conversion (found by fuzz_strings: every=11111111111111s).
+  constexpr double kMaxNanoseconds = 100.0 * 365 * 24 * 3600 * 1e9;
+  if (!(ns <= kMaxNanoseconds)) fail(fmt::format("{} {}={}: longer than a century", what, name, p.find(name)->second));
+  return ns;
 }
 double number_param(const Params& p, std::string_view name, std::string_view what) {
   return need(emulated::parse_number(p.find(name)->second), fmt::format("{} {}=", what, name));
