@@ -47,7 +47,7 @@ TEST_CASE("fuzz finding: an absurd rate in an emulation spec is refused, not ove
 
 TEST_CASE("fuzz finding: an absurd duration in an emulation spec is refused, not overflowed", "[faults][emulated]") {
   // fuzz_strings: every=11111111111111s overflowed the conversion to int64 nanoseconds.
-  CHECK_THROWS_AS(netio::parse_emulation_spec("slowdown=node,at=1s,for=2s,every=11111111111111s,rate=50%"),
+  CHECK_THROWS_AS(netio::parse_emulation_spec("rate=1Gbps;slowdown=node,at=1s,for=2s,every=11111111111111s,rate=50%"),
                   netio::Error);
-  CHECK_NOTHROW(netio::parse_emulation_spec("slowdown=node,at=1s,for=2s,every=3600s,rate=50%"));
+  CHECK_NOTHROW(netio::parse_emulation_spec("rate=1Gbps;slowdown=node,at=1s,for=2s,every=3600s,rate=50%"));
 }
