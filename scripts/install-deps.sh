@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages netio needs, if any are missing. Safe to run again.
+#   scripts/install-deps.sh          what the build, the tests and the benchmarks need
+#   scripts/install-deps.sh --fuzz   also clang and libFuzzer's runtime (scripts/fuzz.sh)
 set -euo pipefail
 
 packages=(g++ cmake make pkg-config python3 libfabric-dev libfabric-bin librdmacm-dev libibverbs-dev
           libfmt-dev libsodium-dev libcli11-dev catch2 libzmq3-dev gnuplot-nox)
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,11 +1,32 @@
 #!/usr/bin/env bash
-# Builds netio and runs the whole test suite (unit and loopback integration tests, both
-# back-ends, the tools end to end). Installs missing Debian packages first.
-#   scripts/test.sh                      RelWithDebInfo build in build/test
-#   scripts/test.sh --sanitize address   ASan + UBSan build in build/asan
-#   scripts/test.sh --sanitize thread    TSan build in build/tsan
+# Builds netio and runs the test suite (unit and loopback integration tests, both back-ends,
+# the tools end to end). Installs missing Debian packages first.
+#   scripts/test.sh                      RelWithDebInfo build in build/test, the whole suite
+#   scripts/test.sh --sanitize address   ASan + UBSan build in build/asan, the whole suite
+#   scripts/test.sh --sanitize thread    TSan build in build/tsan, the whole suite
+#   scripts/test.sh --all                the three above, one after the other (what CI runs,
+#                                        .ci/run); stops at the first that fails
+# Further arguments go to ctest (e.g. -R pubsub). ccache is used when installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
+  sed -n '2,10p' "$0"
+  exit 0
+fi
+
+if [ "${1:-}" = "--all" ]; then
+  shift
+  start=$SECONDS
+  for mode in "" address thread; do
+    phase=$SECONDS
+    echo "=== scripts/test.sh ${mode:+--sanitize $mode}" >&2
+    if [ -z "$mode" ]; then "$0" "$@"; else "$0" --sanitize "$mode" "$@"; fi
+    echo "=== ${mode:-plain} build and tests: $((SECONDS - phase)) s" >&2
+  done
+  echo "=== all: $((SECONDS - start)) s" >&2
+  exit 0
+fi
 
 sanitize=""
 if [ "${1:-}" = "--sanitize" ]; then
@@ -20,7 +41,13 @@ case "$sanitize" in
 esac
 
 scripts/install-deps.sh
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNETIO_SANITIZE="$sanitize" -DNETIO_WARNINGS_AS_ERRORS=ON >/dev/null
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+fi
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNETIO_SANITIZE="$sanitize" -DNETIO_WARNINGS_AS_ERRORS=ON \
+  "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 # fast_unwind_on_malloc=0: libfabric has no frame pointers, and the one suppression
 # (test/support/lsan.supp) needs the stack through it to stay narrow.

@@ -520,3 +520,39 @@ TEST_CASE("deadline", "[tools]") {
   const Deadline later(1h);
   CHECK(later.remaining(100ms) == 100ms);
 }
+
+TEST_CASE("concurrent streams merge size by size, whatever sizes each stream ran", "[tools][protocol]") {
+  using netio::tools::ThroughputResult;
+  using netio::tools::Verification;
+  const std::vector<std::vector<ThroughputResult>> streams{
+      {{64, 100, 6400, 1.0, Verification{1, 0, 0}, true}, {4096, 10, 40960, 2.0, Verification{}, true}},
+      {{4096, 20, 81920, 3.0, Verification{0, 2, 0}, false}},
+      {{64, 50, 3200, 0.5, std::nullopt, true}, {64, 7, 448, 0.1, std::nullopt, true}},
+  };
+  const auto merged = netio::tools::merge_concurrent_results(streams);
+  REQUIRE(merged.size() == 3);
+  CHECK(merged[0].size == 64);  // the first 64 B run of streams 1 and 3
+  CHECK(merged[0].messages == 150);
+  CHECK(merged[0].bytes == 9600);
+  CHECK(merged[0].seconds == 1.0);
+  REQUIRE(merged[0].verification);
+  CHECK(merged[0].verification->lost == 1);
+  CHECK(merged[1].size == 4096);
+  CHECK(merged[1].messages == 30);
+  CHECK(merged[1].seconds == 3.0);
+  CHECK_FALSE(merged[1].complete);
+  CHECK(merged[1].verification->duplicated == 2);
+  CHECK(merged[2].size == 64);  // stream 3's second 64 B run stays a run of its own
+  CHECK(merged[2].messages == 7);
+  CHECK_FALSE(merged[2].verification);
+}
+
+TEST_CASE("run tracker: a stream began only with a run", "[tools][protocol]") {
+  netio::tools::RunTracker tracker(true);
+  const std::vector<std::byte> junk(32, std::byte{0x41});
+  tracker.on_message(junk);
+  CHECK_FALSE(tracker.began());
+  const auto begin = netio::tools::encode_run_begin({0, 64}, 1);
+  tracker.on_message(begin);
+  CHECK(tracker.began());
+}

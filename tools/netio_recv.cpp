@@ -1,11 +1,13 @@
 // netio_recv: the receiving side of the throughput benchmark (DESIGN.md §7).
 //
 //   netio_recv -e ENDPOINT [--mode ht|ll] [-n MESSAGES | -t DURATION] [--verify] [--json]
-//              [--interval DURATION] [--port-file FILE] [--cpu N[,M]] [--timeout DURATION]
+//              [--senders K] [--interval DURATION] [--port-file FILE] [--cpu N[,M]] [--timeout DURATION]
 //   netio_recv --subscribe -e PUBLISHER --tags T[,T...] [--mode ll|ht] [...the same]
 //
 // Listens (or subscribes to netio_throughput --publish), reports each interval on stderr
-// (like iperf3) and prints a summary per message size when the sender ends its stream.
+// (like iperf3) and prints a summary per message size when the senders end their streams:
+// one stream per connection, each counted and verified on its own; the run ends when
+// --senders streams have ended.
 #include "common/cli_options.hpp"
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
@@ -44,6 +46,7 @@ struct Options {
   std::optional<netio::EmulationConfig> emulate;
   PeerAccess access;
   std::chrono::nanoseconds timeout{0};
+  std::size_t senders = 1;
   bool subscribe = false;  // publish/subscribe: -e is the publisher
   std::vector<std::uint64_t> tags;
 };
@@ -70,6 +73,12 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--json", o.json,
                "Print one JSON document on stdout: {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps, "
                "lost, duplicated, corrupt}]}; lost/duplicated/corrupt are null without --verify");
+  app.add_option("--senders", o.senders,
+                 "How many senders' streams to receive: each connection is a stream of its own, counted and verified "
+                 "on its own; the run ends when this many have ended (a connection that never begins a run is no "
+                 "stream and ends nothing)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   add_duration_option(app, "--interval", o.interval, "Interval of the progress report on stderr (0: none)");
   app.add_option("--port-file", o.port_file,
                  "Write the port listened on to FILE once listening (for scripts using port 0)")
@@ -89,7 +98,7 @@ void add_options(CLI::App& app, Options& o) {
              "\n\nThe receiver's time for a size runs from the arrival of the run's begin marker to that of its\n"
              "end marker. Exit status: 0 when the stream ended (or -n/-t was reached) and, with --verify, all was\n"
              "intact; 3 when --verify found lost, duplicated or corrupt messages (or messages outside any run);\n"
-             "1 on failure (cannot listen, --timeout, the sender vanished before ending its stream); 128+N when\n"
+             "1 on failure (cannot listen, --timeout, a sender vanished before ending its stream); 128+N when\n"
              "stopped by signal N (Ctrl-C); other non-zero values for bad arguments.");
 }
 
@@ -98,6 +107,9 @@ void validate(const Options& o) {
   if (o.subscribe && (!o.access.allow.empty() || o.access.key)) {
     throw CLI::ValidationError("--allow/--key-file", "do not apply to --subscribe yet (publish/subscribe sockets take "
                                                      "no admission options)");
+  }
+  if (o.subscribe && o.senders != 1) {
+    throw CLI::ValidationError("--senders", "does not apply to --subscribe (one publisher, one stream per tag)");
   }
   if (o.subscribe && !o.port_file.empty()) {
     throw CLI::ValidationError("--port-file", "does not apply to --subscribe (the subscriber connects to -e)");
@@ -199,6 +211,7 @@ int run(const Options& o) {
   // The thread doing the per-message work is the "tool's thread" of --cpu: the recv()
   // thread in ht mode; in ll mode the callbacks run on the event-loop thread.
   receiver.consumer_cpu = o.cpu.tool_thread;
+  receiver.senders = o.senders;
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
 
   netio::Context context(context_options(o));
@@ -216,10 +229,28 @@ int run(const Options& o) {
     JsonWriter json;
     write_results_json(json, report.results, VerificationColumns::reported);
     fmt::print("{}\n", json.str());
-  } else {
+  } else if (report.per_stream.size() <= 1) {
     fmt::print("{}", results_table(report.results, VerificationColumns::reported));
+  } else {
+    for (const auto& stream : report.per_stream) {
+      fmt::print("from {}{}:\n{}", stream.peer, stream.ended ? "" : " (stream not ended)",
+                 results_table(stream.results, VerificationColumns::reported));
+    }
+    fmt::print("all {} streams:\n{}", report.per_stream.size(), results_table(report.results, VerificationColumns::reported));
+  }
+  for (const auto& stream : report.per_stream) {
+    for (const auto& r : stream.results) {
+      if (r.verification && !r.verification->clean()) {
+        fmt::print(stderr, "{}: from {}, {} B: {} lost, {} duplicated, {} corrupt\n", kTool, stream.peer, r.size,
+                   r.verification->lost, r.verification->duplicated, r.verification->corrupt);
+      }
+    }
   }
   for (const std::string& anomaly : report.anomalies) fmt::print(stderr, "{}: protocol anomaly: {}\n", kTool, anomaly);
+  if (report.stranger_messages > 0) {
+    fmt::print(stderr, "{}: ignored {} messages from connections that never began a run (not netio_throughput)\n",
+               kTool, report.stranger_messages);
+  }
   if (report.stray_messages > 0) {
     fmt::print(stderr, "{}: {} messages arrived outside any run (is the sender netio_throughput?)\n", kTool,
                report.stray_messages);
@@ -238,7 +269,8 @@ int exit_status(const Options& o, ReceiveEnd end, bool verification_bad) {
                  format_duration(o.timeout));
       return kExitFailure;
     case ReceiveEnd::sender_gone:
-      fmt::print(stderr, "{}: error: the sender (publisher) disconnected without ending its stream\n", kTool);
+      fmt::print(stderr, "{}: error: {} disconnected without ending {}\n", kTool,
+                 o.subscribe ? "the publisher" : "a sender", o.subscribe ? "its streams" : "its stream");
       return kExitFailure;
     case ReceiveEnd::end_of_stream:
     case ReceiveEnd::message_limit:

@@ -70,7 +70,12 @@ Params parse_params(const std::vector<std::string_view>& items, std::string_view
 }
 
 double duration_param(const Params& p, std::string_view name, std::string_view what) {
-  return need(emulated::parse_duration_ns(p.find(name)->second), fmt::format("{} {}=", what, name));
+  const double ns = need(emulated::parse_duration_ns(p.find(name)->second), fmt::format("{} {}=", what, name));
+  // Durations become nanosecond counts (int64): a century is plenty, and more would overflow
+  // the conversion (found by fuzz_strings: every=11111111111111s).
+  constexpr double kMaxNanoseconds = 100.0 * 365 * 24 * 3600 * 1e9;
+  if (!(ns <= kMaxNanoseconds)) fail(fmt::format("{} {}={}: longer than a century", what, name, p.find(name)->second));
+  return ns;
 }
 double number_param(const Params& p, std::string_view name, std::string_view what) {
   return need(emulated::parse_number(p.find(name)->second), fmt::format("{} {}=", what, name));
@@ -238,6 +243,12 @@ RateLimit parse_rate_clause(std::string_view key, std::string_view value) {
   const auto items = split(value, ',');
   RateLimit limit;
   limit.bytes_per_second = need(emulated::parse_rate(items[0]), fmt::format("{}=", key));
+  // Beyond any link, and beyond what the bucket's byte counts hold (found by fuzz_strings:
+  // the default burst below overflowed its conversion to an integer).
+  constexpr double kMaxBytesPerSecond = 1e15;  // 8 Pb/s
+  if (!(limit.bytes_per_second <= kMaxBytesPerSecond)) {
+    fail(fmt::format("{}={}: more than 8 Pb/s is no network rate", key, items[0]));
+  }
   // Default burst: 4 ms at the rate, at least 64 KiB. Shallower buckets lose tokens whenever
   // the pipeline behind them pauses (a held connection takes a while to send again): 4
   // receivers' worth of 1 MiB pages into in=10Gbps reached 5.6 Gb/s with a 1 ms bucket, 10.0

@@ -472,14 +472,14 @@ void FabricSendSocket::on_connection_error(const EventEntry& error) {
 }
 
 void FabricSendSocket::fail_connect(Errc code, const std::string& why) {
-  log(LogLevel::info, "{}", why);
+  log(LogLevel::debug, "{}", why);  // the layer above reports it (once)
   auto callback = callbacks_.on_connect_failed;
   close();
   if (callback) callback(Error(code, why));
 }
 
 void FabricSendSocket::fail_connected(Errc code, const std::string& why) {
-  log(LogLevel::info, "{}", why);
+  log(LogLevel::debug, "{}", why);  // the layer above reports it (once)
   auto callback = callbacks_.on_disconnected;
   close();
   if (callback) callback(Error(code, why));

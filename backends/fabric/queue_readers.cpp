@@ -10,16 +10,6 @@
 #include <cstring>
 
 namespace netio::fabric {
-namespace {
-
-std::string describe_error(int error, const char* provider_text) {
-  if (provider_text == nullptr || *provider_text == '\0' || std::strcmp(provider_text, ::fi_strerror(error)) == 0) {
-    return ::fi_strerror(error);
-  }
-  return fmt::format("{} ({})", ::fi_strerror(error), provider_text);
-}
-
-}  // namespace
 
 bool EventQueueReader::next(fid_eq* queue, EventEntry& entry) {
   entry = EventEntry{};
@@ -42,8 +32,11 @@ bool EventQueueReader::next(fid_eq* queue, EventEntry& entry) {
     entry.error = error.err;
     entry.data = std::span<const std::byte>(static_cast<const std::byte*>(error.err_data),
                                             std::min(error.err_data_size, error_data_.size()));
+    // A rejection's err_data is the peer's reject payload, not provider data to describe.
+    const void* provider_data = error.err == FI_ECONNREFUSED ? nullptr : error.err_data;
     char text[256] = {};
-    entry.error_text = describe_error(error.err, ::fi_eq_strerror(queue, error.prov_errno, error.err_data, text, sizeof text));
+    entry.error_text = queue_error_text(
+        error.err, error.prov_errno, ::fi_eq_strerror(queue, error.prov_errno, provider_data, text, sizeof text), sizeof text);
     return true;
   }
   if (n < 0) {
@@ -93,7 +86,8 @@ bool CompletionQueueReader::next(fid_cq* queue, CompletionEntry& entry) {
     entry.length = error.len;
     entry.error = error.err;
     char text[256] = {};
-    entry.error_text = describe_error(error.err, ::fi_cq_strerror(queue, error.prov_errno, error.err_data, text, sizeof text));
+    entry.error_text = queue_error_text(
+        error.err, error.prov_errno, ::fi_cq_strerror(queue, error.prov_errno, error.err_data, text, sizeof text), sizeof text);
     if (error.err == FI_ETRUNC) entry.error_text += fmt::format(" ({} bytes did not fit)", error.olen);
     return true;
   }

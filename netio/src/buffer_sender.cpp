@@ -245,6 +245,7 @@ void BufferSender::on_failed(const Error& error) {
   if (closed_) return;
   closed_ = true;
   log(error.code() == Errc::disconnected ? LogLevel::info : LogLevel::warn, "send socket: {}", error.what());
+  failure_logged_ = true;
   if (state_.connected()) stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
   state_.set_failed(error);
   socket_->close();
@@ -443,7 +444,7 @@ void BufferSender::finish_close(std::optional<Error> error) noexcept {
   }
   idle_changed_.notify_all();
   // Said once: to whoever asked (on_closed), else (a destructor's close) to the log.
-  if (error && on_closed_.empty()) {
+  if (error && on_closed_.empty() && !failure_logged_) {
     log(LogLevel::warn, "send socket to {}: closed with messages unsent: {}", remote_.to_string(), error->what());
   }
   report_closed(error);

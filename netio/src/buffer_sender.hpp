@@ -137,6 +137,7 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   Buffer introduction_{};
   MemoryRegistrar* registrar_ = nullptr;        // the introduction's, if the back-end registers
   bool closed_ = false;                         // loop thread only
+  bool failure_logged_ = false;                 // loop thread only: on_failed() said why, once
 
   std::mutex submit_mutex_;
   std::vector<Buffer*> submitted_;              // guarded by submit_mutex_

@@ -1,5 +1,7 @@
 #include "netio/event_loop.hpp"
 
+#include "current_exception.hpp"
+
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 
@@ -77,7 +79,10 @@ EventLoop::~EventLoop() {
     stopped_ = true;
   }
   // Tasks posted but never run (a loop that never ran) still run: they may free memory.
-  drain_posted(true);
+  {
+    std::lock_guard serial(without_loop_mutex_);
+    drain_posted(true);
+  }
   // Pending timers are dropped. Their callbacks are destroyed outside the queue, so a
   // destructor that cancels or adds a timer finds it consistent.
   TimerQueue dropped;
@@ -115,8 +120,8 @@ void EventLoop::run_pollers() {
     if (!task) continue;
     try {
       (*task)();
-    } catch (const std::exception& e) {
-      log(LogLevel::error, "event loop: poller threw: {}", e.what());
+    } catch (...) {
+      log(LogLevel::error, "event loop: poller threw: {}", detail::current_exception_text());
     }
   }
   if (std::exchange(pollers_removed_, false)) {
@@ -132,8 +137,8 @@ void EventLoop::run_spinning_fds() {
     if (handler->removed || events == 0) continue;
     try {
       handler->callback(events);
-    } catch (const std::exception& e) {
-      log(LogLevel::error, "event loop: handler for fd {} threw: {}", handler->fd, e.what());
+    } catch (...) {
+      log(LogLevel::error, "event loop: handler for fd {} threw: {}", handler->fd, detail::current_exception_text());
     }
   }
   if (std::exchange(spinning_fds_removed_, false)) {
@@ -179,12 +184,16 @@ void EventLoop::run() {
     if (!pollers_.empty()) run_pollers();
     if (busy && !spinning_fds_.empty()) run_spinning_fds();
   }
-  // From here on post() runs tasks inline; what was posted before runs now, on this thread.
+  // From here on post() runs tasks inline; what was posted before runs now, on this thread,
+  // and a post() from another thread meanwhile waits for it (without_loop_mutex_).
   {
-    std::lock_guard lock(posted_mutex_);
-    stopped_ = true;
+    std::lock_guard serial(without_loop_mutex_);
+    {
+      std::lock_guard lock(posted_mutex_);
+      stopped_ = true;
+    }
+    drain_posted(true);
   }
-  drain_posted(true);
   running_.store(false, std::memory_order_release);
   loop_thread_.store(std::thread::id(), std::memory_order_release);
 }
@@ -212,11 +221,18 @@ void EventLoop::post(Task task) {
       return;
     }
   }
-  task();  // the loop has stopped: nobody else will run it
+  // The loop has stopped: nobody else will run it. One at a time, as the loop would.
+  std::lock_guard serial(without_loop_mutex_);
+  task();
 }
 
 void EventLoop::run_sync(const Task& task) {
-  if (in_loop_thread() || !running()) {
+  if (in_loop_thread()) {
+    task();
+    return;
+  }
+  if (!running()) {
+    std::lock_guard serial(without_loop_mutex_);
     task();
     return;
   }
@@ -253,8 +269,8 @@ void EventLoop::drain_posted(bool read_wake_fd) {
   for (auto& task : running_tasks_) {
     try {
       task();
-    } catch (const std::exception& e) {
-      log(LogLevel::error, "event loop: a posted task threw: {}", e.what());
+    } catch (...) {
+      log(LogLevel::error, "event loop: a posted task threw: {}", detail::current_exception_text());
     }
   }
   running_tasks_.clear();
@@ -266,8 +282,8 @@ void EventLoop::dispatch(std::uint64_t key, std::uint32_t events) {
   const auto handler = it->second;    // keeps the callback alive if it removes itself
   try {
     handler->callback(events);
-  } catch (const std::exception& e) {
-    log(LogLevel::error, "event loop: handler for fd {} threw: {}", handler->fd, e.what());
+  } catch (...) {
+    log(LogLevel::error, "event loop: handler for fd {} threw: {}", handler->fd, detail::current_exception_text());
   }
 }
 
@@ -415,8 +431,8 @@ void EventLoop::run_due_timers(Clock::time_point now) {
     running_timer_cancelled_ = false;
     try {
       timer.callback();
-    } catch (const std::exception& e) {
-      log(LogLevel::error, "event loop: timer {} threw: {}", timer.id, e.what());
+    } catch (...) {
+      log(LogLevel::error, "event loop: timer {} threw: {}", timer.id, detail::current_exception_text());
     }
     running_timer_ = 0;
     if (!periodic) continue;

@@ -3,6 +3,7 @@
 #include "budget_charge.hpp"
 #include "introduction.hpp"
 #include "netio/log.hpp"
+#include "current_exception.hpp"
 #include "receive_connections.hpp"
 
 #include <fmt/format.h>
@@ -39,9 +40,9 @@ class LowLatencyReceiveSocket::Impl {
       stats_.pages().fetch_add(1, std::memory_order_relaxed);
       try {
         handler_(bytes, Peer(state));
-      } catch (const std::exception& e) {
-        log(LogLevel::error, "receive socket {}: the message handler threw: {}",
-            connections_.local_endpoint().to_string(), e.what());
+      } catch (...) {  // the connection stays; the message counts as delivered
+        log(LogLevel::error, "receive socket {}: the message handler threw on a message from {}: {}",
+            connections_.local_endpoint().to_string(), state->address.to_string(), detail::current_exception_text());
       }
     };  // the buffer goes back to the back-end here: the view was valid during the call only
     c.on_disconnected = [](std::uint64_t, const Error&) {};

@@ -91,7 +91,9 @@ PageParser::Result PageParser::continue_message() {
   }
   const std::size_t take = std::min(left, expected_ - assembled_);
   const std::byte* from = page_.data() + offset_;
-  if (join_page_) {
+  if (take == 0) {
+    // An empty page in the middle of a message: nothing to copy (and `from` may be null).
+  } else if (join_page_) {
     std::memcpy(join_next_, from, take);
     join_next_ += take;
   } else if (!append(from, take)) {

@@ -1,5 +1,7 @@
 #include "receive_connections.hpp"
 
+#include "current_exception.hpp"
+
 #include "introduction.hpp"
 #include "little_endian.hpp"
 #include "netio/log.hpp"
@@ -287,7 +289,17 @@ void ReceiveConnections::on_introduction(std::uint64_t id, Connection& connectio
   connection.state = std::move(state);
   log(LogLevel::debug, "receive socket {}: {} introduced itself as '{}'", local_.to_string(),
       connection.peer.to_string(), connection.state->identity.name);
-  if (events_.on_connected) events_.on_connected(Peer(connection.state));
+  if (events_.on_connected) notify("on_connected", connection.peer, [&] { events_.on_connected(Peer(connection.state)); });
+}
+
+template <typename Call>
+void ReceiveConnections::notify(const char* event, const Endpoint& peer, Call call) noexcept {
+  try {
+    call();
+  } catch (...) {  // user code: whatever it throws, the connection's bookkeeping goes on
+    log(LogLevel::error, "receive socket {}: the {} handler threw for {}: {}", local_.to_string(), event,
+        peer.to_string(), current_exception_text());
+  }
 }
 
 void ReceiveConnections::close_connection(Connection& connection) noexcept {
@@ -298,7 +310,9 @@ void ReceiveConnections::close_connection(Connection& connection) noexcept {
 void ReceiveConnections::report_disconnect(std::uint64_t connection, const Connection& state, const Error& error) {
   stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
   callbacks_.on_disconnected(connection, error);
-  if (events_.on_disconnected) events_.on_disconnected(Peer(state.state), error);
+  if (events_.on_disconnected) {
+    notify("on_disconnected", state.peer, [&] { events_.on_disconnected(Peer(state.state), error); });
+  }
 }
 
 void ReceiveConnections::forget_later(std::uint64_t connection) {

@@ -119,6 +119,9 @@ class ReceiveConnections {
   static void close_connection(Connection& connection) noexcept;
   void forget_later(std::uint64_t connection);
   void report_disconnect(std::uint64_t connection, const Connection& state, const Error& error);
+  // Runs a ConnectionEvents handler: whatever it throws is logged, never thrown on.
+  template <typename Call>
+  void notify(const char* event, const Endpoint& peer, Call call) noexcept;
 
   EventLoop& loop_;
   SocketKind expected_;

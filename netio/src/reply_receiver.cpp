@@ -1,5 +1,7 @@
 #include "reply_receiver.hpp"
 
+#include "current_exception.hpp"
+
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 
@@ -14,8 +16,8 @@ void ReplyReceiver::deliver(ReceivedBuffer reply) {
   if (options_.on_reply) {
     try {
       options_.on_reply(reply.bytes());
-    } catch (const std::exception& e) {
-      log(LogLevel::error, "send socket to {}: the reply handler threw: {}", remote_, e.what());
+    } catch (...) {
+      log(LogLevel::error, "send socket to {}: the reply handler threw: {}", remote_, current_exception_text());
     }
     return;  // the buffer, and its credit, go back here
   }

@@ -70,6 +70,7 @@ void RunTracker::on_control(const ControlFrame& frame) {
       RunKey key{frame.a, frame.b};
       run_.emplace(OpenRun{key, key.salt(), 0, 0, 0, {}, clock_()});
       current_size_.store(key.size, std::memory_order_relaxed);
+      began_.store(true, std::memory_order_release);
       return;
     }
     case ControlKind::run_end:

@@ -33,6 +33,9 @@ class RunTracker {
   void on_message(std::span<const std::byte> message);
 
   bool end_of_stream() const noexcept { return end_of_stream_.load(std::memory_order_acquire); }
+  // Whether a run ever began: the peer speaks the benchmark's protocol (a stranger's bytes
+  // are stray messages of a stream that never began).
+  bool began() const noexcept { return began_.load(std::memory_order_acquire); }
 
   // Live counters over all runs (data messages only; control frames are not counted).
   std::uint64_t live_messages() const noexcept { return messages_.load(std::memory_order_relaxed); }
@@ -82,6 +85,7 @@ class RunTracker {
   std::atomic<std::uint64_t> current_size_{0};
   std::atomic<Clock::rep> first_message_ticks_{0};  // 0: none yet
   std::atomic<bool> end_of_stream_{false};
+  std::atomic<bool> began_{false};
 };
 
 }  // namespace netio::tools

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace netio::tools {
 
@@ -57,6 +58,39 @@ std::string results_table(std::span<const ThroughputResult> results, Verificatio
   }
   if (any_incomplete) out += "* run cut short: interrupted, stopped by a limit, or its end marker never arrived\n";
   return out;
+}
+
+std::vector<ThroughputResult> merge_concurrent_results(std::span<const std::vector<ThroughputResult>> streams) {
+  std::vector<ThroughputResult> merged;
+  // The k-th run of a size in one stream goes with the k-th run of that size in the others
+  // (senders may run different sizes, or the same sizes in another order).
+  std::vector<std::pair<std::uint64_t, std::size_t>> keys;  // (size, occurrence) of merged[i]
+  for (const auto& stream : streams) {
+    std::vector<std::pair<std::uint64_t, std::size_t>> seen;  // size → occurrences so far in this stream
+    for (const auto& r : stream) {
+      auto count = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == r.size; });
+      if (count == seen.end()) count = seen.insert(seen.end(), {r.size, 0});
+      const std::pair<std::uint64_t, std::size_t> key{r.size, count->second++};
+      auto at = std::find(keys.begin(), keys.end(), key);
+      if (at == keys.end()) {
+        keys.push_back(key);
+        merged.push_back(ThroughputResult{r.size, 0, 0, 0, std::nullopt, true});
+        at = keys.end() - 1;
+      }
+      auto& m = merged[static_cast<std::size_t>(at - keys.begin())];
+      m.messages += r.messages;
+      m.bytes += r.bytes;
+      m.seconds = std::max(m.seconds, r.seconds);
+      m.complete = m.complete && r.complete;
+      if (r.verification) {
+        if (!m.verification) m.verification = Verification{};
+        m.verification->lost += r.verification->lost;
+        m.verification->duplicated += r.verification->duplicated;
+        m.verification->corrupt += r.verification->corrupt;
+      }
+    }
+  }
+  return merged;
 }
 
 }  // namespace netio::tools

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace netio::tools {
 
@@ -41,6 +42,12 @@ enum class VerificationColumns {
 // One JSON object {"results":[...]}; with VerificationColumns::reported, lost, duplicated
 // and corrupt are always present (null when the run was not verified).
 void write_results_json(JsonWriter& json, std::span<const ThroughputResult> results, VerificationColumns columns);
+
+// Streams received at the same time (several senders, several tags), size by size: the k-th
+// run of a size in every stream merged into one (messages, bytes and verification summed,
+// the longest time, complete only if all were), so that msgs_per_s and gbps are the
+// aggregate rates; in the order the sizes first appear.
+std::vector<ThroughputResult> merge_concurrent_results(std::span<const std::vector<ThroughputResult>> streams);
 
 // A table with a header line, one line per run; incomplete runs are marked with '*'.
 std::string results_table(std::span<const ThroughputResult> results, VerificationColumns columns);

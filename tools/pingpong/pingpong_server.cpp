@@ -14,11 +14,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace netio::tools {
 namespace {
 
+using Clock = std::chrono::steady_clock;
 constexpr auto kTick = std::chrono::milliseconds(100);
+constexpr auto kConnectBackPoll = std::chrono::milliseconds(1);
 constexpr auto kConnectBackTimeout = std::chrono::seconds(5);
 
 // Pings and replies, one at a time per client: the reply window holds that many and more.
@@ -30,6 +33,8 @@ LowLatencySendOptions connect_back_options(const std::optional<PreSharedKey>& ke
   options.key = key;
   options.buffer_count = 64;  // send completions may lag behind the replies; see the client
   options.identity.name = "netio_pingpong server";
+  // Closing it (destroyed on the main thread) waits at most this for a client not reading.
+  options.send_timeout = std::chrono::seconds(1);
   return options;
 }
 
@@ -55,8 +60,11 @@ class EchoServer {
 
   void serve(const Deadline& deadline) {
     while (!stop_requested() && !deadline.expired()) {
-      if (auto event = next_event()) handle(*event);
+      // While connections back are being made, look at them often: a welcome waits on them.
+      if (auto event = next_event(connecting_back_.empty() ? kTick : kConnectBackPoll)) handle(*event);
+      progress_connections_back();
     }
+    connecting_back_.clear();
     std::map<ConnectionId, std::unique_ptr<Client>> clients;
     context_.loop().run_sync([&] { clients.swap(clients_); });
   }
@@ -110,9 +118,9 @@ class EchoServer {
     events_changed_.notify_one();
   }
 
-  std::optional<Event> next_event() {
+  std::optional<Event> next_event(std::chrono::nanoseconds at_most) {
     std::unique_lock lock(events_mutex_);
-    events_changed_.wait_for(lock, kTick, [this] { return !events_.empty(); });
+    events_changed_.wait_for(lock, at_most, [this] { return !events_.empty(); });
     if (events_.empty()) return std::nullopt;
     Event event = std::move(events_.front());
     events_.pop_front();
@@ -138,36 +146,60 @@ class EchoServer {
     }
   }
 
-  // Answers on the client's own connection, or on the connection back to it.
-  void answer(const Peer& peer, Client& client, const ControlFrame& frame) {
+  // Answers on the client's own connection, or on the connection back to it, without
+  // waiting: false when the client does not take its answers (its window is full).
+  static bool answer(const Peer& peer, Client& client, const ControlFrame& frame) {
     const auto bytes = encode_control_frame(frame);
-    if (client.back) {
-      client.back->send(bytes);
-    } else {
-      peer.reply(bytes, kConnectBackTimeout);
-    }
+    return client.back ? client.back->try_send(bytes) : peer.try_reply(bytes);
   }
 
   void welcome(const Peer& peer, std::uint16_t port, std::uint64_t session, std::uint64_t size) {
     auto client = std::make_unique<Client>();
     client->session = session;
-    if (port != 0) {  // the two-connection shape: connect back to the port the client listens on
+    if (port != 0) {
+      // The two-connection shape: connect back to the port the client listens on. Nobody
+      // waits for that connection: a client naming a port that never answers must not hold
+      // up the others (progress_connections_back() welcomes it once connected).
       const Endpoint back = peer.address().with_port(port);
       client->back = std::make_unique<LowLatencySendSocket>(context_, back, connect_back_options(key_));
-      try {
-        client->back->wait_connected(kConnectBackTimeout);
-      } catch (const Error& e) {
-        fmt::print(stderr, "netio_pingpong: cannot connect back to the client at {}: {}\n", back.to_string(), e.what());
-        return;
-      }
+      connecting_back_.push_back({peer, session, size, std::move(client), Clock::now()});
+      return;
     }
+    finish_welcome(peer, std::move(client), session, size);
+  }
+
+  // Main thread: welcomes the clients whose connection back is up, gives up on those that
+  // failed or took longer than kConnectBackTimeout.
+  void progress_connections_back() {
+    for (auto it = connecting_back_.begin(); it != connecting_back_.end();) {
+      ConnectingBack& c = *it;
+      try {
+        c.client->back->wait_connected(std::chrono::nanoseconds::zero());
+      } catch (const Error& e) {
+        if (e.code() == make_error_code(Errc::timeout) && Clock::now() - c.since < kConnectBackTimeout) {
+          ++it;
+          continue;
+        }
+        fmt::print(stderr, "netio_pingpong: cannot connect back to the client {} at {}: {}\n", c.peer.to_string(),
+                   c.client->back->remote().to_string(), e.what());
+        it = connecting_back_.erase(it);
+        continue;
+      }
+      finish_welcome(c.peer, std::move(c.client), c.session, c.size);
+      it = connecting_back_.erase(it);
+    }
+  }
+
+  void finish_welcome(const Peer& peer, std::unique_ptr<Client> client, std::uint64_t session, std::uint64_t size) {
     // Served before it is welcomed: its first ping may follow the welcome at once.
     Client& served = *client;
     const bool two_connections = client->back != nullptr;
     const std::string back = two_connections ? client->back->remote().to_string() : std::string();
     context_.loop().run_sync([&] { clients_[peer.connection()] = std::move(client); });
     try {
-      answer(peer, served, {ControlKind::ping_welcome, session, 0, 0});
+      if (!answer(peer, served, {ControlKind::ping_welcome, session, 0, 0})) {
+        throw Error(Errc::would_block, "it takes no answers (its reply window is full)");
+      }
     } catch (const Error& e) {
       fmt::print(stderr, "netio_pingpong: cannot welcome {}: {}\n", peer.to_string(), e.what());
       forget(peer.connection());
@@ -185,8 +217,9 @@ class EchoServer {
     });
     if (client == nullptr) return;
     try {
-      answer(peer, *client, {ControlKind::ping_goodbye_ack, session, 0, 0});
-      if (client->back) client->back->wait_sent(std::chrono::seconds(1));
+      if (!answer(peer, *client, {ControlKind::ping_goodbye_ack, session, 0, 0})) {
+        throw Error(Errc::would_block, "it takes no answers (its reply window is full)");
+      }
     } catch (const Error& e) {
       fmt::print(stderr, "netio_pingpong: goodbye to {} failed: {}\n", peer.to_string(), e.what());
     }
@@ -208,8 +241,18 @@ class EchoServer {
     // Destroyed here, on the main thread, never inside the receive callback.
   }
 
+  // A two-connection client whose connection back is being made. Main thread only.
+  struct ConnectingBack {
+    Peer peer;
+    std::uint64_t session = 0;
+    std::uint64_t size = 0;
+    std::unique_ptr<Client> client;
+    Clock::time_point since;
+  };
+
   Context& context_;
   std::optional<PreSharedKey> key_;  // the connections back to clients authenticate with it too
+  std::vector<ConnectingBack> connecting_back_;
   std::map<ConnectionId, std::unique_ptr<Client>> clients_;  // see Client
   std::mutex events_mutex_;
   std::condition_variable events_changed_;

@@ -1,6 +1,10 @@
-// The receiving side of the throughput benchmark: listens, feeds every message to a
-// RunTracker (common/run_tracker.hpp) and watches for the end: END_OF_STREAM, a limit
-// (-n, -t), Ctrl-C, --timeout, or a sender that disconnected without ending its stream.
+// The receiving side of the throughput benchmark: listens, feeds every message to the
+// RunTracker (common/run_tracker.hpp) of the connection it came on (one stream per
+// connection: several senders at once are counted and verified each on its own) and
+// watches for the end: `senders` streams ended (END_OF_STREAM), a limit (-n, -t), Ctrl-C,
+// --timeout, or streams whose senders disconnected without ending them. A connection that
+// never began a run (a stranger, a port scanner, a peer that connects and leaves) is no
+// stream: it neither ends nor fails the run; its messages are only counted.
 #pragma once
 
 #include "bench_sender.hpp"  // SocketMode
@@ -33,6 +37,7 @@ struct BenchReceiverOptions {
   std::chrono::nanoseconds sender_gone_grace = std::chrono::seconds(1);
   std::optional<int> consumer_cpu;  // --mode ht: the thread calling recv()
   AdmissionOptions admission;       // --allow, --key-file
+  std::size_t senders = 1;  // --senders: the run ends when this many streams have ended
 };
 
 // One line of the iperf-like report: what arrived between `from` and `to` (seconds since
@@ -47,9 +52,20 @@ struct IntervalReport {
 
 enum class ReceiveEnd { end_of_stream, message_limit, time_limit, signal, timeout, sender_gone };
 
-struct BenchReceiverReport {
+// One sender's stream: its connection's peer ("NAME (ADDRESS)") and its runs.
+struct StreamResults {
+  std::string peer;
   std::vector<ThroughputResult> results;
-  std::uint64_t stray_messages = 0;
+  bool ended = false;  // it sent END_OF_STREAM
+};
+
+struct BenchReceiverReport {
+  std::vector<StreamResults> per_stream;  // in the order the streams began
+  // Per run, over all streams (merge_concurrent_results): what JSON and the table show.
+  std::vector<ThroughputResult> results;
+  std::uint64_t stray_messages = 0;  // outside any run, in streams
+  // From connections that never began a run (not netio_throughput): ignored, counted.
+  std::uint64_t stranger_messages = 0;
   std::vector<std::string> anomalies;
   ReceiveEnd end = ReceiveEnd::end_of_stream;
 };

@@ -61,28 +61,6 @@ class TagTrackers {
   std::atomic<std::uint64_t> foreign_{0};
 };
 
-std::vector<ThroughputResult> merge(const std::vector<TagResults>& per_tag) {
-  std::vector<ThroughputResult> merged;
-  for (const auto& tag : per_tag) {
-    for (std::size_t run = 0; run < tag.results.size(); ++run) {
-      const auto& r = tag.results[run];
-      if (merged.size() <= run) merged.push_back(ThroughputResult{r.size, 0, 0, 0, std::nullopt, true});
-      auto& m = merged[run];
-      m.messages += r.messages;
-      m.bytes += r.bytes;
-      m.seconds = std::max(m.seconds, r.seconds);
-      m.complete = m.complete && r.complete;
-      if (r.verification) {
-        if (!m.verification) m.verification = Verification{};
-        m.verification->lost += r.verification->lost;
-        m.verification->duplicated += r.verification->duplicated;
-        m.verification->corrupt += r.verification->corrupt;
-      }
-    }
-  }
-  return merged;
-}
-
 }  // namespace
 
 BenchSubscriberReport run_bench_subscriber(Context& context, const BenchSubscriberOptions& options,
@@ -171,7 +149,9 @@ BenchSubscriberReport run_bench_subscriber(Context& context, const BenchSubscrib
     for (const auto& a : tracker->anomalies()) report.anomalies.push_back("tag " + std::to_string(tag) + ": " + a);
     report.per_tag.push_back({tag, std::move(results)});
   }
-  report.merged = merge(report.per_tag);
+  std::vector<std::vector<ThroughputResult>> streams;
+  for (const auto& tag : report.per_tag) streams.push_back(tag.results);
+  report.merged = merge_concurrent_results(streams);
   return report;
 }
 

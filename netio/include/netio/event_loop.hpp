@@ -10,7 +10,9 @@
 //   - add_fd(), modify_fd() and remove_fd() must be called on the loop thread (or before
 //     run() starts). Call remove_fd() before closing the descriptor.
 // Callbacks always run on the loop thread. Once run() has returned there is no loop thread:
-// post() and run_sync() then run tasks on the caller's thread. A callback may add or remove any handler,
+// post() and run_sync() then run tasks on the caller's thread, one at a time (a task posted
+// by two threads at once waits for the other's to end, as it would on the loop thread), so
+// state that only the loop thread touches is never touched by two threads. A callback may add or remove any handler,
 // including its own; a removed handler is never called again, even for events already
 // returned by the same epoll_wait.
 #pragma once
@@ -99,11 +101,14 @@ class EventLoop {
 
   // Runs `task` on the loop thread, in posting order. A task that captures no more than a
   // pointer or two costs no heap allocation. Once run() has returned, post() runs the task
-  // at once on the caller's thread: posted work is never dropped.
+  // at once on the caller's thread, serialised with every other task run that way (and with
+  // the last tasks the loop runs as it stops): posted work is never dropped and never runs
+  // concurrently with other posted work. Its exception then propagates out of post().
   void post(Task task);
 
   // Runs `task` on the loop thread and waits for it. On the loop thread, or when the loop
-  // is not running, runs it at once on the caller's thread. Exceptions propagate.
+  // is not running, runs it at once on the caller's thread (serialised as post() does).
+  // Exceptions propagate.
   void run_sync(const Task& task);
 
  private:
@@ -163,6 +168,9 @@ class EventLoop {
   std::vector<Task> posted_;       // guarded by posted_mutex_
   bool stopped_ = false;           // guarded by posted_mutex_: post() runs tasks inline
   std::vector<Task> running_tasks_;  // loop thread only; swapped with posted_
+  // Held while tasks run without a loop thread (post() and run_sync() once it stopped, the
+  // last drains): they run one at a time. Recursive: such a task may post or run_sync().
+  std::recursive_mutex without_loop_mutex_;
   std::atomic<bool> wake_pending_{false};
 };
 

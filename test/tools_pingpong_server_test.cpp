@@ -1,0 +1,91 @@
+// netio_pingpong --server trusts no client: a client that names, for its pongs, a port that
+// accepts connections but never speaks (or a client that never takes its answers) must not
+// hold up the welcome of anyone else.
+#include "common/control_frame.hpp"
+#include "common/deadline.hpp"
+#include "pingpong/pingpong_client.hpp"
+#include "pingpong/pingpong_server.hpp"
+
+#include "netio/context.hpp"
+#include "netio/low_latency_socket.hpp"
+#include "support/transports.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <memory>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// A TCP port on 127.0.0.1 that completes connections (the kernel does, from the backlog) and
+// never reads or writes a byte.
+class SilentPort {
+ public:
+  SilentPort() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    REQUIRE(::listen(fd_, 64) == 0);
+    socklen_t length = sizeof address;
+    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+    port_ = ntohs(address.sin_port);
+  }
+  ~SilentPort() { ::close(fd_); }
+  SilentPort(const SilentPort&) = delete;
+  SilentPort& operator=(const SilentPort&) = delete;
+  std::uint16_t port() const noexcept { return port_; }
+
+ private:
+  int fd_;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("netio_pingpong --server: a client whose pong port never answers holds up nobody", "[tools][pingpong]") {
+  const auto base = netio::Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context server_context;
+  std::promise<netio::Endpoint> listening;
+  auto listening_at = listening.get_future();
+  std::thread server([&] {
+    netio::tools::PingpongServerCallbacks callbacks;
+    callbacks.on_listening = [&](const netio::Endpoint& at) { listening.set_value(at); };
+    netio::tools::run_pingpong_server(server_context, base, netio::tools::Deadline(8s), callbacks);
+  });
+  const netio::Endpoint at = listening_at.get();
+
+  // Two strangers ask for their pongs on a port that never speaks: connecting back to them
+  // takes the server's whole connect-back timeout (5 s) each.
+  SilentPort silent;
+  netio::Context strangers_context;
+  std::vector<std::unique_ptr<netio::LowLatencySendSocket>> strangers;
+  for (std::uint64_t session = 1; session <= 2; ++session) {
+    auto& stranger = strangers.emplace_back(std::make_unique<netio::LowLatencySendSocket>(strangers_context, at));
+    stranger->send(netio::tools::encode_control_frame({netio::tools::ControlKind::ping_hello, silent.port(), session, 64}));
+  }
+  std::this_thread::sleep_for(200ms);  // their hellos first
+
+  // A real client is welcomed and served at once, in less than its 4 s connect timeout.
+  netio::Context client_context;
+  netio::tools::PingpongClientOptions options;
+  options.server = at;
+  options.iterations = 200;
+  options.warmup = 10;
+  options.connect_timeout = 4s;
+  netio::tools::PingpongClientResult result;
+  CHECK_NOTHROW(result = netio::tools::run_pingpong_client(client_context, options, netio::tools::Deadline(30s)));
+  CHECK_FALSE(result.error);
+  CHECK(result.rtt_us.size() == 200);
+  server.join();
+}
