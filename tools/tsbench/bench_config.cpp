@@ -30,7 +30,10 @@ scheduler::SchedulerConfig BenchConfig::scheduler_config() const {
 
 std::optional<EmulationConfig> BenchConfig::node_emulation(std::uint32_t rank) const {
   std::string spec = emulate == "none" ? std::string() : emulate;
-  if (!slowdown.empty()) spec += (spec.empty() ? "" : ";") + std::string("slowdown=") + slowdown;
+  if (!slowdown.empty()) {
+    if (!spec.empty()) spec += ';';
+    spec.append("slowdown=").append(slowdown);  // appends: GCC 12 -O3 warns (-Wrestrict) on "..." + string
+  }
   if (spec.empty()) return std::nullopt;
   EmulationConfig config = parse_emulation_spec(spec);
   config.node_id = rank;
