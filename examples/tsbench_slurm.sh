@@ -62,3 +62,6 @@ srun --ntasks="$tasks" --ntasks-per-node=1 bash -c '
        --csv "$5" --json --timeout 20m ${6:-} >"$5/rank-$rank.json"
 ' _ "$config" "$tsbench" "$scheduler" "$timeslices" "$out" "${EXTRA:-}"
 echo "tsbench_slurm.sh: per-rank summaries in $out/rank-*.json, CSV files in $out/$([[ $scheduler == dfs ]] && echo dfs || echo best_effort)/rank-*/" >&2
+# The whole system's summary (and merged CSV files for plot_tsbench.sh) from every rank's files.
+"$tsbench" --collect "$out" --json >"$out/summary-all.json"
+"$tsbench" --collect "$out"

@@ -41,7 +41,7 @@ TEST_CASE("a message packed from parts gives the same pages as the message packe
     const auto message = pattern(std::uniform_int_distribution<std::size_t>(0, 3 * page_size)(random), m);
     const auto parts = cut(message, random);
     netio::detail::MessagePacker whole(message);
-    netio::detail::MessagePacker joined(parts);
+    netio::detail::MessagePacker joined(parts, netio::detail::total_size(parts));
     REQUIRE(joined.size() == message.size());
     while (!whole.done()) {
       whole.fill(whole_pages.data(), whole_used, page_size);

@@ -117,13 +117,18 @@ TEST_CASE("pub/sub: a subscriber process killed mid-stream is removed, its pages
 
   std::atomic<std::uint64_t> published{0};
   std::atomic<bool> stop{false};
+  std::string producer_error;  // what publish() threw, read after join()
   std::thread producer([&] {
-    for (std::uint64_t i = 0; !stop; ++i) {
-      publisher.publish(1, pubsub_message(1, i, 1000));
-      published = i + 1;
-      if (i % 32 == 0) std::this_thread::sleep_for(100us);
+    try {
+      for (std::uint64_t i = 0; !stop; ++i) {
+        publisher.publish(1, pubsub_message(1, i, 1000));
+        published = i + 1;
+        if (i % 32 == 0) std::this_thread::sleep_for(100us);
+      }
+      publisher.flush();
+    } catch (const netio::Error& e) {
+      producer_error = e.what();
     }
-    publisher.flush();
   });
   StreamChecker checker;
   std::uint64_t got = 0;
@@ -149,6 +154,7 @@ TEST_CASE("pub/sub: a subscriber process killed mid-stream is removed, its pages
   producer.join();
   take(500ms);
 
+  CHECK(producer_error == "");
   CHECK(removed);
   CHECK(publisher.stats().subscribers_lost == 1);
   CHECK(publisher.stats().subscriptions == 1);

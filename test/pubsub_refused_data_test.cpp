@@ -34,7 +34,7 @@ TEST_CASE("a subscription whose data endpoint refuses the publisher is refused a
   pubsub::detail::SubscriptionRequest request;
   request.mode = GENERATE(pubsub::Mode::high_throughput, pubsub::Mode::low_latency);
   request.request_id = 7;
-  request.tag = 3;
+  request.tags = {3};
   request.data_endpoint = closed.to_string();
   const auto started = std::chrono::steady_clock::now();
   control.send(pubsub::detail::encode(request));

@@ -1,12 +1,13 @@
 // netio_cat: see what a publisher publishes, or publish records from a file (DESIGN.md §7).
 //
 //   netio_cat sub -e PUBLISHER --tags T[,T...] [--format hex|raw|count] [--mode ht|ll]
-//                 [-n MESSAGES | -t DURATION] [--timeout DURATION]
+//                 [-n MESSAGES | -t DURATION] [--allow CIDR[,CIDR...]] [--key-file FILE] [--timeout DURATION]
 //   netio_cat pub -e BIND --tag T [--subscribers K] [--record-size SIZE] [--port-file FILE]
-//                 [--timeout DURATION] < file
+//                 [--allow CIDR[,CIDR...]] [--key-file FILE] [--timeout DURATION] < file
 #include "cat/record_printer.hpp"
 #include "common/cli_options.hpp"
 #include "common/deadline.hpp"
+#include "common/peer_access_options.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
 #include "common/units.hpp"
@@ -42,6 +43,7 @@ struct SubOptions {
   std::optional<std::chrono::nanoseconds> duration;
   std::chrono::nanoseconds timeout{0};
   std::optional<netio::EmulationConfig> emulate;
+  PeerAccess access;  // which publishers may connect back, the key
 };
 
 struct PubOptions {
@@ -52,6 +54,7 @@ struct PubOptions {
   std::string port_file;
   std::chrono::nanoseconds timeout{0};
   std::optional<netio::EmulationConfig> emulate;
+  PeerAccess access;  // who may subscribe, the key
 };
 
 int run_sub(const SubOptions& o) {
@@ -66,6 +69,7 @@ int run_sub(const SubOptions& o) {
   netio::Context context(context_options);
   netio::pubsub::SubscribeOptions options;
   options.name = "netio_cat";
+  options.admission = o.access.admission();
   options.on_message = [&](netio::pubsub::Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
     std::lock_guard lock(mutex);
     printer.print(tag, data, publisher.name());
@@ -79,7 +83,7 @@ int run_sub(const SubOptions& o) {
   netio::pubsub::SubscribeSocket subscriber(context, options);
   const auto publisher = netio::Endpoint::parse(o.endpoint);
   const auto mode = o.mode == "ll" ? netio::pubsub::Mode::low_latency : netio::pubsub::Mode::high_throughput;
-  for (const auto tag : o.tags) subscriber.subscribe(publisher, tag, mode);
+  subscriber.subscribe(publisher, o.tags, mode);  // one request and acknowledgement for all
   fmt::print(stderr, "{}: subscribed to tag(s) {} on {}\n", kTool, fmt::join(o.tags, ","), publisher.to_string());
 
   const auto start = Clock::now();
@@ -123,20 +127,19 @@ int run_pub(const PubOptions& o) {
   netio::Context context(context_options);
   netio::pubsub::PublishOptions options;
   options.name = "netio_cat";
+  options.admission = o.access.admission();
   options.flush_timeout = std::chrono::milliseconds(10);
   netio::pubsub::PublishSocket publisher(context, netio::Endpoint::parse(o.endpoint), options);
   fmt::print(stderr, "{}: publishing tag {} on {}, waiting for {} subscriber(s)\n", kTool, o.tag,
              publisher.local_endpoint().to_string(), o.subscribers);
   if (!o.port_file.empty()) write_port_file(o.port_file, publisher.local_endpoint().port);
-  while (publisher.stats().connections < o.subscribers ||
-         !publisher.wait_for_subscriptions(1, std::chrono::milliseconds(100))) {
+  while (!publisher.wait_for_subscribers(o.subscribers, std::chrono::milliseconds(100))) {
     if (stop_requested()) return 128 + stop_signal();
     if (deadline.expired()) {
       fmt::print(stderr, "{}: error: --timeout {} passed before {} subscriber(s) came\n", kTool,
                  format_duration(o.timeout), o.subscribers);
       return kExitFailure;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::uint64_t records = 0;
   std::vector<char> record;
@@ -190,6 +193,7 @@ int main(int argc, char** argv) {
   messages->excludes(duration);
   add_timeout_option(*sub, sub_options.timeout);
   add_emulate_option(*sub, sub_options.emulate);
+  add_peer_access_options(*sub, sub_options.access, /*listens=*/true);
   sub->footer(std::string(kUnitsHelp) + "\n\nRuns until -n/-t, Ctrl-C or --timeout; a publisher that restarts is "
                                         "subscribed to again.\nExit status: 0 done, 1 failure or --timeout, 128+N on signal N.");
 
@@ -207,6 +211,7 @@ int main(int argc, char** argv) {
   pub->add_option("--port-file", pub_options.port_file, "Write the port bound to FILE once listening")->type_name("FILE");
   add_timeout_option(*pub, pub_options.timeout);
   add_emulate_option(*pub, pub_options.emulate);
+  add_peer_access_options(*pub, pub_options.access, /*listens=*/true);
   pub->footer(std::string(kUnitsHelp) + "\n\nExit status: 0 when stdin was published, 1 on failure or --timeout, 128+N on signal N.");
   try {
     app.parse(argc, argv);

@@ -104,10 +104,6 @@ void add_options(CLI::App& app, Options& o) {
 
 void validate(const Options& o) {
   if (o.subscribe && o.tags.empty()) throw CLI::ValidationError("--tags", "--subscribe needs the tags: --tags T[,T...]");
-  if (o.subscribe && (!o.access.allow.empty() || o.access.key)) {
-    throw CLI::ValidationError("--allow/--key-file", "do not apply to --subscribe yet (publish/subscribe sockets take "
-                                                     "no admission options)");
-  }
   if (o.subscribe && o.senders != 1) {
     throw CLI::ValidationError("--senders", "does not apply to --subscribe (one publisher, one stream per tag)");
   }
@@ -158,6 +154,7 @@ int run_subscriber(const Options& o) {
   subscriber.duration = o.duration;
   subscriber.interval = o.interval;
   subscriber.consumer_cpu = o.cpu.tool_thread;
+  subscriber.admission = o.access.admission();  // --subscribe: the publishers that may connect back
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   netio::Context context(context_options(o));
   BenchReceiverCallbacks callbacks;
@@ -168,8 +165,18 @@ int run_subscriber(const Options& o) {
   callbacks.on_interval = print_interval;
   const BenchSubscriberReport report = run_bench_subscriber(context, subscriber, deadline, callbacks);
   if (o.json) {
+    // "results" merges the tags (the same keys as without --subscribe); "per_tag" has each
+    // tag's own, verification included.
     JsonWriter json;
-    write_results_json(json, report.merged, VerificationColumns::reported);
+    json.begin_object().key("results");
+    write_results_array(json, report.merged, VerificationColumns::reported);
+    json.key("per_tag").begin_array();
+    for (const auto& tag : report.per_tag) {
+      json.begin_object().field("tag", tag.tag).key("results");
+      write_results_array(json, tag.results, VerificationColumns::reported);
+      json.end_object();
+    }
+    json.end_array().end_object();
     fmt::print("{}\n", json.str());
   } else if (report.per_tag.size() == 1) {
     fmt::print("{}", results_table(report.merged, VerificationColumns::reported));

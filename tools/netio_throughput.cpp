@@ -4,7 +4,8 @@
 //                    [-n MESSAGES | -t DURATION] [--page-size SIZE] [--flush-timeout DURATION]
 //                    [--verify] [--json] [--cpu N[,M]] [--timeout DURATION]
 //
-//   netio_throughput --publish -e BIND_ENDPOINT --tags T[,T...] [--subscribers K] (-s ... | --sweep) [...]
+//   netio_throughput --publish -e BIND_ENDPOINT --tags T[,T...] [--subscribers K]
+//                    [--max-connections N [--policy lru|lru-m]] (-s ... | --sweep) [...]
 //
 // Pair it with netio_recv (--subscribe with --publish) on the other end; the message
 // format is in common/bench_message.hpp.
@@ -54,6 +55,8 @@ struct Options {
   std::vector<std::uint64_t> tags;
   std::uint64_t subscribers = 1;
   std::string port_file;
+  std::size_t max_connections = 0;
+  std::string policy = "lru";
 };
 
 constexpr auto kDefaultDuration = std::chrono::seconds(2);
@@ -97,7 +100,7 @@ void add_options(CLI::App& app, Options& o) {
                                  "seconds, msgs_per_s, gbps}]}");
   add_cpu_option(app, o.cpu);
   add_emulate_option(app, o.emulate);
-  add_peer_access_options(app, o.access, false);
+  add_peer_access_options(app, o.access, /*listens=*/true);  // --allow: with --publish only (who may subscribe)
   add_timeout_option(app, o.timeout);
   auto* publish = app.add_flag("--publish", o.publish,
                                "Publish instead of sending to one receiver: bind a publish socket at -e and, once "
@@ -114,6 +117,16 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::PositiveNumber)
       ->needs(publish)
       ->capture_default_str();
+  app.add_option("--max-connections", o.max_connections,
+                 "With --publish: data connections open at once per mode (low-latency, high-throughput); "
+                 "subscribers beyond it are served by tearing down the least recently used one and "
+                 "connecting again (README \"Connection management\"). 0: no limit")
+      ->needs(publish)
+      ->capture_default_str();
+  app.add_option("--policy", o.policy, "With --publish --max-connections: which connection is torn down, lru or lru-m")
+      ->check(CLI::IsMember({"lru", "lru-m"}))
+      ->needs(publish)
+      ->capture_default_str();
   app.add_option("--port-file", o.port_file,
                  "With --publish: write the port bound to FILE once listening (for scripts using port 0)")
       ->type_name("FILE")
@@ -125,8 +138,8 @@ void add_options(CLI::App& app, Options& o) {
 
 void validate(const CLI::App& app, const Options& o) {
   if (o.publish && o.tags.empty()) throw CLI::ValidationError("--tags", "--publish needs the tags: --tags T[,T...]");
-  if (o.publish && o.access.key) {
-    throw CLI::ValidationError("--key-file", "does not apply to --publish yet (publish/subscribe sockets take no key)");
+  if (!o.publish && !o.access.allow.empty()) {
+    throw CLI::ValidationError("--allow", "applies to --publish only (who may subscribe); the sender connects to -e");
   }
   if (o.publish && app.count("--mode") > 0) {
     throw CLI::ValidationError("--mode", "does not apply to --publish (each subscriber picks its mode: netio_recv --subscribe --mode)");
@@ -176,6 +189,9 @@ int run_publisher(const Options& o) {
   publisher.page_size = o.page_size;
   publisher.page_count = o.pages;
   publisher.flush_timeout = o.flush_timeout;
+  publisher.admission = o.access.admission();
+  publisher.max_connections = o.max_connections;
+  publisher.policy = netio::parse_connection_policy(o.policy);
   netio::ContextOptions context_options;
   context_options.cpu = o.cpu.loop_thread;
   context_options.emulation = o.emulate;

@@ -6,13 +6,17 @@
 //   netio_tsbench --inputs N --computes M [--scheduler best-effort|dfs | --compare] [--emulate SPEC]
 //                 [--csv DIR] [--json] ...                                  (every node in this process)
 //   netio_tsbench --role input|compute --rank K --config FILE --timeslices COUNT ...  (one node per process)
+//   netio_tsbench --simulate --inputs N --computes M ...   (the same engines in a discrete-event network model)
 #include "tsbench/bench_config.hpp"
 #include "tsbench/cluster_config.hpp"
+#include "tsbench/collect.hpp"
 #include "tsbench/local_run.hpp"
 #include "tsbench/report.hpp"
 #include "tsbench/role_run.hpp"
+#include "tsbench/simulation/simulated_run.hpp"
 
 #include "common/cli_options.hpp"
+#include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
@@ -23,6 +27,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -42,8 +47,14 @@ struct Options {
   std::string role;
   std::optional<std::uint32_t> rank;
   std::string config;
+  std::string collect;
   std::optional<netio::EmulationConfig> emulate;
   std::chrono::nanoseconds timeout{0};
+  CpuChoice cpu;
+  bool simulate = false;
+  std::string port_sharing = "fair";
+  std::chrono::nanoseconds clock_offset = std::chrono::milliseconds(1);
+  double clock_drift_ppm = 20;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -102,6 +113,36 @@ void add_options(CLI::App& app, Options& o) {
       ->type_name("FILE")
       ->needs(role);
   role->needs("--config");
+  auto* simulate =
+      app.add_flag("--simulate", o.simulate,
+                   "Run the same engines in a discrete-event model of the network instead of over sockets "
+                   "(ports and latency from --emulate, which then needs in= or out=; model time, deterministic for "
+                   "the spec's seed=)")
+          ->excludes(role);
+  app.add_option("--port-sharing", o.port_sharing,
+                 "--simulate: how a compute node's in-port shares its capacity among the inputs sending at once: "
+                 "fair (max-min, as the emulator's in=) or fifo (first come, first served)")
+      ->check(CLI::IsMember({"fair", "fifo"}))
+      ->capture_default_str()
+      ->needs(simulate);
+  add_duration_option(app, "--clock-offset", o.clock_offset,
+                      "--simulate: every node's clock is off by up to this much (drawn from the seed)")
+      ->needs(simulate);
+  app.add_option("--clock-drift", o.clock_drift_ppm,
+                 "--simulate: every node's clock drifts by up to this many ppm (drawn from the seed), [0, 10000]")
+      ->check(CLI::Range(0.0, 10000.0))
+      ->capture_default_str()
+      ->needs(simulate);
+  app.add_option("--collect", o.collect,
+                 "After a role run with --csv DIR on every process: merge DIR's records of every node and print the "
+                 "summary (table or --json) of the whole system, as a local run does; writes the merged CSV files "
+                 "and DIR/summary.json")
+      ->type_name("DIR")
+      ->excludes(role)
+      ->excludes(simulate);
+  add_cpu_option(app, o.cpu)
+      ->description("Pin this tool's threads (and the contributions' generators) to CPU N and every node's netio "
+                    "event-loop thread to CPU M (default: N as well)");
   add_timeout_option(app, o.timeout);
   app.footer(std::string(kUnitsHelp) +
              "\n\nDefaults: 4 x 4 nodes, 16 KiB contributions, 1 MiB receive buffers, 1000 time-slices per interval, "
@@ -111,10 +152,15 @@ void add_options(CLI::App& app, Options& o) {
              "Completion spread: the time between the first and the last contribution of a time-slice arriving at "
              "its\ncompute node. Gb/s: contribution bytes over the time they took to arrive. Buffer fill: sampled "
              "every 5 ms.\n\n"
+             "--simulate: the model's ports take their capacities from --emulate (in= for compute nodes, out= for\n"
+             "inputs, the other one when a node has only one: identical network cards); an input's port sends one\n"
+             "contribution at a time at the rate the compute node's port gives it; delay= is added after the last\n"
+             "byte; --slowdown scales the node's ports; figures are in model time.\n\n"
              "Role mode: every process runs the same command with its own rank; the file lists one node per line:\n"
              "  input   [ENDPOINT]\n"
              "  compute ENDPOINT [DDE_ENDPOINT]     (a second endpoint: it runs a DDE replica there)\n"
-             "Each process prints its own share (a compute node its time-slices, an input its intervals).\n\n"
+             "Each process prints its own share (a compute node its time-slices, an input its intervals); with --csv DIR\n"
+             "on every process (a shared directory), 'netio_tsbench --collect DIR' prints the whole system's summary.\n\n"
              "Exit status: 0 when every time-slice was built, 1 on failure (incomplete time-slices, a node lost,\n"
              "--timeout), other non-zero values for bad arguments.");
 }
@@ -130,6 +176,26 @@ int finish_output(const Options& o, const std::string& title, const std::vector<
   return kExitOk;
 }
 
+// --simulate: the same records as a socket run, from the discrete-event model.
+simulation::SimulationOptions simulation_options(const Options& o) {
+  simulation::SimulationOptions so;
+  so.sharing = o.port_sharing == "fifo" ? simulation::PortSharing::fifo : simulation::PortSharing::fair;
+  so.max_clock_offset = o.clock_offset;
+  so.max_clock_drift = o.clock_drift_ppm * 1e-6;
+  return so;
+}
+
+LocalRunResult run_simulated(const Options& o, ns::Mode mode, const Deadline& deadline) {
+  auto so = simulation_options(o);
+  so.should_stop = [&deadline] { return stop_requested() || deadline.expired(); };
+  auto simulated = simulation::simulate(o.bench, mode, so);
+  LocalRunResult result;
+  result.records = std::move(simulated.records);
+  result.error = std::move(simulated.error);
+  result.interrupted = simulated.interrupted;
+  return result;
+}
+
 int run_local_mode(const Options& o, const Deadline& deadline) {
   std::vector<ns::Mode> modes;
   if (o.compare) modes = {ns::Mode::best_effort, ns::Mode::dfs};
@@ -138,7 +204,7 @@ int run_local_mode(const Options& o, const Deadline& deadline) {
   int status = kExitOk;
   for (const auto mode : modes) {
     fmt::print(stderr, "{}: {} x {}, {}...\n", kTool, o.bench.inputs, o.bench.computes, key_of(mode));
-    auto result = run_local(o.bench, mode, deadline);
+    auto result = o.simulate ? run_simulated(o, mode, deadline) : run_local(o.bench, mode, deadline);
     if (!o.csv.empty()) write_csv(o.csv + "/" + key_of(mode), result.records);
     const auto summary = summarize(result.records);
     runs.push_back({key_of(mode), summary});
@@ -155,9 +221,11 @@ int run_local_mode(const Options& o, const Deadline& deadline) {
       break;
     }
   }
-  const auto title = fmt::format("{}: {} inputs x {} computes, {} contributions, {} buffers, {} time-slices per interval, "
+  const auto title = fmt::format("{}: {}{} inputs x {} computes, {} contributions, {} buffers, {} time-slices per interval, "
                                  "emulate '{}'{}",
-                                 kTool, o.bench.inputs, o.bench.computes, format_size(o.bench.contribution_bytes),
+                                 kTool,
+                                 o.simulate ? fmt::format("simulated ({} in-ports, model time), ", o.port_sharing) : "",
+                                 o.bench.inputs, o.bench.computes, format_size(o.bench.contribution_bytes),
                                  format_size(o.bench.buffer_bytes), o.bench.interval_timeslices, o.bench.emulate,
                                  o.bench.slowdown.empty() ? "" : ", slowdown " + o.bench.slowdown);
   const int output = finish_output(o, title, runs);
@@ -180,6 +248,11 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
   if (!o.csv.empty()) {
     auto dir = o.csv + "/" + key_of(mode) + "/rank-" + std::to_string(rank);
     write_csv(dir, result.records);
+    const auto& node = cluster.nodes.at(rank);
+    write_role_info(dir,
+                    RoleInfo{node.role == ClusterNode::Role::compute ? "compute" : "input", node.index, cluster.inputs,
+                             cluster.computes},
+                    result.records);
   }
   int status = kExitOk;
   if (!result.error.empty()) {
@@ -197,11 +270,47 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
   return status;
 }
 
+// --collect DIR: the whole system's summary from the role processes' CSV files.
+int run_collect_mode(const Options& o) {
+  const auto collected = collect_role_runs(o.collect);
+  std::vector<NamedSummary> runs;
+  int status = kExitOk;
+  std::uint32_t computes = 0;
+  std::uint32_t inputs = 0;
+  for (const auto& run : collected) {
+    if (!run.error.empty()) {
+      fmt::print(stderr, "{}: error: {}: {}\n", kTool, run.scheduler, run.error);
+      status = kExitFailure;
+    }
+    write_csv(o.collect + "/" + run.scheduler, run.records);
+    const auto summary = summarize(run.records, ClockBasis::per_compute);
+    if (summary.incomplete > 0) {
+      fmt::print(stderr, "{}: error: {}: {} incomplete time-slices\n", kTool, run.scheduler, summary.incomplete);
+      status = kExitFailure;
+    }
+    if (run.records.corrupt > 0) {
+      fmt::print(stderr, "{}: error: {}: {} contributions with the wrong stamp\n", kTool, run.scheduler, run.records.corrupt);
+      status = kExitFailure;
+    }
+    computes = std::max(computes, run.computes_found);
+    inputs = std::max(inputs, run.inputs_found);
+    runs.push_back({run.scheduler, summary});
+  }
+  const auto title = fmt::format("{}: collected from {}: {} inputs x {} computes (Gb/s: the sum over the compute nodes)",
+                                 kTool, o.collect, inputs, computes);
+  Options output_options = o;
+  output_options.csv = o.collect;  // DIR/summary.json next to the merged files
+  const int output = finish_output(output_options, title, runs);
+  return status != kExitOk ? status : output;
+}
+
 int run(const Options& o) {
   install_termination_handlers();
+  if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   const Watchdog watchdog(kTool, o.timeout);
   const Deadline deadline(o.timeout);
   if (!o.role.empty()) return run_role_mode(o, deadline);
+  if (!o.collect.empty()) return run_collect_mode(o);
   o.bench.validate();
   return run_local_mode(o, deadline);
 }
@@ -219,8 +328,11 @@ int main(int argc, char** argv) {
     if (!options.role.empty() && options.compare) {
       throw CLI::ValidationError("--compare", "runs both schedulers in one process; with --role give --scheduler");
     }
+    options.bench.loop_cpu = options.cpu.loop_thread;
+    options.bench.generator_cpu = options.cpu.tool_thread;
     if (options.emulate) options.bench.emulate = options.emulate->spec.empty() ? "none" : options.emulate->spec;
-    if (options.role.empty()) options.bench.validate();
+    if (options.role.empty() && options.collect.empty()) options.bench.validate();
+    if (options.simulate) simulation::check_simulatable(options.bench, simulation_options(options));
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const netio::Error& e) {

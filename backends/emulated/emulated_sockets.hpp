@@ -65,6 +65,7 @@ class EmulatedListenSocket final : public LowLevelListenSocket {
 
   void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) override;
   Endpoint local_endpoint() const override { return inner_->local_endpoint(); }
+  std::size_t establishing() const noexcept override { return inner_->establishing(); }
   void close() noexcept override { inner_->close(); }
 
  private:

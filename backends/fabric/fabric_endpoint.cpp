@@ -1,7 +1,11 @@
 #include "backends/fabric/fabric_endpoint.hpp"
 
 #include "backends/fabric/fabric_errors.hpp"
+#include "backends/fabric/fabric_wire.hpp"
+#include "netio/error.hpp"
 #include "netio/log.hpp"
+
+#include <fmt/format.h>
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
@@ -26,13 +30,28 @@ std::optional<detail::SocketAddress> socket_address(const void* address, std::si
   return result;
 }
 
-std::size_t cm_data_size(fid* endpoint) noexcept {
+std::optional<std::size_t> reported_cm_data_size(fid* endpoint) noexcept {
   std::size_t size = 0;
   std::size_t length = sizeof size;
   if (::fi_getopt(endpoint, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size, &length) != 0 || size == 0) {
-    return fallback_cm_data_size;
+    return std::nullopt;
   }
   return size;
+}
+
+std::size_t cm_data_size(fid* endpoint) noexcept {
+  return reported_cm_data_size(endpoint).value_or(fallback_cm_data_size);
+}
+
+void require_accept_fits(std::string_view who, std::string_view provider, std::size_t accept_data,
+                         std::size_t limit) {
+  const std::size_t needed = wire::accept_size_with(accept_data);
+  if (needed <= limit) return;
+  throw Error(Errc::invalid_option,
+              fmt::format("{}: an accept answering a pre-shared key's challenge needs {} bytes of connection data "
+                          "({} of them the answer), and {} carries at most {} (FI_OPT_CM_DATA_SIZE): peers cannot "
+                          "authenticate through it; use a provider with more room, or no key",
+                          who, needed, accept_data, provider, limit));
 }
 
 FabricEndpoint::FabricEndpoint(EventLoop& loop, std::shared_ptr<Domain> domain, const fi_info& info, Depth depth,

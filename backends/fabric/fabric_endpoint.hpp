@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace netio::fabric {
 
@@ -26,6 +27,13 @@ std::optional<detail::SocketAddress> socket_address(const void* address, std::si
 // Connection data a provider takes in fi_connect/fi_accept/fi_reject (FI_OPT_CM_DATA_SIZE);
 // a conservative guess when the provider does not say.
 std::size_t cm_data_size(fid* endpoint) noexcept;
+// The same, only when the provider says (nothing when fi_getopt fails or reports 0).
+std::optional<std::size_t> reported_cm_data_size(fid* endpoint) noexcept;
+// Throws Errc::invalid_option naming `who`, `provider` and the sizes when an accept carrying
+// `accept_data` bytes of AcceptDecision::accept_data does not fit in `limit` bytes of
+// connection data: cut short, a pre-shared key's answer would fail every peer's check.
+void require_accept_fits(std::string_view who, std::string_view provider, std::size_t accept_data,
+                         std::size_t limit);
 
 class FabricEndpoint {
  public:

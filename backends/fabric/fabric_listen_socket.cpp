@@ -36,6 +36,7 @@ void FabricListenSocket::listen(const Endpoint& local, Callbacks callbacks, cons
   local_ = local;
   try {
     open(local);
+    if (limits_.accept_data_size != 0) require_accept_room(limits_.accept_data_size);
   } catch (...) {
     close();
     throw;
@@ -68,6 +69,18 @@ void FabricListenSocket::open(const Endpoint& local) {
     if (const auto address = socket_address(&bound, length)) local_ = local.with_port(address->port());
   }
   cm_data_limit_ = cm_data_size(&pep_->fid);
+}
+
+void FabricListenSocket::require_accept_room(std::size_t accept_data) {
+  // A passive endpoint reports what a connection request carries; the accept goes through
+  // the endpoint made for each request, which FabricReceiveSocket::accept() checks again.
+  const auto limit = reported_cm_data_size(&pep_->fid);
+  if (!limit) {
+    log(LogLevel::info, "{}: {} does not report how much connection data it carries (FI_OPT_CM_DATA_SIZE); "
+        "accepts carry {} bytes", describe(), domain_->description(), wire::accept_size_with(accept_data));
+    return;
+  }
+  require_accept_fits(describe(), domain_->description(), accept_data, *limit);
 }
 
 void FabricListenSocket::close() noexcept {

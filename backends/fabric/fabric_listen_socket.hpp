@@ -28,12 +28,17 @@ class FabricListenSocket final : public LowLevelListenSocket {
 
   void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) override;
   Endpoint local_endpoint() const override { return local_; }
+  // Accepted (fi_accept sent), FI_CONNECTED not seen yet.
+  std::size_t establishing() const noexcept override { return pending_.size(); }
   void close() noexcept override;
 
  private:
   static constexpr std::size_t event_queue_size = 256;  // connection requests waiting for us
 
   void open(const Endpoint& local);
+  // Throws (naming this socket, the provider and the sizes) when an accept with this much
+  // accept data does not fit the provider's connection data.
+  void require_accept_room(std::size_t accept_data);
   void drain();
   void on_request(const EventEntry& entry);
   void accept(const fi_info& request, const Endpoint& peer, const AcceptDecision& decision, ReplyWindow replies);

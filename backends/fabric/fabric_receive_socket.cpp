@@ -74,6 +74,16 @@ void FabricReceiveSocket::accept(std::span<const std::byte> extra) {
     }
   }
   accept_data_ = wire::encode_accept({buffers_->buffer_size(), buffers_->count(), {extra.begin(), extra.end()}});
+  if (!extra.empty()) {
+    // Never cut short by the provider: checked at listen() on the passive endpoint, and here
+    // on the endpoint that answers (its limit may differ).
+    if (const auto limit = reported_cm_data_size(&endpoint_->ep()->fid)) {
+      const fi_info& info = endpoint_->info();
+      const char* provider = info.fabric_attr != nullptr ? info.fabric_attr->prov_name : nullptr;
+      require_accept_fits(describe(), fmt::format("provider {}", provider != nullptr ? provider : "-"), extra.size(),
+                          *limit);
+    }
+  }
   check(::fi_accept(endpoint_->ep(), accept_data_.data(), accept_data_.size()), describe(), "fi_accept");
   buffers_->attach(endpoint_->shared_driver());
   endpoint_->start();

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace netio::posix {
 namespace {
@@ -30,14 +31,25 @@ FrameWriter::Result FrameWriter::write(int fd, const std::function<void(Buffer*)
   Result result = Result::done;
   std::array<iovec, max_iovecs> iov{};
   while (!queue_.empty()) {
-    GatherList gather(iov, head_offset_, detail::kernel_tcp_write_limit);
-    for (const auto& p : queue_) {
-      if (!gather.add(p.header.data(), p.header.size()) || !gather.add(p.buffer->data, p.buffer->size)) break;
+    ssize_t n = 0;
+    const std::size_t front_frame = frame_header_size + queue_.front().buffer->size;
+    if (queue_.size() == 1 && head_offset_ == 0 && front_frame <= small_frame_limit) {
+      // One small frame, the round-trip case: a send() of one contiguous copy. sendmsg()
+      // costs more per call than the copy (it imports the msghdr and the iovec array).
+      const Pending& p = queue_.front();
+      std::memcpy(stage_.data(), p.header.data(), p.header.size());
+      if (p.buffer->size != 0) std::memcpy(stage_.data() + frame_header_size, p.buffer->data, p.buffer->size);
+      n = ::send(fd, stage_.data(), front_frame, MSG_NOSIGNAL);
+    } else {
+      GatherList gather(iov, head_offset_, detail::kernel_tcp_write_limit);
+      for (const auto& p : queue_) {
+        if (!gather.add(p.header.data(), p.header.size()) || !gather.add(p.buffer->data, p.buffer->size)) break;
+      }
+      msghdr msg{};
+      msg.msg_iov = gather.data();
+      msg.msg_iovlen = gather.count();
+      n = gather.count() == 0 ? 0 : ::sendmsg(fd, &msg, MSG_NOSIGNAL);
     }
-    msghdr msg{};
-    msg.msg_iov = gather.data();
-    msg.msg_iovlen = gather.count();
-    const ssize_t n = gather.count() == 0 ? 0 : ::sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) {

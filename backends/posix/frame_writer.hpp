@@ -46,6 +46,8 @@ class FrameWriter {
   std::size_t head_offset_ = 0;  // bytes of queue_.front()'s frame already written
   bool writing_ = false;         // write() is on the stack
   std::vector<Buffer*> completed_;
+  static constexpr std::size_t small_frame_limit = 2048;  // header included
+  std::array<std::byte, small_frame_limit> stage_;
 };
 
 }  // namespace netio::posix

@@ -53,10 +53,12 @@ void BufferPool::allocate(Slot& slot, std::size_t capacity) {
       throw;
     }
   }
+  bytes_allocated_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void BufferPool::free_slot(Slot& slot) noexcept {
   if (!slot.allocated) return;
+  bytes_allocated_.fetch_sub(slot.capacity, std::memory_order_relaxed);
   if (registrar_ != nullptr) registrar_->deregister_buffer(slot);
   std::free(slot.data);
   static_cast<Buffer&>(slot) = Buffer{};
@@ -142,11 +144,5 @@ std::size_t BufferPool::available() const {
   return free_.size();
 }
 
-std::size_t BufferPool::bytes_allocated() const {
-  std::size_t total = 0;
-  std::lock_guard lock(mutex_);
-  for (const auto& slot : buffers_) total += slot->capacity;
-  return total;
-}
 
 }  // namespace netio

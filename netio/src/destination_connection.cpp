@@ -3,23 +3,35 @@
 namespace netio::detail {
 
 DestinationConnection::DestinationConnection(Context& context, const Endpoint& destination,
-                                             const MultiDestinationSendOptions& options) {
+                                             const MultiDestinationSendOptions& options, std::shared_ptr<PagePool> pages) {
   if (options.mode == SendMode::low_latency) {
     low_latency_ = std::make_unique<LowLatencySendSocket>(context, destination, options.low_latency);
+  } else if (pages) {
+    HighThroughputSendOptions o = options.high_throughput;
+    o.shared_pages = std::move(pages);
+    high_throughput_ = std::make_unique<HighThroughputSendSocket>(context, destination, o);
   } else {
     high_throughput_ = std::make_unique<HighThroughputSendSocket>(context, destination, options.high_throughput);
   }
 }
 
-bool DestinationConnection::send(std::span<const std::byte> message, bool wait) {
+bool DestinationConnection::send(std::span<const std::span<const std::byte>> parts, bool wait) {
   if (low_latency_) {
-    if (!wait) return low_latency_->try_send(message);
-    low_latency_->send(message);
+    if (!wait) return low_latency_->try_send_parts(parts);
+    low_latency_->send_parts(parts);
     return true;
   }
-  if (!wait) return high_throughput_->try_send(message);
-  high_throughput_->send(message);
+  if (!wait) return high_throughput_->try_send_parts(parts);
+  high_throughput_->send_parts(parts);
   return true;
+}
+
+bool DestinationConnection::connected() const noexcept {
+  return low_latency_ ? low_latency_->connected() : high_throughput_->connected();
+}
+
+std::optional<Error> DestinationConnection::failure() const {
+  return low_latency_ ? low_latency_->failure() : high_throughput_->failure();
 }
 
 void DestinationConnection::flush() {

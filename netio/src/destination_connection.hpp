@@ -9,17 +9,22 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 
 namespace netio::detail {
 
 class DestinationConnection {
  public:
-  // Starts connecting (returns at once; messages sent meanwhile wait in the socket).
-  DestinationConnection(Context& context, const Endpoint& destination, const MultiDestinationSendOptions& options);
+  // Starts connecting (returns at once; messages sent meanwhile wait in the socket). A
+  // high-throughput connection draws from `pages` when given (else as its options say).
+  DestinationConnection(Context& context, const Endpoint& destination, const MultiDestinationSendOptions& options,
+                        std::shared_ptr<PagePool> pages = nullptr);
 
-  // send() when `wait`, else try_send(): false when the socket has no room now.
-  bool send(std::span<const std::byte> message, bool wait);
+  // send_parts() when `wait`, else try_send_parts(): false when the socket has no room now.
+  bool send(std::span<const std::span<const std::byte>> parts, bool wait);
+  bool connected() const noexcept;
+  std::optional<Error> failure() const;
   void flush();  // high-throughput: the partly filled page; low-latency: nothing to do
   // Flushes what is queued, awaits its completions, closes; on_closed on the loop thread.
   void close(std::function<void(const Error*)> on_closed);

@@ -107,7 +107,7 @@ class HighThroughputSendSocket::Impl {
   // The message is the concatenation of `parts` (usually one).
   bool send(std::span<const std::span<const std::byte>> parts, bool wait) {
     throw_if_closed();
-    const std::size_t size = detail::MessagePacker::total_size(parts);
+    const std::size_t size = detail::total_size(parts);
     if (wait && sender_->loop().in_loop_thread()) {
       // Pages come back on this very thread: waiting for one would never end.
       if (send(parts, false)) return true;
@@ -137,7 +137,7 @@ class HighThroughputSendSocket::Impl {
                               "user thread can take it (it streams it)", size, options_.page_count));
     }
     if (needed <= options_.page_count && !reserve_pages(needed, wait)) return false;
-    detail::MessagePacker packer(parts);
+    detail::MessagePacker packer(parts, size);
     while (!packer.done()) {
       std::unique_lock page_lock(page_mutex_);
       if (current_ == nullptr) {
@@ -199,7 +199,7 @@ class HighThroughputSendSocket::Impl {
     if (current_ == nullptr || page_capacity_ - current_->size < detail::message_header_size + size) {
       return false;
     }
-    detail::MessagePacker packer(parts);
+    detail::MessagePacker packer(parts, size);
     packer.fill(current_->data, current_->size, page_capacity_);
     if (detail::MessagePacker::page_full(current_->size, page_capacity_)) {
       stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);

@@ -2,6 +2,7 @@
 
 #include "buffer_sender.hpp"
 #include "handshake.hpp"
+#include "message_parts.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>
@@ -24,8 +25,7 @@ class LowLatencySendSocket::Impl {
   // `wait`, copies, submits.
   bool send(std::span<const std::span<const std::byte>> parts, bool wait) {
     sender_->throw_if_unusable();
-    std::size_t size = 0;
-    for (const auto& part : parts) size += part.size();
+    const std::size_t size = detail::total_size(parts);
     if (const auto limit = sender_->state().peer_max_buffer_size(); limit != 0 && size > limit) {
       throw Error(Errc::message_too_large, fmt::format("a {}-byte message is larger than {} accepts ({} bytes)",
                                                        size, sender_->remote().to_string(), limit));

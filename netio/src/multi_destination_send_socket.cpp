@@ -26,6 +26,7 @@
 #include <condition_variable>
 #include <deque>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -66,28 +67,29 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   Impl(Context& context, MultiDestinationSendOptions options)
       : context_(context), options_(std::move(options)), selector_(options_.policy) {}
 
-  bool send(const Endpoint& destination, std::span<const std::byte> message, bool wait) {
-    const bool may_wait = wait && !context_.loop().in_loop_thread();
+  using Parts = std::span<const std::span<const std::byte>>;
+
+  // wait_connection / wait_room: what may be waited for on a user thread. On the loop thread
+  // nothing waits; `throw_on_loop` makes a send that would have waited for its connection
+  // throw Errc::would_block there (send()), else the outcome says so.
+  SendOutcome send(const Endpoint& destination, Parts parts, bool wait_connection, bool wait_room,
+                   bool throw_on_loop) {
+    const bool on_loop = context_.loop().in_loop_thread();
+    const bool may_wait = wait_connection && !on_loop;
     const auto deadline = Clock::now() + options_.send_timeout;
     std::unique_lock lock(mutex_);
     if (closing_all_) throw closed_error(destination);
     const std::size_t id = id_of(destination);
     Destination& d = destinations_[id];  // a deque: references stay valid as it grows
     for (;;) {
-      if (d.failure) {
-        if (Clock::now() < d.failed_at + options_.failed_peer_retry) throw *d.failure;
-        d.failure.reset();  // time to try again
-      }
+      throw_if_failed(d);
       switch (d.state) {
         case State::open:
-          return send_on(lock, id, message, wait);
+          // send() on the loop thread lets the socket throw would_block for want of room.
+          return send_on(lock, id, parts, wait_room && (!on_loop || throw_on_loop));
         case State::closed:
           if (closing_all_) throw closed_error(destination);
-          if (options_.max_connections == 0 || slots_used_ < options_.max_connections) {
-            open(lock, id);  // on return d is open (or open() threw)
-            continue;
-          }
-          if (tear_down_for(lock, id)) continue;  // d awaits the victim's slot now
+          if (make_room_for(lock, id)) continue;  // d is open now, or awaits a victim's slot
           break;  // every open connection is busy sending: wait for one to finish
         case State::awaiting_slot:
         case State::opening:
@@ -95,11 +97,13 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
           break;
       }
       if (!may_wait) {
-        if (!wait) return false;
-        throw Error(Errc::would_block,
-                    fmt::format("multi-destination send socket: send() to {} would wait for its connection ({}) on "
-                                "the event-loop thread: use try_send() there",
-                                d.name, describe(d.state)));
+        if (on_loop && wait_connection && throw_on_loop) {
+          throw Error(Errc::would_block,
+                      fmt::format("multi-destination send socket: send() to {} would wait for its connection ({}) on "
+                                  "the event-loop thread: use try_send() there",
+                                  d.name, describe(d.state)));
+        }
+        return SendOutcome::no_connection;
       }
       if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && d.state != State::open) {
         throw Error(Errc::timeout,
@@ -108,6 +112,45 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
                                 d.name, milliseconds(options_.send_timeout), describe(d.state), slots_used_,
                                 options_.max_connections));
       }
+    }
+  }
+
+  bool try_connect(const Endpoint& destination) {
+    std::unique_lock lock(mutex_);
+    if (closing_all_) throw closed_error(destination);
+    const std::size_t id = id_of(destination);
+    Destination& d = destinations_[id];
+    for (;;) {
+      throw_if_failed(d);
+      switch (d.state) {
+        case State::open: {
+          const auto connection = d.connection;
+          if (auto failure = connection->failure()) throw fail(lock, id, *failure);
+          return connection->connected();
+        }
+        case State::closed:
+          if (make_room_for(lock, id)) continue;
+          return false;
+        case State::awaiting_slot:
+        case State::opening:
+        case State::closing:
+          return false;
+      }
+    }
+  }
+
+  void disconnect(const Endpoint& destination) {
+    std::unique_lock lock(mutex_);
+    const auto it = ids_.find(destination.to_string());
+    if (it == ids_.end()) return;
+    const std::size_t id = it->second;
+    Destination& d = destinations_[id];
+    d.failure.reset();
+    if (d.state == State::open && d.senders == 0) {
+      selector_.closed(id);
+      begin_close(lock, id, kNobody);
+    } else if (d.state == State::open || d.state == State::opening) {
+      d.retire = true;  // closed by its last sender on the way out, or as it comes up (install())
     }
   }
 
@@ -167,6 +210,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     std::shared_ptr<detail::DestinationConnection> connection;
     std::size_t senders = 0;             // threads inside a send on `connection` (not a victim then)
     std::size_t hand_over_to = kNobody;  // while closing: the destination that gets the slot
+    bool retire = false;                 // disconnect()ed while busy: close when it is idle
     bool opened_before = false;
     bool failure_reported = false;       // this connection's failure was reported already
     std::optional<Error> failure;        // sends throw it until failed_at + failed_peer_retry
@@ -200,9 +244,26 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     return id;
   }
 
+  void throw_if_failed(Destination& d) {
+    if (!d.failure) return;
+    if (Clock::now() < d.failed_at + options_.failed_peer_retry) throw *d.failure;
+    d.failure.reset();  // time to try again
+  }
+
+  // For a destination without a connection: opens it in a free slot (true: it is open now),
+  // or tears down a victim for it (true: it awaits that slot now); false when every open
+  // connection is in use by a sender.
+  bool make_room_for(std::unique_lock<std::mutex>& lock, std::size_t id) {
+    if (options_.max_connections == 0 || slots_used_ < options_.max_connections) {
+      open(lock, id);  // on return it is open (or open() threw)
+      return true;
+    }
+    return tear_down_for(lock, id);
+  }
+
   // Sends on the open connection of `id` with the lock released; the connection cannot be
   // chosen as a victim meanwhile (senders > 0).
-  bool send_on(std::unique_lock<std::mutex>& lock, std::size_t id, std::span<const std::byte> message, bool wait) {
+  SendOutcome send_on(std::unique_lock<std::mutex>& lock, std::size_t id, Parts parts, bool wait) {
     Destination& d = destinations_[id];
     ++d.senders;
     selector_.used(id);
@@ -210,21 +271,30 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     lock.unlock();
     bool sent = false;
     try {
-      sent = connection->send(message, wait);
+      sent = connection->send(parts, wait);
     } catch (const Error& e) {
       lock.lock();
-      release_sender(d);
+      release_sender(lock, id);
       if (!is_connection_failure(e)) throw;
       throw fail(lock, id, e);
     }
     lock.lock();
-    release_sender(d);
-    if (sent) stats_.add_message(message.size());
-    return sent;
+    release_sender(lock, id);
+    if (!sent) return SendOutcome::no_room;
+    std::size_t size = 0;
+    for (const auto& part : parts) size += part.size();
+    stats_.add_message(size);
+    return SendOutcome::sent;
   }
 
-  void release_sender(Destination& d) {
-    if (--d.senders == 0) changed_.notify_all();  // it may be a victim now
+  void release_sender(std::unique_lock<std::mutex>& lock, std::size_t id) {
+    Destination& d = destinations_[id];
+    if (--d.senders != 0) return;
+    changed_.notify_all();  // it may be a victim now
+    if (d.retire && d.state == State::open) {  // disconnect() came while it was sending
+      selector_.closed(id);
+      begin_close(lock, id, kNobody);
+    }
   }
 
   // Opens the connection of `id` in a free slot (the lock released while the socket is made).
@@ -233,10 +303,11 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     d.state = State::opening;
     take_slot();
     const Endpoint endpoint = d.endpoint;
+    const auto pages = pages_for(endpoint);
     lock.unlock();
     std::shared_ptr<detail::DestinationConnection> connection;
     try {
-      connection = std::make_shared<detail::DestinationConnection>(context_, endpoint, options_);
+      connection = std::make_shared<detail::DestinationConnection>(context_, endpoint, options_, pages);
     } catch (const Error& e) {
       lock.lock();
       d.state = State::closed;
@@ -266,8 +337,8 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     if (d.opened_before) ++counters_.reopened;
     d.opened_before = true;
     changed_.notify_all();
-    if (closing_all_) {
-      begin_close(lock, id, kNobody);  // close() ran while it was connecting
+    if (closing_all_ || std::exchange(d.retire, false)) {
+      begin_close(lock, id, kNobody);  // close() or disconnect() ran while it was connecting
       return;
     }
     selector_.opened(id);
@@ -293,6 +364,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   void begin_close(std::unique_lock<std::mutex>& lock, std::size_t id, std::size_t hand_over_to) {
     Destination& d = destinations_[id];
     d.state = State::closing;
+    d.retire = false;
     d.hand_over_to = hand_over_to;
     const auto connection = d.connection;
     lock.unlock();
@@ -340,9 +412,10 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   void open_granted(std::size_t id) {
     std::unique_lock lock(mutex_);
     const Endpoint endpoint = destinations_[id].endpoint;
+    const auto pages = pages_for(endpoint);
     lock.unlock();
     try {
-      auto connection = std::make_shared<detail::DestinationConnection>(context_, endpoint, options_);
+      auto connection = std::make_shared<detail::DestinationConnection>(context_, endpoint, options_, pages);
       lock.lock();
       install(lock, id, std::move(connection));
     } catch (const Error& e) {
@@ -398,7 +471,23 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     for (const Destination& d : destinations_) {
       if (d.connection) total += d.connection->buffer_bytes();
     }
+    for (const auto& [scheme, pool] : pages_) total += pool->bytes_allocated();
     return total;
+  }
+
+  // The page pool of the high-throughput connections to `destination`'s scheme, when the
+  // socket keeps its own (a limit, no shared_pages given): sized by the limit, made on first
+  // use. nullptr otherwise (each connection has its own pages, or the given pool).
+  std::shared_ptr<PagePool> pages_for(const Endpoint& destination) {
+    const auto& ht = options_.high_throughput;
+    if (options_.mode != SendMode::high_throughput || options_.max_connections == 0 || ht.shared_pages) return nullptr;
+    auto& pool = pages_[std::string(destination.scheme())];
+    if (!pool) {
+      pool = std::make_shared<PagePool>(PagePoolOptions{.page_count = options_.max_connections * ht.page_count,
+                                                        .page_size = ht.page_size,
+                                                        .per_connection = ht.page_count});
+    }
+    return pool;
   }
   void note_memory_peak() {
     const std::uint64_t now = connection_bytes();
@@ -412,6 +501,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   std::deque<Destination> destinations_;
   std::unordered_map<std::string, std::size_t> ids_;  // by endpoint string
   detail::VictimSelector selector_;
+  std::map<std::string, std::shared_ptr<PagePool>> pages_;  // by scheme: see pages_for()
   std::size_t slots_used_ = 0;  // destinations opening, open or closing
   bool closing_all_ = false;
   bool lost_while_closing_ = false;
@@ -436,11 +526,19 @@ MultiDestinationSendSocket::~MultiDestinationSendSocket() {
 }
 
 void MultiDestinationSendSocket::send(const Endpoint& destination, std::span<const std::byte> message) {
-  (void)impl_->send(destination, message, true);
+  const std::span<const std::byte> parts[] = {message};
+  (void)impl_->send(destination, parts, true, true, true);
 }
 bool MultiDestinationSendSocket::try_send(const Endpoint& destination, std::span<const std::byte> message) {
-  return impl_->send(destination, message, false);
+  const std::span<const std::byte> parts[] = {message};
+  return impl_->send(destination, parts, false, false, false) == SendOutcome::sent;
 }
+SendOutcome MultiDestinationSendSocket::send_parts(const Endpoint& destination,
+                                                   std::span<const std::span<const std::byte>> parts, SendWait wait) {
+  return impl_->send(destination, parts, wait != SendWait::nothing, wait == SendWait::connection_and_room, false);
+}
+bool MultiDestinationSendSocket::try_connect(const Endpoint& destination) { return impl_->try_connect(destination); }
+void MultiDestinationSendSocket::disconnect(const Endpoint& destination) { impl_->disconnect(destination); }
 void MultiDestinationSendSocket::flush() { impl_->flush(); }
 bool MultiDestinationSendSocket::close() { return impl_->close(); }
 ConnectionStats MultiDestinationSendSocket::connection_stats() const { return impl_->connection_stats(); }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "budget_charge.hpp"
+#include "message_parts.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -103,8 +104,8 @@ class MessagePacker {
  public:
   explicit MessagePacker(std::span<const std::byte> message) noexcept
       : single_(message), parts_(&single_, 1), size_(message.size()) {}
-  explicit MessagePacker(std::span<const std::span<const std::byte>> parts) noexcept
-      : parts_(parts), size_(total_size(parts)) {}
+  // `size` is total_size(parts), which the caller has computed already.
+  MessagePacker(MessageParts parts, std::size_t size) noexcept : parts_(parts), size_(size) {}
   MessagePacker(const MessagePacker&) = delete;
   MessagePacker& operator=(const MessagePacker&) = delete;
 
@@ -115,11 +116,6 @@ class MessagePacker {
   // A page that cannot take another length field is full and goes out as it is.
   static bool page_full(std::size_t used, std::size_t page_size) noexcept {
     return page_size - used < message_header_size;
-  }
-  static std::size_t total_size(std::span<const std::span<const std::byte>> parts) noexcept {
-    std::size_t size = 0;
-    for (const auto& part : parts) size += part.size();
-    return size;
   }
 
  private:

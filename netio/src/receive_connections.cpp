@@ -48,6 +48,7 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
     limits.handshake_timeout = admission_.handshake_timeout;
     limits.progress_timeout = admission_.progress_timeout;
     limits.accept_backoff = admission_.accept_backoff;
+    if (admission_.key) limits.accept_data_size = auth_accept_size;  // our answer to the sender's challenge
     listener_->listen(local, std::move(listen_callbacks), limits);
     local_ = listener_->local_endpoint();
     if (admission_.idle_timeout > std::chrono::nanoseconds::zero()) {
@@ -94,7 +95,10 @@ AcceptDecision ReceiveConnections::admit(const Endpoint& peer, const Hello& hell
                             admission_.allow.size() == 1 ? admission_.allow.front().to_string()
                                                          : fmt::format("{} networks", admission_.allow.size())));
   }
-  if (admission_.max_connections != 0 && live_connections() >= admission_.max_connections) {
+  // Connections the back-end accepted but has not handed over yet (libfabric: FI_CONNECTED
+  // not seen) count as held: a burst of requests answered in one go must not overshoot.
+  if (admission_.max_connections != 0 &&
+      live_connections() + listener_->establishing() >= admission_.max_connections) {
     throw Error(Errc::handshake_rejected,
                 fmt::format("the listener holds {} connections, its limit (max_connections); try again later",
                             admission_.max_connections));

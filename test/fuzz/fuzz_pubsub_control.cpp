@@ -25,6 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const auto request = d::decode_request(bytes);
     FUZZ_CHECK(request.data_endpoint.size() <= d::max_endpoint_text);
+    FUZZ_CHECK(!request.tags.empty() && request.tags.size() <= d::max_tags_per_request);
+    FUZZ_CHECK(bytes.size() <= d::max_request_size);
     FUZZ_CHECK(same(d::encode(request), bytes));
   } catch (const netio::Error&) {
   }

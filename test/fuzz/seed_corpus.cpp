@@ -111,8 +111,8 @@ void pubsub_control() {
   namespace d = netio::pubsub::detail;
   using netio::pubsub::Backpressure;
   using netio::pubsub::Mode;
-  write("pubsub_control", "subscribe", d::encode(d::SubscriptionRequest{true, Mode::high_throughput, Backpressure::block, 7, 0x101, "tcp://10.0.0.2:6001"}));
-  write("pubsub_control", "unsubscribe", d::encode(d::SubscriptionRequest{false, Mode::low_latency, Backpressure::drop, 8, 2, ""}));
+  write("pubsub_control", "subscribe", d::encode(d::SubscriptionRequest{true, Mode::high_throughput, Backpressure::block, 7, {0x101, 0x102}, "tcp://10.0.0.2:6001"}));
+  write("pubsub_control", "unsubscribe", d::encode(d::SubscriptionRequest{false, Mode::low_latency, Backpressure::drop, 8, {2}, ""}));
   write("pubsub_control", "answer_accept", d::encode(d::SubscriptionAnswer{true, 7, ""}));
   write("pubsub_control", "answer_refuse", d::encode(d::SubscriptionAnswer{false, 9, "no such mode"}));
   write("pubsub_control", "drops", d::encode(d::DropReport{Mode::high_throughput, 3, 1000}));

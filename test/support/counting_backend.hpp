@@ -105,6 +105,7 @@ class CountingListenSocket final : public LowLevelListenSocket {
     inner_->listen(local, std::move(callbacks), limits);
   }
   Endpoint local_endpoint() const override { return inner_->local_endpoint(); }
+  std::size_t establishing() const noexcept override { return inner_->establishing(); }
   void close() noexcept override {
     ++counts_->closes;
     inner_->close();

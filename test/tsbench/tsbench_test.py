@@ -3,7 +3,11 @@
 
   tsbench_test.py TSBENCH local TRANSPORT    --compare --json in one process: DESIGN.md §7's keys, sane values,
                                              every time-slice complete; --csv files
-  tsbench_test.py TSBENCH roles SCHEDULER    one process per node (--role/--rank/--config), 2 inputs x 2 computes
+  tsbench_test.py TSBENCH roles SCHEDULER    one process per node (--role/--rank/--config), 2 inputs x 2 computes;
+                                             then --collect: the whole system's summary from every process's --csv
+  tsbench_test.py TSBENCH simulate           --simulate --compare --json: the same keys, every time-slice, the same
+                                             output for the same seed; its bad arguments
+  tsbench_test.py TSBENCH cpu                --cpu N: a local run with every thread pinned; a CPU it may not use
   tsbench_test.py TSBENCH kill-compute       kill -9 of a compute process: the others end, its share reported lost
   tsbench_test.py TSBENCH kill-input         kill -9 of an input process: the others end, incomplete time-slices reported
 
@@ -114,7 +118,7 @@ def free_ports(n):
 class Cluster:
     """2 inputs (ranks 0, 1) and 2 compute nodes (ranks 2, 3; compute 0 runs the DDE)."""
 
-    def __init__(self, tsbench, work, scheduler, count, emulate=EMULATE):
+    def __init__(self, tsbench, work, scheduler, count, emulate=EMULATE, extra=()):
         ports = free_ports(3)
         self.config = os.path.join(work, "cluster.conf")
         with open(self.config, "w") as f:
@@ -124,7 +128,7 @@ class Cluster:
         self.work = work
         self.procs = {}
         args = SMALL[:-1] + [emulate, "--scheduler", scheduler, "-n", str(count), "--config", self.config,
-                             "--json", "--timeout", f"{TIMEOUT}s"]
+                             "--json", "--timeout", f"{TIMEOUT}s"] + list(extra)
         for rank, role in ((2, "compute"), (3, "compute"), (0, "input"), (1, "input")):
             out = open(os.path.join(work, f"rank{rank}.out"), "w")
             err = open(os.path.join(work, f"rank{rank}.err"), "w")
@@ -164,17 +168,51 @@ class Cluster:
 def run_roles(tsbench, scheduler):
     count = 800
     with tempfile.TemporaryDirectory() as work:
-        cluster = Cluster(tsbench, work, scheduler, count)
+        csv = os.path.join(work, "csv")
+        cluster = Cluster(tsbench, work, scheduler, count, extra=["--csv", csv])
         for rank in (0, 1, 2, 3):
             status = cluster.wait(rank)
             if status != 0:
                 fail(f"rank {rank} exited with {status}", *cluster.logs())
         key = "dfs" if scheduler == "dfs" else "best_effort"
+        per_rank = {}
         for rank in (2, 3):
             doc = json.loads(cluster.output(rank))
             if set(doc) != {key}:
                 fail(f"rank {rank}: keys {sorted(doc)}", *cluster.logs())
             check_summary(f"rank {rank}", doc[key], timeslices=count // 2)
+            per_rank[rank] = doc[key]
+        # --collect: one summary of the whole system, as a local run prints it
+        cmd = [tsbench, "--collect", csv, "--json"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
+        doc = json.loads(p.stdout)
+        if set(doc) != {key}:
+            fail(f"--collect: keys {sorted(doc)}", p.stdout)
+        check_summary("--collect", doc[key], timeslices=count)
+        # bandwidth: the sum of the compute nodes'; spreads: every time-slice of both
+        total = per_rank[2]["gbps"] + per_rank[3]["gbps"]
+        if abs(doc[key]["gbps"] - total) > 1e-3 * total:
+            fail(f"--collect: {doc[key]['gbps']} Gb/s, the compute nodes' sum is {total}", p.stdout)
+        for stat in ("median", "max"):
+            low = min(per_rank[r]["spread_us"][stat] for r in (2, 3))
+            high = max(per_rank[r]["spread_us"][stat] for r in (2, 3))
+            if not low - 0.2 <= doc[key]["spread_us"][stat] <= high + 0.2:
+                fail(f"--collect: spread {stat} {doc[key]['spread_us'][stat]} outside the ranks' [{low}, {high}]", p.stdout)
+        with open(os.path.join(csv, key, "timeslices.csv")) as f:
+            rows = f.read().splitlines()
+        if len(rows) != count + 1:
+            fail(f"--collect: merged timeslices.csv has {len(rows) - 1} rows, expected {count}")
+        with open(os.path.join(csv, "summary.json")) as f:
+            if json.load(f) != doc:
+                fail("--collect: summary.json differs from --json")
+        # a rank's records missing: an error that says so
+        import shutil
+        shutil.rmtree(os.path.join(csv, key, "rank-3"))
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        if p.returncode == 0 or "1 of 2 compute nodes" not in p.stderr:
+            fail(f"--collect without rank 3: exit status {p.returncode}", p.stdout, p.stderr)
 
 
 def run_kill(tsbench, victim):
@@ -221,12 +259,77 @@ def run_kill(tsbench, victim):
         print(f"survivors ended {time.monotonic() - started:.1f} s after the kill")
 
 
+def run_simulate(tsbench):
+    with tempfile.TemporaryDirectory() as work:
+        csv = os.path.join(work, "csv")
+        count = 1600
+        cmd = [tsbench, "--simulate", "--compare", "--inputs", "3", "--computes", "2", "-n", str(count), "--json",
+               "--csv", csv, "--timeout", f"{TIMEOUT}s"] + SMALL
+        outputs = []
+        for _ in range(2):
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+            if p.returncode != 0:
+                fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
+            outputs.append(p.stdout)
+        doc = json.loads(outputs[0])
+        if set(doc) != {"best_effort", "dfs", "ratios"}:
+            fail(f"top-level keys {sorted(doc)}", outputs[0])
+        for name in ("best_effort", "dfs"):
+            check_summary(name, doc[name], timeslices=count)
+            for f in ("timeslices.csv", "intervals.csv", "buffer_fill.csv", "bandwidth.csv"):
+                if not os.path.isfile(os.path.join(csv, name, f)):
+                    fail(f"no {name}/{f}")
+        if outputs[0] != outputs[1]:
+            fail("two simulations with the same seed differ", *outputs)
+        # the model's capacity is the emulated one: 200 Mb/s into each of 2 compute nodes
+        if not 0.05 < doc["best_effort"]["gbps"] <= 0.4 * 1.02:
+            fail(f"simulated best-effort at {doc['best_effort']['gbps']} Gb/s with 2 x 200 Mb/s ports", outputs[0])
+        # another seed, another run; fifo in-ports run too
+        p = subprocess.run(cmd[:-1] + [EMULATE + ";seed=9", "--port-sharing", "fifo", "--clock-drift", "50"],
+                           capture_output=True, text=True, timeout=TIMEOUT + 30)
+        if p.returncode != 0:
+            fail(f"--port-sharing fifo: exit status {p.returncode}", p.stdout, p.stderr)
+        if p.stdout == outputs[0]:
+            fail("another seed and fifo ports gave the same output", p.stdout)
+    # bad arguments: non-zero and a message that says what is wrong
+    for args, expected in (([ "--port-sharing", "fifo"], "--simulate"),
+                           (["--simulate", "--emulate", "none"], "in= or out="),
+                           (["--simulate", "--emulate", "delay=50us"], "in= or out="),
+                           (["--simulate", "--port-sharing", "random"], "port-sharing"),
+                           (["--simulate", "--clock-drift=-3"], "clock-drift"),
+                           (["--simulate", "--role", "input", "--config", "x", "-n", "10"], "excludes"),
+                           (["--cpu", "100000"], "CPU 100000"),
+                           (["--collect", "/nonexistent-tsbench-dir"], "neither")):
+        p = subprocess.run([tsbench] + args, capture_output=True, text=True, timeout=30)
+        if p.returncode == 0 or expected not in p.stderr:
+            fail(f"{args}: exit status {p.returncode}, expected a failure naming '{expected}'", p.stdout, p.stderr)
+    h = subprocess.run([tsbench, "--help"], capture_output=True, text=True, timeout=30)
+    for option in ("--simulate", "--port-sharing", "--clock-offset", "--clock-drift", "--cpu", "--collect"):
+        if option not in h.stdout:
+            fail(f"--help does not mention {option}", h.stdout)
+
+
+def run_cpu(tsbench):
+    """--cpu 0: the tool's, the generators' and every event loop's thread on CPU 0; the run still completes."""
+    count = 400
+    cmd = [tsbench, "--scheduler", "best-effort", "--inputs", "2", "--computes", "2", "-n", str(count), "--json",
+           "--cpu", "0", "--timeout", f"{TIMEOUT}s"] + SMALL
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+    if p.returncode != 0:
+        fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
+    check_summary("best_effort", json.loads(p.stdout)["best_effort"], timeslices=count)
+
+
 def main():
     tsbench, what = sys.argv[1], sys.argv[2]
     if what == "local":
         run_local(tsbench, sys.argv[3])
     elif what == "roles":
         run_roles(tsbench, sys.argv[3])
+    elif what == "simulate":
+        run_simulate(tsbench)
+    elif what == "cpu":
+        run_cpu(tsbench)
     elif what == "kill-compute":
         run_kill(tsbench, "compute")
     elif what == "kill-input":

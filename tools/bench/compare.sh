@@ -25,6 +25,8 @@
 #                        high-throughput subscribers, at --pubsub-sizes)
 #   --pubsub-sizes LIST  pub/sub message sizes (default 64,1KiB,64KiB)
 #   --pubsub-only        only the publish/subscribe rows (no throughput, round trips or memory)
+#   --pubsub-page-size SIZE  the publisher's page size (default: netio_throughput's, 1 MiB)
+#   --rtt-only           only the round-trip rows (no throughput, publish/subscribe or memory)
 #   --small-pages SIZE   also run netio with this page size from 16 KiB on (default 512KiB,
 #                        0 skips): what HighThroughputSendOptions::page_size buys over the default
 #   --memory-time D      run memory_check.sh (the memory target) for D (default 20s; 0 skips)
@@ -44,6 +46,8 @@ fabric=1
 pubsub=1
 pubsub_sizes="64,1KiB,64KiB"
 pubsub_only=0
+pubsub_page=()
+rtt_only=0
 small_pages=512KiB
 memory_time=20s
 while [ $# -gt 0 ]; do
@@ -57,7 +61,9 @@ while [ $# -gt 0 ]; do
     --no-fabric) fabric=0; shift ;;
     --no-pubsub) pubsub=0; shift ;;
     --pubsub-sizes) pubsub_sizes="$2"; shift 2 ;;
+    --pubsub-page-size) pubsub_page=(--page-size "$2"); shift 2 ;;
     --pubsub-only) pubsub_only=1; memory_time=0; shift ;;
+    --rtt-only) rtt_only=1; pubsub=0; memory_time=0; small_pages=0; shift ;;
     --small-pages) small_pages="$2"; shift 2 ;;
     --memory-time) memory_time="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
@@ -245,7 +251,7 @@ PY
 pubsub_netio() {  # SIZE REP K
   fan_out "netio_pubsub_$3" "$1" "$2" "$3" \
       "$bin/netio_throughput" --publish -e tcp://127.0.0.1:0 --tags 1 --subscribers "$3" -s "$1" -t "$per_point" \
-      --cpu "$send_cpu" --timeout "$timeout" -- \
+      "${pubsub_page[@]}" --cpu "$send_cpu" --timeout "$timeout" -- \
       "$bin/netio_recv" --subscribe -e "tcp://127.0.0.1:@PORT@" --tags 1 --interval 0 --json --cpu "$recv_cpu" \
       --timeout "$timeout"
 }
@@ -392,9 +398,9 @@ awk '$1 > 0.5 { exit 1 }' /proc/loadavg ||
 echo "compare.sh: load before: ${load_before}; sizes ${sizes}; ${repeat} repeats of ${per_point} / ${iterations} round trips" >&2
 for rep in $(seq "$repeat"); do
   order="forwards"; [ $(( rep % 2 )) = 0 ] && order="backwards"
-  [ "$pubsub_only" = 1 ] || echo "== repeat $rep/$repeat: throughput (run order $order)" >&2
+  [ "$pubsub_only" = 1 ] || [ "$rtt_only" = 1 ] || echo "== repeat $rep/$repeat: throughput (run order $order)" >&2
   for size in "${size_list[@]}"; do
-    [ "$pubsub_only" = 0 ] || break
+    [ "$pubsub_only" = 0 ] && [ "$rtt_only" = 0 ] || break
     if [ "$size" -ge 16384 ]; then
       run_sequence tput "$size" "$rep" "${large_sequence[@]}"
     else
@@ -426,7 +432,7 @@ elapsed=$(( $(date +%s) - start_time ))
 
 machine="$(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), L2 $(lscpu 2>/dev/null | sed -n 's/^L2 cache: *//p'), $(uname -sr), libzmq $(pkg-config --modversion libzmq 2>/dev/null || echo '?'), libfabric $(pkg-config --modversion libfabric 2>/dev/null || echo '?')"
 python3 "$root/tools/bench/aggregate.py" --raw "$raw" --out "$out" --machine "$machine" --small-pages "$small_pages" \
-    --settings "compare.sh --repeat $repeat --time $per_point --iterations $iterations --sizes $sizes --pubsub-sizes $pubsub_sizes --small-pages $small_pages --memory-time $memory_time; receiver CPU $recv_cpu, sender CPU $send_cpu; ${elapsed} s of measurement; load (1/5/15 min) ${load_before} before, $(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') after"
+    --settings "compare.sh --repeat $repeat --time $per_point --iterations $iterations --sizes $sizes --pubsub-sizes $pubsub_sizes ${pubsub_page[*]:+--pubsub-page-size ${pubsub_page[1]}} --small-pages $small_pages --memory-time $memory_time; receiver CPU $recv_cpu, sender CPU $send_cpu; ${elapsed} s of measurement; load (1/5/15 min) ${load_before} before, $(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') after"
 if command -v gnuplot >/dev/null; then
   (cd "$out" && gnuplot plots.gp) || echo "compare.sh: gnuplot failed; no plots" >&2
 else

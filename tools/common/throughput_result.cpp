@@ -10,7 +10,13 @@
 namespace netio::tools {
 
 void write_results_json(JsonWriter& json, std::span<const ThroughputResult> results, VerificationColumns columns) {
-  json.begin_object().key("results").begin_array();
+  json.begin_object().key("results");
+  write_results_array(json, results, columns);
+  json.end_object();
+}
+
+void write_results_array(JsonWriter& json, std::span<const ThroughputResult> results, VerificationColumns columns) {
+  json.begin_array();
   for (const ThroughputResult& r : results) {
     json.begin_object()
         .field("size", r.size)
@@ -27,7 +33,7 @@ void write_results_json(JsonWriter& json, std::span<const ThroughputResult> resu
     }
     json.end_object();
   }
-  json.end_array().end_object();
+  json.end_array();
 }
 
 std::string results_table(std::span<const ThroughputResult> results, VerificationColumns columns) {

@@ -42,6 +42,8 @@ enum class VerificationColumns {
 // One JSON object {"results":[...]}; with VerificationColumns::reported, lost, duplicated
 // and corrupt are always present (null when the run was not verified).
 void write_results_json(JsonWriter& json, std::span<const ThroughputResult> results, VerificationColumns columns);
+// The array of that object alone, as the value of a key written before.
+void write_results_array(JsonWriter& json, std::span<const ThroughputResult> results, VerificationColumns columns);
 
 // Streams received at the same time (several senders, several tags), size by size: the k-th
 // run of a size in every stream merged into one (messages, bytes and verification summed,

@@ -86,30 +86,21 @@ BenchSenderReport run_bench_publisher(Context& context, const BenchPublisherOpti
   publish_options.name = "netio_throughput";
   publish_options.pages = {.page_count = options.page_count, .page_size = options.page_size, .per_connection = 0};
   publish_options.flush_timeout = options.flush_timeout;
+  publish_options.admission = options.admission;
+  publish_options.max_connections = options.max_connections;
+  publish_options.connection_policy = options.policy;
   pubsub::PublishSocket publisher(context, options.local, publish_options);
   if (callbacks.on_listening) callbacks.on_listening(publisher.local_endpoint());
 
-  // Nothing is published before K subscribers are in, acknowledged, and done subscribing
-  // (a subscriber of several tags sends one request per tag: no new one for 200 ms).
+  // Nothing is published before K subscribers are in: each subscribes to all its tags with
+  // one request, so a data connection whose request is acknowledged carries every tag of
+  // its subscriber.
   const auto until = Clock::now() + deadline.remaining(options.subscribe_timeout);
-  constexpr auto settle = std::chrono::milliseconds(200);
-  auto last_change = Clock::now();
-  std::uint64_t last_count = 0;
-  for (;;) {
-    const auto stats = publisher.stats();
-    if (stats.subscriptions != last_count) {
-      last_count = stats.subscriptions;
-      last_change = Clock::now();
-    }
-    if (stats.connections >= options.subscribers && publisher.wait_for_subscriptions(1, std::chrono::milliseconds(0)) &&
-        Clock::now() - last_change >= settle) {
-      break;
-    }
+  while (!publisher.wait_for_subscribers(options.subscribers, std::chrono::milliseconds(50))) {
     if (stop_requested() || Clock::now() >= until) {
       throw Error(Errc::timeout, fmt::format("{}: {} of {} subscribers came", publisher.local_endpoint().to_string(),
-                                             stats.connections, options.subscribers));
+                                             publisher.stats().subscribers, options.subscribers));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 
   BenchSenderReport report;
@@ -132,6 +123,14 @@ BenchSenderReport run_bench_publisher(Context& context, const BenchPublisherOpti
     drain(publisher, deadline);
   } catch (const Error& e) {
     report.error = fmt::format("publishing the end of the stream: {}", e.what());
+  }
+  if (options.max_connections != 0) {
+    for (const auto mode : {pubsub::Mode::low_latency, pubsub::Mode::high_throughput}) {
+      const ConnectionStats c = publisher.connection_stats(mode);
+      if (c.opened == 0) continue;
+      fmt::print(stderr, "netio_throughput: {} data connections: {} opened ({} re-opened), {} torn down, peak {} open of {}\n",
+                 pubsub::to_string(mode), c.opened, c.reopened, c.torn_down, c.peak_open, options.max_connections);
+    }
   }
   return report;
 }

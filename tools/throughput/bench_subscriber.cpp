@@ -69,6 +69,7 @@ BenchSubscriberReport run_bench_subscriber(Context& context, const BenchSubscrib
   std::atomic<bool> publisher_gone{false};
   pubsub::SubscribeOptions subscribe_options;
   subscribe_options.name = "netio_recv";
+  subscribe_options.admission = options.admission;
   subscribe_options.on_subscriptions_lost = [&](const Endpoint&) { publisher_gone = true; };
   // The loop thread is the consumer in low-latency mode (a message per callback).
   subscribe_options.on_message = [&](pubsub::Tag tag, std::span<const std::byte> data, const Peer&) {
@@ -76,7 +77,7 @@ BenchSubscriberReport run_bench_subscriber(Context& context, const BenchSubscrib
   };
   auto subscriber_socket = std::make_unique<pubsub::SubscribeSocket>(context, subscribe_options);
   pubsub::SubscribeSocket& subscriber = *subscriber_socket;
-  for (const auto tag : options.tags) subscriber.subscribe(options.publisher, tag, options.mode);
+  subscriber.subscribe(options.publisher, options.tags, options.mode);  // one request and acknowledgement
   if (callbacks.on_listening) callbacks.on_listening(options.publisher);
 
   std::atomic<bool> stop_consumer{false};

@@ -22,6 +22,7 @@ struct BenchSubscriberOptions {
   std::optional<std::chrono::nanoseconds> duration;  // -t: counted from the first message
   std::chrono::nanoseconds interval = std::chrono::seconds(1);
   std::optional<int> consumer_cpu;  // --mode ht: the thread calling recv()
+  AdmissionOptions admission;       // which publishers may connect back (--allow), the key (--key-file)
 };
 
 struct TagResults {

@@ -38,6 +38,8 @@ struct BenchConfig {
   std::string transport = "tcp";             // local run: tcp or fabric
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);
   std::chrono::nanoseconds sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
+  std::optional<int> loop_cpu;       // --cpu: every node's event-loop thread pinned here
+  std::optional<int> generator_cpu;  // --cpu: the inputs' generator threads pinned here
 
   scheduler::SchedulerConfig scheduler_config() const;
   // The emulation of node `rank` (inputs 0 .. N-1, computes N .. N+M-1): the spec with the

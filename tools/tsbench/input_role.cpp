@@ -2,6 +2,8 @@
 
 #include "tsbench/contribution_stamp.hpp"
 
+#include "common/cpu_affinity.hpp"
+
 #include "netio/error.hpp"
 
 #include <fmt/format.h>
@@ -43,6 +45,7 @@ void InputRole::start() {
 void InputRole::generate() {
   std::vector<std::byte> contribution(options_.bench.contribution_bytes, std::byte{0x5a});
   try {
+    if (options_.bench.generator_cpu) pin_current_thread(*options_.bench.generator_cpu);
     for (ns::TimesliceIndex t = 0; t < limit_.load(std::memory_order_acquire); ++t) {
       stamp(contribution, t, options_.input);
       sender_->push(t, contribution);

@@ -22,6 +22,7 @@ using namespace std::chrono_literals;
 ContextOptions node_context(const BenchConfig& bench, std::uint32_t rank) {
   ContextOptions options;
   options.emulation = bench.node_emulation(rank);
+  options.cpu = bench.loop_cpu;
   return options;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 namespace netio::tools::tsbench {
 
@@ -13,8 +14,14 @@ double micros(ns::Duration d) { return static_cast<double>(d.count()) / 1e3; }
 
 }  // namespace
 
-RunSummary summarize(const RunRecords& records) {
+RunSummary summarize(const RunRecords& records, ClockBasis basis) {
   RunSummary s;
+  struct Span {
+    ns::Time begin = ns::Time::max();
+    ns::Time end = ns::Time::min();
+    std::uint64_t bytes = 0;
+  };
+  std::map<ns::ComputeIndex, Span> per_compute;
   const ns::TimesliceIndex first_measured = records.timeslices_per_interval * records.warmup_intervals;
   std::vector<double> spreads;
   std::uint64_t bytes = 0;
@@ -31,6 +38,10 @@ RunSummary summarize(const RunRecords& records) {
     bytes += t.bytes;
     begin = std::min(begin, t.first_arrival);
     end = std::max(end, t.last_arrival);
+    auto& span = per_compute[t.compute];
+    span.begin = std::min(span.begin, t.first_arrival);
+    span.end = std::max(span.end, t.last_arrival);
+    span.bytes += t.bytes;
   }
   s.measured = spreads.size();
   if (!spreads.empty()) {
@@ -39,12 +50,23 @@ RunSummary summarize(const RunRecords& records) {
     s.spread_p90_us = percentile_of_sorted(spreads, 90);
     s.spread_max_us = spreads.back();
   }
-  if (end > begin) s.gbps = static_cast<double>(bytes) * 8 / static_cast<double>((end - begin).count());
+  if (basis == ClockBasis::shared) {
+    if (end > begin) s.gbps = static_cast<double>(bytes) * 8 / static_cast<double>((end - begin).count());
+  } else {
+    for (const auto& [c, span] : per_compute) {
+      if (span.end > span.begin) s.gbps += static_cast<double>(span.bytes) * 8 / static_cast<double>((span.end - span.begin).count());
+    }
+  }
 
   // Fill samples from the measured part of the run: from the first measured arrival on.
   std::vector<double> fill;
   for (const auto& f : records.fill) {
-    if (spreads.empty() || f.at >= begin) fill.push_back(f.percent);
+    if (basis == ClockBasis::shared) {
+      if (spreads.empty() || f.at >= begin) fill.push_back(f.percent);
+    } else {
+      const auto span = per_compute.find(f.compute);
+      if (span == per_compute.end() || f.at >= span->second.begin) fill.push_back(f.percent);
+    }
   }
   if (!fill.empty()) {
     std::sort(fill.begin(), fill.end());

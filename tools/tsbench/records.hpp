@@ -65,7 +65,15 @@ struct RunSummary {
   std::uint64_t measured = 0;  // time-slices the statistics cover
 };
 
-RunSummary summarize(const RunRecords& records);
+// Which times may be compared: `shared`, every node's records are on one clock (a local or
+// simulated run): Gb/s is all bytes over the first to the last arrival anywhere, fill
+// samples count from that first arrival. `per_compute`, each compute node's records are on
+// its own clock (a role run collected from several processes or hosts): Gb/s is the sum
+// over the compute nodes of each one's bytes over its own first to last arrival, fill
+// samples count from each node's first measured arrival.
+enum class ClockBasis { shared, per_compute };
+
+RunSummary summarize(const RunRecords& records, ClockBasis basis = ClockBasis::shared);
 
 // Per `bin` of time: the contribution bytes of time-slices handed over in it, as Gb/s.
 struct BandwidthBin {

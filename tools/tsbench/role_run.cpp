@@ -64,6 +64,7 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   const auto origin = std::chrono::steady_clock::now().time_since_epoch();
   ContextOptions context_options;
   context_options.emulation = bench.node_emulation(rank);
+  context_options.cpu = bench.loop_cpu;
   Context context(context_options);
   RoleRunResult result;
 

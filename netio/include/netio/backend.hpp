@@ -223,6 +223,10 @@ struct ListenLimits {
   std::chrono::nanoseconds progress_timeout = std::chrono::seconds(30);
   // Out of descriptors: how long the listener stops accepting before it tries again.
   std::chrono::nanoseconds accept_backoff = std::chrono::milliseconds(100);
+  // Bytes of AcceptDecision::accept_data that accepted connections carry (the answer to a
+  // pre-shared key's challenge; at most max_accept_data_size; 0: none). listen() throws when
+  // the back-end cannot carry them in its accept, rather than cutting them short.
+  std::size_t accept_data_size = 0;
 };
 
 class LowLevelListenSocket {
@@ -239,6 +243,10 @@ class LowLevelListenSocket {
   void listen(const Endpoint& local, Callbacks callbacks) { listen(local, std::move(callbacks), ListenLimits{}); }
   // The bound address, with the real port when listen() was given port 0.
   virtual Endpoint local_endpoint() const = 0;
+  // Connections on_request accepted that are not handed over yet (on_accepted not called:
+  // libfabric's FI_CONNECTED not seen). They count against the layer above's limits
+  // (max_connections) like the connections it holds. 0 where accepting hands over at once.
+  virtual std::size_t establishing() const noexcept { return 0; }
   // Stops accepting; receive sockets already handed out live on. Idempotent.
   virtual void close() noexcept = 0;
 };

@@ -5,6 +5,7 @@
 // buffer, when the pool allocates it (and again only if the buffer has to grow).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -63,7 +64,9 @@ class BufferPool {
   std::size_t count() const noexcept { return buffers_.size(); }
   std::size_t buffer_size() const noexcept { return buffer_size_; }
   std::size_t available() const;
-  std::size_t bytes_allocated() const;
+  // Bytes of the buffers allocated now; any thread, without the lock (a buffer is allocated
+  // and grown by its holder outside it).
+  std::size_t bytes_allocated() const noexcept { return bytes_allocated_.load(std::memory_order_relaxed); }
 
  private:
   struct Slot;
@@ -82,6 +85,7 @@ class BufferPool {
   std::vector<Slot*> free_;  // guarded by mutex_
   bool closed_ = false;      // guarded by mutex_
   std::size_t waiters_ = 0;  // guarded by mutex_
+  std::atomic<std::size_t> bytes_allocated_{0};
 };
 
 }  // namespace netio

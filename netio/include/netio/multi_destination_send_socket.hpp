@@ -25,6 +25,13 @@
 // would have to wait (for a connection slot, a tear-down, a free buffer) throws
 // Errc::would_block; try_send() returns false instead and, when a connection was needed,
 // has started the tear-down and re-connect, so a later try_send() goes through.
+// High-throughput mode with a limit: unless options.high_throughput.shared_pages is given,
+// the connections draw their pages from a pool of the socket's own, sized by the limit
+// (max_connections × high_throughput.page_count pages of page_size, allocated as first
+// used; each connection holds at most page_count of them, as with a pool of its own). A
+// torn-down connection's pages go back to it for the next one, so the pages held follow
+// the connections open at once, not every destination ever used. One such pool per
+// endpoint scheme (a pool serves one back-end).
 // Lifetime: destroy before the Context. On a user thread the destructor closes every
 // connection after what was sent went out (waiting up to send_timeout in all); on the loop
 // thread it starts those closes and returns.
@@ -36,6 +43,7 @@
 #include "netio/error.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "netio/page_pool.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
@@ -48,6 +56,22 @@
 namespace netio {
 
 enum class SendMode { low_latency, high_throughput };
+
+// What a send_parts() call may wait for (on user threads; on the event-loop thread it waits
+// for nothing).
+enum class SendWait {
+  nothing,              // as try_send()
+  connection,           // for the destination's connection (tear-downs, a re-connect), not for room in it
+  connection_and_room,  // as send()
+};
+
+// What send_parts() did.
+enum class SendOutcome {
+  sent,           // the message is queued in the destination's connection
+  no_room,        // the connection is there, but its buffers (pages) are all in flight now
+  no_connection,  // the connection is being made (or a victim is being torn down for it, or
+                  // every open connection is busy sending): it was started, try again later
+};
 
 struct MultiDestinationSendOptions {
   SendMode mode = SendMode::low_latency;
@@ -75,8 +99,10 @@ struct ConnectionStats {
   std::uint64_t open = 0;        // connections open now (tear-downs in progress included)
   std::uint64_t peak_open = 0;   // the most open at once
   // Send-buffer memory of the open connections: buffers and pages allocated by their pools
-  // (registered with the back-end where it needs that), now and at the peak. Pages of a
-  // shared pool (HighThroughputSendOptions::shared_pages) are the pool's and not counted.
+  // (registered with the back-end where it needs that), now and at the peak; in
+  // high-throughput mode with a limit, the socket's own page pool (above), counted whole:
+  // every page it allocated, in use or free. Pages of a pool given in
+  // HighThroughputSendOptions::shared_pages are that pool's and not counted.
   std::uint64_t connection_bytes = 0;
   std::uint64_t peak_connection_bytes = 0;
 };
@@ -97,6 +123,21 @@ class MultiDestinationSendSocket {
   void send(const Endpoint& destination, std::span<const std::byte> message);
   // As send(), but false instead of waiting (for a connection, a tear-down or a buffer).
   bool try_send(const Endpoint& destination, std::span<const std::byte> message);
+  // The general form of send() and try_send(): the message is the concatenation of `parts`
+  // (a header and a payload, say; not joined first), and `wait` says what may be waited for
+  // (up to send_timeout; Errc::timeout after it). On the event-loop thread nothing waits
+  // and nothing throws Errc::would_block: the outcome says what was missing. Throws as send().
+  SendOutcome send_parts(const Endpoint& destination, std::span<const std::span<const std::byte>> parts,
+                         SendWait wait);
+  // Makes the connection to `destination` without sending anything (a victim is torn down
+  // first when at the limit). Never waits: true once the connection is up (its handshake
+  // done), false while it is being made; call again to follow it. Throws the destination's
+  // failure, naming it, as send() does.
+  bool try_connect(const Endpoint& destination);
+  // For a receiver that went away: closes its connection (what is queued goes out first,
+  // as at a tear-down; a connection with a sender inside, or still being made, closes when
+  // that is over) and forgets its failure. A later send connects again. Never waits.
+  void disconnect(const Endpoint& destination);
   // High-throughput mode: sends the partly filled page of every open connection now.
   void flush();
   // Closes every connection after what was sent went out and waits (user threads; on the

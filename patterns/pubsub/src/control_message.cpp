@@ -48,7 +48,12 @@ std::vector<std::byte> encode(const SubscriptionRequest& request) {
   out.put(static_cast<std::uint8_t>(request.mode));
   out.put(static_cast<std::uint8_t>(request.backpressure));
   out.put(request.request_id);
-  out.put(request.tag);
+  if (request.tags.empty() || request.tags.size() > max_tags_per_request) {
+    throw Error(Errc::invalid_option, fmt::format("subscription request: {} tags; one request carries 1 to {}",
+                                                  request.tags.size(), max_tags_per_request));
+  }
+  out.put(static_cast<std::uint16_t>(request.tags.size()));
+  for (const Tag tag : request.tags) out.put(tag);
   out.put_string(request.data_endpoint, max_endpoint_text);
   return out.take();
 }
@@ -87,7 +92,12 @@ SubscriptionRequest decode_request(std::span<const std::byte> bytes) {
   }
   request.backpressure = static_cast<Backpressure>(backpressure);
   request.request_id = in.get<std::uint64_t>("request id");
-  request.tag = in.get<std::uint64_t>("tag");
+  const auto count = in.get<std::uint16_t>("tag count");
+  if (count == 0 || count > max_tags_per_request) {
+    throw Error(Errc::protocol_error, fmt::format("{}: {} tags; one request carries 1 to {}", what, count, max_tags_per_request));
+  }
+  request.tags.reserve(count);
+  for (std::uint16_t i = 0; i < count; ++i) request.tags.push_back(in.get<std::uint64_t>("tag"));
   request.data_endpoint = in.get_string("data endpoint", max_endpoint_text);
   in.expect_end();
   return request;

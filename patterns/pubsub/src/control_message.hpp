@@ -1,8 +1,10 @@
 // The control messages of publish/subscribe, with explicit encoding and checks.
 //
 // Subscriber → publisher, on the control connection (a low-latency message):
-//   u32 magic "NPSC" | u8 version 1 | u8 kind (1 subscribe, 2 unsubscribe) | u8 mode |
-//   u8 back-pressure | u64 request id | u64 tag | u16 length | data endpoint (≤ 512 bytes)
+//   u32 magic "NPSC" | u8 version 2 | u8 kind (1 subscribe, 2 unsubscribe) | u8 mode |
+//   u8 back-pressure | u64 request id | u16 tag count (1 … 256) | count × u64 tag |
+//   u16 length | data endpoint (≤ 512 bytes)
+// One request, one answer: the publisher applies all its tags at once.
 // Publisher → subscriber, as replies on that connection:
 //   answer:  magic | version | u8 kind 3 | u8 accepted (0/1) | u64 request id |
 //            u16 length | reason (≤ 1024 bytes; empty when accepted)
@@ -25,17 +27,20 @@
 namespace netio::pubsub::detail {
 
 inline constexpr std::uint32_t control_magic = 0x4353504E;  // "NPSC" read little-endian
-inline constexpr std::uint8_t control_version = 1;
+inline constexpr std::uint8_t control_version = 2;
 inline constexpr std::size_t max_endpoint_text = 512;
 inline constexpr std::size_t max_reason_text = 1024;
 inline constexpr std::size_t data_header_size = 8;
+inline constexpr std::size_t max_tags_per_request = 256;
+// The largest request: fits the publisher's control receive buffers.
+inline constexpr std::size_t max_request_size = 4 + 1 + 1 + 1 + 1 + 8 + 2 + 8 * max_tags_per_request + 2 + max_endpoint_text;
 
 struct SubscriptionRequest {
   bool subscribe = true;  // false: unsubscribe
   Mode mode = Mode::high_throughput;
   Backpressure backpressure = Backpressure::publisher_default;
   std::uint64_t request_id = 0;
-  Tag tag = 0;
+  std::vector<Tag> tags;      // 1 … max_tags_per_request
   std::string data_endpoint;  // where the subscriber's receive socket of `mode` listens
 };
 

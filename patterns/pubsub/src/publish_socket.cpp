@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -55,12 +57,23 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
 
   void start(const Endpoint& local) {
     LowLatencyReceiveOptions control_options;
-    control_options.max_message_size = 4096;
+    control_options.max_message_size = detail::max_request_size;
+    control_options.admission = options_.admission;
     control_options.events.on_disconnected = [this](const Peer& peer, const Error&) { on_control_gone(peer); };
     control_ = std::make_unique<LowLatencyReceiveSocket>(
         context_, local, [this](std::span<const std::byte> bytes, const Peer& peer) { on_request(bytes, peer); },
         control_options);
-    local_ = control_->local_endpoint();
+    {
+      // Requests may arrive from here on (on the loop thread): they wait for what they use.
+      std::lock_guard lock(started_mutex_);
+      local_ = control_->local_endpoint();
+      if (options_.max_connections != 0) {  // the data connections' identity names local_
+        limited_[0] = std::make_shared<MultiDestinationSendSocket>(context_, limited_options(Mode::low_latency));
+        limited_[1] = std::make_shared<MultiDestinationSendSocket>(context_, limited_options(Mode::high_throughput));
+      }
+      started_ = true;
+    }
+    started_changed_.notify_all();
     std::weak_ptr<Impl> weak = weak_from_this();
     drop_timer_ = context_.loop().add_timer(options_.drop_report_interval, options_.drop_report_interval, [weak] {
       if (auto self = weak.lock()) self->report_drops();
@@ -84,6 +97,13 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       for (const auto& c : connections) c->close_and_wait();
     }
     connections.clear();  // on the loop thread: asynchronous closes (the destructor's close())
+    // Under a limit: every data connection closes after what was published went out (on a
+    // user thread waiting up to send_timeout; on the loop thread asynchronously).
+    for (const auto& limited : limited_) {
+      if (limited && !limited->close()) {
+        log(LogLevel::warn, "publisher {}: not every data connection closed cleanly (see above)", local_.to_string());
+      }
+    }
   }
 
   // ---- publishing (any thread) ----
@@ -101,10 +121,12 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     std::string refused;
     for (const Route& route : it->second) {
       try {
-        const Delivery result = route.backpressure == Backpressure::drop ? route.connection->try_deliver(frame.parts())
-                                                                         : route.connection->deliver(frame.parts());
+        const Delivery result = route.backpressure == Backpressure::drop
+                                    ? route.connection->deliver_or_full(frame.parts())
+                                    : route.connection->deliver(frame.parts());
         count(result, route);
-        if (result == Delivery::full && route.backpressure != Backpressure::drop) {  // blocking, on the loop thread
+        if ((result == Delivery::full || result == Delivery::reconnecting) &&
+            route.backpressure != Backpressure::drop) {  // blocking, on the loop thread
           refused += (refused.empty() ? "" : ", ") + route.connection->subscriber().name;
           if (!failure) failure = Error(Errc::would_block, "");
         }
@@ -144,7 +166,9 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
         continue;
       }
       if (result == Delivery::sent) deliveries_.fetch_add(1, std::memory_order_relaxed);
-      if (result == Delivery::full) pending[kept++] = std::move(p);
+      // A subscriber whose connection is being made again is skipped, whatever its
+      // back-pressure: it has room, only not yet a connection; the retry reaches it.
+      if (result == Delivery::full || result == Delivery::reconnecting) pending[kept++] = std::move(p);
     }
     pending.resize(kept);
     if (kept == 0) published_.fetch_add(1, std::memory_order_relaxed);
@@ -152,6 +176,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   }
 
   void flush() {
+    if (limited_[1]) limited_[1]->flush();  // every open high-throughput connection
     const auto routes = table_.routes();
     std::unordered_set<DataConnection*> done;
     for (const auto& [tag, list] : *routes) {
@@ -162,8 +187,18 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   }
 
   bool wait_for_subscriptions(std::size_t count, std::chrono::nanoseconds timeout) const {
+    return wait_until_answered([&] { return table_.subscription_count() >= count; }, timeout);
+  }
+
+  bool wait_for_subscribers(std::size_t count, std::chrono::nanoseconds timeout) const {
+    return wait_until_answered([&] { return table_.subscriber_count() >= count; }, timeout);
+  }
+
+  // Waits until `reached` holds and no request waits for its data connection.
+  template <typename Reached>
+  bool wait_until_answered(Reached reached, std::chrono::nanoseconds timeout) const {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (table_.subscription_count() < count || pending_count_.load(std::memory_order_acquire) > 0) {
+    while (!reached() || pending_count_.load(std::memory_order_acquire) > 0) {
       if (std::chrono::steady_clock::now() >= deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -178,12 +213,17 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     s.dropped = dropped_.load(std::memory_order_relaxed);
     s.subscriptions = table_.subscription_count();
     s.connections = table_.connection_count();
+    s.subscribers = table_.subscriber_count();
     s.subscribers_lost = subscribers_lost_.load(std::memory_order_relaxed);
     return s;
   }
 
   const Endpoint& local() const noexcept { return local_; }
   const PagePool& pool() const noexcept { return *pool_; }
+  ConnectionStats connection_stats(Mode mode) const {
+    const auto& limited = limited_[mode == Mode::low_latency ? 0 : 1];
+    return limited ? limited->connection_stats() : ConnectionStats{};
+  }
 
  private:
   struct PendingAck {
@@ -192,12 +232,42 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     std::uint64_t request_id = 0;
   };
 
+  // A drop subscriber without room, or (on the loop thread, which cannot wait for it)
+  // without its connection, has the message dropped and counted.
   void count(Delivery result, const Route& route) {
     if (result == Delivery::sent) {
       deliveries_.fetch_add(1, std::memory_order_relaxed);
-    } else if (result == Delivery::full && route.backpressure == Backpressure::drop) {
+    } else if ((result == Delivery::full || result == Delivery::reconnecting) &&
+               route.backpressure == Backpressure::drop) {
       count_drop(*route.counters);
     }
+  }
+
+  // The connection manager of one mode under PublishOptions::max_connections.
+  MultiDestinationSendOptions limited_options(Mode mode) const {
+    MultiDestinationSendOptions o;
+    o.max_connections = options_.max_connections;
+    o.policy = options_.connection_policy;
+    o.send_timeout = options_.send_timeout;
+    const Identity identity{options_.name, local_};
+    if (mode == Mode::high_throughput) {
+      o.mode = SendMode::high_throughput;
+      o.high_throughput.shared_pages = pool_;
+      o.high_throughput.page_size = pool_->page_size();
+      o.high_throughput.flush_timeout = options_.flush_timeout;
+      o.high_throughput.send_timeout = options_.send_timeout;
+      o.high_throughput.identity = identity;
+      o.high_throughput.key = options_.admission.key;
+      o.high_throughput.replies.max_size = 0;
+    } else {
+      o.mode = SendMode::low_latency;
+      o.low_latency.buffer_count = options_.low_latency_buffers;
+      o.low_latency.send_timeout = options_.send_timeout;
+      o.low_latency.identity = identity;
+      o.low_latency.key = options_.admission.key;
+      o.low_latency.replies.max_size = 0;
+    }
+    return o;
   }
   void count_drop(detail::RouteCounters& counters) {
     counters.dropped.fetch_add(1, std::memory_order_relaxed);
@@ -208,6 +278,11 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   // ---- subscriptions (event-loop thread) ----
 
   void on_request(std::span<const std::byte> bytes, const Peer& peer) {
+    if (!started_seen_) {  // the first request may come before start() finished on a user thread
+      std::unique_lock lock(started_mutex_);
+      started_changed_.wait(lock, [this] { return started_; });
+      started_seen_ = true;
+    }
     detail::SubscriptionRequest request;
     try {
       request = detail::decode_request(bytes);
@@ -219,13 +294,21 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       return;
     }
     if (!request.subscribe) {
-      if (auto emptied = table_.unsubscribe(peer.connection(), request.mode, request.tag)) emptied->close();
+      if (auto emptied = table_.unsubscribe(peer.connection(), request.mode, request.tags)) emptied->close();
       answer(peer, request.request_id, true, "");
       return;
     }
     const Backpressure backpressure =
         request.backpressure == Backpressure::publisher_default ? options_.backpressure : request.backpressure;
+    // Counted as pending before the table shows it: a thread in wait_for_subscribers() or
+    // wait_for_subscriptions() that sees the new routes sees the request unanswered too.
+    pending_count_.store(pending_.size() + 1, std::memory_order_seq_cst);
+    struct Recount {
+      Impl& self;
+      ~Recount() { self.pending_count_.store(self.pending_.size(), std::memory_order_release); }
+    } recount{*this};
     auto connection = table_.find(peer.connection(), request.mode);
+    const bool known = connection != nullptr;
     if (!connection) {
       try {
         connection = open_connection(request, peer);
@@ -237,13 +320,14 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     }
     // The route is live from here on: what is published now waits in the connection's
     // buffers until it is up, so nothing published after the acknowledgement is missed.
-    table_.subscribe(connection, request.tag, backpressure);
-    if (connection->connected()) {
+    table_.subscribe(connection, request.tags, backpressure);
+    // Under a limit a subscriber's connection that was up once may be torn down now: its
+    // messages wait for the re-connect, so a further subscription needs no connection now.
+    if ((known && connection->under_limit() && !connection->failure()) || connection->connect()) {
       answer(peer, request.request_id, true, "");
       return;
     }
     pending_.push_back({std::move(connection), peer, request.request_id});
-    pending_count_.store(pending_.size(), std::memory_order_release);
     if (!poll_timer_) {
       std::weak_ptr<Impl> weak = weak_from_this();
       poll_timer_ = context_.loop().add_timer(std::chrono::milliseconds(1), std::chrono::milliseconds(1), [weak] {
@@ -257,6 +341,9 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     // A subscriber listening on every interface is reached where its request came from.
     if (unspecified_host(remote.host)) remote = remote.with_host(peer.address().host);
     SubscriberInfo info{next_subscriber_id_++, peer.name(), remote, request.mode};
+    if (const auto& limited = limited_[request.mode == Mode::low_latency ? 0 : 1]) {
+      return std::make_shared<DataConnection>(info, peer, limited);
+    }
     Identity identity{options_.name, local_};
     if (request.mode == Mode::high_throughput) {
       HighThroughputSendOptions o;
@@ -265,6 +352,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       o.flush_timeout = options_.flush_timeout;
       o.send_timeout = options_.send_timeout;
       o.identity = identity;
+      o.key = options_.admission.key;
       o.replies.max_size = 0;
       return std::make_shared<DataConnection>(info, peer, std::make_unique<HighThroughputSendSocket>(context_, remote, o));
     }
@@ -272,6 +360,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     o.buffer_count = options_.low_latency_buffers;
     o.send_timeout = options_.send_timeout;
     o.identity = identity;
+    o.key = options_.admission.key;
     o.replies.max_size = 0;
     return std::make_shared<DataConnection>(info, peer, std::make_unique<LowLatencySendSocket>(context_, remote, o));
   }
@@ -286,7 +375,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       std::optional<Error> failure;
       if (p.connection->closed()) {
         answer(p.control, p.request_id, false, "the subscription was removed before its connection came up");
-      } else if (p.connection->connected()) {
+      } else if (p.connection->connect()) {
         answer(p.control, p.request_id, true, "");
       } else if ((failure = p.connection->failure()) || now - p.connection->opened_at() > options_.connect_timeout) {
         const std::string why =
@@ -356,9 +445,15 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   Context& context_;
   PublishOptions options_;
   std::shared_ptr<PagePool> pool_;
+  // Under max_connections: the data connections of each mode (low-latency, high-throughput).
+  std::array<std::shared_ptr<MultiDestinationSendSocket>, 2> limited_;
   detail::SubscriptionTable table_;
   std::unique_ptr<LowLatencyReceiveSocket> control_;
-  Endpoint local_;
+  Endpoint local_;  // and limited_: set once in start(), before started_
+  std::mutex started_mutex_;
+  std::condition_variable started_changed_;
+  bool started_ = false;
+  bool started_seen_ = false;  // loop thread only
   // Loop thread only:
   std::vector<PendingAck> pending_;
   std::optional<EventLoop::TimerId> poll_timer_;
@@ -397,8 +492,13 @@ bool PublishSocket::wait_for_subscriptions(std::size_t count, std::chrono::nanos
   return impl_->wait_for_subscriptions(count, timeout);
 }
 
+bool PublishSocket::wait_for_subscribers(std::size_t count, std::chrono::nanoseconds timeout) const {
+  return impl_->wait_for_subscribers(count, timeout);
+}
+
 Endpoint PublishSocket::local_endpoint() const { return impl_->local(); }
 PublishStats PublishSocket::stats() const noexcept { return impl_->stats(); }
 const PagePool& PublishSocket::pages() const noexcept { return impl_->pool(); }
+ConnectionStats PublishSocket::connection_stats(Mode mode) const { return impl_->connection_stats(mode); }
 
 }  // namespace netio::pubsub

@@ -7,13 +7,17 @@
 #include "netio/low_latency_socket.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace netio::pubsub {
 
@@ -25,9 +29,30 @@ bool loopback_host(const std::string& host) {
   return host.rfind("127.", 0) == 0 || host == "::1" || host == "[::1]" || host == "localhost";
 }
 
-std::string describe(const Endpoint& publisher, Tag tag, Mode mode) {
-  return fmt::format("{} subscription to tag {} on {}", to_string(mode), tag, publisher.to_string());
+std::string describe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode) {
+  constexpr std::size_t shown = 8;
+  if (tags.size() == 1) return fmt::format("{} subscription to tag {} on {}", to_string(mode), tags[0], publisher.to_string());
+  if (tags.size() <= shown) {
+    return fmt::format("{} subscription to tags {} on {}", to_string(mode), fmt::join(tags, ","), publisher.to_string());
+  }
+  return fmt::format("{} subscription to {} tags ({},…) on {}", to_string(mode), tags.size(),
+                     fmt::join(tags.first(shown), ","), publisher.to_string());
 }
+
+// The callback of one subscribe()/unsubscribe() call that went out as several requests:
+// runs once, with the first error, or with nullptr when every request was acknowledged.
+class RequestGroup {
+ public:
+  RequestGroup(std::size_t requests, SubscribeSocket::Done done) : remaining_(requests), done_(std::move(done)) {}
+  void on_answer(const Error* error) {
+    if (!done_) return;
+    if (error || --remaining_ == 0) std::exchange(done_, nullptr)(error);
+  }
+
+ private:
+  std::size_t remaining_;
+  SubscribeSocket::Done done_;
+};
 
 }  // namespace
 
@@ -68,25 +93,43 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
 
   // ---- requests (event-loop thread) ----
 
-  void request(const Endpoint& publisher, bool subscribe, Tag tag, Mode mode, Backpressure backpressure, Done done) {
+  // Sends `tags` in requests of at most detail::max_tags_per_request (one when they fit);
+  // `done` runs once, when all are answered or at the first error.
+  void request(const Endpoint& publisher, bool subscribe, std::vector<Tag> tags, Mode mode, Backpressure backpressure,
+               Done done) {
     try {
       if (subscribe && mode == Mode::low_latency && !options_.on_message) {
         throw Error(Errc::closed, fmt::format("{}: SubscribeOptions::on_message is not set, so there is nowhere to "
-                                              "deliver low-latency messages", describe(publisher, tag, mode)));
+                                              "deliver low-latency messages", describe(publisher, tags, mode)));
       }
       Link& link = link_for(publisher);
-      const auto key = std::make_pair(tag, mode);
-      if (!subscribe && link.subscriptions.erase(key) == 0) {
-        if (done) done(nullptr);  // nothing to end
+      if (!subscribe) {
+        // Only what is subscribed is ended.
+        std::erase_if(tags, [&](Tag tag) { return link.subscriptions.erase({tag, mode}) == 0; });
+      }
+      if (tags.empty()) {
+        if (done) done(nullptr);  // nothing to do
         return;
       }
       if (link.lost) {
         throw Error(Errc::disconnected, fmt::format("{}: the publisher is gone; resubscribing every {} ms at most",
-                                                    describe(publisher, tag, mode),
+                                                    describe(publisher, tags, mode),
                                                     std::chrono::duration_cast<std::chrono::milliseconds>(link.backoff).count()));
       }
       const std::string data_endpoint = receive_endpoint(publisher, mode);
-      send_request(link, {subscribe, mode, backpressure, 0, tag, data_endpoint}, std::move(done));
+      const std::size_t requests = (tags.size() + detail::max_tags_per_request - 1) / detail::max_tags_per_request;
+      auto group = std::make_shared<RequestGroup>(requests, std::move(done));
+      for (std::size_t first = 0; first < tags.size(); first += detail::max_tags_per_request) {
+        const auto last = std::min(tags.size(), first + detail::max_tags_per_request);
+        std::vector<Tag> part(tags.begin() + static_cast<std::ptrdiff_t>(first), tags.begin() + static_cast<std::ptrdiff_t>(last));
+        try {
+          send_request(link, {subscribe, mode, backpressure, 0, std::move(part), data_endpoint},
+                       [group](const Error* error) { group->on_answer(error); });
+        } catch (const Error& e) {
+          group->on_answer(&e);
+          return;
+        }
+      }
     } catch (const Error& e) {
       if (done) done(&e);
     }
@@ -164,7 +207,8 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     std::chrono::nanoseconds backoff{0};
     Clock::time_point next_attempt;
     Clock::time_point created = Clock::now();
-    std::size_t outstanding = 0;  // requests sent and not answered
+    std::size_t outstanding = 0;  // requests made and not answered (queued ones included)
+    std::deque<std::uint64_t> queued;  // requests waiting for a free control buffer, in order
   };
   struct Request {
     std::string link;
@@ -187,7 +231,8 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
   void open_control(Link& link) {
     LowLatencySendOptions o;
     o.identity.name = options_.name;
-    o.buffer_count = 16;
+    o.key = options_.admission.key;
+    o.buffer_count = control_buffers;
     o.buffer_size = 1024;
     std::weak_ptr<Impl> weak = weak_from_this();
     o.replies.on_reply = [weak, key = link.publisher.to_string()](std::span<const std::byte> reply) {
@@ -195,6 +240,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     };
     o.replies.credits = 64;
     link.control = std::make_unique<LowLatencySendSocket>(context_, link.publisher, o);
+    link.queued.clear();  // requests of the old connection: failed by the caller
     link.was_connected = false;
     link.created = Clock::now();
   }
@@ -214,6 +260,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
         LowLatencyReceiveOptions o;
         o.max_message_size = options_.low_latency_max_message_size + detail::data_header_size;
         o.shared_budget = options_.receive_budget;
+        o.admission = options_.admission;
         low_latency_ = std::make_unique<LowLatencyReceiveSocket>(
             context_, local,
             [this](std::span<const std::byte> message, const Peer& peer) { on_low_latency(message, peer); }, o);
@@ -227,6 +274,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
       o.max_message_size = options_.max_message_size + detail::data_header_size;
       o.page_credits = options_.page_credits;
       o.shared_budget = options_.receive_budget;
+      o.admission = options_.admission;
       high_throughput_ = std::make_shared<HighThroughputReceiveSocket>(context_, local, o);
       transport_ = local;
       ht_ready_.notify_all();
@@ -245,18 +293,24 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
   }
 
   void send_request(Link& link, detail::SubscriptionRequest request, Done done) {
-    request.request_id = next_request_++;
-    const auto what = describe(link.publisher, request.tag, request.mode);
-    if (!link.control->try_send(detail::encode(request))) {
-      throw Error(Errc::would_block, fmt::format("{}: the control connection has {} requests in flight already", what, 16));
+    const auto id = next_request_++;
+    request.request_id = id;
+    ++link.outstanding;
+    auto& r = requests_.emplace(id, Request{link.publisher.to_string(), std::move(request), std::move(done), 0}).first->second;
+    // Beyond the control connection's buffers, requests wait in order (send_queued()).
+    if (link.queued.empty() && link.control->try_send(detail::encode(r.request))) {
+      arm_timeout(id, r);
+    } else {
+      link.queued.push_back(id);
     }
-    const auto id = request.request_id;
+  }
+
+  // ack_timeout counts from when the request goes out, not from when it was queued.
+  void arm_timeout(std::uint64_t id, Request& r) {
     std::weak_ptr<Impl> weak = weak_from_this();
-    const auto timer = context_.loop().add_timer(options_.ack_timeout, std::chrono::nanoseconds::zero(), [weak, id] {
+    r.timer = context_.loop().add_timer(options_.ack_timeout, std::chrono::nanoseconds::zero(), [weak, id] {
       if (auto self = weak.lock()) self->on_request_timeout(id);
     });
-    ++link.outstanding;
-    requests_.emplace(id, Request{link.publisher.to_string(), std::move(request), std::move(done), timer});
   }
 
   // Ends a request: its timer, its link's count, and its callback with `error` (nullptr: acknowledged).
@@ -265,15 +319,30 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     if (it == requests_.end()) return;
     Request r = std::move(it->second);
     requests_.erase(it);
-    context_.loop().cancel_timer(r.timer);
+    if (r.timer != 0) context_.loop().cancel_timer(r.timer);
     if (const auto link = links_.find(r.link); link != links_.end()) {
       --link->second->outstanding;
+      send_queued(*link->second);
       if (!error) link->second->was_connected = true;  // an answer came: it was up, whatever the watchdog saw
       if (!error && r.request.subscribe) {
-        link->second->subscriptions[{r.request.tag, r.request.mode}] = r.request.backpressure;
+        for (const Tag tag : r.request.tags) link->second->subscriptions[{tag, r.request.mode}] = r.request.backpressure;
       }
     }
     if (r.done) r.done(error);
+  }
+
+  // Sends the queued requests that fit the control connection's free buffers now. Called as
+  // answers come (an answered request's buffer is free again) and by the watchdog.
+  void send_queued(Link& link) {
+    if (!link.control) return;  // the publisher is gone: its requests are being failed
+    while (!link.queued.empty()) {
+      const auto id = link.queued.front();
+      if (const auto it = requests_.find(id); it != requests_.end()) {  // else ended meanwhile (failed)
+        if (!link.control->try_send(detail::encode(it->second.request))) return;
+        arm_timeout(id, it->second);
+      }
+      link.queued.pop_front();
+    }
   }
 
   void on_request_timeout(std::uint64_t id) {
@@ -281,7 +350,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     if (it == requests_.end()) return;
     const auto& r = it->second;
     const Error error(Errc::timeout, fmt::format("{}: no answer from the publisher within {} ms",
-                                                 describe(Endpoint::parse(r.link), r.request.tag, r.request.mode),
+                                                 describe(Endpoint::parse(r.link), r.request.tags, r.request.mode),
                                                  std::chrono::duration_cast<std::chrono::milliseconds>(options_.ack_timeout).count()));
     finish(id, &error);
   }
@@ -308,7 +377,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     }
     const auto& r = it->second.request;
     const Error error(Errc::handshake_rejected,
-                      fmt::format("{}: refused by the publisher: {}", describe(Endpoint::parse(key), r.tag, r.mode), answer.reason));
+                      fmt::format("{}: refused by the publisher: {}", describe(Endpoint::parse(key), r.tags, r.mode), answer.reason));
     finish(answer.request_id, &error);
   }
 
@@ -321,7 +390,23 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
       if (!link.lost) {
         if (link.control->connected()) {
           link.was_connected = true;
+          send_queued(link);
+        } else if (auto failure = link.control->failure(); failure && !link.was_connected) {
+          // Refused or rejected before it was ever up (no publisher there, not admitted, a
+          // wrong key): its requests fail now with the reason, not at ack_timeout.
+          fail_requests_of(it->first, Error(failure->code(), fmt::format("publisher {}: the control connection failed: {}",
+                                                                         it->first, failure->what())));
+          if (link.subscriptions.empty()) {
+            it = links_.erase(it);  // a later subscribe starts afresh
+            continue;
+          }
         } else if (link.was_connected || now - link.created > options_.ack_timeout) {
+          if (!link.was_connected && !link.queued.empty()) {
+            // Never up: the requests waiting for a control buffer would wait for ever.
+            fail_requests_of(it->first, Error(Errc::timeout, fmt::format("publisher {}: not connected within {} ms", it->first,
+                                                                         std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                             options_.ack_timeout).count())));
+          }
           if (link.subscriptions.empty() && link.outstanding == 0) {
             it = links_.erase(it);  // nothing to restore: a later subscribe starts afresh
             continue;
@@ -349,6 +434,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
   void on_publisher_lost(const std::string& key, Link& link) {
     link.lost = true;
     link.control.reset();  // closes asynchronously
+    link.queued.clear();
     link.backoff = options_.resubscribe_interval;
     link.next_attempt = Clock::now() + link.backoff;
     fail_requests_of(key, Error(Errc::disconnected, fmt::format("publisher {} went away", key)));
@@ -363,22 +449,31 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     link.control.reset();
     open_control(link);
     const auto attempt = ++link.attempt;
-    link.awaiting = link.subscriptions.size();
     link.next_attempt = Clock::now() + link.backoff;
     link.backoff = std::min(link.backoff * 2, options_.max_resubscribe_interval);
-    const auto subscriptions = link.subscriptions;
-    std::weak_ptr<Impl> weak = weak_from_this();
-    for (const auto& [key_pair, backpressure] : subscriptions) {
-      const auto [tag, mode] = key_pair;
-      try {
-        send_request(link, {true, mode, backpressure, 0, tag, receive_endpoint(link.publisher, mode)},
-                     [weak, key, attempt](const Error* error) {
-                       if (auto self = weak.lock()) self->on_resubscribe_answer(key, attempt, error);
-                     });
-      } catch (const Error& e) {
-        log(LogLevel::debug, "subscriber: resubscribing to {}: {}", key, e.what());
-        return;  // the next round tries again
+    // As few requests as the tags fit: one per (mode, back-pressure) and 256 tags.
+    std::vector<detail::SubscriptionRequest> requests;
+    std::map<std::pair<Mode, Backpressure>, std::size_t> open;  // the request being filled for each
+    try {
+      for (const auto& [key_pair, backpressure] : link.subscriptions) {
+        const auto [tag, mode] = key_pair;
+        auto slot = open.find({mode, backpressure});
+        if (slot == open.end() || requests[slot->second].tags.size() == detail::max_tags_per_request) {
+          requests.push_back({true, mode, backpressure, 0, {}, receive_endpoint(link.publisher, mode)});
+          slot = open.insert_or_assign({mode, backpressure}, requests.size() - 1).first;
+        }
+        requests[slot->second].tags.push_back(tag);
       }
+      link.awaiting = requests.size();
+      std::weak_ptr<Impl> weak = weak_from_this();
+      for (auto& r : requests) {
+        send_request(link, std::move(r), [weak, key, attempt](const Error* error) {
+          if (auto self = weak.lock()) self->on_resubscribe_answer(key, attempt, error);
+        });
+      }
+    } catch (const Error& e) {
+      log(LogLevel::debug, "subscriber: resubscribing to {}: {}", key, e.what());
+      return;  // the next round tries again
     }
   }
 
@@ -394,6 +489,8 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     log(LogLevel::info, "subscriber: resubscribed to publisher {} ({} subscription(s))", key, link.subscriptions.size());
     if (options_.on_resubscribed) options_.on_resubscribed(link.publisher);
   }
+
+  static constexpr std::size_t control_buffers = 32;  // requests on the wire per publisher
 
   Context& context_;
   SubscribeOptions options_;
@@ -438,18 +535,29 @@ struct Waiter {
 
 }  // namespace
 
-void SubscribeSocket::subscribe(const Endpoint& publisher, Tag tag, Mode mode, Backpressure backpressure, Done done) {
+void SubscribeSocket::subscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode, Backpressure backpressure,
+                                Done done) {
   auto impl = impl_;
-  impl->context().loop().post([impl, publisher, tag, mode, backpressure, done = std::move(done)]() mutable {
-    impl->request(publisher, true, tag, mode, backpressure, std::move(done));
+  impl->context().loop().post([impl, publisher, tags = std::vector<Tag>(tags.begin(), tags.end()), mode, backpressure,
+                               done = std::move(done)]() mutable {
+    impl->request(publisher, true, std::move(tags), mode, backpressure, std::move(done));
   });
 }
 
-void SubscribeSocket::unsubscribe(const Endpoint& publisher, Tag tag, Mode mode, Done done) {
+void SubscribeSocket::unsubscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode, Done done) {
   auto impl = impl_;
-  impl->context().loop().post([impl, publisher, tag, mode, done = std::move(done)]() mutable {
-    impl->request(publisher, false, tag, mode, Backpressure::publisher_default, std::move(done));
-  });
+  impl->context().loop().post(
+      [impl, publisher, tags = std::vector<Tag>(tags.begin(), tags.end()), mode, done = std::move(done)]() mutable {
+        impl->request(publisher, false, std::move(tags), mode, Backpressure::publisher_default, std::move(done));
+      });
+}
+
+void SubscribeSocket::subscribe(const Endpoint& publisher, Tag tag, Mode mode, Backpressure backpressure, Done done) {
+  subscribe(publisher, std::span<const Tag>(&tag, 1), mode, backpressure, std::move(done));
+}
+
+void SubscribeSocket::unsubscribe(const Endpoint& publisher, Tag tag, Mode mode, Done done) {
+  unsubscribe(publisher, std::span<const Tag>(&tag, 1), mode, std::move(done));
 }
 
 namespace {
@@ -474,19 +582,30 @@ void wait_for_answer(Context& context, std::chrono::nanoseconds timeout, const s
   if (!waiter->changed.wait_for(lock, timeout + std::chrono::seconds(5), [&] { return waiter->done; })) {
     throw Error(Errc::timeout, fmt::format("{}: no answer", what));
   }
-  if (waiter->error) throw *waiter->error;
+  // A copy of its own: a copied runtime_error shares its message buffer, and the reference
+  // count of it lives in uninstrumented libstdc++, so TSan would take the loop thread's
+  // release of the waiter (and its error) for a race with this thread reading the message.
+  if (waiter->error) throw Error(waiter->error->code(), std::string(waiter->error->what()));
 }
 
 }  // namespace
 
+void SubscribeSocket::subscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode, Backpressure backpressure) {
+  wait_for_answer(impl_->context(), impl_->options().ack_timeout, describe(publisher, tags, mode),
+                  [&](Done done) { subscribe(publisher, tags, mode, backpressure, std::move(done)); });
+}
+
+void SubscribeSocket::unsubscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode) {
+  wait_for_answer(impl_->context(), impl_->options().ack_timeout, "unsubscribe from " + describe(publisher, tags, mode),
+                  [&](Done done) { unsubscribe(publisher, tags, mode, std::move(done)); });
+}
+
 void SubscribeSocket::subscribe(const Endpoint& publisher, Tag tag, Mode mode, Backpressure backpressure) {
-  wait_for_answer(impl_->context(), impl_->options().ack_timeout, describe(publisher, tag, mode),
-                  [&](Done done) { subscribe(publisher, tag, mode, backpressure, std::move(done)); });
+  subscribe(publisher, std::span<const Tag>(&tag, 1), mode, backpressure);
 }
 
 void SubscribeSocket::unsubscribe(const Endpoint& publisher, Tag tag, Mode mode) {
-  wait_for_answer(impl_->context(), impl_->options().ack_timeout, "unsubscribe from " + describe(publisher, tag, mode),
-                  [&](Done done) { unsubscribe(publisher, tag, mode, std::move(done)); });
+  unsubscribe(publisher, std::span<const Tag>(&tag, 1), mode);
 }
 
 std::optional<Publication> SubscribeSocket::recv(std::chrono::nanoseconds timeout) { return impl_->recv(timeout); }

@@ -1,6 +1,7 @@
 #include "subscription_table.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace netio::pubsub::detail {
 
@@ -22,8 +23,17 @@ void SubscriptionTable::publish_routes(RouteMap routes) {
     std::lock_guard lock(routes_mutex_);
     routes_.swap(fresh);
   }
-  subscriptions_.store(count, std::memory_order_relaxed);
+  subscriptions_.store(count, std::memory_order_release);
   // `fresh` now holds the old map: released here, outside the lock.
+}
+
+void SubscriptionTable::count_connections() {
+  connection_count_.store(connections_.size(), std::memory_order_release);
+  std::size_t owners = 0;  // connections_ is ordered by owner first
+  for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+    if (it == connections_.begin() || std::prev(it)->first.first != it->first.first) ++owners;
+  }
+  subscriber_count_.store(owners, std::memory_order_release);
 }
 
 std::shared_ptr<DataConnection> SubscriptionTable::find(ConnectionId owner, Mode mode) const {
@@ -34,49 +44,55 @@ std::shared_ptr<DataConnection> SubscriptionTable::find(ConnectionId owner, Mode
 void SubscriptionTable::add_connection(std::shared_ptr<DataConnection> connection) {
   const auto key = std::make_pair(connection->owner(), connection->subscriber().mode);
   connections_[key] = std::move(connection);
-  connection_count_.store(connections_.size(), std::memory_order_relaxed);
+  count_connections();
 }
 
-bool SubscriptionTable::subscribe(const std::shared_ptr<DataConnection>& connection, Tag tag, Backpressure backpressure) {
+std::size_t SubscriptionTable::subscribe(const std::shared_ptr<DataConnection>& connection, std::span<const Tag> tags,
+                                         Backpressure backpressure) {
   RouteMap routes = copy_routes();
-  auto& list = routes[tag];
-  const auto it = std::find_if(list.begin(), list.end(), [&](const Route& r) { return r.connection == connection; });
-  if (it != list.end()) {
-    it->backpressure = backpressure;
-    publish_routes(std::move(routes));
-    return false;
+  std::size_t added = 0;
+  for (const Tag tag : tags) {
+    auto& list = routes[tag];
+    const auto it = std::find_if(list.begin(), list.end(), [&](const Route& r) { return r.connection == connection; });
+    if (it != list.end()) {
+      it->backpressure = backpressure;
+    } else {
+      list.push_back(Route{connection, backpressure, std::make_shared<RouteCounters>(), tag});
+      connection->tags().insert(tag);
+      ++added;
+    }
   }
-  list.push_back(Route{connection, backpressure, std::make_shared<RouteCounters>(), tag});
-  connection->tags().insert(tag);
   publish_routes(std::move(routes));
-  return true;
+  return added;
 }
 
 namespace {
 
-// Removes the routes of `connection` (of `tag` only, when given) from `routes`.
-void erase_routes(RouteMap& routes, const DataConnection* connection, const Tag* tag) {
-  for (auto it = routes.begin(); it != routes.end();) {
-    if (tag == nullptr || it->first == *tag) {
-      auto& list = it->second;
-      list.erase(std::remove_if(list.begin(), list.end(), [&](const Route& r) { return r.connection.get() == connection; }),
-                 list.end());
-    }
-    it = it->second.empty() ? routes.erase(it) : std::next(it);
-  }
+// Removes the routes of `connection` from the list of one tag.
+void erase_route(RouteMap& routes, RouteMap::iterator it, const DataConnection* connection) {
+  auto& list = it->second;
+  list.erase(std::remove_if(list.begin(), list.end(), [&](const Route& r) { return r.connection.get() == connection; }),
+             list.end());
+  if (list.empty()) routes.erase(it);
 }
 
 }  // namespace
 
-std::shared_ptr<DataConnection> SubscriptionTable::unsubscribe(ConnectionId owner, Mode mode, Tag tag) {
+std::shared_ptr<DataConnection> SubscriptionTable::unsubscribe(ConnectionId owner, Mode mode, std::span<const Tag> tags) {
   auto connection = find(owner, mode);
-  if (!connection || connection->tags().erase(tag) == 0) return nullptr;
+  if (!connection) return nullptr;
   RouteMap routes = copy_routes();
-  erase_routes(routes, connection.get(), &tag);
+  bool changed = false;
+  for (const Tag tag : tags) {
+    if (connection->tags().erase(tag) == 0) continue;
+    if (const auto it = routes.find(tag); it != routes.end()) erase_route(routes, it, connection.get());
+    changed = true;
+  }
+  if (!changed) return nullptr;
   publish_routes(std::move(routes));
   if (!connection->tags().empty()) return nullptr;
   connections_.erase({owner, mode});
-  connection_count_.store(connections_.size(), std::memory_order_relaxed);
+  count_connections();
   return connection;
 }
 
@@ -84,9 +100,11 @@ void SubscriptionTable::remove_connection(const std::shared_ptr<DataConnection>&
   const auto it = connections_.find({connection->owner(), connection->subscriber().mode});
   if (it == connections_.end() || it->second != connection) return;
   connections_.erase(it);
-  connection_count_.store(connections_.size(), std::memory_order_relaxed);
+  count_connections();
   RouteMap routes = copy_routes();
-  erase_routes(routes, connection.get(), nullptr);
+  for (const Tag tag : connection->tags()) {
+    if (const auto route = routes.find(tag); route != routes.end()) erase_route(routes, route, connection.get());
+  }
   publish_routes(std::move(routes));
   connection->tags().clear();
 }

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -45,12 +46,13 @@ class SubscriptionTable {
   std::shared_ptr<DataConnection> find(ConnectionId owner, Mode mode) const;
   // Registers a new data connection (no routes yet).
   void add_connection(std::shared_ptr<DataConnection> connection);
-  // Adds the route of `tag` to `connection` (registered before), or changes its
-  // back-pressure when it is there already. Returns whether it was new.
-  bool subscribe(const std::shared_ptr<DataConnection>& connection, Tag tag, Backpressure backpressure);
-  // Removes the route; returns the connection when that was its last tag (then it is
-  // unregistered too, and the caller closes it), else nullptr. Unknown routes: nullptr.
-  std::shared_ptr<DataConnection> unsubscribe(ConnectionId owner, Mode mode, Tag tag);
+  // Adds the routes of `tags` to `connection` (registered before), or changes their
+  // back-pressure where they are there already, all in one change of the routes. Returns
+  // how many routes are new.
+  std::size_t subscribe(const std::shared_ptr<DataConnection>& connection, std::span<const Tag> tags, Backpressure backpressure);
+  // Removes the routes of `tags` (unknown ones are ignored); returns the connection when
+  // it has no tag left (then it is unregistered too, and the caller closes it), else nullptr.
+  std::shared_ptr<DataConnection> unsubscribe(ConnectionId owner, Mode mode, std::span<const Tag> tags);
   // Removes one data connection and all its routes (a failed connection).
   void remove_connection(const std::shared_ptr<DataConnection>& connection);
   // Removes every data connection of `owner` and their routes; returns them to close.
@@ -58,8 +60,10 @@ class SubscriptionTable {
   // Every data connection (for flush, drop reports and shutdown).
   std::vector<std::shared_ptr<DataConnection>> connections() const;
 
-  std::size_t subscription_count() const noexcept { return subscriptions_.load(std::memory_order_relaxed); }
-  std::size_t connection_count() const noexcept { return connection_count_.load(std::memory_order_relaxed); }
+  std::size_t subscription_count() const noexcept { return subscriptions_.load(std::memory_order_acquire); }
+  std::size_t connection_count() const noexcept { return connection_count_.load(std::memory_order_acquire); }
+  // Owners (subscribers) with at least one data connection.
+  std::size_t subscriber_count() const noexcept { return subscriber_count_.load(std::memory_order_acquire); }
 
  private:
   void publish_routes(RouteMap routes);
@@ -70,6 +74,8 @@ class SubscriptionTable {
   std::shared_ptr<const RouteMap> routes_ = std::make_shared<const RouteMap>();
   std::atomic<std::size_t> subscriptions_{0};
   std::atomic<std::size_t> connection_count_{0};
+  std::atomic<std::size_t> subscriber_count_{0};
+  void count_connections();
 };
 
 }  // namespace netio::pubsub::detail

@@ -11,6 +11,23 @@
 //
 // A data message is the 8-byte little-endian tag followed by the payload.
 //
+// With PublishOptions::max_connections set, at most that many data connections of each mode
+// are open at once (on-demand connections, README "Connection management"): the data
+// connections become destinations of a MultiDestinationSendSocket per mode, keyed by the
+// subscriber's data endpoint, and when a message is for a subscriber whose connection is
+// not open, the policy's victim (another subscriber's connection nobody is sending on) is
+// torn down, its queued messages delivered first, and the connection re-made. Every promise
+// above holds: a torn-down subscriber's messages wait for the re-connect (publish() on a
+// user thread, block and drop subscribers alike, up to send_timeout); try_publish() and
+// publish() on the loop thread never wait, so there such a subscriber is skipped
+// (try_publish), refused with Errc::would_block (publish, block) or has the message dropped
+// and counted (publish, drop); one thread's messages keep their order for each subscriber
+// (known issue: not across a re-connect to a high-throughput subscriber that holds all its
+// page credits, docs/connections.md).
+// The subscriber sees only its data connection close and come back, nothing in its API. A
+// re-connect that is refused means the subscriber is gone: it is skipped from then on, as a
+// failed connection is, and removed when its control connection drops.
+//
 // Thread-safety: publish(), try_publish(), flush(), stats() and the other const methods from
 // any number of threads at once; messages published by one thread keep their order for
 // every subscriber. Subscriptions are handled on the event-loop thread.
@@ -21,8 +38,11 @@
 // on the loop thread it starts those closes and returns.
 #pragma once
 
+#include "netio/admission.hpp"
 #include "netio/context.hpp"
+#include "netio/connection_policy.hpp"
 #include "netio/endpoint.hpp"
+#include "netio/multi_destination_send_socket.hpp"
 #include "netio/page_pool.hpp"
 #include "netio/pubsub/publish_progress.hpp"
 #include "netio/pubsub/subscription.hpp"
@@ -52,6 +72,15 @@ struct PublishOptions {
   std::size_t low_latency_buffers = 64;  // messages in flight per low-latency subscriber
   // How often drops are reported to the subscribers that lost messages.
   std::chrono::nanoseconds drop_report_interval = std::chrono::milliseconds(50);
+  // Who may subscribe (netio/admission.hpp): limits on the control listener, allowed
+  // networks, and a pre-shared key. With a key, every subscriber must hold it, and the
+  // publisher proves it on its data connections too (SubscribeOptions::admission.key).
+  AdmissionOptions admission;
+  // Data connections open at once, per mode (low-latency and high-throughput ones are
+  // limited separately); 0: no limit (one connection per subscriber and mode, open while it
+  // has subscriptions). With a limit, connection_policy picks the connection to tear down.
+  std::size_t max_connections = 0;
+  ConnectionPolicy connection_policy = ConnectionPolicy::lru;
 };
 
 // Counters of the whole socket; relaxed, cheap to read, not one atomic snapshot.
@@ -62,6 +91,7 @@ struct PublishStats {
   std::uint64_t dropped = 0;      // messages dropped for subscribers under Backpressure::drop
   std::uint64_t subscriptions = 0;  // current (tag, subscriber, mode) entries
   std::uint64_t connections = 0;    // current data connections
+  std::uint64_t subscribers = 0;    // current subscribers (control connections) with a subscription
   std::uint64_t subscribers_lost = 0;  // control connections that went away with subscriptions
 };
 
@@ -94,12 +124,20 @@ class PublishSocket {
 
   // Waits until at least `count` subscriptions are acknowledged; false on timeout.
   bool wait_for_subscriptions(std::size_t count, std::chrono::nanoseconds timeout) const;
+  // Waits until at least `count` subscribers have subscribed and every subscription is
+  // acknowledged; false on timeout. A subscriber that subscribes all its tags with one
+  // subscribe() call (one request) is then in with all of them.
+  bool wait_for_subscribers(std::size_t count, std::chrono::nanoseconds timeout) const;
 
   Endpoint local_endpoint() const;
   PublishStats stats() const noexcept;
   // The pool the high-throughput data connections draw from (its pages_in_use() tells the
   // memory held for subscribers).
   const PagePool& pages() const noexcept;
+  // The connection manager's counters of the data connections of `mode` (opened, torn down,
+  // re-opened, open now and at the peak, ...): with max_connections set. Without a limit
+  // there is no manager and every counter is 0 (stats().connections counts them).
+  ConnectionStats connection_stats(Mode mode) const;
 
   class Impl;
 

@@ -22,6 +22,7 @@
 #pragma once
 
 #include "netio/connection_events.hpp"
+#include "netio/admission.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
@@ -71,6 +72,10 @@ struct SubscribeOptions {
   // What the data receive sockets hold for publishers at most (netio/receive_budget.hpp):
   // both count against this one when set, else each against a budget of its own of 1 GiB.
   std::shared_ptr<ReceiveBudget> receive_budget;
+  // Which publishers may connect the data connections (netio/admission.hpp): limits on the
+  // data receive sockets, allowed networks, and a pre-shared key. With a key, publishers
+  // must hold it too, and the control connections prove it (PublishOptions::admission.key).
+  AdmissionOptions admission;
 };
 
 struct SubscribeStats {
@@ -103,10 +108,21 @@ class SubscribeSocket {
   // publisher acknowledged (nullptr) or it failed (the error).
   void subscribe(const Endpoint& publisher, Tag tag, Mode mode, Backpressure backpressure, Done done);
 
+  // Subscribes to several tags with one request and one acknowledgement (one round trip):
+  // the publisher routes all of them from the same moment on. More than 256 tags go as
+  // several requests of 256, each acknowledged on its own; the call returns (or `done`
+  // runs) once all are, or with the first error. An empty list is acknowledged at once.
+  // Requests beyond the control connection's 32 buffers wait for free ones, in order.
+  void subscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode = Mode::high_throughput,
+                 Backpressure backpressure = Backpressure::publisher_default);
+  void subscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode, Backpressure backpressure, Done done);
+
   // Ends the subscription and waits for the publisher's acknowledgement; messages of the
   // tag published before it may still arrive. Unknown subscriptions are ignored.
   void unsubscribe(const Endpoint& publisher, Tag tag, Mode mode = Mode::high_throughput);
   void unsubscribe(const Endpoint& publisher, Tag tag, Mode mode, Done done);
+  void unsubscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode = Mode::high_throughput);
+  void unsubscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode, Done done);
 
   // The next message of a high-throughput subscription, waiting up to `timeout`;
   // std::nullopt on timeout. Any thread; each message goes to one caller.

@@ -1,0 +1,215 @@
+// netio_tsbench --simulate: the fluid port model against hand-computed finish times, the
+// engines driven in it (completion times of time-slices under a known capacity), fair
+// against first-come-first-served in-ports, and determinism for a seed.
+#include "tsbench/simulation/fluid_network.hpp"
+#include "tsbench/simulation/simulated_run.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <vector>
+
+using namespace netio::tools::tsbench;
+using namespace netio::tools::tsbench::simulation;
+using namespace std::chrono_literals;
+namespace ns = netio::scheduler;
+
+namespace {
+
+// 1000-byte contributions on ports of 8 Mb/s (1 byte per µs): 1 ms per contribution.
+BenchConfig small(std::uint32_t inputs, std::uint32_t computes) {
+  BenchConfig b;
+  b.inputs = inputs;
+  b.computes = computes;
+  b.contribution_bytes = 1000;
+  b.buffer_bytes = 2000 * inputs;  // 2 credits per input–compute pair
+  b.interval_timeslices = computes;
+  b.history_length = 3;
+  b.warmup_intervals = 0;
+  b.timeslices = 8;
+  b.emulate = "in=8Mbps";
+  return b;
+}
+
+SimulationOptions exact(PortSharing sharing = PortSharing::fair) {
+  SimulationOptions o;
+  o.sharing = sharing;
+  o.base_latency = 0ns;
+  o.max_clock_offset = 0ns;
+  o.max_clock_drift = 0;
+  return o;
+}
+
+const TimesliceRecord& record(const SimulationResult& r, ns::TimesliceIndex t) {
+  REQUIRE(r.records.timeslices.size() > t);
+  REQUIRE(r.records.timeslices[t].timeslice == t);
+  return r.records.timeslices[t];
+}
+
+}  // namespace
+
+TEST_CASE("tsbench simulation: fluid ports share fairly or first come, first served", "[tsbench][simulation]") {
+  // Two inputs send 1000 bytes each to one compute node whose port takes 1 byte/ns; the
+  // out-ports could send 1 byte/ns each.
+  for (const auto sharing : {PortSharing::fair, PortSharing::fifo}) {
+    FluidNetwork net(2, 1, sharing);
+    net.set_in_capacity(0, 1.0, 0ns);
+    net.set_out_capacity(0, 1.0, 0ns);
+    net.set_out_capacity(1, 1.0, 0ns);
+    net.post(0, 0, 1000, 10, 0ns);
+    net.post(1, 0, 1000, 11, 0ns);
+    auto done = net.advance(5000ns);
+    REQUIRE(done.size() == 2);
+    if (sharing == PortSharing::fair) {  // half each: both finish at 2000 ns
+      CHECK(net.current_rate(0) == 0.0);
+      CHECK(done[0].finished == 2000ns);
+      CHECK(done[1].finished == 2000ns);
+    } else {  // the first gets all: 1000 ns, then the second: 2000 ns
+      CHECK(done[0].tag == 10);
+      CHECK(done[0].finished == 1000ns);
+      CHECK(done[1].tag == 11);
+      CHECK(done[1].started == 0ns);  // on the wire (holding its out-port) all along
+      CHECK(done[1].finished == 2000ns);
+    }
+  }
+  // A transfer capped by its out-port leaves the rest of the in-port to the other (fair).
+  FluidNetwork net(2, 1, PortSharing::fair);
+  net.set_in_capacity(0, 1.0, 0ns);
+  net.set_out_capacity(0, 0.25, 0ns);
+  net.post(0, 0, 1000, 0, 0ns);
+  net.post(1, 0, 1000, 1, 0ns);
+  CHECK(net.current_rate(0) == 0.25);
+  CHECK(net.current_rate(1) == 0.75);
+  // A transfer queued behind another on its out-port waits for it.
+  net.post(1, 0, 750, 2, 0ns);
+  CHECK(net.queued(1) == 1);
+  const auto done = net.advance(10'000ns);
+  REQUIRE(done.size() == 3);
+  CHECK(done[0].tag == 1);
+  CHECK(done[0].finished == 1334ns);  // 1000 / 0.75, rounded up to whole ns
+  CHECK(done[1].tag == 2);
+  CHECK(done[1].started == 1334ns);
+}
+
+TEST_CASE("tsbench simulation: 2 x 2 best-effort, time-slices complete when hand-computed", "[tsbench][simulation]") {
+  // Offset round-robin: input 0 sends 0, 1, 2, 3 (compute 0, 1, 0, 1), input 1 sends 1, 0, 3, 2.
+  // At any moment the two inputs send to different compute nodes, each at the full 1 byte/µs:
+  // every contribution takes 1 ms, one after the other on each input's port.
+  const auto r = simulate(small(2, 2), ns::Mode::best_effort, exact());
+  REQUIRE(r.error.empty());
+  REQUIRE(r.records.timeslices.size() == 8);
+  // time-slice 0: input 0's first contribution (1 ms), input 1's second (2 ms)
+  CHECK(record(r, 0).first_arrival == 1ms);
+  CHECK(record(r, 0).last_arrival == 2ms);
+  CHECK(record(r, 0).handed_over == 2ms);
+  CHECK(record(r, 0).compute == 0);
+  CHECK(record(r, 0).bytes == 2000);
+  CHECK(record(r, 1).first_arrival == 1ms);
+  CHECK(record(r, 1).last_arrival == 2ms);
+  CHECK(record(r, 2).first_arrival == 3ms);
+  CHECK(record(r, 2).last_arrival == 4ms);
+  CHECK(record(r, 7).last_arrival == 8ms);
+  for (const auto& t : r.records.timeslices) CHECK(t.complete);
+  // Summarised like a socket run: spreads of 1 ms, 16 kB in 7 ms.
+  const auto s = summarize(r.records);
+  CHECK(s.timeslices == 8);
+  CHECK(s.incomplete == 0);
+  CHECK(s.spread_median_us == Approx(1000));
+  CHECK(s.gbps == Approx(16000.0 * 8 / 7e6));
+}
+
+TEST_CASE("tsbench simulation: a compute port shared fairly or first come, first served", "[tsbench][simulation]") {
+  // Two inputs, one compute node: every contribution of a round goes to the same port.
+  SECTION("fair: both contributions of a time-slice arrive together, at half the rate") {
+    const auto r = simulate(small(2, 1), ns::Mode::best_effort, exact(PortSharing::fair));
+    REQUIRE(r.error.empty());
+    CHECK(record(r, 0).first_arrival == 2ms);
+    CHECK(record(r, 0).last_arrival == 2ms);
+    CHECK(record(r, 1).first_arrival == 4ms);
+    CHECK(record(r, 1).last_arrival == 4ms);
+  }
+  SECTION("fifo: one at a time, the other waits holding its input's port") {
+    const auto r = simulate(small(2, 1), ns::Mode::best_effort, exact(PortSharing::fifo));
+    REQUIRE(r.error.empty());
+    CHECK(record(r, 0).first_arrival == 1ms);  // input 0
+    CHECK(record(r, 0).last_arrival == 2ms);   // input 1, behind it
+    // input 0's time-slice 1 reached the port at 1 ms, after input 1's time-slice 0 (0 ms)
+    CHECK(record(r, 1).first_arrival == 3ms);
+    CHECK(record(r, 1).last_arrival == 4ms);
+  }
+}
+
+TEST_CASE("tsbench simulation: DFS runs on proposals and builds every time-slice", "[tsbench][simulation]") {
+  auto b = small(3, 2);
+  b.interval_timeslices = 20;
+  b.timeslices = 600;
+  b.emulate = "delay=lognormal:mean=50us,sigma=1,clip=1ms;in=80Mbps";
+  SimulationOptions o;  // 5 µs base latency, clocks off by up to 1 ms, drifting by up to 20 ppm
+  const auto r = simulate(b, ns::Mode::dfs, o);
+  REQUIRE(r.error.empty());
+  REQUIRE(r.records.timeslices.size() == 600);
+  for (const auto& t : r.records.timeslices) CHECK(t.complete);
+  // 30 intervals per input; once the DDE holds hist_cnt intervals every one has a proposal,
+  // and the IEs start each interval together despite their clocks.
+  REQUIRE(r.records.intervals.size() == 90);
+  std::size_t proposed = 0;
+  for (const auto& i : r.records.intervals) proposed += i.proposed_duration ? 1 : 0;
+  CHECK(proposed >= 3 * 20);
+  // (Unsynchronised, clocks off by up to ±1 ms would start a quarter of them over 1 ms apart.)
+  std::vector<netio::scheduler::Duration> apart;
+  for (const auto& i : r.records.intervals) {
+    if (i.interval < 10 || i.input == 0) continue;
+    const auto& first = r.records.intervals[i.interval];  // input 0's record of the same interval
+    REQUIRE(first.interval == i.interval);
+    apart.push_back(std::chrono::abs(i.actual_start - first.actual_start));
+  }
+  REQUIRE(apart.size() == 40);
+  std::sort(apart.begin(), apart.end());
+  CHECK(apart[20] < 200us);     // the median
+  CHECK(apart.back() < 1ms);    // the most
+}
+
+TEST_CASE("tsbench simulation: the same seed gives the same run, another seed another", "[tsbench][simulation]") {
+  auto b = small(3, 2);
+  b.interval_timeslices = 20;
+  b.timeslices = 400;
+  b.emulate = "delay=lognormal:mean=50us,sigma=1,clip=1ms;in=80Mbps;seed=3";
+  const auto same = [](const SimulationResult& x, const SimulationResult& y) {
+    if (x.records.timeslices.size() != y.records.timeslices.size()) return false;
+    for (std::size_t n = 0; n < x.records.timeslices.size(); ++n) {
+      const auto& a = x.records.timeslices[n];
+      const auto& c = y.records.timeslices[n];
+      if (a.first_arrival != c.first_arrival || a.last_arrival != c.last_arrival || a.handed_over != c.handed_over) {
+        return false;
+      }
+    }
+    if (x.records.intervals.size() != y.records.intervals.size()) return false;
+    for (std::size_t n = 0; n < x.records.intervals.size(); ++n) {
+      if (x.records.intervals[n].actual_start != y.records.intervals[n].actual_start ||
+          x.records.intervals[n].proposed_duration != y.records.intervals[n].proposed_duration) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (const auto mode : {ns::Mode::best_effort, ns::Mode::dfs}) {
+    const auto a = simulate(b, mode, SimulationOptions{});
+    const auto c = simulate(b, mode, SimulationOptions{});
+    REQUIRE(a.error.empty());
+    CHECK(same(a, c));
+    CHECK(a.events == c.events);
+    auto other = b;
+    other.emulate = "delay=lognormal:mean=50us,sigma=1,clip=1ms;in=80Mbps;seed=4";
+    const auto d = simulate(other, mode, SimulationOptions{});
+    REQUIRE(d.error.empty());
+    CHECK_FALSE(same(a, d));
+  }
+}
+
+TEST_CASE("tsbench simulation: a run needs a capacity to model", "[tsbench][simulation]") {
+  auto b = small(2, 2);
+  b.emulate = "delay=50us";
+  CHECK_THROWS_WITH(simulate(b, ns::Mode::best_effort, SimulationOptions{}), Catch::Contains("in= or out="));
+  b.emulate = "none";
+  CHECK_THROWS_WITH(simulate(b, ns::Mode::best_effort, SimulationOptions{}), Catch::Contains("--emulate"));
+}

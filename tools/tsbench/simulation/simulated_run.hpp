@@ -1,0 +1,68 @@
+// netio_tsbench --simulate: the same engines as the socket run (netio::scheduler's
+// InputNode, ComputeNode and DeterministicEngine), driven exactly as the scheduled-push
+// pattern drives them (TimesliceSender::drive, TimesliceReceiver::deliver, DdeService), but
+// in a discrete-event model of the network instead of over sockets.
+//
+// The model (docs/scheduled_push.md, "Simulated"):
+//   - N input nodes, M compute nodes (ranks 0..N-1 and N..N+M-1, as in the socket run); a
+//     DDE replica on compute node 0 (DFS);
+//   - ports (FluidNetwork): an input's out-port sends one contribution at a time at the rate
+//     the compute node's in-port gives it; in-ports shared fairly or first come, first
+//     served. Capacities from the --emulate spec: in= for in-ports, out= for out-ports, and
+//     a port without its own figure gets the other one (identical network cards, as the
+//     paper assumes); rate= caps each transfer;
+//   - latency: every message takes base_latency; what a node sends (contributions, hellos,
+//     reports, requests, clock probes) also a draw of the spec's delay= (one stream per
+//     connection, as the emulator), replies (welcomes, acknowledgements, credits, proposals,
+//     clock echoes) do not, as in the emulator. A connection keeps its order;
+//   - --slowdown: the spec's slowdown= windows scale the node's port capacities and add
+//     their delay to what it sends, counted from the start of the run;
+//   - clocks: every node's clock runs at (1 + drift) with an offset, both drawn from the
+//     spec's seed within ±max_clock_offset and ±max_clock_drift; the engines see only their
+//     node's clock. Records (CSV) are in the model's true time;
+//   - no processing time: a complete time-slice is handed over and freed when it completes;
+//     control messages take no port capacity. No faults.
+// Deterministic: the same options and seed give the same records.
+#pragma once
+
+#include "tsbench/bench_config.hpp"
+#include "tsbench/records.hpp"
+#include "tsbench/simulation/fluid_network.hpp"
+
+#include "netio/scheduler/input_node.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace netio::tools::tsbench::simulation {
+
+struct SimulationOptions {
+  PortSharing sharing = PortSharing::fair;
+  ns::Duration base_latency = std::chrono::microseconds(5);
+  ns::Duration max_clock_offset = std::chrono::milliseconds(1);  // |offset| of every node's clock, at most
+  double max_clock_drift = 20e-6;                                 // |drift|, at most (20 ppm)
+  // Model time after which a run that has not finished is an error.
+  ns::Duration time_limit = std::chrono::hours(2);
+  // Asked every few thousand events; true stops the run (interrupted).
+  std::function<bool()> should_stop;
+};
+
+struct SimulationResult {
+  RunRecords records;
+  std::string error;  // empty when every time-slice was built
+  bool interrupted = false;
+  std::uint64_t events = 0;
+  ns::Time end{0};  // model time when the last time-slice was handed over
+};
+
+// Runs one scheduler for bench.duration of model time (or bench.timeslices), then lets every
+// input finish the interval it is in (as the socket run does). Throws netio::Error
+// (invalid_argument) for a configuration it cannot model (no capacity in the spec).
+SimulationResult simulate(const BenchConfig& bench, ns::Mode mode, const SimulationOptions& options);
+
+// Throws as simulate() does when `bench` cannot be modelled (for the command line's checks).
+void check_simulatable(const BenchConfig& bench, const SimulationOptions& options);
+
+}  // namespace netio::tools::tsbench::simulation
