@@ -84,6 +84,8 @@ class ChildSubscriber {
     while (::read(out_, &c, 1) == 1 && c != '\n') line += c;
     return line == "subscribed";
   }
+  // SIGSTOP: the child stops reading but keeps its connections open.
+  void stop() { ::kill(pid_, SIGSTOP); }
   void kill() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGKILL);
@@ -117,6 +119,7 @@ TEST_CASE("pub/sub: a subscriber process killed mid-stream is removed, its pages
 
   std::atomic<std::uint64_t> published{0};
   std::atomic<bool> stop{false};
+  std::atomic<bool> producer_done{false};
   std::string producer_error;  // what publish() threw, read after join()
   std::thread producer([&] {
     try {
@@ -129,6 +132,7 @@ TEST_CASE("pub/sub: a subscriber process killed mid-stream is removed, its pages
     } catch (const netio::Error& e) {
       producer_error = e.what();
     }
+    producer_done = true;
   });
   StreamChecker checker;
   std::uint64_t got = 0;
@@ -151,6 +155,9 @@ TEST_CASE("pub/sub: a subscriber process killed mid-stream is removed, its pages
   }, 10s);
   take(300ms);
   stop = true;
+  // Read on until the producer is out: its last publish() may be waiting for the
+  // survivor's room (the producer is faster than the reader, under TSan above all).
+  while (!producer_done) take(20ms);
   producer.join();
   take(500ms);
 
@@ -164,6 +171,91 @@ TEST_CASE("pub/sub: a subscriber process killed mid-stream is removed, its pages
   CHECK(got == published.load());
   // The dead subscriber's pages went back: only what the survivor's connection holds is in use.
   CHECK(eventually([&] { return publisher.pages().pages_in_use() <= options.pages.per_connection; }));
+}
+
+// The subscriber first stops reading, so that publish() waits for its room; then it dies.
+// The waiting publish() returns at once, not after send_timeout: on loopback the data
+// connection's own end tells the publisher; where that is slow (a dead peer over verbs is
+// noticed only after the transport's retries), the control connection's end aborts the data
+// connection (PublishSocket, on_control_gone).
+TEST_CASE("pub/sub: a publish() waiting on a stalled subscriber returns as soon as that subscriber dies",
+          "[pubsub]") {
+  const auto base = GENERATE(netio::test::loopback_endpoints());
+  netio::Context context(netio::test::context_options());
+  PublishOptions options;
+  options.name = "p";
+  options.pages = {.page_count = 16, .page_size = 64 * 1024, .per_connection = 4};
+  options.flush_timeout = 5ms;
+  options.send_timeout = 60s;  // what publish() would wait without the control connection's news
+  PublishSocket publisher(context, Endpoint::parse(base), options);
+  SubscribeSocket survivor(context);
+  survivor.subscribe(publisher.local_endpoint(), 1);
+  ChildSubscriber child(publisher.local_endpoint(), 1);
+  REQUIRE(child.wait_subscribed());
+  child.stop();
+
+  std::atomic<std::uint64_t> published{0};
+  std::atomic<bool> stop{false};
+  std::atomic<bool> producer_done{false};
+  std::string producer_error;  // read after join()
+  std::thread producer([&] {
+    try {
+      for (std::uint64_t i = 0; !stop; ++i) {
+        publisher.publish(1, pubsub_message(1, i, 1000));
+        published = i + 1;
+      }
+      publisher.flush();
+    } catch (const netio::Error& e) {
+      producer_error = e.what();
+    }
+    producer_done = true;
+  });
+  StreamChecker checker;
+  std::uint64_t got = 0;
+  auto take = [&](std::chrono::milliseconds how_long) {
+    const auto until = std::chrono::steady_clock::now() + how_long;
+    while (std::chrono::steady_clock::now() < until) {
+      if (auto m = survivor.recv(20ms)) {
+        checker.check(m->publisher().name(), m->tag(), m->data());
+        ++got;
+      }
+    }
+  };
+  // Held up: nothing published for 500 ms while the survivor reads on.
+  std::uint64_t before = 0;
+  const bool held_up = eventually([&] {
+    before = published.load();
+    take(500ms);
+    return published.load() == before;
+  }, 20s);
+  const auto killed_at = std::chrono::steady_clock::now();
+  child.kill();
+  const bool resumed = eventually([&] {
+    take(20ms);
+    return published.load() > before;
+  }, 20s);
+  const auto resumed_after = std::chrono::steady_clock::now() - killed_at;
+  const bool removed = eventually([&] {
+    take(20ms);
+    return publisher.stats().connections == 1;
+  }, 20s);
+  take(200ms);
+  stop = true;
+  // Read on until the producer is out: its last publish() may be waiting for the
+  // survivor's room (the producer is faster than the reader, under TSan above all).
+  while (!producer_done) take(20ms);
+  producer.join();
+  take(500ms);
+
+  CHECK(held_up);
+  CHECK(resumed);
+  CHECK(resumed_after < 10s);  // the control connection's end, not send_timeout (60 s)
+  CHECK(removed);
+  CHECK(producer_error == "");
+  CHECK(publisher.stats().subscribers_lost == 1);
+  CHECK(checker.clean());
+  CHECK(checker.complete("p", 1, published.load()));  // the survivor missed nothing
+  CHECK(got == published.load());
 }
 
 TEST_CASE("pub/sub: a restarted publisher is subscribed to again, and the application is told", "[pubsub]") {

@@ -95,14 +95,15 @@ void BufferSender::close_now() noexcept {
   if (close_timer_ != 0) loop_.cancel_timer(std::exchange(close_timer_, 0));
   if (closed_) return;
   closed_ = true;
+  state_.set_failed(closed_error());
+  pool_->close();  // before reclaim_all(), as in on_failed()
   socket_->close();
   reclaim_all();
-  state_.set_failed(closed_error());
-  pool_->close();
   replies_->close();
 }
 
 Error BufferSender::closed_error() const {
+  if (auto failure = state_.failure()) return *failure;  // aborted, or failed: say why
   return Error(Errc::closed, fmt::format("the send socket to {} was closed", remote_.to_string()));
 }
 
@@ -126,6 +127,11 @@ void BufferSender::abort(const Error& error) {
     on_failed(error);
     maybe_finish_close();
   });
+}
+
+void BufferSender::abandon(std::string_view reason) {
+  abort(Error(Errc::closed, fmt::format("the connection to {} was aborted: {}", remote_.to_string(), reason)));
+  close_async(std::chrono::seconds(1), {});  // ends at once: nothing is in flight after abort()
 }
 
 bool BufferSender::submit(Buffer* buffer) {
@@ -244,13 +250,18 @@ void BufferSender::on_connected(const ConnectionInfo& info) {
 void BufferSender::on_failed(const Error& error) {
   if (closed_) return;
   closed_ = true;
-  log(error.code() == Errc::disconnected ? LogLevel::info : LogLevel::warn, "send socket: {}", error.what());
+  // A peer that went away, or an abandon() the owner asked for, is no warning.
+  const bool expected = error.code() == Errc::disconnected || error.code() == Errc::closed;
+  log(expected ? LogLevel::info : LogLevel::warn, "send socket: {}", error.what());
   failure_logged_ = true;
   if (state_.connected()) stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
   state_.set_failed(error);
+  // Closed before the buffers in flight come back (reclaim_all), so that a sender waiting
+  // for one wakes to the failure rather than taking one of them for a message that would
+  // then be lost without a word.
+  pool_->close();
   socket_->close();
   reclaim_all();
-  pool_->close();  // wakes senders waiting for a buffer: they see the failure
   replies_->close();
 }
 

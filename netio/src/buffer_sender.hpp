@@ -86,6 +86,10 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   void wait_idle(std::chrono::nanoseconds timeout);
   // Closes the connection because of `error`, which later calls report.
   void abort(const Error& error);
+  // For a receiver known to be gone: abort() with Errc::closed naming the receiver and
+  // `reason` (logged at info: it was asked for), then close_async(). Never waits on the
+  // loop thread.
+  void abandon(std::string_view reason);
 
   // Starts closing, without waiting, from any thread: from now on submit() refuses; what
   // was submitted goes out, and once the back-end completed all of it (or after `timeout`,

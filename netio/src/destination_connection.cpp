@@ -43,6 +43,11 @@ void DestinationConnection::close(std::function<void(const Error*)> on_closed) {
   else high_throughput_->close(std::move(on_closed));
 }
 
+void DestinationConnection::abort(std::string_view reason) {
+  if (low_latency_) low_latency_->abort(reason);
+  else high_throughput_->abort(reason);
+}
+
 std::size_t DestinationConnection::buffer_bytes() const {
   return low_latency_ ? low_latency_->buffer_bytes() : high_throughput_->buffer_bytes();
 }

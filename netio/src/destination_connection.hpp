@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 
 namespace netio::detail {
 
@@ -28,6 +29,8 @@ class DestinationConnection {
   void flush();  // high-throughput: the partly filled page; low-latency: nothing to do
   // Flushes what is queued, awaits its completions, closes; on_closed on the loop thread.
   void close(std::function<void(const Error*)> on_closed);
+  // The socket's abort(): closes now, dropping what is queued; waiting senders fail.
+  void abort(std::string_view reason);
   std::size_t buffer_bytes() const;
 
  private:

@@ -58,6 +58,17 @@ class HighThroughputSendSocket::Impl {
     sender_->close_async(options_.send_timeout, std::move(on_closed));
   }
 
+  // The receiver is gone: the partly filled page is dropped with the rest, and senders
+  // waiting for a page wake to the failure (the pool closes).
+  void abort(std::string_view reason) {
+    sender_->loop().cancel_timer(flush_timer_);
+    // First: a sender that wakes (or finds the socket closing) must see why.
+    sender_->abandon(reason);
+    std::lock_guard page_lock(page_mutex_);
+    closing_.store(true, std::memory_order_release);
+    if (current_ != nullptr) sender_->pool().release(std::exchange(current_, nullptr));
+  }
+
   // The destructor's close: blocking on user threads (flush, wait up to send_timeout,
   // close), asynchronous on the loop thread (sender_ lives on until its close ends).
   void close_for_destructor() noexcept {
@@ -353,6 +364,7 @@ std::optional<Message> HighThroughputSendSocket::recv_reply(std::chrono::nanosec
   return impl_->sender_->replies().recv(timeout);
 }
 void HighThroughputSendSocket::close(std::function<void(const Error*)> on_closed) { impl_->close(std::move(on_closed)); }
+void HighThroughputSendSocket::abort(std::string_view reason) { impl_->abort(reason); }
 const Endpoint& HighThroughputSendSocket::remote() const noexcept { return impl_->sender_->remote(); }
 SocketStats HighThroughputSendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
 std::size_t HighThroughputSendSocket::buffer_bytes() const { return impl_->sender_->pool().bytes_allocated(); }

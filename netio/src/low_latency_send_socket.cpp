@@ -121,6 +121,7 @@ void LowLatencySendSocket::wait_sent(std::chrono::nanoseconds timeout) {
 void LowLatencySendSocket::close(std::function<void(const Error*)> on_closed) {
   impl_->sender_->close_async(impl_->options_.send_timeout, std::move(on_closed));
 }
+void LowLatencySendSocket::abort(std::string_view reason) { impl_->sender_->abandon(reason); }
 const Endpoint& LowLatencySendSocket::remote() const noexcept { return impl_->sender_->remote(); }
 SocketStats LowLatencySendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
 std::size_t LowLatencySendSocket::buffer_bytes() const { return impl_->sender_->pool().bytes_allocated(); }

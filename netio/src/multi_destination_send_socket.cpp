@@ -154,6 +154,25 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     }
   }
 
+  // Recorded as the destination's failure (so that its senders do not connect again) but
+  // not counted or logged as one: the caller asked for it.
+  void abort(const Endpoint& destination, std::string_view reason) {
+    std::shared_ptr<detail::DestinationConnection> connection;
+    {
+      std::lock_guard lock(mutex_);
+      const auto it = ids_.find(destination.to_string());
+      if (it == ids_.end()) return;
+      Destination& d = destinations_[it->second];
+      d.failure = Error(Errc::closed, fmt::format("multi-destination send socket: the connection to {} was aborted: {}",
+                                                  d.name, reason));
+      d.failed_at = Clock::now();
+      d.failure_reported = true;
+      if (d.state == State::open || d.state == State::closing) connection = d.connection;
+      changed_.notify_all();  // senders waiting for its connection see the failure
+    }
+    if (connection) connection->abort(reason);  // senders inside it wake to the failure
+  }
+
   void flush() {
     for (const auto& connection : connections()) {
       try {
@@ -539,6 +558,9 @@ SendOutcome MultiDestinationSendSocket::send_parts(const Endpoint& destination,
 }
 bool MultiDestinationSendSocket::try_connect(const Endpoint& destination) { return impl_->try_connect(destination); }
 void MultiDestinationSendSocket::disconnect(const Endpoint& destination) { impl_->disconnect(destination); }
+void MultiDestinationSendSocket::abort(const Endpoint& destination, std::string_view reason) {
+  impl_->abort(destination, reason);
+}
 void MultiDestinationSendSocket::flush() { impl_->flush(); }
 bool MultiDestinationSendSocket::close() { return impl_->close(); }
 ConnectionStats MultiDestinationSendSocket::connection_stats() const { return impl_->connection_stats(); }

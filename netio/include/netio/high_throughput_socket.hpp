@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 
 namespace netio {
 
@@ -122,6 +123,12 @@ class HighThroughputSendSocket {
   // every message was handed to the network, else with what went wrong. Calling it again
   // only adds its on_closed. The socket object may be destroyed at any time after the call.
   void close(std::function<void(const Error*)> on_closed = {});
+  // The close for a receiver known to be gone (its process died, say), from any thread:
+  // the connection closes now and what is queued is dropped, not flushed. A send waiting
+  // for a page (on any thread) fails at once, and every send from now on throws, with
+  // Errc::closed naming the receiver and `reason`. The socket object may be destroyed at any
+  // time after the call.
+  void abort(std::string_view reason);
 
   const Endpoint& remote() const noexcept;
   SocketStats stats() const noexcept;

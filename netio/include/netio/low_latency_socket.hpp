@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 
 namespace netio {
 
@@ -91,6 +92,11 @@ class LowLatencySendSocket {
   // to the network, else with what went wrong. Calling it again only adds its on_closed.
   // The socket object may be destroyed at any time after the call (the close goes on).
   void close(std::function<void(const Error*)> on_closed = {});
+  // The close for a receiver known to be gone, from any thread: the connection closes now
+  // and what is queued is dropped. A send waiting for a buffer (on any thread) fails at
+  // once, and every send from now on throws, with Errc::closed naming the receiver and
+  // `reason`. The socket object may be destroyed at any time after the call.
+  void abort(std::string_view reason);
 
   // The next reply from the receiver (Peer::try_reply on its side), waiting up to `timeout`;
   // std::nullopt on timeout or once the connection is gone and no reply is left. Holding the

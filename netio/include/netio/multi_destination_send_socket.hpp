@@ -52,6 +52,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string_view>
 
 namespace netio {
 
@@ -138,6 +139,11 @@ class MultiDestinationSendSocket {
   // as at a tear-down; a connection with a sender inside, or still being made, closes when
   // that is over) and forgets its failure. A later send connects again. Never waits.
   void disconnect(const Endpoint& destination);
+  // For a receiver known to be gone (its process died, say): its connection closes now,
+  // dropping what is queued for it, and sends to it (waiting ones included) throw
+  // Errc::closed naming it and `reason`, as after a failure (for failed_peer_retry, or
+  // until disconnect() forgets it); not counted as a failure. Never waits.
+  void abort(const Endpoint& destination, std::string_view reason);
   // High-throughput mode: sends the partly filled page of every open connection now.
   void flush();
   // Closes every connection after what was sent went out and waits (user threads; on the

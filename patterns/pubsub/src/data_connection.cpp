@@ -171,6 +171,16 @@ void DataConnection::close() {
   if (low_latency_) low_latency_->close();
 }
 
+void DataConnection::abort(std::string_view reason) {
+  if (closed()) return;
+  // Deliveries inside the limited socket wake to the failure; the disconnect that forgets it
+  // follows once they are out (close()).
+  if (limited_) limited_->abort(subscriber_.endpoint, reason);
+  if (high_throughput_) high_throughput_->abort(reason);
+  if (low_latency_) low_latency_->abort(reason);
+  close();
+}
+
 void DataConnection::close_and_wait() {
   if (limited_) {
     close();  // the publisher's close of its MultiDestinationSendSocket waits for them all

@@ -23,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <string_view>
 
 namespace netio::pubsub::detail {
 
@@ -67,6 +68,10 @@ class DataConnection {
   std::optional<Error> failure() const;  // the socket's, if its connection failed
   // Starts the asynchronous close (what is queued goes out); deliveries report `gone` from now on.
   void close();
+  // For a subscriber known to be gone (its control connection dropped): the connection
+  // closes now, dropping what is queued for it, and deliveries waiting for its room (on any
+  // thread) report `gone` at once instead of waiting out send_timeout. Never waits.
+  void abort(std::string_view reason);
   // The blocking close, for a user thread when the publisher goes: what is queued goes out
   // (waiting up to the socket's send_timeout), then the connection closes. Nobody else may
   // be delivering on this connection.

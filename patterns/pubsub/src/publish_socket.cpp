@@ -411,12 +411,14 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     }
   }
 
-  // A subscriber's control connection went away: it left or died. Its data connections
-  // close and their pages go back to the pool.
+  // A subscriber's control connection went away: it left or died. Its data connections are
+  // aborted, not flushed (nobody reads them any more, and a publish() waiting for their
+  // room must not wait out send_timeout for a receiver that is gone); their pages go back
+  // to the pool.
   void on_control_gone(const Peer& peer) {
     complained_.erase(peer.connection());
     const auto removed = table_.remove_owner(peer.connection());
-    for (const auto& c : removed) c->close();
+    for (const auto& c : removed) c->abort("its subscriber's control connection closed");
     if (!removed.empty()) {
       subscribers_lost_.fetch_add(1, std::memory_order_relaxed);
       log(LogLevel::info, "publisher {}: subscriber {} went away; its {} connection(s) closed", local_.to_string(),
