@@ -3,7 +3,8 @@
 // acknowledgement on, and ended by one unsubscribe(); a restarted publisher gets every one
 // of 600 subscriptions back (the resubscription packs them into requests instead of sending
 // one request per tag through a control connection of 16 buffers); 9000 tags in one call
-// (36 requests) wait for free control buffers instead of failing.
+// (36 requests) wait for free control buffers instead of failing; max_tags_per_subscriber
+// bounds what one subscriber can make the publisher hold.
 #include "netio/pubsub/publish_socket.hpp"
 #include "netio/pubsub/subscribe_socket.hpp"
 #include "support/pubsub_messages.hpp"
@@ -180,4 +181,41 @@ TEST_CASE("pub/sub: wait_for_subscribers() returns once every subscriber's every
     CHECK(received_tags(*sockets[i], 500ms) == std::multiset<Tag>{1000 * (i + 1) + 299});
   }
   CHECK_FALSE(publisher.wait_for_subscribers(subscribers + 1, 50ms));
+}
+
+TEST_CASE("pub/sub: a subscriber is held to max_tags_per_subscriber; tags it holds already do not count again",
+          "[pubsub]") {
+  const auto base = GENERATE(netio::test::loopback_endpoints());
+  netio::Context context(netio::test::context_options());
+  PublishOptions options;
+  options.max_tags_per_subscriber = 300;
+  PublishSocket publisher(context, Endpoint::parse(base), options);
+  SubscribeOptions subscribe_options;
+  subscribe_options.on_message = [](Tag, std::span<const std::byte>, const netio::Peer&) {};
+  SubscribeSocket subscriber(context, subscribe_options);
+
+  subscriber.subscribe(publisher.local_endpoint(), tags_from(1, 250), Mode::high_throughput);
+  // 250 held + 60 new (10 of the 70 asked for are held already) = 310 > 300: refused whole.
+  try {
+    subscriber.subscribe(publisher.local_endpoint(), tags_from(241, 70), Mode::high_throughput);
+    FAIL("a subscription beyond the limit was taken");
+  } catch (const netio::Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("max_tags_per_subscriber (300)"));
+  }
+  CHECK(publisher.stats().subscriptions == 250);
+  // Held tags again, and new ones up to the limit: taken.
+  subscriber.subscribe(publisher.local_endpoint(), tags_from(201, 100), Mode::high_throughput);
+  CHECK(publisher.stats().subscriptions == 300);
+  // The limit is per mode: the low-latency side has its own.
+  subscriber.subscribe(publisher.local_endpoint(), tags_from(1, 10), Mode::low_latency);
+  CHECK(publisher.stats().subscriptions == 310);
+  // Room again after an unsubscribe.
+  subscriber.unsubscribe(publisher.local_endpoint(), tags_from(1, 50), Mode::high_throughput);
+  subscriber.subscribe(publisher.local_endpoint(), tags_from(1001, 50), Mode::high_throughput);
+  CHECK(publisher.stats().subscriptions == 310);
+  publisher.publish(1001, pubsub_message(1001, 0));
+  publisher.flush();
+  const auto m = subscriber.recv(5s);
+  REQUIRE(m);
+  CHECK(m->tag() == 1001);
 }

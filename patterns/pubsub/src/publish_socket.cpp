@@ -15,6 +15,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <set>
+#include <string>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -298,6 +301,10 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       answer(peer, request.request_id, true, "");
       return;
     }
+    if (auto refusal = over_tag_limit(request, peer)) {
+      answer(peer, request.request_id, false, *refusal);
+      return;
+    }
     const Backpressure backpressure =
         request.backpressure == Backpressure::publisher_default ? options_.backpressure : request.backpressure;
     // Counted as pending before the table shows it: a thread in wait_for_subscribers() or
@@ -334,6 +341,23 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
         if (auto self = weak.lock()) self->poll_pending();
       });
     }
+  }
+
+  // Why the subscription request may not be taken (it would take the subscriber beyond
+  // max_tags_per_subscriber in its mode), or nothing. Tags it holds already do not count again.
+  std::optional<std::string> over_tag_limit(const detail::SubscriptionRequest& request, const Peer& peer) const {
+    const std::size_t limit = options_.max_tags_per_subscriber;
+    if (limit == 0) return std::nullopt;
+    const auto connection = table_.find(peer.connection(), request.mode);
+    std::set<Tag> fresh;
+    for (const Tag tag : request.tags) {
+      if (!connection || connection->tags().count(tag) == 0) fresh.insert(tag);
+    }
+    const std::size_t held = connection ? connection->tags().size() : 0;
+    if (held + fresh.size() <= limit) return std::nullopt;
+    return fmt::format("publisher {}: subscriber {} would hold {} {} tags, more than max_tags_per_subscriber ({}); "
+                       "nothing of this request was subscribed",
+                       local_.to_string(), peer.to_string(), held + fresh.size(), to_string(request.mode), limit);
   }
 
   std::shared_ptr<DataConnection> open_connection(const detail::SubscriptionRequest& request, const Peer& peer) {

@@ -81,6 +81,9 @@ struct PublishOptions {
   // has subscriptions). With a limit, connection_policy picks the connection to tear down.
   std::size_t max_connections = 0;
   ConnectionPolicy connection_policy = ConnectionPolicy::lru;
+  // Tags one subscriber may hold per mode (each costs the publisher a route, about 150
+  // bytes): a request that would go beyond is refused, naming the limit (0: no limit).
+  std::size_t max_tags_per_subscriber = 65536;
 };
 
 // Counters of the whole socket; relaxed, cheap to read, not one atomic snapshot.
