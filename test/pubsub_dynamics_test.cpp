@@ -16,6 +16,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <set>
 #include <spawn.h>
@@ -99,6 +100,62 @@ class ChildSubscriber {
   int out_ = -1;
 };
 
+// Publishes numbered 1000-byte messages of tag 1 from a thread of its own until finish();
+// keeps what publish() threw. `pace`: a 100 µs pause every 32 messages.
+class Producer {
+ public:
+  Producer(PublishSocket& publisher, bool pace)
+      : thread_([this, &publisher, pace] {
+          try {
+            for (std::uint64_t i = 0; !stop_; ++i) {
+              publisher.publish(1, pubsub_message(1, i, 1000));
+              published_ = i + 1;
+              if (pace && i % 32 == 0) std::this_thread::sleep_for(100us);
+            }
+            publisher.flush();
+          } catch (const netio::Error& e) {
+            error_ = e.what();
+          }
+          done_ = true;
+        }) {}
+  ~Producer() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::uint64_t published() const { return published_.load(); }
+  // Stops it, calling `meanwhile` until it is out: its last publish() may be waiting for a
+  // reader's room (the producer is faster than the reader, under TSan above all).
+  void finish(const std::function<void()>& meanwhile) {
+    stop_ = true;
+    while (!done_) meanwhile();
+    thread_.join();
+  }
+  const std::string& error() const { return error_; }  // after finish()
+
+ private:
+  std::atomic<std::uint64_t> published_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> done_{false};
+  std::string error_;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+// The subscriber that stays: takes its messages and checks the stream.
+struct Survivor {
+  SubscribeSocket& socket;
+  StreamChecker checker;
+  std::uint64_t got = 0;
+  void take(std::chrono::milliseconds how_long) {
+    const auto until = std::chrono::steady_clock::now() + how_long;
+    while (std::chrono::steady_clock::now() < until) {
+      if (auto m = socket.recv(20ms)) {
+        checker.check(m->publisher().name(), m->tag(), m->data());
+        ++got;
+      }
+    }
+  }
+};
+
 }  // namespace
 
 TEST_CASE("pub/sub: a subscriber process killed mid-stream is removed, its pages freed, the others served on",
@@ -117,58 +174,28 @@ TEST_CASE("pub/sub: a subscriber process killed mid-stream is removed, its pages
   REQUIRE(child.wait_subscribed());
   REQUIRE(publisher.stats().connections == 2);
 
-  std::atomic<std::uint64_t> published{0};
-  std::atomic<bool> stop{false};
-  std::atomic<bool> producer_done{false};
-  std::string producer_error;  // what publish() threw, read after join()
-  std::thread producer([&] {
-    try {
-      for (std::uint64_t i = 0; !stop; ++i) {
-        publisher.publish(1, pubsub_message(1, i, 1000));
-        published = i + 1;
-        if (i % 32 == 0) std::this_thread::sleep_for(100us);
-      }
-      publisher.flush();
-    } catch (const netio::Error& e) {
-      producer_error = e.what();
-    }
-    producer_done = true;
-  });
-  StreamChecker checker;
-  std::uint64_t got = 0;
-  auto take = [&](std::chrono::milliseconds how_long) {
-    const auto until = std::chrono::steady_clock::now() + how_long;
-    while (std::chrono::steady_clock::now() < until) {
-      if (auto m = survivor.recv(20ms)) {
-        checker.check(m->publisher().name(), m->tag(), m->data());
-        ++got;
-      }
-    }
-  };
-  take(300ms);
+  Producer producer(publisher, true);
+  Survivor reader{survivor, {}, 0};
+  reader.take(300ms);
   child.kill();  // mid-stream, no goodbye
   // The survivor keeps reading meanwhile: a blocking publisher would otherwise wait on its
   // full pages for as long as the dead one's removal takes (seconds under TSan).
   const bool removed = eventually([&] {
-    take(20ms);
+    reader.take(20ms);
     return publisher.stats().connections == 1;
   }, 10s);
-  take(300ms);
-  stop = true;
-  // Read on until the producer is out: its last publish() may be waiting for the
-  // survivor's room (the producer is faster than the reader, under TSan above all).
-  while (!producer_done) take(20ms);
-  producer.join();
-  take(500ms);
+  reader.take(300ms);
+  producer.finish([&] { reader.take(20ms); });
+  reader.take(500ms);
 
-  CHECK(producer_error == "");
+  CHECK(producer.error() == "");
   CHECK(removed);
   CHECK(publisher.stats().subscribers_lost == 1);
   CHECK(publisher.stats().subscriptions == 1);
-  CHECK(published.load() > 0);
-  CHECK(checker.clean());
-  CHECK(checker.complete("p", 1, published.load()));  // the survivor missed nothing
-  CHECK(got == published.load());
+  CHECK(producer.published() > 0);
+  CHECK(reader.checker.clean());
+  CHECK(reader.checker.complete("p", 1, producer.published()));  // the survivor missed nothing
+  CHECK(reader.got == producer.published());
   // The dead subscriber's pages went back: only what the survivor's connection holds is in use.
   CHECK(eventually([&] { return publisher.pages().pages_in_use() <= options.pages.per_connection; }));
 }
@@ -194,68 +221,39 @@ TEST_CASE("pub/sub: a publish() waiting on a stalled subscriber returns as soon 
   REQUIRE(child.wait_subscribed());
   child.stop();
 
-  std::atomic<std::uint64_t> published{0};
-  std::atomic<bool> stop{false};
-  std::atomic<bool> producer_done{false};
-  std::string producer_error;  // read after join()
-  std::thread producer([&] {
-    try {
-      for (std::uint64_t i = 0; !stop; ++i) {
-        publisher.publish(1, pubsub_message(1, i, 1000));
-        published = i + 1;
-      }
-      publisher.flush();
-    } catch (const netio::Error& e) {
-      producer_error = e.what();
-    }
-    producer_done = true;
-  });
-  StreamChecker checker;
-  std::uint64_t got = 0;
-  auto take = [&](std::chrono::milliseconds how_long) {
-    const auto until = std::chrono::steady_clock::now() + how_long;
-    while (std::chrono::steady_clock::now() < until) {
-      if (auto m = survivor.recv(20ms)) {
-        checker.check(m->publisher().name(), m->tag(), m->data());
-        ++got;
-      }
-    }
-  };
+  Producer producer(publisher, false);
+  Survivor reader{survivor, {}, 0};
   // Held up: nothing published for 500 ms while the survivor reads on.
   std::uint64_t before = 0;
   const bool held_up = eventually([&] {
-    before = published.load();
-    take(500ms);
-    return published.load() == before;
+    before = producer.published();
+    reader.take(500ms);
+    return producer.published() == before;
   }, 20s);
   const auto killed_at = std::chrono::steady_clock::now();
   child.kill();
   const bool resumed = eventually([&] {
-    take(20ms);
-    return published.load() > before;
+    reader.take(20ms);
+    return producer.published() > before;
   }, 20s);
   const auto resumed_after = std::chrono::steady_clock::now() - killed_at;
   const bool removed = eventually([&] {
-    take(20ms);
+    reader.take(20ms);
     return publisher.stats().connections == 1;
   }, 20s);
-  take(200ms);
-  stop = true;
-  // Read on until the producer is out: its last publish() may be waiting for the
-  // survivor's room (the producer is faster than the reader, under TSan above all).
-  while (!producer_done) take(20ms);
-  producer.join();
-  take(500ms);
+  reader.take(200ms);
+  producer.finish([&] { reader.take(20ms); });
+  reader.take(500ms);
 
   CHECK(held_up);
   CHECK(resumed);
   CHECK(resumed_after < 10s);  // the control connection's end, not send_timeout (60 s)
   CHECK(removed);
-  CHECK(producer_error == "");
+  CHECK(producer.error() == "");
   CHECK(publisher.stats().subscribers_lost == 1);
-  CHECK(checker.clean());
-  CHECK(checker.complete("p", 1, published.load()));  // the survivor missed nothing
-  CHECK(got == published.load());
+  CHECK(reader.checker.clean());
+  CHECK(reader.checker.complete("p", 1, producer.published()));  // the survivor missed nothing
+  CHECK(reader.got == producer.published());
 }
 
 TEST_CASE("pub/sub: a restarted publisher is subscribed to again, and the application is told", "[pubsub]") {
