@@ -3,11 +3,8 @@
 // the key, with another key, or from a network the publisher does not allow is refused at
 // once, with the reason, and a publisher the subscriber does not allow cannot open the data
 // connection (so the subscription is refused too).
-#include "netio/pubsub/publish_socket.hpp"
-#include "netio/pubsub/subscribe_socket.hpp"
-#include "support/pubsub_messages.hpp"
+#include "support/pubsub_test.hpp"
 #include "support/test_context.hpp"
-#include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -16,16 +13,7 @@
 #include <string>
 #include <utility>
 
-using namespace std::chrono_literals;
-using netio::Endpoint;
 using netio::PreSharedKey;
-using netio::pubsub::Mode;
-using netio::pubsub::PublishOptions;
-using netio::pubsub::PublishSocket;
-using netio::pubsub::SubscribeOptions;
-using netio::pubsub::SubscribeSocket;
-using netio::pubsub::Tag;
-using netio::test::pubsub_message;
 
 namespace {
 

@@ -2,11 +2,8 @@
 // stalled subscriber under `block` holds the publisher and loses nothing; under `drop` it
 // costs the others nothing and its drops are counted on both sides; try_publish() retries
 // reach only the subscribers that missed the message, never twice.
-#include "netio/pubsub/publish_socket.hpp"
-#include "netio/pubsub/subscribe_socket.hpp"
-#include "support/pubsub_messages.hpp"
+#include "support/pubsub_test.hpp"
 #include "support/test_context.hpp"
-#include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -14,19 +11,6 @@
 #include <set>
 #include <string>
 #include <thread>
-
-using namespace std::chrono_literals;
-using netio::Endpoint;
-using netio::pubsub::Backpressure;
-using netio::pubsub::Mode;
-using netio::pubsub::PublishOptions;
-using netio::pubsub::PublishSocket;
-using netio::pubsub::SubscribeOptions;
-using netio::pubsub::SubscribeSocket;
-using netio::pubsub::Tag;
-using netio::test::eventually;
-using netio::test::pubsub_message;
-using netio::test::StreamChecker;
 
 namespace {
 

@@ -6,11 +6,8 @@
 // connection is being re-made.
 #include "control_message.hpp"
 #include "netio/low_latency_socket.hpp"
-#include "netio/pubsub/publish_socket.hpp"
-#include "netio/pubsub/subscribe_socket.hpp"
-#include "support/pubsub_messages.hpp"
+#include "support/pubsub_test.hpp"
 #include "support/test_context.hpp"
-#include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -23,20 +20,8 @@
 #include <variant>
 #include <vector>
 
-using namespace std::chrono_literals;
 using netio::ConnectionPolicy;
 using netio::ConnectionStats;
-using netio::Endpoint;
-using netio::pubsub::Backpressure;
-using netio::pubsub::Mode;
-using netio::pubsub::PublishOptions;
-using netio::pubsub::PublishSocket;
-using netio::pubsub::SubscribeOptions;
-using netio::pubsub::SubscribeSocket;
-using netio::pubsub::Tag;
-using netio::test::eventually;
-using netio::test::pubsub_message;
-using netio::test::StreamChecker;
 
 namespace {
 

@@ -3,11 +3,8 @@
 // return to the pool while the others are served on; a restarted publisher is subscribed to
 // again, with the application told; 1,000 join/leave cycles leave memory and descriptors
 // where they started.
-#include "netio/pubsub/publish_socket.hpp"
-#include "netio/pubsub/subscribe_socket.hpp"
-#include "support/pubsub_messages.hpp"
+#include "support/pubsub_test.hpp"
 #include "support/test_context.hpp"
-#include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -26,18 +23,6 @@
 #include <unistd.h>
 
 extern char** environ;
-
-using namespace std::chrono_literals;
-using netio::Endpoint;
-using netio::pubsub::Mode;
-using netio::pubsub::PublishOptions;
-using netio::pubsub::PublishSocket;
-using netio::pubsub::SubscribeOptions;
-using netio::pubsub::SubscribeSocket;
-using netio::pubsub::Tag;
-using netio::test::eventually;
-using netio::test::pubsub_message;
-using netio::test::StreamChecker;
 
 namespace {
 

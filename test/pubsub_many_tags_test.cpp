@@ -5,11 +5,8 @@
 // one request per tag through a control connection of 16 buffers); 9000 tags in one call
 // (36 requests) wait for free control buffers instead of failing; max_tags_per_subscriber
 // bounds what one subscriber can make the publisher hold.
-#include "netio/pubsub/publish_socket.hpp"
-#include "netio/pubsub/subscribe_socket.hpp"
-#include "support/pubsub_messages.hpp"
+#include "support/pubsub_test.hpp"
 #include "support/test_context.hpp"
-#include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -19,17 +16,6 @@
 #include <set>
 #include <thread>
 #include <vector>
-
-using namespace std::chrono_literals;
-using netio::Endpoint;
-using netio::pubsub::Mode;
-using netio::pubsub::PublishOptions;
-using netio::pubsub::PublishSocket;
-using netio::pubsub::SubscribeOptions;
-using netio::pubsub::SubscribeSocket;
-using netio::pubsub::Tag;
-using netio::test::eventually;
-using netio::test::pubsub_message;
 
 namespace {
 

@@ -1,11 +1,8 @@
 // Publish/subscribe over real loopback connections on every back-end: each subscriber gets
 // exactly its tags, in order and intact; several publishers into one subscriber; one
 // publisher to 16 subscribers; no slow joiner; subscribers joining and leaving mid-stream.
-#include "netio/pubsub/publish_socket.hpp"
-#include "netio/pubsub/subscribe_socket.hpp"
-#include "support/pubsub_messages.hpp"
+#include "support/pubsub_test.hpp"
 #include "support/test_context.hpp"
-#include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -16,18 +13,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-using namespace std::chrono_literals;
-using netio::Endpoint;
-using netio::pubsub::Backpressure;
-using netio::pubsub::Mode;
-using netio::pubsub::PublishSocket;
-using netio::pubsub::SubscribeOptions;
-using netio::pubsub::SubscribeSocket;
-using netio::pubsub::Tag;
-using netio::test::eventually;
-using netio::test::pubsub_message;
-using netio::test::StreamChecker;
 
 namespace {
 
