@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 extern char** environ;
 
@@ -141,16 +142,23 @@ struct Survivor {
   }
 };
 
+// A publisher named `name` with 4 pages of 64 KiB per subscriber (16 in all): a subscriber
+// that stops reading holds the publisher up soon.
+PublishOptions small_pool(std::string name) {
+  PublishOptions options;
+  options.name = std::move(name);
+  options.pages = {.page_count = 16, .page_size = 64 * 1024, .per_connection = 4};
+  options.flush_timeout = 5ms;
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("pub/sub: a subscriber process killed mid-stream is removed, its pages freed, the others served on",
           "[pubsub]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   netio::Context context(netio::test::context_options());
-  PublishOptions options;
-  options.name = "p";
-  options.pages = {.page_count = 16, .page_size = 64 * 1024, .per_connection = 4};
-  options.flush_timeout = 5ms;
+  PublishOptions options = small_pool("p");
   PublishSocket publisher(context, Endpoint::parse(base), options);
   SubscribeSocket survivor(context);
   survivor.subscribe(publisher.local_endpoint(), 1);
@@ -194,10 +202,7 @@ TEST_CASE("pub/sub: a publish() waiting on a stalled subscriber returns as soon 
           "[pubsub]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   netio::Context context(netio::test::context_options());
-  PublishOptions options;
-  options.name = "p";
-  options.pages = {.page_count = 16, .page_size = 64 * 1024, .per_connection = 4};
-  options.flush_timeout = 5ms;
+  PublishOptions options = small_pool("p");
   options.send_timeout = 60s;  // what publish() would wait without the control connection's news
   PublishSocket publisher(context, Endpoint::parse(base), options);
   SubscribeSocket survivor(context);
