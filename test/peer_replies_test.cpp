@@ -228,33 +228,31 @@ TEST_CASE("high-throughput: messages carry their Peer; replies from a user threa
     options.identity.name = name_of(s);
     sockets.push_back(std::make_unique<netio::HighThroughputSendSocket>(context, receiver.local_endpoint(), options));
   }
-  // Each sender takes its replies (every tenth message is answered) as it goes, with
-  // recv_reply(): a sender that stopped taking them would, by design, stall the replier.
+  // Each sender takes its replies (every tenth message is answered) with recv_reply() on a
+  // thread of its own. Not between its sends: a send() waiting for a page (the receiver is
+  // behind) would then leave the replies untaken, the replier would wait for reply room
+  // and stop reading, and neither side would move until a timeout (a sender that stops
+  // taking its replies stalls the replier, by design).
   std::atomic<int> send_failures{0};
   std::atomic<int> wrong_replies{0};
   std::vector<std::uint64_t> replies_taken(senders, 0);
   std::vector<std::thread> threads;
   for (std::uint64_t s = 0; s < senders; ++s) {
     threads.emplace_back([&, s] {
-      auto take = [&](std::chrono::nanoseconds timeout) {
-        auto reply = sockets[s]->recv_reply(timeout);
-        if (!reply) return false;
+      try {
+        for (std::uint64_t i = 0; i < per_sender; ++i) sockets[s]->send(numbered(s, i, i % 300));
+        sockets[s]->flush();
+      } catch (const netio::Error&) {
+        ++send_failures;  // reported below; a thread must not end in an exception
+      }
+    });
+    threads.emplace_back([&, s] {
+      while (replies_taken[s] < per_sender / 10) {
+        auto reply = sockets[s]->recv_reply(10s);
+        if (!reply) return;
         const auto [sender, sequence] = numbers(reply->bytes());
         if (sender != s || sequence != replies_taken[s]) ++wrong_replies;
         ++replies_taken[s];
-        return true;
-      };
-      try {
-        for (std::uint64_t i = 0; i < per_sender; ++i) {
-          sockets[s]->send(numbered(s, i, i % 300));
-          while (take(0ms)) {
-          }
-        }
-        sockets[s]->flush();
-        while (replies_taken[s] < per_sender / 10 && take(10s)) {
-        }
-      } catch (const netio::Error&) {
-        ++send_failures;  // reported below; a thread must not end in an exception
       }
     });
   }
