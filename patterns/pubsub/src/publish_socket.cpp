@@ -301,7 +301,8 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       answer(peer, request.request_id, true, "");
       return;
     }
-    if (auto refusal = over_tag_limit(request, peer)) {
+    auto connection = table_.find(peer.connection(), request.mode);
+    if (auto refusal = over_tag_limit(request, peer, connection.get())) {
       answer(peer, request.request_id, false, *refusal);
       return;
     }
@@ -314,7 +315,6 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       Impl& self;
       ~Recount() { self.pending_count_.store(self.pending_.size(), std::memory_order_release); }
     } recount{*this};
-    auto connection = table_.find(peer.connection(), request.mode);
     const bool known = connection != nullptr;
     if (!connection) {
       try {
@@ -344,11 +344,12 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   }
 
   // Why the subscription request may not be taken (it would take the subscriber beyond
-  // max_tags_per_subscriber in its mode), or nothing. Tags it holds already do not count again.
-  std::optional<std::string> over_tag_limit(const detail::SubscriptionRequest& request, const Peer& peer) const {
+  // max_tags_per_subscriber in its mode), or nothing. Tags it holds already (on
+  // `connection`, its data connection in that mode if it has one) do not count again.
+  std::optional<std::string> over_tag_limit(const detail::SubscriptionRequest& request, const Peer& peer,
+                                            DataConnection* connection) const {
     const std::size_t limit = options_.max_tags_per_subscriber;
     if (limit == 0) return std::nullopt;
-    const auto connection = table_.find(peer.connection(), request.mode);
     std::set<Tag> fresh;
     for (const Tag tag : request.tags) {
       if (!connection || connection->tags().count(tag) == 0) fresh.insert(tag);
