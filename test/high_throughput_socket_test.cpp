@@ -13,7 +13,9 @@
 #include <atomic>
 #include <cstring>
 #include <future>
+#include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -327,6 +329,36 @@ TEST_CASE("a stalled receiver makes the sender wait with bounded memory; reading
   sender.flush_and_wait(20s);  // flows again now that the receiver reads
   drained.get();
   CHECK(received == sent);
+}
+
+TEST_CASE("with close_awaits_receiver, a close ends only once the receiver has read everything",
+          "[high_throughput][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context(netio::test::context_options());
+  netio::HighThroughputReceiveOptions receive_options;
+  receive_options.page_credits = 2;
+  netio::HighThroughputReceiveSocket receiver(context, base, receive_options);
+  auto options = small_pages(4096, 32);
+  options.close_awaits_receiver = true;
+  auto sender = std::make_unique<netio::HighThroughputSendSocket>(context, receiver.local_endpoint(), options);
+  // About 20 pages: the receive socket takes 2 and stops reading; the rest waits in the
+  // kernel's buffers (TCP: sent, as far as the sender can tell) or for credits (libfabric).
+  constexpr int kMessages = 80;
+  const auto message = pattern(1000, 3);
+  for (int i = 0; i < kMessages; ++i) sender->send(message);
+  std::promise<std::string> closed;
+  auto result = closed.get_future();
+  sender->close([&closed](const netio::Error* error) { closed.set_value(error ? error->what() : ""); });
+  CHECK(result.wait_for(300ms) == std::future_status::timeout);  // nobody has read yet
+  int received = 0;
+  while (received < kMessages) {
+    auto m = receiver.recv(5s);
+    if (!m) break;
+    if (std::equal(m->bytes().begin(), m->bytes().end(), message.begin(), message.end())) ++received;
+  }
+  CHECK(received == kMessages);
+  REQUIRE(result.wait_for(10s) == std::future_status::ready);
+  CHECK(result.get().empty());
 }
 
 TEST_CASE("a sender of an oversized length, a truncated page or junk is disconnected; others are not disturbed",

@@ -25,6 +25,8 @@ class EmulatedSendSocket final : public LowLevelSendSocket {
   MemoryRegistrar* registrar() noexcept override { return inner_->registrar(); }
   bool sends_unregistered_memory() const noexcept override { return inner_->sends_unregistered_memory(); }
   std::size_t efficient_buffer_size() const noexcept override { return inner_->efficient_buffer_size(); }
+  // Every buffer has completed, so none waits here: the real socket ends the stream.
+  bool end_stream() override { return !closed_ && inner_->end_stream(); }
   void close() noexcept override;
 
  private:

@@ -113,21 +113,27 @@ void PosixReceiveSocket::fail(Errc code, const std::string& why) {
   if (code == Errc::disconnected) log(LogLevel::info, "receive socket: {}", why);
   else log(LogLevel::warn, "receive socket: {}; disconnecting", why);
   auto callback = callbacks_.on_disconnected;
-  close();
+  // Silent from now on, but the descriptor stays open until the owner's close(): a sender
+  // that ended its stream (LowLevelSendSocket::end_stream) waits for this side's close, and
+  // must see it only once the owner has taken what came before the end (a decorator may
+  // still hold some, as the emulated network's receive side does).
+  silence();
   if (callback) callback(Error(code, why));
 }
 
-void PosixReceiveSocket::close() noexcept {
+void PosixReceiveSocket::silence() noexcept {
   if (closed_) return;
   closed_ = true;
   if (progress_timer_ != 0) loop_.cancel_timer(std::exchange(progress_timer_, 0));
   reader_.close();
   replies_.clear();
-  if (fd_) {
-    registration_.remove();
-    fd_.reset();
-  }
-  // callbacks_ stay: close() may run inside one of them. The state check keeps them silent.
+  registration_.remove();
+  // callbacks_ stay: this may run inside one of them. The state check keeps them silent.
+}
+
+void PosixReceiveSocket::close() noexcept {
+  silence();
+  fd_.reset();
 }
 
 }  // namespace netio::posix

@@ -42,6 +42,7 @@ class PosixReceiveSocket final : public LowLevelReceiveSocket {
   void write_replies();
   void update_interest();
   void fail(Errc code, const std::string& why);
+  void silence() noexcept;  // no callback after it; the descriptor stays open
   void check_progress();
 
   EventLoop& loop_;

@@ -188,6 +188,18 @@ void PosixSendSocket::write_queued() {
   update_interest();
 }
 
+bool PosixSendSocket::end_stream() {
+  if (state_ != State::connected || !writer_.empty() || stream_ended_) return false;
+  if (::shutdown(fd_.get(), SHUT_WR) != 0) {
+    fail_connected(Errc::disconnected,
+                   fmt::format("ending the stream to {} failed: {}", remote_.to_string(), errno_text(errno)));
+    return true;  // on_disconnected has run: the end this promised, if not the clean one
+  }
+  stream_ended_ = true;
+  update_interest();
+  return true;
+}
+
 void PosixSendSocket::update_interest() {
   if (state_ != State::connected) return;
   registration_.update(!replies_ || !replies_->stalled(), !writer_.empty());
@@ -202,7 +214,9 @@ void PosixSendSocket::fail_connect(Errc code, const std::string& why) {
 
 void PosixSendSocket::fail_connected(Errc code, const std::string& why) {
   if (state_ == State::closed) return;
-  log(code == Errc::disconnected ? LogLevel::info : LogLevel::warn, "send socket: {}", why);
+  // After end_stream() the receiver's close is what the caller waits for.
+  const LogLevel level = stream_ended_ ? LogLevel::debug : code == Errc::disconnected ? LogLevel::info : LogLevel::warn;
+  log(level, "send socket: {}", why);
   auto callback = callbacks_.on_disconnected;
   close();
   if (callback) callback(Error(code, why));

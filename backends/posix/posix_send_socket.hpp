@@ -32,6 +32,9 @@ class PosixSendSocket final : public LowLevelSendSocket {
   bool sends_unregistered_memory() const noexcept override { return true; }
   // No limit: a large buffer is written in several calls (detail::kernel_tcp_write_limit).
   std::size_t efficient_buffer_size() const noexcept override { return std::numeric_limits<std::size_t>::max(); }
+  // Half-closes the connection (shutdown for writing): the receiver reads everything, then
+  // the end, and closes; reading that close is the on_disconnected this promises.
+  bool end_stream() override;
   void close() noexcept override;
 
  private:
@@ -60,6 +63,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   std::unique_ptr<FrameReader> replies_;    // replies after that, if the socket takes any
   FrameWriter writer_;
   std::size_t peer_max_buffer_size_ = 0;    // from the accept
+  bool stream_ended_ = false;               // end_stream() shut the writing half
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // for the task a failed connect() posts
 };
 

@@ -14,12 +14,13 @@ namespace netio::detail {
 
 BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello, const Identity& identity,
                            const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count,
-                           std::size_t buffer_size, std::shared_ptr<PagePool> shared_pages)
+                           std::size_t buffer_size, std::shared_ptr<PagePool> shared_pages, bool close_awaits_receiver)
     : loop_(context.loop()),
       remote_(remote),
       replies_(std::make_shared<ReplyReceiver>(std::move(replies), remote.to_string())),
       introduction_bytes_(encode_introduction(identity)),  // throws before anything is set up
-      key_(key) {
+      key_(key),
+      close_awaits_receiver_(close_awaits_receiver) {
   if (key_) {
     require_auth_support(fmt::format("the send socket to {}", remote.to_string()));
     if (introduction_bytes_.size() + auth_block_size > max_introduction_size) {
@@ -53,6 +54,13 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello
       maybe_finish_close();
     };
     callbacks.on_disconnected = [this](const Error& error) {
+      if (stream_ended_) {
+        // The receiver closed after the end of the stream: it has read everything.
+        log(LogLevel::debug, "send socket to {}: the receiver closed after the end of the stream ({})",
+            remote_.to_string(), error.what());
+        finish_close(std::nullopt);
+        return;
+      }
       on_failed(error);
       maybe_finish_close();
     };
@@ -403,6 +411,15 @@ void BufferSender::start_close(std::chrono::nanoseconds timeout, OnClosed on_clo
       std::lock_guard lock(self->idle_mutex_);
       outstanding = self->outstanding_;
     }
+    if (self->stream_ended_) {
+      self->finish_close(Error(
+          Errc::timeout,
+          fmt::format("closing the send socket to {}: everything was sent, but the receiver did not read it all "
+                      "within {} ms (its user is not taking messages?); the rest may still arrive",
+                      self->remote_.to_string(),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count())));
+      return;
+    }
     self->finish_close(Error(
         Errc::timeout,
         fmt::format("closing the send socket to {}: {} buffers still unsent after {} ms (the receiver is not "
@@ -422,6 +439,14 @@ void BufferSender::maybe_finish_close() {
     lost = lost_ != 0;
   }
   if (!lost) {
+    // Everything went to the network; with close_awaits_receiver the close waits on for
+    // the receiver to read it, where the back-end can tell: the receiver's close
+    // (on_disconnected) or the close timer ends it.
+    if (close_awaits_receiver_ && !closed_ && state_.connected()) {
+      if (stream_ended_) return;
+      stream_ended_ = socket_->end_stream();
+      if (stream_ended_ && !closed_) return;  // (end_stream() may fail the connection from inside)
+    }
     finish_close(std::nullopt);
     return;
   }

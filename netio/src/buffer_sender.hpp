@@ -50,10 +50,12 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   // Errc::handshake_rejected) and the introduction carries this side's proof. Buffers come from a pool of buffer_count ×
   // buffer_size of its own, or from a share of `shared_pages` when given (buffer_count is
   // then the share, shared_pages->per_connection()). Throws netio::Error for a bad identity
-  // or a shared pool of another back-end.
+  // or a shared pool of another back-end. With `close_awaits_receiver`, a close ends only
+  // once the receiver has read everything, where the back-end can tell
+  // (LowLevelSendSocket::end_stream), not once the back-end has sent it.
   BufferSender(Context& context, const Endpoint& remote, Hello hello, const Identity& identity,
                const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size,
-               std::shared_ptr<PagePool> shared_pages = nullptr);
+               std::shared_ptr<PagePool> shared_pages = nullptr, bool close_awaits_receiver = false);
   ~BufferSender();
   BufferSender(const BufferSender&) = delete;
   BufferSender& operator=(const BufferSender&) = delete;
@@ -155,6 +157,8 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   std::atomic<bool> closing_flag_{false};       // mirrors closing_: the hot path reads only this
   bool close_started_ = false;                  // start_close() ran
   bool close_ending_ = false;                   // finish_close() is running or ran
+  const bool close_awaits_receiver_;
+  bool stream_ended_ = false;                   // the back-end's end_stream() took it: await the receiver
   std::vector<OnClosed> on_closed_;
   EventLoop::TimerId close_timer_ = 0;
 

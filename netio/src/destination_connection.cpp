@@ -4,14 +4,17 @@ namespace netio::detail {
 
 DestinationConnection::DestinationConnection(Context& context, const Endpoint& destination,
                                              const MultiDestinationSendOptions& options, std::shared_ptr<PagePool> pages) {
+  // A destination torn down and opened again must not see the new connection overtake the
+  // old one's last messages: its close ends only once the receiver has read them.
   if (options.mode == SendMode::low_latency) {
-    low_latency_ = std::make_unique<LowLatencySendSocket>(context, destination, options.low_latency);
-  } else if (pages) {
-    HighThroughputSendOptions o = options.high_throughput;
-    o.shared_pages = std::move(pages);
-    high_throughput_ = std::make_unique<HighThroughputSendSocket>(context, destination, o);
+    LowLatencySendOptions o = options.low_latency;
+    o.close_awaits_receiver = true;
+    low_latency_ = std::make_unique<LowLatencySendSocket>(context, destination, o);
   } else {
-    high_throughput_ = std::make_unique<HighThroughputSendSocket>(context, destination, options.high_throughput);
+    HighThroughputSendOptions o = options.high_throughput;
+    o.close_awaits_receiver = true;
+    if (pages) o.shared_pages = std::move(pages);
+    high_throughput_ = std::make_unique<HighThroughputSendSocket>(context, destination, o);
   }
 }
 

@@ -18,7 +18,7 @@ class LowLatencySendSocket::Impl {
       : options_(options),
         sender_(std::make_shared<detail::BufferSender>(
             context, remote, detail::Hello{detail::SocketKind::low_latency_send, 0}, options.identity, options.key,
-            options.replies, options.buffer_count, options.buffer_size)),
+            options.replies, options.buffer_count, options.buffer_size, nullptr, options.close_awaits_receiver)),
         stats_(sender_->stats()) {}
 
   // One buffer per message (the concatenation of `parts`): waits for a free one when

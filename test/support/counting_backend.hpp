@@ -52,6 +52,7 @@ class CountingSendSocket final : public LowLevelSendSocket {
   MemoryRegistrar* registrar() noexcept override { return inner_->registrar(); }
   bool sends_unregistered_memory() const noexcept override { return inner_->sends_unregistered_memory(); }
   std::size_t efficient_buffer_size() const noexcept override { return inner_->efficient_buffer_size(); }
+  bool end_stream() override { return inner_->end_stream(); }
   void close() noexcept override {
     ++counts_->closes;
     inner_->close();

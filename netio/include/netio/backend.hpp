@@ -163,6 +163,15 @@ class LowLevelSendSocket {
   // sizes, such as high-throughput pages, stay under it. std::numeric_limits<std::size_t>::max()
   // when there is no such limit. Known after connect().
   virtual std::size_t efficient_buffer_size() const noexcept = 0;
+  // Ends the stream, for a close that must know the receiver read everything: a send
+  // completion says only that the back-end handed the buffer on, and over kernel TCP the
+  // receiver may not have read it yet (a receiver that holds its buffers stops reading).
+  // Call it connected, after every buffer sent has completed; send() afterwards is ignored.
+  // The receive socket delivers every buffer, then reports the end (on_disconnected,
+  // Errc::disconnected) and is closed by its owner; this socket then reports
+  // on_disconnected once the receiver has closed its side. Returns false (and does
+  // nothing) where the back-end has no such end; a caller then closes as usual.
+  virtual bool end_stream() { return false; }
   // Closes the connection. Buffers not yet completed are dropped (the caller owns them
   // again); no callback runs after close() returns. Idempotent.
   virtual void close() noexcept = 0;

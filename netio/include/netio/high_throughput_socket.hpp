@@ -51,6 +51,9 @@ struct HighThroughputSendOptions {
   std::shared_ptr<PagePool> shared_pages;
   // Authenticate with this key, as LowLatencySendOptions::key.
   std::optional<PreSharedKey> key;
+  // A close ends only once the receiver has read everything, as
+  // LowLatencySendOptions::close_awaits_receiver.
+  bool close_awaits_receiver = false;
 };
 
 // Connects to a HighThroughputReceiveSocket.

@@ -34,6 +34,16 @@ struct LowLatencySendOptions {
   // Authenticate with this key: the receiver must hold the same (AdmissionOptions::key), and
   // each side proves it to the other (netio/preshared_key.hpp). Unset: no authentication.
   std::optional<PreSharedKey> key;
+  // A close (close(), the destructor) ends only once the receiver has read everything
+  // sent, not once the back-end handed it to the network: the stream's end goes after the
+  // last message, and the receiver answers it by closing its side. So a new connection to
+  // the same receiver, opened after the close ended, is read after this one's last message
+  // (a receiver whose user holds its buffers stops reading a connection, while a new one
+  // has fresh credits). Costs a round trip per close, and the close waits (up to
+  // send_timeout) for the receiver's user to take what came before the end. POSIX TCP and
+  // the emulated network over it; on libfabric a close ends as without it (sends there
+  // only go into receive buffers posted for them, which the receiver takes by itself).
+  bool close_awaits_receiver = false;
 };
 
 // Connects to a LowLatencyReceiveSocket. Construction starts connecting and returns at
