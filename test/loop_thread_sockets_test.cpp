@@ -497,3 +497,29 @@ TEST_CASE("a context stops while a send socket destroyed on the loop thread is s
   CHECK(queued > 0);
   context.stop();  // ends the close still in progress, with the back-ends still there
 }
+
+// TCP only: there a close that awaits its receiver has sent everything and waits for the
+// receiver's close alone (libfabric sends wait for credits instead, and so does its close).
+TEST_CASE("a context stops while a close awaits its receiver: the close ends, and what was sent counts as sent",
+          "[loop_thread][integration]") {
+  netio::Context receiver_context;  // its receiver never reads
+  netio::HighThroughputReceiveOptions receive_options;
+  receive_options.page_credits = 1;
+  netio::HighThroughputReceiveSocket receiver(receiver_context, Endpoint::parse("tcp://127.0.0.1:0"), receive_options);
+  netio::Context context;
+  netio::HighThroughputSendOptions options;
+  options.page_size = 4096;
+  options.page_count = 16;
+  options.close_awaits_receiver = true;
+  auto sender = std::make_unique<netio::HighThroughputSendSocket>(context, receiver.local_endpoint(), options);
+  const std::vector<std::byte> message(1000);
+  for (int i = 0; i < 20; ++i) sender->send(message);  // 5 pages: 1 taken, the rest in the kernel's buffers
+  sender->flush_and_wait(5s);
+  std::promise<std::string> closed;
+  auto result = closed.get_future();
+  sender->close([&closed](const netio::Error* error) { closed.set_value(error ? error->what() : ""); });
+  CHECK(result.wait_for(200ms) == std::future_status::timeout);  // the receiver has not read it all
+  context.stop();
+  REQUIRE(result.wait_for(5s) == std::future_status::ready);
+  CHECK(result.get().empty());
+}

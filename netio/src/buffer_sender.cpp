@@ -457,9 +457,17 @@ void BufferSender::maybe_finish_close() {
 
 void BufferSender::end_close_at_stop() noexcept {
   std::size_t outstanding = 0;
+  bool lost = false;
   {
     std::lock_guard lock(idle_mutex_);
     outstanding = outstanding_;
+    lost = lost_ != 0;
+  }
+  if (outstanding == 0 && !lost) {
+    // Everything went to the network; a receiver's close (close_awaits_receiver) can no
+    // longer be awaited, and is not needed for the bytes to arrive.
+    finish_close(std::nullopt);
+    return;
   }
   if (outstanding == 0) {
     maybe_finish_close();
