@@ -9,7 +9,11 @@
 // options.policy (LRU or LRU-M, connection_policy.hpp) among the connections nobody is
 // sending on right now, and torn down one-sidedly: its queued messages (a high-throughput
 // socket's partly filled page included) go out, their completions are awaited, then it
-// closes, and only then does the new connection open in its place.
+// closes, and only then does the new connection open in its place. Every connection closes
+// with close_awaits_receiver (low_latency_socket.hpp): where the back-end can tell (TCP),
+// the close ends once the receiver has read everything, so a re-opened connection is read
+// after the old one's last message, and a close (tear-down, disconnect(), close()) waits up
+// to the connection's send_timeout for a receiver whose user does not read.
 //
 // Nothing queued is lost to a tear-down: a message to a destination whose connection is
 // being torn down waits for that close and then for a re-connect. A destination that cannot
