@@ -141,5 +141,29 @@ class FromResultsJsonl(unittest.TestCase):
         self.assertIn("Failed runs (left out): rtt netio 1 KiB run 1", self.markdown)
 
 
+class PlotScript(unittest.TestCase):
+    """plots.gp must be a script gnuplot accepts whatever rows a run has."""
+
+    def script_for(self, lines):
+        with tempfile.TemporaryDirectory() as name:
+            out = Path(name)
+            (out / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+            subprocess.run([sys.executable, str(BENCH / "aggregate.py"), "--raw", str(out / "results.jsonl"),
+                            "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+            return (out / "plots.gp").read_text()
+
+    def test_no_throughput_rows_no_empty_plot_command(self):
+        # compare.sh --rtt-only or --pubsub-only: gnuplot stopped at a bare "plot" (no curves)
+        script = self.script_for([rtt_line("netio", 8, 1, 10.0), rtt_line("tcp", 8, 1, 9.0)])
+        plots = [line for line in script.splitlines() if line.startswith("plot")]
+        self.assertEqual(len(plots), 1, script)  # the round-trip plot alone
+        self.assertNotIn("throughput_msgs.png", script)
+
+    def test_throughput_rows_are_plotted(self):
+        script = self.script_for([tput_line("netio", 64, 1, 1.0), tput_line("tcp", 64, 1, 2.0)])
+        self.assertIn("set output 'throughput_msgs.png'", script)
+        self.assertTrue(all(line.strip() != "plot" for line in script.splitlines()), script)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -447,6 +447,8 @@ def plots(out, tput, rtt):
         return "'" + text.replace("'", "''") + "'"
 
     def tput_plot(png, column, ylabel, title, key):
+        if not tput_systems:  # --pubsub-only, --rtt-only: no throughput rows, no plot
+            return ""
         curves = ", ".join(f"'tput_{s}.dat' using 1:{column}:{column + 1}:{column + 2} with yerrorlines "
                            f"title {quoted(TPUT_NAMES[s])}" for s in tput_systems)
         return (f"set output '{png}'\nset key {key} box opaque\nset ylabel '{ylabel}'\nset title '{title}'\n"
