@@ -377,6 +377,77 @@ TEST_CASE("a sender that never takes its replies stalls the replier, whose memor
   CHECK(eventually([&] { return to.try_reply(reply); }));
 }
 
+// A close that awaits its receiver (close_awaits_receiver) ends when the receiver has read
+// everything and closed. Over TCP that close is a hang-up, which a sender whose reply buffers
+// are all held (its user is not taking replies) used to set aside until it read again: the
+// close then ran to send_timeout and failed with "the receiver did not read it all".
+TEST_CASE("a close that awaits its receiver ends when the receiver closes, though the sender's replies are not taken",
+          "[replies][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  // Busy polling: a stalled reader's descriptor is out of epoll, where the hang-up shows.
+  const bool busy_poll = GENERATE(false, true);
+  INFO("busy polling: " << busy_poll);
+  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
+  std::mutex mutex;
+  std::optional<netio::Peer> peer;
+  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte>, const netio::Peer& from) {
+    std::lock_guard lock(mutex);
+    peer = from;
+  });
+  netio::LowLatencySendOptions options;
+  options.replies.max_size = 1024;
+  options.replies.credits = 2;  // both held by the recv_reply() queue, which is never read
+  options.close_awaits_receiver = true;
+  options.send_timeout = 6s;
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), options);
+  sender.send(numbered(0, 0));
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return peer.has_value();
+  }));
+  const netio::Peer to = [&] {
+    std::lock_guard lock(mutex);
+    return *peer;
+  }();
+  // Two replies fill the sender's reply buffers; over TCP more wait in its kernel buffer
+  // (libfabric's reply credits stop the replier at two).
+  const auto reply = std::vector<std::byte>(512, std::byte{3});
+  int accepted = 0;
+  for (int refusals = 0; accepted < 4 && refusals < 50;) {
+    if (to.try_reply(reply)) {
+      ++accepted;
+    } else {
+      ++refusals;
+      std::this_thread::sleep_for(2ms);
+    }
+  }
+  REQUIRE(accepted >= 2);
+  std::this_thread::sleep_for(100ms);  // the sender's reader takes what it has room for, and stalls
+
+  std::mutex closed_mutex;
+  std::optional<std::string> outcome;  // "" for success
+  const auto started = std::chrono::steady_clock::now();
+  sender.close([&](const netio::Error* error) {
+    std::lock_guard lock(closed_mutex);
+    outcome = error != nullptr ? std::string(error->what()) : std::string();
+  });
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(closed_mutex);
+    return outcome.has_value();
+  }, 10s));
+  const auto took = std::chrono::steady_clock::now() - started;
+  INFO("the close took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  {
+    std::lock_guard lock(closed_mutex);
+    CHECK(*outcome == "");
+  }
+  CHECK(took < 3s);  // not send_timeout (6 s)
+  // The replies that were taken before the close stay the caller's.
+  const auto first = sender.recv_reply(1s);
+  REQUIRE(first.has_value());
+  CHECK(first->size() == reply.size());
+}
+
 TEST_CASE("replies: limits and a vanished sender are reported clearly", "[replies][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(netio::test::context_options());

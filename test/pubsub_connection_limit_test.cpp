@@ -223,7 +223,21 @@ TEST_CASE("pub/sub under a connection limit: a subscriber that leaves while its 
   // Its connection is torn down now (the last burst went to "a"): it goes.
   drainer.reset();
   leaving.socket.reset();
-  REQUIRE(eventually([&] { return publisher.stats().connections == 1; }));
+  // Read stats() without pause while it goes: a snapshot that shows its connection gone
+  // must show the rest of its removal (its loss counted, its subscription gone). They used
+  // to lag: the loss for as long as the aborts took, the subscription for a route rebuild.
+  std::optional<netio::pubsub::PublishStats> torn;
+  bool settled = false;
+  for (const auto deadline = std::chrono::steady_clock::now() + 10s;
+       !settled && std::chrono::steady_clock::now() < deadline;) {
+    const auto stats = publisher.stats();
+    if (stats.connections == 1 && (stats.subscribers_lost != 1 || stats.subscriptions != 1)) torn = stats;
+    settled = stats.connections == 1;
+  }
+  REQUIRE(settled);
+  INFO("seen: connections 1, subscribers_lost " << (torn ? torn->subscribers_lost : 1) << ", subscriptions "
+                                                << (torn ? torn->subscriptions : 1));
+  CHECK_FALSE(torn.has_value());
   CHECK(publisher.stats().subscribers_lost == 1);
   CHECK(publisher.stats().subscriptions == 1);
 

@@ -145,6 +145,15 @@ void PosixSendSocket::on_peer_readable() {
       replies_->on_readable();
       return;
     }
+    if (stream_ended_) {
+      // A hang-up after the end of the stream: the receiver has read everything and closed.
+      // The close waits for nothing more, and replies the caller is not taking stay untaken
+      // (reading on would need buffers the caller holds).
+      fail_connected(Errc::disconnected,
+                     fmt::format("{} closed the connection after the end of the stream (replies still on their way "
+                                 "were not read: every reply buffer was held)", remote_.to_string()));
+      return;
+    }
     registration_.suspend();  // a hang-up while not reading replies: see FdRegistration
     return;
   }
@@ -196,12 +205,21 @@ bool PosixSendSocket::end_stream() {
     return true;  // on_disconnected has run: the end this promised, if not the clean one
   }
   stream_ended_ = true;
+  // What is left to notice is the receiver's close. A busy-polling loop would keep the
+  // descriptor out of epoll, where that hang-up shows while replies are not being read.
+  registration_.spin(0);
   update_interest();
   return true;
 }
 
 void PosixSendSocket::update_interest() {
   if (state_ != State::connected) return;
+  if (stream_ended_ && replies_ && replies_->stalled()) {
+    // Registered even while the reader waits for buffers: the receiver's close (a hang-up,
+    // both directions being shut) ends what end_stream() began (see on_peer_readable()).
+    registration_.set(writer_.empty() ? 0u : std::uint32_t{EPOLLOUT});
+    return;
+  }
   registration_.update(!replies_ || !replies_->stalled(), !writer_.empty());
 }
 

@@ -210,14 +210,16 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
 
   PublishStats stats() const noexcept {
     PublishStats s;
+    // Connections first (acquire): a removal updates them last (see on_control_gone() and
+    // SubscriptionTable::remove_connection()), so what follows is at least as new.
+    s.connections = table_.connection_count();
+    s.subscribers = table_.subscriber_count();
+    s.subscriptions = table_.subscription_count();
+    s.subscribers_lost = subscribers_lost_.load(std::memory_order_relaxed);
     s.published = published_.load(std::memory_order_relaxed);
     s.unrouted = unrouted_.load(std::memory_order_relaxed);
     s.deliveries = deliveries_.load(std::memory_order_relaxed);
     s.dropped = dropped_.load(std::memory_order_relaxed);
-    s.subscriptions = table_.subscription_count();
-    s.connections = table_.connection_count();
-    s.subscribers = table_.subscriber_count();
-    s.subscribers_lost = subscribers_lost_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -442,10 +444,14 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   // to the pool.
   void on_control_gone(const Peer& peer) {
     complained_.erase(peer.connection());
+    // Counted before its connections leave the table (only this thread changes it):
+    // stats() read meanwhile never shows them gone and the loss not counted yet.
+    const bool had_connections = table_.find(peer.connection(), Mode::low_latency) != nullptr ||
+                                 table_.find(peer.connection(), Mode::high_throughput) != nullptr;
+    if (had_connections) subscribers_lost_.fetch_add(1, std::memory_order_relaxed);
     const auto removed = table_.remove_owner(peer.connection());
     for (const auto& c : removed) c->abort("its subscriber's control connection closed");
     if (!removed.empty()) {
-      subscribers_lost_.fetch_add(1, std::memory_order_relaxed);
       log(LogLevel::info, "publisher {}: subscriber {} went away; its {} connection(s) closed", local_.to_string(),
           peer.to_string(), removed.size());
     }

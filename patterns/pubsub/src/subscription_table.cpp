@@ -99,14 +99,16 @@ std::shared_ptr<DataConnection> SubscriptionTable::unsubscribe(ConnectionId owne
 void SubscriptionTable::remove_connection(const std::shared_ptr<DataConnection>& connection) {
   const auto it = connections_.find({connection->owner(), connection->subscriber().mode});
   if (it == connections_.end() || it->second != connection) return;
-  connections_.erase(it);
-  count_connections();
+  // Routes first: publishers stop routing to it, and the subscription count drops before
+  // the connection count (PublishSocket::stats() reads them the other way round).
   RouteMap routes = copy_routes();
   for (const Tag tag : connection->tags()) {
     if (const auto route = routes.find(tag); route != routes.end()) erase_route(routes, route, connection.get());
   }
   publish_routes(std::move(routes));
   connection->tags().clear();
+  connections_.erase(it);
+  count_connections();
 }
 
 std::vector<std::shared_ptr<DataConnection>> SubscriptionTable::remove_owner(ConnectionId owner) {
