@@ -85,6 +85,18 @@ std::size_t resident_bytes() {
   return resident_pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
+// The Peer of `sender`'s connection, as the receiver's handler records it (under `mutex`
+// into `peer`) once the first message came.
+netio::Peer first_peer(netio::LowLatencySendSocket& sender, std::mutex& mutex, std::optional<netio::Peer>& peer) {
+  sender.send(numbered(0, 0));
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return peer.has_value();
+  }));
+  std::lock_guard lock(mutex);
+  return *peer;
+}
+
 }  // namespace
 
 TEST_CASE("low-latency: every message carries its sender's identity, and replies reach exactly that sender, in order",
@@ -319,15 +331,7 @@ TEST_CASE("a sender that never takes its replies stalls the replier, whose memor
   options.replies.max_size = reply_size;
   options.replies.credits = 2;  // queued for recv_reply(), which this sender does not call yet
   netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), options);
-  sender.send(numbered(0, 0));
-  REQUIRE(eventually([&] {
-    std::lock_guard lock(mutex);
-    return peer.has_value();
-  }));
-  const netio::Peer to = [&] {
-    std::lock_guard lock(mutex);
-    return *peer;
-  }();
+  const netio::Peer to = first_peer(sender, mutex, peer);
 
   // Offer 1 GiB of replies: the replier must say "no room" long before, and hold no more
   // than its window (plus what the kernel buffers on the way) meanwhile.
@@ -400,15 +404,7 @@ TEST_CASE("a close that awaits its receiver ends when the receiver closes, thoug
   options.close_awaits_receiver = true;
   options.send_timeout = 6s;
   netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), options);
-  sender.send(numbered(0, 0));
-  REQUIRE(eventually([&] {
-    std::lock_guard lock(mutex);
-    return peer.has_value();
-  }));
-  const netio::Peer to = [&] {
-    std::lock_guard lock(mutex);
-    return *peer;
-  }();
+  const netio::Peer to = first_peer(sender, mutex, peer);
   // Two replies fill the sender's reply buffers; over TCP more wait in its kernel buffer
   // (libfabric's reply credits stop the replier at two).
   const auto reply = std::vector<std::byte>(512, std::byte{3});
