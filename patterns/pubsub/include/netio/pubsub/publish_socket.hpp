@@ -86,11 +86,11 @@ struct PublishOptions {
   std::size_t max_tags_per_subscriber = 65536;
 };
 
-// Counters of the whole socket; relaxed, cheap to read, not one atomic snapshot.
-// A snapshot of counters that are updated one after the other, not under one lock: two of
-// them read together may straddle an update. A subscriber that goes is counted in
-// `subscribers_lost` and leaves `subscriptions` before its `connections` drop: a snapshot
-// that shows its connections gone shows the rest of its removal too.
+// Counters of the whole socket; relaxed, cheap to read, not one atomic snapshot: they are
+// updated one after the other, so two read together may straddle an update. A subscriber
+// that goes is counted in `subscribers_lost` and leaves `subscriptions` before its
+// `connections` drop: a snapshot that shows its connections gone shows the rest of its
+// removal too.
 struct PublishStats {
   std::uint64_t published = 0;    // publish()/try_publish() calls completed (all subscribers served or skipped)
   std::uint64_t unrouted = 0;     // messages of tags nobody subscribed to
