@@ -37,6 +37,14 @@ def rtt_line(system, size, rep, median, p99=None, mean=None):
             "data": {"size": size, "iterations": 100, "rtt_us": stats}}
 
 
+def run_aggregate(out, lines):
+    """aggregate.py as compare.sh runs it, on `lines` written to out/results.jsonl."""
+    (out / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    subprocess.run([sys.executable, str(BENCH / "aggregate.py"), "--raw", str(out / "results.jsonl"),
+                    "--out", str(out), "--machine", "test", "--settings", "synthetic"], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 class PairedRatio(unittest.TestCase):
     def test_median_and_spread_of_the_per_repetition_ratios(self):
         p = aggregate.paired_ratio(NETIO_GBPS, TCP_GBPS)
@@ -91,9 +99,7 @@ class FromResultsJsonl(unittest.TestCase):
             lines.append(rtt_line("netio", 8, rep, netio_rtt))
             lines.append(rtt_line("tcp", 8, rep, tcp_rtt))
         lines.append({"kind": "rtt", "system": "netio", "size": 1024, "rep": 1, "data": None})
-        (out / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-        subprocess.run([sys.executable, str(BENCH / "aggregate.py"), "--raw", str(out / "results.jsonl"),
-                        "--out", str(out), "--machine", "test", "--settings", "synthetic"], check=True)
+        run_aggregate(out, lines)
         self.results = json.loads((out / "results.json").read_text())
         self.markdown = (out / "results.md").read_text()
 
@@ -147,9 +153,7 @@ class PlotScript(unittest.TestCase):
     def script_for(self, lines):
         with tempfile.TemporaryDirectory() as name:
             out = Path(name)
-            (out / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-            subprocess.run([sys.executable, str(BENCH / "aggregate.py"), "--raw", str(out / "results.jsonl"),
-                            "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+            run_aggregate(out, lines)
             return (out / "plots.gp").read_text()
 
     def test_no_throughput_rows_no_empty_plot_command(self):
