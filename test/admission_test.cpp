@@ -3,7 +3,6 @@
 // more than allowed, more than the descriptors) are dropped or refused, and a verified
 // stream from a legitimate peer running beside them loses nothing.
 #include "backends/posix/wire.hpp"
-#include "introduction.hpp"
 #include "netio/admission.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
@@ -142,12 +141,7 @@ TEST_CASE("slowloris: half a frame, then silence, is dropped by the progress tim
   admission.progress_timeout = 300ms;
   Receiver receiver(Endpoint::parse("tcp://127.0.0.1:0"), admission);
   RawConnection slow(receiver.socket.local_endpoint().port);
-  slow.send_bytes(posix_request_frame());
-  const auto reply = slow.receive(64, 10s);
-  REQUIRE(reply.size() >= 9);
-  REQUIRE(reply[8] == std::byte{1});  // accepted
-  const auto introduction = netio::detail::encode_introduction({"slowloris", std::nullopt});
-  slow.send_bytes(netio::posix::encode_frame(introduction));
+  slow.introduce("slowloris");
   REQUIRE(eventually([&] { return receiver.connected == 1; }));
 
   // A 1000-byte frame of which 10 bytes come, then nothing.

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <mutex>
 
@@ -76,8 +77,26 @@ void FrameReader::start(int fd, Callbacks callbacks) {
 
 void FrameReader::on_readable() {
   for (int i = 0; i < max_reads_per_wakeup && !closed_ && !stalled_; ++i) {
-    if (read_once() != Step::progress) return;
+    const Step step = read_once();
+    if (step == Step::would_block) set_low_watermark(true);
+    if (step != Step::progress) return;
   }
+  // Out of reads with bytes perhaps left in the kernel: poll must report what is there.
+  if (!closed_ && !stalled_) set_low_watermark(false);
+}
+
+void FrameReader::set_low_watermark(bool may_raise) {
+  const std::size_t rest = current_ != nullptr ? expected_ - current_->size : 0;
+  // Smaller rests take a segment or two: a wake-up each costs less than two system calls.
+  const std::size_t wanted = rest >= staging_size ? std::min<std::size_t>(rest, INT_MAX) : 1;
+  if (wanted == low_watermark_ || (wanted > low_watermark_ && !may_raise)) return;
+  const int value = static_cast<int>(wanted);  // the kernel caps it (half of tcp_rmem's maximum)
+  if (::setsockopt(fd_, SOL_SOCKET, SO_RCVLOWAT, &value, sizeof value) != 0) {
+    // A mark left too high would hide bytes that are there: not a connection to keep.
+    fail(Errc::disconnected, fmt::format("connection {}: setting SO_RCVLOWAT failed: {}", link_, errno_text(errno)));
+    return;
+  }
+  low_watermark_ = wanted;
 }
 
 FrameReader::Step FrameReader::read_once() {

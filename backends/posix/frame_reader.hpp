@@ -4,7 +4,11 @@
 // socket.
 //
 // Reading goes through a staging buffer, so one recv() picks up many small frames; the
-// bulk of a large frame is read straight into its own buffer. When every buffer is lent
+// bulk of a large frame is read straight into its own buffer. While the rest of a large
+// frame is awaited, the socket's SO_RCVLOWAT is that rest: poll reports the socket readable
+// once the frame is all in, not once per arriving segment (16 times for a 1 MiB page on
+// loopback, each a wake-up the sender pays for under a lock). A reader that stops before
+// the kernel is drained lowers it first, so bytes that are there are always reported. When every buffer is lent
 // out the reader stalls (its owner stops polling the descriptor for input), TCP's window
 // closes, and the peer feels back-pressure; a buffer given back (on any thread) resumes it
 // through a task posted to the loop.
@@ -62,6 +66,8 @@ class FrameReader {
   enum class Step { progress, would_block, stalled, done };
 
   Step read_once();
+  // Sets SO_RCVLOWAT for what the reader awaits now (raising it only when `may_raise`).
+  void set_low_watermark(bool may_raise);
   bool discard_peeked(std::byte* peeked, std::size_t bytes);
   bool consume_staged();  // false when stalled for lack of buffers or closed
   void deliver();
@@ -86,6 +92,7 @@ class FrameReader {
   Buffer* current_ = nullptr;  // the frame being filled
   std::size_t expected_ = 0;   // its length
   bool have_header_ = false;
+  std::size_t low_watermark_ = 1;  // the socket's SO_RCVLOWAT (1: the kernel's default)
   std::uint64_t frames_delivered_ = 0;
 };
 

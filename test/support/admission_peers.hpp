@@ -3,7 +3,9 @@
 // low-level send sockets that stop after their hello.
 #pragma once
 
+#include "backends/posix/wire.hpp"
 #include "handshake.hpp"
+#include "introduction.hpp"
 #include "netio/backend.hpp"
 #include "netio/context.hpp"
 #include "netio/low_latency_socket.hpp"
@@ -94,6 +96,16 @@ class RawConnection {
 
   void send_bytes(std::span<const std::byte> bytes) const {
     REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+  }
+  // The POSIX back-end's handshake of a low-latency sender named `name`: its connect
+  // request, the listener's accept, the introduction. What is sent next are data frames.
+  void introduce(const std::string& name) const {
+    const auto hello = detail::encode_hello({detail::SocketKind::low_latency_send, 0});
+    send_bytes(posix::encode_request(0, hello));
+    const auto answer = receive(64, std::chrono::seconds(10));
+    REQUIRE(answer.size() >= 9);
+    REQUIRE(answer[8] == std::byte{1});  // accepted
+    send_bytes(posix::encode_frame(detail::encode_introduction({name, std::nullopt})));
   }
   // Reads up to `size` bytes, waiting up to `timeout` for the first.
   std::vector<std::byte> receive(std::size_t size, std::chrono::milliseconds timeout) const {
