@@ -121,25 +121,34 @@ PageParser::Result PageParser::continue_message() {
 namespace netio::detail {
 
 void MessagePacker::fill(std::byte* page, std::size_t& used, std::size_t page_size) noexcept {
+  // Works on local copies: memcpy() may write anywhere as far as the compiler knows, so
+  // members and `used` would be reloaded from memory after every copy (a store-to-load
+  // stall per part that took a sixth of a 64-byte publish).
+  std::size_t at = used;
   if (!header_written_) {
-    if (page_full(used, page_size)) return;
-    store_le<std::uint64_t>(page + used, size_);
-    used += message_header_size;
+    if (page_full(at, page_size)) return;
+    store_le<std::uint64_t>(page + at, size_);
+    at += message_header_size;
     header_written_ = true;
   }
-  while (written_ < size_ && used < page_size) {
-    const auto part = parts_[part_];
-    if (offset_ == part.size()) {  // bytes are left, so further parts hold them
-      ++part_;
-      offset_ = 0;
+  std::size_t part = part_, offset = offset_, written = written_;
+  while (written < size_ && at < page_size) {
+    const auto bytes = parts_[part];
+    if (offset == bytes.size()) {  // bytes are left, so further parts hold them
+      ++part;
+      offset = 0;
       continue;
     }
-    const std::size_t take = std::min(page_size - used, part.size() - offset_);
-    std::memcpy(page + used, part.data() + offset_, take);
-    used += take;
-    offset_ += take;
-    written_ += take;
+    const std::size_t take = std::min(page_size - at, bytes.size() - offset);
+    std::memcpy(page + at, bytes.data() + offset, take);
+    at += take;
+    offset += take;
+    written += take;
   }
+  part_ = part;
+  offset_ = offset;
+  written_ = written;
+  used = at;
 }
 
 }  // namespace netio::detail
