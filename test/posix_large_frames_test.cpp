@@ -16,7 +16,7 @@
 
 #include <atomic>
 #include <cstring>
-#include <mutex>
+#include <memory>
 #include <span>
 #include <string>
 #include <thread>

@@ -4,14 +4,17 @@
 // socket.
 //
 // Reading goes through a staging buffer, so one recv() picks up many small frames; the
-// bulk of a large frame is read straight into its own buffer. While the rest of a large
-// frame is awaited, the socket's SO_RCVLOWAT is that rest: poll reports the socket readable
-// once the frame is all in, not once per arriving segment (16 times for a 1 MiB page on
-// loopback, each a wake-up the sender pays for under a lock). A reader that stops before
-// the kernel is drained lowers it first, so bytes that are there are always reported. When every buffer is lent
-// out the reader stalls (its owner stops polling the descriptor for input), TCP's window
-// closes, and the peer feels back-pressure; a buffer given back (on any thread) resumes it
-// through a task posted to the loop.
+// bulk of a large frame is read straight into its own buffer.
+//
+// While the rest of a large frame is awaited, the socket's SO_RCVLOWAT is that rest: poll
+// reports the socket readable once the frame is all in, not once per arriving segment (16
+// times for a 1 MiB page on loopback, each a wake-up the sender pays for under a lock). A
+// reader that stops before the kernel is drained lowers it first, so bytes that are there
+// are always reported. A non-blocking recv() ignores it (busy polling reads as before).
+//
+// When every buffer is lent out the reader stalls (its owner stops polling the descriptor
+// for input), TCP's window closes, and the peer feels back-pressure; a buffer given back (on
+// any thread) resumes it through a task posted to the loop.
 //
 // Loop thread only, except that lent buffers may be given back on any thread. The owner
 // keeps the descriptor and its registration with the loop.
