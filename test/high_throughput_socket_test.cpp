@@ -361,6 +361,32 @@ TEST_CASE("with close_awaits_receiver, a close ends only once the receiver has r
   CHECK(result.get().empty());
 }
 
+TEST_CASE("with close_awaits_receiver, a close fails when the receiver goes without reading everything",
+          "[high_throughput][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context(netio::test::context_options());
+  netio::HighThroughputReceiveOptions receive_options;
+  receive_options.page_credits = 2;
+  auto receiver = std::make_unique<netio::HighThroughputReceiveSocket>(context, base, receive_options);
+  auto options = small_pages(4096, 32);
+  options.close_awaits_receiver = true;
+  auto sender = std::make_unique<netio::HighThroughputSendSocket>(context, receiver->local_endpoint(), options);
+  // About 20 pages: the receive socket takes 2 and stops reading; the rest waits in the
+  // kernel's buffers (TCP) or for credits (libfabric).
+  const auto message = pattern(1000, 3);
+  for (int i = 0; i < 80; ++i) sender->send(message);
+  std::promise<std::string> closed;
+  auto result = closed.get_future();
+  sender->close([&closed](const netio::Error* error) { closed.set_value(error ? error->what() : ""); });
+  CHECK(result.wait_for(300ms) == std::future_status::timeout);  // nobody has read yet
+  // The receiver goes with most pages unread (over TCP its close resets the connection).
+  receiver.reset();
+  REQUIRE(result.wait_for(10s) == std::future_status::ready);
+  const std::string error = result.get();
+  INFO("the close reported: " << (error.empty() ? "success" : error));
+  CHECK(!error.empty());
+}
+
 TEST_CASE("a sender of an oversized length, a truncated page or junk is disconnected; others are not disturbed",
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));

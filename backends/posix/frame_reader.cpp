@@ -126,6 +126,7 @@ FrameReader::Step FrameReader::read_once() {
   const ssize_t n = ::recv(fd_, target, room, peek ? MSG_PEEK : 0);
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR) return Step::would_block;
+    failure_errno_ = errno;
     fail(Errc::disconnected, fmt::format("connection {} lost: {}", link_, errno_text(errno)));
     return Step::done;
   }
@@ -154,6 +155,7 @@ bool FrameReader::discard_peeked(std::byte* peeked, std::size_t bytes) {
     n = ::recv(fd_, peeked, bytes, MSG_TRUNC);
   } while (n < 0 && errno == EINTR);
   if (n == static_cast<ssize_t>(bytes)) return true;
+  if (n < 0) failure_errno_ = errno;
   fail(Errc::disconnected, fmt::format("connection {} lost: {}", link_,
                                        n < 0 ? errno_text(errno) : fmt::format("{} of {} bytes read were gone", n, bytes)));
   return false;

@@ -59,6 +59,9 @@ class FrameReader {
   bool mid_frame() const noexcept { return current_ != nullptr || have_header_ || staged_begin_ != staged_end_; }
   // Frames handed on since start().
   std::uint64_t frames_delivered() const noexcept { return frames_delivered_; }
+  // The errno of the read that failed the reader (ECONNRESET: the peer reset the
+  // connection), 0 when it ended otherwise (end of file, a protocol error) or has not.
+  int failure_errno() const noexcept { return failure_errno_; }
   // The connection carries traffic the other way too (replies, or the data beside them):
   // read with one recv() instead of peeking first (see read_once()).
   void stop_peeking() noexcept { peek_ = false; }
@@ -96,6 +99,7 @@ class FrameReader {
   std::size_t expected_ = 0;   // its length
   bool have_header_ = false;
   std::size_t low_watermark_ = 1;  // the socket's SO_RCVLOWAT (1: the kernel's default)
+  int failure_errno_ = 0;
   std::uint64_t frames_delivered_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <system_error>
 
 namespace netio::posix {
 
@@ -117,7 +118,10 @@ void PosixSendSocket::on_reply_readable() {
       if (callbacks_.on_reply) callbacks_.on_reply(std::move(buffer));
     };
     reader_callbacks.on_stall_changed = [this](bool) { update_interest(); };
-    reader_callbacks.on_failed = [this](Errc code, const std::string& why) { fail_connected(code, why); };
+    reader_callbacks.on_failed = [this](Errc code, const std::string& why) {
+      if (replies_->failure_errno() != 0) fail_broken(replies_->failure_errno(), why);
+      else fail_connected(code, why);
+    };
     replies_->start(fd_.get(), std::move(reader_callbacks));
     replies_->stop_peeking();  // the data this socket sends carries the ACKs of its replies
   }
@@ -146,9 +150,17 @@ void PosixSendSocket::on_peer_readable() {
       return;
     }
     if (stream_ended_) {
-      // A hang-up after the end of the stream: the receiver has read everything and closed.
-      // The close waits for nothing more, and replies the caller is not taking stay untaken
-      // (reading on would need buffers the caller holds).
+      // A hang-up after the end of the stream. A reset means the receiver closed with bytes
+      // unread (or vanished); else it has read everything and closed. The close waits for
+      // nothing more, and replies the caller is not taking stay untaken (reading on would
+      // need buffers the caller holds).
+      int error_number = 0;
+      socklen_t length = sizeof error_number;
+      if (::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &error_number, &length) == 0 && error_number != 0) {
+        fail_broken(error_number, fmt::format("connection to {} lost after the end of the stream: {}", remote_.to_string(),
+                                              errno_text(error_number)));
+        return;
+      }
       fail_connected(Errc::disconnected,
                      fmt::format("{} closed the connection after the end of the stream (replies still on their way "
                                  "were not read: every reply buffer was held)", remote_.to_string()));
@@ -166,7 +178,7 @@ void PosixSendSocket::on_peer_readable() {
   } else if (n == 0) {
     fail_connected(Errc::disconnected, fmt::format("{} closed the connection", remote_.to_string()));
   } else if (errno != EAGAIN && errno != EINTR) {
-    fail_connected(Errc::disconnected, fmt::format("connection to {} lost: {}", remote_.to_string(), errno_text(errno)));
+    fail_broken(errno, fmt::format("connection to {} lost: {}", remote_.to_string(), errno_text(errno)));
   }
 }
 
@@ -230,14 +242,25 @@ void PosixSendSocket::fail_connect(Errc code, const std::string& why) {
   if (callback) callback(Error(code, why));
 }
 
-void PosixSendSocket::fail_connected(Errc code, const std::string& why) {
+void PosixSendSocket::fail_connected(Errc code, const std::string& why) { fail_connected(Error(code, why)); }
+
+void PosixSendSocket::fail_broken(int error_number, const std::string& why) {
+  if (!stream_ended_) {
+    fail_connected(Errc::disconnected, why);
+    return;
+  }
+  fail_connected(Error(std::error_code(error_number, std::system_category()), why));
+}
+
+void PosixSendSocket::fail_connected(const Error& error) {
   if (state_ == State::closed) return;
   // After end_stream() the receiver's close is what the caller waits for.
-  const LogLevel level = stream_ended_ ? LogLevel::debug : code == Errc::disconnected ? LogLevel::info : LogLevel::warn;
-  log(level, "send socket: {}", why);
+  const bool clean = error.code() == Errc::disconnected;
+  const LogLevel level = stream_ended_ && clean ? LogLevel::debug : clean ? LogLevel::info : LogLevel::warn;
+  log(level, "send socket: {}", error.what());
   auto callback = callbacks_.on_disconnected;
   close();
-  if (callback) callback(Error(code, why));
+  if (callback) callback(error);
 }
 
 void PosixSendSocket::close() noexcept {

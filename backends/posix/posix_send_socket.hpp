@@ -48,6 +48,11 @@ class PosixSendSocket final : public LowLevelSendSocket {
   bool refuse_if_too_large(const Buffer& buffer);  // fails the connection if so
   void fail_connect(Errc code, const std::string& why);
   void fail_connected(Errc code, const std::string& why);
+  void fail_connected(const Error& error);
+  // The connection broke with `error_number` (a reset, as a rule). After end_stream() that
+  // is not the clean end the close waits for: reported with the system error, not
+  // Errc::disconnected.
+  void fail_broken(int error_number, const std::string& why);
   void update_interest();
 
   EventLoop& loop_;

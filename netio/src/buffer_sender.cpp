@@ -54,11 +54,20 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello
       maybe_finish_close();
     };
     callbacks.on_disconnected = [this](const Error& error) {
-      if (stream_ended_) {
+      if (stream_ended_ && error.code() == Errc::disconnected) {
         // The receiver closed after the end of the stream: it has read everything.
         log(LogLevel::debug, "send socket to {}: the receiver closed after the end of the stream ({})",
             remote_.to_string(), error.what());
         finish_close(std::nullopt);
+        return;
+      }
+      if (stream_ended_) {
+        // Everything was sent, but the receiver reset the connection: it closed with bytes
+        // unread (or vanished), and those are lost.
+        finish_close(Error(Errc::disconnected,
+                           fmt::format("closing the send socket to {}: everything was sent, but the receiver closed the "
+                                       "connection before reading it all ({}); what it had not read is lost",
+                                       remote_.to_string(), error.what())));
         return;
       }
       on_failed(error);

@@ -169,8 +169,11 @@ class LowLevelSendSocket {
   // Call it connected, after every buffer sent has completed; send() afterwards is ignored.
   // The receive socket delivers every buffer, then reports the end (on_disconnected,
   // Errc::disconnected) and is closed by its owner; this socket then reports
-  // on_disconnected once the receiver has closed its side. Returns false (and does
-  // nothing) where the back-end has no such end; a caller then closes as usual.
+  // on_disconnected once the receiver has closed its side: with Errc::disconnected when the
+  // receiver closed it after reading everything, with another code (the system error, as
+  // ECONNRESET) when it reset the connection, i.e. closed it with bytes unread or vanished.
+  // Returns false (and does nothing) where the back-end has no such end; a caller then
+  // closes as usual.
   virtual bool end_stream() { return false; }
   // Closes the connection. Buffers not yet completed are dropped (the caller owns them
   // again); no callback runs after close() returns. Idempotent.

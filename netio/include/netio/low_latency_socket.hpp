@@ -40,7 +40,9 @@ struct LowLatencySendOptions {
   // the same receiver, opened after the close ended, is read after this one's last message
   // (a receiver whose user holds its buffers stops reading a connection, while a new one
   // has fresh credits). Costs a round trip per close, and the close waits (up to
-  // send_timeout) for the receiver's user to take what came before the end. POSIX TCP and
+  // send_timeout) for the receiver's user to take what came before the end. A receiver
+  // that closes with messages unread resets the connection: the close then fails
+  // (Errc::disconnected), as what it had not read is lost. POSIX TCP and
   // the emulated network over it; on libfabric a close ends as without it (sends there
   // only go into receive buffers posted for them, which the receiver takes by itself).
   bool close_awaits_receiver = false;
