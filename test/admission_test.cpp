@@ -42,6 +42,7 @@ using netio::test::eventually;
 using netio::test::HelloOnlyPeer;
 using netio::test::limit_leaving;
 using netio::test::named;
+using netio::test::posix_request_frame;
 using netio::test::RawConnection;
 using netio::test::send_stream;
 using netio::test::StreamCheck;
@@ -100,11 +101,6 @@ std::vector<std::unique_ptr<netio::LowLatencySendSocket>> connect_while_held(Rec
   std::this_thread::sleep_for(500ms);  // every request waits for the listener
   release.set_value();
   return peers;
-}
-
-std::vector<std::byte> posix_request_frame() {
-  const auto hello = netio::detail::encode_hello({netio::detail::SocketKind::low_latency_send, 0});
-  return netio::posix::encode_request(0, hello);
 }
 
 }  // namespace

@@ -52,6 +52,31 @@ void send_and_expect(netio::HighThroughputSendSocket& sender, netio::HighThrough
   producer.get();
 }
 
+// A receive socket that takes 2 pages and then stops reading, and a sender with
+// close_awaits_receiver that has sent it `messages` messages (about 20 pages of 4 KiB: the
+// rest wait in the kernel's buffers over TCP, for credits over libfabric) and begun its
+// close. `outcome` gets "" when the close succeeds, else its error.
+struct AwaitedClose {
+  static constexpr int messages = 80;
+
+  AwaitedClose(netio::Context& context, const Endpoint& base) {
+    netio::HighThroughputReceiveOptions receive_options;
+    receive_options.page_credits = 2;
+    receiver = std::make_unique<netio::HighThroughputReceiveSocket>(context, base, receive_options);
+    auto options = small_pages(4096, 32);
+    options.close_awaits_receiver = true;
+    sender = std::make_unique<netio::HighThroughputSendSocket>(context, receiver->local_endpoint(), options);
+    for (int i = 0; i < messages; ++i) sender->send(message);
+    sender->close([this](const netio::Error* error) { closed.set_value(error ? error->what() : ""); });
+  }
+
+  const std::vector<std::byte> message = pattern(1000, 3);
+  std::promise<std::string> closed;  // declared before the sockets: it outlives the sender
+  std::future<std::string> outcome = closed.get_future();
+  std::unique_ptr<netio::HighThroughputReceiveSocket> receiver;
+  std::unique_ptr<netio::HighThroughputSendSocket> sender;
+};
+
 }  // namespace
 
 TEST_CASE("1,000,000 small messages arrive complete, in order and intact", "[high_throughput][integration]") {
@@ -335,54 +360,29 @@ TEST_CASE("with close_awaits_receiver, a close ends only once the receiver has r
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(netio::test::context_options());
-  netio::HighThroughputReceiveOptions receive_options;
-  receive_options.page_credits = 2;
-  netio::HighThroughputReceiveSocket receiver(context, base, receive_options);
-  auto options = small_pages(4096, 32);
-  options.close_awaits_receiver = true;
-  auto sender = std::make_unique<netio::HighThroughputSendSocket>(context, receiver.local_endpoint(), options);
-  // About 20 pages: the receive socket takes 2 and stops reading; the rest waits in the
-  // kernel's buffers (TCP: sent, as far as the sender can tell) or for credits (libfabric).
-  constexpr int kMessages = 80;
-  const auto message = pattern(1000, 3);
-  for (int i = 0; i < kMessages; ++i) sender->send(message);
-  std::promise<std::string> closed;
-  auto result = closed.get_future();
-  sender->close([&closed](const netio::Error* error) { closed.set_value(error ? error->what() : ""); });
-  CHECK(result.wait_for(300ms) == std::future_status::timeout);  // nobody has read yet
+  AwaitedClose run(context, base);
+  CHECK(run.outcome.wait_for(300ms) == std::future_status::timeout);  // nobody has read yet
   int received = 0;
-  while (received < kMessages) {
-    auto m = receiver.recv(5s);
+  while (received < AwaitedClose::messages) {
+    auto m = run.receiver->recv(5s);
     if (!m) break;
-    if (std::equal(m->bytes().begin(), m->bytes().end(), message.begin(), message.end())) ++received;
+    if (std::equal(m->bytes().begin(), m->bytes().end(), run.message.begin(), run.message.end())) ++received;
   }
-  CHECK(received == kMessages);
-  REQUIRE(result.wait_for(10s) == std::future_status::ready);
-  CHECK(result.get().empty());
+  CHECK(received == AwaitedClose::messages);
+  REQUIRE(run.outcome.wait_for(10s) == std::future_status::ready);
+  CHECK(run.outcome.get().empty());
 }
 
 TEST_CASE("with close_awaits_receiver, a close fails when the receiver goes without reading everything",
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(netio::test::context_options());
-  netio::HighThroughputReceiveOptions receive_options;
-  receive_options.page_credits = 2;
-  auto receiver = std::make_unique<netio::HighThroughputReceiveSocket>(context, base, receive_options);
-  auto options = small_pages(4096, 32);
-  options.close_awaits_receiver = true;
-  auto sender = std::make_unique<netio::HighThroughputSendSocket>(context, receiver->local_endpoint(), options);
-  // About 20 pages: the receive socket takes 2 and stops reading; the rest waits in the
-  // kernel's buffers (TCP) or for credits (libfabric).
-  const auto message = pattern(1000, 3);
-  for (int i = 0; i < 80; ++i) sender->send(message);
-  std::promise<std::string> closed;
-  auto result = closed.get_future();
-  sender->close([&closed](const netio::Error* error) { closed.set_value(error ? error->what() : ""); });
-  CHECK(result.wait_for(300ms) == std::future_status::timeout);  // nobody has read yet
+  AwaitedClose run(context, base);
+  CHECK(run.outcome.wait_for(300ms) == std::future_status::timeout);  // nobody has read yet
   // The receiver goes with most pages unread (over TCP its close resets the connection).
-  receiver.reset();
-  REQUIRE(result.wait_for(10s) == std::future_status::ready);
-  const std::string error = result.get();
+  run.receiver.reset();
+  REQUIRE(run.outcome.wait_for(10s) == std::future_status::ready);
+  const std::string error = run.outcome.get();
   INFO("the close reported: " << (error.empty() ? "success" : error));
   CHECK(!error.empty());
 }

@@ -59,9 +59,7 @@ void PosixSendSocket::on_events(std::uint32_t events) {
 
 void PosixSendSocket::on_connect_completed() {
   if (state_ == State::connecting) {
-    int err = 0;
-    socklen_t len = sizeof err;
-    ::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    const int err = take_socket_error(fd_.get());
     if (err != 0) {
       fail_connect(err == ECONNREFUSED ? Errc::connection_refused : Errc::backend_error,
                    fmt::format("connect to {} failed: {}", remote_.to_string(), errno_text(err)));
@@ -154,9 +152,7 @@ void PosixSendSocket::on_peer_readable() {
       // unread (or vanished); else it has read everything and closed. The close waits for
       // nothing more, and replies the caller is not taking stay untaken (reading on would
       // need buffers the caller holds).
-      int error_number = 0;
-      socklen_t length = sizeof error_number;
-      if (::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &error_number, &length) == 0 && error_number != 0) {
+      if (const int error_number = take_socket_error(fd_.get()); error_number != 0) {
         fail_broken(error_number, fmt::format("connection to {} lost after the end of the stream: {}", remote_.to_string(),
                                               errno_text(error_number)));
         return;

@@ -20,4 +20,11 @@ void set_no_delay(int fd) {
 
 std::string errno_text(int errno_value) { return std::strerror(errno_value); }
 
+int take_socket_error(int fd) {
+  int error_number = 0;
+  socklen_t length = sizeof error_number;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error_number, &length) != 0) return 0;
+  return error_number;
+}
+
 }  // namespace netio::posix

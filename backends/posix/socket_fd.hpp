@@ -35,5 +35,8 @@ class SocketFd {
 // TCP_NODELAY: the user-level sockets batch on their own; Nagle would only add delay.
 void set_no_delay(int fd);
 std::string errno_text(int errno_value);
+// The socket's pending error (SO_ERROR: a failed connect, a reset), cleared by reading it;
+// 0 when there is none (or it cannot be read).
+int take_socket_error(int fd);
 
 }  // namespace netio::posix

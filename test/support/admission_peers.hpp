@@ -79,6 +79,11 @@ inline LowLatencySendOptions named(const std::string& name) {
   return options;
 }
 
+// The POSIX back-end's connect request of a low-latency sender (its first frame).
+inline std::vector<std::byte> posix_request_frame() {
+  return posix::encode_request(0, detail::encode_hello({detail::SocketKind::low_latency_send, 0}));
+}
+
 // A blocking TCP connection to 127.0.0.1:port; closes on destruction.
 class RawConnection {
  public:
@@ -100,8 +105,7 @@ class RawConnection {
   // The POSIX back-end's handshake of a low-latency sender named `name`: its connect
   // request, the listener's accept, the introduction. What is sent next are data frames.
   void introduce(const std::string& name) const {
-    const auto hello = detail::encode_hello({detail::SocketKind::low_latency_send, 0});
-    send_bytes(posix::encode_request(0, hello));
+    send_bytes(posix_request_frame());
     const auto answer = receive(64, std::chrono::seconds(10));
     REQUIRE(answer.size() >= 9);
     REQUIRE(answer[8] == std::byte{1});  // accepted
