@@ -168,6 +168,7 @@ bool BufferSender::submit(Buffer* buffer) {
   {
     std::lock_guard lock(submit_mutex_);
     submitted_.push_back(buffer);
+    has_submitted_.store(true, std::memory_order_release);
     schedule = !std::exchange(drain_scheduled_, true);
   }
   // The task holds a reference: the owner may let go of this object (on the loop thread,
@@ -186,10 +187,13 @@ bool BufferSender::submit(Buffer* buffer) {
 }
 
 void BufferSender::drain_submitted() {
+  // A user thread's submit() that happened before this call has set the flag.
+  if (!has_submitted_.load(std::memory_order_acquire)) return;
   {
     std::lock_guard lock(submit_mutex_);
     if (submitted_.empty()) return;
     draining_.swap(submitted_);
+    has_submitted_.store(false, std::memory_order_relaxed);
     // A task already posted finds the queue empty; no need to cancel it.
   }
   for (Buffer* buffer : draining_) send_on_loop(buffer);
@@ -302,6 +306,7 @@ void BufferSender::reclaim_all() {
   {
     std::lock_guard lock(submit_mutex_);
     submitted.swap(submitted_);
+    has_submitted_.store(false, std::memory_order_relaxed);
   }
   unconnected_.insert(unconnected_.end(), submitted.begin(), submitted.end());
   for (auto* queue : {&in_flight_, &unconnected_}) {

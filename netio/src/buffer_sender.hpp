@@ -148,6 +148,9 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   std::mutex submit_mutex_;
   std::vector<Buffer*> submitted_;              // guarded by submit_mutex_
   bool drain_scheduled_ = false;                // guarded by submit_mutex_
+  // !submitted_.empty(), written under submit_mutex_: the loop thread's own sends look at
+  // this instead of taking the lock.
+  std::atomic<bool> has_submitted_{false};
   std::vector<Buffer*> draining_;               // loop thread only
 
   std::deque<Buffer*> unconnected_;             // loop thread: waiting for the connection

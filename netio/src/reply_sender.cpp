@@ -29,6 +29,7 @@ bool ReplySender::send(std::span<const std::byte> message, bool wait, std::chron
   }
   const bool on_loop = loop_.in_loop_thread();
   bool schedule = false;
+  Buffer* direct = nullptr;  // on the loop thread with nothing queued: sent without the queue
   {
     std::unique_lock lock(mutex_);
     if (!pool_) throw Error(Errc::disconnected, fmt::format("cannot reply to {}: its connection is gone", peer_));
@@ -59,10 +60,16 @@ bool ReplySender::send(std::span<const std::byte> message, bool wait, std::chron
     pool_->reserve(buffer, message.size());
     if (!message.empty()) std::memcpy(buffer->data, message.data(), message.size());
     buffer->size = message.size();
-    submitted_.push_back(buffer);
-    if (!on_loop) schedule = !std::exchange(drain_scheduled_, true);
+    if (on_loop && submitted_.empty() && draining_.empty()) {
+      direct = buffer;
+    } else {
+      submitted_.push_back(buffer);
+      if (!on_loop) schedule = !std::exchange(drain_scheduled_, true);
+    }
   }
-  if (on_loop) {
+  if (direct != nullptr) {
+    if (socket_ != nullptr) socket_->send_reply(direct);  // may complete at once: on_completed locks
+  } else if (on_loop) {
     drain();  // with what user threads queued before, in order
   } else if (schedule) {
     // A weak reference: the connection may end before the task runs.

@@ -8,8 +8,8 @@ void SendConnectionState::set_connected(std::size_t peer_max_buffer_size) {
   {
     std::lock_guard lock(mutex_);
     if (error_) return;
-    connected_ = true;
-    peer_max_buffer_size_ = peer_max_buffer_size;
+    peer_max_buffer_size_.store(peer_max_buffer_size, std::memory_order_relaxed);
+    connected_.store(true, std::memory_order_release);
   }
   changed_.notify_all();
 }
@@ -19,20 +19,16 @@ void SendConnectionState::set_failed(const Error& error) {
     std::lock_guard lock(mutex_);
     if (error_) return;
     error_ = error;
-    connected_ = false;
+    connected_.store(false, std::memory_order_release);
     failed_.store(true, std::memory_order_release);
   }
   changed_.notify_all();
 }
 
-bool SendConnectionState::connected() const {
-  std::lock_guard lock(mutex_);
-  return connected_;
-}
+bool SendConnectionState::connected() const { return connected_.load(std::memory_order_acquire); }
 
 std::size_t SendConnectionState::peer_max_buffer_size() const {
-  std::lock_guard lock(mutex_);
-  return peer_max_buffer_size_;
+  return peer_max_buffer_size_.load(std::memory_order_acquire);
 }
 
 void SendConnectionState::throw_if_failed() const {
@@ -48,9 +44,9 @@ std::optional<Error> SendConnectionState::failure() const {
 
 void SendConnectionState::wait_connected(std::chrono::nanoseconds timeout, const Endpoint& remote) const {
   std::unique_lock lock(mutex_);
-  changed_.wait_for(lock, timeout, [this] { return connected_ || error_.has_value(); });
+  changed_.wait_for(lock, timeout, [this] { return connected_.load(std::memory_order_relaxed) || error_.has_value(); });
   if (error_) throw *error_;
-  if (!connected_) {
+  if (!connected_.load(std::memory_order_relaxed)) {
     throw Error(Errc::timeout, fmt::format("no connection to {} within {} ms", remote.to_string(),
                                            std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
   }

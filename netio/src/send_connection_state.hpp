@@ -30,8 +30,9 @@ class SendConnectionState {
  private:
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
-  bool connected_ = false;
-  std::size_t peer_max_buffer_size_ = 0;
+  // Written under mutex_ (for the waiters), read without it: every send asks both.
+  std::atomic<bool> connected_{false};
+  std::atomic<std::size_t> peer_max_buffer_size_{0};
   std::optional<Error> error_;
   std::atomic<bool> failed_{false};  // mirrors error_.has_value(): the hot path reads only this
 };
