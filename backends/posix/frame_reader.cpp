@@ -39,7 +39,11 @@ class ReceiveBufferPool final : public ReceiveBufferOwner {
 
   void give_back(Buffer* buffer) noexcept override {
     pool_.release(buffer);
-    if (waiting_.exchange(false, std::memory_order_seq_cst)) {
+    // The load spares the common case a locked exchange. It cannot miss a reader that
+    // stalled: the reader sets the flag before it tries the pool's mutex once more, and
+    // release() took that mutex, so either that try finds this buffer or this load sees
+    // the flag.
+    if (waiting_.load(std::memory_order_seq_cst) && waiting_.exchange(false, std::memory_order_seq_cst)) {
       std::lock_guard lock(mutex_);
       if (waker_) waker_();
     }
