@@ -44,7 +44,8 @@ std::optional<Error> SendConnectionState::failure() const {
 
 void SendConnectionState::wait_connected(std::chrono::nanoseconds timeout, const Endpoint& remote) const {
   std::unique_lock lock(mutex_);
-  changed_.wait_for(lock, timeout, [this] { return connected_.load(std::memory_order_relaxed) || error_.has_value(); });
+  changed_.wait_for(lock, timeout,
+                    [this] { return connected_.load(std::memory_order_relaxed) || error_.has_value(); });
   if (error_) throw *error_;
   if (!connected_.load(std::memory_order_relaxed)) {
     throw Error(Errc::timeout, fmt::format("no connection to {} within {} ms", remote.to_string(),
