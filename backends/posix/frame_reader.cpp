@@ -27,7 +27,8 @@ constexpr int max_reads_per_wakeup = 16;  // then let other connections have the
 //
 // One buffer given back is kept aside for the reader's next frame, in an atomic pointer
 // instead of the pool's mutex: a low-latency message or a reply goes back as its callback
-// returns, and the next frame takes it, with one atomic exchange on each side.
+// returns, and the next frame takes it, with one atomic exchange on each side. A buffer
+// kept aside when the reader closes stays there; the pool frees every slot it has.
 class ReceiveBufferPool final : public ReceiveBufferOwner {
  public:
   ReceiveBufferPool(std::size_t credits, std::size_t initial_size) : pool_(credits, initial_size) {}
@@ -42,12 +43,6 @@ class ReceiveBufferPool final : public ReceiveBufferOwner {
     }
     return pool_.try_acquire();
   }
-  // The reader, as it closes: from now on buffers go back to the pool. One given back at
-  // this moment may still land aside; it goes with the pool.
-  void close() noexcept {
-    closed_.store(true, std::memory_order_release);
-    if (Buffer* buffer = spare_.exchange(nullptr, std::memory_order_acq_rel)) pool_.release(buffer);
-  }
   void set_waker(std::function<void()> waker) {
     std::lock_guard lock(mutex_);
     waker_ = std::move(waker);
@@ -58,10 +53,7 @@ class ReceiveBufferPool final : public ReceiveBufferOwner {
 
   void give_back(Buffer* buffer) noexcept override {
     Buffer* none = nullptr;
-    if (closed_.load(std::memory_order_acquire) ||
-        !spare_.compare_exchange_strong(none, buffer, std::memory_order_seq_cst)) {
-      pool_.release(buffer);
-    }
+    if (!spare_.compare_exchange_strong(none, buffer, std::memory_order_seq_cst)) pool_.release(buffer);
     // The load spares the common case a locked exchange. It cannot miss a reader that
     // stalled: the reader sets the flag before it tries the spare and the pool once more,
     // so either that try finds this buffer or this load sees the flag (the spare is
@@ -75,7 +67,6 @@ class ReceiveBufferPool final : public ReceiveBufferOwner {
  private:
   BufferPool pool_;
   std::atomic<Buffer*> spare_{nullptr};
-  std::atomic<bool> closed_{false};
   std::atomic<bool> waiting_{false};
   std::mutex mutex_;
   std::function<void()> waker_;  // guarded by mutex_
@@ -258,7 +249,6 @@ void FrameReader::close() noexcept {
   pool_->set_waker(nullptr);
   alive_.reset();
   if (current_ != nullptr) pool_->pool().release(std::exchange(current_, nullptr));
-  pool_->close();
 }
 
 }  // namespace netio::posix
