@@ -2,9 +2,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <set>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -122,4 +125,54 @@ TEST_CASE("acquire() returns nothing only on timeout, however many threads compe
   for (auto& t : threads) t.join();
   CHECK(empty_handed == 0);
   CHECK(pool.available() == 2);
+}
+
+TEST_CASE("a buffer given back and kept aside for the next acquire is refused after close", "[buffer_pool]") {
+  netio::BufferPool pool(2, 64);
+  auto* a = pool.try_acquire();
+  auto* b = pool.try_acquire();
+  pool.release(a);  // kept aside (nobody waits)
+  CHECK(pool.available() == 1);
+  CHECK(pool.try_acquire() == a);  // the next acquire takes it
+  pool.release(a);
+  pool.release(b);
+  CHECK(pool.available() == 2);
+  pool.close();
+  CHECK(pool.try_acquire() == nullptr);
+  CHECK(pool.acquire(10ms) == nullptr);
+  CHECK(pool.available() == 2);
+}
+
+TEST_CASE("no buffer is handed to two holders at once, whichever way it is taken and given back",
+          "[buffer_pool]") {
+  constexpr std::size_t count = 3;
+  netio::BufferPool pool(count, 64);
+  std::vector<netio::Buffer*> all;
+  for (std::size_t i = 0; i < count; ++i) all.push_back(pool.try_acquire());
+  for (auto* b : all) pool.release(b);
+  std::array<std::atomic<int>, count> holders{};
+  std::atomic<int> shared{0};
+  std::atomic<int> timed_out{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 3000; ++i) {
+        // Half the takes wait (the lock and the waiter count), half only try (the spare).
+        netio::Buffer* b = (i + t) % 2 == 0 ? pool.acquire(10s) : pool.try_acquire();
+        if (b == nullptr) {
+          if ((i + t) % 2 == 0) ++timed_out;
+          continue;
+        }
+        const auto index = static_cast<std::size_t>(std::find(all.begin(), all.end(), b) - all.begin());
+        if (index == count || holders[index].fetch_add(1) != 0) ++shared;
+        if (i % 7 == 0) std::this_thread::yield();
+        if (index != count) holders[index].fetch_sub(1);
+        pool.release(b);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(shared == 0);
+  CHECK(timed_out == 0);
+  CHECK(pool.available() == count);
 }

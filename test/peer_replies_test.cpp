@@ -381,6 +381,71 @@ TEST_CASE("a sender that never takes its replies stalls the replier, whose memor
   CHECK(eventually([&] { return to.try_reply(reply); }));
 }
 
+// reply() on a user thread waits for room when the reply window is full, and is woken when
+// the back-end finishes sending an earlier reply (ReplySender::on_completed). That wake-up
+// must not be lost between the waiter's last look at the pool and its wait: the waiter has
+// no re-check slices, so a lost one shows as a 10 s timeout.
+TEST_CASE("a user thread's reply() waits for room and goes on as the sender takes its replies",
+          "[replies][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  constexpr std::size_t reply_size = 64 * 1024;
+  constexpr std::uint32_t replies = 600;  // ~38 MiB: well over the window and the kernel's buffers
+  netio::Context context(netio::test::context_options());
+  std::mutex mutex;
+  std::optional<netio::Peer> peer;
+  netio::LowLatencyReceiveOptions receive_options;
+  receive_options.reply_window = 2;
+  netio::LowLatencyReceiveSocket receiver(
+      context, base,
+      [&](std::span<const std::byte>, const netio::Peer& from) {
+        std::lock_guard lock(mutex);
+        peer = from;
+      },
+      receive_options);
+  netio::LowLatencySendOptions options;
+  options.replies.max_size = reply_size;
+  options.replies.credits = 2;
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), options);
+  const netio::Peer to = first_peer(sender, mutex, peer);
+
+  std::atomic<std::uint32_t> sent{0};
+  std::atomic<bool> stop{false};  // bounds the test when replies stop flowing
+  std::optional<std::string> failure;
+  std::thread replier([&] {
+    std::vector<std::byte> reply(reply_size);
+    try {
+      for (std::uint32_t i = 0; i < replies && !stop.load(); ++i) {
+        std::memcpy(reply.data(), &i, sizeof i);
+        to.reply(reply, 10s);
+        sent.store(i + 1);
+      }
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  });
+  // Nothing is taken yet: the replier fills the window and the kernel, then waits.
+  std::this_thread::sleep_for(200ms);
+  CHECK(sent.load() < replies);
+  std::uint32_t taken = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (taken < replies && std::chrono::steady_clock::now() - start < 20s) {
+    auto message = sender.recv_reply(1s);
+    if (!message) continue;
+    std::uint32_t index = 0;
+    std::memcpy(&index, message->bytes().data(), sizeof index);
+    CHECK(index == taken);
+    ++taken;
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  stop = true;
+  replier.join();
+  INFO("failure: " << failure.value_or("none"));
+  CHECK(!failure);
+  CHECK(taken == replies);
+  // Well under the 10 s a lost wake-up costs (the transfer itself takes milliseconds).
+  CHECK(took < 8s);
+}
+
 // A close that awaits its receiver (close_awaits_receiver) ends when the receiver has read
 // everything and closed. Over TCP that close is a hang-up, which a sender whose reply buffers
 // are all held (its user is not taking replies) used to set aside until it read again: the

@@ -66,10 +66,17 @@ void BufferPool::free_slot(Slot& slot) noexcept {
 }
 
 Buffer* BufferPool::try_acquire() {
+  if (closed_.load(std::memory_order_acquire)) return nullptr;
+  // Sequentially consistent: a caller that announced itself elsewhere before this try (the
+  // POSIX reader's stall flag) relies on either finding the spare here or being seen by the
+  // release() that fills it.
+  if (spare_.load(std::memory_order_seq_cst) != nullptr) {
+    if (Slot* slot = spare_.exchange(nullptr, std::memory_order_seq_cst)) return ready(slot);
+  }
   Slot* slot = nullptr;
   {
     std::lock_guard lock(mutex_);
-    if (closed_ || free_.empty()) return nullptr;
+    if (closed_.load(std::memory_order_relaxed) || free_.empty()) return nullptr;
     slot = free_.back();
     free_.pop_back();
   }
@@ -91,35 +98,52 @@ Buffer* BufferPool::ready(Slot* slot) {
 }
 
 Buffer* BufferPool::acquire(std::chrono::nanoseconds timeout) {
+  if (Buffer* buffer = try_acquire()) return buffer;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   Slot* slot = nullptr;
   {
     std::unique_lock lock(mutex_);
-    ++waiters_;
+    // Announced before looking at the spare: a release() from now on either sees a waiter
+    // and brings its buffer here, or filled the spare before that look.
+    waiters_.fetch_add(1, std::memory_order_seq_cst);
     // Woken in batches (see release()); the short slices bound the wait when buffers
     // trickle back fewer than a batch at a time, e.g. from a stalling receiver.
-    while (!closed_ && free_.empty()) {
+    while (!closed_.load(std::memory_order_relaxed)) {
+      slot = spare_.exchange(nullptr, std::memory_order_seq_cst);
+      if (slot == nullptr && !free_.empty()) {
+        slot = free_.back();  // taken under the lock that saw it free: no other thread can win it
+        free_.pop_back();
+      }
+      if (slot != nullptr) break;
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline) break;
       available_cv_.wait_until(lock, std::min(deadline, now + wait_slice));
     }
-    --waiters_;
-    if (closed_ || free_.empty()) return nullptr;
-    slot = free_.back();  // taken under the lock that saw it free: no other thread can win it
-    free_.pop_back();
+    waiters_.fetch_sub(1, std::memory_order_relaxed);
   }
-  return ready(slot);
+  return slot == nullptr ? nullptr : ready(slot);
 }
 
 void BufferPool::release(Buffer* buffer) noexcept {
+  auto* slot = static_cast<Slot*>(buffer);
+  if (waiters_.load(std::memory_order_seq_cst) == 0) {
+    Slot* none = nullptr;
+    if (spare_.compare_exchange_strong(none, slot, std::memory_order_seq_cst)) {
+      // A waiter that arrived meanwhile may have looked at the spare before it was filled:
+      // then this load sees it, and the buffer goes through the lock to wake it.
+      if (waiters_.load(std::memory_order_seq_cst) == 0) return;
+      slot = spare_.exchange(nullptr, std::memory_order_seq_cst);
+      if (slot == nullptr) return;  // someone took it
+    }
+  }
   bool wake = false;
   {
     std::lock_guard lock(mutex_);
-    free_.push_back(static_cast<Slot*>(buffer));
+    free_.push_back(slot);
     // Waking a waiter per returned buffer costs a context switch per message when the
     // pool runs dry; waking when a batch is free lets the waiter fill many at once.
     const std::size_t free = free_.size();
-    wake = waiters_ > 0 && (free == wake_batch_ || free == buffers_.size());
+    wake = waiters_.load(std::memory_order_relaxed) > 0 && (free == wake_batch_ || free == buffers_.size());
   }
   if (wake) available_cv_.notify_all();
 }
@@ -127,7 +151,7 @@ void BufferPool::release(Buffer* buffer) noexcept {
 void BufferPool::close() noexcept {
   {
     std::lock_guard lock(mutex_);
-    closed_ = true;
+    closed_.store(true, std::memory_order_release);
   }
   available_cv_.notify_all();
 }
@@ -141,7 +165,7 @@ void BufferPool::reserve(Buffer* buffer, std::size_t capacity) {
 
 std::size_t BufferPool::available() const {
   std::lock_guard lock(mutex_);
-  return free_.size();
+  return free_.size() + (spare_.load(std::memory_order_acquire) != nullptr ? 1 : 0);
 }
 
 

@@ -89,10 +89,7 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello
     introduction_ = Buffer{introduction_bytes_.data(), introduction_bytes_.size(), introduction_bytes_.size()};
     registrar_ = socket_->registrar();
     if (registrar_ != nullptr) registrar_->register_buffer(introduction_);
-    {
-      std::lock_guard lock(idle_mutex_);
-      ++outstanding_;
-    }
+    outstanding_.fetch_add(1, std::memory_order_relaxed);
     unconnected_.push_back(&introduction_);
   });
 }
@@ -152,11 +149,11 @@ void BufferSender::abandon(std::string_view reason) {
 }
 
 bool BufferSender::submit(Buffer* buffer) {
-  {
-    std::lock_guard lock(idle_mutex_);
-    if (closing_) return false;
-    ++outstanding_;
-  }
+  std::size_t outstanding = outstanding_.load(std::memory_order_relaxed);
+  do {
+    if ((outstanding & closing_bit) != 0) return false;
+  } while (!outstanding_.compare_exchange_weak(outstanding, outstanding + 1, std::memory_order_acq_rel,
+                                               std::memory_order_relaxed));
   if (loop_.in_loop_thread()) {
     // Buffers user threads queued earlier go first: the flush timer submits from here,
     // and its page must not overtake the pages before it.
@@ -290,11 +287,15 @@ void BufferSender::on_completed(Buffer* buffer) {
   if (!in_flight_.empty() && in_flight_.front() == buffer) in_flight_.pop_front();
   const bool borrowed = is_borrowed(buffer);
   if (!borrowed && buffer != &introduction_) pool_->release(buffer);
-  bool wake = false;
-  {
+  // Sequentially consistent with wait_idle()'s announcement: either it sees the count at 0
+  // or this sees it waiting; the lock then orders the wake-up after its wait began.
+  bool wake = ((outstanding_.fetch_sub(1, std::memory_order_seq_cst) - 1) & ~closing_bit) == 0 &&
+              idle_waiters_.load(std::memory_order_seq_cst) != 0;
+  if (borrowed) {
     std::lock_guard lock(idle_mutex_);
-    wake = --outstanding_ == 0;
-    if (borrowed) wake |= --borrowed_outstanding_ == 0;
+    wake |= --borrowed_outstanding_ == 0;
+  } else if (wake) {
+    std::lock_guard lock(idle_mutex_);
   }
   if (wake) idle_changed_.notify_all();
 }
@@ -369,7 +370,9 @@ void BufferSender::send_borrowed(std::span<const std::byte> data, std::size_t fr
 
 void BufferSender::wait_idle(std::chrono::nanoseconds timeout) {
   std::unique_lock lock(idle_mutex_);
-  const bool idle = idle_changed_.wait_for(lock, timeout, [this] { return outstanding_ == 0; });
+  idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  const bool idle = idle_changed_.wait_for(lock, timeout, [this] { return outstanding() == 0; });
+  idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
   const bool all_sent = idle && lost_ == 0;
   lock.unlock();
   if (all_sent) return;  // even if the connection closed afterwards: nothing was lost
@@ -381,11 +384,7 @@ void BufferSender::wait_idle(std::chrono::nanoseconds timeout) {
 }
 
 void BufferSender::close_async(std::chrono::nanoseconds timeout, OnClosed on_closed) {
-  {
-    std::lock_guard lock(idle_mutex_);
-    closing_ = true;
-  }
-  closing_flag_.store(true, std::memory_order_release);
+  outstanding_.fetch_or(closing_bit, std::memory_order_acq_rel);
   if (loop_.in_loop_thread()) {
     start_close(timeout, std::move(on_closed));
     return;
@@ -420,11 +419,7 @@ void BufferSender::start_close(std::chrono::nanoseconds timeout, OnClosed on_clo
     const auto self = weak.lock();
     if (!self) return;
     self->close_timer_ = 0;  // a one-shot timer is gone once it fired
-    std::size_t outstanding = 0;
-    {
-      std::lock_guard lock(self->idle_mutex_);
-      outstanding = self->outstanding_;
-    }
+    const std::size_t outstanding = self->outstanding();
     if (self->stream_ended_) {
       self->finish_close(Error(
           Errc::timeout,
@@ -446,10 +441,10 @@ void BufferSender::start_close(std::chrono::nanoseconds timeout, OnClosed on_clo
 
 void BufferSender::maybe_finish_close() {
   if (!close_started_ || close_ending_) return;
+  if (outstanding() != 0) return;
   bool lost = false;
   {
     std::lock_guard lock(idle_mutex_);
-    if (outstanding_ != 0) return;
     lost = lost_ != 0;
   }
   if (!lost) {
@@ -470,11 +465,10 @@ void BufferSender::maybe_finish_close() {
 }
 
 void BufferSender::end_close_at_stop() noexcept {
-  std::size_t outstanding = 0;
+  const std::size_t outstanding = this->outstanding();
   bool lost = false;
   {
     std::lock_guard lock(idle_mutex_);
-    outstanding = outstanding_;
     lost = lost_ != 0;
   }
   if (outstanding == 0 && !lost) {

@@ -102,7 +102,7 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   // went wrong (what on_closed would have been given), or nothing; without an on_closed,
   // the close logs that itself.
   std::optional<Error> close_and_wait(std::chrono::nanoseconds timeout);
-  bool closing() const noexcept { return closing_flag_.load(std::memory_order_acquire); }
+  bool closing() const noexcept { return (outstanding_.load(std::memory_order_acquire) & closing_bit) != 0; }
   // Context::stop(): the loop has stopped, so completions never come; ends the close now.
   void end_close_at_stop() noexcept;
 
@@ -156,8 +156,7 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   std::deque<Buffer*> unconnected_;             // loop thread: waiting for the connection
   std::deque<Buffer*> in_flight_;               // loop thread: with the back-end, in order
 
-  // The asynchronous close (loop thread, except closing_flag_ and what idle_mutex_ guards).
-  std::atomic<bool> closing_flag_{false};       // mirrors closing_: the hot path reads only this
+  // The asynchronous close (loop thread, except outstanding_ and what idle_mutex_ guards).
   bool close_started_ = false;                  // start_close() ran
   bool close_ending_ = false;                   // finish_close() is running or ran
   const bool close_awaits_receiver_;
@@ -174,13 +173,18 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   }
   std::atomic<bool> sends_unregistered_{false};
 
+  // Buffers submitted and not completed, plus closing_bit once close_async() started (then
+  // submit() refuses). An atomic, not under idle_mutex_: every message changes it twice.
+  static constexpr std::size_t closing_bit = std::size_t{1} << (sizeof(std::size_t) * 8 - 1);
+  std::atomic<std::size_t> outstanding_{0};
+  std::size_t outstanding() const noexcept { return outstanding_.load(std::memory_order_seq_cst) & ~closing_bit; }
+  std::atomic<std::size_t> idle_waiters_{0};    // in wait_idle(); written under idle_mutex_
+
   std::mutex idle_mutex_;
   std::condition_variable idle_changed_;
-  std::size_t outstanding_ = 0;                 // guarded by idle_mutex_: submitted, not completed
   std::size_t lost_ = 0;                        // guarded by idle_mutex_: taken back from a dead connection
   std::size_t borrowed_outstanding_ = 0;        // guarded by idle_mutex_
   std::size_t borrowed_lost_ = 0;               // guarded by idle_mutex_
-  bool closing_ = false;                        // guarded by idle_mutex_: submit() refuses
   bool close_finished_ = false;                 // guarded by idle_mutex_
   std::optional<Error> close_result_;           // guarded by idle_mutex_
 };

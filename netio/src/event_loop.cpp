@@ -132,7 +132,9 @@ void EventLoop::run_pollers() {
 void EventLoop::run_spinning_fds() {
   // By index: a callback may add spinning fds (the vector may grow meanwhile).
   for (std::size_t i = 0; i < spinning_fds_.size(); ++i) {
-    const auto handler = spinning_fds_[i];  // keeps the callback alive if it removes itself
+    // spinning_fds_ keeps the callback alive if it removes itself (the vector is pruned
+    // below), and a pointer stays valid where the vector may grow meanwhile.
+    Handler* const handler = spinning_fds_[i].get();
     const std::uint32_t events = handler->events & handler->spin_events;
     if (handler->removed || events == 0) continue;
     try {
@@ -279,12 +281,17 @@ void EventLoop::drain_posted(bool read_wake_fd) {
 void EventLoop::dispatch(std::uint64_t key, std::uint32_t events) {
   const auto it = handlers_.find(key);
   if (it == handlers_.end()) return;  // removed earlier in this batch
-  const auto handler = it->second;    // keeps the callback alive if it removes itself
+  // No reference count per event: a callback that removes its own fd leaves the handler in
+  // removed_while_dispatching_ (remove_fd()), freed once it returned.
+  Handler* const handler = it->second.get();
+  dispatching_ = handler;
   try {
     handler->callback(events);
   } catch (...) {
     log(LogLevel::error, "event loop: handler for fd {} threw: {}", handler->fd, detail::current_exception_text());
   }
+  dispatching_ = nullptr;
+  removed_while_dispatching_.reset();
 }
 
 void EventLoop::add_fd(int fd, std::uint32_t events, FdCallback callback) {
@@ -347,6 +354,7 @@ void EventLoop::remove_fd(int fd) {
   if (handler->second->in_epoll) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   if (handler->second->spin_listed) spinning_fds_removed_ = true;
   handler->second->removed = true;
+  if (handler->second.get() == dispatching_) removed_while_dispatching_ = std::move(handler->second);
   handlers_.erase(handler);
   fd_keys_.erase(it);
 }

@@ -36,8 +36,10 @@ class LowLatencyReceiveSocket::Impl {
                                                          bytes.size(), options_.max_message_size));
         return;
       }
-      stats_.add_message(bytes.size());
-      stats_.pages().fetch_add(1, std::memory_order_relaxed);
+      // Counted on the loop thread only: no read-modify-writes needed.
+      stats_.add_message_single_writer(bytes.size());
+      auto& pages = stats_.pages();
+      pages.store(pages.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       try {
         handler_(bytes, Peer(state));
       } catch (...) {  // the connection stays; the message counts as delivered

@@ -27,29 +27,24 @@ bool ReplySender::send(std::span<const std::byte> message, bool wait, std::chron
                                : fmt::format("a {}-byte reply is larger than {} takes ({} bytes)", message.size(),
                                              peer_, max_size_));
   }
-  const bool on_loop = loop_.in_loop_thread();
+  if (loop_.in_loop_thread()) return send_on_loop(message, wait);
   bool schedule = false;
-  Buffer* direct = nullptr;  // on the loop thread with nothing queued: sent without the queue
   {
     std::unique_lock lock(mutex_);
     if (!pool_) throw Error(Errc::disconnected, fmt::format("cannot reply to {}: its connection is gone", peer_));
     Buffer* buffer = pool_->try_acquire();
     if (buffer == nullptr) {
       if (!wait) return false;
-      if (on_loop) {
-        throw Error(Errc::would_block, fmt::format("reply() to {} on the event-loop thread with its reply window "
-                                                   "full would wait forever: use try_reply() in callbacks",
-                                                   peer_));
-      }
       const auto deadline = std::chrono::steady_clock::now() + timeout;
-      ++waiters_;
+      // Announced before the next try: on_completed() either sees it or released before it.
+      waiters_.fetch_add(1, std::memory_order_seq_cst);
       while (pool_ && (buffer = pool_->try_acquire()) == nullptr) {
         if (room_.wait_until(lock, deadline) == std::cv_status::timeout) {
           if (pool_) buffer = pool_->try_acquire();
           break;
         }
       }
-      --waiters_;
+      waiters_.fetch_sub(1, std::memory_order_relaxed);
       if (!pool_) throw Error(Errc::disconnected, fmt::format("cannot reply to {}: its connection is gone", peer_));
       if (buffer == nullptr) {
         throw Error(Errc::timeout,
@@ -57,21 +52,12 @@ bool ReplySender::send(std::span<const std::byte> message, bool wait, std::chron
                                 std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
       }
     }
-    pool_->reserve(buffer, message.size());
-    if (!message.empty()) std::memcpy(buffer->data, message.data(), message.size());
-    buffer->size = message.size();
-    if (on_loop && submitted_.empty() && draining_.empty()) {
-      direct = buffer;
-    } else {
-      submitted_.push_back(buffer);
-      if (!on_loop) schedule = !std::exchange(drain_scheduled_, true);
-    }
+    fill(buffer, message);
+    submitted_.push_back(buffer);
+    has_submitted_.store(true, std::memory_order_release);
+    schedule = !std::exchange(drain_scheduled_, true);
   }
-  if (direct != nullptr) {
-    if (socket_ != nullptr) socket_->send_reply(direct);  // may complete at once: on_completed locks
-  } else if (on_loop) {
-    drain();  // with what user threads queued before, in order
-  } else if (schedule) {
+  if (schedule) {
     // A weak reference: the connection may end before the task runs.
     loop_.post([weak = weak_from_this()] {
       if (const auto self = weak.lock()) self->drain();
@@ -80,29 +66,68 @@ bool ReplySender::send(std::span<const std::byte> message, bool wait, std::chron
   return true;
 }
 
+bool ReplySender::send_on_loop(std::span<const std::byte> message, bool wait) {
+  // pool_ and socket_ change only on this thread (close()): read here without the lock.
+  if (!pool_) throw Error(Errc::disconnected, fmt::format("cannot reply to {}: its connection is gone", peer_));
+  Buffer* buffer = pool_->try_acquire();
+  if (buffer == nullptr) {
+    if (!wait) return false;
+    throw Error(Errc::would_block, fmt::format("reply() to {} on the event-loop thread with its reply window "
+                                               "full would wait forever: use try_reply() in callbacks",
+                                               peer_));
+  }
+  fill(buffer, message);
+  if (has_submitted_.load(std::memory_order_acquire) || !draining_.empty()) {
+    // After what user threads queued before, in order.
+    {
+      std::lock_guard lock(mutex_);
+      submitted_.push_back(buffer);
+    }
+    drain();
+  } else if (socket_ != nullptr) {
+    socket_->send_reply(buffer);  // may complete at once (on_completed)
+  }
+  return true;
+}
+
+void ReplySender::fill(Buffer* buffer, std::span<const std::byte> message) {
+  try {
+    pool_->reserve(buffer, message.size());  // may fail to allocate or register
+  } catch (...) {
+    pool_->release(buffer);
+    throw;
+  }
+  if (!message.empty()) std::memcpy(buffer->data, message.data(), message.size());
+  buffer->size = message.size();
+}
+
 void ReplySender::drain() {
   {
     std::lock_guard lock(mutex_);
     drain_scheduled_ = false;
+    has_submitted_.store(false, std::memory_order_relaxed);
     draining_.swap(submitted_);
   }
   for (Buffer* buffer : draining_) {
-    if (socket_ != nullptr) socket_->send_reply(buffer);  // may complete at once: on_completed locks
+    if (socket_ != nullptr) socket_->send_reply(buffer);  // may complete at once (on_completed)
   }
   draining_.clear();
 }
 
 void ReplySender::on_completed(Buffer* buffer) {
-  std::lock_guard lock(mutex_);
-  if (!pool_) return;
+  if (!pool_) return;  // closed: the pool and its buffers are gone
   pool_->release(buffer);
-  if (waiters_ != 0) room_.notify_one();
+  if (waiters_.load(std::memory_order_seq_cst) != 0) {
+    std::lock_guard lock(mutex_);  // orders the wake-up after the waiter's last look
+    room_.notify_one();
+  }
 }
 
 void ReplySender::close() noexcept {
   socket_ = nullptr;
   std::lock_guard lock(mutex_);
   submitted_.clear();
+  has_submitted_.store(false, std::memory_order_relaxed);
   pool_.reset();  // the back-end dropped what it held: every buffer is ours again
   room_.notify_all();
 }

@@ -14,6 +14,7 @@
 #include "netio/buffer.hpp"
 #include "netio/event_loop.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -38,6 +39,9 @@ class ReplySender : public std::enable_shared_from_this<ReplySender> {
   void close() noexcept;              // loop thread
 
  private:
+  bool send_on_loop(std::span<const std::byte> message, bool wait);  // loop thread
+  // Sizes `buffer` (from pool_) for `message` and copies it in; gives it back on failure.
+  void fill(Buffer* buffer, std::span<const std::byte> message);
   void drain();  // loop thread
 
   EventLoop& loop_;
@@ -47,11 +51,14 @@ class ReplySender : public std::enable_shared_from_this<ReplySender> {
 
   std::mutex mutex_;
   std::condition_variable room_;
-  std::unique_ptr<BufferPool> pool_;  // guarded by mutex_; null once closed
-  std::size_t waiters_ = 0;           // guarded by mutex_
-  std::vector<Buffer*> submitted_;    // guarded by mutex_: from user threads, for the loop
-  bool drain_scheduled_ = false;      // guarded by mutex_
-  std::vector<Buffer*> draining_;     // loop thread only
+  // Null once closed. Set only on the loop thread (close()), which reads it without the
+  // lock; other threads read it under mutex_.
+  std::unique_ptr<BufferPool> pool_;
+  std::atomic<std::size_t> waiters_{0};   // user threads waiting for room; written under mutex_
+  std::vector<Buffer*> submitted_;        // guarded by mutex_: from user threads, for the loop
+  std::atomic<bool> has_submitted_{false};  // !submitted_.empty(), written under mutex_
+  bool drain_scheduled_ = false;          // guarded by mutex_
+  std::vector<Buffer*> draining_;         // loop thread only
 };
 
 }  // namespace netio::detail

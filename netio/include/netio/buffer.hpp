@@ -83,8 +83,13 @@ class BufferPool {
   mutable std::mutex mutex_;
   std::condition_variable available_cv_;
   std::vector<Slot*> free_;  // guarded by mutex_
-  bool closed_ = false;      // guarded by mutex_
-  std::size_t waiters_ = 0;  // guarded by mutex_
+  // One free buffer kept outside the lock: the next try_acquire() takes what the last
+  // release() gave back with one atomic exchange on each side, the case of a message or a
+  // reply in flight at a time. Used only while nobody waits in acquire(), so that a buffer
+  // never hides from a waiter (see release()).
+  std::atomic<Slot*> spare_{nullptr};
+  std::atomic<bool> closed_{false};         // written under mutex_
+  std::atomic<std::size_t> waiters_{0};     // written under mutex_
   std::atomic<std::size_t> bytes_allocated_{0};
 };
 

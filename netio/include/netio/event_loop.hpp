@@ -143,6 +143,10 @@ class EventLoop {
   std::uint64_t next_key_ = 2;                           // loop thread only
   std::unordered_map<int, std::uint64_t> fd_keys_;       // fd -> handler key
   std::unordered_map<std::uint64_t, std::shared_ptr<Handler>> handlers_;
+  // The handler whose callback dispatch() is running, and that handler once it removed
+  // itself there: kept until its callback returns (loop thread only).
+  Handler* dispatching_ = nullptr;
+  std::shared_ptr<Handler> removed_while_dispatching_;
   std::atomic<TimerId> next_timer_id_{1};
 
   // Timers: loop thread only (or any one thread before run() starts / after it returned).
