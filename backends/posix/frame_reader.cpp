@@ -24,25 +24,14 @@ constexpr int max_reads_per_wakeup = 16;  // then let other connections have the
 // The buffers a reader lends out. Shared with every ReceivedBuffer, so it outlives the
 // reader. give_back() may run on any thread; it calls the waker only when the reader
 // stalled for lack of buffers (so a returned buffer costs no wake-up in the common case).
-//
-// One buffer given back is kept aside for the reader's next frame, in an atomic pointer
-// instead of the pool's mutex: a low-latency message or a reply goes back as its callback
-// returns, and the next frame takes it, with one atomic exchange on each side. A buffer
-// kept aside when the reader closes stays there; the pool frees every slot it has.
+// A low-latency message or a reply goes back as its callback returns, and the next frame
+// takes it from the pool's spare (BufferPool): one atomic exchange on each side.
 class ReceiveBufferPool final : public ReceiveBufferOwner {
  public:
   ReceiveBufferPool(std::size_t credits, std::size_t initial_size) : pool_(credits, initial_size) {}
 
   BufferPool& pool() noexcept { return pool_; }
 
-  // The reader: the buffer kept aside, else one from the pool; null when none is free.
-  Buffer* try_acquire() {
-    if (Buffer* buffer = spare_.exchange(nullptr, std::memory_order_seq_cst)) {
-      buffer->size = 0;
-      return buffer;
-    }
-    return pool_.try_acquire();
-  }
   void set_waker(std::function<void()> waker) {
     std::lock_guard lock(mutex_);
     waker_ = std::move(waker);
@@ -52,12 +41,11 @@ class ReceiveBufferPool final : public ReceiveBufferOwner {
   void cancel_wakeup() noexcept { waiting_.store(false, std::memory_order_relaxed); }
 
   void give_back(Buffer* buffer) noexcept override {
-    Buffer* none = nullptr;
-    if (!spare_.compare_exchange_strong(none, buffer, std::memory_order_seq_cst)) pool_.release(buffer);
+    pool_.release(buffer);
     // The load spares the common case a locked exchange. It cannot miss a reader that
-    // stalled: the reader sets the flag before it tries the spare and the pool once more,
-    // so either that try finds this buffer or this load sees the flag (the spare is
-    // sequentially consistent; the pool's mutex orders the rest).
+    // stalled: the reader sets the flag before it tries the pool once more, so either that
+    // try finds this buffer or this load sees the flag (the pool's spare is sequentially
+    // consistent; its mutex orders the rest).
     if (waiting_.load(std::memory_order_seq_cst) && waiting_.exchange(false, std::memory_order_seq_cst)) {
       std::lock_guard lock(mutex_);
       if (waker_) waker_();
@@ -66,7 +54,6 @@ class ReceiveBufferPool final : public ReceiveBufferOwner {
 
  private:
   BufferPool pool_;
-  std::atomic<Buffer*> spare_{nullptr};
   std::atomic<bool> waiting_{false};
   std::mutex mutex_;
   std::function<void()> waker_;  // guarded by mutex_
@@ -196,12 +183,12 @@ bool FrameReader::consume_staged() {
           return false;
         }
       }
-      current_ = pool_->try_acquire();
+      current_ = pool_->pool().try_acquire();
       if (current_ == nullptr) {
         // Every buffer is lent out: stop reading until one comes back. Asking for the
         // wake-up before the second try closes the race with a give_back() in between.
         pool_->want_wakeup();
-        current_ = pool_->try_acquire();
+        current_ = pool_->pool().try_acquire();
         if (current_ == nullptr) {
           stalled_ = true;
           if (callbacks_.on_stall_changed) callbacks_.on_stall_changed(true);
