@@ -97,6 +97,43 @@ netio::Peer first_peer(netio::LowLatencySendSocket& sender, std::mutex& mutex, s
   return *peer;
 }
 
+// A low-latency receive socket that records the Peer of its last message, a sender taking
+// replies of up to `reply_size` bytes (two queued for recv_reply()), and the receiver's
+// Peer for that sender: what the reply back-pressure tests start from.
+struct ReplyPair {
+  ReplyPair(const Endpoint& base, netio::ContextOptions context_options, std::size_t reply_window,
+            std::size_t reply_size)
+      : context(netio::test::context_options(context_options)),
+        receiver(
+            context, base,
+            [this](std::span<const std::byte>, const netio::Peer& from) {
+              std::lock_guard lock(mutex);
+              peer = from;
+            },
+            receive_options(reply_window)),
+        sender(context, receiver.local_endpoint(), send_options(reply_size)),
+        to(first_peer(sender, mutex, peer)) {}
+
+  static netio::LowLatencyReceiveOptions receive_options(std::size_t reply_window) {
+    netio::LowLatencyReceiveOptions options;
+    options.reply_window = reply_window;
+    return options;
+  }
+  static netio::LowLatencySendOptions send_options(std::size_t reply_size) {
+    netio::LowLatencySendOptions options;
+    options.replies.max_size = reply_size;
+    options.replies.credits = 2;
+    return options;
+  }
+
+  netio::Context context;
+  std::mutex mutex;
+  std::optional<netio::Peer> peer;  // guarded by mutex
+  netio::LowLatencyReceiveSocket receiver;
+  netio::LowLatencySendSocket sender;
+  const netio::Peer to;
+};
+
 }  // namespace
 
 TEST_CASE("low-latency: every message carries its sender's identity, and replies reach exactly that sender, in order",
@@ -315,23 +352,12 @@ TEST_CASE("a sender that never takes its replies stalls the replier, whose memor
   // Busy polling: the stalled reader's fd leaves epoll and comes back spinning.
   const bool busy_poll = GENERATE(false, true);
   INFO("busy polling: " << busy_poll);
-  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
-  std::mutex mutex;
-  std::optional<netio::Peer> peer;
-  netio::LowLatencyReceiveOptions receive_options;
-  receive_options.reply_window = 8;
-  netio::LowLatencyReceiveSocket receiver(
-      context, base,
-      [&](std::span<const std::byte>, const netio::Peer& from) {
-        std::lock_guard lock(mutex);
-        peer = from;
-      },
-      receive_options);
-  netio::LowLatencySendOptions options;
-  options.replies.max_size = reply_size;
-  options.replies.credits = 2;  // queued for recv_reply(), which this sender does not call yet
-  netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), options);
-  const netio::Peer to = first_peer(sender, mutex, peer);
+  // Two replies queued for recv_reply(), which this sender does not call yet.
+  ReplyPair pair(base, {.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}},
+                 /*reply_window=*/8, reply_size);
+  netio::Context& context = pair.context;
+  netio::LowLatencySendSocket& sender = pair.sender;
+  const netio::Peer& to = pair.to;
 
   // Offer 1 GiB of replies: the replier must say "no room" long before, and hold no more
   // than its window (plus what the kernel buffers on the way) meanwhile.
@@ -390,23 +416,9 @@ TEST_CASE("a user thread's reply() waits for room and goes on as the sender take
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   constexpr std::size_t reply_size = 64 * 1024;
   constexpr std::uint32_t replies = 600;  // ~38 MiB: well over the window and the kernel's buffers
-  netio::Context context(netio::test::context_options());
-  std::mutex mutex;
-  std::optional<netio::Peer> peer;
-  netio::LowLatencyReceiveOptions receive_options;
-  receive_options.reply_window = 2;
-  netio::LowLatencyReceiveSocket receiver(
-      context, base,
-      [&](std::span<const std::byte>, const netio::Peer& from) {
-        std::lock_guard lock(mutex);
-        peer = from;
-      },
-      receive_options);
-  netio::LowLatencySendOptions options;
-  options.replies.max_size = reply_size;
-  options.replies.credits = 2;
-  netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), options);
-  const netio::Peer to = first_peer(sender, mutex, peer);
+  ReplyPair pair(base, {}, /*reply_window=*/2, reply_size);
+  netio::LowLatencySendSocket& sender = pair.sender;
+  const netio::Peer& to = pair.to;
 
   std::atomic<std::uint32_t> sent{0};
   std::atomic<bool> stop{false};  // bounds the test when replies stop flowing
