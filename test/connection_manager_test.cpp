@@ -7,6 +7,7 @@
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "support/test_context.hpp"
+#include "support/refusing_port.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
@@ -304,12 +305,9 @@ TEST_CASE("An unreachable destination fails its own messages only", "[connection
   Context receiving(context_options());
   Context sending(context_options());
   Receivers receivers(receiving, base, 4, SendMode::low_latency);
-  // A port nobody listens on any more.
-  Endpoint unreachable;
-  {
-    LowLatencyReceiveSocket gone(receiving, Endpoint::parse(base), [](std::span<const std::byte>, const Peer&) {});
-    unreachable = gone.local_endpoint();
-  }
+  // A port nobody listens on.
+  const netio::test::RefusingPort refusing;
+  const Endpoint unreachable = refusing.endpoint(Endpoint::parse(base));
   std::mutex failed_mutex;
   std::vector<std::string> failed;
   auto options = limited(2, ConnectionPolicy::lru, SendMode::low_latency);

@@ -3,6 +3,7 @@
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "support/transports.hpp"
+#include "support/refusing_port.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -300,13 +301,10 @@ TEST_CASE("an asynchronous close reports what was not sent", "[loop_thread][inte
     closed.set_value(error ? static_cast<netio::Errc>(error->code().value()) : netio::Errc{});
   };
   netio::Errc expected{};
+  const netio::test::RefusingPort refusing;  // outlives the sender's connection attempt
 
   SECTION("nobody listens: the connection's error") {
-    std::optional<Endpoint> gone;
-    {
-      netio::HighThroughputReceiveSocket receiver(context, base);
-      gone = receiver.local_endpoint();
-    }
+    const std::optional<Endpoint> gone = refusing.endpoint(base);
     // On the loop thread, so that the refusal cannot come before the message is queued.
     bool queued = false;
     context.loop().run_sync([&] {

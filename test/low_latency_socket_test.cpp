@@ -2,6 +2,7 @@
 #include "netio/low_latency_socket.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "support/test_context.hpp"
+#include "support/refusing_port.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
@@ -96,12 +97,8 @@ TEST_CASE("10,000 low-latency messages arrive in order", "[low_latency][integrat
 TEST_CASE("a refused connection is reported with the endpoint", "[low_latency][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(netio::test::context_options());
-  Endpoint closed_port;
-  {
-    Inbox inbox;  // bind a port, then close it: nobody listens there now
-    netio::LowLatencyReceiveSocket receiver(context, base, inbox.handler());
-    closed_port = receiver.local_endpoint();
-  }
+  const netio::test::RefusingPort refusing;  // nobody listens there
+  const Endpoint closed_port = refusing.endpoint(base);
   netio::LowLatencySendSocket sender(context, closed_port);
   try {
     sender.wait_connected(10s);

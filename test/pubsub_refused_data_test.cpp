@@ -2,6 +2,7 @@
 // connection fails, with the reason, not after connect_timeout.
 #include "control_message.hpp"
 #include "support/test_context.hpp"
+#include "support/refusing_port.hpp"
 #include "support/transports.hpp"
 
 #include "netio/low_latency_socket.hpp"
@@ -23,12 +24,9 @@ TEST_CASE("a subscription whose data endpoint refuses the publisher is refused a
   options.connect_timeout = 60s;  // the refusal must not wait for this
   pubsub::PublishSocket publisher(context, base, options);
 
-  // An endpoint nobody listens on any more.
-  Endpoint closed = base;
-  {
-    netio::LowLatencyReceiveSocket gone(context, base, [](auto, const netio::Peer&) {});
-    closed = gone.local_endpoint();
-  }
+  // An endpoint nobody listens on.
+  const netio::test::RefusingPort refusing;
+  const Endpoint closed = refusing.endpoint(base);
 
   netio::LowLatencySendSocket control(context, publisher.local_endpoint());
   pubsub::detail::SubscriptionRequest request;

@@ -1,0 +1,45 @@
+// An endpoint that refuses every connection for as long as the object lives: a TCP socket
+// bound to a loopback port and not listening. A port bound and closed again ("nobody listens
+// there any more") is not that: ctest runs test processes in parallel, and another one may
+// bind the freed port and take the connection (a test then receives messages it never
+// sent; seen as "destination 59 got message 99/0" in the connection-manager tests).
+#pragma once
+
+#include "netio/endpoint.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+
+namespace netio::test {
+
+class RefusingPort {
+ public:
+  RefusingPort() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    socklen_t length = sizeof address;
+    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+    port_ = ntohs(address.sin_port);
+  }
+  ~RefusingPort() { ::close(fd_); }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+
+  // `base` (any scheme, on 127.0.0.1) with this port.
+  Endpoint endpoint(const Endpoint& base) const { return base.with_port(port_); }
+
+ private:
+  int fd_;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace netio::test
