@@ -7,7 +7,7 @@
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "support/test_context.hpp"
-#include "support/refusing_port.hpp"
+#include "support/loopback_port.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
@@ -306,7 +306,7 @@ TEST_CASE("An unreachable destination fails its own messages only", "[connection
   Context sending(context_options());
   Receivers receivers(receiving, base, 4, SendMode::low_latency);
   // A port nobody listens on.
-  const netio::test::RefusingPort refusing;
+  const netio::test::LoopbackPort refusing(netio::test::LoopbackPort::Kind::refusing);
   const Endpoint unreachable = refusing.endpoint(Endpoint::parse(base));
   std::mutex failed_mutex;
   std::vector<std::string> failed;

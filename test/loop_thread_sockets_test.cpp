@@ -3,7 +3,7 @@
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "support/transports.hpp"
-#include "support/refusing_port.hpp"
+#include "support/loopback_port.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -301,7 +301,7 @@ TEST_CASE("an asynchronous close reports what was not sent", "[loop_thread][inte
     closed.set_value(error ? static_cast<netio::Errc>(error->code().value()) : netio::Errc{});
   };
   netio::Errc expected{};
-  const netio::test::RefusingPort refusing;  // outlives the sender's connection attempt
+  const netio::test::LoopbackPort refusing(netio::test::LoopbackPort::Kind::refusing);  // outlives the sender's connection attempt
 
   SECTION("nobody listens: the connection's error") {
     const std::optional<Endpoint> gone = refusing.endpoint(base);

@@ -2,7 +2,7 @@
 #include "netio/low_latency_socket.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "support/test_context.hpp"
-#include "support/refusing_port.hpp"
+#include "support/loopback_port.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
@@ -97,7 +97,7 @@ TEST_CASE("10,000 low-latency messages arrive in order", "[low_latency][integrat
 TEST_CASE("a refused connection is reported with the endpoint", "[low_latency][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(netio::test::context_options());
-  const netio::test::RefusingPort refusing;  // nobody listens there
+  const netio::test::LoopbackPort refusing(netio::test::LoopbackPort::Kind::refusing);  // nobody listens there
   const Endpoint closed_port = refusing.endpoint(base);
   netio::LowLatencySendSocket sender(context, closed_port);
   try {
@@ -320,18 +320,10 @@ TEST_CASE("send() on the event-loop thread never waits for buffers that only tha
   netio::Context context(netio::test::context_options());
   // A plain TCP listener that never answers the handshake: the connection never comes up,
   // so no buffer ever completes and the third send finds none free.
-  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(silent, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  REQUIRE(::listen(silent, 4) == 0);
-  socklen_t length = sizeof address;
-  REQUIRE(::getsockname(silent, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  const netio::test::LoopbackPort silent(netio::test::LoopbackPort::Kind::silent);
   netio::LowLatencySendOptions options;
   options.buffer_count = 2;
-  netio::LowLatencySendSocket sender(context, Endpoint::parse("tcp://127.0.0.1:0").with_port(ntohs(address.sin_port)),
-                                     options);
+  netio::LowLatencySendSocket sender(context, silent.endpoint(Endpoint::parse("tcp://127.0.0.1:0")), options);
   int sent = 0;
   bool refused = false;
   context.loop().run_sync([&] {
@@ -344,7 +336,6 @@ TEST_CASE("send() on the event-loop thread never waits for buffers that only tha
   });
   CHECK(sent == 2);
   CHECK(refused);
-  ::close(silent);
 }
 
 TEST_CASE("a context refuses to pin its thread to a CPU that does not exist", "[context]") {

@@ -2,7 +2,7 @@
 // connection fails, with the reason, not after connect_timeout.
 #include "control_message.hpp"
 #include "support/test_context.hpp"
-#include "support/refusing_port.hpp"
+#include "support/loopback_port.hpp"
 #include "support/transports.hpp"
 
 #include "netio/low_latency_socket.hpp"
@@ -25,7 +25,7 @@ TEST_CASE("a subscription whose data endpoint refuses the publisher is refused a
   pubsub::PublishSocket publisher(context, base, options);
 
   // An endpoint nobody listens on.
-  const netio::test::RefusingPort refusing;
+  const netio::test::LoopbackPort refusing(netio::test::LoopbackPort::Kind::refusing);
   const Endpoint closed = refusing.endpoint(base);
 
   netio::LowLatencySendSocket control(context, publisher.local_endpoint());

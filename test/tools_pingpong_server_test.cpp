@@ -8,12 +8,8 @@
 
 #include "netio/context.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "support/loopback_port.hpp"
 #include "support/transports.hpp"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -24,34 +20,6 @@
 
 using namespace std::chrono_literals;
 
-namespace {
-
-// A TCP port on 127.0.0.1 that completes connections (the kernel does, from the backlog) and
-// never reads or writes a byte.
-class SilentPort {
- public:
-  SilentPort() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    REQUIRE(fd_ >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-    REQUIRE(::listen(fd_, 64) == 0);
-    socklen_t length = sizeof address;
-    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-    port_ = ntohs(address.sin_port);
-  }
-  ~SilentPort() { ::close(fd_); }
-  SilentPort(const SilentPort&) = delete;
-  SilentPort& operator=(const SilentPort&) = delete;
-  std::uint16_t port() const noexcept { return port_; }
-
- private:
-  int fd_;
-  std::uint16_t port_ = 0;
-};
-
-}  // namespace
 
 TEST_CASE("netio_pingpong --server: a client whose pong port never answers holds up nobody", "[tools][pingpong]") {
   const auto base = netio::Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
@@ -67,7 +35,7 @@ TEST_CASE("netio_pingpong --server: a client whose pong port never answers holds
 
   // Two strangers ask for their pongs on a port that never speaks: connecting back to them
   // takes the server's whole connect-back timeout (5 s) each.
-  SilentPort silent;
+  const netio::test::LoopbackPort silent(netio::test::LoopbackPort::Kind::silent);
   netio::Context strangers_context;
   std::vector<std::unique_ptr<netio::LowLatencySendSocket>> strangers;
   for (std::uint64_t session = 1; session <= 2; ++session) {
