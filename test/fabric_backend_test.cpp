@@ -15,6 +15,7 @@
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
+#include "support/loopback_port.hpp"
 #include "support/transports.hpp"
 #include "little_endian.hpp"
 
@@ -624,12 +625,9 @@ TEST_CASE("fabric: 10,000 buffers arrive, and complete, in the order sent", "[fa
 
 TEST_CASE("fabric: connecting to a closed port is refused, naming the endpoint", "[fabric]") {
   FabricHarness h;
-  Endpoint remote;
-  {
-    auto& receiver = h.listen(local_endpoint());
-    remote = h.bound(receiver);
-    h.run([&] { receiver.listener->close(); });
-  }
+  // Held, not a listener closed again: another test process could bind a freed port.
+  const netio::test::LoopbackPort refusing(netio::test::LoopbackPort::Kind::refusing);
+  const Endpoint remote = refusing.endpoint(local_endpoint());
   auto& sender = h.connect(remote);
   REQUIRE(eventually([&] { return sender.failure().has_value(); }));
   const auto error = *sender.failure();

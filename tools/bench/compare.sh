@@ -18,6 +18,10 @@
 #   --repeat N           repetitions, i.e. runs per point and ratios per pair (default 3, at least 1)
 #   --time DURATION      sending time per throughput point (default 1s)
 #   --iterations N       measured round trips per RTT point (default 10000, +10 % warm-up)
+#   --rtt-repeat N       round-trip repetitions (default: --repeat). The round-trip targets are
+#                        judged on pairs, and on a VM whose speed changes every few hundred
+#                        milliseconds many short pairs judge them better than a few long ones:
+#                        e.g. --rtt-repeat 24 --iterations 3000
 #   --sizes LIST         throughput sizes (default 8,64,1KiB,16KiB,64KiB,1MiB)
 #   --no-build           use the existing build/release
 #   --no-fabric          skip the libfabric back-end (and fi_pingpong)
@@ -40,6 +44,7 @@ out=build/bench
 repeat=3
 per_point=1s
 iterations=10000
+rtt_repeat=""
 sizes="8,64,1KiB,16KiB,64KiB,1MiB"
 build=1
 fabric=1
@@ -56,6 +61,7 @@ while [ $# -gt 0 ]; do
     --repeat) repeat="$2"; shift 2 ;;
     --time) per_point="$2"; shift 2 ;;
     --iterations) iterations="$2"; shift 2 ;;
+    --rtt-repeat) rtt_repeat="$2"; shift 2 ;;
     --sizes) sizes="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --no-fabric) fabric=0; shift ;;
@@ -72,6 +78,8 @@ while [ $# -gt 0 ]; do
 done
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --repeat must be a positive integer" >&2; exit 2; }
 [[ "$iterations" =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --iterations must be a positive integer" >&2; exit 2; }
+rtt_repeat="${rtt_repeat:-$repeat}"
+[[ "$rtt_repeat" =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --rtt-repeat must be a positive integer" >&2; exit 2; }
 [[ "$small_pages" =~ ^[0-9]+([KM]iB)?$ ]] || { echo "compare.sh: --small-pages takes a size such as 512KiB (0 skips)" >&2; exit 2; }
 
 if [ "$build" = 1 ]; then
@@ -395,12 +403,17 @@ start_time=$(date +%s)
 load_before="$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/')"
 awk '$1 > 0.5 { exit 1 }' /proc/loadavg ||
   echo "compare.sh: warning: load average ${load_before}: other work is running, expect noisy results" >&2
-echo "compare.sh: load before: ${load_before}; sizes ${sizes}; ${repeat} repeats of ${per_point} / ${iterations} round trips" >&2
-for rep in $(seq "$repeat"); do
+echo "compare.sh: load before: ${load_before}; sizes ${sizes}; ${repeat} repeats of ${per_point}, ${rtt_repeat} of ${iterations} round trips" >&2
+# The first --repeat repetitions run everything; further ones (--rtt-repeat above --repeat)
+# only the round trips.
+reps="$repeat"
+[ "$pubsub_only" = 1 ] || [ "$rtt_repeat" -le "$reps" ] || reps="$rtt_repeat"
+for rep in $(seq "$reps"); do
   order="forwards"; [ $(( rep % 2 )) = 0 ] && order="backwards"
-  [ "$pubsub_only" = 1 ] || [ "$rtt_only" = 1 ] || echo "== repeat $rep/$repeat: throughput (run order $order)" >&2
+  [ "$pubsub_only" = 1 ] || [ "$rtt_only" = 1 ] || [ "$rep" -gt "$repeat" ] ||
+    echo "== repeat $rep/$repeat: throughput (run order $order)" >&2
   for size in "${size_list[@]}"; do
-    [ "$pubsub_only" = 0 ] && [ "$rtt_only" = 0 ] || break
+    [ "$pubsub_only" = 0 ] && [ "$rtt_only" = 0 ] && [ "$rep" -le "$repeat" ] || break
     if [ "$size" -ge 16384 ]; then
       run_sequence tput "$size" "$rep" "${large_sequence[@]}"
     else
@@ -408,15 +421,16 @@ for rep in $(seq "$repeat"); do
     fi
   done
 
-  if [ "$pubsub" = 1 ]; then
+  if [ "$pubsub" = 1 ] && [ "$rep" -le "$repeat" ]; then
     echo "== repeat $rep/$repeat: publish/subscribe, 1 and 4 subscribers (run order $order)" >&2
     for size in "${pubsub_size_list[@]}"; do run_sequence pubsub "$size" "$rep" "${pubsub_sequence[@]}"; done
   fi
 
-  [ "$pubsub_only" = 1 ] || echo "== repeat $rep/$repeat: round-trip time (run order $order)" >&2
+  [ "$pubsub_only" = 1 ] || [ "$rep" -gt "$rtt_repeat" ] ||
+    echo "== repeat $rep/$rtt_repeat: round-trip time (run order $order)" >&2
   report=client
   for size in 8 1024; do
-    [ "$pubsub_only" = 0 ] || break
+    [ "$pubsub_only" = 0 ] && [ "$rep" -le "$rtt_repeat" ] || break
     rtt=(-s "$size" -n "$iterations" -w "$warmup" --json --cpu "$send_cpu" --timeout "$timeout")
     run_sequence rtt "$size" "$rep" "${rtt_sequence[@]}"
   done
@@ -432,7 +446,7 @@ elapsed=$(( $(date +%s) - start_time ))
 
 machine="$(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), L2 $(lscpu 2>/dev/null | sed -n 's/^L2 cache: *//p'), $(uname -sr), libzmq $(pkg-config --modversion libzmq 2>/dev/null || echo '?'), libfabric $(pkg-config --modversion libfabric 2>/dev/null || echo '?')"
 python3 "$root/tools/bench/aggregate.py" --raw "$raw" --out "$out" --machine "$machine" --small-pages "$small_pages" \
-    --settings "compare.sh --repeat $repeat --time $per_point --iterations $iterations --sizes $sizes --pubsub-sizes $pubsub_sizes ${pubsub_page[*]:+--pubsub-page-size ${pubsub_page[1]}} --small-pages $small_pages --memory-time $memory_time; receiver CPU $recv_cpu, sender CPU $send_cpu; ${elapsed} s of measurement; load (1/5/15 min) ${load_before} before, $(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') after"
+    --settings "compare.sh --repeat $repeat --rtt-repeat $rtt_repeat --time $per_point --iterations $iterations --sizes $sizes --pubsub-sizes $pubsub_sizes ${pubsub_page[*]:+--pubsub-page-size ${pubsub_page[1]}} --small-pages $small_pages --memory-time $memory_time; receiver CPU $recv_cpu, sender CPU $send_cpu; ${elapsed} s of measurement; load (1/5/15 min) ${load_before} before, $(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') after"
 if command -v gnuplot >/dev/null; then
   (cd "$out" && gnuplot plots.gp) || echo "compare.sh: gnuplot failed; no plots" >&2
 else
