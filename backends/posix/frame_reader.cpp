@@ -142,15 +142,19 @@ FrameReader::Step FrameReader::read_once() {
     fail(Errc::disconnected, fmt::format("{} closed the connection{}", peer_, mid_frame ? " in the middle of a message" : ""));
     return Step::done;
   }
+  // A recv() that filled less than its room took all the kernel had: asking again would only
+  // return EAGAIN, a system call per wake-up (a sleeping round trip's two sides pay one each).
+  const bool drained = static_cast<std::size_t>(n) < room;
   if (direct) {
     current_->size += static_cast<std::size_t>(n);
     if (current_->size == expected_) deliver();
-    return closed_ ? Step::done : Step::progress;
+    return closed_ ? Step::done : (drained ? Step::would_block : Step::progress);
   }
   staged_end_ += static_cast<std::size_t>(n);
   const bool consumed = consume_staged();
   if (peek && !closed_ && !discard_peeked(target, static_cast<std::size_t>(n))) return Step::done;  // now the ACK may go
-  return consumed ? Step::progress : Step::stalled;
+  if (!consumed) return Step::stalled;
+  return drained ? Step::would_block : Step::progress;
 }
 
 bool FrameReader::discard_peeked(std::byte* peeked, std::size_t bytes) {

@@ -69,6 +69,8 @@ class FrameReader {
   void close() noexcept;
 
  private:
+  // would_block: the kernel had no more bytes (a recv() said so, or returned less than it
+  // was offered room for); poll reports the socket again when more come (level-triggered).
   enum class Step { progress, would_block, stalled, done };
 
   Step read_once();
