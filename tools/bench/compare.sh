@@ -13,6 +13,8 @@
 # the other first in even ones, so that warm-up bias cancels. A target's figure is the median
 # over the repetitions of the ratio within each repetition, shown with its min-max, next to the
 # medians of both systems; the targets are judged on it. Use --repeat 3 or more (1: no spread).
+# The POSIX round-trip targets are also judged on alternating_pingpong (netio and raw TCP in
+# alternating chunks between the same two processes): the median of every chunk pair's ratio.
 # Options:
 #   --out DIR            output directory (default build/bench)
 #   --repeat N           repetitions, i.e. runs per point and ratios per pair (default 3, at least 1)
@@ -89,7 +91,7 @@ if [ "$build" = 1 ]; then
 fi
 bin="$root/build/release/tools"
 for b in netio_recv netio_throughput netio_pingpong bench/tcp_throughput bench/tcp_pingpong bench/zmq_throughput \
-         bench/zmq_reqrep bench/zmq_pubsub bench/fi_oneway_pingpong; do
+         bench/zmq_reqrep bench/zmq_pubsub bench/fi_oneway_pingpong bench/alternating_pingpong; do
   [ -x "$bin/$b" ] || { echo "compare.sh: $bin/$b is missing (libzmq3-dev? build?)" >&2; exit 1; }
 done
 have_fi_pingpong=0
@@ -304,6 +306,21 @@ rtt_netio_fabric_busy_2c() {
        "$bin/netio_pingpong" --two-connections --busy-poll -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
   record rtt netio_fabric_busy_2c "$1" "$2" "$scratch/out.json"
 }
+# netio and raw TCP in alternating chunks between the same two processes (alternating_pingpong):
+# 20 pairs of 500 round trips, each pair its own ratio, so that the VM's speed modes, which
+# change every few hundred milliseconds, land on both systems alike.
+rtt_alt_sleep() {
+  pair "$bin/bench/alternating_pingpong" --server --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/alternating_pingpong" -e "tcp://127.0.0.1:@PORT@" -s "$1" --chunks 20 -n 500 -w 50 --json \
+       --cpu "$send_cpu" --timeout "$timeout"
+  record alt alt_sleep "$1" "$2" "$scratch/out.json"
+}
+rtt_alt_busy() {
+  pair "$bin/bench/alternating_pingpong" --server --busy-poll --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/alternating_pingpong" -e "tcp://127.0.0.1:@PORT@" -s "$1" --chunks 20 -n 500 -w 50 --json \
+       --busy-poll --cpu "$send_cpu" --timeout "$timeout"
+  record alt alt_busy "$1" "$2" "$scratch/out.json"
+}
 rtt_tcp() {
   pair "$bin/bench/tcp_pingpong" --server --cpu "$recv_cpu" --timeout "$timeout" -- \
        "$bin/bench/tcp_pingpong" -e "tcp://127.0.0.1:@PORT@" "${rtt[@]}"
@@ -387,7 +404,7 @@ rtt_fi_pingpong() {
 small_sequence=(tcp tcp_paged netio zmq)
 large_sequence=(netio_fabric netio tcp netio_small_pages tcp_paged zmq)
 pubsub_sequence=(netio_1 zmq_1 netio_4 zmq_4)
-rtt_sequence=(zmq tcp_oneway netio_2c netio tcp tcp_oneway_busy netio_busy_2c netio_busy tcp_busy
+rtt_sequence=(alt_sleep alt_busy zmq tcp_oneway netio_2c netio tcp tcp_oneway_busy netio_busy_2c netio_busy tcp_busy
               netio_fabric fi_oneway netio_fabric_busy_2c netio_fabric_busy fi_pingpong fi_twoway)
 
 # run_sequence KIND SIZE REP SYSTEM...: runs KIND_SYSTEM SIZE REP for each, in the order given

@@ -35,7 +35,7 @@ PY
   echo "smoke_test: ok: $3"
 }
 
-for p in tcp_throughput tcp_pingpong fi_oneway_pingpong; do "$bin/$p" --help >/dev/null || fail "$p --help"; done
+for p in tcp_throughput tcp_pingpong fi_oneway_pingpong alternating_pingpong; do "$bin/$p" --help >/dev/null || fail "$p --help"; done
 
 # raw TCP throughput: the receiver reports; --paged (netio's sender shape) must deliver every
 # byte too, also with messages that span its pages (1 MiB, or --page-size)
@@ -56,6 +56,28 @@ for mode in "" --busy-poll --one-way "--one-way --busy-poll"; do
     >"$scratch/client.out" 2>"$scratch/client.err" || fail "tcp_pingpong $mode"
   stop_server
   check_json "$scratch/client.out" rtt "tcp_pingpong $mode"
+done
+
+# netio and raw TCP in alternating chunks between one client and one server: every chunk pair
+# gives a ratio, both systems' samples are all there, and the server ends with the client
+for mode in "" --busy-poll --raw-epoll; do
+  for size in 8 3000; do
+    start_server "$bin/alternating_pingpong" --server $mode --timeout 20s
+    "$bin/alternating_pingpong" -e "tcp://127.0.0.1:$(cat "$scratch/port")" $mode -s "$size" --chunks 3 -n 40 -w 5 \
+      --json --timeout 20s >"$scratch/client.out" 2>"$scratch/client.err" || fail "alternating_pingpong $mode -s $size"
+    wait "$server_pid" || fail "alternating_pingpong --server $mode (after -s $size)"; server_pid=""
+    python3 - "$scratch/client.out" <<'PY' || fail "alternating_pingpong $mode -s $size: bad JSON: $(cat "$scratch/client.out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["chunks"] == 3 and doc["per_chunk"] == 40, doc
+for system in ("netio", "tcp"):
+    s = doc[system]["rtt_us"]
+    assert doc[system]["iterations"] == 120 and 0 < s["min"] <= s["median"] <= s["max"], doc[system]
+r = doc["ratio"]
+assert len(r["pairs"]) == 3 and r["min"] <= r["median"] <= r["max"] and r["min"] > 0, r
+PY
+    echo "smoke_test: ok: alternating_pingpong $mode -s $size"
+  done
 done
 
 # libfabric's tcp provider directly (FI_EP_MSG, spinning on the CQs): one connection, then

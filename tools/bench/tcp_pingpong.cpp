@@ -14,8 +14,6 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <sys/socket.h>
 #include <vector>
 
 namespace {
@@ -27,41 +25,6 @@ struct Options : netio::bench::PingPongOptions {
   bool busy_poll = false;
   bool one_way = false;  // pings on one connection, pongs on a second one
 };
-
-// Reads up to `length` bytes (at least 1); 0 at end of stream. Checks the deadline while
-// waiting (every 100 ms when blocking, every 4096 spins when busy polling).
-std::size_t read_some(const Fd& s, char* data, std::size_t length, bool busy, Clock::time_point deadline) {
-  for (std::uint64_t spins = 0;; ++spins) {
-    const ssize_t n = ::recv(s.get(), data, length, busy ? MSG_DONTWAIT : 0);
-    if (n >= 0) return static_cast<std::size_t>(n);
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      throw std::runtime_error(fmt::format("recv failed: {}", std::strerror(errno)));
-    }
-    if ((!busy || (spins & 4095) == 0) && (Clock::now() >= deadline || netio::tools::stop_requested())) {
-      throw std::runtime_error("--timeout passed (or interrupted) while waiting for the peer");
-    }
-  }
-}
-
-void write_all(const Fd& s, const char* data, std::size_t length, Clock::time_point deadline) {
-  std::size_t done = 0;
-  while (done < length) {
-    const ssize_t n = ::send(s.get(), data + done, length - done, MSG_NOSIGNAL);
-    if (n > 0) {
-      done += static_cast<std::size_t>(n);
-    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      throw std::runtime_error(fmt::format("send failed: {}", std::strerror(errno)));
-    } else if (Clock::now() >= deadline) {
-      throw std::runtime_error("--timeout passed while sending");
-    }
-  }
-}
-
-void prepare(const Fd& s, bool busy) {
-  set_nodelay(s);
-  set_io_timeouts(s, std::chrono::milliseconds(100));
-  if (busy) set_nonblocking(s);
-}
 
 int run_server(const Options& o) {
   std::uint16_t port = 0;
@@ -78,12 +41,12 @@ int run_server(const Options& o) {
     } catch (const std::runtime_error&) {
       break;
     }
-    prepare(s, o.busy_poll);
+    prepare_pingpong_socket(s, o.busy_poll);
     Fd back;  // --one-way: the client's second connection carries the pongs
     try {
       if (o.one_way) {
         back = accept_one(listener, deadline);
-        prepare(back, o.busy_poll);
+        prepare_pingpong_socket(back, o.busy_poll);
       }
       const Fd& out = o.one_way ? back : s;
       for (;;) {
@@ -102,11 +65,11 @@ int run_server(const Options& o) {
 int run_client(const Options& o) {
   const HostPort where = parse_tcp_endpoint(o.endpoint);
   const Fd s = connect_to(where.host, where.port);
-  prepare(s, o.busy_poll);
+  prepare_pingpong_socket(s, o.busy_poll);
   Fd back;  // --one-way: the server answers on this one
   if (o.one_way) {
     back = connect_to(where.host, where.port);
-    prepare(back, o.busy_poll);
+    prepare_pingpong_socket(back, o.busy_poll);
   }
   const Fd& in = o.one_way ? back : s;
   const auto deadline = deadline_after(o.timeout);

@@ -76,21 +76,6 @@ int run_receiver(const Options& o) {
   return 0;
 }
 
-// A blocking write; SO_SNDTIMEO only lets us re-check the deadline.
-void write_all(const Fd& stream, const char* data, std::uint64_t length, Clock::time_point deadline) {
-  std::uint64_t done = 0;
-  while (done < length) {
-    const ssize_t n = ::send(stream.get(), data + done, length - done, MSG_NOSIGNAL);
-    if (n > 0) {
-      done += static_cast<std::uint64_t>(n);
-    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      throw std::runtime_error(fmt::format("send failed: {}", std::strerror(errno)));
-    } else if (Clock::now() >= deadline || netio::tools::stop_requested()) {
-      throw std::runtime_error("--timeout passed while sending");
-    }
-  }
-}
-
 // The bytes of `chunk`-sized writes until `total_bytes` (or the time) is up.
 std::uint64_t send_plain(const Options& o, const Fd& stream, std::uint64_t total_bytes, Clock::time_point end_time,
                          Clock::time_point deadline) {

@@ -155,6 +155,39 @@ void set_nonblocking(const Fd& socket) {
   if (flags < 0 || ::fcntl(socket.get(), F_SETFL, flags | O_NONBLOCK) != 0) fail("O_NONBLOCK");
 }
 
+void prepare_pingpong_socket(const Fd& socket, bool busy) {
+  set_nodelay(socket);
+  set_io_timeouts(socket, std::chrono::milliseconds(100));
+  if (busy) set_nonblocking(socket);
+}
+
+std::size_t read_some(const Fd& socket, char* data, std::size_t length, bool busy, Clock::time_point deadline) {
+  for (std::uint64_t spins = 0;; ++spins) {
+    const ssize_t n = ::recv(socket.get(), data, length, busy ? MSG_DONTWAIT : 0);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      throw std::runtime_error(fmt::format("recv failed: {}", std::strerror(errno)));
+    }
+    if ((!busy || (spins & 4095) == 0) && (Clock::now() >= deadline || netio::tools::stop_requested())) {
+      throw std::runtime_error("--timeout passed (or interrupted) while waiting for the peer");
+    }
+  }
+}
+
+void write_all(const Fd& socket, const char* data, std::size_t length, Clock::time_point deadline) {
+  std::size_t done = 0;
+  while (done < length) {
+    const ssize_t n = ::send(socket.get(), data + done, length - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      throw std::runtime_error(fmt::format("send failed: {}", std::strerror(errno)));
+    } else if (Clock::now() >= deadline || netio::tools::stop_requested()) {
+      throw std::runtime_error("--timeout passed (or interrupted) while sending");
+    }
+  }
+}
+
 void set_io_timeouts(const Fd& socket, std::chrono::milliseconds timeout) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);

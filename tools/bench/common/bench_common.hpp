@@ -100,6 +100,19 @@ void set_nonblocking(const Fd& socket);
 // SO_RCVTIMEO / SO_SNDTIMEO, so that blocking calls return now and then to check deadlines.
 void set_io_timeouts(const Fd& socket, std::chrono::milliseconds timeout);
 
+// A ping-pong connection: TCP_NODELAY, 100 ms I/O timeouts (for the deadline checks below),
+// non-blocking when busy polling.
+void prepare_pingpong_socket(const Fd& socket, bool busy);
+// Reads up to `length` bytes (at least 1); 0 at end of stream. Blocking recv(), or with
+// `busy` non-blocking recv() in a spin. Checks the deadline and Ctrl-C while waiting (every
+// 100 ms when blocking, every 4096 spins when busy polling); throws std::runtime_error when
+// either came, or when recv() fails.
+std::size_t read_some(const Fd& socket, char* data, std::size_t length, bool busy, Clock::time_point deadline);
+// Writes all `length` bytes (a blocking socket's SO_SNDTIMEO, or a non-blocking socket's
+// EAGAIN, only lets it look at the deadline and Ctrl-C); throws std::runtime_error when
+// send() fails or either came.
+void write_all(const Fd& socket, const char* data, std::size_t length, Clock::time_point deadline);
+
 // "tcp://127.0.0.1:5000" -> host, port (only what the programs need: tcp://HOST:PORT).
 struct HostPort {
   std::string host;
