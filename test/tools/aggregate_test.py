@@ -37,6 +37,19 @@ def rtt_line(system, size, rep, median, p99=None, mean=None):
             "data": {"size": size, "iterations": 100, "rtt_us": stats}}
 
 
+def alt_line(system, size, rep, pairs, netio_median, tcp_median):
+    """alternating_pingpong's JSON: the chunk pairs' ratios and both systems' statistics."""
+    def stats(median):
+        return {"iterations": 500 * len(pairs), "rtt_us": {"min": median / 2, "median": median, "mean": median,
+                                                           "p90": median, "p99": median, "p999": median,
+                                                           "max": median, "stddev": 0.0}}
+    ratio = {"median": sorted(pairs)[len(pairs) // 2], "min": min(pairs), "max": max(pairs), "q1": min(pairs),
+             "q3": max(pairs), "pairs": pairs}
+    return {"kind": "alt", "system": system, "size": size, "rep": rep,
+            "data": {"size": size, "chunks": len(pairs), "per_chunk": 500, "busy_poll": system == "alt_busy",
+                     "raw_epoll": False, "netio": stats(netio_median), "tcp": stats(tcp_median), "ratio": ratio}}
+
+
 def run_aggregate(out, lines):
     """aggregate.py as compare.sh runs it, on `lines` written to out/results.jsonl."""
     (out / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -145,6 +158,48 @@ class FromResultsJsonl(unittest.TestCase):
         self.assertIn("| netio/raw TCP Gb/s | 16 KiB | **0.833** (0.833–1.25) | 25 / 24 Gb/s | 1.04 | ≥ 0.85 | ❌ missed |",
                       self.markdown)
         self.assertIn("Failed runs (left out): rtt netio 1 KiB run 1", self.markdown)
+
+
+class AlternatingChunks(unittest.TestCase):
+    """The POSIX round-trip targets judged on alternating_pingpong: every chunk pair of every
+    repetition pooled, not the median of the runs' medians."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        out = Path(self.dir.name)
+        # Run medians 1.00 and 1.20 (median of those: 1.10, missing <= 1.05); pooled, the
+        # five pairs 0.9, 1.0, 1.02, 1.2, 1.3 have the median 1.02.
+        run_aggregate(out, [alt_line("alt_sleep", 8, 1, [0.9, 1.0, 1.02], 100.0, 98.0),
+                            alt_line("alt_sleep", 8, 2, [1.2, 1.3], 120.0, 100.0),
+                            alt_line("alt_busy", 1024, 1, [1.2, 1.15, 1.3], 13.0, 11.0),
+                            {"kind": "alt", "system": "alt_busy", "size": 1024, "rep": 2, "data": None}])
+        self.results = json.loads((out / "results.json").read_text())
+        self.markdown = (out / "results.md").read_text()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def target(self, name, size):
+        found = [t for t in self.results["targets"] if t["target"] == name and t["size"] == size]
+        self.assertEqual(len(found), 1, [t["target"] for t in self.results["targets"]])
+        return found[0]
+
+    def test_pairs_of_every_repetition_are_pooled(self):
+        t = self.target("netio/raw blocking RTT median, alternating chunks", 8)
+        self.assertAlmostEqual(t["ratio"], 1.02)
+        self.assertEqual(t["paired"]["pairs"], 5)
+        self.assertEqual((t["paired"]["min"], t["paired"]["max"]), (0.9, 1.3))
+        self.assertEqual((t["numerator_median"], t["denominator_median"]), (110.0, 99.0))
+        self.assertEqual(t["status"], "met")
+
+    def test_busy_poll_threshold_and_a_failed_run(self):
+        t = self.target("netio busy-poll/raw busy-poll RTT median, alternating chunks", 1024)
+        self.assertAlmostEqual(t["ratio"], 1.2)
+        self.assertEqual(t["paired"]["pairs"], 3)
+        self.assertEqual(t["status"], "missed")  # at most 1.1
+        self.assertIn("Failed runs (left out): alt alt_busy 1 KiB run 2", self.markdown)
+        self.assertIn("| netio busy-poll/raw busy-poll RTT median, alternating chunks | 1 KiB | **1.2** (1.15–1.3) |",
+                      self.markdown)
 
 
 class PlotScript(unittest.TestCase):
