@@ -138,6 +138,8 @@ int run_server(const Options& o) {
   std::uint16_t raw_port = 0;
   const Fd listener = listen_loopback(o.port, raw_port);
   if (!o.port_file.empty()) netio::tools::write_port_file(o.port_file, raw_port);
+  fmt::print(stderr, "{}: listening on 127.0.0.1:{} (raw TCP; netio's port follows over it){}\n", kTool, raw_port,
+             o.busy_poll ? " (busy polling)" : "");
   const Fd raw = accept_one(listener, deadline);
   prepare_pingpong_socket(raw, o.busy_poll);
   RawReader reader(raw, o, deadline);
@@ -180,8 +182,6 @@ int run_server(const Options& o) {
   std::array<std::byte, 8> port{};
   put_u64(port.data(), socket.local_endpoint().port);
   write_all(raw, reinterpret_cast<const char*>(port.data()), port.size(), deadline);
-  fmt::print(stderr, "{}: raw TCP on 127.0.0.1:{}, netio on {}{}\n", kTool, raw_port,
-             socket.local_endpoint().to_string(), o.busy_poll ? " (busy polling)" : "");
   while (!finished.load(std::memory_order_acquire) && !netio::tools::stop_requested() && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
