@@ -14,15 +14,15 @@
 // with --busy-poll the spinning thread on each side is the one that does the work (the
 // event loop does not spin beside a raw chunk: it is the thread running it).
 //
-//   alternating_pingpong --server [--port-file FILE] [--busy-poll] [--cpu N] [--timeout D]
+//   alternating_pingpong --server [--port-file FILE] [--busy-poll | --raw-epoll] [--cpu N] [--timeout D]
 //   alternating_pingpong -e tcp://127.0.0.1:PORT [-s SIZE] [-n PER_CHUNK] [-w WARMUP] [--chunks C]
-//                        [--busy-poll] [--json] [--cpu N] [--timeout D]
+//                        [--busy-poll | --raw-epoll] [--json] [--cpu N] [--timeout D]
 #include "bench/common/bench_common.hpp"
 #include "common/cli_options.hpp"
-#include "common/termination.hpp"
-#include "common/tool_main.hpp"
 #include "common/json_writer.hpp"
 #include "common/latency_stats.hpp"
+#include "common/termination.hpp"
+#include "common/tool_main.hpp"
 
 #include "netio/context.hpp"
 #include "netio/error.hpp"
@@ -33,9 +33,9 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <future>
 #include <optional>
@@ -79,8 +79,7 @@ std::optional<RawChunk> parse_raw_chunk_request(std::span<const std::byte> messa
   if (message.size() != kRequestSize || std::memcmp(message.data(), kRawChunkMagic.data(), kRawChunkMagic.size()) != 0) {
     return std::nullopt;
   }
-  return RawChunk{get_u64(message.data() + 8),
-                  get_u64(message.data() + 16)};
+  return RawChunk{get_u64(message.data() + 8), get_u64(message.data() + 16)};
 }
 
 struct Options : PingPongOptions {
