@@ -3,6 +3,7 @@
 #include "backends/fabric/fabric_domain.hpp"
 #include "backends/fabric/fabric_listen_socket.hpp"
 #include "backends/fabric/fabric_send_socket.hpp"
+#include "backends/fabric/libfabric_library.hpp"
 #include "backends/fabric/provider_selection.hpp"
 #include "netio/error.hpp"
 #include "netio/log.hpp"
@@ -37,7 +38,7 @@ std::unique_ptr<Backend> make_backend(EventLoop& loop) {
     throw Error(Errc::provider_unavailable,
                 fmt::format("fabric back-end: libfabric {}.{} offers no provider with reliable connected endpoints "
                             "(FI_EP_MSG); is libfabric installed with its providers (fi_info -l)?",
-                            FI_MAJOR(::fi_version()), FI_MINOR(::fi_version())));
+                            FI_MAJOR(libfabric().version()), FI_MINOR(libfabric().version())));
   }
   log(LogLevel::debug, "fabric back-end: providers with FI_EP_MSG: {}", fmt::join(providers, ", "));
   return std::make_unique<FabricBackend>(loop);

@@ -1,6 +1,7 @@
 #include "backends/fabric/fabric_domain.hpp"
 
 #include "backends/fabric/fabric_errors.hpp"
+#include "backends/fabric/libfabric_library.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>
@@ -32,7 +33,7 @@ Domain::Domain(const fi_info& info, bool spin)
       force_polling_(polling_requested()),
       spin_(spin) {
   fid_fabric* fabric = nullptr;
-  check(::fi_fabric(info_->fabric_attr, &fabric, nullptr), description_, "fi_fabric");
+  check(libfabric().fabric(info_->fabric_attr, &fabric, nullptr), description_, "fi_fabric");
   fabric_.reset(fabric);
   fid_domain* domain = nullptr;
   check(::fi_domain(fabric_.get(), info_.get(), &domain, nullptr), description_, "fi_domain");

@@ -2,6 +2,7 @@
 
 #include "backends/fabric/fabric_errors.hpp"
 #include "backends/fabric/fabric_wire.hpp"
+#include "backends/fabric/libfabric_library.hpp"
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 
@@ -111,7 +112,7 @@ void FabricEndpoint::drain_events(Handler& handler) {
     } else if (entry.event == FI_CONNECTED || entry.event == FI_SHUTDOWN) {
       handler.on_connection_event(entry);
     } else {
-      if (entry.info != nullptr) ::fi_freeinfo(entry.info);
+      if (entry.info != nullptr) libfabric().freeinfo(entry.info);
       log(LogLevel::debug, "{}: ignoring event {} on an active endpoint", name_, entry.event);
     }
   }

@@ -1,5 +1,7 @@
 #include "backends/fabric/fabric_errors.hpp"
 
+#include "backends/fabric/libfabric_library.hpp"
+
 #include <rdma/fi_errno.h>
 
 #include <fmt/format.h>
@@ -9,10 +11,10 @@
 
 namespace netio::fabric {
 
-std::string fi_error_text(int rc) { return fmt::format("{} ({})", ::fi_strerror(std::abs(rc)), rc); }
+std::string fi_error_text(int rc) { return fmt::format("{} ({})", libfabric().strerror(std::abs(rc)), rc); }
 
 std::string queue_error_text(int error, int provider_errno, const char* provider_text, std::size_t capacity) {
-  const std::string base = ::fi_strerror(std::abs(error));
+  const std::string base = libfabric().strerror(std::abs(error));
   if (provider_errno == 0 || provider_text == nullptr) return base;
   std::string text(provider_text, ::strnlen(provider_text, capacity));
   for (char& c : text) {

@@ -1,6 +1,7 @@
 #include "backends/fabric/fabric_handles.hpp"
 
 #include "backends/fabric/fabric_errors.hpp"
+#include "backends/fabric/libfabric_library.hpp"
 #include "netio/log.hpp"
 
 #include <new>
@@ -31,11 +32,13 @@ void close_fid(fid* object) noexcept {
   }
 }
 
+void InfoDeleter::operator()(fi_info* info) const noexcept { libfabric().freeinfo(info); }
+
 InfoPtr copy_info(const fi_info& info) {
   // fi_dupinfo would copy the whole list hanging off `next`: copy a detached view instead.
   fi_info detached = info;
   detached.next = nullptr;
-  InfoPtr copy(::fi_dupinfo(&detached));
+  InfoPtr copy(libfabric().dupinfo(&detached));
   if (!copy) throw std::bad_alloc();
   return copy;
 }

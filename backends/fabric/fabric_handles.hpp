@@ -24,7 +24,7 @@ template <typename T>
 using FidPtr = std::unique_ptr<T, FidCloser>;
 
 struct InfoDeleter {
-  void operator()(fi_info* info) const noexcept { ::fi_freeinfo(info); }
+  void operator()(fi_info* info) const noexcept;  // fi_freeinfo
 };
 
 using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;

@@ -4,6 +4,7 @@
 #include "backends/fabric/fabric_endpoint.hpp"
 #include "backends/fabric/fabric_errors.hpp"
 #include "backends/fabric/fabric_wire.hpp"
+#include "backends/fabric/libfabric_library.hpp"
 #include "backends/fabric/provider_selection.hpp"
 #include "netio/log.hpp"
 
@@ -126,7 +127,7 @@ void FabricListenSocket::drain() {
     } else if (entry.event == FI_CONNREQ) {
       on_request(entry);
     } else {
-      if (entry.info != nullptr) ::fi_freeinfo(entry.info);
+      if (entry.info != nullptr) libfabric().freeinfo(entry.info);
       log(LogLevel::debug, "{}: event {} ignored", describe(), entry.event);
     }
   }

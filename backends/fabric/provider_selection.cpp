@@ -2,6 +2,7 @@
 
 #include "address.hpp"
 #include "backends/fabric/fabric_errors.hpp"
+#include "backends/fabric/libfabric_library.hpp"
 
 #include <rdma/fi_errno.h>
 
@@ -17,7 +18,7 @@ namespace netio::fabric {
 namespace {
 
 InfoPtr base_hints(const std::string& provider) {
-  InfoPtr hints(::fi_allocinfo());
+  InfoPtr hints(libfabric().dupinfo(nullptr));
   if (!hints) throw std::bad_alloc();
   hints->caps = FI_MSG | FI_SEND | FI_RECV;
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
@@ -57,7 +58,7 @@ InfoPtr query(const Endpoint& endpoint, bool passive) {
   auto hints = base_hints(provider);
   set_address(*hints, address, passive);
   fi_info* found = nullptr;
-  const int rc = ::fi_getinfo(api_version, nullptr, nullptr, 0, hints.get(), &found);
+  const int rc = libfabric().getinfo(api_version, nullptr, nullptr, 0, hints.get(), &found);
   InfoPtr result(found);
   if (rc == 0 && result) return result;
 
@@ -84,13 +85,13 @@ InfoPtr query_listen_info(const Endpoint& local) { return query(local, true); }
 InfoPtr query_connect_info(const Endpoint& remote) { return query(remote, false); }
 
 std::vector<std::string> msg_providers() {
-  InfoPtr hints(::fi_allocinfo());
+  InfoPtr hints(libfabric().dupinfo(nullptr));
   if (!hints) return {};
   hints->caps = FI_MSG;
   hints->ep_attr->type = FI_EP_MSG;
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   fi_info* found = nullptr;
-  if (::fi_getinfo(api_version, nullptr, nullptr, 0, hints.get(), &found) != 0) return {};
+  if (libfabric().getinfo(api_version, nullptr, nullptr, 0, hints.get(), &found) != 0) return {};
   InfoPtr list(found);
   std::vector<std::string> names;
   for (const fi_info* info = list.get(); info != nullptr; info = info->next) {
