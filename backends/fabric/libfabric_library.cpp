@@ -10,7 +10,6 @@
 #include <array>
 #include <atomic>
 #include <csignal>
-#include <cstring>
 #include <vector>
 
 namespace netio::fabric {
