@@ -77,8 +77,8 @@ class SignalHandlers {
 LibfabricLibrary load_libfabric(const std::string& file) {
   const SignalHandlers handlers;
   ::dlerror();
-  // RTLD_LOCAL: libfabric's symbols stay out of the global namespace, as a linked library's
-  // would not be; providers it loads itself find them through their own dependency on it.
+  // RTLD_LOCAL: libfabric's symbols stay out of the global namespace (netio looks up the six
+  // it calls); providers it loads itself find them through their own dependency on it.
   void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     throw Error(Errc::provider_unavailable,
