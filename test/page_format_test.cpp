@@ -246,3 +246,38 @@ TEST_CASE("a large message sent as a length and two frames is joined in the firs
   CHECK(second_frame.use_count() == 1);  // a page read to its end is let go
   CHECK(joined.expired());               // and so is the joined page after its message
 }
+
+TEST_CASE("a reassembly starts in the memory the previous one left as the spare", "[page_format]") {
+  // Three messages of 2.5 pages each, in full pages (as over POSIX): each is reassembled.
+  const std::size_t page_size = 4096;
+  const std::vector<std::vector<std::byte>> messages = {pattern(10000, 1), pattern(10000, 2), pattern(9000, 3)};
+  const auto pages = pack(messages, page_size);
+  ReassemblySpare spare;
+  PageParser parser(4 * page_size, {}, 0, &spare);
+  std::vector<const std::byte*> memory;
+  std::vector<std::vector<std::byte>> parsed;
+  for (const auto& p : pages) {
+    parser.set_page(p);
+    for (;;) {
+      const auto r = parser.next();
+      REQUIRE(r != PageParser::Result::error);
+      if (r == PageParser::Result::need_page) break;
+      REQUIRE(parser.reassembled());
+      memory.push_back(parser.view().data());
+      parsed.emplace_back(parser.view().begin(), parser.view().end());
+      parser.recycle_reassembled();
+      CHECK(spare.capacity() >= 10000);
+    }
+  }
+  CHECK(parsed == messages);
+  REQUIRE(memory.size() == 3);
+  CHECK(memory[1] == memory[0]);  // no allocation after the first
+  CHECK(memory[2] == memory[0]);
+
+  SECTION("take_reassembled() hands the memory out; the next reassembly starts afresh") {
+    const auto next_pages = pack({pattern(6000, 4)}, page_size);
+    parser.set_page(next_pages[0]);
+    REQUIRE(parser.next() == PageParser::Result::need_page);
+    CHECK(spare.capacity() == 0);  // taken by the reassembly under way
+  }
+}

@@ -87,6 +87,71 @@ TEST_CASE("a reassembled message is counted until it is handed out", "[budget]")
   CHECK(budget->used() == 0);
 }
 
+TEST_CASE("the memory a reassembly leaves as the spare is counted whole until a reassembly takes it", "[budget]") {
+  auto budget = std::make_shared<netio::ReceiveBudget>(MiB);
+  netio::detail::ReassemblySpare spare;
+  // A connection whose buffers the budget counts already with 1000 bytes of reassembly room.
+  netio::detail::PageParser parser(MiB, budget, 1000, &spare);
+  const auto first = page_starting(3000, 1000);
+  const std::vector<std::byte> rest(2000, std::byte{2});
+  parser.set_page(first);
+  REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+  parser.set_page(rest);
+  REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
+  REQUIRE(parser.reassembled());
+  const std::size_t capacity = 3000;  // doubling from a 1008-byte buffer, capped at the length
+  CHECK(budget->used() == capacity - 1000);
+  parser.recycle_reassembled();
+  CHECK(spare.capacity() == capacity);
+  CHECK(budget->used() == capacity);  // idle, it is nobody's reassembly room
+
+  // The next reassembly takes it back and counts only what exceeds its room.
+  parser.set_page(first);
+  REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+  CHECK(spare.capacity() == 0);
+  CHECK(budget->used() == capacity - 1000);
+  parser.set_page(rest);
+  REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
+  CHECK(parser.take_reassembled().size() == 3000);
+  CHECK(budget->used() == 0);
+
+  SECTION("a spare the budget cannot count whole is freed") {
+    parser.set_page(first);
+    REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+    parser.set_page(rest);
+    REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
+    const std::size_t others = budget->available() - 10;  // others take nearly all that is left
+    REQUIRE(budget->try_take(others));
+    parser.recycle_reassembled();
+    CHECK(spare.capacity() == 0);
+    CHECK(budget->used() == others);  // the reassembly's own charge given back too
+  }
+}
+
+TEST_CASE("a parser whose reassembly went to the spare still counts its next one", "[budget]") {
+  auto budget = std::make_shared<netio::ReceiveBudget>(MiB);
+  netio::detail::ReassemblySpare spare;
+  netio::detail::PageParser one(MiB, budget, 0, &spare), other(MiB, budget, 0, &spare);
+  const auto first = page_starting(3000, 1000);
+  const std::vector<std::byte> rest(2000, std::byte{2});
+  auto reassemble = [&](netio::detail::PageParser& parser) {
+    parser.set_page(first);
+    REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+    parser.set_page(rest);
+    REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
+    REQUIRE(parser.reassembled());
+  };
+  reassemble(one);
+  one.recycle_reassembled();
+  reassemble(other);  // takes the spare
+  CHECK(spare.capacity() == 0);
+  reassemble(one);    // in memory of its own, counted as before
+  CHECK(budget->used() == 2 * 3000);
+  CHECK(one.take_reassembled().size() == 3000);
+  CHECK(other.take_reassembled().size() == 3000);
+  CHECK(budget->used() == 0);
+}
+
 TEST_CASE("a message whose reassembly does not fit the budget is an error naming the budget", "[budget]") {
   auto budget = std::make_shared<netio::ReceiveBudget>(16 * KiB);
   std::optional<netio::detail::PageParser> parser(std::in_place, MiB, budget);

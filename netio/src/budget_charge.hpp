@@ -34,6 +34,12 @@ class BudgetCharge {
     bytes_ += bytes;
     return true;
   }
+  // Gives back what is counted beyond `bytes`.
+  void shrink_to(std::size_t bytes) noexcept {
+    if (bytes >= bytes_) return;
+    if (budget_) budget_->give_back(bytes_ - bytes);
+    bytes_ = bytes;
+  }
   void release() noexcept {
     if (budget_ && bytes_ != 0) budget_->give_back(bytes_);
     bytes_ = 0;

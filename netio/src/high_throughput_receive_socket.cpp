@@ -141,7 +141,7 @@ class HighThroughputReceiveSocket::Impl {
         auto& parser = *current_parser_;
         // The Message points at the Peer of the page its keep-alive holds.
         const Peer& peer = current_.page->peer;
-        if (parser.reassembled()) return Message(parser.take_reassembled(), peer);
+        if (parser.reassembled()) return reassembled_message(parser, peer);
         if (const auto& joined = parser.joined_page()) {
           return Message(parser.view(), joined, &static_cast<const HeldPage*>(joined.get())->peer);
         }
@@ -162,12 +162,9 @@ class HighThroughputReceiveSocket::Impl {
         ++handled;
         auto& parser = *current_parser_;
         const Peer& peer = current_.page->peer;
-        if (parser.reassembled()) {
-          const std::vector<std::byte> message = parser.take_reassembled();
-          if (!handler(message, peer)) break;
-        } else if (!handler(parser.view(), peer)) {
-          break;
-        }
+        const bool more = handler(parser.view(), peer);
+        if (parser.reassembled()) parser.recycle_reassembled();
+        if (!more) break;
         continue;
       }
       // Only the first message is waited for; after it, what is queued already.
@@ -226,7 +223,31 @@ class HighThroughputReceiveSocket::Impl {
   }
 
   detail::PageParser& parser_for(std::uint64_t connection, std::size_t reassembly_allowance) {
-    return parsers_.try_emplace(connection, options_.max_message_size, budget_, reassembly_allowance).first->second;
+    return parsers_
+        .try_emplace(connection, options_.max_message_size, budget_, reassembly_allowance, reassembly_spare_.get())
+        .first->second;
+  }
+
+  // A reassembled message for recv(): it owns its memory, which goes back to the spare when
+  // the Message is destroyed (on any thread; freed instead if the socket is gone).
+  Message reassembled_message(detail::PageParser& parser, const Peer& peer) {
+    struct Owned {
+      std::vector<std::byte> bytes;
+      Peer peer;
+      std::weak_ptr<detail::ReassemblySpare> spare;
+      std::shared_ptr<ReceiveBudget> budget;
+      ~Owned() {
+        if (const auto kept = spare.lock()) kept->keep(std::move(bytes), detail::BudgetCharge(std::move(budget)));
+      }
+    };
+    auto owned = std::make_shared<Owned>();
+    owned->bytes = parser.take_reassembled();
+    owned->peer = peer;
+    owned->spare = reassembly_spare_;
+    owned->budget = budget_;
+    const std::span<const std::byte> view(owned->bytes);
+    const Peer* owned_peer = &owned->peer;
+    return Message(view, std::move(owned), owned_peer);
   }
 
   HighThroughputReceiveOptions options_;
@@ -245,6 +266,8 @@ class HighThroughputReceiveSocket::Impl {
   std::atomic<int> turn_waiters_{0};  // changed under turn_mutex_
   QueuedPage current_;
   detail::PageParser* current_parser_ = nullptr;  // the parser of current_'s connection
+  // Shared by the parsers; recv()'s messages give their memory back to it.
+  std::shared_ptr<detail::ReassemblySpare> reassembly_spare_ = std::make_shared<detail::ReassemblySpare>();
   std::map<std::uint64_t, detail::PageParser> parsers_;
   std::set<std::uint64_t> dropped_;
 

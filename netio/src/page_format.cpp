@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace netio::detail {
 
@@ -50,17 +51,38 @@ bool PageParser::begin_spanning(std::size_t in_page) {
     join_page_ = std::move(owner_);
     return true;
   }
+  // The receiver holds a buffer of this size per connection anyway (and a budget counts one
+  // beside the credits as reassembly room), so the reassembly starts there rather than at
+  // the bytes in hand: a copied 1 MiB message is one allocation, a larger one a few.
+  // Growing from less cost a fresh allocation, a copy and its page faults per doubling.
+  first_capacity_ = std::max(allowance_, page_.size() + spare_.size());
   owner_.reset();
-  assembly_ = {};
   assembly_charge_.release();
+  assembly_ = {};
+  if (reassembly_spare_ != nullptr) {
+    auto kept = reassembly_spare_->take();
+    if (kept.bytes.capacity() != 0) {
+      assembly_ = std::move(kept.bytes);
+      assembly_charge_ = std::move(kept.charge);  // the whole capacity; this connection's room covers part
+      const std::size_t capacity = assembly_.capacity();
+      assembly_charge_.shrink_to(capacity > allowance_ ? capacity - allowance_ : 0);
+    }
+  }
   return append(from, in_page);
+}
+
+void PageParser::recycle_reassembled() noexcept {
+  std::vector<std::byte> memory = std::exchange(assembly_, {});
+  BudgetCharge charge = std::exchange(assembly_charge_, BudgetCharge(budget_));
+  if (reassembly_spare_ != nullptr) reassembly_spare_->keep(std::move(memory), std::move(charge));
 }
 
 bool PageParser::append(const std::byte* bytes, std::size_t count) {
   const std::size_t size = assembly_.size() + count;
   if (size > assembly_.capacity()) {
-    // Doubling, capped at the message's length: a length field alone reserves nothing.
-    const std::size_t capacity = std::min(expected_, std::max(size, 2 * assembly_.capacity()));
+    // Doubling from one receive buffer, capped at the message's length: a length field alone
+    // reserves no more than a buffer the connection holds already.
+    const std::size_t capacity = std::min(expected_, std::max({size, 2 * assembly_.capacity(), first_capacity_}));
     const std::size_t beyond = capacity > allowance_ ? capacity - allowance_ : 0;
     if (beyond > assembly_charge_.bytes() && !assembly_charge_.grow(beyond - assembly_charge_.bytes())) {
       const auto& budget = *assembly_charge_.budget();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "budget_charge.hpp"
+#include "reassembly_spare.hpp"
 #include "message_parts.hpp"
 
 #include <cstddef>
@@ -23,17 +24,23 @@ constexpr std::size_t message_header_size = 8;
 // A message that spans pages is joined where it started when that page's buffer has room
 // for the rest (libfabric's receive buffers do: pages are filled only to 768 KiB there), so
 // it stays a view of one page; otherwise it is reassembled into memory of its own, which
-// grows with the bytes that arrive (never reserved from the length field). What it takes
+// starts at one receive buffer's size and doubles as the bytes arrive (a length field alone
+// makes it reserve no more than a buffer the connection holds anyway). What it takes
 // beyond `allowance` (room counted already, with the connection's buffers) is counted
 // against `budget` (if any) until take_reassembled() hands it out. A message that does not
-// fit the budget is an error (its sender is disconnected).
+// fit the budget is an error (its sender is disconnected). With a `spare`, a reassembly
+// starts in the spare's memory, and recycle_reassembled() leaves it there again.
 class PageParser {
  public:
   enum class Result { message, need_page, error };
 
   explicit PageParser(std::size_t max_message_size, std::shared_ptr<ReceiveBudget> budget = {},
-                      std::size_t allowance = 0)
-      : max_message_size_(max_message_size), allowance_(allowance), assembly_charge_(std::move(budget)) {}
+                      std::size_t allowance = 0, ReassemblySpare* spare = nullptr)
+      : max_message_size_(max_message_size),
+        allowance_(allowance),
+        budget_(budget),
+        assembly_charge_(std::move(budget)),
+        reassembly_spare_(spare) {}
 
   // Starts on the next page; the bytes must stay valid until next() asks for another page.
   // `spare` is the writable rest of the page's buffer, right after its bytes (may be
@@ -60,6 +67,9 @@ class PageParser {
     assembly_charge_.release();
     return std::move(assembly_);
   }
+  // Instead of take_reassembled(), once view() is no longer used: the memory goes to the
+  // spare (or is freed without one).
+  void recycle_reassembled() noexcept;
 
   bool mid_message() const noexcept { return assembling_; }
   const std::string& error() const noexcept { return error_; }
@@ -74,6 +84,8 @@ class PageParser {
 
   std::size_t max_message_size_;
   std::size_t allowance_;
+  std::shared_ptr<ReceiveBudget> budget_;
+  std::size_t first_capacity_ = 0;  // of the reassembly: a receive buffer's size
   std::span<const std::byte> page_;
   std::span<std::byte> spare_;
   std::shared_ptr<const void> owner_;
@@ -90,6 +102,7 @@ class PageParser {
   std::shared_ptr<const void> joined_page_;  // of the message in view_, when joined
   std::vector<std::byte> assembly_;
   BudgetCharge assembly_charge_;  // assembly_'s capacity beyond allowance_
+  ReassemblySpare* reassembly_spare_;
   std::string error_;
 };
 

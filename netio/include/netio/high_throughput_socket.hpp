@@ -177,7 +177,9 @@ class HighThroughputReceiveSocket {
   HighThroughputReceiveSocket(const HighThroughputReceiveSocket&) = delete;
   HighThroughputReceiveSocket& operator=(const HighThroughputReceiveSocket&) = delete;
 
-  // The next message, waiting up to `timeout`; std::nullopt on timeout.
+  // The next message, waiting up to `timeout`; std::nullopt on timeout. A message that
+  // spanned pages and was reassembled owns its memory; destroyed (on any thread, also after
+  // the socket), it leaves that memory to the socket for its next reassembly.
   std::optional<Message> recv(std::chrono::nanoseconds timeout);
   std::optional<Message> try_recv();
 
