@@ -281,3 +281,17 @@ TEST_CASE("a reassembly starts in the memory the previous one left as the spare"
     CHECK(spare.capacity() == 0);  // taken by the reassembly under way
   }
 }
+
+TEST_CASE("a message that fits is written whole, its parts one after another", "[page_format]") {
+  const auto header = pattern(5, 1), payload = pattern(300, 2);
+  const std::span<const std::byte> parts[] = {header, {}, payload};
+  std::vector<std::byte> page(400, std::byte{0xee});
+  std::size_t used = 10;
+  MessagePacker::write_whole(page.data(), used, parts, 305);
+  CHECK(used == 10 + 8 + 305);
+  CHECK(load_le<std::uint64_t>(page.data() + 10) == 305);
+  std::vector<std::byte> expected = header;
+  expected.insert(expected.end(), payload.begin(), payload.end());
+  CHECK(std::vector<std::byte>(page.begin() + 18, page.begin() + 18 + 305) == expected);
+  CHECK(page[used] == std::byte{0xee});  // nothing written beyond
+}

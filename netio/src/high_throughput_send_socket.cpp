@@ -211,8 +211,7 @@ class HighThroughputSendSocket::Impl {
     if (current_ == nullptr || page_capacity_ - current_->size < detail::message_header_size + size) {
       return false;
     }
-    detail::MessagePacker packer(parts, size);
-    packer.fill(current_->data, current_->size, page_capacity_);
+    detail::MessagePacker::write_whole(current_->data, current_->size, parts, size);
     if (detail::MessagePacker::page_full(current_->size, page_capacity_)) {
       stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);
       submit_current();

@@ -5,11 +5,13 @@
 #pragma once
 
 #include "budget_charge.hpp"
+#include "little_endian.hpp"
 #include "reassembly_spare.hpp"
 #include "message_parts.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -126,6 +128,19 @@ class MessagePacker {
   bool done() const noexcept { return header_written_ && written_ == size_; }
   bool started() const noexcept { return header_written_; }
   std::size_t size() const noexcept { return size_; }
+  // A message of `size` bytes (total_size(parts)) that fits whole after `used`: its length
+  // and its parts, without a packer's bookkeeping (the common case of small messages; going
+  // through fill() cost 15 % of the 8-byte message rate).
+  static void write_whole(std::byte* page, std::size_t& used, MessageParts parts, std::size_t size) noexcept {
+    std::byte* at = page + used;
+    store_le<std::uint64_t>(at, size);
+    at += message_header_size;
+    for (const auto& part : parts) {
+      if (!part.empty()) std::memcpy(at, part.data(), part.size());
+      at += part.size();
+    }
+    used += message_header_size + size;
+  }
   // A page that cannot take another length field is full and goes out as it is.
   static bool page_full(std::size_t used, std::size_t page_size) noexcept {
     return page_size - used < message_header_size;
