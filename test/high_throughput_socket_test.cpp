@@ -506,8 +506,14 @@ TEST_CASE("recv_each reassembles the messages of two senders in the memory the p
   netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   const std::size_t page = 16 * 1024;
-  netio::HighThroughputSendSocket first(context, receiver.local_endpoint(), small_pages(page, 8));
-  netio::HighThroughputSendSocket second(context, receiver.local_endpoint(), small_pages(page, 8));
+  // Sender "s0" sends pattern(size, i), "s1000" pattern(size, 1000 + i).
+  auto sender_options = [&](std::uint64_t salt) {
+    auto options = small_pages(page, 8);
+    options.identity.name = "s" + std::to_string(salt);
+    return options;
+  };
+  netio::HighThroughputSendSocket first(context, receiver.local_endpoint(), sender_options(0));
+  netio::HighThroughputSendSocket second(context, receiver.local_endpoint(), sender_options(1000));
   // Page-spanning messages growing and shrinking (each reassembly starts in the last one's
   // memory, which must grow for some), between small ones; two connections at once.
   auto size_of = [&](std::uint64_t i) -> std::size_t {
@@ -521,18 +527,12 @@ TEST_CASE("recv_each reassembles the messages of two senders in the memory the p
   };
   auto a = std::async(std::launch::async, send_all, std::ref(first), 0);
   auto b = std::async(std::launch::async, send_all, std::ref(second), 1000);
-  std::map<std::uint64_t, std::uint64_t> next;  // per connection
-  std::map<std::uint64_t, std::uint64_t> salt_of;
+  std::map<std::string, std::uint64_t> next;  // per sender
   std::uint64_t taken = 0, bad = 0;
   while (taken < 2 * n) {
     const std::size_t got = receiver.recv_each(16, 5s, [&](std::span<const std::byte> m, const netio::Peer& peer) {
-      auto& i = next[peer.connection()];
-      const auto expected = pattern(size_of(i), i);
-      // The first message of each sender tells its salt apart (0 or 1000).
-      if (!salt_of.count(peer.connection())) {
-        salt_of[peer.connection()] = std::equal(m.begin(), m.end(), expected.begin(), expected.end()) ? 0 : 1000;
-      }
-      const auto want = pattern(size_of(i), salt_of[peer.connection()] + i);
+      auto& i = next[peer.name()];
+      const auto want = pattern(size_of(i), std::stoull(peer.name().substr(1)) + i);
       if (!std::equal(m.begin(), m.end(), want.begin(), want.end())) ++bad;
       ++i;
       ++taken;
@@ -543,8 +543,7 @@ TEST_CASE("recv_each reassembles the messages of two senders in the memory the p
   a.get();
   b.get();
   CHECK(bad == 0);
-  CHECK(salt_of.size() == 2);
-  for (const auto& [connection, count] : next) CHECK(count == n);
+  CHECK(next == std::map<std::string, std::uint64_t>{{"s0", n}, {"s1000", n}});
 }
 
 TEST_CASE("a reassembled message from recv() gives its memory back to the socket, and may outlive it",

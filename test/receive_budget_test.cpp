@@ -34,6 +34,23 @@ std::vector<std::byte> page_starting(std::uint64_t length, std::size_t body_byte
   return page;
 }
 
+// A 3000-byte message in two pages (its length and 1000 bytes, then 2000 bytes): the parser
+// reassembles it. begin_3000() feeds the first page, end_3000() the second.
+const std::vector<std::byte>& first_of_3000() {
+  static const auto page = page_starting(3000, 1000);
+  return page;
+}
+void begin_3000(netio::detail::PageParser& parser) {
+  parser.set_page(first_of_3000());
+  REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+}
+void end_3000(netio::detail::PageParser& parser) {
+  static const std::vector<std::byte> rest(2000, std::byte{2});
+  parser.set_page(rest);
+  REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
+  REQUIRE(parser.reassembled());
+}
+
 netio::HighThroughputSendOptions pages_of(std::size_t page_size, std::size_t count = 4) {
   netio::HighThroughputSendOptions options;
   options.page_size = page_size;
@@ -74,13 +91,8 @@ TEST_CASE("reassembly memory grows with the bytes received, not with the length 
 TEST_CASE("a reassembled message is counted until it is handed out", "[budget]") {
   auto budget = std::make_shared<netio::ReceiveBudget>(MiB);
   netio::detail::PageParser parser(MiB, budget);
-  const auto first = page_starting(3000, 1000);
-  const std::vector<std::byte> rest(2000, std::byte{2});
-  parser.set_page(first);
-  REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
-  parser.set_page(rest);
-  REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
-  REQUIRE(parser.reassembled());
+  begin_3000(parser);
+  end_3000(parser);
   CHECK(budget->used() >= 3000);
   const auto message = parser.take_reassembled();
   CHECK(message.size() == 3000);
@@ -92,13 +104,8 @@ TEST_CASE("the memory a reassembly leaves as the spare is counted whole until a 
   netio::detail::ReassemblySpare spare;
   // A connection whose buffers the budget counts already with 1000 bytes of reassembly room.
   netio::detail::PageParser parser(MiB, budget, 1000, &spare);
-  const auto first = page_starting(3000, 1000);
-  const std::vector<std::byte> rest(2000, std::byte{2});
-  parser.set_page(first);
-  REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
-  parser.set_page(rest);
-  REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
-  REQUIRE(parser.reassembled());
+  begin_3000(parser);
+  end_3000(parser);
   const std::size_t capacity = 3000;  // doubling from a 1008-byte buffer, capped at the length
   CHECK(budget->used() == capacity - 1000);
   parser.recycle_reassembled();
@@ -106,20 +113,16 @@ TEST_CASE("the memory a reassembly leaves as the spare is counted whole until a 
   CHECK(budget->used() == capacity);  // idle, it is nobody's reassembly room
 
   // The next reassembly takes it back and counts only what exceeds its room.
-  parser.set_page(first);
-  REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
+  begin_3000(parser);
   CHECK(spare.capacity() == 0);
   CHECK(budget->used() == capacity - 1000);
-  parser.set_page(rest);
-  REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
+  end_3000(parser);
   CHECK(parser.take_reassembled().size() == 3000);
   CHECK(budget->used() == 0);
 
   SECTION("a spare the budget cannot count whole is freed") {
-    parser.set_page(first);
-    REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
-    parser.set_page(rest);
-    REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
+    begin_3000(parser);
+    end_3000(parser);
     const std::size_t others = budget->available() - 10;  // others take nearly all that is left
     REQUIRE(budget->try_take(others));
     parser.recycle_reassembled();
@@ -132,14 +135,9 @@ TEST_CASE("a parser whose reassembly went to the spare still counts its next one
   auto budget = std::make_shared<netio::ReceiveBudget>(MiB);
   netio::detail::ReassemblySpare spare;
   netio::detail::PageParser one(MiB, budget, 0, &spare), other(MiB, budget, 0, &spare);
-  const auto first = page_starting(3000, 1000);
-  const std::vector<std::byte> rest(2000, std::byte{2});
-  auto reassemble = [&](netio::detail::PageParser& parser) {
-    parser.set_page(first);
-    REQUIRE(parser.next() == netio::detail::PageParser::Result::need_page);
-    parser.set_page(rest);
-    REQUIRE(parser.next() == netio::detail::PageParser::Result::message);
-    REQUIRE(parser.reassembled());
+  auto reassemble = [](netio::detail::PageParser& parser) {
+    begin_3000(parser);
+    end_3000(parser);
   };
   reassemble(one);
   one.recycle_reassembled();
