@@ -274,6 +274,23 @@ TEST_CASE("a reassembly starts in the memory the previous one left as the spare"
   CHECK(memory[1] == memory[0]);  // no allocation after the first
   CHECK(memory[2] == memory[0]);
 
+  SECTION("a kept block far larger than the next message needs is freed, not held on") {
+    // A 3,000-byte message that starts 984 bytes before the end of a page: reassembled.
+    const auto small = pattern(3000, 5);
+    const auto pages_of_small = pack({pattern(page_size - 1000, 6), small}, page_size);
+    REQUIRE(pages_of_small.size() == 2);
+    std::vector<std::vector<std::byte>> got;
+    for (const auto& p : pages_of_small) {
+      parser.set_page(p);
+      for (auto r = parser.next(); r == PageParser::Result::message; r = parser.next()) {
+        got.emplace_back(parser.view().begin(), parser.view().end());
+        if (parser.reassembled()) parser.recycle_reassembled();
+      }
+    }
+    REQUIRE(got.size() == 2);
+    CHECK(got[1] == small);
+    CHECK(spare.capacity() == 3000);  // its own block kept; the 10,000-byte one freed
+  }
   SECTION("take_reassembled() hands the memory out; the next reassembly starts afresh") {
     const auto next_pages = pack({pattern(6000, 4)}, page_size);
     parser.set_page(next_pages[0]);

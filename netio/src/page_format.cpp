@@ -61,7 +61,9 @@ bool PageParser::begin_spanning(std::size_t in_page) {
   assembly_ = {};
   if (reassembly_spare_ != nullptr) {
     auto kept = reassembly_spare_->take();
-    if (kept.bytes.capacity() != 0) {
+    // A block more than twice what this message can need (one far larger message left it)
+    // is freed rather than held on: what the socket keeps follows the sizes now arriving.
+    if (kept.bytes.capacity() != 0 && kept.bytes.capacity() <= 2 * std::max(expected_, first_capacity_)) {
       assembly_ = std::move(kept.bytes);
       assembly_charge_ = std::move(kept.charge);  // the whole capacity; this connection's room covers part
       const std::size_t capacity = assembly_.capacity();

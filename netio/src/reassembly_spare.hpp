@@ -7,7 +7,8 @@
 // the consumer takes and keeps memory under its turn, and a Message handed out by recv()
 // gives its memory back from whatever thread destroys it (it holds a weak_ptr, so a Message
 // may outlive the socket). While kept, the memory is counted whole against the budget of
-// the charge it comes with; memory the budget cannot count is freed instead.
+// the charge it comes with; memory the budget cannot count is freed instead, and so is a
+// block far larger than the next reassembly needs (PageParser).
 #pragma once
 
 #include "budget_charge.hpp"
