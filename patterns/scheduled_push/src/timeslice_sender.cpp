@@ -208,16 +208,17 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       // A DDE not connected yet misses the report rather than getting it late: its Clock
       // Synchronizer takes the arrival time as the interval's end, so a report queued while
       // connecting would skew its offsets (and its proposals) by the connection's set-up time.
-      if (ddes[d].lost || !ddes[d].socket->connected()) continue;
-      try {
-        // Never waits: a DDE that cannot take it now misses this report (it proposes from the others').
-        if (ddes[d].socket->try_send(report) && ddes[d].socket->try_send(request)) {
-          std::lock_guard lock(stats_mutex);
-          ++stats.reports_sent;
+      bool handed = false;
+      if (!ddes[d].lost && ddes[d].socket->connected()) {
+        try {
+          // Never waits: a DDE that cannot take it now misses this report (it proposes from the others').
+          handed = ddes[d].socket->try_send(report) && ddes[d].socket->try_send(request);
+        } catch (const Error& e) {
+          lose_dde(d, e.what());
         }
-      } catch (const Error& e) {
-        lose_dde(d, e.what());
       }
+      std::lock_guard lock(stats_mutex);
+      ++(handed ? stats.reports_sent : stats.reports_missed);
     }
   }
 

@@ -69,6 +69,7 @@ struct TimesliceSenderStats {
   std::uint64_t credits_returned = 0;
   std::uint64_t incomplete_credits = 0;  // credits of time-slices a compute node gave up on
   std::uint64_t reports_sent = 0;        // DFS: interval reports handed to DDE connections
+  std::uint64_t reports_missed = 0;      // DFS: reports a DDE missed (not connected yet, lost, or full)
   std::uint64_t proposals_taken = 0;     // DFS
   std::uint32_t computes_lost = 0;
   std::uint32_t ddes_lost = 0;
