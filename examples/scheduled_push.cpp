@@ -3,6 +3,12 @@
 // them. Every node has its own netio::Context, as it would in its own process; here they
 // share one process on loopback. DFS mode, with a DDE replica on compute node 0.
 //
+// Each compute node's consumer runs on a worker thread of its own, as analysis code would:
+// the receiver hands each complete time-slice over as a Timeslice the worker keeps, and its
+// buffer space (and the inputs' credits) come back when the worker is done with it. A
+// consumer quick enough to run on the event-loop thread can take a TimesliceView instead
+// (freed when its handler returns).
+//
 //   ./scheduled_push                         tcp://127.0.0.1, DFS
 //   ./scheduled_push best-effort
 //   ./scheduled_push dfs "fabric://127.0.0.1:0?provider=tcp"
@@ -13,7 +19,10 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -37,6 +46,63 @@ std::vector<std::byte> read_out(ns::InputIndex input, ns::TimesliceIndex t) {
   return bytes;
 }
 
+// Checks that a time-slice holds one contribution of every input, on a thread of its own.
+class Consumer {
+ public:
+  Consumer() : worker_([this] { run(); }) {}
+  ~Consumer() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    ready_.notify_one();
+    worker_.join();
+  }
+  // The receiver's KeepingHandler, on its event-loop thread: queue and return at once.
+  void keep(sp::Timeslice timeslice) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(timeslice));
+    }
+    ready_.notify_one();
+  }
+  std::uint64_t built() const { return built_; }
+  std::uint64_t wrong() const { return wrong_; }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      ready_.wait(lock, [&] { return done_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      sp::Timeslice timeslice = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      check(timeslice.view());
+      timeslice.release();  // (or let it go out of scope): frees its buffers, returns the credits
+      lock.lock();
+    }
+  }
+  void check(const sp::TimesliceView& timeslice) {
+    for (ns::InputIndex i = 0; i < kInputs; ++i) {
+      const auto& part = timeslice.contributions[i];
+      ns::InputIndex input = 0;
+      ns::TimesliceIndex t = 0;
+      std::memcpy(&input, part.data(), sizeof input);
+      std::memcpy(&t, part.data() + 8, sizeof t);
+      if (input != i || t != timeslice.index) ++wrong_;
+    }
+    ++built_;
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<sp::Timeslice> queue_;
+  bool done_ = false;
+  std::atomic<std::uint64_t> built_{0}, wrong_{0};
+  std::thread worker_;  // last: starts once the rest is constructed
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,11 +116,13 @@ int main(int argc, char** argv) {
     config.timeslices_per_interval = 40;
     config.history_length = 4;  // laptop-scale intervals: proposals from the 7th interval on
 
-    // Compute nodes: a consumer that checks each time-slice holds one contribution of every input.
+    // Compute nodes: a consumer (worker thread) each, checking every time-slice.
     std::vector<std::unique_ptr<netio::Context>> contexts;
-    std::atomic<std::uint64_t> built{0}, wrong{0}, incomplete{0};
+    std::vector<std::unique_ptr<Consumer>> consumers;
+    std::atomic<std::uint64_t> incomplete{0};
     std::vector<std::unique_ptr<sp::TimesliceReceiver>> receivers;
     for (ns::ComputeIndex c = 0; c < kComputes; ++c) {
+      consumers.push_back(std::make_unique<Consumer>());
       contexts.push_back(std::make_unique<netio::Context>());
       sp::TimesliceReceiverOptions options;
       options.config = config;
@@ -64,17 +132,8 @@ int main(int argc, char** argv) {
       options.run_dde = mode == ns::Mode::dfs && c == 0;
       options.on_incomplete = [&](const sp::TimesliceView&) { ++incomplete; };
       receivers.push_back(std::make_unique<sp::TimesliceReceiver>(
-          *contexts.back(), base, options, [&](const sp::TimesliceView& timeslice) {
-            for (ns::InputIndex i = 0; i < kInputs; ++i) {
-              const auto& part = timeslice.contributions[i];
-              ns::InputIndex input = 0;
-              ns::TimesliceIndex t = 0;
-              std::memcpy(&input, part.data(), sizeof input);
-              std::memcpy(&t, part.data() + 8, sizeof t);
-              if (input != i || t != timeslice.index) ++wrong;
-            }
-            ++built;
-          }));
+          *contexts.back(), base, options,
+          [consumer = consumers.back().get()](sp::Timeslice timeslice) { consumer->keep(std::move(timeslice)); }));
     }
 
     // Input nodes: a generator thread each, pushing its contributions in time-slice order.
@@ -105,10 +164,16 @@ int main(int argc, char** argv) {
 
     std::uint64_t proposals = 0;
     for (auto& s : senders) proposals += s->stats().proposals_taken;
-    fmt::print("{} × {} ({}): {} time-slices built in {:.2f} s, {} incomplete, {} wrong; {} proposals taken\n", kInputs,
-               kComputes, ns::to_string(mode), built.load(), seconds, incomplete.load(), wrong.load(), proposals);
     senders.clear();
-    receivers.clear();
+    receivers.clear();  // no handler runs after this: the consumers can go
+    std::uint64_t built = 0, wrong = 0;
+    for (auto& c : consumers) {
+      built += c->built();
+      wrong += c->wrong();
+    }
+    consumers.clear();
+    fmt::print("{} × {} ({}): {} time-slices built in {:.2f} s, {} incomplete, {} wrong; {} proposals taken\n", kInputs,
+               kComputes, ns::to_string(mode), built, seconds, incomplete.load(), wrong, proposals);
     return finished && built == kTimeslices && wrong == 0 && incomplete == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "scheduled_push: {}\n", e.what());

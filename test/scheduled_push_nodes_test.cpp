@@ -119,3 +119,37 @@ TEST_CASE("A compute node hands time-slices over in order, complete or given up"
   CHECK(node.held(0) == 0);
   CHECK(node.open_timeslices() == 0);
 }
+
+TEST_CASE("A compute node keeps handed-over time-slices' credits until each is released, in any order",
+          "[scheduled_push]") {
+  ComputeNode node(config_3x3(), 1, 2);  // time-slices 1, 4, 7, ...; 2 credits per input
+  using Arrival = ComputeNode::Arrival;
+  for (TimesliceIndex t : {1, 4}) {
+    for (InputIndex i = 0; i < 3; ++i) REQUIRE(node.on_contribution(i, t, 10ns) != Arrival::over_credit);
+  }
+  CHECK_THROWS_AS(node.hand_over(4), netio::Error);  // not the oldest open
+  auto ready = node.next_ready(10ns, 0ns);
+  REQUIRE(ready.has_value());
+  CHECK(ready->timeslice == 1);
+  node.hand_over(1);
+  CHECK(node.open_timeslices() == 1);
+  CHECK(node.handed_over_timeslices() == 1);
+  ready = node.next_ready(10ns, 0ns);  // the next one is ready while 1 is still kept
+  REQUIRE(ready.has_value());
+  CHECK(ready->timeslice == 4);
+  node.hand_over(4);
+  CHECK(node.next_expected() == 7);
+  CHECK(node.on_contribution(2, 4, 20ns) == Arrival::late);
+  // Both kept: every input holds its two credits here, so a third contribution is refused.
+  CHECK(node.held(0) == 2);
+  CHECK(node.on_contribution(0, 7, 20ns) == Arrival::over_credit);
+  // Released out of order: each gives back one credit per input.
+  CHECK(node.release(4) == std::vector<InputIndex>{0, 1, 2});
+  CHECK(node.held(0) == 1);
+  CHECK(node.on_contribution(0, 7, 30ns) == Arrival::accepted);
+  CHECK(node.release(1) == std::vector<InputIndex>{0, 1, 2});
+  CHECK(node.handed_over_timeslices() == 0);
+  CHECK_THROWS_AS(node.release(1), netio::Error);  // released already
+  CHECK_THROWS_AS(node.release(10), netio::Error);  // never seen
+  CHECK(node.held(0) == 1);  // t = 7
+}

@@ -65,18 +65,29 @@ std::optional<ComputeNode::Ready> ComputeNode::next_ready(Time now, Duration tim
   return Ready{t, open.count == input_count_, open.contributed};
 }
 
+void ComputeNode::hand_over(TimesliceIndex t) {
+  if (open_.empty() || open_.begin()->first != t) {
+    reject("hand-over of time-slice " + std::to_string(t) + ", which is not the oldest open");
+  }
+  handed_over_.emplace(t, std::move(open_.begin()->second.contributed));
+  open_.erase(open_.begin());
+  if (t + compute_count_ > next_expected_) next_expected_ = t + compute_count_;
+}
+
 std::vector<InputIndex> ComputeNode::release(TimesliceIndex t) {
-  const auto it = open_.find(t);
-  if (it == open_.end()) reject("release of time-slice " + std::to_string(t) + ", which is not open");
+  if (const auto open = open_.find(t); open != open_.end()) hand_over(t);
+  const auto it = handed_over_.find(t);
+  if (it == handed_over_.end()) {
+    reject("release of time-slice " + std::to_string(t) + ", which is neither open nor handed over");
+  }
   std::vector<InputIndex> owed;
   for (InputIndex i = 0; i < input_count_; ++i) {
-    if (it->second.contributed[i]) {
+    if (it->second[i]) {
       owed.push_back(i);
       --held_[i];
     }
   }
-  open_.erase(it);
-  if (t + compute_count_ > next_expected_) next_expected_ = t + compute_count_;
+  handed_over_.erase(it);
   return owed;
 }
 

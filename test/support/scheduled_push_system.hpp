@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -93,6 +94,9 @@ struct SystemOptions {
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
   std::chrono::microseconds slow_consumer{0};  // compute node 0's handler takes this long per time-slice
+  // When set, the receivers keep their complete time-slices (KeepingHandler): each is
+  // recorded in deliveries() and then handed to this, on the receiver's loop thread.
+  std::function<void(ns::ComputeIndex, sp::Timeslice)> keep;
 };
 
 class System {
@@ -116,6 +120,14 @@ class System {
         incomplete_[c].add(view);
         deliveries_[c].add(view);  // in the one sequence of hand-overs too, to check the order
       };
+      if (options_.keep) {
+        receivers_.push_back(std::make_unique<sp::TimesliceReceiver>(
+            *receiver_contexts_.back(), endpoint, ro, [this, c](sp::Timeslice kept) {
+              deliveries_[c].add(kept.view());
+              options_.keep(c, std::move(kept));
+            }));
+        continue;
+      }
       receivers_.push_back(std::make_unique<sp::TimesliceReceiver>(
           *receiver_contexts_.back(), endpoint, ro, [this, c](const sp::TimesliceView& view) {
             deliveries_[c].add(view);

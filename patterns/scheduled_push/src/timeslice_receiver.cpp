@@ -29,17 +29,32 @@ std::chrono::nanoseconds housekeeping_period(std::chrono::nanoseconds timeout) {
 
 }  // namespace
 
+struct Timeslice::Owned {
+  std::vector<std::vector<std::byte>> slots;  // [input]
+  std::vector<std::span<const std::byte>> views;
+  std::vector<std::uint8_t> contributed;
+  TimesliceView view;
+  std::uint64_t bytes = 0;
+  std::weak_ptr<TimesliceReceiver::State> receiver;
+};
+
 struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
+  struct Held {
+    std::vector<std::vector<std::byte>> slots;  // [input]
+    ns::Time first_arrival{0};
+    ns::Time last_arrival{0};
+  };
   struct Input {
     Peer peer;  // its data connection (default: not connected yet)
     bool gone = false;
     std::deque<std::vector<std::byte>> pending_replies;  // its reply window was full
   };
 
-  State(Context& ctx, TimesliceReceiverOptions opts, Handler on_complete)
+  State(Context& ctx, TimesliceReceiverOptions opts, Handler on_complete, KeepingHandler to_keep)
       : context(ctx),
         options(std::move(opts)),
         handler(std::move(on_complete)),
+        keeping(std::move(to_keep)),
         credits(ns::credits_per_input(options.receive_buffer_bytes, options.config.input_count,
                                       options.max_contribution_bytes)),
         node(options.config, options.compute, credits),
@@ -185,6 +200,10 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         view.first_arrival = open->second.first_arrival;
         view.last_arrival = open->second.last_arrival;
       }
+      if (ready->complete && keeping && open != held.end()) {
+        keep(t, open, std::move(views), std::move(contributed), bytes);
+        continue;
+      }
       const auto& user = ready->complete ? handler : options.on_incomplete;
       if (!ready->complete) {
         log(LogLevel::info, "scheduled push: compute node {} gives up time-slice {} (incomplete)", options.compute, t);
@@ -204,6 +223,61 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       }
       for (const InputIndex i : node.release(t)) reply(i, encode(Credit{t, ready->complete}));
     }
+  }
+
+  // Hands complete time-slice t over to the KeepingHandler: its contributions move into a
+  // Timeslice, and the credits wait for its release (released()).
+  void keep(ns::TimesliceIndex t, std::map<ns::TimesliceIndex, Held>::iterator open,
+            std::vector<std::span<const std::byte>> views, std::vector<std::uint8_t> contributed, std::uint64_t bytes) {
+    auto owned = std::make_unique<Timeslice::Owned>();
+    owned->slots = std::move(open->second.slots);  // the views point into these buffers, which move along
+    owned->views = std::move(views);
+    owned->contributed = std::move(contributed);
+    owned->view = TimesliceView{t, true, owned->views, owned->contributed, open->second.first_arrival,
+                                open->second.last_arrival};
+    owned->bytes = bytes;
+    owned->receiver = weak_from_this();
+    held.erase(open);
+    node.hand_over(t);
+    {
+      std::lock_guard lock(stats_mutex);
+      ++stats.complete;
+      ++stats.kept;
+    }
+    try {
+      keeping(Timeslice(std::move(owned)));
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "scheduled push: compute node {}: the handler of time-slice {} threw: {}", options.compute, t, e.what());
+    }
+  }
+
+  // A kept time-slice was released, on any thread: its credits go back on the loop thread.
+  void released(ns::TimesliceIndex t, std::uint64_t bytes) noexcept {
+    std::lock_guard lock(lifetime_mutex);
+    if (closed) return;  // the receiver is going: no credits to return any more
+    try {
+      if (context.loop().in_loop_thread()) {
+        free_kept(t, bytes);
+      } else {
+        context.loop().post([weak = weak_from_this(), t, bytes] {
+          if (auto state = weak.lock()) state->free_kept(t, bytes);
+        });
+      }
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "scheduled push: compute node {}: time-slice {} released, but its credits cannot go back: {}",
+          options.compute, t, e.what());
+    }
+  }
+
+  // On the loop thread.
+  void free_kept(ns::TimesliceIndex t, std::uint64_t bytes) {
+    if (!socket) return;  // closing
+    {
+      std::lock_guard lock(stats_mutex);
+      stats.held_bytes -= bytes;
+      --stats.kept;
+    }
+    for (const InputIndex i : node.release(t)) reply(i, encode(Credit{t, true}));
   }
 
   void reply(InputIndex i, std::span<const std::byte> message) {
@@ -237,29 +311,38 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   Context& context;
   TimesliceReceiverOptions options;
   Handler handler;
+  KeepingHandler keeping;  // instead of handler, when set
   std::uint32_t credits;
   ns::ComputeNode node;
   std::vector<Input> inputs;
   std::map<ConnectionId, InputIndex> by_connection;
   std::map<InputIndex, bool> acknowledge;  // per input: it runs DFS and wants acknowledgements
-  struct Held {
-    std::vector<std::vector<std::byte>> slots;  // [input]
-    ns::Time first_arrival{0};
-    ns::Time last_arrival{0};
-  };
   std::map<ns::TimesliceIndex, Held> held;
   std::set<ConnectionId> complained;
   Endpoint endpoint;
   EventLoop::TimerId timer = 0;
   mutable std::mutex stats_mutex;
   TimesliceReceiverStats stats;
+  // Taken by released() (any thread) and by the destructor, which sets closed before it
+  // tears down: a release either posts its credits while the receiver, and so its context,
+  // is alive, or does nothing.
+  std::mutex lifetime_mutex;
+  bool closed = false;
   std::unique_ptr<DdeService> dde;
   std::unique_ptr<LowLatencyReceiveSocket> socket;  // last: destroyed first
 };
 
 TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options,
                                      Handler handler)
-    : state_(std::make_shared<State>(context, std::move(options), std::move(handler))) {
+    : TimesliceReceiver(context, local, std::move(options), std::move(handler), KeepingHandler{}) {}
+
+TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options,
+                                     KeepingHandler handler)
+    : TimesliceReceiver(context, local, std::move(options), Handler{}, std::move(handler)) {}
+
+TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options,
+                                     Handler handler, KeepingHandler keeping)
+    : state_(std::make_shared<State>(context, std::move(options), std::move(handler), std::move(keeping))) {
   State* state = state_.get();  // the socket and the timer die before the state (destructor)
   LowLatencyReceiveOptions socket_options;
   socket_options.max_message_size = kContributionHeaderSize + state->options.max_contribution_bytes;
@@ -287,6 +370,10 @@ TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, Ti
 }
 
 TimesliceReceiver::~TimesliceReceiver() {
+  {
+    std::lock_guard lock(state_->lifetime_mutex);
+    state_->closed = true;
+  }
   state_->context.loop().run_sync([this] {
     state_->context.loop().cancel_timer(state_->timer);
     state_->socket.reset();
@@ -303,6 +390,29 @@ std::uint32_t TimesliceReceiver::credits_per_input() const noexcept { return sta
 TimesliceReceiverStats TimesliceReceiver::stats() const {
   std::lock_guard lock(state_->stats_mutex);
   return state_->stats;
+}
+
+Timeslice::Timeslice() noexcept = default;
+Timeslice::Timeslice(std::unique_ptr<Owned> owned) noexcept : owned_(std::move(owned)) {}
+Timeslice::Timeslice(Timeslice&&) noexcept = default;
+Timeslice& Timeslice::operator=(Timeslice&& other) noexcept {
+  if (this != &other) {
+    release();
+    owned_ = std::move(other.owned_);
+  }
+  return *this;
+}
+Timeslice::~Timeslice() { release(); }
+
+const TimesliceView& Timeslice::view() const noexcept { return owned_->view; }
+
+void Timeslice::release() noexcept {
+  if (!owned_) return;
+  const auto t = owned_->view.index;
+  const auto bytes = owned_->bytes;
+  auto receiver = std::move(owned_->receiver);
+  owned_.reset();  // the memory first, then the credits that let more in
+  if (auto state = receiver.lock()) state->released(t, bytes);
 }
 
 }  // namespace netio::scheduled_push

@@ -7,8 +7,11 @@
 // incomplete, when every input either contributed or is gone (on_input_gone: its connection
 // closed, so it never will), or when `timeout` has passed since its first contribution
 // arrived. release() frees it and names the inputs owed a credit (those that
-// contributed). Each input holds at most credits_per_input contributions here at once: one
-// beyond that is refused (the input broke the credit protocol).
+// contributed). A consumer that keeps time-slices after they were handed over (and frees
+// them later, in any order) calls hand_over() first: the next one becomes the oldest open,
+// and the handed-over contributions stay held, with their inputs' credits, until release().
+// Each input holds at most credits_per_input contributions here at once: one beyond that is
+// refused (the input broke the credit protocol).
 //
 // No clock, sockets or threads; not thread-safe (one driver thread).
 #pragma once
@@ -48,11 +51,17 @@ class ComputeNode {
   // The oldest open time-slice when it is ready (see above); nothing otherwise. A zero or
   // negative timeout never gives up on time.
   std::optional<Ready> next_ready(Time now, Duration timeout) const;
-  // Frees t (the one next_ready() named) and returns the inputs owed a credit, ascending.
-  // Throws (invalid_argument) for a t not open.
+  // Hands t (the one next_ready() named) over without freeing it: it is no longer open,
+  // later contributions to it are late, and its contributions stay held until release(t).
+  // Throws (invalid_argument) for a t that is not the oldest open.
+  void hand_over(TimesliceIndex t);
+  // Frees t, the one next_ready() named or one handed over (in any order), and returns the
+  // inputs owed a credit, ascending. Throws (invalid_argument) for a t neither open nor
+  // handed over.
   std::vector<InputIndex> release(TimesliceIndex t);
 
   std::size_t open_timeslices() const noexcept { return open_.size(); }
+  std::size_t handed_over_timeslices() const noexcept { return handed_over_.size(); }
   std::uint32_t held(InputIndex i) const { return held_.at(i); }  // contributions held from i
   std::uint32_t credits_per_input() const noexcept { return credits_; }
   // The first time-slice not yet released (in this node's order).
@@ -71,6 +80,7 @@ class ComputeNode {
   std::uint32_t credits_;
   TimesliceIndex next_expected_;
   std::map<TimesliceIndex, Open> open_;
+  std::map<TimesliceIndex, std::vector<bool>> handed_over_;  // contributed, per input
   std::vector<std::uint32_t> held_;
   std::vector<bool> gone_;
 };

@@ -10,6 +10,13 @@
 // returns the buffers are freed and each input gets its credit back as a reply on its data
 // connection. In DFS mode each contribution is also acknowledged when it arrives.
 //
+// A consumer that processes time-slices elsewhere (worker threads, a queue) constructs the
+// receiver with a KeepingHandler instead: it gets each complete time-slice as a Timeslice it
+// owns, and the buffer space and the inputs' credits stay taken until that Timeslice is
+// released or destroyed, on any thread and in any order. Kept time-slices are bounded by the
+// credits: when a consumer keeps the whole receive buffer, the inputs wait for it
+// (back-pressure) and nothing more is taken in.
+//
 // Faults: a time-slice that cannot complete is handed to on_incomplete (in order with the
 // complete ones) and freed, crediting the inputs that did contribute: when an input that has
 // not contributed is gone (its connection closed), or `incomplete_timeout` after its first
@@ -19,9 +26,9 @@
 // DFS: with run_dde the receiver also runs a DDE replica (DdeService) at dde_endpoint.
 //
 // Threading: the handlers run on the context's event-loop thread, one at a time; the views
-// they get are valid during the call only (copy what you keep). They must not block long.
-// Construct and destroy on any thread except inside this receiver's own handlers; no handler
-// runs after the destructor returned.
+// they get are valid during the call only (copy what you keep, or keep a Timeslice). They
+// must not block long. Construct and destroy on any thread except inside this receiver's
+// own handlers; no handler runs after the destructor returned.
 #pragma once
 
 #include "netio/context.hpp"
@@ -40,6 +47,8 @@
 #include <vector>
 
 namespace netio::scheduled_push {
+
+class Timeslice;
 
 // A time-slice handed to user code: one contribution per input (empty span for an input
 // that did not contribute, in an incomplete one). Views valid during the handler call only.
@@ -71,17 +80,24 @@ struct TimesliceReceiverStats {
   std::uint64_t complete = 0;
   std::uint64_t incomplete = 0;
   std::uint64_t contributions = 0;
-  std::uint64_t held_bytes = 0;       // contribution bytes held now
+  std::uint64_t held_bytes = 0;       // contribution bytes held now (kept Timeslices included)
+  std::uint64_t kept = 0;             // Timeslices kept (KeepingHandler) and not released yet
   std::uint64_t peak_held_bytes = 0;  // the most ever held at once
   std::uint64_t dropped = 0;          // contributions refused (misbehaving inputs)
 };
 
 class TimesliceReceiver {
  public:
+  // Gets a view of each complete time-slice; it is freed when the handler returns.
   using Handler = std::function<void(const TimesliceView&)>;
+  // Gets each complete time-slice to keep; it is freed when the Timeslice is released.
+  using KeepingHandler = std::function<void(Timeslice)>;
   // Binds `local` (port 0 picks one) and, with run_dde, the DDE's endpoint. Throws
   // netio::Error if it cannot bind or the options are bad.
   TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options, Handler handler);
+  TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options,
+                    KeepingHandler handler);
+  // Kept Timeslices stay valid after this; releasing them then frees only their memory.
   ~TimesliceReceiver();
   TimesliceReceiver(const TimesliceReceiver&) = delete;
   TimesliceReceiver& operator=(const TimesliceReceiver&) = delete;
@@ -94,7 +110,38 @@ class TimesliceReceiver {
   struct State;
 
  private:
+  TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options, Handler handler,
+                    KeepingHandler keeping);
+
   std::shared_ptr<State> state_;
+};
+
+// A complete time-slice a KeepingHandler kept: it owns the contributions, so view() stays
+// valid for as long as the Timeslice lives (also after the receiver is gone). While it
+// lives, its bytes count in the receiver's held_bytes and the inputs' credits for it are
+// taken. release() (or the destructor) frees it and gives the credits back; it may run on
+// any thread, and time-slices may be released in any order. Move-only; one Timeslice is not
+// to be used from two threads at once.
+class Timeslice {
+ public:
+  Timeslice() noexcept;  // empty: nothing to release
+  Timeslice(Timeslice&&) noexcept;
+  Timeslice& operator=(Timeslice&&) noexcept;
+  ~Timeslice();
+
+  explicit operator bool() const noexcept { return owned_ != nullptr; }
+  // The time-slice; must not be called on an empty (released or moved-from) Timeslice.
+  const TimesliceView& view() const noexcept;
+  // Frees the contributions and returns the credits; nothing when empty.
+  void release() noexcept;
+
+  struct Owned;
+
+ private:
+  friend struct TimesliceReceiver::State;
+  explicit Timeslice(std::unique_ptr<Owned> owned) noexcept;
+
+  std::unique_ptr<Owned> owned_;
 };
 
 }  // namespace netio::scheduled_push
