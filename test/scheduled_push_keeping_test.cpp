@@ -192,3 +192,28 @@ TEST_CASE("A kept time-slice stays valid after its receiver is destroyed", "[sch
     CHECK_FALSE(t);
   }
 }
+
+TEST_CASE("Kept time-slices released on another thread while their receiver is destroyed", "[scheduled_push]") {
+  const auto base = GENERATE(loopback_endpoints());
+  KeptQueue queue;
+  const std::uint32_t inputs = 2, computes = 2, credits = 16;
+  const ns::TimesliceIndex count = 32;  // 16 per compute node: all within the credits
+  System system(base, keeping_system(inputs, computes, credits, queue));
+  REQUIRE(system.push_all(count).empty());
+  REQUIRE(eventually([&] { return queue.size() == count; }));
+
+  auto kept = queue.take_all();
+  std::atomic<std::size_t> released{0};
+  std::thread consumer([&] {
+    for (auto& t : kept) {
+      t.release();  // before, during or after the receiver's destruction
+      ++released;
+      std::this_thread::sleep_for(20us);
+    }
+  });
+  while (released < count / 4) std::this_thread::yield();
+  for (ns::InputIndex i = 0; i < inputs; ++i) system.sender_slot(i).reset();
+  for (ns::ComputeIndex c = 0; c < computes; ++c) system.receiver_slot(c).reset();
+  consumer.join();
+  CHECK(released == count);
+}
