@@ -100,10 +100,15 @@ SystemOptions keeping_system(std::uint32_t inputs, std::uint32_t computes, std::
 TEST_CASE("Kept time-slices released out of order on a worker thread: every one is built and credited",
           "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
+  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
+  INFO(ns::to_string(mode));
   KeptQueue queue;
   const std::uint32_t inputs = 3, computes = 3, credits = 4;
   const ns::TimesliceIndex count = 900;
-  System system(base, keeping_system(inputs, computes, credits, queue));
+  auto options = keeping_system(inputs, computes, credits, queue);
+  options.mode = mode;  // DFS: acknowledged on arrival, credited on release
+  options.config.history_length = 3;
+  System system(base, options);
 
   ReleasingConsumer consumer(queue);
   const auto push_errors = system.push_all(count);
@@ -125,6 +130,7 @@ TEST_CASE("Kept time-slices released out of order on a worker thread: every one 
   }
   for (ns::InputIndex i = 0; i < inputs; ++i) {
     CHECK(eventually([&] { return system.sender(i).stats().credits_returned == count; }));
+    if (mode == ns::Mode::dfs) CHECK(system.sender(i).stats().proposals_taken > 0);
   }
 }
 
