@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -50,6 +51,29 @@ std::uint64_t drain(SubscribeSocket& subscriber, StreamChecker& checker, std::se
   }
   return got;
 }
+
+// publish() through the socket or through a Publisher handle (one thread at a time); the
+// rest goes to the socket.
+class Publishing {
+ public:
+  Publishing(PublishSocket& socket, bool through_handle) : socket_(socket) {
+    if (through_handle) handle_.emplace(socket.publisher());
+  }
+  void publish(Tag tag, std::span<const std::byte> data) {
+    if (handle_) {
+      handle_->publish(tag, data);
+    } else {
+      socket_.publish(tag, data);
+    }
+  }
+  void flush() { socket_.flush(); }
+  Endpoint local_endpoint() const { return socket_.local_endpoint(); }
+  netio::pubsub::PublishStats stats() const { return socket_.stats(); }
+
+ private:
+  PublishSocket& socket_;
+  std::optional<PublishSocket::Publisher> handle_;
+};
 
 netio::pubsub::PublishOptions named(std::string name) {
   netio::pubsub::PublishOptions o;
@@ -195,8 +219,13 @@ TEST_CASE("pub/sub: one publisher to 16 subscribers on a bounded page pool", "[p
 
 TEST_CASE("pub/sub: no slow joiner: everything published right after the acknowledgement arrives", "[pubsub]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
+  // Through the socket, or through one Publisher taken before any subscriber came: it has
+  // to notice each new subscription.
+  const bool through_handle = GENERATE(false, true);
+  INFO((through_handle ? "through a Publisher" : "through the socket"));
   netio::Context context(netio::test::context_options());
-  PublishSocket publisher(context, Endpoint::parse(base), named("p"));
+  PublishSocket socket(context, Endpoint::parse(base), named("p"));
+  Publishing publisher(socket, through_handle);
   constexpr std::uint64_t count = 200;
   for (int joiner = 0; joiner < 10; ++joiner) {
     INFO("joiner " << joiner);
@@ -225,10 +254,13 @@ TEST_CASE("pub/sub: no slow joiner: everything published right after the acknowl
 
 TEST_CASE("pub/sub: subscribers join and leave during a stream without disturbing the others", "[pubsub]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
+  const bool through_handle = GENERATE(false, true);  // the producer publishes through a Publisher
+  INFO((through_handle ? "through a Publisher" : "through the socket"));
   netio::Context context(netio::test::context_options());
   netio::pubsub::PublishOptions options = named("stream");
   options.flush_timeout = 5ms;
-  PublishSocket publisher(context, Endpoint::parse(base), options);
+  PublishSocket socket(context, Endpoint::parse(base), options);
+  Publishing publisher(socket, through_handle);
   const Tag tag = 9;
   SubscribeSocket steady(context);
   steady.subscribe(publisher.local_endpoint(), tag);
@@ -299,4 +331,71 @@ TEST_CASE("pub/sub: subscribers join and leave during a stream without disturbin
     CHECK(it->second.next >= visits[v].before_leave);
   }
   CHECK(publisher.stats().connections == 1);  // only the steady subscriber is left
+}
+
+TEST_CASE("pub/sub: four threads, each with its own Publisher, keep their order for every subscriber",
+          "[pubsub]") {
+  const auto base = GENERATE(netio::test::loopback_endpoints());
+  netio::Context context(netio::test::context_options());
+  PublishSocket socket(context, Endpoint::parse(base), named("threads"));
+  SubscribeSocket storage(context);  // high-throughput, every tag
+  LowLatencyInbox inbox;
+  SubscribeSocket monitor(context, inbox.options());  // low-latency, every tag
+  constexpr Tag threads = 4;
+  constexpr std::uint64_t count = 2000;
+  for (Tag tag = 1; tag <= threads; ++tag) {
+    storage.subscribe(socket.local_endpoint(), tag);
+    monitor.subscribe(socket.local_endpoint(), tag, Mode::low_latency);
+  }
+  // Thread t publishes tag t, in sequence: each tag's stream checks one Publisher's order.
+  std::vector<std::thread> producers;
+  for (Tag tag = 1; tag <= threads; ++tag) {
+    producers.emplace_back([&socket, tag] {
+      auto publisher = socket.publisher();
+      for (std::uint64_t i = 0; i < count; ++i) publisher.publish(tag, netio::test::pubsub_message(tag, i, 40));
+    });
+  }
+  for (auto& p : producers) p.join();
+  socket.flush();
+
+  StreamChecker checker;
+  std::set<Tag> tags;
+  CHECK(drain(storage, checker, tags, threads * count) == threads * count);
+  CHECK(eventually([&] { return inbox.count.load() >= threads * count; }));
+  std::lock_guard lock(inbox.mutex);
+  for (Tag tag = 1; tag <= threads; ++tag) {
+    INFO("tag " << tag);
+    CHECK(checker.complete("threads", tag, count));
+    CHECK(inbox.checker.complete("threads", tag, count));
+  }
+  CHECK(checker.clean());
+  CHECK(inbox.checker.clean());
+  CHECK(socket.stats().published == threads * count);
+  CHECK(socket.stats().deliveries == 2 * threads * count);
+}
+
+TEST_CASE("pub/sub: a Publisher that outlives its PublishSocket throws Errc::closed", "[pubsub]") {
+  const auto base = GENERATE(netio::test::loopback_endpoints());
+  netio::Context context(netio::test::context_options());
+  auto socket = std::make_unique<PublishSocket>(context, Endpoint::parse(base), named("gone"));
+  SubscribeSocket subscriber(context);
+  subscriber.subscribe(socket->local_endpoint(), 7);
+  auto publisher = socket->publisher();
+  publisher.publish(7, netio::test::pubsub_message(7, 0, 32));
+  publisher.publish(8, netio::test::pubsub_message(8, 0, 32));  // nobody's tag
+  // A live Publisher's counts are in the socket's stats.
+  CHECK(socket->stats().published == 2);
+  CHECK(socket->stats().deliveries == 1);
+  CHECK(socket->stats().unrouted == 1);
+  socket.reset();
+  try {
+    publisher.publish(7, netio::test::pubsub_message(7, 1, 32));
+    FAIL("publish() after the socket was destroyed did not throw");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::closed);
+    CHECK_THAT(e.what(), Catch::Contains("destroyed"));
+  }
+  auto m = subscriber.recv(5s);  // what was published before is delivered
+  REQUIRE(m);
+  CHECK(netio::test::pubsub_sequence(7, m->data()) == std::optional<std::uint64_t>{0});
 }

@@ -30,8 +30,9 @@ void drain(pubsub::PublishSocket& publisher, const Deadline& deadline) {
   while (publisher.pages().pages_in_use() > 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
-void publish_run(pubsub::PublishSocket& publisher, const RunKey& key, const BenchPublisherOptions& options,
+void publish_run(pubsub::PublishSocket& socket, const RunKey& key, const BenchPublisherOptions& options,
                  const Deadline& deadline, ThroughputResult& result, bool& interrupted) {
+  auto publisher = socket.publisher();  // this thread's handle: no lock on the routes per message
   const auto& tags = options.tags;
   DataMessageBuilder builder(key, options.payload);
   result = ThroughputResult{};
@@ -69,7 +70,7 @@ void publish_run(pubsub::PublishSocket& publisher, const RunKey& key, const Benc
       if (++t == tags.size()) t = 0;
     }
     for (std::size_t i = 0; i < tags.size(); ++i) publisher.publish(tags[i], encode_run_end(key, sequences[i]));
-    drain(publisher, deadline);
+    drain(socket, deadline);
   } catch (...) {
     account();
     throw;

@@ -10,6 +10,11 @@ std::shared_ptr<const RouteMap> SubscriptionTable::routes() const {
   return routes_;
 }
 
+SubscriptionTable::VersionedRoutes SubscriptionTable::versioned_routes() const {
+  std::lock_guard lock(routes_mutex_);
+  return {routes_, version_.load(std::memory_order_relaxed)};
+}
+
 RouteMap SubscriptionTable::copy_routes() const {
   std::lock_guard lock(routes_mutex_);
   return *routes_;
@@ -22,6 +27,7 @@ void SubscriptionTable::publish_routes(RouteMap routes) {
   {
     std::lock_guard lock(routes_mutex_);
     routes_.swap(fresh);
+    version_.fetch_add(1, std::memory_order_release);
   }
   subscriptions_.store(count, std::memory_order_release);
   // `fresh` now holds the old map: released here, outside the lock.

@@ -3,7 +3,9 @@
 //
 // Changes are made by one thread at a time (the publisher's event-loop thread); publishing
 // threads read an immutable snapshot of the routes (routes()), which a change replaces:
-// reading costs a lock and a reference count, never a wait for a change in progress.
+// reading costs a lock and a reference count, never a wait for a change in progress. A
+// reader that keeps a snapshot (a PublishSocket::Publisher) compares version() with the one
+// it took, an atomic load, and takes the routes again only when they changed.
 #pragma once
 
 #include "data_connection.hpp"
@@ -41,6 +43,14 @@ class SubscriptionTable {
  public:
   // The routes now; valid (unchanging) as long as it is held. Any thread.
   std::shared_ptr<const RouteMap> routes() const;
+  // The routes now and their version. Any thread.
+  struct VersionedRoutes {
+    std::shared_ptr<const RouteMap> routes;
+    std::uint64_t version = 0;
+  };
+  VersionedRoutes versioned_routes() const;
+  // Increases with every change of the routes (starts at 1). Any thread.
+  std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
 
   // The data connection of `owner` (a control connection) in `mode`, if it has one.
   std::shared_ptr<DataConnection> find(ConnectionId owner, Mode mode) const;
@@ -72,6 +82,7 @@ class SubscriptionTable {
   std::map<std::pair<ConnectionId, Mode>, std::shared_ptr<DataConnection>> connections_;
   mutable std::mutex routes_mutex_;  // guards routes_ (the pointer, not what it points to)
   std::shared_ptr<const RouteMap> routes_ = std::make_shared<const RouteMap>();
+  std::atomic<std::uint64_t> version_{1};  // written under routes_mutex_ with routes_
   std::atomic<std::size_t> subscriptions_{0};
   std::atomic<std::size_t> connection_count_{0};
   std::atomic<std::size_t> subscriber_count_{0};

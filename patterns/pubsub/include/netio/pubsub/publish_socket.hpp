@@ -119,6 +119,10 @@ class PublishSocket {
   // that case (see above), Errc::message_too_large beyond what a subscriber takes.
   void publish(Tag tag, std::span<const std::byte> data);
 
+  // A handle for one publishing thread, with a cheaper publish() (see Publisher below).
+  class Publisher;
+  Publisher publisher();
+
   // The non-blocking form, which never duplicates. True when every subscriber of `tag` has
   // the message (or dropped it under Backpressure::drop, or left). False when some could
   // not take it now: `progress.skipped()` names them, and calling again with the same
@@ -150,6 +154,32 @@ class PublishSocket {
 
  private:
   std::shared_ptr<Impl> impl_;
+};
+
+// publish() for one thread: what PublishSocket::publish() does, without the lock and the
+// reference count that call takes on the routes for every message. A Publisher keeps the
+// routes it last used and takes them again when a subscription changed them (an atomic load
+// tells), so every subscriber acknowledged before a publish() gets it, as with the socket's.
+// Thread-safety: one thread at a time per Publisher; each publishing thread takes its own,
+// and any number of Publishers and PublishSocket::publish() callers run at once (one
+// Publisher's messages keep their order for every subscriber).
+// Lifetime: destroy before the Context. It may outlive its PublishSocket: publish() then
+// throws Errc::closed. Until its next publish() it holds the routes of its last one, and so
+// the data connections of subscribers that left since (closed, not yet freed).
+class PublishSocket::Publisher {
+ public:
+  Publisher(Publisher&&) noexcept;
+  Publisher& operator=(Publisher&&) noexcept;
+  ~Publisher();
+
+  // As PublishSocket::publish(); Errc::closed once the PublishSocket is destroyed.
+  void publish(Tag tag, std::span<const std::byte> data);
+
+ private:
+  friend class PublishSocket;
+  explicit Publisher(std::shared_ptr<Impl> impl);
+  struct Kept;
+  std::unique_ptr<Kept> kept_;
 };
 
 }  // namespace netio::pubsub
