@@ -253,16 +253,20 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
 
   // A kept time-slice was released, on any thread: its credits go back on the loop thread.
   void released(ns::TimesliceIndex t, std::uint64_t bytes) noexcept {
-    std::lock_guard lock(lifetime_mutex);
-    if (closed) return;  // the receiver is going: no credits to return any more
     try {
-      if (context.loop().in_loop_thread()) {
-        free_kept(t, bytes);
-      } else {
-        context.loop().post([weak = weak_from_this(), t, bytes] {
-          if (auto state = weak.lock()) state->free_kept(t, bytes);
-        });
+      {
+        std::lock_guard lock(lifetime_mutex);
+        if (closed) return;  // the receiver is going: no credits to return any more
+        if (!context.loop().in_loop_thread()) {
+          context.loop().post([weak = weak_from_this(), t, bytes] {
+            if (auto state = weak.lock()) state->free_kept(t, bytes);
+          });
+          return;
+        }
       }
+      // On the loop thread, which the receiver's teardown waits for; outside the lock, as
+      // what free_kept() sets off may release another time-slice.
+      free_kept(t, bytes);
     } catch (const std::exception& e) {
       log(LogLevel::error, "scheduled push: compute node {}: time-slice {} released, but its credits cannot go back: {}",
           options.compute, t, e.what());
