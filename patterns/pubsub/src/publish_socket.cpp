@@ -177,13 +177,19 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     }
   }
 
-  bool try_publish(Tag tag, std::span<const std::byte> data, std::vector<detail::PendingDelivery>& pending, bool started) {
+  // `routes`: a Publisher's (else the table's now); `own`: its counters (else the socket's).
+  bool try_publish(Tag tag, std::span<const std::byte> data, std::vector<detail::PendingDelivery>& pending, bool started,
+                   const detail::RouteMap* routes = nullptr, PublisherCounters* own = nullptr) {
     if (!started) {
-      const auto routes = table_.routes();
+      std::shared_ptr<const detail::RouteMap> now;
+      if (routes == nullptr) {
+        now = table_.routes();
+        routes = now.get();
+      }
       const auto it = routes->find(tag);
       if (it == routes->end()) {
-        unrouted_.fetch_add(1, std::memory_order_relaxed);
-        published_.fetch_add(1, std::memory_order_relaxed);
+        bump(unrouted_, own ? &own->unrouted : nullptr);
+        bump(published_, own ? &own->published : nullptr);
         return true;
       }
       pending.clear();
@@ -197,13 +203,13 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
         count_drop(*p.counters);
         continue;
       }
-      if (result == Delivery::sent) deliveries_.fetch_add(1, std::memory_order_relaxed);
+      if (result == Delivery::sent) bump(deliveries_, own ? &own->deliveries : nullptr);
       // A subscriber whose connection is being made again is skipped, whatever its
       // back-pressure: it has room, only not yet a connection; the retry reaches it.
       if (result == Delivery::full || result == Delivery::reconnecting) pending[kept++] = std::move(p);
     }
     pending.resize(kept);
-    if (kept == 0) published_.fetch_add(1, std::memory_order_relaxed);
+    if (kept == 0) bump(published_, own ? &own->published : nullptr);
     return kept == 0;
   }
 
@@ -588,6 +594,14 @@ PublishSocket::Publisher::~Publisher() = default;
 void PublishSocket::Publisher::publish(Tag tag, std::span<const std::byte> data) {
   Impl& impl = *kept_->impl;
   impl.publish_on(impl.current_routes(kept_->routes), tag, data, kept_->counters.get());
+}
+
+bool PublishSocket::Publisher::try_publish(Tag tag, std::span<const std::byte> data, PublishProgress& progress) {
+  Impl& impl = *kept_->impl;
+  const auto& routes = impl.current_routes(kept_->routes);
+  const bool started = progress.started_;
+  progress.started_ = true;
+  return impl.try_publish(tag, data, progress.pending_, started, &routes, kept_->counters.get());
 }
 
 bool PublishSocket::try_publish(Tag tag, std::span<const std::byte> data, PublishProgress& progress) {

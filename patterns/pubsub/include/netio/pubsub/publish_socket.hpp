@@ -172,8 +172,10 @@ class PublishSocket::Publisher {
   Publisher& operator=(Publisher&&) noexcept;
   ~Publisher();
 
-  // As PublishSocket::publish(); Errc::closed once the PublishSocket is destroyed.
+  // As PublishSocket::publish() and try_publish(); Errc::closed once the PublishSocket is
+  // destroyed.
   void publish(Tag tag, std::span<const std::byte> data);
+  bool try_publish(Tag tag, std::span<const std::byte> data, PublishProgress& progress);
 
  private:
   friend class PublishSocket;
