@@ -1,4 +1,4 @@
-// The Input Engine (IE) of one input node (paper section III-C, DESIGN.md §6).
+// The Input Engine (IE) of one input node (the DFS paper, section III-C).
 //
 // The IE decides when this input sends which contribution. The driver asks next_send(now),
 // sends the named time-slice when it is due (and, in the socket pattern, when it holds a

@@ -7,13 +7,13 @@
 // The paper's Eq. 1, over the window i = w-hist_cnt+1 .. w:
 //   μ   = Σ d_i / hist_cnt
 //   VAR = Σ (d_i - μ)² / hist_cnt
-// Where DESIGN.md and the paper differ or are silent, DESIGN.md wins and we chose:
+// Where the paper is ambiguous or silent we chose:
 //   - d_i: the paper takes |durm_i - durp_i| in time units and compares VAR with ssu_TH
 //     given in percent; we express d_i in percent of med_durm_hist,
 //     d_i = 100 * |durm_i - durp_i| / med_durm_hist, so that VAR is in %² and ssu_TH = 10
 //     means "the deviations scatter by about ±3 % of an interval". (The paper's research code
 //     compared the mean deviation relative to the median duration instead.)
-//   - "at most" (DESIGN.md, and Eq. 1's ≤) rather than the paper's prose "smaller than".
+//   - "at most" (Eq. 1's ≤) rather than the paper's prose "smaller than".
 //   - the speed-up needs a proposed duration for every interval of the window: intervals
 //     that ran without a proposal (the first ones) say nothing about how well proposals are
 //     followed, so no speed-up until the window holds only proposed intervals.

@@ -1,4 +1,4 @@
-// The publishing side of publish/subscribe (DESIGN.md §5).
+// The publishing side of publish/subscribe (README, "Publish/subscribe").
 //
 // A PublishSocket listens on an endpoint for subscription requests (a low-latency
 // connection from each SubscribeSocket). For each request it records the subscription in its

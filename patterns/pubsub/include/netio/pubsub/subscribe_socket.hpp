@@ -1,4 +1,4 @@
-// The subscribing side of publish/subscribe (DESIGN.md §5).
+// The subscribing side of publish/subscribe (README, "Publish/subscribe").
 //
 // A SubscribeSocket subscribes to tags on one or more publishers. It sends each request to
 // the publisher over a low-latency control connection (one per publisher) and returns only
