@@ -75,7 +75,8 @@ bool PageParser::begin_spanning(std::size_t in_page) {
 
 void PageParser::recycle_reassembled() noexcept {
   std::vector<std::byte> memory = std::exchange(assembly_, {});
-  BudgetCharge charge = std::exchange(assembly_charge_, BudgetCharge(budget_));
+  // A fresh charge on the same budget stays behind: the next reassembly counts on it.
+  BudgetCharge charge = std::exchange(assembly_charge_, BudgetCharge(assembly_charge_.budget()));
   if (reassembly_spare_ != nullptr) reassembly_spare_->keep(std::move(memory), std::move(charge));
 }
 

@@ -40,7 +40,6 @@ class PageParser {
                       std::size_t allowance = 0, ReassemblySpare* spare = nullptr)
       : max_message_size_(max_message_size),
         allowance_(allowance),
-        budget_(budget),
         assembly_charge_(std::move(budget)),
         reassembly_spare_(spare) {}
 
@@ -86,7 +85,6 @@ class PageParser {
 
   std::size_t max_message_size_;
   std::size_t allowance_;
-  std::shared_ptr<ReceiveBudget> budget_;
   std::size_t first_capacity_ = 0;  // of the reassembly: a receive buffer's size
   std::span<const std::byte> page_;
   std::span<std::byte> spare_;
