@@ -195,14 +195,14 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         views[i] = open->second.slots[i];
         bytes += open->second.slots[i].size();
       }
+      if (ready->complete && keeping && open != held.end()) {
+        keep(t, open, std::move(views), std::move(contributed), bytes);
+        continue;
+      }
       TimesliceView view{t, ready->complete, views, contributed};
       if (open != held.end()) {
         view.first_arrival = open->second.first_arrival;
         view.last_arrival = open->second.last_arrival;
-      }
-      if (ready->complete && keeping && open != held.end()) {
-        keep(t, open, std::move(views), std::move(contributed), bytes);
-        continue;
       }
       const auto& user = ready->complete ? handler : options.on_incomplete;
       if (!ready->complete) {
