@@ -14,10 +14,12 @@ std::vector<std::byte> encode_frame(std::span<const std::byte> payload) {
 }
 
 std::vector<std::byte> encode_request(std::uint64_t max_reply_size, std::span<const std::byte> hello) {
-  std::vector<std::byte> payload(8 + hello.size());
-  detail::store_le<std::uint64_t>(payload.data(), max_reply_size);
-  std::copy(hello.begin(), hello.end(), payload.begin() + 8);
-  return encode_frame(payload);
+  // Written straight into the frame: the payload is the reply size, then the hello.
+  std::vector<std::byte> frame(frame_header_size + 8 + hello.size());
+  detail::store_le<std::uint64_t>(frame.data(), 8 + hello.size());
+  detail::store_le<std::uint64_t>(frame.data() + frame_header_size, max_reply_size);
+  std::copy(hello.begin(), hello.end(), frame.begin() + frame_header_size + 8);
+  return frame;
 }
 
 std::optional<ConnectRequest> decode_request(std::span<const std::byte> payload) {

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# CTest check of loaded_rtt.sh (label "bench"): one short run under the spin load prints a
+# run line and a median, each a positive ratio, and the load is gone afterwards.
+# Usage: loaded_rtt_test.sh BUILD_DIR
+set -euo pipefail
+build="${1:?usage: loaded_rtt_test.sh BUILD_DIR}"
+out="$("$(dirname "$0")/loaded_rtt.sh" --build "$build" --runs 1 --sizes 8 --load spin)"
+echo "$out"
+runs=$(grep -Ec '^8 B  [^ ]+  [0-9]+\.[0-9]+$' <<<"$out" || true)
+[ "$runs" = 2 ] || { echo "loaded_rtt_test: FAIL: expected a run line and a median line for 8 B" >&2; exit 1; }
+grep -Eq '^8 B  [^ ]+  0\.0+$' <<<"$out" && { echo "loaded_rtt_test: FAIL: a ratio of zero" >&2; exit 1; }
+sleep 0.2
+if pgrep -f "while :; do :; done" >/dev/null; then echo "loaded_rtt_test: FAIL: the load outlived the script" >&2; exit 1; fi
+echo "loaded_rtt_test: ok"
