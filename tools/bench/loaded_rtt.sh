@@ -41,6 +41,7 @@ while [ $# -gt 0 ]; do
 done
 case "$load" in thrash|spin|none) ;; *) echo "loaded_rtt.sh: --load must be thrash, spin or none" >&2; exit 2 ;; esac
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "loaded_rtt.sh: --runs must be a positive integer" >&2; exit 2; }
+[ "$(nproc)" -ge 2 ] || { echo "loaded_rtt.sh: needs two CPUs (the server on CPU 1, the client on CPU 0)" >&2; exit 2; }
 builds=("$build")
 [ -n "$baseline" ] && builds+=("$baseline")
 for b in "${builds[@]}"; do

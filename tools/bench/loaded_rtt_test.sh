@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # CTest check of loaded_rtt.sh (label "bench"): one short run under the spin load prints a
-# run line and a median, each a positive ratio, and the load is gone afterwards.
+# run line and a median, each a positive ratio, and the load is gone afterwards. Exit 77
+# (skipped) on a machine with one CPU.
 # Usage: loaded_rtt_test.sh BUILD_DIR
 set -euo pipefail
 build="${1:?usage: loaded_rtt_test.sh BUILD_DIR}"
+[ "$(nproc)" -ge 2 ] || { echo "loaded_rtt_test: one CPU: skipped"; exit 77; }
 out="$("$(dirname "$0")/loaded_rtt.sh" --build "$build" --runs 1 --sizes 8 --load spin)"
 echo "$out"
 runs=$(grep -Ec '^8 B  [^ ]+  [0-9]+\.[0-9]+$' <<<"$out" || true)
