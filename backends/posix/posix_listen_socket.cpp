@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
@@ -51,6 +52,10 @@ void PosixListenSocket::on_acceptable() {
       }
       if (error == EINTR || error == ECONNABORTED) return;
       if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
+        // Linux takes the descriptor before it looks at the queue: the accept after the one
+        // that took the last free descriptor fails so even when nobody else is waiting, and
+        // making room then would drop the peer just taken in.
+        if (!peer_waiting()) return;
         if (make_room_for_descriptors(error)) continue;
         return;
       }
@@ -67,6 +72,11 @@ void PosixListenSocket::on_acceptable() {
     }
     add_pending(std::move(fd), detail::to_endpoint(peer, local_));
   }
+}
+
+bool PosixListenSocket::peer_waiting() const {
+  pollfd listener{fd_.get(), POLLIN, 0};
+  return ::poll(&listener, 1, 0) > 0 && (listener.revents & POLLIN) != 0;
 }
 
 void PosixListenSocket::end_pressure_episode() {

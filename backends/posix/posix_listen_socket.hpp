@@ -3,9 +3,10 @@
 // A connection that sends junk or nothing within the handshake timeout is closed and logged;
 // the listener keeps serving everyone else. At most ListenLimits::max_pending_handshakes
 // connections wait for their hello: a new one beyond that drops the oldest. Out of
-// descriptors (EMFILE, ENFILE), the listener first drops the oldest waiting connection to
-// make room; with none waiting it stops polling its descriptor for accept_backoff (a loop
-// timer), then tries again: no spinning, one log line per episode.
+// descriptors (EMFILE, ENFILE) while a peer waits to be accepted, the listener first drops
+// the oldest connection waiting for its handshake to make room; with none waiting it stops
+// polling its descriptor for accept_backoff (a loop timer), then tries again: no spinning,
+// one log line per episode.
 #pragma once
 
 #include "backends/posix/handshake_reader.hpp"
@@ -43,6 +44,7 @@ class PosixListenSocket final : public LowLevelListenSocket {
   // Out of descriptors: frees one by dropping the oldest pending connection (true), or
   // backs off when there is none (false).
   bool make_room_for_descriptors(int error);
+  bool peer_waiting() const;  // a connection in the kernel's accept queue
   void resume_accepting();
   void end_pressure_episode();
   void add_pending(SocketFd fd, const Endpoint& peer);
