@@ -394,13 +394,8 @@ TEST_CASE("a peer accepted with the last free descriptor is kept, though the nex
     try {
       Receiver receiver(Endpoint::parse("tcp://127.0.0.1:0"), netio::AdmissionOptions{});
       netio::test::prepare_for_descriptor_exhaustion(receiver.context.loop());
-      rlimit limit{};
-      ::getrlimit(RLIMIT_NOFILE, &limit);
-      limit.rlim_cur = limit_leaving(16);
-      if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(12);
-      std::vector<int> fillers;
-      for (int fd = ::dup(to_parent[1]); fd >= 0; fd = ::dup(to_parent[1])) fillers.push_back(fd);
-      if (errno != EMFILE || fillers.empty()) ::_exit(13);
+      std::vector<int> fillers = netio::test::take_every_descriptor(to_parent[1], 16);
+      if (fillers.empty()) ::_exit(13);
       ::close(fillers.back());  // exactly one descriptor free: the peer's
       fillers.pop_back();
       const std::uint16_t port = receiver.socket.local_endpoint().port;
@@ -478,13 +473,8 @@ TEST_CASE("out of descriptors with nothing to drop, the back-off timer resumes a
       Receiver receiver(Endpoint::parse("tcp://127.0.0.1:0"), admission);
       // UBSan needs descriptors to check a type it meets for the first time.
       netio::test::prepare_for_descriptor_exhaustion(receiver.context.loop());
-      rlimit limit{};
-      ::getrlimit(RLIMIT_NOFILE, &limit);
-      limit.rlim_cur = limit_leaving(16);
-      if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(12);
-      std::vector<int> fillers;
-      for (int fd = ::dup(to_child[0]); fd >= 0; fd = ::dup(to_child[0])) fillers.push_back(fd);
-      if (errno != EMFILE || fillers.empty()) ::_exit(13);
+      std::vector<int> fillers = netio::test::take_every_descriptor(to_child[0], 16);
+      if (fillers.empty()) ::_exit(13);
       const std::uint16_t port = receiver.socket.local_endpoint().port;
       if (::write(to_parent[1], &port, sizeof port) != sizeof port) ::_exit(14);
       char go = 0;

@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace netio::test {
 
@@ -33,6 +34,20 @@ inline rlim_t limit_leaving(int spare) {
     if (open.count(limit) == 0) ++free;
   }
   return static_cast<rlim_t>(limit);
+}
+
+// Lowers the descriptor limit to leave `spare` free, then takes them all (duplicates of
+// `fd`): the duplicates, to close when descriptors should come free again; empty if the
+// limit could not be set or the last one did not fail with EMFILE.
+inline std::vector<int> take_every_descriptor(int fd, int spare) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = limit_leaving(spare);
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return {};
+  std::vector<int> taken;
+  for (int copy = ::dup(fd); copy >= 0; copy = ::dup(fd)) taken.push_back(copy);
+  if (errno != EMFILE) taken.clear();
+  return taken;
 }
 
 // Call while descriptors are still free, before running out of them on purpose.
