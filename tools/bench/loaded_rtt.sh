@@ -17,6 +17,7 @@
 #   --sizes LIST    ping sizes, comma-separated (default 8,1024)
 #   --runs N        runs per size and build (default 6); each run is 20 pairs of 500 round
 #                   trips and gives the median of its pairs' ratios
+#   --busy-poll     both sides spin instead of sleeping (netio's loops, raw TCP's recv())
 # Prints one line per run and, per size and build, the median of the runs' ratios.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
     --sizes) sizes="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --busy-poll) busy=(--busy-poll); shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     *) echo "loaded_rtt.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
