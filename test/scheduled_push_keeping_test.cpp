@@ -127,6 +127,7 @@ TEST_CASE("Kept time-slices released out of order on a worker thread: every one 
     CHECK(stats.complete == count / computes);
     CHECK(stats.held_bytes == 0);
     CHECK(stats.peak_held_bytes <= system.buffer_bytes());
+    CHECK(stats.kept_stalls == 0);  // a consumer that keeps up never stalls the inputs for long
   }
   for (ns::InputIndex i = 0; i < inputs; ++i) {
     CHECK(eventually([&] { return system.sender(i).stats().credits_returned == count; }));
@@ -134,12 +135,15 @@ TEST_CASE("Kept time-slices released out of order on a worker thread: every one 
   }
 }
 
-TEST_CASE("A consumer that keeps every time-slice holds the inputs back at its credits", "[scheduled_push]") {
+TEST_CASE("A consumer that keeps every time-slice holds the inputs back at its credits, and is warned once",
+          "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
   KeptQueue queue;
   const std::uint32_t inputs = 3, computes = 2, credits = 3;
   const ns::TimesliceIndex count = 60;
-  System system(base, keeping_system(inputs, computes, credits, queue));
+  auto options = keeping_system(inputs, computes, credits, queue);
+  options.kept_stall_warning = 200ms;
+  System system(base, options);
 
   std::vector<std::string> push_errors;
   std::thread pusher([&] { push_errors = system.push_all(count); });
@@ -161,6 +165,12 @@ TEST_CASE("A consumer that keeps every time-slice holds the inputs back at its c
     CHECK(stats.peak_held_bytes <= system.buffer_bytes());
   }
   for (ns::InputIndex i = 0; i < inputs; ++i) CHECK(system.sender(i).stats().sent < count);
+  // Stalled by its consumer for longer than kept_stall_warning, each compute node says so.
+  for (ns::ComputeIndex c = 0; c < computes; ++c) {
+    CHECK(eventually([&] { return system.receiver(c).stats().kept_stalls == 1; }));
+  }
+  std::this_thread::sleep_for(300ms);  // the stall goes on, more than kept_stall_warning again: still one warning
+  for (ns::ComputeIndex c = 0; c < computes; ++c) CHECK(system.receiver(c).stats().kept_stalls == 1);
 
   // Released, the credits go back and the rest flows.
   ReleasingConsumer consumer(queue);

@@ -97,6 +97,7 @@ struct SystemOptions {
   // When set, the receivers keep their complete time-slices (KeepingHandler): each is
   // recorded in deliveries() and then handed to this, on the receiver's loop thread.
   std::function<void(ns::ComputeIndex, sp::Timeslice)> keep;
+  std::chrono::nanoseconds kept_stall_warning = sp::TimesliceReceiverOptions{}.kept_stall_warning;
 };
 
 class System {
@@ -115,6 +116,7 @@ class System {
       ro.receive_buffer_bytes = buffer_bytes_;
       ro.max_contribution_bytes = kMaxContribution;
       ro.incomplete_timeout = options_.incomplete_timeout;
+      ro.kept_stall_warning = options_.kept_stall_warning;
       ro.run_dde = options_.mode == ns::Mode::dfs && options_.dde_in_receivers && c < options_.dde_replicas;
       ro.on_incomplete = [this, c](const sp::TimesliceView& view) {
         incomplete_[c].add(view);

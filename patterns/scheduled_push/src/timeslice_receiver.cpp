@@ -310,6 +310,42 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       }
     }
     deliver();
+    check_kept_stall();
+  }
+
+  // Warns once when the consumer's kept Timeslices have held every credit for
+  // kept_stall_warning: the inputs are waiting on the consumer, not on the network. The
+  // senders only see push() time out, on other hosts, so this node says why.
+  void check_kept_stall() {
+    const auto threshold = options.kept_stall_warning;
+    if (!keeping || threshold <= std::chrono::nanoseconds::zero()) return;
+    std::uint64_t kept = 0, bytes = 0;
+    {
+      std::lock_guard lock(stats_mutex);
+      kept = stats.kept;
+      bytes = stats.held_bytes;
+    }
+    const auto t = now();
+    if (kept < credits) {
+      if (kept_stall_warned) {
+        log(LogLevel::info, "scheduled push: compute node {}: a kept time-slice was released, the inputs go on "
+            "(stalled for {} ms)", options.compute, std::chrono::duration_cast<std::chrono::milliseconds>(t - *kept_stall_since).count());
+      }
+      kept_stall_since.reset();
+      kept_stall_warned = false;
+      return;
+    }
+    if (!kept_stall_since) kept_stall_since = t;
+    if (kept_stall_warned || t - *kept_stall_since < threshold) return;
+    kept_stall_warned = true;
+    {
+      std::lock_guard lock(stats_mutex);
+      ++stats.kept_stalls;
+    }
+    log(LogLevel::warn, "scheduled push: compute node {} at {}: the consumer has kept {} time-slices ({} bytes) "
+        "unreleased for {} ms, every credit the inputs have for this node, so they cannot send it more; release or "
+        "destroy the Timeslices it is done with", options.compute, local_endpoint().to_string(), kept, bytes,
+        std::chrono::duration_cast<std::chrono::milliseconds>(t - *kept_stall_since).count());
   }
 
   Context& context;
@@ -323,6 +359,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   std::map<InputIndex, bool> acknowledge;  // per input: it runs DFS and wants acknowledgements
   std::map<ns::TimesliceIndex, Held> held;
   std::set<ConnectionId> complained;
+  std::optional<ns::Time> kept_stall_since;  // since when the kept Timeslices hold every credit
+  bool kept_stall_warned = false;
   Endpoint endpoint;
   EventLoop::TimerId timer = 0;
   mutable std::mutex stats_mutex;

@@ -72,6 +72,11 @@ struct TimesliceReceiverOptions {
   // (only when an input that has not contributed is gone).
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);
   std::function<void(const TimesliceView&)> on_incomplete;  // optional
+  // KeepingHandler: when the kept Timeslices take every credit the inputs have for this node
+  // (credits_per_input() of them unreleased) for this long, the inputs can send it nothing
+  // and a warning saying so is logged, once until a release ends the stall
+  // (stats().kept_stalls counts these). Zero: no warning.
+  std::chrono::nanoseconds kept_stall_warning = std::chrono::seconds(10);
   bool run_dde = false;
   std::optional<Endpoint> dde_endpoint;  // run_dde: where it listens (default: the data endpoint's host, port 0)
 };
@@ -84,6 +89,7 @@ struct TimesliceReceiverStats {
   std::uint64_t kept = 0;             // Timeslices kept (KeepingHandler) and not released yet
   std::uint64_t peak_held_bytes = 0;  // the most ever held at once
   std::uint64_t dropped = 0;          // contributions refused (misbehaving inputs)
+  std::uint64_t kept_stalls = 0;      // stalls on kept Timeslices that lasted kept_stall_warning
 };
 
 class TimesliceReceiver {
