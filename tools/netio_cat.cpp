@@ -213,10 +213,5 @@ int main(int argc, char** argv) {
   add_emulate_option(*pub, pub_options.emulate);
   add_peer_access_options(*pub, pub_options.access, /*listens=*/true);
   pub->footer(std::string(kUnitsHelp) + "\n\nExit status: 0 when stdin was published, 1 on failure or --timeout, 128+N on signal N.");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return run_tool(kTool, [&] { return sub->parsed() ? run_sub(sub_options) : run_pub(pub_options); });
+  return parse_and_run(app, argc, argv, {}, [&] { return sub->parsed() ? run_sub(sub_options) : run_pub(pub_options); });
 }

@@ -189,11 +189,5 @@ int main(int argc, char** argv) {
                kTool};
   Options options;
   add_options(app, options);
-  try {
-    app.parse(argc, argv);
-    validate(options);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return run_tool(kTool, [&] { return run(options); });
+  return parse_and_run(app, argc, argv, [&] { validate(options); }, [&] { return run(options); });
 }

@@ -1,6 +1,7 @@
 #include "cli_options.hpp"
 
 #include "cpu_affinity.hpp"
+#include "tool_main.hpp"
 #include "units.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +12,17 @@ const char* const kUnitsHelp =
     "Sizes: 64, 64B, 4K or 4KiB (=4096), 1M or 1MiB, 1G or 1GiB (K/M/G are binary, like iperf3;\n"
     "KB/MB/GB are refused as ambiguous). Durations: 10us, 500ms, 2s, 1.5s, 1m, 1h; a bare\n"
     "number is seconds.";
+
+int parse_and_run(CLI::App& app, int argc, char** argv, const std::function<void()>& validate,
+                  const std::function<int()>& run) {
+  try {
+    app.parse(argc, argv);
+    if (validate) validate();
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return run_tool(app.get_name(), run);
+}
 
 CLI::Validator size_transformer() {
   return CLI::Validator(

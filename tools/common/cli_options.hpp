@@ -8,11 +8,19 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace netio::tools {
+
+// A tool's main() after its options were declared on `app`: parses the command line, runs
+// `validate` (which throws CLI::ValidationError, or another CLI::ParseError, for arguments
+// that do not go together), and on success `run` under run_tool() (tool_main.hpp). Bad
+// arguments print CLI11's message and give its exit code; --help prints the help and gives 0.
+int parse_and_run(CLI::App& app, int argc, char** argv, const std::function<void()>& validate,
+                  const std::function<int()>& run);
 
 // Transformers: rewrite "4KiB" to "4096" and "2s" to "2000000000" (nanoseconds), or reject
 // the input with the parser's message. Use them on integer options:
