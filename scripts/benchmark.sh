@@ -11,6 +11,8 @@
 #   --transports LIST    tcp, fabric or tcp,fabric (default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=SCRIPTDIR/lib/bench_common.sh
+source scripts/lib/bench_common.sh
 
 per_size=1s
 transports=tcp,fabric
@@ -35,31 +37,19 @@ recv_cpu=0; send_cpu=0
 
 scratch="$(mktemp -d)"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$scratch"; }
-trap cleanup EXIT
-
-wait_for_port() {
-  for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.1; done
-  echo "benchmark.sh: the receiver did not start listening" >&2; exit 1
-}
-
-endpoint_for() {  # transport port
-  case "$1" in
-    tcp) echo "tcp://127.0.0.1:$2" ;;
-    fabric) echo "fabric://127.0.0.1:$2?provider=tcp" ;;
-  esac
-}
+trap 'bench_cleanup "$scratch" "${pids[@]}"' EXIT
+not_listening="benchmark.sh: the receiver did not start listening"
 
 for transport in ${transports//,/ }; do
-  listen="$(endpoint_for "$transport" 0)"
+  listen="$(bench_endpoint "$transport" 0)"
   sweep() {  # title, duration per size, extra sender options
     echo "== $1"
     rm -f "$scratch/port"
     "$bin/netio_recv" -e "$listen" --verify --interval 0 --port-file "$scratch/port" --cpu "$recv_cpu" \
         --timeout 300s >"$scratch/recv.txt" &
     pids+=($!)
-    wait_for_port "$scratch/port"
-    "$bin/netio_throughput" -e "$(endpoint_for "$transport" "$(cat "$scratch/port")")" --sweep -t "$2" ${3:-} \
+    bench_wait_for_port "$scratch/port" "$not_listening"
+    "$bin/netio_throughput" -e "$(bench_endpoint "$transport" "$(cat "$scratch/port")")" --sweep -t "$2" ${3:-} \
         --cpu "$send_cpu" --timeout 300s >/dev/null
     wait "${pids[-1]}"  # non-zero (and so the script) if verification found anything
     cat "$scratch/recv.txt"
@@ -74,8 +64,8 @@ for transport in ${transports//,/ }; do
     "$bin/netio_pingpong" --server -e "$listen" --port-file "$scratch/port" --cpu "$recv_cpu" --timeout 120s \
         >/dev/null 2>&1 &
     pids+=($!)
-    wait_for_port "$scratch/port"
-    "$bin/netio_pingpong" -e "$(endpoint_for "$transport" "$(cat "$scratch/port")")" -s "$size" -n 20000 -w 2000 \
+    bench_wait_for_port "$scratch/port" "$not_listening"
+    "$bin/netio_pingpong" -e "$(bench_endpoint "$transport" "$(cat "$scratch/port")")" -s "$size" -n 20000 -w 2000 \
         --cpu "$send_cpu" --timeout 120s 2>/dev/null
     kill "${pids[-1]}" 2>/dev/null || true
     wait "${pids[-1]}" 2>/dev/null || true

@@ -12,6 +12,8 @@
 #                   [--sample N (10)] [--build DIR] [--csv FILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=SCRIPTDIR/lib/bench_common.sh
+source scripts/lib/bench_common.sh
 
 seconds=600 transport=tcp mode=ht churn=5 sample=10 build=build/release csv=""
 while [ $# -gt 0 ]; do
@@ -40,27 +42,20 @@ fi
 recv="$build/tools/netio_recv"
 send="$build/tools/netio_throughput"
 export FI_SOCKETS_PE_WAITTIME=0 NETIO_LOG="${NETIO_LOG:-error}"
-endpoint() { case "$transport" in tcp) echo "tcp://127.0.0.1:$1" ;; fabric) echo "fabric://127.0.0.1:$1?provider=tcp" ;; esac; }
 
 work=$(mktemp -d)
 pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap 'bench_cleanup --wait "$work" "${pids[@]}"' EXIT
 
 comers=$((seconds / churn - 1))
 [ "$comers" -ge 0 ] || comers=0
 streams=$((1 + comers))
-"$recv" -e "$(endpoint 0)" --mode "$mode" --senders "$streams" --verify --json --interval 0 \
-  --port-file "$work/port" --timeout "$((seconds + 120))s" >"$work/recv.json" 2>"$work/recv.err" &
+"$recv" -e "$(bench_endpoint "$transport" 0)" --mode "$mode" --senders "$streams" --verify --json \
+  --interval 0 --port-file "$work/port" --timeout "$((seconds + 120))s" >"$work/recv.json" 2>"$work/recv.err" &
 recv_pid=$!
 pids+=("$recv_pid")
-for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
-port=$(cat "$work/port")
-target=$(endpoint "$port")
+port=$(bench_wait_for_port --print "$work/port" "soak.sh: netio_recv did not start listening")
+target=$(bench_endpoint "$transport" "$port")
 echo "soak: $seconds s into $target ($mode mode), a steady sender, $comers senders coming and going, hostile clients" >&2
 
 "$send" -e "$target" --mode "$mode" -s 4KiB -t "${seconds}s" --timeout "$((seconds + 60))s" \

@@ -41,6 +41,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
+# shellcheck source=SCRIPTDIR/../../scripts/lib/bench_common.sh
+source scripts/lib/bench_common.sh
 
 out=build/bench
 repeat=3
@@ -109,13 +111,7 @@ timeout=60s
 
 scratch="$(mktemp -d)"
 server_pid=""
-cleanup() { if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi; rm -rf "$scratch"; }
-trap cleanup EXIT
-
-wait_for_port() {  # file
-  for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.1; done
-  return 1
-}
+trap 'bench_cleanup "$scratch" "$server_pid"' EXIT
 
 # record KIND SYSTEM SIZE REP FILE: appends the run's JSON (or null if it failed) to results.jsonl.
 record() {
@@ -143,7 +139,7 @@ pair() {
     "${server[@]}" --port-file "$scratch/port" >/dev/null 2>"$scratch/server.err" &
   fi
   server_pid=$!
-  if ! wait_for_port "$scratch/port"; then
+  if ! bench_wait_for_port "$scratch/port"; then
     kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; server_pid=""; return 0
   fi
   local port; port="$(cat "$scratch/port")"
@@ -196,8 +192,7 @@ tput_netio_small_pages() {
 }
 tput_netio_fabric() {
   [ "$fabric" = 1 ] && [ "$1" -ge 16384 ] || return 0
-  netio_throughput netio_fabric "$1" "$2" "fabric://127.0.0.1:0?provider=tcp" \
-      "fabric://127.0.0.1:@PORT@?provider=tcp"
+  netio_throughput netio_fabric "$1" "$2" "$(bench_endpoint fabric 0)" "$(bench_endpoint fabric @PORT@)"
 }
 tput_zmq() {
   report=server
@@ -237,7 +232,7 @@ fan_out() {
   rm -f "$scratch/port" "$scratch"/sub_*.json
   "${publisher[@]}" --port-file "$scratch/port" >/dev/null 2>"$scratch/server.err" &
   server_pid=$!
-  if wait_for_port "$scratch/port"; then
+  if bench_wait_for_port "$scratch/port"; then
     subscriber=("${subscriber[@]//@PORT@/$(cat "$scratch/port")}")
     for i in $(seq "$k"); do
       "${subscriber[@]}" >"$scratch/sub_$i.json" 2>"$scratch/client_$i.err" &
@@ -301,9 +296,9 @@ rtt_netio_busy_2c() {
 }
 rtt_netio_fabric_busy_2c() {
   [ "$fabric" = 1 ] || return 0
-  pair "$bin/netio_pingpong" --server --busy-poll -e "fabric://127.0.0.1:0?provider=tcp" --cpu "$recv_cpu" \
+  pair "$bin/netio_pingpong" --server --busy-poll -e "$(bench_endpoint fabric 0)" --cpu "$recv_cpu" \
        --timeout "$timeout" -- \
-       "$bin/netio_pingpong" --two-connections --busy-poll -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
+       "$bin/netio_pingpong" --two-connections --busy-poll -e "$(bench_endpoint fabric @PORT@)" "${rtt[@]}"
   record rtt netio_fabric_busy_2c "$1" "$2" "$scratch/out.json"
 }
 # netio and raw TCP in alternating chunks between the same two processes (alternating_pingpong):
@@ -349,17 +344,17 @@ rtt_zmq() {
 }
 rtt_netio_fabric() {
   [ "$fabric" = 1 ] || return 0
-  pair "$bin/netio_pingpong" --server -e "fabric://127.0.0.1:0?provider=tcp" --cpu "$recv_cpu" \
+  pair "$bin/netio_pingpong" --server -e "$(bench_endpoint fabric 0)" --cpu "$recv_cpu" \
        --timeout "$timeout" -- \
-       "$bin/netio_pingpong" -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
+       "$bin/netio_pingpong" -e "$(bench_endpoint fabric @PORT@)" "${rtt[@]}"
   record rtt netio_fabric "$1" "$2" "$scratch/out.json"
 }
 rtt_netio_fabric_busy() {
   [ "$fabric" = 1 ] || return 0
   # fi_pingpong always spins: netio spinning too is the like-for-like comparison.
-  pair "$bin/netio_pingpong" --server --busy-poll -e "fabric://127.0.0.1:0?provider=tcp" --cpu "$recv_cpu" \
+  pair "$bin/netio_pingpong" --server --busy-poll -e "$(bench_endpoint fabric 0)" --cpu "$recv_cpu" \
        --timeout "$timeout" -- \
-       "$bin/netio_pingpong" --busy-poll -e "fabric://127.0.0.1:@PORT@?provider=tcp" "${rtt[@]}"
+       "$bin/netio_pingpong" --busy-poll -e "$(bench_endpoint fabric @PORT@)" "${rtt[@]}"
   record rtt netio_fabric_busy "$1" "$2" "$scratch/out.json"
 }
 # libfabric without netio, spinning: one connection, and two one-way ones (netio's shape).

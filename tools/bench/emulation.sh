@@ -9,32 +9,20 @@
 #    (SHARED_IN, default 10Gbps).
 # Prints JSON lines to stdout; run it under `flock /tmp/netio-bench.lock` on a shared box.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/../../scripts/lib/bench_common.sh
+source "$(dirname "$0")/../../scripts/lib/bench_common.sh"
 build=${1:-build/release}
 what=${2:-all}
 tools="$build/tools"
 work=$(mktemp -d)
 pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-wait_port() {  # FILE: the port a tool wrote once listening
-  for _ in $(seq 1 200); do
-    [[ -s $1 ]] && { cat "$1"; return; }
-    sleep 0.05
-  done
-  echo "no port in $1" >&2
-  exit 1
-}
+trap 'bench_cleanup --wait "$work" "${pids[@]}"' EXIT
 
 pingpong() {
   "$tools/netio_pingpong" --server -e tcp://127.0.0.1:0 --port-file "$work/pp.port" --timeout 300s >/dev/null 2>&1 &
   pids+=($!)
   local port
-  port=$(wait_port "$work/pp.port")
+  port=$(bench_wait_for_port --print "$work/pp.port" "no port in $work/pp.port")
   for spec in none 'delay=constant:50us' 'delay=uniform:min=0us,max=100us' 'delay=lognormal:mean=50us,sigma=1'; do
     local out
     out=$("$tools/netio_pingpong" -e "tcp://127.0.0.1:$port" -s 64 -n "${ITERATIONS:-20000}" -w 1000 --json \
@@ -49,7 +37,7 @@ rate() {
       > "$work/rate.json" &
   local recv=$!
   local port
-  port=$(wait_port "$work/rate.port")
+  port=$(bench_wait_for_port --print "$work/rate.port" "no port in $work/rate.port")
   "$tools/netio_throughput" -e "tcp://127.0.0.1:$port" -s 64KiB -t "${SECONDS_PER_RUN:-5s}" --emulate "$spec" \
       --timeout 120s > /dev/null
   wait "$recv"
@@ -66,7 +54,7 @@ shared() {
   local recv=$!
   pids+=("$recv")
   local port
-  port=$(wait_port "$work/shared.port")
+  port=$(bench_wait_for_port --print "$work/shared.port" "no port in $work/shared.port")
   local senders=()
   for i in 1 2 3 4; do
     "$tools/netio_throughput" -e "tcp://127.0.0.1:$port" -s 64KiB -t 600s --timeout "${SECONDS_PER_RUN:-5s}" --json \

@@ -21,6 +21,8 @@
 # Prints one line per run and, per size and build, the median of the runs' ratios.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=SCRIPTDIR/../../scripts/lib/bench_common.sh
+source scripts/lib/bench_common.sh
 
 build=build/release
 baseline=""
@@ -53,12 +55,7 @@ done
 scratch="$(mktemp -d)"
 loads=()
 server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
-  for p in "${loads[@]}"; do kill "$p" 2>/dev/null; done
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+trap 'bench_cleanup "$scratch" "$server_pid" "${loads[@]}"' EXIT
 for cpu in 0 1; do
   case "$load" in
     thrash) taskset -c "$cpu" nice -n 19 dd if=/dev/zero of=/dev/null bs=16M status=none >/dev/null 2>&1 & loads+=($!) ;;
@@ -74,8 +71,7 @@ one_run() {
   rm -f "$scratch/port"
   "$bin" --server --cpu 1 --timeout 60s --port-file "$scratch/port" "${busy[@]}" >/dev/null 2>&1 &
   server_pid=$!
-  for _ in $(seq 200); do [ -s "$scratch/port" ] && break; sleep 0.05; done
-  [ -s "$scratch/port" ] || { echo "loaded_rtt.sh: the server did not start" >&2; exit 1; }
+  bench_wait_for_port "$scratch/port" "loaded_rtt.sh: the server did not start"
   "$bin" -e "tcp://127.0.0.1:$(cat "$scratch/port")" -s "$2" --chunks 20 -n 500 -w 50 --cpu 0 --timeout 60s \
     "${busy[@]}" --json >"$scratch/out.json"
   kill "$server_pid" 2>/dev/null || true
@@ -83,8 +79,6 @@ one_run() {
   server_pid=""
   python3 -c 'import json,sys; print("%.4f" % json.load(open(sys.argv[1]))["ratio"]["median"])' "$scratch/out.json"
 }
-
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo "load: $load; netio/raw TCP round trip, median of 20 chunk pairs per run$([ ${#busy[@]} -gt 0 ] && echo ', busy-poll')"
 for size in ${sizes//,/ }; do
@@ -99,6 +93,6 @@ done
 echo "medians of the runs:"
 for size in ${sizes//,/ }; do
   for b in "${builds[@]}"; do
-    echo "$size B  $b  $(median <"$scratch/$size.$(echo "$b" | tr '/' '_')")"
+    echo "$size B  $b  $(bench_median <"$scratch/$size.$(echo "$b" | tr '/' '_')")"
   done
 done

@@ -12,6 +12,8 @@
 #   tools/bench/memory_check.sh [--build DIR] [--time 30s] [--max-growth KIB] [--max-overhead KIB]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=SCRIPTDIR/../../scripts/lib/bench_common.sh
+source scripts/lib/bench_common.sh
 
 build=build/release
 run_time=30s
@@ -32,13 +34,11 @@ bin="$build/tools"
 
 scratch="$(mktemp -d)"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$scratch"; }
-trap cleanup EXIT
+trap 'bench_cleanup "$scratch" "${pids[@]}"' EXIT
 
 "$bin/netio_recv" -e tcp://127.0.0.1:0 --interval 0 --port-file "$scratch/port" --timeout 600s >/dev/null 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do [ -s "$scratch/port" ] && break; sleep 0.1; done
-[ -s "$scratch/port" ] || { echo "memory_check.sh: netio_recv did not start" >&2; exit 1; }
+bench_wait_for_port "$scratch/port" "memory_check.sh: netio_recv did not start"
 
 # The tool's defaults: 1 MiB pages; the socket's default pool: 16 pages.
 "$bin/netio_throughput" -e "tcp://127.0.0.1:$(cat "$scratch/port")" -s 64 -t "$run_time" >/dev/null 2>&1 &

@@ -11,6 +11,8 @@
 #   tools/bench/rtt_instructions.sh [--build DIR] [--size BYTES] [--short N] [--long N]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=SCRIPTDIR/../../scripts/lib/bench_common.sh
+source scripts/lib/bench_common.sh
 
 build=build/release
 size=8
@@ -35,16 +37,10 @@ command -v valgrind >/dev/null || { echo "rtt_instructions.sh: needs valgrind (a
 
 scratch="$(mktemp -d)"
 server_pid=
-cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$scratch"; }
-trap cleanup EXIT
+trap 'bench_cleanup "$scratch" "$server_pid"' EXIT
 
 # Instructions callgrind counted in the run whose stderr is $1.
 collected() { sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$1"; }
-
-wait_for_port() {
-  for _ in $(seq 200); do [ -s "$scratch/port" ] && return 0; sleep 0.05; done
-  echo "rtt_instructions.sh: the server did not start" >&2; exit 1
-}
 
 # count SYSTEM SIDE ROUND_TRIPS: the instructions of one side of one run.
 count() {
@@ -62,7 +58,7 @@ count() {
     "${server[@]}" --timeout 120s --port-file "$scratch/port" >/dev/null 2>&1 &
   fi
   server_pid=$!
-  wait_for_port
+  bench_wait_for_port "$scratch/port" "rtt_instructions.sh: the server did not start"
   local run_client=("${client[@]}" -e "tcp://127.0.0.1:$(cat "$scratch/port")" -s "$size" -n "$n" -w 10 --timeout 120s)
   if [ "$side" = server ]; then "${run_client[@]}" >/dev/null; else "${measure[@]}" "${run_client[@]}" >/dev/null 2>"$scratch/err"; fi
   kill -INT "$server_pid" 2>/dev/null || true

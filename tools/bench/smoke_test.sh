@@ -4,10 +4,11 @@
 # side prints one JSON document with the expected keys. Usage: smoke_test.sh BIN_DIR
 set -euo pipefail
 bin="${1:?usage: smoke_test.sh DIR_OF_THE_BENCH_PROGRAMS}"
+# shellcheck source=SCRIPTDIR/../../scripts/lib/bench_common.sh
+source "$(dirname "$0")/../../scripts/lib/bench_common.sh"
 scratch="$(mktemp -d)"
 server_pid=""
-cleanup() { if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi; rm -rf "$scratch"; }
-trap cleanup EXIT
+trap 'bench_cleanup "$scratch" "$server_pid"' EXIT
 
 fail() { echo "smoke_test: FAIL: $*" >&2; for f in "$scratch"/*.err; do [ -s "$f" ] && cat "$f" >&2; done; exit 1; }
 
@@ -15,8 +16,7 @@ start_server() {  # command...: started in the background with --port-file, wait
   rm -f "$scratch/port"
   "$@" --port-file "$scratch/port" >"$scratch/server.out" 2>"$scratch/server.err" &
   server_pid=$!
-  for _ in $(seq 50); do [ -s "$scratch/port" ] && return 0; sleep 0.1; done
-  fail "$1 did not start listening"
+  bench_wait_for_port "$scratch/port" || fail "$1 did not start listening"
 }
 
 stop_server() { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
