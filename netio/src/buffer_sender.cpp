@@ -16,6 +16,7 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello
                            const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count,
                            std::size_t buffer_size, std::shared_ptr<PagePool> shared_pages, bool close_awaits_receiver)
     : loop_(context.loop()),
+      closing_senders_(*context.closing_),
       remote_(remote),
       replies_(std::make_shared<ReplyReceiver>(std::move(replies), remote.to_string())),
       introduction_bytes_(encode_introduction(identity)),  // throws before anything is set up
@@ -414,7 +415,7 @@ void BufferSender::start_close(std::chrono::nanoseconds timeout, OnClosed on_clo
     end_close_at_stop();
     return;
   }
-  keep_closing(loop_, shared_from_this());
+  closing_senders_.keep(shared_from_this());
   close_timer_ = loop_.add_timer(timeout, std::chrono::nanoseconds::zero(), [weak = weak_from_this(), timeout] {
     const auto self = weak.lock();
     if (!self) return;
@@ -502,7 +503,7 @@ void BufferSender::finish_close(std::optional<Error> error) noexcept {
   report_closed(error);
   // The last reference may be the one kept while closing: let it go in a task of its own,
   // outside the back-end callback this may run in.
-  if (auto kept = release_closing(loop_, this)) loop_.post([kept = std::move(kept)] {});
+  if (auto kept = closing_senders_.release(this)) loop_.post([kept = std::move(kept)] {});
 }
 
 void BufferSender::report_closed(const std::optional<Error>& result) noexcept {

@@ -130,6 +130,7 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   void report_closed(const std::optional<Error>& result) noexcept;         // loop thread: runs on_closed_
 
   EventLoop& loop_;
+  ClosingSenders& closing_senders_;  // the context's: keeps this alive while it closes unowned
   Endpoint remote_;
   StatsCounters stats_;
   SendConnectionState state_;

@@ -32,7 +32,8 @@ void pin_current_thread(int cpu) {
 
 }  // namespace
 
-Context::Context(ContextOptions options) : options_(std::move(options)) {
+Context::Context(ContextOptions options)
+    : closing_(std::make_unique<detail::ClosingSenders>()), options_(std::move(options)) {
   if (options_.emulation) emulation_ = std::make_unique<NetworkEmulation>(std::move(*options_.emulation));
   loop_.set_busy_poll(options_.busy_poll);
   std::promise<void> started;
@@ -99,7 +100,7 @@ void Context::stop() {
   loop_.stop();
   thread_.join();
   // Send sockets still closing asynchronously end now, while their back-ends exist.
-  detail::finish_closing(loop_);
+  closing_->finish();
 }
 
 }  // namespace netio

@@ -23,6 +23,11 @@
 
 namespace netio {
 
+namespace detail {
+class BufferSender;
+class ClosingSenders;
+}  // namespace detail
+
 struct ContextOptions {
   bool busy_poll = false;         // see EventLoop::set_busy_poll
   std::optional<int> cpu;         // pin the loop thread to this CPU (the constructor throws if it cannot)
@@ -66,10 +71,14 @@ class Context {
   void stop();
 
  private:
+  friend class detail::BufferSender;  // closes asynchronously under closing_
+
   Backend* find_backend(std::string_view scheme);
   Backend& make_backend(std::string_view scheme, std::string_view what_for);
 
   EventLoop loop_;
+  // Send connections closing after their sockets went, ended by stop(); outlives the back-ends.
+  std::unique_ptr<detail::ClosingSenders> closing_;
   ContextOptions options_;
   std::unique_ptr<NetworkEmulation> emulation_;  // destroyed after the back-ends, before the loop
   std::mutex backends_mutex_;  // guards the map, never held while a back-end is made
