@@ -7,6 +7,7 @@
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
 #include "common/json_writer.hpp"
+#include "common/termination.hpp"
 #include "common/tool_main.hpp"
 #include "common/units.hpp"
 #include "connbench/connbench.hpp"
@@ -95,7 +96,8 @@ void add_options(CLI::App& app, Options& o) {
              "buffers (or pages) the open connections allocated, at the peak; in --mode ht with a limit, the pages\n"
              "of the socket's pool (sized by the limit, shared by the open connections), counted whole.\n\n"
              "Exit status: 0 when done, 1 on failure (--timeout included), 3 if a message was lost, duplicated or\n"
-             "reordered, other non-zero values for bad arguments.");
+             "reordered, 128+N when stopped by signal N (Ctrl-C), other non-zero values for bad arguments. Ctrl-C\n"
+             "and --timeout report the configurations that finished a round.");
 }
 
 void validate(const Options& o) {
@@ -112,11 +114,14 @@ std::string limit_text(const ConnbenchResult& r, std::size_t peers) {
   return r.max_connections == 0 ? fmt::format("all ({})", peers) : std::to_string(r.max_connections);
 }
 
-void print_text(const Options& o, const ConnbenchConfig& config, const std::vector<ConnbenchResult>& results) {
+// `rounds`: how many rounds each configuration ran, "3" or, when the run was cut short in
+// the middle of a round, "37–38".
+void print_text(const Options& o, const ConnbenchConfig& config, const std::vector<ConnbenchResult>& results,
+                const std::string& rounds) {
   fmt::print("{}: {} peers, hot set {} ({:.0f} % of accesses), {} accesses x {} messages of {}, {}, {}\n", kTool,
              o.pattern.peers, o.pattern.hot, o.pattern.hot_share * 100, o.pattern.accesses, o.pattern.burst,
              format_size(o.size), o.mode == "ll" ? "low-latency" : "high-throughput", config.base);
-  if (o.repeat > 1) fmt::print("msg/s: the median of {} interleaved rounds\n", o.repeat);
+  if (o.repeat > 1) fmt::print("msg/s: the median of {} interleaved rounds\n", rounds);
   fmt::print("{:>10} {:>7} {:>12} {:>8} {:>10} {:>9} {:>9} {:>16} {:>8}\n", "max_conn", "policy", "msg/s", "opened",
              "torn_down", "reopened", "peak_conn", "peak_conn_bytes", "seconds");
   for (const auto& r : results) {
@@ -157,6 +162,7 @@ void print_json(const std::vector<ConnbenchResult>& results) {
 }
 
 int run(const Options& o) {
+  install_termination_handlers();
   const Watchdog watchdog(kTool, o.timeout);
   const Deadline deadline(o.timeout);
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
@@ -189,32 +195,55 @@ int run(const Options& o) {
   // Each round starts one configuration later: a run right after others can be slowed by
   // their clean-up (hundreds of closed connections), and no configuration should always be last.
   results.resize(configurations.size());
-  for (std::size_t round = 0; round < o.repeat; ++round) {
-    for (std::size_t i = 0; i < configurations.size(); ++i) {
-      const std::size_t c = (i + round) % configurations.size();
-      const auto r = run_connbench(config, accesses, o.pattern.peers, o.pattern.burst, configurations[c].limit,
-                                   configurations[c].policy, deadline);
-      const std::uint64_t out_of_order = results[c].out_of_order + r.out_of_order;
-      if (round == 0) results[c] = r;
-      results[c].out_of_order = out_of_order;
-      rates[c].push_back(r.msgs_per_s);
-      memory[c].push_back(r.connections.peak_connection_bytes);
-      fmt::print(stderr, "{}: round {} max_connections {} {}: {:.0f} msg/s, peak connection memory {} B\n", kTool,
-                 round + 1, configurations[c].limit,
-                 configurations[c].limit == 0 ? "-" : netio::to_string(configurations[c].policy), r.msgs_per_s,
-                 r.connections.peak_connection_bytes);
+  // Ctrl-C, SIGTERM or --timeout end the rounds early: the configurations with a round done
+  // are still reported, and the exit status says the run was cut short.
+  int status = kExitOk;
+  try {
+    for (std::size_t round = 0; round < o.repeat; ++round) {
+      for (std::size_t i = 0; i < configurations.size(); ++i) {
+        const std::size_t c = (i + round) % configurations.size();
+        const auto r = run_connbench(config, accesses, o.pattern.peers, o.pattern.burst, configurations[c].limit,
+                                     configurations[c].policy, deadline);
+        const std::uint64_t out_of_order = results[c].out_of_order + r.out_of_order;
+        if (round == 0) results[c] = r;
+        results[c].out_of_order = out_of_order;
+        rates[c].push_back(r.msgs_per_s);
+        memory[c].push_back(r.connections.peak_connection_bytes);
+        fmt::print(stderr, "{}: round {} max_connections {} {}: {:.0f} msg/s, peak connection memory {} B\n", kTool,
+                   round + 1, configurations[c].limit,
+                   configurations[c].limit == 0 ? "-" : netio::to_string(configurations[c].policy), r.msgs_per_s,
+                   r.connections.peak_connection_bytes);
+      }
     }
+  } catch (const ConnbenchInterrupted&) {
+    fmt::print(stderr, "{}: interrupted; reporting the rounds done\n", kTool);
+    status = 128 + stop_signal();  // the shell's convention for "ended by a signal"
+  } catch (const netio::Error& e) {
+    if (e.code() != netio::Errc::timeout) throw;
+    fmt::print(stderr, "{}: error: {}; reporting the rounds done\n", kTool, e.what());
+    status = kExitFailure;
   }
+  std::vector<ConnbenchResult> done;
+  std::size_t fewest_rounds = o.repeat, most_rounds = 0;
   for (std::size_t c = 0; c < configurations.size(); ++c) {
-    std::sort(rates[c].begin(), rates[c].end());
     const std::size_t n = rates[c].size();
+    if (n == 0) continue;
+    fewest_rounds = std::min(fewest_rounds, n);
+    most_rounds = std::max(most_rounds, n);
+    std::sort(rates[c].begin(), rates[c].end());
     results[c].msgs_per_s = n % 2 == 1 ? rates[c][n / 2] : (rates[c][n / 2 - 1] + rates[c][n / 2]) / 2;
     results[c].seconds = static_cast<double>(results[c].messages) / results[c].msgs_per_s;  // at the median rate
     std::sort(memory[c].begin(), memory[c].end());
     results[c].connections.peak_connection_bytes = memory[c][(n - 1) / 2];  // the lower median: a value seen
+    done.push_back(results[c]);
   }
+  results = std::move(done);
+  if (results.empty()) return status;
   if (o.json) print_json(results);
-  else print_text(o, config, results);
+  else {
+    print_text(o, config, results,
+               fewest_rounds == most_rounds ? std::to_string(most_rounds) : fmt::format("{}–{}", fewest_rounds, most_rounds));
+  }
   for (const auto& r : results) {
     if (r.out_of_order != 0) {
       fmt::print(stderr, "{}: error: {} messages lost, duplicated or out of order (max_connections {}, {})\n", kTool,
@@ -222,7 +251,7 @@ int run(const Options& o) {
       return kExitVerificationFailed;
     }
   }
-  return kExitOk;
+  return status;
 }
 
 }  // namespace

@@ -35,3 +35,25 @@ PY
 "$connbench" "${small[@]}" --max-connections 4 --mode ht >"$WORK/text.out" 2>"$WORK/text.err" \
   || fail "the text run exited with $?"
 grep -q "peak_conn_bytes" "$WORK/text.out" || fail "no table in the text output"
+
+# Ctrl-C ends a long run at once, reporting the rounds done, with 128 + SIGINT; a run cut by
+# --timeout reports them too, with 1.
+long=(--backend "$transport" --peers 16 --hot 3 --accesses 120 --burst 20 --max-connections 0,2 --repeat 100000)
+"$connbench" "${long[@]}" --timeout 100s >"$WORK/int.out" 2>"$WORK/int.err" &
+pid=$!
+for _ in $(seq 100); do grep -q "round 1 " "$WORK/int.err" 2>/dev/null && break; sleep 0.1; done
+grep -q "round 1 " "$WORK/int.err" || fail "no round done within 10 s ($(cat "$WORK/int.err"))"
+kill -INT "$pid"
+started=$SECONDS
+status=0
+wait "$pid" || status=$?
+[ "$status" = 130 ] || fail "Ctrl-C gave exit status $status, not 130 ($(cat "$WORK/int.err"))"
+[ $((SECONDS - started)) -le 5 ] || fail "Ctrl-C took $((SECONDS - started)) s to end the run"
+grep -q "interrupted; reporting the rounds done" "$WORK/int.err" || fail "no word of the interruption"
+grep -q "peak_conn_bytes" "$WORK/int.out" || fail "the rounds done were not reported after Ctrl-C"
+status=0
+"$connbench" "${long[@]}" --timeout 3s --json >"$WORK/to.json" \
+  2>"$WORK/to.err" || status=$?
+[ "$status" = 1 ] || fail "--timeout gave exit status $status, not 1"
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["runs"], "no runs"' "$WORK/to.json" \
+  || fail "the rounds done before --timeout were not reported as JSON"

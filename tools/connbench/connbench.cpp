@@ -1,5 +1,7 @@
 #include "connbench/connbench.hpp"
 
+#include "common/termination.hpp"
+
 #include "netio/context.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
@@ -130,6 +132,7 @@ ConnbenchResult run_connbench(const ConnbenchConfig& config, const std::vector<s
 
   const auto start = std::chrono::steady_clock::now();
   for (const std::uint32_t d : accesses) {
+    if (stop_requested()) throw ConnbenchInterrupted{};
     if (deadline.expired()) throw Error(Errc::timeout, "--timeout passed while sending");
     const Endpoint& destination = receivers.endpoint(d);
     for (std::size_t k = 0; k < burst; ++k) {
@@ -141,6 +144,7 @@ ConnbenchResult run_connbench(const ConnbenchConfig& config, const std::vector<s
   socket.flush();
   result.messages = static_cast<std::uint64_t>(accesses.size()) * burst;
   while (receivers.received() < result.messages) {
+    if (stop_requested()) throw ConnbenchInterrupted{};
     if (deadline.expired()) {
       throw Error(Errc::timeout, fmt::format("--timeout passed with {} of {} messages received",
                                              receivers.received(), result.messages));

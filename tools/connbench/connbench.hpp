@@ -29,6 +29,10 @@ struct ConnbenchPattern {
   std::uint64_t seed = 1;
 };
 
+// Thrown by run_connbench() when Ctrl-C or SIGTERM asked the tool to stop
+// (stop_requested(), common/termination.hpp).
+struct ConnbenchInterrupted {};
+
 // The destinations of every access, drawn from `pattern` (deterministic for a seed).
 std::vector<std::uint32_t> draw_accesses(const ConnbenchPattern& pattern);
 
