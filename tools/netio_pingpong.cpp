@@ -84,7 +84,7 @@ void add_options(CLI::App& app, Options& o) {
              "loopback address when the server is on loopback, else of the wildcard address, and the server\n"
              "connects back to it. Times are in microseconds; percentiles interpolate between samples, stddev is\n"
              "the population standard deviation.\n\n"
-             "Exit status of the client: 0 when done, 1 on failure (server unreachable, no reply, --timeout),\n"
+             "Exit status of the client: 0 when done, 1 on failure (server unreachable or gone, no reply, --timeout),\n"
              "128+N when stopped by signal N, other non-zero values for bad arguments. The server exits with 0\n"
              "when stopped by Ctrl-C, SIGTERM or --timeout.");
 }

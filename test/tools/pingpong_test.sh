@@ -1,7 +1,7 @@
 #!/bin/bash
 # netio_pingpong: one server, several clients one after another (JSON, text, histogram),
 # then three at once (pongs as replies, and on a second connection), then SIGTERM stops the
-# server cleanly.
+# server cleanly and a client still pinging fails at once, naming it.
 #   pingpong_test.sh NETIO_PINGPONG TRANSPORT(tcp|fabric) CHECKER
 set -euo pipefail
 pingpong=$1 transport=$2 checker=$3
@@ -44,10 +44,21 @@ for f in "$WORK"/client-one-*.json "$WORK"/client-two-*.json; do
   python3 "$checker" pingpong "$f" 2000 || fail "JSON check failed for $(basename "$f")"
 done
 
+# A client still pinging when the server stops fails at once, naming the server.
+"$pingpong" -e "$server" -n 1000000000 --timeout 60s >"$WORK/client-orphan.out" 2>"$WORK/client-orphan.err" &
+orphan_pid=$!
+sleep 1
 kill -TERM "$server_pid"
 server_status=0
 wait "$server_pid" || server_status=$?
 [ "$server_status" -eq 0 ] || fail "the server exited with $server_status after SIGTERM"
+stopped=$SECONDS
+orphan_status=0
+wait "$orphan_pid" || orphan_status=$?
+[ "$orphan_status" -eq 1 ] || fail "the client of a stopped server exited with $orphan_status, not 1"
+[ $((SECONDS - stopped)) -le 5 ] || fail "the client took $((SECONDS - stopped)) s to notice the server had stopped"
+grep -q "the connection to the server failed after .*127.0.0.1:$port" "$WORK/client-orphan.err" \
+  || fail "the client's error does not say the connection to the server failed: $(cat "$WORK/client-orphan.err")"
 clients=$(grep -c "measured round trips" "$WORK/server.out" || true)
 [ "$clients" -eq 8 ] || fail "the server saw $clients clients say goodbye, not 8"
 grep -q "replies on a second connection" "$WORK/server.err" || fail "no client used --two-connections"

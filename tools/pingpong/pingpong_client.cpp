@@ -168,15 +168,21 @@ std::uint64_t random_session() {
   return (std::uint64_t{device()} << 32) | device();
 }
 
-// Main thread: waits for the end of the ping-pong, a signal, the deadline or a stall.
-void watch(PingLoop& loop, const PingpongClientOptions& options, const Deadline& deadline,
-           PingpongClientResult& result) {
+// Main thread: waits for the end of the ping-pong, a signal, the deadline, the ping
+// connection failing (the server went away) or a stall.
+void watch(PingLoop& loop, const LowLatencySendSocket& pings, const PingpongClientOptions& options,
+           const Deadline& deadline, PingpongClientResult& result) {
   std::uint64_t last_progress = 0;
   auto last_change = Clock::now();
   for (;;) {
     if (loop.wait_for(PingLoop::Milestone::finished, kTick)) return;
     if (stop_requested() || deadline.expired()) {
       result.interrupted = true;
+      return;
+    }
+    if (const auto failure = pings.failure()) {
+      result.error = fmt::format("the connection to the server failed after {} round trips: {}", loop.progress(),
+                                 failure->what());
       return;
     }
     const auto now = Clock::now();
@@ -244,7 +250,7 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
 
   PingpongClientResult result;
   context.loop().post([&loop] { loop.start(); });
-  watch(loop, options, deadline, result);
+  watch(loop, pings, options, deadline, result);
   loop.stop(context);
   if (auto error = loop.error()) result.error = error;
   result.rtt_us = loop.take_samples();
