@@ -214,6 +214,11 @@ int run_local_mode(const Options& o, const Deadline& deadline) {
     } else if (summary.incomplete > 0) {
       fmt::print(stderr, "{}: error: {}: {} incomplete time-slices\n", kTool, key_of(mode), summary.incomplete);
       status = kExitFailure;
+    } else if (summary.measured == 0 && !result.interrupted) {
+      fmt::print(stderr, "{}: error: {}: all {} time-slices fell within the first {} intervals (--warmup-intervals), "
+                 "which the statistics leave out: run longer (-t, -n) or lower --warmup-intervals\n",
+                 kTool, key_of(mode), summary.timeslices, o.bench.warmup_intervals);
+      status = kExitFailure;
     }
     if (result.interrupted) {
       fmt::print(stderr, "{}: {} cut short ({})\n", kTool, key_of(mode), stop_requested() ? "stopped" : "--timeout");

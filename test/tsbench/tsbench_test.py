@@ -299,10 +299,21 @@ def run_simulate(tsbench):
                            (["--simulate", "--clock-drift=-3"], "clock-drift"),
                            (["--simulate", "--role", "input", "--config", "x", "-n", "10"], "excludes"),
                            (["--cpu", "100000"], "CPU 100000"),
+                           (["-t", "0s"], "--duration must be more than 0"),
+                           (["-n", "100"], "warm-up intervals"),
                            (["--collect", "/nonexistent-tsbench-dir"], "neither")):
         p = subprocess.run([tsbench] + args, capture_output=True, text=True, timeout=30)
         if p.returncode == 0 or expected not in p.stderr:
             fail(f"{args}: exit status {p.returncode}, expected a failure naming '{expected}'", p.stdout, p.stderr)
+    # a run too short for its warm-up: an error saying so, and no figures (null), not zeros
+    p = subprocess.run([tsbench, "--simulate", "--compare", "--inputs", "2", "--computes", "2", "-t", "0.2s", "--json"],
+                       capture_output=True, text=True, timeout=TIMEOUT + 30)
+    if p.returncode != 1 or "--warmup-intervals" not in p.stderr:
+        fail(f"a run within its warm-up: exit status {p.returncode}, expected 1 naming --warmup-intervals",
+             p.stdout, p.stderr)
+    doc = json.loads(p.stdout)
+    if doc["dfs"]["spread_us"]["median"] is not None or doc["ratios"]["spread_median"] is not None:
+        fail("a run within its warm-up reports figures", p.stdout)
     h = subprocess.run([tsbench, "--help"], capture_output=True, text=True, timeout=30)
     for option in ("--simulate", "--port-sharing", "--clock-offset", "--clock-drift", "--cpu", "--collect"):
         if option not in h.stdout:

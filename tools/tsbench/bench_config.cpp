@@ -47,6 +47,13 @@ void BenchConfig::validate() const {
   if (interval_timeslices < computes) {
     reject(fmt::format("--interval {} is shorter than a round ({} compute nodes)", interval_timeslices, computes));
   }
+  if (!timeslices && duration <= std::chrono::nanoseconds::zero()) reject("-t/--duration must be more than 0");
+  const std::uint64_t warmup_timeslices = interval_timeslices * warmup_intervals;
+  if (timeslices && *timeslices <= warmup_timeslices) {
+    reject(fmt::format("-n {} time-slices fall within the {} warm-up intervals ({} time-slices), which the statistics "
+                       "leave out: give more, or a lower --warmup-intervals",
+                       *timeslices, warmup_intervals, warmup_timeslices));
+  }
   scheduler::validate(scheduler_config());
   (void)scheduler::credits_per_input(buffer_bytes, inputs, contribution_bytes);  // throws when none fits
   (void)node_emulation(0);                                                         // throws for a bad spec

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <stdexcept>
 
@@ -27,6 +29,17 @@ std::ofstream open_file(const std::string& path) {
   return file;
 }
 
+// A figure of the measured time-slices; NaN (JSON null, "-" in the table) when none was
+// measured (all within the warm-up), so that nobody reads a zero as a result.
+double measured(const RunSummary& s, double value) {
+  return s.measured > 0 ? value : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string cell(double value, int width, int precision) {
+  if (std::isnan(value)) return fmt::format("{:>{}}", "-", width);
+  return fmt::format("{:>{}.{}f}", value, width, precision);
+}
+
 }  // namespace
 
 std::optional<Ratios> ratios(const std::vector<NamedSummary>& runs) {
@@ -34,6 +47,10 @@ std::optional<Ratios> ratios(const std::vector<NamedSummary>& runs) {
   const auto* dfs = find(runs, "dfs");
   if (best_effort == nullptr || dfs == nullptr) return std::nullopt;
   Ratios r;
+  if (best_effort->measured == 0 || dfs->measured == 0) {
+    r.spread_median = r.gbps = std::numeric_limits<double>::quiet_NaN();
+    return r;
+  }
   r.spread_median = dfs->spread_median_us > 0 ? best_effort->spread_median_us / dfs->spread_median_us : 0;
   r.gbps = best_effort->gbps > 0 ? dfs->gbps / best_effort->gbps : 0;
   return r;
@@ -46,13 +63,18 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
   fmt::print(out, "{:<12} {:>10} {:>10} {:>12} {:>12} {:>12} {:>8} {:>10} {:>10}\n", "", "", "", "us", "us", "us", "",
              "%", "%");
   for (const auto& [name, s] : runs) {
-    fmt::print(out, "{:<12} {:>10} {:>10} {:>12.1f} {:>12.1f} {:>12.1f} {:>8.3f} {:>10.1f} {:>10.1f}\n", name,
-               s.timeslices, s.incomplete, s.spread_median_us, s.spread_p90_us, s.spread_max_us, s.gbps,
-               s.fill_median_pct, s.fill_max_pct);
+    fmt::print(out, "{:<12} {:>10} {:>10} {} {} {} {} {:>10.1f} {:>10.1f}\n", name, s.timeslices, s.incomplete,
+               cell(measured(s, s.spread_median_us), 12, 1), cell(measured(s, s.spread_p90_us), 12, 1),
+               cell(measured(s, s.spread_max_us), 12, 1), cell(measured(s, s.gbps), 8, 3), s.fill_median_pct,
+               s.fill_max_pct);
   }
   if (const auto r = ratios(runs)) {
-    fmt::print(out, "DFS cuts the median completion spread {:.1f}x; bandwidth DFS / best-effort {:.3f}\n",
-               r->spread_median, r->gbps);
+    if (std::isnan(r->spread_median)) {
+      fmt::print(out, "DFS against best-effort: nothing measured (every time-slice within the warm-up)\n");
+    } else {
+      fmt::print(out, "DFS cuts the median completion spread {:.1f}x; bandwidth DFS / best-effort {:.3f}\n",
+                 r->spread_median, r->gbps);
+    }
   }
 }
 
@@ -63,9 +85,11 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
     json.key(name).begin_object();
     json.field("timeslices", s.timeslices).field("incomplete", s.incomplete);
     json.key("spread_us").begin_object();
-    json.field("median", s.spread_median_us).field("p90", s.spread_p90_us).field("max", s.spread_max_us);
+    json.field("median", measured(s, s.spread_median_us))
+        .field("p90", measured(s, s.spread_p90_us))
+        .field("max", measured(s, s.spread_max_us));
     json.end_object();
-    json.field("gbps", s.gbps);
+    json.field("gbps", measured(s, s.gbps));
     json.key("buffer_fill_pct").begin_object();
     json.field("median", s.fill_median_pct).field("max", s.fill_max_pct);
     json.end_object();
