@@ -248,7 +248,8 @@ int report_and_exit(const Options& o, const BenchSenderReport& report) {
   }
   if (report.interrupted) {
     if (stop_requested()) {
-      fmt::print(stderr, "{}: interrupted; the receiver was told the stream ended\n", kTool);
+      if (report.results.empty()) fmt::print(stderr, "{}: interrupted before anything was sent\n", kTool);
+      else fmt::print(stderr, "{}: interrupted; the receiver was told the stream ended\n", kTool);
       return 128 + stop_signal();  // the shell's convention for "ended by a signal"
     }
     fmt::print(stderr, "{}: error: --timeout {} passed before every run was sent\n", kTool, format_duration(o.timeout));

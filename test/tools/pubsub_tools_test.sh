@@ -4,7 +4,8 @@
 # tag's stream verified; three subscribers through two data connections (--max-connections 2),
 # verified and with the tear-downs reported; then netio_cat pub → netio_cat sub giving a file
 # back byte for byte, and the count and hex formats; with keys (a build with libsodium),
-# --key-file on both sides, and a subscriber without the key or from a network not allowed refused.
+# --key-file on both sides, and a subscriber without the key or from a network not allowed refused;
+# a publisher whose subscribers all left, and one stopped while waiting for them.
 #   pubsub_tools_test.sh NETIO_RECV NETIO_THROUGHPUT NETIO_CAT TRANSPORT(tcp|fabric) [keys|no-keys]
 set -euo pipefail
 recv=$1 send=$2 cat_tool=$3 transport=$4 keys=${5:-no-keys}
@@ -154,6 +155,37 @@ if [ "$keys" = keys ]; then
   wait "$cat_pub_pid" || fail "netio_cat pub --key-file exited with $?"
   [ "$(cat "$WORK/keyed.out")" = secret ] || fail "keyed record: $(cat "$WORK/keyed.out")"
 fi
+
+# --- a publisher whose only subscriber goes away ends its run (exit 1), saying so, rather
+# than counting messages published to nobody; one stopped while waiting for subscribers
+# exits with 128 + SIGINT ---
+rm -f "$WORK/port"
+"$send" --publish -e "$(endpoint_for "$transport" 0)" --tags 1 --subscribers 1 -s 1KiB -t 60s --port-file "$WORK/port" \
+  --timeout 90s >"$WORK/orphan.out" 2>"$WORK/orphan.err" &
+orphan_pid=$!
+BACKGROUND_PIDS+=("$orphan_pid")
+port=$(wait_for_port_file "$WORK/port" "$orphan_pid")
+"$recv" --subscribe -e "$(endpoint_for "$transport" "$port")" --tags 1 --interval 0 --timeout 60s >/dev/null 2>&1 &
+sub_pid=$!
+BACKGROUND_PIDS+=("$sub_pid")
+sleep 1.5
+kill -9 "$sub_pid"
+gone=$SECONDS
+orphan_status=0
+wait "$orphan_pid" || orphan_status=$?
+[ "$orphan_status" -eq 1 ] || fail "the publisher left without subscribers exited with $orphan_status, not 1"
+[ $((SECONDS - gone)) -le 15 ] || fail "the publisher went on $((SECONDS - gone)) s without subscribers"
+grep -q "every subscriber went away" "$WORK/orphan.err" || fail "no word of the subscribers leaving: $(cat "$WORK/orphan.err")"
+rm -f "$WORK/port"
+"$send" --publish -e "$(endpoint_for "$transport" 0)" --tags 1 --subscribers 1 -s 64 -t 1s --port-file "$WORK/port" \
+  --timeout 60s >/dev/null 2>"$WORK/waiting.err" &
+waiting_pid=$!
+BACKGROUND_PIDS+=("$waiting_pid")
+wait_for_port_file "$WORK/port" "$waiting_pid" >/dev/null
+kill -INT "$waiting_pid"
+waiting_status=0
+wait "$waiting_pid" || waiting_status=$?
+[ "$waiting_status" -eq 130 ] || fail "a publisher stopped while waiting for subscribers exited with $waiting_status, not 130"
 
 # Bad arguments: clear errors, non-zero exits.
 if "$cat_tool" sub -e "$(endpoint_for "$transport" 1)" >/dev/null 2>&1; then fail "netio_cat sub without --tags succeeded"; fi

@@ -65,6 +65,13 @@ void publish_run(pubsub::PublishSocket& socket, const RunKey& key, const BenchPu
           break;
         }
         if (Clock::now() >= end) break;
+        // Publishing on to nobody would count messages no subscriber got.
+        if (socket.stats().subscribers == 0) {
+          throw Error(Errc::disconnected,
+                      fmt::format("{}: every subscriber went away after {} messages of this run; nothing published "
+                                  "since reached anybody, so the run ends here",
+                                  socket.local_endpoint().to_string(), sent));
+        }
       }
       publisher.publish(tags[t], builder.stamp(sequences[t]++));
       if (++t == tags.size()) t = 0;
@@ -96,15 +103,19 @@ BenchSenderReport run_bench_publisher(Context& context, const BenchPublisherOpti
   // Nothing is published before K subscribers are in: each subscribes to all its tags with
   // one request, so a data connection whose request is acknowledged carries every tag of
   // its subscriber.
+  BenchSenderReport report;
   const auto until = Clock::now() + deadline.remaining(options.subscribe_timeout);
   while (!publisher.wait_for_subscribers(options.subscribers, std::chrono::milliseconds(50))) {
-    if (stop_requested() || Clock::now() >= until) {
+    if (stop_requested()) {
+      report.interrupted = true;  // nothing published: no results
+      return report;
+    }
+    if (Clock::now() >= until) {
       throw Error(Errc::timeout, fmt::format("{}: {} of {} subscribers came", publisher.local_endpoint().to_string(),
                                              publisher.stats().subscribers, options.subscribers));
     }
   }
 
-  BenchSenderReport report;
   std::uint64_t run = 0;
   for (; run < options.sizes.size() && !report.interrupted; ++run) {
     const RunKey key{run, options.sizes[run]};
