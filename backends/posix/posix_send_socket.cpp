@@ -15,27 +15,103 @@
 namespace netio::posix {
 
 void PosixSendSocket::connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) {
+  connect_to(detail::resolve_all(remote, false), remote, hello, std::move(callbacks));
+}
+
+void PosixSendSocket::connect_to(std::vector<detail::SocketAddress> addresses, const Endpoint& remote,
+                                 std::span<const std::byte> hello, Callbacks callbacks) {
   callbacks_ = std::move(callbacks);
   remote_ = remote;
   hello_frame_ = encode_request(replies_window_.max_size, hello);
-  const auto address = detail::resolve(remote, false);
-  fd_ = SocketFd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd_) throw system_error(errno, fmt::format("{}: socket() failed", remote.to_string()));
-  set_no_delay(fd_.get());
+  addresses_ = std::move(addresses);
+  attempt_ = 0;
   state_ = State::connecting;
-  if (::connect(fd_.get(), address.get(), address.length) != 0 && errno != EINPROGRESS) {
+  start_attempt();
+}
+
+namespace {
+
+// Connect errors that are the address's, not the service's: another address of the same
+// host may still reach it (an IPv6 address where the server listens on IPv4 only, say).
+bool another_address_may_work(int error_number) {
+  switch (error_number) {
+    case ECONNREFUSED:
+    case ENETUNREACH:
+    case EHOSTUNREACH:
+    case ENETDOWN:
+    case EHOSTDOWN:
+    case EADDRNOTAVAIL:
+    case EAFNOSUPPORT:
+    case ETIMEDOUT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void PosixSendSocket::start_attempt() {
+  for (;;) {
+    const auto& address = addresses_[attempt_];
+    fd_ = SocketFd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd_) {
+      const int err = errno;
+      if (another_address_may_work(err) && attempt_ + 1 < addresses_.size()) {
+        failed_attempts_ += fmt::format("{}: socket() failed: {}; ", detail::to_string(address), errno_text(err));
+        ++attempt_;
+        continue;
+      }
+      throw system_error(err, fmt::format("{}: socket() failed", remote_.to_string()));
+    }
+    set_no_delay(fd_.get());
+    if (::connect(fd_.get(), address.get(), address.length) == 0 || errno == EINPROGRESS) {
+      registration_.add(fd_.get(), EPOLLOUT, [this](std::uint32_t events) { on_events(events); });
+      return;
+    }
     const int err = errno;
+    if (another_address_may_work(err) && attempt_ + 1 < addresses_.size()) {
+      failed_attempts_ += fmt::format("{}: {}; ", detail::to_string(address), errno_text(err));
+      fd_.reset();
+      ++attempt_;
+      continue;
+    }
     // Report asynchronously, like every other connect outcome. The task may outlive the
     // socket (destroyed on the loop thread before it runs): it checks first.
     loop_.post([this, err, alive = std::weak_ptr<int>(alive_)] {
-      if (!alive.expired() && state_ == State::connecting) {
-        fail_connect(err == ECONNREFUSED ? Errc::connection_refused : Errc::backend_error,
-                     fmt::format("connect to {} failed: {}", remote_.to_string(), errno_text(err)));
-      }
+      if (!alive.expired() && state_ == State::connecting) attempt_failed(err);
     });
     return;
   }
-  registration_.add(fd_.get(), EPOLLOUT, [this](std::uint32_t events) { on_events(events); });
+}
+
+void PosixSendSocket::attempt_failed(int error_number) {
+  if (another_address_may_work(error_number) && attempt_ + 1 < addresses_.size()) {
+    failed_attempts_ += fmt::format("{}: {}; ", detail::to_string(addresses_[attempt_]), errno_text(error_number));
+    registration_.remove();
+    fd_.reset();
+    ++attempt_;
+    try {
+      start_attempt();
+    } catch (const Error& e) {
+      fail_connect(Errc::backend_error, fmt::format("connect to {} failed: {}{}", remote_.to_string(), failed_attempts_, e.what()));
+    }
+    return;
+  }
+  const Errc code = error_number == ECONNREFUSED ? Errc::connection_refused : Errc::backend_error;
+  if (addresses_.size() == 1) {
+    fail_connect(code, fmt::format("connect to {} failed: {}", remote_.to_string(), errno_text(error_number)));
+    return;
+  }
+  // Several addresses: each one tried, and why it failed (an error no other address can mend
+  // ends the attempts early).
+  const auto tried = fmt::format("{}{}: {}", failed_attempts_, detail::to_string(addresses_[attempt_]), errno_text(error_number));
+  if (attempt_ + 1 == addresses_.size()) {
+    fail_connect(code, fmt::format("connect to {} failed at each of its {} addresses: {}", remote_.to_string(),
+                                   addresses_.size(), tried));
+  } else {
+    fail_connect(code, fmt::format("connect to {} failed: {}", remote_.to_string(), tried));
+  }
 }
 
 void PosixSendSocket::on_events(std::uint32_t events) {
@@ -61,8 +137,7 @@ void PosixSendSocket::on_connect_completed() {
   if (state_ == State::connecting) {
     const int err = take_socket_error(fd_.get());
     if (err != 0) {
-      fail_connect(err == ECONNREFUSED ? Errc::connection_refused : Errc::backend_error,
-                   fmt::format("connect to {} failed: {}", remote_.to_string(), errno_text(err)));
+      attempt_failed(err);
       return;
     }
     state_ = State::handshaking;

@@ -8,12 +8,14 @@
 #include "backends/posix/frame_writer.hpp"
 #include "backends/posix/handshake_reader.hpp"
 #include "backends/posix/socket_fd.hpp"
+#include "address.hpp"
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
 
 #include <limits>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace netio::posix {
@@ -24,7 +26,12 @@ class PosixSendSocket final : public LowLevelSendSocket {
   ~PosixSendSocket() override { close(); }
 
   void accept_replies(ReplyWindow window) override { replies_window_ = window; }
+  // Tries every address of the remote host in turn (detail::resolve_all) until one
+  // accepts the TCP connection; the handshake then happens on that one only.
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
+  // connect() to addresses resolved already (`remote` names them in messages). Not empty.
+  void connect_to(std::vector<detail::SocketAddress> addresses, const Endpoint& remote, std::span<const std::byte> hello,
+                  Callbacks callbacks);
   // Never throws: a buffer larger than the peer takes fails the connection with
   // Error(message_too_large) through on_disconnected (from inside this call).
   void send(Buffer* buffer) override;
@@ -41,6 +48,11 @@ class PosixSendSocket final : public LowLevelSendSocket {
   enum class State { idle, connecting, handshaking, connected, closed };
 
   void on_events(std::uint32_t events);
+  // Connects to addresses_[attempt_], and on to the next ones while they fail at once.
+  void start_attempt();
+  // The attempt failed with `error_number`: the next address is tried, or, after the last
+  // (or for an error no other address can mend), the connect fails naming every address tried.
+  void attempt_failed(int error_number);
   void on_connect_completed();
   void on_reply_readable();
   void on_peer_readable();
@@ -58,6 +70,9 @@ class PosixSendSocket final : public LowLevelSendSocket {
   EventLoop& loop_;
   Callbacks callbacks_;
   Endpoint remote_;
+  std::vector<detail::SocketAddress> addresses_;  // of remote_, tried in turn
+  std::size_t attempt_ = 0;                       // the address being tried
+  std::string failed_attempts_;                   // "[::1]:5000: Connection refused; "...
   SocketFd fd_;
   FdRegistration registration_;
   State state_ = State::idle;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -29,7 +30,9 @@ std::uint16_t SocketAddress::port() const noexcept {
   return 0;
 }
 
-SocketAddress resolve(const Endpoint& endpoint, bool passive) {
+SocketAddress resolve(const Endpoint& endpoint, bool passive) { return resolve_all(endpoint, passive).front(); }
+
+std::vector<SocketAddress> resolve_all(const Endpoint& endpoint, bool passive) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -42,10 +45,27 @@ SocketAddress resolve(const Endpoint& endpoint, bool passive) {
                 fmt::format("{}: cannot resolve host '{}': {}", endpoint.to_string(), endpoint.host, ::gai_strerror(rc)));
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(found, &::freeaddrinfo);
-  SocketAddress address;
-  std::memcpy(&address.storage, found->ai_addr, found->ai_addrlen);
-  address.length = found->ai_addrlen;
-  return address;
+  std::vector<SocketAddress> addresses;
+  for (const addrinfo* entry = found; entry != nullptr; entry = entry->ai_next) {
+    if (entry->ai_addr == nullptr || entry->ai_addrlen > sizeof(sockaddr_storage)) continue;
+    SocketAddress address;
+    std::memcpy(&address.storage, entry->ai_addr, entry->ai_addrlen);
+    address.length = entry->ai_addrlen;
+    const bool seen = std::any_of(addresses.begin(), addresses.end(), [&](const SocketAddress& a) {
+      return a.length == address.length && std::memcmp(&a.storage, &address.storage, a.length) == 0;
+    });
+    if (!seen) addresses.push_back(address);
+  }
+  if (addresses.empty()) {
+    throw Error(Errc::resolve_failed, fmt::format("{}: host '{}' resolved to no usable address", endpoint.to_string(),
+                                                  endpoint.host));
+  }
+  return addresses;
+}
+
+std::string to_string(const SocketAddress& address) {
+  return address.family() == AF_INET6 ? fmt::format("[{}]:{}", address.host(), address.port())
+                                      : fmt::format("{}:{}", address.host(), address.port());
 }
 
 Endpoint to_endpoint(const SocketAddress& address, const Endpoint& like) {
