@@ -57,11 +57,7 @@ void PosixSendSocket::start_attempt() {
     fd_ = SocketFd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd_) {
       const int err = errno;
-      if (another_address_may_work(err) && attempt_ + 1 < addresses_.size()) {
-        failed_attempts_ += fmt::format("{}: socket() failed: {}; ", detail::to_string(address), errno_text(err));
-        ++attempt_;
-        continue;
-      }
+      if (next_address(err, "socket() failed: ")) continue;
       throw system_error(err, fmt::format("{}: socket() failed", remote_.to_string()));
     }
     set_no_delay(fd_.get());
@@ -70,10 +66,8 @@ void PosixSendSocket::start_attempt() {
       return;
     }
     const int err = errno;
-    if (another_address_may_work(err) && attempt_ + 1 < addresses_.size()) {
-      failed_attempts_ += fmt::format("{}: {}; ", detail::to_string(address), errno_text(err));
+    if (next_address(err, "")) {
       fd_.reset();
-      ++attempt_;
       continue;
     }
     // Report asynchronously, like every other connect outcome. The task may outlive the
@@ -85,12 +79,17 @@ void PosixSendSocket::start_attempt() {
   }
 }
 
+bool PosixSendSocket::next_address(int error_number, std::string_view what) {
+  if (!another_address_may_work(error_number) || attempt_ + 1 >= addresses_.size()) return false;
+  failed_attempts_ += fmt::format("{}: {}{}; ", detail::to_string(addresses_[attempt_]), what, errno_text(error_number));
+  ++attempt_;
+  return true;
+}
+
 void PosixSendSocket::attempt_failed(int error_number) {
-  if (another_address_may_work(error_number) && attempt_ + 1 < addresses_.size()) {
-    failed_attempts_ += fmt::format("{}: {}; ", detail::to_string(addresses_[attempt_]), errno_text(error_number));
+  if (next_address(error_number, "")) {
     registration_.remove();
     fd_.reset();
-    ++attempt_;
     try {
       start_attempt();
     } catch (const Error& e) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace netio::posix {
@@ -53,6 +54,9 @@ class PosixSendSocket final : public LowLevelSendSocket {
   // The attempt failed with `error_number`: the next address is tried, or, after the last
   // (or for an error no other address can mend), the connect fails naming every address tried.
   void attempt_failed(int error_number);
+  // When `error_number` is one another address may mend and one is left: records why the
+  // address being tried failed (`what` first) and moves on to the next one.
+  bool next_address(int error_number, std::string_view what);
   void on_connect_completed();
   void on_reply_readable();
   void on_peer_readable();
