@@ -573,7 +573,11 @@ void wait_for_answer(Context& context, std::chrono::nanoseconds timeout, const s
     {
       std::lock_guard lock(waiter->mutex);
       waiter->done = true;
-      if (error) waiter->error = *error;
+      // A message of its own, not a copy: a copied runtime_error shares its message buffer
+      // with the original, here a local of the loop thread that dies after this returns, and
+      // the buffer's reference count lives in uninstrumented libstdc++. TSan took the loop
+      // thread freeing the buffer for a race with this thread reading the message (CI, TSan).
+      if (error) waiter->error.emplace(error->code(), std::string(error->what()));
     }
     waiter->changed.notify_all();
   });
@@ -582,9 +586,7 @@ void wait_for_answer(Context& context, std::chrono::nanoseconds timeout, const s
   if (!waiter->changed.wait_for(lock, timeout + std::chrono::seconds(5), [&] { return waiter->done; })) {
     throw Error(Errc::timeout, fmt::format("{}: no answer", what));
   }
-  // A copy of its own: a copied runtime_error shares its message buffer, and the reference
-  // count of it lives in uninstrumented libstdc++, so TSan would take the loop thread's
-  // release of the waiter (and its error) for a race with this thread reading the message.
+  // Again a message of its own, for the waiter may be released last on the loop thread.
   if (waiter->error) throw Error(waiter->error->code(), std::string(waiter->error->what()));
 }
 
