@@ -35,7 +35,7 @@ PY
   echo "smoke_test: ok: $3"
 }
 
-for p in tcp_throughput tcp_pingpong fi_oneway_pingpong alternating_pingpong; do "$bin/$p" --help >/dev/null || fail "$p --help"; done
+for p in tcp_throughput tcp_pingpong fi_oneway_pingpong alternating_pingpong subscribe_time; do "$bin/$p" --help >/dev/null || fail "$p --help"; done
 
 # raw TCP throughput: the receiver reports; --paged (netio's sender shape) must deliver every
 # byte too, also with messages that span its pages (1 MiB, or --page-size)
@@ -89,6 +89,16 @@ for mode in "" --one-way; do
   stop_server
   check_json "$scratch/client.out" rtt "fi_oneway_pingpong $mode"
 done
+
+# the publisher's time to take subscriptions: two subscribers of 600 tags each (3 requests)
+"$bin/subscribe_time" --tags 600 --subscribers 2 --json >"$scratch/client.out" 2>"$scratch/client.err" \
+  || fail "subscribe_time"
+python3 - "$scratch/client.out" <<'PY' || fail "subscribe_time: bad JSON: $(cat "$scratch/client.out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["routes"] == 1200 and len(doc["seconds"]) == 2 and all(s > 0 for s in doc["seconds"]), doc
+PY
+echo "smoke_test: ok: subscribe_time"
 
 if [ ! -x "$bin/zmq_throughput" ]; then
   echo "smoke_test: ZeroMQ programs not built (no libzmq): skipped"

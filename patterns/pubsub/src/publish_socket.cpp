@@ -142,8 +142,8 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   // `own`: the calling Publisher's counters, or null for the socket's.
   void publish_on(const detail::RouteMap& routes, Tag tag, std::span<const std::byte> data,
                   PublisherCounters* own = nullptr) {
-    const auto it = routes.find(tag);
-    if (it == routes.end()) {
+    const detail::RouteList* list = routes.find(tag);
+    if (list == nullptr) {
       bump(unrouted_, own ? &own->unrouted : nullptr);
       bump(published_, own ? &own->published : nullptr);
       return;
@@ -151,7 +151,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     const Frame frame(tag, data);
     std::optional<Error> failure;
     std::string refused;
-    for (const Route& route : it->second) {
+    for (const Route& route : *list) {
       try {
         const Delivery result = route.backpressure == Backpressure::drop
                                     ? route.connection->deliver_or_full(frame.parts())
@@ -186,14 +186,14 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
         now = table_.routes();
         routes = now.get();
       }
-      const auto it = routes->find(tag);
-      if (it == routes->end()) {
+      const detail::RouteList* list = routes->find(tag);
+      if (list == nullptr) {
         bump(unrouted_, own ? &own->unrouted : nullptr);
         bump(published_, own ? &own->published : nullptr);
         return true;
       }
       pending.clear();
-      for (const Route& r : it->second) pending.push_back({r.connection, r.backpressure, r.counters});
+      for (const Route& r : *list) pending.push_back({r.connection, r.backpressure, r.counters});
     }
     const Frame frame(tag, data);
     std::size_t kept = 0;
@@ -217,11 +217,11 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     if (limited_[1]) limited_[1]->flush();  // every open high-throughput connection
     const auto routes = table_.routes();
     std::unordered_set<DataConnection*> done;
-    for (const auto& [tag, list] : *routes) {
+    routes->for_each([&](Tag, const detail::RouteList& list) {
       for (const Route& r : list) {
         if (done.insert(r.connection.get()).second) r.connection->flush();
       }
-    }
+    });
   }
 
   bool wait_for_subscriptions(std::size_t count, std::chrono::nanoseconds timeout) const {
@@ -514,9 +514,18 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     }
   }
 
+  // Every drop_report_interval: each route's drops since the last report go to its
+  // subscriber. A tick without a new drop and with nothing left to retry looks at no route:
+  // a publisher with 100,000s of routes would otherwise spend milliseconds of its loop on
+  // every tick. (A drop counts itself in dropped_ after its route's count, so a drop that a
+  // tick sees in dropped_ but misses in its route is there on the next tick, which runs.)
   void report_drops() {
+    const auto dropped = dropped_.load(std::memory_order_relaxed);
+    if (dropped == dropped_at_last_report_ && !report_again_) return;
+    dropped_at_last_report_ = dropped;
+    report_again_ = false;
     const auto routes = table_.routes();
-    for (const auto& [tag, list] : *routes) {
+    routes->for_each([&](Tag tag, const detail::RouteList& list) {
       for (const Route& r : list) {
         const auto n = r.counters->unreported.exchange(0, std::memory_order_relaxed);
         if (n == 0) continue;
@@ -527,9 +536,12 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
         } catch (const Error&) {
           continue;  // that subscriber is gone
         }
-        if (!sent) r.counters->unreported.fetch_add(n, std::memory_order_relaxed);  // next time
+        if (!sent) {
+          r.counters->unreported.fetch_add(n, std::memory_order_relaxed);  // next time
+          report_again_ = true;
+        }
       }
-    }
+    });
   }
 
   Context& context_;
@@ -554,6 +566,8 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   std::atomic<bool> shut_down_{false};  // the PublishSocket is gone (its Publishers may not be)
   std::atomic<std::size_t> pending_count_{0};
   std::atomic<std::uint64_t> published_{0}, unrouted_{0}, deliveries_{0}, dropped_{0}, subscribers_lost_{0};
+  std::uint64_t dropped_at_last_report_ = 0;  // report_drops(), on the loop thread
+  bool report_again_ = false;                 // a report found no room: try on the next tick
   mutable std::mutex publishers_mutex_;
   std::vector<std::shared_ptr<PublisherCounters>> publishers_;  // of the Publishers alive
 };

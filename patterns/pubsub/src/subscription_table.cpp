@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <vector>
 
 namespace netio::pubsub::detail {
 
@@ -15,14 +16,8 @@ SubscriptionTable::VersionedRoutes SubscriptionTable::versioned_routes() const {
   return {routes_, version_.load(std::memory_order_relaxed)};
 }
 
-RouteMap SubscriptionTable::copy_routes() const {
-  std::lock_guard lock(routes_mutex_);
-  return *routes_;
-}
-
 void SubscriptionTable::publish_routes(RouteMap routes) {
-  std::size_t count = 0;
-  for (const auto& [tag, list] : routes) count += list.size();
+  const std::size_t count = routes.route_count();
   auto fresh = std::make_shared<const RouteMap>(std::move(routes));
   {
     std::lock_guard lock(routes_mutex_);
@@ -55,10 +50,10 @@ void SubscriptionTable::add_connection(std::shared_ptr<DataConnection> connectio
 
 std::size_t SubscriptionTable::subscribe(const std::shared_ptr<DataConnection>& connection, std::span<const Tag> tags,
                                          Backpressure backpressure) {
-  RouteMap routes = copy_routes();
+  RouteEditor routes(*this->routes());
   std::size_t added = 0;
   for (const Tag tag : tags) {
-    auto& list = routes[tag];
+    auto& list = routes.routes_of(tag);
     const auto it = std::find_if(list.begin(), list.end(), [&](const Route& r) { return r.connection == connection; });
     if (it != list.end()) {
       it->backpressure = backpressure;
@@ -68,18 +63,18 @@ std::size_t SubscriptionTable::subscribe(const std::shared_ptr<DataConnection>& 
       ++added;
     }
   }
-  publish_routes(std::move(routes));
+  publish_routes(std::move(routes).finish());
   return added;
 }
 
 namespace {
 
-// Removes the routes of `connection` from the list of one tag.
-void erase_route(RouteMap& routes, RouteMap::iterator it, const DataConnection* connection) {
-  auto& list = it->second;
-  list.erase(std::remove_if(list.begin(), list.end(), [&](const Route& r) { return r.connection.get() == connection; }),
-             list.end());
-  if (list.empty()) routes.erase(it);
+// Removes the route of `connection` from the routes of `tag` (a list left empty goes when
+// the change is finished).
+void erase_route(RouteEditor& routes, Tag tag, const DataConnection* connection) {
+  if (auto* list = routes.find(tag)) {
+    std::erase_if(*list, [&](const Route& r) { return r.connection.get() == connection; });
+  }
 }
 
 }  // namespace
@@ -87,15 +82,15 @@ void erase_route(RouteMap& routes, RouteMap::iterator it, const DataConnection* 
 std::shared_ptr<DataConnection> SubscriptionTable::unsubscribe(ConnectionId owner, Mode mode, std::span<const Tag> tags) {
   auto connection = find(owner, mode);
   if (!connection) return nullptr;
-  RouteMap routes = copy_routes();
+  RouteEditor routes(*this->routes());
   bool changed = false;
   for (const Tag tag : tags) {
     if (connection->tags().erase(tag) == 0) continue;
-    if (const auto it = routes.find(tag); it != routes.end()) erase_route(routes, it, connection.get());
+    erase_route(routes, tag, connection.get());
     changed = true;
   }
   if (!changed) return nullptr;
-  publish_routes(std::move(routes));
+  publish_routes(std::move(routes).finish());
   if (!connection->tags().empty()) return nullptr;
   connections_.erase({owner, mode});
   count_connections();
@@ -107,11 +102,9 @@ void SubscriptionTable::remove_connection(const std::shared_ptr<DataConnection>&
   if (it == connections_.end() || it->second != connection) return;
   // Routes first: publishers stop routing to it, and the subscription count drops before
   // the connection count (PublishSocket::stats() reads them the other way round).
-  RouteMap routes = copy_routes();
-  for (const Tag tag : connection->tags()) {
-    if (const auto route = routes.find(tag); route != routes.end()) erase_route(routes, route, connection.get());
-  }
-  publish_routes(std::move(routes));
+  RouteEditor routes(*this->routes());
+  for (const Tag tag : connection->tags()) erase_route(routes, tag, connection.get());
+  publish_routes(std::move(routes).finish());
   connection->tags().clear();
   connections_.erase(it);
   count_connections();

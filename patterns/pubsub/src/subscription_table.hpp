@@ -4,12 +4,14 @@
 // Changes are made by one thread at a time (the publisher's event-loop thread); publishing
 // threads read an immutable snapshot of the routes (routes()), which a change replaces:
 // reading costs a lock and a reference count, never a wait for a change in progress. A
+// change copies only the shards of the routes it touches (RouteMap). A
 // reader that keeps a snapshot (a PublishSocket::Publisher) compares version() with the one
 // it took, an atomic load, and takes the routes again only when they changed.
 #pragma once
 
 #include "data_connection.hpp"
 #include "netio/pubsub/subscription.hpp"
+#include "route_map.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -18,26 +20,10 @@
 #include <memory>
 #include <mutex>
 #include <span>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace netio::pubsub::detail {
-
-// Drops of one route, for the counters on both sides.
-struct RouteCounters {
-  std::atomic<std::uint64_t> dropped{0};     // in all
-  std::atomic<std::uint64_t> unreported{0};  // not yet reported to the subscriber
-};
-
-struct Route {
-  std::shared_ptr<DataConnection> connection;
-  Backpressure backpressure = Backpressure::block;  // never publisher_default here
-  std::shared_ptr<RouteCounters> counters;
-  Tag tag = 0;
-};
-
-using RouteMap = std::unordered_map<Tag, std::vector<Route>>;
 
 class SubscriptionTable {
  public:
@@ -77,7 +63,6 @@ class SubscriptionTable {
 
  private:
   void publish_routes(RouteMap routes);
-  RouteMap copy_routes() const;
 
   std::map<std::pair<ConnectionId, Mode>, std::shared_ptr<DataConnection>> connections_;
   mutable std::mutex routes_mutex_;  // guards routes_ (the pointer, not what it points to)
