@@ -215,13 +215,8 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
 
   void flush() {
     if (limited_[1]) limited_[1]->flush();  // every open high-throughput connection
-    const auto routes = table_.routes();
-    std::unordered_set<DataConnection*> done;
-    routes->for_each([&](Tag, const detail::RouteList& list) {
-      for (const Route& r : list) {
-        if (done.insert(r.connection.get()).second) r.connection->flush();
-      }
-    });
+    const auto connections = table_.connections_now();
+    for (const auto& connection : *connections) connection->flush();
   }
 
   bool wait_for_subscriptions(std::size_t count, std::chrono::nanoseconds timeout) const {

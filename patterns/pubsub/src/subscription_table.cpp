@@ -28,7 +28,17 @@ void SubscriptionTable::publish_routes(RouteMap routes) {
   // `fresh` now holds the old map: released here, outside the lock.
 }
 
-void SubscriptionTable::count_connections() {
+std::shared_ptr<const SubscriptionTable::ConnectionList> SubscriptionTable::connections_now() const {
+  std::lock_guard lock(routes_mutex_);
+  return connections_now_;
+}
+
+void SubscriptionTable::connections_changed() {
+  std::shared_ptr<const ConnectionList> now = std::make_shared<const ConnectionList>(connections());
+  {
+    std::lock_guard lock(routes_mutex_);
+    connections_now_.swap(now);
+  }
   connection_count_.store(connections_.size(), std::memory_order_release);
   std::size_t owners = 0;  // connections_ is ordered by owner first
   for (auto it = connections_.begin(); it != connections_.end(); ++it) {
@@ -45,7 +55,7 @@ std::shared_ptr<DataConnection> SubscriptionTable::find(ConnectionId owner, Mode
 void SubscriptionTable::add_connection(std::shared_ptr<DataConnection> connection) {
   const auto key = std::make_pair(connection->owner(), connection->subscriber().mode);
   connections_[key] = std::move(connection);
-  count_connections();
+  connections_changed();
 }
 
 std::size_t SubscriptionTable::subscribe(const std::shared_ptr<DataConnection>& connection, std::span<const Tag> tags,
@@ -93,7 +103,7 @@ std::shared_ptr<DataConnection> SubscriptionTable::unsubscribe(ConnectionId owne
   publish_routes(std::move(routes).finish());
   if (!connection->tags().empty()) return nullptr;
   connections_.erase({owner, mode});
-  count_connections();
+  connections_changed();
   return connection;
 }
 
@@ -107,7 +117,7 @@ void SubscriptionTable::remove_connection(const std::shared_ptr<DataConnection>&
   publish_routes(std::move(routes).finish());
   connection->tags().clear();
   connections_.erase(it);
-  count_connections();
+  connections_changed();
 }
 
 std::vector<std::shared_ptr<DataConnection>> SubscriptionTable::remove_owner(ConnectionId owner) {

@@ -53,8 +53,13 @@ class SubscriptionTable {
   void remove_connection(const std::shared_ptr<DataConnection>& connection);
   // Removes every data connection of `owner` and their routes; returns them to close.
   std::vector<std::shared_ptr<DataConnection>> remove_owner(ConnectionId owner);
-  // Every data connection (for flush, drop reports and shutdown).
+  // Every data connection (for drop reports and shutdown).
   std::vector<std::shared_ptr<DataConnection>> connections() const;
+  // Every data connection now, as an immutable snapshot that a change of them replaces.
+  // Any thread: flush() walks the connections, not the routes (a publisher may have
+  // hundreds of thousands of those).
+  using ConnectionList = std::vector<std::shared_ptr<DataConnection>>;
+  std::shared_ptr<const ConnectionList> connections_now() const;
 
   std::size_t subscription_count() const noexcept { return subscriptions_.load(std::memory_order_acquire); }
   std::size_t connection_count() const noexcept { return connection_count_.load(std::memory_order_acquire); }
@@ -65,13 +70,14 @@ class SubscriptionTable {
   void publish_routes(RouteMap routes);
 
   std::map<std::pair<ConnectionId, Mode>, std::shared_ptr<DataConnection>> connections_;
-  mutable std::mutex routes_mutex_;  // guards routes_ (the pointer, not what it points to)
+  mutable std::mutex routes_mutex_;  // guards routes_ and connections_now_ (the pointers, not what they point to)
   std::shared_ptr<const RouteMap> routes_ = std::make_shared<const RouteMap>();
+  std::shared_ptr<const ConnectionList> connections_now_ = std::make_shared<const ConnectionList>();  // routes_mutex_
   std::atomic<std::uint64_t> version_{1};  // written under routes_mutex_ with routes_
   std::atomic<std::size_t> subscriptions_{0};
   std::atomic<std::size_t> connection_count_{0};
   std::atomic<std::size_t> subscriber_count_{0};
-  void count_connections();
+  void connections_changed();  // counts them and replaces connections_now_
 };
 
 }  // namespace netio::pubsub::detail
