@@ -87,7 +87,7 @@ TEST_CASE("pub/sub routes: random changes through growth and shrinking agree wit
   Model kept_model;
   std::size_t most_shards = 1;
   // 60 changes that mostly add (ranges of tags and scattered 64-bit ones), then 60 that
-  // mostly remove, so the shards grow past a thousand tags and shrink again.
+  // mostly remove, so the shards grow to thousands of tags and shrink again.
   for (int step = 0; step < 120; ++step) {
     const bool growing = step < 60;
     RouteEditor editor(map);
@@ -112,13 +112,13 @@ TEST_CASE("pub/sub routes: random changes through growth and shrinking agree wit
     map = std::move(editor).finish();
     check_equal(map, model);
     most_shards = std::max(most_shards, map.shard_count());
-    CHECK(map.tag_count() <= 64 * map.shard_count());  // never more than 64 tags a shard on average
+    CHECK(map.tag_count() <= RouteMap::most_tags_per_shard * map.shard_count());
     if (step == 50) {
       kept = std::make_shared<const RouteMap>(map);
       kept_model = model;
     }
   }
-  CHECK(most_shards >= 64);                  // it grew...
+  CHECK(most_shards >= 8);                   // it grew (three doublings at least)...
   CHECK(map.shard_count() < most_shards);   // ...and shrank again
   REQUIRE(kept);
   check_equal(*kept, kept_model);  // the changes since left it as it was
@@ -134,7 +134,7 @@ TEST_CASE("pub/sub routes: a change copies only the shards of the tags it touche
     for (Tag tag = 0; tag < 20000; ++tag) add(editor, model, tag, a);
     map = std::move(editor).finish();
   }
-  REQUIRE(map.shard_count() >= 512);
+  REQUIRE(map.shard_count() >= 64);
   CHECK(map.tag_count() == 20000);
 
   SECTION("one tag: one shard copied") {
@@ -144,11 +144,11 @@ TEST_CASE("pub/sub routes: a change copies only the shards of the tags it touche
     CHECK(next.shards_shared_with(map) == map.shard_count() - 1);
     check_equal(next, model);
   }
-  SECTION("250 consecutive tags: blocks of 16 share a shard, so at most 17 shards are copied") {
+  SECTION("250 consecutive tags: blocks of 256 share a shard, so at most 2 shards are copied") {
     RouteEditor editor(map);
     for (Tag tag = 5000; tag < 5250; ++tag) add(editor, model, tag, b);
     const RouteMap next = std::move(editor).finish();
-    CHECK(next.shards_shared_with(map) >= map.shard_count() - 17);
+    CHECK(next.shards_shared_with(map) >= map.shard_count() - 2);
     check_equal(next, model);
   }
   SECTION("looking up a tag without routes copies nothing") {

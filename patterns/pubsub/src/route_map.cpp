@@ -7,15 +7,9 @@ namespace netio::pubsub::detail {
 
 namespace {
 
-// Tags per shard: a change copies the shards it touches, so they stay small; the shard
-// pointers are copied whole, so there are not too many of them either.
-constexpr std::size_t target_tags_per_shard = 32;
-constexpr std::size_t most_tags_per_shard = 64;   // more on average: twice the shards
-constexpr std::size_t fewest_tags_per_shard = 8;  // fewer: as few as fit the target
-
 // log2 of the number of shards that holds `tags` at about the target each.
 unsigned bits_for(std::size_t tags) {
-  const std::size_t shards = (tags + target_tags_per_shard - 1) / target_tags_per_shard;
+  const std::size_t shards = (tags + RouteMap::target_tags_per_shard - 1) / RouteMap::target_tags_per_shard;
   return shards <= 1 ? 0 : static_cast<unsigned>(std::bit_width(shards - 1));
 }
 
@@ -62,8 +56,8 @@ RouteMap RouteEditor::finish() && {
   }
   owned_.clear();
   const std::size_t shards = map_.shards_.size();
-  const bool crowded = map_.tags_ > most_tags_per_shard * shards;
-  const bool sparse = shards > 1 && map_.tags_ < fewest_tags_per_shard * shards;
+  const bool crowded = map_.tags_ > RouteMap::most_tags_per_shard * shards;
+  const bool sparse = shards > 1 && map_.tags_ < RouteMap::fewest_tags_per_shard * shards;
   if (!crowded && !sparse) return std::move(map_);
 
   RouteMap resized;
