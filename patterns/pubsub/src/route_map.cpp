@@ -33,9 +33,10 @@ RouteMap::Shard& RouteEditor::own(std::size_t index) {
   map_.tags_ -= before.size();
   for (const auto& [tag, list] : before) map_.routes_ -= list.size();
   auto copy = std::make_shared<RouteMap::Shard>(before);
-  owned_.emplace(index, copy.get());
+  RouteMap::Shard& shard = *copy;
+  owned_.emplace(index, &shard);
   map_.shards_[index] = std::move(copy);
-  return *owned_[index];
+  return shard;
 }
 
 RouteList& RouteEditor::routes_of(Tag tag) { return own(map_.shard_of(tag))[tag]; }
