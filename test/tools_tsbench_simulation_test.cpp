@@ -1,7 +1,9 @@
-// netio_tsbench --simulate: the fluid port model against hand-computed finish times, the
-// engines driven in it (completion times of time-slices under a known capacity), fair
-// against first-come-first-served in-ports, and determinism for a seed.
+// netio_tsbench --simulate: both network models (the emulator's ports, the lossless fluid
+// one) against hand-computed times, the engines driven in them (completion times of
+// time-slices under a known capacity), fair against first-come-first-served ports, replies
+// crossing the network with their delay, the core, and determinism for a seed.
 #include "tsbench/simulation/fluid_network.hpp"
+#include "tsbench/simulation/shared_port.hpp"
 #include "tsbench/simulation/simulated_run.hpp"
 
 #include <catch2/catch.hpp>
@@ -31,8 +33,9 @@ BenchConfig small(std::uint32_t inputs, std::uint32_t computes) {
   return b;
 }
 
-SimulationOptions exact(PortSharing sharing = PortSharing::fair) {
+SimulationOptions exact(PortSharing sharing = PortSharing::fair, NetworkModel network = NetworkModel::lossless) {
   SimulationOptions o;
+  o.network = network;
   o.sharing = sharing;
   o.base_latency = 0ns;
   o.max_clock_offset = 0ns;
@@ -204,6 +207,150 @@ TEST_CASE("tsbench simulation: the same seed gives the same run, another seed an
     REQUIRE(d.error.empty());
     CHECK_FALSE(same(a, d));
   }
+}
+
+namespace {
+
+// The ports model with buffers of exactly 1000 bytes on the wire (976 + the 24-byte header)
+// through an in-port of 1 byte per µs whose bucket holds one buffer: a buffer leaves the port
+// when the bucket has refilled since the one before, 1 ms apart.
+BenchConfig on_ports(std::uint32_t inputs, std::uint32_t computes) {
+  auto b = small(inputs, computes);
+  b.contribution_bytes = 976;
+  b.buffer_bytes = 2 * 976 * inputs;  // 2 credits per pair
+  b.emulate = "in=8Mbps,burst=1000";
+  b.timeslices = 6;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("tsbench simulation: a shared port is fair between connections and keeps each one's order",
+          "[tsbench][simulation]") {
+  // 1 byte per ns, a bucket of 100 bytes; connection 1 brings three buffers, connection 2 one.
+  const netio::RateLimit limit{1e9, 100};
+  SECTION("fair: the least served connection goes first") {
+    SharedPort port(limit, {}, PortSharing::fair);
+    port.arrive(1, 100, 10, 0ns);
+    port.arrive(1, 100, 11, 0ns);
+    port.arrive(1, 100, 12, 0ns);
+    port.arrive(2, 100, 20, 0ns);
+    std::vector<std::pair<SharedPort::Item, ns::Time>> out;
+    ns::Time now{0};
+    while (const auto next = port.next_release(now)) {
+      now = *next;
+      out.emplace_back(port.release(now), now);
+    }
+    const std::vector<std::pair<SharedPort::Item, ns::Time>> expected{{10, 0ns}, {20, 100ns}, {11, 200ns}, {12, 300ns}};
+    CHECK(out == expected);
+    CHECK(port.empty());
+  }
+  SECTION("fifo: in the order they came") {
+    SharedPort port(limit, {}, PortSharing::fifo);
+    port.arrive(1, 100, 10, 0ns);
+    port.arrive(1, 100, 11, 0ns);
+    port.arrive(2, 100, 20, 0ns);
+    std::vector<SharedPort::Item> out;
+    ns::Time now{0};
+    while (const auto next = port.next_release(now)) {
+      now = *next;
+      out.push_back(port.release(now));
+    }
+    CHECK(out == std::vector<SharedPort::Item>{10, 11, 20});
+    CHECK(now == 200ns);
+  }
+  SECTION("unlimited") { CHECK_FALSE(SharedPort().limited()); }
+}
+
+TEST_CASE("tsbench simulation: ports model, a compute port shared by two inputs' queues", "[tsbench][simulation]") {
+  // Two inputs, one compute node, 2 credits each: both inputs hand over two contributions at
+  // once (their hellos took 72 bytes of the bucket first), and the port passes one per ms.
+  SECTION("fair: the inputs take turns, a time-slice's contributions 1 ms apart") {
+    const auto r = simulate(on_ports(2, 1), ns::Mode::best_effort, exact(PortSharing::fair, NetworkModel::ports));
+    REQUIRE(r.error.empty());
+    CHECK(record(r, 0).first_arrival == 72us);  // input 0, once the bucket holds 1000 bytes again
+    CHECK(record(r, 0).last_arrival == 1072us);  // input 1
+    CHECK(record(r, 1).first_arrival == 2072us);
+    CHECK(record(r, 1).last_arrival == 3072us);
+    // time-slice 0 freed at 1.072 ms: both send time-slice 2, behind their time-slice 1
+    CHECK(record(r, 2).first_arrival == 4072us);
+    CHECK(record(r, 2).last_arrival == 5072us);
+  }
+  SECTION("fifo: input 0's two contributions first, then input 1's") {
+    const auto r = simulate(on_ports(2, 1), ns::Mode::best_effort, exact(PortSharing::fifo, NetworkModel::ports));
+    REQUIRE(r.error.empty());
+    CHECK(record(r, 0).first_arrival == 72us);
+    CHECK(record(r, 0).last_arrival == 2072us);
+    CHECK(record(r, 1).first_arrival == 1072us);
+    CHECK(record(r, 1).last_arrival == 3072us);
+  }
+}
+
+TEST_CASE("tsbench simulation: ports model, an input sends to every compute node at once", "[tsbench][simulation]") {
+  // Two inputs, two compute nodes: each compute port takes one buffer per ms. Every input
+  // hands over all its credited contributions at once; each compute port takes the inputs'
+  // in turn, so neither input waits behind the other's compute node.
+  const auto r = simulate(on_ports(2, 2), ns::Mode::best_effort, exact(PortSharing::fair, NetworkModel::ports));
+  REQUIRE(r.error.empty());
+  // input 0 sends 0, 1, 2, 3; input 1 sends 1, 0, 3, 2 (offset round-robin); compute 0
+  // takes time-slice 0 from input 0 (72 µs after both hellos), then from input 1 (1.072 ms).
+  CHECK(record(r, 0).first_arrival == 72us);
+  CHECK(record(r, 0).last_arrival == 1072us);
+  CHECK(record(r, 1).first_arrival == 72us);
+  CHECK(record(r, 1).last_arrival == 1072us);
+  for (const auto& t : r.records.timeslices) CHECK(t.complete);
+}
+
+TEST_CASE("tsbench simulation: replies cross the network with their delay", "[tsbench][simulation]") {
+  // One input, one compute node, 2 credits, a constant delay of 100 µs each way and a port
+  // whose bucket holds back nothing: the hello arrives at 100 µs and its welcome at 200 µs;
+  // time-slices 0 and 1 arrive at 300 µs, each complete on arrival; their credits are back
+  // at 400 µs and time-slices 2 and 3 arrive at 500 µs. (With undelayed replies: 200, 300.)
+  auto b = small(1, 1);
+  b.contribution_bytes = 1000;
+  b.buffer_bytes = 2000;
+  b.emulate = "delay=constant:100us;in=1Gbps";
+  for (const auto network : {NetworkModel::ports, NetworkModel::lossless}) {
+    const auto r = simulate(b, ns::Mode::best_effort, exact(PortSharing::fair, network));
+    REQUIRE(r.error.empty());
+    if (network == NetworkModel::ports) {
+      CHECK(record(r, 0).last_arrival == 300us);
+      CHECK(record(r, 1).last_arrival == 300us);
+      CHECK(record(r, 2).last_arrival == 500us);
+      CHECK(record(r, 4).last_arrival == 700us);
+    } else {
+      // the fluid port sends at 1 Gb/s: 8 µs per contribution, one after the other
+      CHECK(record(r, 0).last_arrival == 308us);
+      CHECK(record(r, 1).last_arrival == 316us);
+      CHECK(record(r, 2).last_arrival == 516us);  // time-slice 0's credit back at 408 µs
+    }
+  }
+}
+
+TEST_CASE("tsbench simulation: a core slower than the ports bounds the whole system", "[tsbench][simulation]") {
+  // 2 x 2 with compute ports of 1 byte per µs and a core of as much, half of what the two
+  // ports take: each contribution takes 1 ms at its compute port, and 1 ms in the core, which
+  // every connection shares.
+  auto b = on_ports(2, 2);
+  b.timeslices = 20;
+  auto o = exact(PortSharing::fair, NetworkModel::ports);
+  const auto free = simulate(b, ns::Mode::best_effort, o);
+  o.core = parse_core("8Mbps,burst=1000");
+  const auto cored = simulate(b, ns::Mode::best_effort, o);
+  REQUIRE(free.error.empty());
+  REQUIRE(cored.error.empty());
+  const auto last = [](const SimulationResult& r) {
+    ns::Time latest{0};
+    for (const auto& t : r.records.timeslices) latest = std::max(latest, t.last_arrival);
+    return latest;
+  };
+  // 40 buffers: 20 ms through two ports, 40 ms through the one core
+  CHECK(last(free) < 21ms);
+  CHECK(last(cored) > 39ms);
+  CHECK(last(cored) < 41ms);
+  CHECK_THROWS_WITH(parse_core("fast"), Catch::Contains("--core 'fast'"));
+  o.network = NetworkModel::lossless;
+  CHECK_THROWS_WITH(simulate(b, ns::Mode::best_effort, o), Catch::Contains("--core"));
 }
 
 TEST_CASE("tsbench simulation: a run needs a capacity to model", "[tsbench][simulation]") {

@@ -6,42 +6,34 @@ namespace netio::emulated {
 
 void SharedCapacity::enqueue(FlowId flow, std::size_t bytes) {
   if (waiting(flow)) return;
+  // A flow that was idle starts level with the least-served waiting one (or the last one
+  // served), so that idling earns no burst.
   double floor = virtual_time_;
-  for (const auto& w : waiting_) floor = std::min(floor, served_[w.flow]);
+  if (!waiting_.empty()) floor = std::min(floor, waiting_.begin()->first.served);
   double& served = served_[flow];
   served = std::max(served, floor);
-  waiting_.push_back({flow, bytes});
+  const Key key{served, next_order_++};
+  waiting_.emplace(key, Waiting{flow, bytes});
+  waiting_key_.emplace(flow, key);
 }
 
 void SharedCapacity::remove(FlowId flow) noexcept {
-  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), [flow](const Waiting& w) { return w.flow == flow; }),
-                 waiting_.end());
+  if (const auto it = waiting_key_.find(flow); it != waiting_key_.end()) {
+    waiting_.erase(it->second);
+    waiting_key_.erase(it);
+  }
   served_.erase(flow);
 }
 
-bool SharedCapacity::waiting(FlowId flow) const noexcept {
-  return std::any_of(waiting_.begin(), waiting_.end(), [flow](const Waiting& w) { return w.flow == flow; });
-}
+bool SharedCapacity::waiting(FlowId flow) const noexcept { return waiting_key_.contains(flow); }
 
-std::size_t SharedCapacity::pick() const noexcept {
-  std::size_t best = 0;
-  double best_served = served_.at(waiting_[0].flow);
-  for (std::size_t i = 1; i < waiting_.size(); ++i) {
-    const double served = served_.at(waiting_[i].flow);
-    if (served < best_served) {
-      best = i;
-      best_served = served;
-    }
-  }
-  return best;
-}
-
-Nanos SharedCapacity::next_release_time(Nanos now) { return bucket_.ready_at(now, waiting_[pick()].bytes); }
+Nanos SharedCapacity::next_release_time(Nanos now) { return bucket_.ready_at(now, waiting_.begin()->second.bytes); }
 
 SharedCapacity::FlowId SharedCapacity::release(Nanos now) {
-  const std::size_t index = pick();
-  const Waiting chosen = waiting_[index];
-  waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(index));
+  const auto first = waiting_.begin();
+  const Waiting chosen = first->second;
+  waiting_.erase(first);
+  waiting_key_.erase(chosen.flow);
   bucket_.consume(now, chosen.bytes);
   double& served = served_[chosen.flow];
   virtual_time_ = served;

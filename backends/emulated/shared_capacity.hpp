@@ -7,8 +7,8 @@
 #include "backends/emulated/token_bucket.hpp"
 
 #include <cstdint>
+#include <map>
 #include <unordered_map>
-#include <vector>
 
 namespace netio::emulated {
 
@@ -33,16 +33,25 @@ class SharedCapacity {
   FlowId release(Nanos now);
 
  private:
+  // The fair pick first: least served, then the one waiting longest.
+  struct Key {
+    double served;
+    std::uint64_t order;  // when it began waiting
+    friend bool operator<(const Key& a, const Key& b) {
+      return a.served != b.served ? a.served < b.served : a.order < b.order;
+    }
+  };
   struct Waiting {
     FlowId flow;
     std::size_t bytes;
   };
-  std::size_t pick() const noexcept;  // index into waiting_
 
   TokenBucket bucket_;
-  std::vector<Waiting> waiting_;                   // in the order they arrived
-  std::unordered_map<FlowId, double> served_;      // bytes served (virtual: see enqueue)
-  double virtual_time_ = 0;                        // served count of the last release's flow
+  std::map<Key, Waiting> waiting_;                  // O(log n) per buffer, however many flows wait
+  std::unordered_map<FlowId, Key> waiting_key_;     // the flows in waiting_
+  std::unordered_map<FlowId, double> served_;       // bytes served (virtual: see enqueue)
+  double virtual_time_ = 0;                         // served count of the last release's flow
+  std::uint64_t next_order_ = 0;
 };
 
 }  // namespace netio::emulated

@@ -18,8 +18,6 @@ void check_capacity(double bytes_per_ns, const char* what) {
 
 }  // namespace
 
-const char* to_string(PortSharing sharing) noexcept { return sharing == PortSharing::fifo ? "fifo" : "fair"; }
-
 FluidNetwork::FluidNetwork(std::uint32_t inputs, std::uint32_t computes, PortSharing sharing)
     : sharing_(sharing), outs_(inputs), ins_(computes) {
   if (inputs == 0 || computes == 0) throw std::invalid_argument("fluid network: needs at least one port of each kind");

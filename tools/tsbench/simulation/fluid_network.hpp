@@ -23,6 +23,7 @@
 #pragma once
 
 #include "netio/scheduler/time.hpp"
+#include "tsbench/simulation/shared_port.hpp"
 
 #include <cstdint>
 #include <deque>
@@ -33,10 +34,6 @@
 namespace netio::tools::tsbench::simulation {
 
 namespace ns = netio::scheduler;
-
-enum class PortSharing { fair, fifo };
-
-const char* to_string(PortSharing sharing) noexcept;
 
 // What post() carries and the finished transfer gives back.
 struct Transfer {

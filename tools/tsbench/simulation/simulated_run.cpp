@@ -66,6 +66,31 @@ struct Later {
   }
 };
 
+// What every message is on the wire (the pattern's encodings, docs/scheduled_push.md), for
+// the ports it crosses: the contributions' header, the replies and the control messages.
+constexpr std::uint64_t kContributionHeader = 24;
+constexpr std::uint64_t kHelloBytes = 36;
+constexpr std::uint64_t kReplyBytes = 12;  // welcome, acknowledgement, credit
+constexpr std::uint64_t kProbeBytes = 28;  // clock probe and echo, proposal
+constexpr std::uint64_t kReportBytes = 48 + 16;  // the meta-data report and the request behind it
+
+// One direction of one connection: its delay draws, and its order (a buffer never arrives
+// before the one sent before it).
+struct Link {
+  Link(const EmulationConfig& e, std::uint64_t stream, SharedPort::Connection connection)
+      : delay(e.delay, e.seed, stream), id(connection) {}
+  emulated::DelaySampler delay;
+  SharedPort::Connection id;
+  Time last_due{0};
+};
+
+// A SharedPort on the event queue: at most one event armed, for its next release.
+struct Port {
+  SharedPort shape;
+  std::uint64_t generation = 0;
+  Time armed_at = Time::max();
+};
+
 class Simulator {
  public:
   Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOptions& options);
@@ -77,10 +102,8 @@ class Simulator {
     ns::InputNode node;
     NodeClock clock;
     emulated::SlowdownSchedule slowdown;
-    std::vector<emulated::DelaySampler> data_delay;  // per compute node (a connection each)
-    std::vector<emulated::DelaySampler> control_delay;  // to the DDE (one connection)
-    std::vector<Time> last_arrival;                  // per compute node: a connection keeps its order
-    Time last_control_arrival{0};
+    std::vector<Link> data;  // to every compute node
+    std::optional<Link> control;  // to the DDE
     std::uint64_t due_generation = 0;  // the pattern's due timer: a newer one replaces it
     std::map<ns::IntervalIndex, std::optional<ns::IntervalPlan>> plans;  // started, not reported
     double out_capacity = FluidNetwork::kUnlimited;
@@ -97,6 +120,8 @@ class Simulator {
     NodeClock clock;
     emulated::SlowdownSchedule slowdown;
     double in_capacity = FluidNetwork::kUnlimited;
+    std::vector<Link> replies;          // to every input, on its data connection
+    std::vector<Link> control_replies;  // to every input, on its control connection (the DDE's node)
     std::map<ns::TimesliceIndex, Held> held;
     std::uint64_t held_bytes = 0;
     std::uint64_t peak_held_bytes = 0;
@@ -104,8 +129,17 @@ class Simulator {
   };
 
   void at(Time when, std::function<void()> run) { queue_.push(Event{std::max(when, now_), sequence_++, std::move(run)}); }
-  Duration sender_delay(emulated::DelaySampler& sampler, const emulated::SlowdownSchedule& slowdown) {
-    return options_.base_latency + draw(sampler) + slowdown.extra_delay(now_);
+
+  // A message from node `from` to node `to` (ranks) on `link`: its delay draw, the sender's
+  // out-port, the core, and (unless a reply, which the emulator does not shape on arrival)
+  // the receiver's in-port; then `deliver`.
+  void transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
+                const emulated::SlowdownSchedule& slowdown, std::function<void()> deliver);
+  void pass(Port& port, SharedPort::Connection connection, std::uint64_t bytes, std::function<void()> onward);
+  void arm(Port& port);
+  void serve(Port& port);
+  const emulated::SlowdownSchedule& slowdown_of(std::uint32_t rank) const {
+    return rank < bench_.inputs ? inputs_[rank].slowdown : computes_[rank - bench_.inputs].slowdown;
   }
 
   void start();
@@ -143,6 +177,11 @@ class Simulator {
   std::vector<Input> inputs_;
   std::vector<Compute> computes_;
   std::optional<ns::DeterministicEngine> dde_;  // on compute node 0 (DFS)
+  std::vector<Port> out_ports_;  // by rank (inputs, then compute nodes)
+  std::vector<Port> in_ports_;
+  Port core_;
+  std::vector<std::function<void()>> parked_;  // what waits in a port, by SharedPort::Item
+  std::vector<SharedPort::Item> free_slots_;
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   std::uint64_t sequence_ = 0;
   Time now_{0};
@@ -181,9 +220,10 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     Input& in = inputs_.emplace_back(config_, i, mode_);
     in.clock = draw_clock();
     in.slowdown = emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0});
-    for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) in.data_delay.emplace_back(e.delay, e.seed, c);
-    in.control_delay.emplace_back(e.delay, e.seed, bench_.computes);
-    in.last_arrival.assign(bench_.computes, Time{0});
+    // Connection ids: data i -> c, its replies, control i -> DDE, its replies.
+    const std::uint64_t n = bench_.inputs, m = bench_.computes;
+    for (ns::ComputeIndex c = 0; c < m; ++c) in.data.emplace_back(e, c, i * m + c);
+    in.control.emplace(e, m, 2 * n * m + i);
     in.out_capacity = e.node_out ? bytes_per_ns(e.node_out) : line_rate(e);
     if (e.connection_rate) in.transfer_cap = bytes_per_ns(e.connection_rate);
   }
@@ -194,6 +234,24 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     compute.clock = draw_clock();
     compute.slowdown = emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0});
     compute.in_capacity = e.node_in ? bytes_per_ns(e.node_in) : line_rate(e);
+    const std::uint64_t n = bench_.inputs, m = bench_.computes;
+    for (ns::InputIndex i = 0; i < n; ++i) {
+      compute.replies.emplace_back(e, i, n * m + i * m + c);
+      if (c == 0) compute.control_replies.emplace_back(e, n + i, 2 * n * m + n + i);
+    }
+  }
+  // The ports model: every node's out= and in= as the emulator shapes them (a node without
+  // one is not limited there), and the core. The lossless model keeps its ports in network_.
+  out_ports_.resize(bench_.inputs + bench_.computes);
+  in_ports_.resize(bench_.inputs + bench_.computes);
+  if (options_.network == NetworkModel::ports) {
+    for (std::uint32_t rank = 0; rank < bench_.inputs + bench_.computes; ++rank) {
+      const auto e = *bench_.node_emulation(rank);
+      const auto windows = emulated::SlowdownSchedule::node_windows(e);
+      if (e.node_out) out_ports_[rank].shape = SharedPort(e.node_out, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
+      if (e.node_in) in_ports_[rank].shape = SharedPort(e.node_in, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
+    }
+    if (options_.core) core_.shape = SharedPort(options_.core, emulated::SlowdownSchedule{}, options_.sharing);
   }
   if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
 
@@ -203,21 +261,20 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
 }
 
 void Simulator::start() {
-  apply_capacities();
+  if (options_.network == NetworkModel::lossless) apply_capacities();
   if (bench_.timeslices) {
     limit_ = *bench_.timeslices;
     limit_set_ = true;
   } else {
     at(Time{bench_.duration}, [this] { end_of_duration(); });
   }
-  for (ns::InputIndex i = 0; i < bench_.inputs; ++i) {
+  const std::uint32_t n = bench_.inputs;
+  for (ns::InputIndex i = 0; i < n; ++i) {
     auto& in = inputs_[i];
     // The hello on every data connection; the welcome comes back as a reply with the credits.
     for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) {
-      const Time arrival = now_ + sender_delay(in.data_delay[c], in.slowdown);
-      in.last_arrival[c] = arrival;
-      at(arrival, [this, i, c] {
-        at(now_ + options_.base_latency, [this, i, c] {
+      transmit(in.data[c], i, n + c, kHelloBytes, true, in.slowdown, [this, i, c, n] {
+        transmit(computes_[c].replies[i], n + c, i, kReplyBytes, false, computes_[c].slowdown, [this, i, c] {
           inputs_[i].node.grant(c, credits_);
           drive(i);
         });
@@ -225,10 +282,68 @@ void Simulator::start() {
     }
     if (dde_) {
       // The start handshake once the control connection is up.
-      at(now_ + options_.base_latency, [this, i] { send_clock_probe(i, 0, std::nullopt); });
+      send_clock_probe(i, 0, std::nullopt);
     }
   }
   at(Time{bench_.sample_period}, [this] { sample_fill(); });
+}
+
+void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
+                         const emulated::SlowdownSchedule& slowdown, std::function<void()> deliver) {
+  const Time due = std::max(now_ + draw(link.delay) + slowdown.extra_delay(now_), link.last_due);
+  link.last_due = due;
+  const auto id = link.id;
+  at(due, [this, id, from, to, bytes, through_in_port, deliver = std::move(deliver)]() mutable {
+    pass(out_ports_[from], id, bytes, [this, id, to, bytes, through_in_port, deliver = std::move(deliver)]() mutable {
+      at(now_ + options_.base_latency, [this, id, to, bytes, through_in_port, deliver = std::move(deliver)]() mutable {
+        pass(core_, id, bytes, [this, id, to, bytes, through_in_port, deliver = std::move(deliver)]() mutable {
+          if (through_in_port) pass(in_ports_[to], id, bytes, std::move(deliver));
+          else deliver();
+        });
+      });
+    });
+  });
+}
+
+void Simulator::pass(Port& port, SharedPort::Connection connection, std::uint64_t bytes, std::function<void()> onward) {
+  if (!port.shape.limited()) {
+    onward();
+    return;
+  }
+  SharedPort::Item item;
+  if (free_slots_.empty()) {
+    item = static_cast<SharedPort::Item>(parked_.size());
+    parked_.push_back(std::move(onward));
+  } else {
+    item = free_slots_.back();
+    free_slots_.pop_back();
+    parked_[item] = std::move(onward);
+  }
+  port.shape.arrive(connection, bytes, item, now_);
+  arm(port);
+}
+
+void Simulator::arm(Port& port) {
+  const auto next = port.shape.next_release(now_);
+  if (!next || *next >= port.armed_at) return;
+  port.armed_at = *next;
+  const auto generation = ++port.generation;
+  at(*next, [this, &port, generation] {
+    if (generation != port.generation) return;
+    port.armed_at = Time::max();
+    serve(port);
+  });
+}
+
+void Simulator::serve(Port& port) {
+  for (auto next = port.shape.next_release(now_); next && *next <= now_; next = port.shape.next_release(now_)) {
+    const auto item = port.shape.release(now_);
+    auto onward = std::move(parked_[item]);
+    parked_[item] = nullptr;
+    free_slots_.push_back(item);
+    onward();
+  }
+  arm(port);
 }
 
 void Simulator::apply_capacities() {
@@ -264,10 +379,9 @@ void Simulator::network_changed() {
 void Simulator::on_network() {
   for (const Transfer& t : network_.advance(now_)) {
     auto& in = inputs_[t.input];
-    Time arrival = now_ + sender_delay(in.data_delay[t.compute], in.slowdown);
-    arrival = std::max(arrival, in.last_arrival[t.compute]);
-    in.last_arrival[t.compute] = arrival;
-    at(arrival, [this, t] { on_contribution(t.input, t.compute, t.tag, t.bytes); });
+    // The ports were crossed in network_: the delay and the latency remain.
+    transmit(in.data[t.compute], t.input, bench_.inputs + t.compute, kContributionHeader, false, in.slowdown,
+             [this, t] { on_contribution(t.input, t.compute, t.tag, t.bytes); });
   }
   network_changed();
 }
@@ -288,8 +402,15 @@ void Simulator::drive(ns::InputIndex i) {
     if (next.timeslice >= limit_) break;  // not pushed: the run ends below it
     in.node.on_sent(next.timeslice, local);
     note_plan(in, next.timeslice);
-    network_.post(i, next.compute, bench_.contribution_bytes, next.timeslice, now_);
-    posted = true;
+    if (options_.network == NetworkModel::lossless) {
+      network_.post(i, next.compute, bench_.contribution_bytes, next.timeslice, now_);
+      posted = true;
+    } else {
+      const auto c = next.compute;
+      const auto t = next.timeslice;
+      transmit(in.data[c], i, bench_.inputs + c, kContributionHeader + bench_.contribution_bytes, true, in.slowdown,
+               [this, i, c, t] { on_contribution(i, c, t, bench_.contribution_bytes); });
+    }
   }
   if (posted) network_changed();
 }
@@ -326,10 +447,7 @@ void Simulator::report(ns::InputIndex i, const ns::IntervalCompletion& done) {
   records_.intervals.push_back(r);
   if (!dde_) return;
   // The report and the request, one after the other on the control connection.
-  Time arrival = now_ + sender_delay(in.control_delay.front(), in.slowdown);
-  arrival = std::max(arrival, in.last_control_arrival);
-  in.last_control_arrival = arrival;
-  at(arrival, [this, done] { on_report(done); });
+  transmit(*in.control, i, bench_.inputs, kReportBytes, true, in.slowdown, [this, done] { on_report(done); });
 }
 
 void Simulator::on_acknowledged(ns::InputIndex i, ns::TimesliceIndex t) {
@@ -352,16 +470,15 @@ void Simulator::on_proposal(ns::InputIndex i, const ns::Proposal& proposal) {
 void Simulator::send_clock_probe(ns::InputIndex i, std::uint32_t sequence, std::optional<Duration> round_trip) {
   auto& in = inputs_[i];
   const ns::ClockProbe probe{i, sequence, in.clock.local(now_), round_trip};
-  Time arrival = now_ + sender_delay(in.control_delay.front(), in.slowdown);
-  arrival = std::max(arrival, in.last_control_arrival);
-  in.last_control_arrival = arrival;
-  at(arrival, [this, probe] {
+  transmit(*in.control, i, bench_.inputs, kProbeBytes, true, in.slowdown, [this, probe] {
     const auto echo = dde_->on_clock_probe(probe, computes_.front().clock.local(now_));
-    at(now_ + options_.base_latency, [this, probe, echo] {
-      if (echo.sequence == 0) {
-        send_clock_probe(probe.input, 1, inputs_[probe.input].clock.local(now_) - echo.probe_sent_at);
-      }
-    });
+    auto& dde_node = computes_.front();
+    transmit(dde_node.control_replies[probe.input], bench_.inputs, probe.input, kProbeBytes, false, dde_node.slowdown,
+             [this, probe, echo] {
+               if (echo.sequence == 0) {
+                 send_clock_probe(probe.input, 1, inputs_[probe.input].clock.local(now_) - echo.probe_sent_at);
+               }
+             });
   });
 }
 
@@ -377,7 +494,10 @@ void Simulator::on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::Timesl
   held.bytes += bytes;
   compute.held_bytes += bytes;
   compute.peak_held_bytes = std::max(compute.peak_held_bytes, compute.held_bytes);
-  if (mode_ == ns::Mode::dfs) at(now_ + options_.base_latency, [this, i, t] { on_acknowledged(i, t); });
+  if (mode_ == ns::Mode::dfs) {
+    transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.slowdown,
+             [this, i, t] { on_acknowledged(i, t); });
+  }
   deliver(c);
 }
 
@@ -399,7 +519,8 @@ void Simulator::deliver(ns::ComputeIndex c) {
     compute.held.erase(it);
     ++compute.handed_over;
     for (const ns::InputIndex i : compute.node.release(t)) {
-      at(now_ + options_.base_latency, [this, i, c] { on_credit(i, c); });
+      transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.slowdown,
+               [this, i, c] { on_credit(i, c); });
     }
   }
   check_done();
@@ -413,7 +534,9 @@ void Simulator::on_report(const ns::IntervalCompletion& done) {
 
 void Simulator::send_proposals(const std::vector<ns::AddressedProposal>& proposals) {
   for (const auto& [input, proposal] : proposals) {
-    at(now_ + options_.base_latency, [this, i = input, p = proposal] { on_proposal(i, p); });
+    auto& dde_node = computes_.front();
+    transmit(dde_node.control_replies[input], bench_.inputs, input, kProbeBytes, false, dde_node.slowdown,
+             [this, i = input, p = proposal] { on_proposal(i, p); });
   }
 }
 
@@ -497,6 +620,19 @@ SimulationResult Simulator::run() {
 
 }  // namespace
 
+RateLimit parse_core(const std::string& text) {
+  // The spec parser's own rule for a port, so that core= reads as in= and out= do.
+  EmulationConfig parsed;
+  try {
+    parsed = parse_emulation_spec("in=" + text);
+  } catch (const std::exception& e) {
+    reject(fmt::format("--core '{}': {}", text, e.what()));
+  }
+  return parsed.node_in;
+}
+
+const char* to_string(NetworkModel model) noexcept { return model == NetworkModel::lossless ? "lossless" : "ports"; }
+
 void check_simulatable(const BenchConfig& bench, const SimulationOptions& options) {
   ns::validate(bench.scheduler_config());
   const auto base = bench.node_emulation(0);
@@ -508,6 +644,9 @@ void check_simulatable(const BenchConfig& bench, const SimulationOptions& option
     reject("the simulated clock drift must be within [0, 1 %] (0 .. 10000 ppm)");
   }
   if (options.max_clock_offset < Duration{0}) reject("the simulated clock offset must not be negative");
+  if (options.core && options.network != NetworkModel::ports) {
+    reject("--core is a part of the ports model (--network ports), not of the lossless one");
+  }
 }
 
 SimulationResult simulate(const BenchConfig& bench, ns::Mode mode, const SimulationOptions& options) {

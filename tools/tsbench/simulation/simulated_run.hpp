@@ -38,8 +38,23 @@
 
 namespace netio::tools::tsbench::simulation {
 
+// What carries the contributions (docs/scheduled_push.md, "Simulated"):
+//   - ports: as the emulated back-end. Every connection has its own queue; a node's out= and
+//     in= ports (and the core, when given) each pass whole buffers through a token bucket,
+//     fair between the connections that have one waiting: an input sends to several compute
+//     nodes at once, and a busy receiver port delays only what goes to it;
+//   - lossless: a fluid model (FluidNetwork) of a lossless network whose input ports have a
+//     single queue: an out-port sends one contribution at a time at the rate the receiving
+//     port gives it, and whatever follows waits behind it (head-of-line blocking).
+enum class NetworkModel { ports, lossless };
+
+const char* to_string(NetworkModel model) noexcept;
+
 struct SimulationOptions {
+  NetworkModel network = NetworkModel::ports;
   PortSharing sharing = PortSharing::fair;
+  // The switch core (ports model): a capacity shared by every buffer between nodes; 0: none.
+  RateLimit core;
   ns::Duration base_latency = std::chrono::microseconds(5);
   ns::Duration max_clock_offset = std::chrono::milliseconds(1);  // |offset| of every node's clock, at most
   double max_clock_drift = 20e-6;                                 // |drift|, at most (20 ppm)
@@ -61,6 +76,11 @@ struct SimulationResult {
 // input finish the interval it is in (as the socket run does). Throws netio::Error
 // (invalid_argument) for a configuration it cannot model (no capacity in the spec).
 SimulationResult simulate(const BenchConfig& bench, ns::Mode mode, const SimulationOptions& options);
+
+// The core's capacity from "RATE[,burst=SIZE]" ("10Gbps", as in= and out=; burst as their
+// default: 4 ms at the rate, at least 64 KiB). Throws netio::Error (invalid_argument) naming
+// --core and the text.
+RateLimit parse_core(const std::string& text);
 
 // Throws as simulate() does when `bench` cannot be modelled (for the command line's checks).
 void check_simulatable(const BenchConfig& bench, const SimulationOptions& options);

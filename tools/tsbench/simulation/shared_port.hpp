@@ -1,0 +1,64 @@
+// One shared capacity of the simulated network — a node's out= or in= port, or the switch
+// core — shaped as the emulated back-end shapes a node's port: a token bucket
+// (emulated::TokenBucket, its burst included) and, between the connections that have a
+// buffer waiting, fair queueing (emulated::SharedCapacity: the connection served least goes
+// first) or first come, first served. A buffer leaves whole, when the bucket allows it; the
+// buffers of one connection leave in the order they came.
+//
+// Pure: no clock, no events. The caller hands buffers over with arrive(), asks
+// next_release() when the next one may leave, and takes it with release() at that time.
+// Memory: the waiting buffers, bounded by what the caller's protocol keeps in flight.
+#pragma once
+
+#include "backends/emulated/shared_capacity.hpp"
+
+#include "netio/scheduler/time.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+
+namespace netio::tools::tsbench::simulation {
+
+enum class PortSharing { fair, fifo };
+
+const char* to_string(PortSharing sharing) noexcept;
+
+class SharedPort {
+ public:
+  using Connection = std::uint64_t;
+  using Item = std::uint32_t;  // the caller's handle of a buffer
+
+  SharedPort() = default;  // unlimited: limited() is false, nothing waits
+  SharedPort(RateLimit limit, emulated::SlowdownSchedule schedule, PortSharing sharing);
+
+  bool limited() const noexcept { return limited_; }
+  bool empty() const noexcept { return waiting_ == 0; }
+
+  // A buffer of `bytes` on `connection` reaches the port at `now`.
+  void arrive(Connection connection, std::uint64_t bytes, Item item, scheduler::Time now);
+  // When the next buffer may leave (≥ now); none when nothing waits or the rate is 0 for good.
+  std::optional<scheduler::Time> next_release(scheduler::Time now);
+  // Takes the buffer that may leave now (next_release(now) <= now).
+  Item release(scheduler::Time now);
+
+ private:
+  struct Waiting {
+    Connection connection;
+    std::uint64_t bytes;
+    Item item;
+  };
+
+  bool limited_ = false;
+  PortSharing sharing_ = PortSharing::fair;
+  std::size_t waiting_ = 0;
+  // fair: the connections' queues, their heads waiting in capacity_
+  emulated::SharedCapacity capacity_{RateLimit{}, emulated::SlowdownSchedule{}, scheduler::Time{0}};
+  std::unordered_map<Connection, std::deque<Waiting>> queues_;
+  // fifo: one queue, the bucket alone
+  emulated::TokenBucket bucket_;
+  std::deque<Waiting> fifo_;
+};
+
+}  // namespace netio::tools::tsbench::simulation
