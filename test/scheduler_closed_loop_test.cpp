@@ -80,6 +80,7 @@ TEST_CASE("scheduler closed loop: IEs follow the DDE's proposals, in sync, and t
   c.timeslices_per_interval = 4;  // 2 rounds; best-effort an interval takes 4 * 100 + 10 = 410 ns
   c.history_length = 3;
   c.ack_threshold = 1.0;
+  c.duration_rule = DurationRule::paper;
   Model model(c);
   for (long long g = 0; g < 40 * 600; ++g) model.step(g);
 

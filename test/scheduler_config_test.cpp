@@ -43,6 +43,9 @@ TEST_CASE("scheduler config: the paper's defaults (Table I) and θ of its code",
   CHECK(c.proposal_distance == 2);
   CHECK(c.round_offset == 0);
   CHECK(c.max_clock_drift == 0.01);
+  // Ours: the tracking duration rule (the paper's is DurationRule::paper), over 3 intervals.
+  CHECK(c.duration_rule == netio::scheduler::DurationRule::tracking);
+  CHECK(c.recent_length == 3);
   CHECK_NOTHROW(validate(layout(4, 4)));
 }
 
@@ -75,6 +78,9 @@ TEST_CASE("scheduler config: bad values are rejected with the field and the valu
   require_rejected(c, "speed_up_percent (ssu_pct) must be in (0, 100), not 100");
   c.speed_up_percent = 0;
   require_rejected(c, "speed_up_percent (ssu_pct) must be in (0, 100), not 0");
+  c = layout(2, 2);
+  c.recent_length = 0;
+  require_rejected(c, "recent_length must be at least 1, not 0");
   c = layout(2, 2);
   c.ack_threshold = 1.5;
   require_rejected(c, "ack_threshold (θ) must be in (0, 1], not 1.5");

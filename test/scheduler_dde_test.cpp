@@ -20,6 +20,7 @@ SchedulerConfig config(std::uint32_t inputs, std::uint32_t history) {
   c.compute_count = 2;
   c.timeslices_per_interval = 2;
   c.history_length = history;
+  c.duration_rule = DurationRule::paper;  // the paper's proposals, worked out below
   return c;  // proposal_distance 2
 }
 

@@ -17,6 +17,7 @@ SchedulerConfig config(std::uint32_t history) {
   c.input_count = 2;
   c.compute_count = 2;
   c.history_length = history;
+  c.duration_rule = DurationRule::paper;
   return c;  // ssu_TH 10, ssu_pct 5
 }
 
@@ -118,4 +119,38 @@ TEST_CASE("scheduler proposer: the window must be history_length consecutive int
   gap[3].interval = 10;
   CHECK_THROWS_AS(proposer.propose(11, gap), netio::Error);
   CHECK_THROWS_AS(proposer.propose(9, window(6, {1ns, 1ns, 1ns, 1ns})), netio::Error);  // w = 9 is not before k
+}
+
+// DurationRule::tracking (proposer.hpp): the worked cases of its three branches.
+TEST_CASE("scheduler proposer: the tracking rule steps down after an interval that kept up", "[scheduler]") {
+  auto c = config(4);
+  c.duration_rule = DurationRule::tracking;
+  c.recent_length = 3;
+  const Proposer proposer(c);
+  SECTION("no proposal in w: 0.95 x the median of the last 3, which also spaces the starts") {
+    // window 0..3, durations 1000 (old), 600, 800, 700: median of the last 3 is 700
+    const auto w = window(0, {1000ns, 600ns, 800ns, 700ns});
+    const auto p = proposer.propose(5, w);
+    CHECK(p.median_duration == 700ns);
+    CHECK(p.duration == 665ns);                               // 700 * 0.95
+    CHECK(p.start == Time{30'000 + 700 + 1 * 700});           // end of w, then one interval of 700
+    CHECK_FALSE(p.speed_up.has_value());
+  }
+  SECTION("w kept up (took its 1000 plus 1 %): two steps of 5 % for k = w + 2") {
+    auto w = window(0, {1000ns, 1000ns, 1000ns, 1010ns}, {1000ns, 1000ns, 1000ns, 1000ns});
+    CHECK(proposer.propose(5, w).duration == 903ns);  // 1000 * 0.9025 = 902.5, rounded
+    CHECK(proposer.propose(4, w).duration == 950ns);  // one interval ahead: one step
+  }
+  SECTION("w's acknowledgement latency counts as kept up") {
+    auto w = window(0, {1000ns, 1000ns, 1000ns, 1050ns}, {1000ns, 1000ns, 1000ns, 1000ns});
+    CHECK(proposer.propose(5, w).duration == 950ns);  // not kept up: 0.95 * median(1000, 1000, 1050)
+    w.back().ack_latency = 40ns;  // 1050 <= 1000 + 40 + 10
+    CHECK(proposer.propose(5, w).duration == 903ns);
+  }
+  SECTION("w did not keep up: 0.95 x the median of the last 3") {
+    auto w = window(0, {900ns, 1200ns, 1300ns, 1250ns}, {900ns, 900ns, 900ns, 900ns});
+    const auto p = proposer.propose(5, w);
+    CHECK(p.median_duration == 1250ns);
+    CHECK(p.duration == 1188ns);  // 1187.5 rounded
+  }
 }

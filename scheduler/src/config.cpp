@@ -21,6 +21,8 @@ std::string number(double value) {
 
 }  // namespace
 
+const char* to_string(DurationRule rule) noexcept { return rule == DurationRule::paper ? "paper" : "tracking"; }
+
 void validate(const SchedulerConfig& c) {
   if (c.input_count == 0) reject("input_count must be at least 1, not 0");
   if (c.compute_count == 0) reject("compute_count must be at least 1, not 0");
@@ -42,6 +44,10 @@ void validate(const SchedulerConfig& c) {
   if (!(c.max_clock_drift >= 0 && c.max_clock_drift <= 0.5)) {
     reject("max_clock_drift must be in [0, 0.5], not " + number(c.max_clock_drift));
   }
+  if (c.duration_rule != DurationRule::paper && c.duration_rule != DurationRule::tracking) {
+    reject("duration_rule must be paper or tracking, not " + std::to_string(static_cast<int>(c.duration_rule)));
+  }
+  if (c.recent_length == 0) reject("recent_length must be at least 1, not 0");
   if (c.proposal_distance < 2) {
     reject("proposal_distance (k - j) must be at least 2, not " + std::to_string(c.proposal_distance));
   }

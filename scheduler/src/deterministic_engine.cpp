@@ -34,7 +34,7 @@ std::vector<AddressedProposal> DeterministicEngine::on_report(const MetadataRepo
   // extrapolation: then it depends on nothing but this report and its arrival time, and a
   // replica that started later (with fewer drift samples) records the same history.
   const MeasuredInterval measured{report.interval, report.start + clocks_.offset(report.input), report.duration,
-                                  report.proposed_duration};
+                                  report.proposed_duration, report.median_ack_latency};
   const auto completed = history_.add(report.input, measured);
   std::vector<AddressedProposal> out;
   if (!completed) return out;

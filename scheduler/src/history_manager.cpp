@@ -36,12 +36,14 @@ std::optional<UnifiedInterval> HistoryManager::add(InputIndex i, const MeasuredI
     std::vector<Time> starts;
     std::vector<Duration> durations;
     std::vector<Duration> proposed;
+    std::vector<Duration> latencies;
     for (const auto& [input, m] : reports) {
       starts.push_back(m.start);
       durations.push_back(m.duration);
       if (m.proposed_duration) proposed.push_back(*m.proposed_duration);
+      latencies.push_back(m.ack_latency);
     }
-    UnifiedInterval unified{j, average(starts), median(durations), std::nullopt};
+    UnifiedInterval unified{j, average(starts), median(durations), std::nullopt, median(std::move(latencies))};
     if (!proposed.empty()) unified.proposed_duration = median(proposed);
     pending_.erase(j);
     complete_.emplace(j, unified);

@@ -51,6 +51,10 @@ ProposedInterval Proposer::propose(IntervalIndex k, std::span<const UnifiedInter
 
   ProposedInterval p;
   p.interval = k;
+  if (config_.duration_rule == DurationRule::tracking) {
+    track(p, window);
+    return p;
+  }
   p.median_duration = median(std::move(durations));
   p.start = last.end() + static_cast<Duration::rep>(k - last.interval - 1) * p.median_duration;
   p.duration = std::max(p.median_duration, Duration{1});  // a proposal lasts at least 1 ns
@@ -60,6 +64,31 @@ ProposedInterval Proposer::propose(IntervalIndex k, std::span<const UnifiedInter
     p.duration = Duration{std::max<Duration::rep>(1, std::llround(shortened))};
   }
   return p;
+}
+
+void Proposer::track(ProposedInterval& p, std::span<const UnifiedInterval> window) const {
+  const UnifiedInterval& last = window.back();  // w
+  const std::size_t recent = std::min<std::size_t>(config_.recent_length, window.size());
+  std::vector<Duration> durations;
+  for (std::size_t n = window.size() - recent; n < window.size(); ++n) durations.push_back(window[n].duration);
+  p.median_duration = median(std::move(durations));  // what the network took lately
+  p.start = last.end() + static_cast<Duration::rep>(p.interval - last.interval - 1) * p.median_duration;
+
+  const double step = (100.0 - config_.speed_up_percent) / 100.0;
+  double duration = static_cast<double>(p.median_duration.count()) * step;
+  if (last.proposed_duration) {
+    const auto paced = static_cast<double>(last.proposed_duration->count());
+    // Kept up: it took what it was paced at, plus the last contribution's way there and back,
+    // within ssu_pct/5 of its length (1 % at the default). Then the network had room: shorten
+    // by ssu_pct for each interval since w (up to proposal_distance of them), so that the
+    // proposals come down as fast as they would stepping interval by interval.
+    const double tail = static_cast<double>(last.ack_latency.count()) + paced * config_.speed_up_percent / 500.0;
+    if (static_cast<double>(last.duration.count()) <= paced + tail) {
+      const auto steps = std::min<IntervalIndex>(p.interval - last.interval, config_.proposal_distance);
+      duration = paced * std::pow(step, static_cast<double>(steps));
+    }
+  }
+  p.duration = Duration{std::max<Duration::rep>(1, std::llround(duration))};
 }
 
 }  // namespace netio::scheduler

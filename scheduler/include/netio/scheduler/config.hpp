@@ -10,6 +10,20 @@
 
 namespace netio::scheduler {
 
+// How the Proposer sets an interval's proposed duration (proposer.hpp).
+enum class DurationRule {
+  // The paper's: the median measured duration of the last history_length intervals,
+  // shortened by ssu_pct when Eq. 1's variance is at most ssu_TH; starts spaced by that median.
+  paper,
+  // Our extension: follow the recent intervals. An interval that kept up with its proposal
+  // (finished within one acknowledgement latency and ssu_pct/5 of it) lets the next proposal
+  // be ssu_pct shorter per interval; one that did not sets it ssu_pct under the median of the
+  // last recent_length measured durations, which also space the starts.
+  tracking,
+};
+
+const char* to_string(DurationRule rule) noexcept;
+
 struct SchedulerConfig {
   std::uint32_t input_count = 0;    // N input nodes (IEs); required, ≥ 1
   std::uint32_t compute_count = 0;  // M compute nodes; required, ≥ 1
@@ -30,6 +44,12 @@ struct SchedulerConfig {
 
   // ssu_pct: the staged speed-up shortens the proposed duration by this percentage, (0, 100).
   double speed_up_percent = 5.0;
+
+  // The Proposer's rule for durations (see DurationRule); `paper` reproduces the paper.
+  DurationRule duration_rule = DurationRule::tracking;
+  // tracking: how many of the latest complete intervals the measured duration is the median
+  // of, ≥ 1 (at most history_length of them count).
+  std::uint32_t recent_length = 3;
 
   // θ: the fraction of an interval's contributions that must be acknowledged before the
   // Input Engine starts the next interval, (0, 1].

@@ -27,6 +27,7 @@ struct MeasuredInterval {
   Time start{0};  // local clock
   Duration duration{0};
   std::optional<Duration> proposed_duration;
+  Duration ack_latency{0};  // the IE's median send → acknowledgement time
 };
 
 struct UnifiedInterval {
@@ -34,6 +35,7 @@ struct UnifiedInterval {
   Time start{0};          // avg_tm: average over the IEs, local clock
   Duration duration{0};   // med_durm: median over the IEs
   std::optional<Duration> proposed_duration;  // median of the durp the IEs paced by
+  Duration ack_latency{0};  // median over the IEs of their median acknowledgement latency
 
   Time end() const { return start + duration; }
   friend bool operator==(const UnifiedInterval&, const UnifiedInterval&) = default;

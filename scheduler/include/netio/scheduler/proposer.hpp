@@ -19,6 +19,21 @@
 //     followed, so no speed-up until the window holds only proposed intervals.
 //   - the paper's research code spaced starts by the (reduced) proposed duration; we use
 //     med_durm_hist as the formula says.
+//
+// DurationRule::tracking (the default; our extension, config.hpp). The paper's rule cannot
+// recover within hist_cnt intervals after a slow-down: once the IEs are paced at the slow
+// duration, the measured durations stay there, and each ssu_pct step waits for the median of
+// hist_cnt of them to move (about 34 intervals at the paper's defaults). It also settles on
+// durations measured to the last acknowledgement, tail included. With
+// med_recent the median duration of the last recent_length intervals of the window:
+//   tp_k   = (tm_w + durm_w) + (k - w - 1) * med_recent
+//   durp_k = durp_w * (1 - ssu_pct)^min(k - w, proposal_distance)
+//              when w kept up: durm_w <= durp_w + lat_w + durp_w * ssu_pct / 500
+//                              (lat_w: the median acknowledgement latency)
+//          = med_recent * (1 - ssu_pct)   otherwise (w ran best-effort, or longer than paced)
+// so the proposals sit ssu_pct under what the network takes (as the paper's speed-up keeps
+// them), follow a slow-down within recent_length intervals, and come down after one by
+// ssu_pct per interval. speed_up stays empty (Eq. 1 is not used).
 #pragma once
 
 #include "netio/scheduler/config.hpp"
@@ -63,6 +78,8 @@ class Proposer {
   ProposedInterval propose(IntervalIndex k, std::span<const UnifiedInterval> window) const;
 
  private:
+  void track(ProposedInterval& p, std::span<const UnifiedInterval> window) const;  // DurationRule::tracking
+
   SchedulerConfig config_;
 };
 
