@@ -204,3 +204,27 @@ TEST_CASE("scheduler IE: a faulty driver or peer gets a clear error", "[schedule
   }
   CHECK_THROWS_AS(InputEngine(config(4, 1.0), 2), netio::Error);  // only inputs 0 and 1
 }
+
+TEST_CASE("scheduler IE: one that misses a proposal keeps the DDE's spacing of starts, not the duration",
+          "[scheduler]") {
+  // The DDE spaces starts by a measured duration (400) and proposes a shortened one (380).
+  InputEngine ie(config(2, 1.0), 0);  // n = 2: one round
+  CHECK(ie.on_proposal(Proposal{1, Time{1400}, 380ns}));
+  CHECK(ie.on_proposal(Proposal{2, Time{1800}, 380ns}));
+  send(ie, 0, 0);  // interval 0 best-effort
+  send(ie, 1, 0);
+  ie.on_acknowledged(0, Time{100});
+  ie.on_acknowledged(1, Time{100});
+  send(ie, 2, 1400);  // interval 1 on its proposal
+  send(ie, 3, 1590);  // 1400 + 380 / 2
+  ie.on_acknowledged(2, Time{1700});
+  ie.on_acknowledged(3, Time{1700});
+  send(ie, 4, 1800);  // interval 2
+  send(ie, 5, 1990);
+  ie.on_acknowledged(4, Time{2100});
+  ie.on_acknowledged(5, Time{2100});
+  // interval 3's proposal never came: 1800 + 400, in step with the IEs that got it (the
+  // duration would have given 2180)
+  CHECK(*ie.plan(3) == IntervalPlan{3, Time{2200}, 380ns, false});
+  CHECK(*ie.plan(4) == IntervalPlan{4, Time{2600}, 380ns, false});
+}

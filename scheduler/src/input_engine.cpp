@@ -36,7 +36,8 @@ std::optional<IntervalPlan> InputEngine::plan(IntervalIndex interval) const {
   }
   if (last_plan_ && last_plan_->interval < interval) {
     const auto intervals = static_cast<Duration::rep>(interval - last_plan_->interval);
-    return IntervalPlan{interval, last_plan_->start + intervals * last_plan_->duration, last_plan_->duration, false};
+    const Duration spacing = spacing_.value_or(last_plan_->duration);
+    return IntervalPlan{interval, last_plan_->start + intervals * spacing, last_plan_->duration, false};
   }
   return std::nullopt;
 }
@@ -154,7 +155,14 @@ bool InputEngine::on_proposal(const Proposal& proposal) {
   const bool current_started = it != in_flight_.end() && it->second.sent > 0;
   if (proposal.interval < current_ || (proposal.interval == current_ && current_started)) return false;
   if (proposal.interval > current_ + config_.proposal_distance) return false;
-  return proposals_.emplace(proposal.interval, proposal).second;
+  if (!proposals_.emplace(proposal.interval, proposal).second) return false;
+  if (newest_taken_ && newest_taken_->interval != proposal.interval) {
+    const auto apart = static_cast<Duration::rep>(proposal.interval) - static_cast<Duration::rep>(newest_taken_->interval);
+    const Duration spacing = (proposal.start - newest_taken_->start) / apart;
+    if (spacing > Duration::zero()) spacing_ = spacing;
+  }
+  if (!newest_taken_ || proposal.interval > newest_taken_->interval) newest_taken_ = proposal;
+  return true;
 }
 
 }  // namespace netio::scheduler

@@ -2,6 +2,7 @@
 
 #include "netio/error.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace netio::scheduler {
@@ -76,7 +77,7 @@ void InputNode::on_sent(TimesliceIndex timeslice, Time now) {
   if (available_[c] == 0) reject("sent time-slice " + std::to_string(timeslice) + " without a credit");
   if (engine_) {
     engine_->on_sent(timeslice, now);
-    unacknowledged_[c].insert(timeslice);
+    unacknowledged_[c].push_back(timeslice);
   }
   --available_[c];
   ++sent_;
@@ -113,8 +114,14 @@ void InputNode::on_credit(ComputeIndex c, std::uint32_t count) {
 std::optional<IntervalCompletion> InputNode::on_acknowledged(TimesliceIndex timeslice, Time now) {
   if (!engine_) return std::nullopt;
   auto& outstanding = unacknowledged_[layout_.compute_of(timeslice)];
-  if (outstanding.erase(timeslice) == 0) {
-    reject("acknowledgement of time-slice " + std::to_string(timeslice) + ", which is not outstanding");
+  if (!outstanding.empty() && outstanding.front() == timeslice) {
+    outstanding.pop_front();
+  } else {
+    const auto it = std::find(outstanding.begin(), outstanding.end(), timeslice);
+    if (it == outstanding.end()) {
+      reject("acknowledgement of time-slice " + std::to_string(timeslice) + ", which is not outstanding");
+    }
+    outstanding.erase(it);
   }
   return engine_->on_acknowledged(timeslice, now);
 }

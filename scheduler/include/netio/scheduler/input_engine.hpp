@@ -15,8 +15,11 @@
 //     (the round's duration divided fairly over its sends);
 //   - from the proposed end tp_j + durp_j on, whatever is left goes best-effort (no pacing);
 //   - without a proposal for j the IE uses its last one, moved on by whole intervals
-//     (tp = tp_last + (j - last) * durp_last, same duration); before the first proposal
-//     every contribution goes best-effort. The IE never waits for a DDE.
+//     (tp = tp_last + (j - last) * spacing, same duration); the spacing is the DDE's, read
+//     off the two latest proposals taken ((tp_b - tp_a) / (b - a)), so that an IE that
+//     missed proposals stays in step with the others (the DDE spaces starts by a measured
+//     duration, not by the shortened durp); with one proposal only, durp_last. Before the
+//     first proposal every contribution goes best-effort. The IE never waits for a DDE.
 // When the last acknowledgement of j arrives, on_acknowledged() returns the meta-data report
 // (tm_j, durm_j = that time - tm_j, the median send → acknowledgement latency, the durp_j
 // paced by) and the request for the proposal of interval j + proposal_distance, which the
@@ -117,6 +120,8 @@ class InputEngine {
   std::map<IntervalIndex, InFlight> in_flight_;
   std::map<IntervalIndex, Proposal> proposals_;  // received, for intervals not started
   std::optional<IntervalPlan> last_plan_;        // of the newest started interval that had one
+  std::optional<Proposal> newest_taken_;         // the taken proposal of the highest interval
+  std::optional<Duration> spacing_;              // the DDE's between starts, from two proposals
 };
 
 }  // namespace netio::scheduler

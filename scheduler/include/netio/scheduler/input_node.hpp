@@ -20,8 +20,8 @@
 #include "netio/scheduler/time.hpp"
 #include "netio/scheduler/timeslice_layout.hpp"
 
+#include <deque>
 #include <optional>
-#include <set>
 #include <vector>
 
 namespace netio::scheduler {
@@ -96,7 +96,9 @@ class InputNode {
   std::vector<std::uint32_t> granted_;
   std::vector<std::uint32_t> available_;
   std::vector<bool> lost_;
-  std::vector<std::set<TimesliceIndex>> unacknowledged_;  // DFS: per compute node
+  // DFS: per compute node, in the order sent (a connection acknowledges in that order, so
+  // the one acknowledged is nearly always the oldest: no search, no tree)
+  std::vector<std::deque<TimesliceIndex>> unacknowledged_;
 };
 
 }  // namespace netio::scheduler
