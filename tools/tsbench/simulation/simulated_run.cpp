@@ -54,10 +54,16 @@ Duration draw(emulated::DelaySampler& sampler) {
   return Duration{static_cast<Duration::rep>(std::llround(sampler.next_ns()))};
 }
 
+// The event queue holds small records: most events are a message moving on (message), a
+// port releasing its next buffer (port) or an input's due timer (timer); whatever else
+// happens runs a closure kept aside (closure). The order: time, then the order scheduled.
 struct Event {
+  enum class Kind : std::uint8_t { message, port, timer, closure };
   Time at{0};
   std::uint64_t sequence = 0;
-  std::function<void()> run;
+  std::uint64_t generation = 0;  // port, timer: stale when it no longer matches
+  std::uint32_t index = 0;       // the message, port, input or closure
+  Kind kind = Kind::closure;
 };
 
 struct Later {
@@ -89,6 +95,24 @@ struct Port {
   SharedPort shape;
   std::uint64_t generation = 0;
   Time armed_at = Time::max();
+};
+
+// A message on its way: where it is, and what its arrival does. The frequent ones
+// (contributions, acknowledgements, credits) say it in fields; the others run a closure.
+struct Message {
+  enum class Kind : std::uint8_t { contribution, acknowledgement, credit, closure };
+  enum class Stage : std::uint8_t { out_port, core, in_port };
+  Kind kind = Kind::closure;
+  Stage stage = Stage::out_port;
+  bool through_in_port = true;
+  std::uint32_t from = 0;
+  std::uint32_t to = 0;
+  std::uint32_t input = 0;
+  std::uint32_t compute = 0;
+  std::uint32_t closure = 0;
+  std::uint64_t connection = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t timeslice = 0;
 };
 
 class Simulator {
@@ -128,16 +152,43 @@ class Simulator {
     std::uint64_t handed_over = 0;
   };
 
-  void at(Time when, std::function<void()> run) { queue_.push(Event{std::max(when, now_), sequence_++, std::move(run)}); }
+  void schedule(Time when, Event::Kind kind, std::uint32_t index, std::uint64_t generation = 0) {
+    queue_.push(Event{std::max(when, now_), sequence_++, generation, index, kind});
+  }
+  void at(Time when, std::function<void()> run) {
+    schedule(when, Event::Kind::closure, keep(closures_, free_closures_, std::move(run)));
+  }
+  template <typename T>
+  static std::uint32_t keep(std::vector<T>& slots, std::vector<std::uint32_t>& free, T value) {
+    if (free.empty()) {
+      slots.push_back(std::move(value));
+      return static_cast<std::uint32_t>(slots.size() - 1);
+    }
+    const auto slot = free.back();
+    free.pop_back();
+    slots[slot] = std::move(value);
+    return slot;
+  }
+  void dispatch(const Event& event);
 
   // A message from node `from` to node `to` (ranks) on `link`: its delay draw, the sender's
   // out-port, the core, and (unless a reply, which the emulator does not shape on arrival)
   // the receiver's in-port; then `deliver`.
   void transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
+                const emulated::SlowdownSchedule& slowdown, Message message);
+  void transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
                 const emulated::SlowdownSchedule& slowdown, std::function<void()> deliver);
-  void pass(Port& port, SharedPort::Connection connection, std::uint64_t bytes, std::function<void()> onward);
-  void arm(Port& port);
-  void serve(Port& port);
+  void move_on(std::uint32_t m);                 // the message enters its next stage now
+  void arm(std::uint32_t port);
+  void serve(std::uint32_t port);
+  void deliver_message(std::uint32_t m);
+  Port& port(std::uint32_t index) {
+    return index < out_ports_.size() ? out_ports_[index]
+         : index < 2 * out_ports_.size() ? in_ports_[index - out_ports_.size()] : core_;
+  }
+  std::uint32_t out_port_index(std::uint32_t rank) const { return rank; }
+  std::uint32_t in_port_index(std::uint32_t rank) const { return static_cast<std::uint32_t>(out_ports_.size()) + rank; }
+  std::uint32_t core_index() const { return static_cast<std::uint32_t>(2 * out_ports_.size()); }
   const emulated::SlowdownSchedule& slowdown_of(std::uint32_t rank) const {
     return rank < bench_.inputs ? inputs_[rank].slowdown : computes_[rank - bench_.inputs].slowdown;
   }
@@ -180,8 +231,10 @@ class Simulator {
   std::vector<Port> out_ports_;  // by rank (inputs, then compute nodes)
   std::vector<Port> in_ports_;
   Port core_;
-  std::vector<std::function<void()>> parked_;  // what waits in a port, by SharedPort::Item
-  std::vector<SharedPort::Item> free_slots_;
+  std::vector<Message> messages_;  // on their way, by index (a SharedPort::Item in a port)
+  std::vector<std::uint32_t> free_messages_;
+  std::vector<std::function<void()>> closures_;
+  std::vector<std::uint32_t> free_closures_;
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   std::uint64_t sequence_ = 0;
   Time now_{0};
@@ -289,61 +342,130 @@ void Simulator::start() {
 }
 
 void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
-                         const emulated::SlowdownSchedule& slowdown, std::function<void()> deliver) {
+                         const emulated::SlowdownSchedule& slowdown, Message message) {
   const Time due = std::max(now_ + draw(link.delay) + slowdown.extra_delay(now_), link.last_due);
   link.last_due = due;
-  const auto id = link.id;
-  at(due, [this, id, from, to, bytes, through_in_port, deliver = std::move(deliver)]() mutable {
-    pass(out_ports_[from], id, bytes, [this, id, to, bytes, through_in_port, deliver = std::move(deliver)]() mutable {
-      at(now_ + options_.base_latency, [this, id, to, bytes, through_in_port, deliver = std::move(deliver)]() mutable {
-        pass(core_, id, bytes, [this, id, to, bytes, through_in_port, deliver = std::move(deliver)]() mutable {
-          if (through_in_port) pass(in_ports_[to], id, bytes, std::move(deliver));
-          else deliver();
-        });
-      });
-    });
-  });
+  message.from = from;
+  message.to = to;
+  message.bytes = bytes;
+  message.through_in_port = through_in_port;
+  message.connection = link.id;
+  // An unlimited out-port passes it at once: straight on to the far side.
+  const bool out_limited = out_ports_[from].shape.limited();
+  message.stage = out_limited ? Message::Stage::out_port : Message::Stage::core;
+  const auto m = keep(messages_, free_messages_, message);
+  schedule(out_limited ? due : due + options_.base_latency, Event::Kind::message, m);
 }
 
-void Simulator::pass(Port& port, SharedPort::Connection connection, std::uint64_t bytes, std::function<void()> onward) {
-  if (!port.shape.limited()) {
-    onward();
-    return;
-  }
-  SharedPort::Item item;
-  if (free_slots_.empty()) {
-    item = static_cast<SharedPort::Item>(parked_.size());
-    parked_.push_back(std::move(onward));
-  } else {
-    item = free_slots_.back();
-    free_slots_.pop_back();
-    parked_[item] = std::move(onward);
-  }
-  port.shape.arrive(connection, bytes, item, now_);
-  arm(port);
+void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
+                         const emulated::SlowdownSchedule& slowdown, std::function<void()> deliver) {
+  Message message;
+  message.kind = Message::Kind::closure;
+  message.closure = keep(closures_, free_closures_, std::move(deliver));
+  transmit(link, from, to, bytes, through_in_port, slowdown, message);
 }
 
-void Simulator::arm(Port& port) {
-  const auto next = port.shape.next_release(now_);
-  if (!next || *next >= port.armed_at) return;
-  port.armed_at = *next;
-  const auto generation = ++port.generation;
-  at(*next, [this, &port, generation] {
-    if (generation != port.generation) return;
-    port.armed_at = Time::max();
-    serve(port);
-  });
+void Simulator::move_on(std::uint32_t m) {
+  // Through the ports it has left to cross, as far as they let it go now.
+  for (;;) {
+    Message& message = messages_[m];
+    std::uint32_t next_port = 0;
+    switch (message.stage) {
+      case Message::Stage::out_port: next_port = out_port_index(message.from); break;
+      case Message::Stage::core: next_port = core_index(); break;
+      case Message::Stage::in_port:
+        if (!message.through_in_port) {
+          deliver_message(m);
+          return;
+        }
+        next_port = in_port_index(message.to);
+        break;
+    }
+    Port& p = port(next_port);
+    if (p.shape.limited()) {
+      p.shape.arrive(message.connection, message.bytes, m, now_);
+      arm(next_port);
+      return;
+    }
+    if (message.stage == Message::Stage::in_port) {
+      deliver_message(m);
+      return;
+    }
+    // An unlimited port: the next stage at once (after the out-port, the latency first).
+    if (message.stage == Message::Stage::out_port) {
+      message.stage = Message::Stage::core;
+      schedule(now_ + options_.base_latency, Event::Kind::message, m);
+      return;
+    }
+    message.stage = Message::Stage::in_port;
+  }
 }
 
-void Simulator::serve(Port& port) {
-  for (auto next = port.shape.next_release(now_); next && *next <= now_; next = port.shape.next_release(now_)) {
-    const auto item = port.shape.release(now_);
-    auto onward = std::move(parked_[item]);
-    parked_[item] = nullptr;
-    free_slots_.push_back(item);
-    onward();
+void Simulator::arm(std::uint32_t index) {
+  Port& p = port(index);
+  const auto next = p.shape.next_release(now_);
+  if (!next || *next >= p.armed_at) return;
+  p.armed_at = *next;
+  schedule(*next, Event::Kind::port, index, ++p.generation);
+}
+
+void Simulator::serve(std::uint32_t index) {
+  Port& p = port(index);
+  p.armed_at = Time::max();
+  for (auto next = p.shape.next_release(now_); next && *next <= now_; next = p.shape.next_release(now_)) {
+    const auto m = p.shape.release(now_);
+    Message& message = messages_[m];
+    switch (message.stage) {
+      case Message::Stage::out_port:
+        message.stage = Message::Stage::core;
+        schedule(now_ + options_.base_latency, Event::Kind::message, m);
+        break;
+      case Message::Stage::core:
+        message.stage = Message::Stage::in_port;
+        move_on(m);
+        break;
+      case Message::Stage::in_port: deliver_message(m); break;
+    }
   }
-  arm(port);
+  arm(index);
+}
+
+void Simulator::deliver_message(std::uint32_t m) {
+  const Message message = messages_[m];
+  free_messages_.push_back(m);
+  switch (message.kind) {
+    case Message::Kind::contribution:
+      on_contribution(message.input, message.compute, message.timeslice, message.bytes - kContributionHeader);
+      break;
+    case Message::Kind::acknowledgement: on_acknowledged(message.input, message.timeslice); break;
+    case Message::Kind::credit: on_credit(message.input, message.compute); break;
+    case Message::Kind::closure: {
+      auto run = std::move(closures_[message.closure]);
+      closures_[message.closure] = nullptr;
+      free_closures_.push_back(message.closure);
+      run();
+      break;
+    }
+  }
+}
+
+void Simulator::dispatch(const Event& event) {
+  switch (event.kind) {
+    case Event::Kind::message: move_on(event.index); break;
+    case Event::Kind::port:
+      if (port(event.index).generation == event.generation) serve(event.index);
+      break;
+    case Event::Kind::timer:
+      if (inputs_[event.index].due_generation == event.generation) drive(event.index);
+      break;
+    case Event::Kind::closure: {
+      auto run = std::move(closures_[event.index]);
+      closures_[event.index] = nullptr;
+      free_closures_.push_back(event.index);
+      run();
+      break;
+    }
+  }
 }
 
 void Simulator::apply_capacities() {
@@ -408,8 +530,13 @@ void Simulator::drive(ns::InputIndex i) {
     } else {
       const auto c = next.compute;
       const auto t = next.timeslice;
+      Message message;
+      message.kind = Message::Kind::contribution;
+      message.input = i;
+      message.compute = c;
+      message.timeslice = t;
       transmit(in.data[c], i, bench_.inputs + c, kContributionHeader + bench_.contribution_bytes, true, in.slowdown,
-               [this, i, c, t] { on_contribution(i, c, t, bench_.contribution_bytes); });
+               message);
     }
   }
   if (posted) network_changed();
@@ -417,10 +544,7 @@ void Simulator::drive(ns::InputIndex i) {
 
 void Simulator::arm(ns::InputIndex i, Time due) {
   auto& in = inputs_[i];
-  const auto generation = ++in.due_generation;
-  at(in.clock.true_time(due), [this, i, generation] {
-    if (inputs_[i].due_generation == generation) drive(i);
-  });
+  schedule(in.clock.true_time(due), Event::Kind::timer, i, ++in.due_generation);
 }
 
 void Simulator::note_plan(Input& in, ns::TimesliceIndex t) {
@@ -495,8 +619,11 @@ void Simulator::on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::Timesl
   compute.held_bytes += bytes;
   compute.peak_held_bytes = std::max(compute.peak_held_bytes, compute.held_bytes);
   if (mode_ == ns::Mode::dfs) {
-    transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.slowdown,
-             [this, i, t] { on_acknowledged(i, t); });
+    Message ack;
+    ack.kind = Message::Kind::acknowledgement;
+    ack.input = i;
+    ack.timeslice = t;
+    transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.slowdown, ack);
   }
   deliver(c);
 }
@@ -519,8 +646,11 @@ void Simulator::deliver(ns::ComputeIndex c) {
     compute.held.erase(it);
     ++compute.handed_over;
     for (const ns::InputIndex i : compute.node.release(t)) {
-      transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.slowdown,
-               [this, i, c] { on_credit(i, c); });
+      Message credit;
+      credit.kind = Message::Kind::credit;
+      credit.input = i;
+      credit.compute = c;
+      transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.slowdown, credit);
     }
   }
   check_done();
@@ -580,7 +710,7 @@ SimulationResult Simulator::run() {
   try {
     start();
     while (!done_ && !queue_.empty()) {
-      Event event = queue_.top();
+      const Event event = queue_.top();
       queue_.pop();
       if (event.at > Time{options_.time_limit}) {
         result.error = fmt::format("the simulation did not finish within {} s of model time",
@@ -588,7 +718,7 @@ SimulationResult Simulator::run() {
         break;
       }
       now_ = event.at;
-      event.run();
+      dispatch(event);
       ++result.events;
       if (result.events % 4096 == 0 && options_.should_stop && options_.should_stop()) {
         result.interrupted = true;
