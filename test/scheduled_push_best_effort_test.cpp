@@ -1,6 +1,7 @@
 // The scheduled-push pattern in best-effort mode (FLESnet's baseline), end to end on
 // loopback over both back-ends: every time-slice is built completely, in order and with
 // the right bytes, and the credits bound what a receiver holds.
+#include "netio/scheduler/credits.hpp"
 #include "support/scheduled_push_system.hpp"
 
 #include <catch2/catch.hpp>
@@ -11,14 +12,18 @@ using namespace netio::test;
 namespace {
 
 void run_complete_system(const std::string& base, std::uint32_t inputs, std::uint32_t computes,
-                         ns::TimesliceIndex count, std::uint32_t credits) {
+                         ns::TimesliceIndex count, std::uint32_t credits, bool size_by_credits = false) {
   SystemOptions options;
   options.config.input_count = inputs;
   options.config.compute_count = computes;
   options.config.timeslices_per_interval = 4 * computes;
   options.credits = credits;
+  options.size_by_credits = size_by_credits;
   System system(base, options);
-  for (ns::ComputeIndex c = 0; c < computes; ++c) REQUIRE(system.receiver(c).credits_per_input() == credits);
+  for (ns::ComputeIndex c = 0; c < computes; ++c) {
+    REQUIRE(system.receiver(c).credits_per_input() == credits);
+    REQUIRE(system.receiver(c).receive_buffer_bytes() == system.buffer_bytes());
+  }
 
   const auto push_errors = system.push_all(count);
   REQUIRE(push_errors.empty());
@@ -58,9 +63,10 @@ TEST_CASE("Best-effort scheduled push builds every time-slice of a 4x2 system in
   run_complete_system(base, 4, 2, 800, 2);
 }
 
-TEST_CASE("With one credit per pair, a receiver never holds more than one contribution per input", "[scheduled_push]") {
+TEST_CASE("With the fewest credits per pair (2, sized by credits_per_input), a receiver never holds more than its "
+          "derived buffer", "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
-  run_complete_system(base, 3, 2, 300, 1);
+  run_complete_system(base, 3, 2, 300, ns::kMinCreditsPerInput, true);
 }
 
 TEST_CASE("A slow consumer: credits hold the inputs back and its buffer never overflows", "[scheduled_push]") {

@@ -82,6 +82,43 @@ TEST_CASE("scheduler credits: sized by the receiver's buffer share per input", "
   CHECK_THROWS_AS(credits_per_input(1000, 1, 0), netio::Error);
 }
 
+TEST_CASE("scheduler credits: a buffer sized by credits per pair gives those credits back", "[scheduler]") {
+  CHECK(kMinCreditsPerInput == 2);
+  CHECK(kDefaultCreditsPerInput == 16);
+  // The paper's 16 credits at 48 inputs of 16 KiB contributions: 16 × 48 × 16 KiB = 12 MiB
+  CHECK(buffer_for_credits(kDefaultCreditsPerInput, 48, 16 * 1024) == 12u * 1024 * 1024);
+  // at 4 inputs the tool's old default, 1 MiB
+  CHECK(buffer_for_credits(16, 4, 16 * 1024) == 1024u * 1024);
+  CHECK(buffer_for_credits(2, 3, 1000) == 6000);
+  for (const std::uint32_t credits : {1u, 2u, 16u, 1000u}) {
+    for (const std::uint32_t inputs : {1u, 7u, 48u}) {
+      CHECK(credits_per_input(buffer_for_credits(credits, inputs, 4096), inputs, 4096) == credits);
+    }
+  }
+  CHECK_THROWS_AS(buffer_for_credits(0, 4, 100), netio::Error);
+  CHECK_THROWS_AS(buffer_for_credits(2, 0, 100), netio::Error);
+  CHECK_THROWS_AS(buffer_for_credits(2, 4, 0), netio::Error);
+  try {
+    buffer_for_credits(UINT32_MAX, UINT32_MAX, 1u << 20);  // beyond 64 bits
+    FAIL("no error");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == std::errc::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("beyond 64 bits"));
+  }
+}
+
+TEST_CASE("scheduler credits: the refusal of too few credits says how many, why, and what instead", "[scheduler]") {
+  const auto one = too_few_credits_message(1, "a 1 MiB buffer", "a 2 MiB buffer");
+  CHECK_THAT(one, Catch::StartsWith("a 1 MiB buffer gives 1 credit per input–compute pair"));
+  CHECK_THAT(one, Catch::Contains("at least 2 are needed"));
+  CHECK_THAT(one, Catch::Contains("one contribution is in flight while the next waits for its credit"));
+  CHECK_THAT(one, Catch::Contains("every send waits a full round trip"));
+  CHECK_THAT(one, Catch::EndsWith("; give a 2 MiB buffer"));
+  const auto none = too_few_credits_message(0, "x", "y");
+  CHECK_THAT(none, Catch::StartsWith("x gives 0 credits per input–compute pair"));
+  CHECK_THAT(none, Catch::Contains("no contribution fits"));
+}
+
 TEST_CASE("scheduler credits: an input spends one credit per contribution and gets it back", "[scheduler]") {
   InputCredits credits(2, 2);
   CHECK(credits.try_take(0));

@@ -23,6 +23,7 @@
 #include "common/units.hpp"
 
 #include "netio/error.hpp"
+#include "netio/scheduler/credits.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -67,8 +68,15 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--compare", o.compare, "Run best-effort, then DFS, on the same configuration; print both and the ratios")
       ->excludes(scheduler);
   add_size_option(app, "--contribution-size", b.contribution_bytes, "Bytes of every contribution");
+  app.add_option_function<std::uint32_t>(
+         "--credits", [&b](std::uint32_t n) { b.credits = n; },
+         "Credits per input-compute pair (contributions an input may have at a compute node); the receive buffer of "
+         "every compute node is then credits x N x contribution-size. At least 2")
+      ->default_str(std::to_string(ns::kDefaultCreditsPerInput));
   add_size_option(app, "--buffer-size", b.buffer_bytes,
-                  "Receive buffer of every compute node; each input gets buffer / N / contribution-size credits");
+                  "Receive buffer of every compute node instead of --credits; each input then gets buffer / N / "
+                  "contribution-size credits (at least 2)")
+      ->default_str("");
   app.add_option("--interval", b.interval_timeslices, "Time-slices per DFS interval (whole rounds of M)")
       ->capture_default_str();
   app.add_option("--history", b.history_length, "hist_cnt: complete intervals the DDE looks back on")
@@ -145,8 +153,8 @@ void add_options(CLI::App& app, Options& o) {
                     "event-loop thread to CPU M (default: N as well)");
   add_timeout_option(app, o.timeout);
   app.footer(std::string(kUnitsHelp) +
-             "\n\nDefaults: 4 x 4 nodes, 16 KiB contributions, 1 MiB receive buffers, 1000 time-slices per interval, "
-             "12 s per scheduler,\n"
+             "\n\nDefaults: 4 x 4 nodes, 16 KiB contributions, 16 credits per input-compute pair (receive buffers of\n"
+             "16 x N x contribution-size: 1 MiB at 4 x 4), 1000 time-slices per interval, 12 s per scheduler,\n"
              "--emulate '" + std::string(kDefaultEmulation) +
              "'.\n"
              "Completion spread: the time between the first and the last contribution of a time-slice arriving at "
@@ -226,12 +234,13 @@ int run_local_mode(const Options& o, const Deadline& deadline) {
       break;
     }
   }
-  const auto title = fmt::format("{}: {}{} inputs x {} computes, {} contributions, {} buffers, {} time-slices per interval, "
-                                 "emulate '{}'{}",
+  const auto title = fmt::format("{}: {}{} inputs x {} computes, {} contributions, {} buffers ({} credits per "
+                                 "input-compute pair), {} time-slices per interval, emulate '{}'{}",
                                  kTool,
                                  o.simulate ? fmt::format("simulated ({} in-ports, model time), ", o.port_sharing) : "",
                                  o.bench.inputs, o.bench.computes, format_size(o.bench.contribution_bytes),
-                                 format_size(o.bench.buffer_bytes), o.bench.interval_timeslices, o.bench.emulate,
+                                 format_size(o.bench.buffer_bytes), o.bench.credits_per_pair(),
+                                 o.bench.interval_timeslices, o.bench.emulate,
                                  o.bench.slowdown.empty() ? "" : ", slowdown " + o.bench.slowdown);
   const int output = finish_output(o, title, runs);
   return status != kExitOk ? status : output;
@@ -270,8 +279,16 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
     status = kExitFailure;
   }
   const std::vector<NamedSummary> runs{{key_of(mode), summary}};
-  if (o.json) fmt::print("{}\n", summary_json(runs));
-  else print_table(stdout, fmt::format("{}: rank {}, {}", kTool, rank, result.node), runs);
+  if (o.json) {
+    fmt::print("{}\n", summary_json(runs));
+  } else {
+    std::string buffer;  // a compute node's: the one it derived from the cluster's input count
+    if (result.records.buffer_bytes > 0) {
+      buffer = fmt::format(", {} buffer ({} credits per input-compute pair)", format_size(result.records.buffer_bytes),
+                           ns::credits_per_input(result.records.buffer_bytes, cluster.inputs, o.bench.contribution_bytes));
+    }
+    print_table(stdout, fmt::format("{}: rank {}, {}{}", kTool, rank, result.node, buffer), runs);
+  }
   return status;
 }
 
@@ -336,7 +353,19 @@ int main(int argc, char** argv) {
     options.bench.loop_cpu = options.cpu.loop_thread;
     options.bench.generator_cpu = options.cpu.tool_thread;
     if (options.emulate) options.bench.emulate = options.emulate->spec.empty() ? "none" : options.emulate->spec;
-    if (options.role.empty() && options.collect.empty()) options.bench.validate();
+    if (app.count("--credits") > 0 && app.count("--buffer-size") > 0) {
+      throw netio::Error(std::make_error_code(std::errc::invalid_argument),
+                         "--credits and --buffer-size both size the receive buffer (buffer = credits x inputs x "
+                         "contribution size): give one of them");
+    }
+    if (app.count("--buffer-size") > 0 && options.bench.buffer_bytes == 0) {
+      throw netio::Error(std::make_error_code(std::errc::invalid_argument),
+                         fmt::format("--buffer-size 0 gives no credits; give at least {} per input-compute pair "
+                                     "(--credits {}) or leave it out",
+                                     ns::kMinCreditsPerInput, ns::kMinCreditsPerInput));
+    }
+    // Role mode: the counts come from --config, and run_role() resolves the buffer with them.
+    if (options.role.empty() && options.collect.empty()) options.bench.resolve();
     if (options.simulate) simulation::check_simulatable(options.bench, simulation_options(options));
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

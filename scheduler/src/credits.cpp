@@ -27,6 +27,30 @@ std::uint32_t credits_per_input(std::uint64_t receive_buffer_bytes, std::uint32_
   return credits > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(credits);
 }
 
+std::uint64_t buffer_for_credits(std::uint32_t credits, std::uint32_t input_count, std::uint64_t contribution_bytes) {
+  if (credits == 0) reject("credits: credits must be at least 1, not 0");
+  if (input_count == 0) reject("credits: input_count must be at least 1, not 0");
+  if (contribution_bytes == 0) reject("credits: contribution_bytes must be at least 1, not 0");
+  const std::uint64_t per_contribution = std::uint64_t{credits} * input_count;  // < 2^64: two 32-bit factors
+  if (contribution_bytes > UINT64_MAX / per_contribution) {
+    reject("credits: " + std::to_string(credits) + " credits × " + std::to_string(input_count) + " inputs × " +
+           std::to_string(contribution_bytes) + " bytes is beyond 64 bits");
+  }
+  return per_contribution * contribution_bytes;
+}
+
+std::string too_few_credits_message(std::uint64_t credits, std::string_view sized_by, std::string_view instead) {
+  std::string text(sized_by);
+  text += " gives " + std::to_string(credits) + (credits == 1 ? " credit" : " credits") +
+          " per input–compute pair; at least " + std::to_string(kMinCreditsPerInput) +
+          " are needed, so that one contribution is in flight while the next waits for its credit (with one, every "
+          "send waits a full round trip for its credit";
+  text += credits == 0 ? "; with none, no contribution fits)" : ")";
+  text += "; give ";
+  text += instead;
+  return text;
+}
+
 InputCredits::InputCredits(std::uint32_t compute_count, std::uint32_t credits_per_compute)
     : granted_(credits_per_compute), available_(compute_count, credits_per_compute) {
   if (compute_count == 0) reject("credits: compute_count must be at least 1, not 0");

@@ -89,6 +89,7 @@ struct SystemOptions {
   ns::SchedulerConfig config;
   ns::Mode mode = ns::Mode::best_effort;
   std::uint32_t credits = 3;  // per input–compute pair: the receive buffer is sized for exactly this
+  bool size_by_credits = false;  // the receivers get credits_per_input instead of receive_buffer_bytes
   std::uint32_t dde_replicas = 1;  // DFS: on compute nodes 0, 1, ... (standalone DdeServices)
   bool dde_in_receivers = false;   // DFS: the replicas run inside receivers 0, 1, ... (run_dde) instead
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
@@ -113,7 +114,8 @@ class System {
       sp::TimesliceReceiverOptions ro;
       ro.config = config;
       ro.compute = c;
-      ro.receive_buffer_bytes = buffer_bytes_;
+      if (options_.size_by_credits) ro.credits_per_input = options_.credits;
+      else ro.receive_buffer_bytes = buffer_bytes_;
       ro.max_contribution_bytes = kMaxContribution;
       ro.incomplete_timeout = options_.incomplete_timeout;
       ro.kept_stall_warning = options_.kept_stall_warning;

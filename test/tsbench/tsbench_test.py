@@ -8,6 +8,9 @@
   tsbench_test.py TSBENCH simulate           --simulate --compare --json: the same keys, every time-slice, the same
                                              output for the same seed; its bad arguments
   tsbench_test.py TSBENCH cpu                --cpu N: a local run with every thread pinned; a CPU it may not use
+  tsbench_test.py TSBENCH credits            --credits: the receive buffer derived from it (16 per pair by default),
+                                             in the header and a role run's run.csv; fewer than 2 per pair refused
+                                             in a local run, --simulate and role mode
   tsbench_test.py TSBENCH kill-compute       kill -9 of a compute process: the others end, its share reported lost
   tsbench_test.py TSBENCH kill-input         kill -9 of an input process: the others end, incomplete time-slices reported
 
@@ -331,6 +334,85 @@ def run_cpu(tsbench):
     check_summary("best_effort", json.loads(p.stdout)["best_effort"], timeslices=count)
 
 
+def run_credits(tsbench):
+    def refused(args, expected, what):
+        p = subprocess.run([tsbench] + args, capture_output=True, text=True, timeout=30)
+        if p.returncode == 0:
+            fail(f"{what}: {args} ran", p.stdout, p.stderr)
+        for text in expected:
+            if text not in p.stderr:
+                fail(f"{what}: {args}: exit status {p.returncode}, the message does not say '{text}'", p.stdout,
+                     p.stderr)
+
+    # 1 MiB at 48 inputs of 16 KiB: 1 credit per pair; the default 16 would be 12 MiB
+    wide = ["--inputs", "48", "--computes", "48", "-n", "24000"]
+    one_credit = ["gives 1 credit per input–compute pair", "at least 2 are needed",
+                  "every send waits a full round trip for its credit"]
+    for mode in ([], ["--simulate"]):
+        refused(mode + wide + ["--buffer-size", "1MiB"],
+                one_credit + ["--buffer-size 1536KiB or more, or --credits 2", "--credits 16, a 12 MiB buffer"],
+                "--buffer-size 1MiB at 48 inputs")
+        refused(mode + ["--credits", "1"], ["--credits 1 gives 1 credit per input–compute pair", "--credits 2"],
+                "--credits 1")
+    refused(["--credits", "4", "--buffer-size", "4MiB"], ["--credits and --buffer-size both size the receive buffer"],
+            "--credits with --buffer-size")
+    refused(["--buffer-size", "0"], ["--buffer-size 0"], "--buffer-size 0")
+    with tempfile.TemporaryDirectory() as work:
+        # role mode: 3 inputs of the cluster file, 4 KiB contributions, 16 KiB: 1 credit per pair; every rank refuses
+        config = os.path.join(work, "refused.conf")
+        with open(config, "w") as f:
+            f.write("input\ninput\ninput\ncompute tcp://127.0.0.1:0\n")
+        for rank, role in ((0, "input"), (3, "compute")):
+            refused(["--role", role, "--rank", str(rank), "--config", config, "-n", "100", "--warmup-intervals", "0",
+                     "--scheduler", "best-effort", "--contribution-size", "4KiB", "--buffer-size", "16KiB"],
+                    one_credit + ["(16 KiB / 3 inputs / 4 KiB contributions)", "--buffer-size 24KiB or more"],
+                    f"role {role}")
+
+        # the derived buffer in the header: 16 credits per pair, 1 MiB at 4 x 4 and 12 MiB at 48 x 48
+        small = ["--interval", "48", "--history", "3", "--warmup-intervals", "1", "-n", "144", "--emulate", EMULATE,
+                 "--timeout", f"{TIMEOUT}s"]
+        for inputs, header in ((4, "1 MiB buffers (16 credits per input-compute pair)"),
+                               (48, "12 MiB buffers (16 credits per input-compute pair)")):
+            cmd = [tsbench, "--simulate", "--scheduler", "best-effort", "--inputs", str(inputs), "--computes",
+                   str(inputs)] + small
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+            if p.returncode != 0 or header not in p.stdout:
+                fail(f"exit status {p.returncode}, expected a header with '{header}': {' '.join(cmd)}", p.stdout,
+                     p.stderr)
+
+        # a role run derives the buffer from --credits and the cluster file's input count: 3 x 2 x 4 KiB
+        port = free_ports(1)[0]
+        config = os.path.join(work, "cluster.conf")
+        with open(config, "w") as f:
+            f.write(f"input\ninput\ncompute tcp://127.0.0.1:{port}\n")
+        csv = os.path.join(work, "csv")
+        args = ["--config", config, "--scheduler", "best-effort", "-n", "400", "--credits", "3", "--contribution-size",
+                "4KiB", "--interval", "40", "--history", "3", "--warmup-intervals", "5", "--emulate", EMULATE,
+                "--csv", csv, "--timeout", f"{TIMEOUT}s"]
+        procs = []
+        for rank, role in ((2, "compute"), (0, "input"), (1, "input")):
+            procs.append((rank, subprocess.Popen([tsbench, "--role", role, "--rank", str(rank)] + args,
+                                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        outputs = {}
+        for rank, p in procs:
+            try:
+                out, err = p.communicate(timeout=TIMEOUT + 30)
+            except subprocess.TimeoutExpired:
+                for _, q in procs:
+                    q.kill()
+                fail(f"role run: rank {rank} hangs")
+            if p.returncode != 0:
+                fail(f"role run: rank {rank} exited with {p.returncode}", out, err)
+            outputs[rank] = out
+        header = "24 KiB buffer (3 credits per input-compute pair)"
+        if header not in outputs[2]:
+            fail(f"role run: the compute node's header does not say '{header}'", outputs[2])
+        with open(os.path.join(csv, "best_effort", "rank-2", "run.csv")) as f:
+            rows = [line.split(",") for line in f.read().splitlines()]
+        if rows[0][4] != "buffer_bytes" or rows[1][4] != str(3 * 2 * 4096):
+            fail(f"role run: run.csv reports buffer_bytes {rows[1][4]}, expected {3 * 2 * 4096}", str(rows))
+
+
 def main():
     tsbench, what = sys.argv[1], sys.argv[2]
     if what == "local":
@@ -341,6 +423,8 @@ def main():
         run_simulate(tsbench)
     elif what == "cpu":
         run_cpu(tsbench)
+    elif what == "credits":
+        run_credits(tsbench)
     elif what == "kill-compute":
         run_kill(tsbench, "compute")
     elif what == "kill-input":

@@ -1,5 +1,7 @@
 #include "tsbench/bench_config.hpp"
 
+#include "common/units.hpp"
+
 #include "netio/error.hpp"
 #include "netio/scheduler/credits.hpp"
 
@@ -41,9 +43,42 @@ std::optional<EmulationConfig> BenchConfig::node_emulation(std::uint32_t rank) c
   return config;
 }
 
+void BenchConfig::resolve() {
+  if (inputs == 0 || computes == 0) reject("--inputs and --computes must be at least 1");
+  if (contribution_bytes == 0) reject("--contribution-size must be at least 1 byte");
+  if (buffer_bytes == 0) {
+    const auto n = credits.value_or(scheduler::kDefaultCreditsPerInput);
+    if (n < scheduler::kMinCreditsPerInput) {
+      reject(scheduler::too_few_credits_message(n, fmt::format("--credits {}", n),
+                                                fmt::format("--credits {} or more", scheduler::kMinCreditsPerInput)));
+    }
+    buffer_bytes = scheduler::buffer_for_credits(n, inputs, contribution_bytes);
+  } else if (credits && buffer_bytes != scheduler::buffer_for_credits(*credits, inputs, contribution_bytes)) {
+    reject(fmt::format("--credits {} and --buffer-size {} both size the receive buffer: give one of them", *credits,
+                       format_size_compact(buffer_bytes)));
+  }
+  validate();
+}
+
+std::uint32_t BenchConfig::credits_per_pair() const {
+  return scheduler::credits_per_input(buffer_bytes, inputs, contribution_bytes);
+}
+
 void BenchConfig::validate() const {
   if (inputs == 0 || computes == 0) reject("--inputs and --computes must be at least 1");
   if (contribution_bytes == 0) reject("--contribution-size must be at least 1 byte");
+  if (buffer_bytes == 0) reject("the receive buffer is not sized yet (BenchConfig::resolve() derives it)");
+  const auto least = scheduler::buffer_for_credits(scheduler::kMinCreditsPerInput, inputs, contribution_bytes);
+  if (buffer_bytes < least) {
+    reject(scheduler::too_few_credits_message(
+        buffer_bytes / inputs / contribution_bytes,
+        fmt::format("--buffer-size {} ({} / {} inputs / {} contributions)", format_size_compact(buffer_bytes),
+                    format_size(buffer_bytes), inputs, format_size(contribution_bytes)),
+        fmt::format("--buffer-size {} or more, or --credits {} instead (without either: --credits {}, a {} buffer)",
+                    format_size_compact(least), scheduler::kMinCreditsPerInput, scheduler::kDefaultCreditsPerInput,
+                    format_size(scheduler::buffer_for_credits(scheduler::kDefaultCreditsPerInput, inputs,
+                                                              contribution_bytes)))));
+  }
   if (interval_timeslices < computes) {
     reject(fmt::format("--interval {} is shorter than a round ({} compute nodes)", interval_timeslices, computes));
   }
@@ -55,8 +90,7 @@ void BenchConfig::validate() const {
                        *timeslices, warmup_intervals, warmup_timeslices));
   }
   scheduler::validate(scheduler_config());
-  (void)scheduler::credits_per_input(buffer_bytes, inputs, contribution_bytes);  // throws when none fits
-  (void)node_emulation(0);                                                         // throws for a bad spec
+  (void)node_emulation(0);  // throws for a bad spec
   if (transport != "tcp" && transport != "fabric") reject("--transport must be tcp or fabric, not " + transport);
 }
 

@@ -25,7 +25,15 @@ struct BenchConfig {
   std::uint32_t inputs = 4;
   std::uint32_t computes = 4;
   std::uint64_t contribution_bytes = 16 * 1024;
-  std::uint64_t buffer_bytes = 1024 * 1024;  // per compute node: credits = buffer / inputs / contribution
+  // The receive buffer of every compute node, sized by one of two (resolve()):
+  //   credits (--credits) per input–compute pair, default scheduler::kDefaultCreditsPerInput
+  //     (16): resolve() sets buffer_bytes = credits × inputs × contribution_bytes;
+  //   buffer_bytes (--buffer-size) set before resolve(): the credits are then
+  //     buffer_bytes / inputs / contribution_bytes (credits_per_pair()).
+  // After resolve() buffer_bytes is always filled in: the runs (local, role, simulated)
+  // read it. Fewer than scheduler::kMinCreditsPerInput (2) per pair are refused.
+  std::optional<std::uint32_t> credits;
+  std::uint64_t buffer_bytes = 0;  // 0: derived from credits by resolve()
   std::uint64_t interval_timeslices = 1000;  // time-slices per interval (whole rounds of M): ~0.35 s by default
   std::uint32_t history_length = 10;         // hist_cnt
   double speed_up_threshold = 10.0;          // ssu_TH, %²
@@ -46,8 +54,16 @@ struct BenchConfig {
   // slow-down appended and node= set to the rank, so that slowdown=node:RANK picks that
   // node. nullopt when nothing is shaped.
   std::optional<EmulationConfig> node_emulation(std::uint32_t rank) const;
-  // Throws netio::Error (invalid_argument) naming the option that is wrong.
+  // Fills in buffer_bytes from the credits when it is 0, then validate(). Call it once the
+  // counts are final (role mode: after the cluster file gave them), before any run.
+  // Throws netio::Error (invalid_argument) when both --credits and --buffer-size size the
+  // buffer, or as validate().
+  void resolve();
+  // Throws netio::Error (invalid_argument) naming the option that is wrong; a buffer not
+  // resolved yet (0) is an error too.
   void validate() const;
+  // buffer_bytes / inputs / contribution_bytes (after resolve()).
+  std::uint32_t credits_per_pair() const;
 };
 
 // The loopback endpoint a local node listens on (port 0) for the transport (fabric: the

@@ -58,7 +58,7 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   }
   bench.inputs = cluster.inputs;
   bench.computes = cluster.computes;
-  bench.validate();
+  bench.resolve();  // the buffer from --credits with the cluster's input count, as a local run derives it
   const auto total = *bench.timeslices;
   const ClusterNode& self = cluster.nodes[rank];
   const auto origin = std::chrono::steady_clock::now().time_since_epoch();

@@ -27,6 +27,48 @@ std::chrono::nanoseconds housekeeping_period(std::chrono::nanoseconds timeout) {
   return std::clamp<std::chrono::nanoseconds>(timeout / 4, 1ms, 20ms);
 }
 
+[[noreturn]] void reject(const std::string& what) {
+  throw Error(std::make_error_code(std::errc::invalid_argument), "scheduled push receiver: " + what);
+}
+
+// The receive buffer and the credits per input it gives, from the options: by
+// credits_per_input (default 16) or by receive_buffer_bytes. Throws for both, and for fewer
+// than ns::kMinCreditsPerInput credits.
+struct BufferSizing {
+  std::uint64_t buffer_bytes = 0;
+  std::uint32_t credits = 0;
+};
+
+BufferSizing size_buffer(const TimesliceReceiverOptions& options) {
+  const auto inputs = options.config.input_count;
+  const auto contribution = options.max_contribution_bytes;
+  if (options.credits_per_input && options.receive_buffer_bytes) {
+    reject(fmt::format("receive_buffer_bytes ({}) and credits_per_input ({}) both size the receive buffer: set one "
+                       "of them",
+                       *options.receive_buffer_bytes, *options.credits_per_input));
+  }
+  if (inputs == 0) reject("config.input_count is 0");
+  if (contribution == 0) reject("max_contribution_bytes is 0");
+  if (!options.receive_buffer_bytes) {
+    const auto credits = options.credits_per_input.value_or(ns::kDefaultCreditsPerInput);
+    if (credits < ns::kMinCreditsPerInput) {
+      reject(ns::too_few_credits_message(credits, fmt::format("credits_per_input = {}", credits),
+                                         fmt::format("credits_per_input = {} or more", ns::kMinCreditsPerInput)));
+    }
+    return {ns::buffer_for_credits(credits, inputs, contribution), credits};
+  }
+  const auto buffer = *options.receive_buffer_bytes;
+  const auto least = ns::buffer_for_credits(ns::kMinCreditsPerInput, inputs, contribution);
+  if (buffer < least) {
+    reject(ns::too_few_credits_message(
+        buffer / inputs / contribution,
+        fmt::format("receive_buffer_bytes = {} ({} inputs, max_contribution_bytes {})", buffer, inputs, contribution),
+        fmt::format("receive_buffer_bytes = {} or more ({} × {} × {}), or credits_per_input = {} instead",
+                    least, ns::kMinCreditsPerInput, inputs, contribution, ns::kMinCreditsPerInput)));
+  }
+  return {buffer, ns::credits_per_input(buffer, inputs, contribution)};
+}
+
 }  // namespace
 
 struct Timeslice::Owned {
@@ -55,8 +97,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         options(std::move(opts)),
         handler(std::move(on_complete)),
         keeping(std::move(to_keep)),
-        credits(ns::credits_per_input(options.receive_buffer_bytes, options.config.input_count,
-                                      options.max_contribution_bytes)),
+        sizing(size_buffer(options)),
+        credits(sizing.credits),
         node(options.config, options.compute, credits),
         inputs(options.config.input_count) {}
 
@@ -352,7 +394,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   TimesliceReceiverOptions options;
   Handler handler;
   KeepingHandler keeping;  // instead of handler, when set
-  std::uint32_t credits;
+  BufferSizing sizing;
+  std::uint32_t credits;  // per input: sizing.credits
   ns::ComputeNode node;
   std::vector<Input> inputs;
   std::map<ConnectionId, InputIndex> by_connection;
@@ -429,6 +472,7 @@ std::optional<Endpoint> TimesliceReceiver::dde_endpoint() const {
   return state_->dde->local_endpoint();
 }
 std::uint32_t TimesliceReceiver::credits_per_input() const noexcept { return state_->credits; }
+std::uint64_t TimesliceReceiver::receive_buffer_bytes() const noexcept { return state_->sizing.buffer_bytes; }
 TimesliceReceiverStats TimesliceReceiver::stats() const {
   std::lock_guard lock(state_->stats_mutex);
   return state_->stats;

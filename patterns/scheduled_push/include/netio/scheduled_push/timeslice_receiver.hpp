@@ -3,9 +3,13 @@
 //
 // It listens for the input nodes' data connections (TimesliceSender), accepts each input
 // once its Hello matches this system (counts, interval length, compute index), and grants
-// it `credits` = receive_buffer_bytes / input_count / max_contribution_bytes
-// (scheduler::credits_per_input): at most that many contributions of one input are held
-// here at once, so the contributions held never exceed receive_buffer_bytes. When every
+// it credits_per_input credits (16 unless set), with a receive buffer of
+// credits × input_count × max_contribution_bytes (scheduler::buffer_for_credits); or, when
+// receive_buffer_bytes is set instead, receive_buffer_bytes / input_count /
+// max_contribution_bytes of them (scheduler::credits_per_input). At most that many
+// contributions of one input are held here at once, so the contributions held never exceed
+// the receive buffer. Fewer than 2 credits per input are refused (one contribution in
+// flight while the next waits for its credit; with one, every send waits a round trip). When every
 // input contributed to time-slice t (t mod M == compute index), the handler gets t; after it
 // returns the buffers are freed and each input gets its credit back as a reply on its data
 // connection. In DFS mode each contribution is also acknowledged when it arrives.
@@ -66,7 +70,13 @@ struct TimesliceView {
 struct TimesliceReceiverOptions {
   scheduler::SchedulerConfig config;  // equal on every node
   scheduler::ComputeIndex compute = 0;
-  std::uint64_t receive_buffer_bytes = 16 * 1024 * 1024;
+  // The receive buffer, sized by one of these (both set: refused): credits per input–compute
+  // pair, the buffer then credits × input_count × max_contribution_bytes; or the buffer's
+  // bytes, each input then getting receive_buffer_bytes / input_count / max_contribution_bytes
+  // credits. Neither: scheduler::kDefaultCreditsPerInput (16). Fewer than
+  // scheduler::kMinCreditsPerInput (2) credits per input are refused.
+  std::optional<std::uint32_t> credits_per_input;
+  std::optional<std::uint64_t> receive_buffer_bytes;
   std::uint64_t max_contribution_bytes = 64 * 1024;  // inputs declaring more are refused
   // Give up on a time-slice this long after its first contribution; zero: never on time
   // (only when an input that has not contributed is gone).
@@ -111,6 +121,8 @@ class TimesliceReceiver {
   Endpoint local_endpoint() const;
   std::optional<Endpoint> dde_endpoint() const;  // run_dde only
   std::uint32_t credits_per_input() const noexcept;
+  // The receive buffer: the bound on held_bytes (given, or derived from the credits).
+  std::uint64_t receive_buffer_bytes() const noexcept;
   TimesliceReceiverStats stats() const;  // any thread
 
   struct State;
