@@ -54,6 +54,8 @@ struct Options {
   CpuChoice cpu;
   bool simulate = false;
   std::string port_sharing = "fair";
+  std::string network = "ports";
+  std::string core;
   std::chrono::nanoseconds clock_offset = std::chrono::milliseconds(1);
   double clock_drift_ppm = 20;
 };
@@ -81,6 +83,15 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--history", b.history_length, "hist_cnt: complete intervals the DDE looks back on")
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--duration-rule",
+         [&b](const std::string& rule) {
+           b.duration_rule = rule == "paper" ? ns::DurationRule::paper : ns::DurationRule::tracking;
+         },
+         "How the DDE proposes durations: tracking (ours: steps down after intervals that kept up, follows the last "
+         "3 otherwise) or paper (the median of hist_cnt and Eq. 1's staged speed-up)")
+      ->check(CLI::IsMember({"tracking", "paper"}))
+      ->default_str("tracking");
   app.add_option("--speed-up-threshold", b.speed_up_threshold, "ssu_TH, in %²")->capture_default_str();
   app.add_option("--speed-up-percent", b.speed_up_percent, "ssu_pct: the staged speed-up's step, in %")
       ->capture_default_str();
@@ -128,10 +139,21 @@ void add_options(CLI::App& app, Options& o) {
                    "the spec's seed=)")
           ->excludes(role);
   app.add_option("--port-sharing", o.port_sharing,
-                 "--simulate: how a compute node's in-port shares its capacity among the inputs sending at once: "
-                 "fair (max-min, as the emulator's in=) or fifo (first come, first served)")
+                 "--simulate: how a port shares its capacity between the connections sending at once: fair (the one "
+                 "served least goes first, as the emulator's ports) or fifo (first come, first served)")
       ->check(CLI::IsMember({"fair", "fifo"}))
       ->capture_default_str()
+      ->needs(simulate);
+  app.add_option("--network", o.network,
+                 "--simulate: ports (as the emulator: a queue per connection, node ports shared between connections) "
+                 "or lossless (an input's port sends one contribution at a time at the rate its receiver gives it)")
+      ->check(CLI::IsMember({"ports", "lossless"}))
+      ->capture_default_str()
+      ->needs(simulate);
+  app.add_option("--core", o.core,
+                 "--simulate, ports model: a switch core of this capacity (e.g. 10Gbps) shared by every buffer "
+                 "between nodes: a network that congests before its ports do")
+      ->type_name("RATE")
       ->needs(simulate);
   add_duration_option(app, "--clock-offset", o.clock_offset,
                       "--simulate: every node's clock is off by up to this much (drawn from the seed)")
@@ -160,10 +182,11 @@ void add_options(CLI::App& app, Options& o) {
              "Completion spread: the time between the first and the last contribution of a time-slice arriving at "
              "its\ncompute node. Gb/s: contribution bytes over the time they took to arrive. Buffer fill: sampled "
              "every 5 ms.\n\n"
-             "--simulate: the model's ports take their capacities from --emulate (in= for compute nodes, out= for\n"
-             "inputs, the other one when a node has only one: identical network cards); an input's port sends one\n"
-             "contribution at a time at the rate the compute node's port gives it; delay= is added after the last\n"
-             "byte; --slowdown scales the node's ports; figures are in model time.\n\n"
+             "--simulate: --network ports (default) shapes the network as the emulator does: every connection its\n"
+             "own queue, a node's out= and in= passing whole buffers fairly between connections (a node without one\n"
+             "is not limited there), a delay= draw per message, replies included. --network lossless: an input's\n"
+             "port sends one contribution at a time at the rate the compute node's port gives it (a port without a\n"
+             "figure gets the other one). --slowdown scales the nodes' ports; figures are in model time.\n\n"
              "Role mode: every process runs the same command with its own rank; the file lists one node per line:\n"
              "  input   [ENDPOINT]\n"
              "  compute ENDPOINT [DDE_ENDPOINT]     (a second endpoint: it runs a DDE replica there)\n"
@@ -188,6 +211,8 @@ int finish_output(const Options& o, const std::string& title, const std::vector<
 simulation::SimulationOptions simulation_options(const Options& o) {
   simulation::SimulationOptions so;
   so.sharing = o.port_sharing == "fifo" ? simulation::PortSharing::fifo : simulation::PortSharing::fair;
+  so.network = o.network == "lossless" ? simulation::NetworkModel::lossless : simulation::NetworkModel::ports;
+  if (!o.core.empty()) so.core = simulation::parse_core(o.core);
   so.max_clock_offset = o.clock_offset;
   so.max_clock_drift = o.clock_drift_ppm * 1e-6;
   return so;

@@ -27,6 +27,7 @@ scheduler::SchedulerConfig BenchConfig::scheduler_config() const {
   config.history_length = history_length;
   config.speed_up_variance_threshold = speed_up_threshold;
   config.speed_up_percent = speed_up_percent;
+  config.duration_rule = duration_rule;
   return config;
 }
 

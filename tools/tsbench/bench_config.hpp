@@ -38,6 +38,7 @@ struct BenchConfig {
   std::uint32_t history_length = 10;         // hist_cnt
   double speed_up_threshold = 10.0;          // ssu_TH, %²
   double speed_up_percent = 5.0;             // ssu_pct
+  scheduler::DurationRule duration_rule = scheduler::DurationRule::tracking;  // paper: the paper's Proposer
   std::uint32_t warmup_intervals = 12;       // left out of the statistics (DFS needs hist_cnt + 2)
   std::chrono::nanoseconds duration = std::chrono::seconds(12);
   std::optional<std::uint64_t> timeslices;   // a count instead of a duration (role mode needs it)
