@@ -155,6 +155,11 @@ TEST_CASE("low-latency: every message carries its sender's identity, and replies
   std::vector<std::string> disconnected_names;
 
   netio::LowLatencyReceiveOptions receive_options;
+  // On an emulated network a reply completes only once its delay has passed, as a delayed
+  // send buffer does: the window bounds the replies waiting there too, and a long draw holds
+  // those behind it, so 16 fill up. A window of every reply a sender gets keeps try_reply()
+  // from refusing there; without emulation the default window must do.
+  if (netio::test::emulating()) receive_options.reply_window = per_sender;
   receive_options.events.on_connected = [&](const netio::Peer& peer) {
     std::lock_guard lock(mutex);
     connected_names.push_back(peer.name());

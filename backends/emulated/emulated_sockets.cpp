@@ -42,10 +42,17 @@ void EmulatedSendSocket::close() noexcept {
 EmulatedReceiveSocket::EmulatedReceiveSocket(std::unique_ptr<LowLevelReceiveSocket> inner,
                                              std::shared_ptr<NetworkState> state, EventLoop& loop,
                                              const Endpoint& local)
-    : inner_(std::move(inner)), state_(std::move(state)), loop_(loop), local_(local) {}
+    : inner_(std::move(inner)), state_(std::move(state)), loop_(loop), local_(local) {
+  // Replies go out as a send socket's buffers do: the link to the peer's address (its
+  // delay, rate= and link slow-downs, its own PRNG stream), then the node's out=.
+  const Endpoint& peer = inner_->peer();
+  replies_ = std::make_unique<ShapedFlow<Buffer*>>(loop_, state_, false, peer.host, peer.port,
+                                                   [this](Buffer* buffer) { inner_->send_reply(buffer); });
+}
 
 EmulatedReceiveSocket::~EmulatedReceiveSocket() {
   if (flow_) flow_->close();
+  replies_->close();
 }
 
 void EmulatedReceiveSocket::start(Callbacks callbacks) {
@@ -57,7 +64,10 @@ void EmulatedReceiveSocket::start(Callbacks callbacks) {
     flow_->push(std::move(buffer), bytes);
   };
   // A disconnection comes after the data before it: held buffers are handed up first.
+  // Replies still waiting are dropped at once (the caller's again, as the real socket
+  // drops those it holds): the connection cannot carry them, and none completes later.
   callbacks.on_disconnected = [this, next = std::move(callbacks.on_disconnected)](const Error& error) {
+    replies_->close();
     if (flow_->idle()) {
       if (next) next(error);
       return;
@@ -69,9 +79,15 @@ void EmulatedReceiveSocket::start(Callbacks callbacks) {
   inner_->start(std::move(callbacks));
 }
 
+void EmulatedReceiveSocket::send_reply(Buffer* buffer) {
+  if (closed_) return;
+  replies_->push(buffer, buffer->size);  // ignored once the connection failed (replies_ closed)
+}
+
 void EmulatedReceiveSocket::close() noexcept {
   closed_ = true;
   if (flow_) flow_->close();
+  replies_->close();
   inner_->close();
 }
 

@@ -2,7 +2,9 @@
 // They keep the contract of netio/backend.hpp: completions in FIFO order (buffers reach the
 // real socket in the order sent), no callback after close() (close() drops what waits and
 // stops the timers), a failing connection gives every waiting buffer back (dropped, as after
-// close()). Loop thread only, as every socket.
+// close()). A receive socket's replies are buffers its node sends: they wait in a send-side
+// flow of their own (the draws of the link to the peer, then out=) like a send socket's.
+// Loop thread only, as every socket.
 #pragma once
 
 #include "netio/backend.hpp"
@@ -47,7 +49,9 @@ class EmulatedReceiveSocket final : public LowLevelReceiveSocket {
   const Endpoint& peer() const noexcept override { return inner_->peer(); }
   std::size_t max_reply_size() const noexcept override { return inner_->max_reply_size(); }
   MemoryRegistrar* reply_registrar() noexcept override { return inner_->reply_registrar(); }
-  void send_reply(Buffer* buffer) override { inner_->send_reply(buffer); }
+  // Delayed and shaped as a send socket's buffer, then handed to the real socket, whose
+  // on_reply_completed reports it (in the order sent).
+  void send_reply(Buffer* buffer) override;
   void close() noexcept override;
 
  private:
@@ -55,7 +59,8 @@ class EmulatedReceiveSocket final : public LowLevelReceiveSocket {
   std::shared_ptr<NetworkState> state_;
   EventLoop& loop_;
   Endpoint local_;
-  std::unique_ptr<ShapedFlow<ReceivedBuffer>> flow_;
+  std::unique_ptr<ShapedFlow<ReceivedBuffer>> flow_;  // what arrives; made by start()
+  std::unique_ptr<ShapedFlow<Buffer*>> replies_;      // what goes back to the peer
   bool closed_ = false;
 };
 

@@ -32,6 +32,9 @@ inline void wrap_backends_in_counters(ContextOptions& options, std::shared_ptr<B
   };
 }
 
+// Whether the suites run on the emulated network of NETIO_TEST_EMULATE.
+inline bool emulating() { return std::getenv("NETIO_TEST_EMULATE") != nullptr; }
+
 // `options`, plus the counting decorator when NETIO_TEST_WRAP_BACKENDS=1, plus the emulated
 // network of NETIO_TEST_EMULATE when set.
 inline ContextOptions context_options(ContextOptions options = {}) {

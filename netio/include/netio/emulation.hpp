@@ -45,8 +45,10 @@
 //     one stream per connection (the seed, mixed with the connection's number in the node),
 //     so a run is reproducible. correlation=ρ correlates successive draws of a connection
 //     (a Gaussian copula: z_n = ρ z_{n-1} + √(1-ρ²) ε_n), leaving each draw's distribution
-//     as configured. clip= bounds every draw. Replies (acknowledgements, credits) are not
-//     delayed.
+//     as configured. clip= bounds every draw. A receive socket's replies (acknowledgements,
+//     credits) are buffers its node sends: they wait their own draws (a stream of their
+//     own per connection) and go through rate= and out= the same way, in order per
+//     connection. A round trip under delay=D on both nodes takes at least 2D.
 //   - rate, out, in: token buckets (burst default: 4 ms at the rate, at least 64 KiB). A
 //     buffer goes when the bucket holds min(its size, burst), and takes its size from it, so
 //     the long-run rate is exact whatever the buffer sizes. out= and in= are shared by every
@@ -189,9 +191,9 @@ class NetworkEmulation {
 
   // Counters, for tests and tools (any thread).
   struct Counters {
-    std::uint64_t buffers_delayed = 0;     // send buffers that waited for a delay or a rate
+    std::uint64_t buffers_delayed = 0;     // send buffers (replies too) that waited for a delay or a rate
     std::uint64_t buffers_held = 0;        // received buffers held back by in=
-    std::uint64_t bytes_sent = 0;          // handed to the real back-end
+    std::uint64_t bytes_sent = 0;          // handed to the real back-end (replies too)
     std::uint64_t bytes_received = 0;      // handed up to the layer above
   };
   Counters counters() const;
