@@ -3,25 +3,21 @@
 // pattern drives them (TimesliceSender::drive, TimesliceReceiver::deliver, DdeService), but
 // in a discrete-event model of the network instead of over sockets.
 //
-// The model (docs/scheduled_push.md, "Simulated"):
+// The model (docs/scheduled_push.md, "The simulator"):
 //   - N input nodes, M compute nodes (ranks 0..N-1 and N..N+M-1, as in the socket run); a
 //     DDE replica on compute node 0 (DFS);
-//   - ports (FluidNetwork): an input's out-port sends one contribution at a time at the rate
-//     the compute node's in-port gives it; in-ports shared fairly or first come, first
-//     served. Capacities from the --emulate spec: in= for in-ports, out= for out-ports, and
-//     a port without its own figure gets the other one (identical network cards, as the
-//     paper assumes); rate= caps each transfer;
-//   - latency: every message takes base_latency; what a node sends (contributions, hellos,
-//     reports, requests, clock probes) also a draw of the spec's delay= (one stream per
-//     connection, as the emulator), replies (welcomes, acknowledgements, credits, proposals,
-//     clock echoes) do not, as in the emulator. A connection keeps its order;
-//   - --slowdown: the spec's slowdown= windows scale the node's port capacities and add
-//     their delay to what it sends, counted from the start of the run;
+//   - the network: NetworkModel below (ports, as the emulated back-end shapes it, or the
+//     lossless fluid model), capacities from the --emulate spec;
+//   - latency: every message a draw of the spec's delay= on its connection (one stream per
+//     connection and direction, as the emulator), replies included, then base_latency. A
+//     connection keeps its order;
+//   - --slowdown: the spec's slowdown= windows scale the node's ports and add their delay to
+//     what it sends, counted from the start of the run;
 //   - clocks: every node's clock runs at (1 + drift) with an offset, both drawn from the
 //     spec's seed within ±max_clock_offset and ±max_clock_drift; the engines see only their
 //     node's clock. Records (CSV) are in the model's true time;
-//   - no processing time: a complete time-slice is handed over and freed when it completes;
-//     control messages take no port capacity. No faults.
+//   - no processing time: a complete time-slice is handed over and freed when it completes.
+//     Threads and timers run on time. No faults.
 // Deterministic: the same options and seed give the same records.
 #pragma once
 
