@@ -189,9 +189,6 @@ class Simulator {
   std::uint32_t out_port_index(std::uint32_t rank) const { return rank; }
   std::uint32_t in_port_index(std::uint32_t rank) const { return static_cast<std::uint32_t>(out_ports_.size()) + rank; }
   std::uint32_t core_index() const { return static_cast<std::uint32_t>(2 * out_ports_.size()); }
-  const emulated::SlowdownSchedule& slowdown_of(std::uint32_t rank) const {
-    return rank < bench_.inputs ? inputs_[rank].slowdown : computes_[rank - bench_.inputs].slowdown;
-  }
 
   void start();
   void apply_capacities();
