@@ -45,37 +45,35 @@ ProposedInterval Proposer::propose(IntervalIndex k, std::span<const UnifiedInter
   const UnifiedInterval& last = window.back();  // w
   if (last.interval >= k) reject("the window ends with interval " + std::to_string(last.interval));
 
+  // med_durm_hist over the window (the paper), or med_recent over its last recent_length
+  // intervals (tracking): the measured duration that spaces the starts and that the
+  // proposed duration is derived from.
+  const bool tracking = config_.duration_rule == DurationRule::tracking;
+  const std::size_t measured = tracking ? std::min<std::size_t>(config_.recent_length, window.size()) : window.size();
   std::vector<Duration> durations;
-  durations.reserve(window.size());
-  for (const UnifiedInterval& i : window) durations.push_back(i.duration);
+  durations.reserve(measured);
+  for (std::size_t n = window.size() - measured; n < window.size(); ++n) durations.push_back(window[n].duration);
 
   ProposedInterval p;
   p.interval = k;
-  if (config_.duration_rule == DurationRule::tracking) {
-    track(p, window);
-    return p;
-  }
   p.median_duration = median(std::move(durations));
   p.start = last.end() + static_cast<Duration::rep>(k - last.interval - 1) * p.median_duration;
+  const auto at_least_1ns = [](double ns) { return Duration{std::max<Duration::rep>(1, std::llround(ns))}; };
+  const auto median_ns = static_cast<double>(p.median_duration.count());
+  if (tracking) {
+    const double step = (100.0 - config_.speed_up_percent) / 100.0;  // one ssu_pct shorter
+    p.duration = at_least_1ns(tracked_duration(k, last, median_ns, step));
+    return p;
+  }
   p.duration = std::max(p.median_duration, Duration{1});  // a proposal lasts at least 1 ns
   p.speed_up = check_speed_up(window, p.median_duration);
   if (p.speed_up && p.speed_up->applies) {
-    const double shortened = static_cast<double>(p.median_duration.count()) * (100.0 - config_.speed_up_percent) / 100.0;
-    p.duration = Duration{std::max<Duration::rep>(1, std::llround(shortened))};
+    p.duration = at_least_1ns(median_ns * (100.0 - config_.speed_up_percent) / 100.0);  // as rounded before
   }
   return p;
 }
 
-void Proposer::track(ProposedInterval& p, std::span<const UnifiedInterval> window) const {
-  const UnifiedInterval& last = window.back();  // w
-  const std::size_t recent = std::min<std::size_t>(config_.recent_length, window.size());
-  std::vector<Duration> durations;
-  for (std::size_t n = window.size() - recent; n < window.size(); ++n) durations.push_back(window[n].duration);
-  p.median_duration = median(std::move(durations));  // what the network took lately
-  p.start = last.end() + static_cast<Duration::rep>(p.interval - last.interval - 1) * p.median_duration;
-
-  const double step = (100.0 - config_.speed_up_percent) / 100.0;
-  double duration = static_cast<double>(p.median_duration.count()) * step;
+double Proposer::tracked_duration(IntervalIndex k, const UnifiedInterval& last, double median_ns, double step) const {
   if (last.proposed_duration) {
     const auto paced = static_cast<double>(last.proposed_duration->count());
     // Kept up: it took what it was paced at, plus the last contribution's way there and back,
@@ -84,11 +82,11 @@ void Proposer::track(ProposedInterval& p, std::span<const UnifiedInterval> windo
     // proposals come down as fast as they would stepping interval by interval.
     const double tail = static_cast<double>(last.ack_latency.count()) + paced * config_.speed_up_percent / 500.0;
     if (static_cast<double>(last.duration.count()) <= paced + tail) {
-      const auto steps = std::min<IntervalIndex>(p.interval - last.interval, config_.proposal_distance);
-      duration = paced * std::pow(step, static_cast<double>(steps));
+      const auto steps = std::min<IntervalIndex>(k - last.interval, config_.proposal_distance);
+      return paced * std::pow(step, static_cast<double>(steps));
     }
   }
-  p.duration = Duration{std::max<Duration::rep>(1, std::llround(duration))};
+  return median_ns * step;  // w ran best-effort, or longer than paced: ssu_pct under med_recent
 }
 
 }  // namespace netio::scheduler

@@ -78,7 +78,8 @@ class Proposer {
   ProposedInterval propose(IntervalIndex k, std::span<const UnifiedInterval> window) const;
 
  private:
-  void track(ProposedInterval& p, std::span<const UnifiedInterval> window) const;  // DurationRule::tracking
+  // DurationRule::tracking: durp_k from w and med_recent (ns), `step` = 1 - ssu_pct.
+  double tracked_duration(IntervalIndex k, const UnifiedInterval& last, double median_ns, double step) const;
 
   SchedulerConfig config_;
 };
