@@ -14,11 +14,11 @@ void SharedPort::arrive(Connection connection, std::uint64_t bytes, Item item, s
   (void)now;
   ++waiting_;
   if (sharing_ == PortSharing::fifo) {
-    fifo_.push_back(Waiting{connection, bytes, item});
+    fifo_.push_back(Waiting{bytes, item});
     return;
   }
   auto& queue = queues_[connection];
-  queue.push_back(Waiting{connection, bytes, item});
+  queue.push_back(Waiting{bytes, item});
   if (queue.size() == 1) capacity_.enqueue(connection, bytes);
 }
 

@@ -45,7 +45,6 @@ class SharedPort {
 
  private:
   struct Waiting {
-    Connection connection;
     std::uint64_t bytes;
     Item item;
   };
