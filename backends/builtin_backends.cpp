@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The back-ends built into this netio, entered into the registry on its first use.
 #include "builtin_backend_table.hpp"
 

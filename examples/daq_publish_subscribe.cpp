@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A small DAQ chain with publish/subscribe: a readout component publishes detector-like
 // fragments under one tag per link; a monitoring subscriber takes two links in low-latency
 // mode (a callback per fragment, on the event-loop thread) while a storage subscriber takes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // High-throughput sockets: a sender batching many small messages into pages, and a
 // receiver taking them one by one with recv() on its own thread.
 #include <netio/context.hpp>

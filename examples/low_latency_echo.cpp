@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Low-latency sockets in one process: a receiver that prints what arrives, and a sender.
 // Connections are one-directional (send socket -> receive socket), as in NetIO.
 //

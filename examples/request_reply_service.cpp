@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A request/reply service: one receive socket serves any number of clients, each on its own
 // connection, and answers every request on the connection it came on (a reply). The
 // handler sees who asked (netio::Peer: the name the client declared, its connection id).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Time-slice building with the scheduled-push pattern: 4 input nodes generate one
 // contribution per time-slice, 4 compute nodes each build complete time-slices and consume
 // them. Every node has its own netio::Context, as it would in its own process; here they

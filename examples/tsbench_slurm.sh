@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # netio_tsbench across nodes under SLURM: half of the tasks are input nodes, half compute
 # nodes, one task per node, every task the same command; each finds its role from its line
 # of the generated configuration (rank = SLURM_PROCID). Compute node 0 also runs the DDE.

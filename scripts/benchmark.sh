@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The main job: builds netio (Release) and runs the loopback benchmark, on the POSIX back-end
 # and on libfabric's tcp provider:
 #   1. netio_recv + netio_throughput --sweep (8 B ... 1 MiB), high-throughput sockets: the
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --time) per_size="$2"; shift 2 ;;
     --transports) transports="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,13p' "$0"; exit 0 ;;
     *) echo "benchmark.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

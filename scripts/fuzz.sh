@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the libFuzzer targets (test/fuzz, clang + ASan/UBSan, the CMake preset "fuzz") and
 # runs each for a bounded time, one after the other, starting from the seed corpus in
 # test/fuzz/corpus/. A crash stops the script with the target's report; the input that
@@ -11,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 case "${1:-}" in
-  -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+  -h|--help) sed -n '3,10p' "$0"; exit 0 ;;
 esac
 
 scripts/install-deps.sh --fuzz

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the Debian 12 packages netio needs, if any are missing. Safe to run again.
 #   scripts/install-deps.sh          what the build, the tests and the benchmarks need
 #   scripts/install-deps.sh --fuzz   also clang and libFuzzer's runtime (scripts/fuzz.sh)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Soak test (not part of the default suite): one netio_recv --verify for a long time while
 #   - a steady netio_throughput streams into it for the whole run,
 #   - short-lived senders come and go (a verified stream each, one every CHURN seconds,
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     --sample) sample="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --csv) csv="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,14p' "$0"; exit 0 ;;
     *) echo "soak.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds netio and runs the test suite (unit and loopback integration tests, both back-ends,
 # the tools end to end). Installs missing Debian packages first.
 #   scripts/test.sh                      RelWithDebInfo build in build/test, the whole suite
@@ -14,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
-  sed -n '2,10p' "$0"
+  sed -n '3,11p' "$0"
   exit 0
 fi
 

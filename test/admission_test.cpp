@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Admission control on listen sockets (netio/admission.hpp): hostile peers that hold
 // connections (silent, half a frame, idle after the hello, idle after the introduction,
 // more than allowed, more than the descriptors) are dropped or refused, and a verified

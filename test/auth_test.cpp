@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Who may connect: allow-lists of peer networks and pre-shared-key authentication
 // (netio/admission.hpp, netio/preshared_key.hpp), over both back-ends; and the parsers of
 // their user-given strings (CIDR lists, key files).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The back-end contract (netio/backend.hpp), checked on every registered back-end through
 // the low-level sockets a Context gets from the registry: completions in FIFO order, no
 // callback after close(), and a send() that cannot send reports through callbacks instead

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Back-ends by scheme: the registry, how a Context uses it, and what it says when a scheme
 // has no back-end.
 #include "netio/backend_registry.hpp"

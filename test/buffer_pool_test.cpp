@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/buffer.hpp"
 
 #include <catch2/catch.hpp>

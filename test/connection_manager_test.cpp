@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // MultiDestinationSendSocket over loopback, both back-ends: on-demand connections under a
 // limit, victims torn down without losing or reordering anything, and an unreachable
 // destination failing only its own messages.

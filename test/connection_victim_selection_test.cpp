@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Victim selection (LRU and LRU-M) as pure logic, on scripted sequences whose victims were
 // worked out by hand.
 #include "victim_selector.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The emulated back-end over the real ones (tcp and fabric): buffers keep their order under
 // random per-buffer delays, nothing is lost or duplicated, a shared incoming capacity holds
 // several senders and still delivers everything, the configuration changes while running,

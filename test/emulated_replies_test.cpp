@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Replies on the emulated network, over the real back-ends (tcp and fabric): a reply is a
 // buffer its node sends, so it waits its connection's draws like any other. A round trip
 // under delay=constant:D on both sides takes at least 2D (a lower bound from the configured

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pure shaping parts of the emulated network, driven by an injected clock (no sleeping):
 // token buckets keep their rate exactly, a shared node capacity splits fairly between
 // concurrent senders, slow-down windows start and end on time, and the delay stage keeps the

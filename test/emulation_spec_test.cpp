@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The emulation spec (netio/emulation.hpp) and the delay distributions: parsing, clear
 // errors for bad specs and bad table files, and sampling that is deterministic with a seed
 // and matches the configured distribution (mean and percentiles over many draws).

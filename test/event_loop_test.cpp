@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/context.hpp"
 #include "netio/event_loop.hpp"
 #include "support/transports.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The libfabric back-end through the low-level socket interface, over 127.0.0.1 with the
 // tcp provider (and a smoke test with sockets): connection set-up and refusal, data intact
 // and in order, peer shutdown, many connections, memory registration, credit-based

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The connection data of the libfabric back-end's accept against the provider's limit
 // (FI_OPT_CM_DATA_SIZE): an accept answering a pre-shared key's challenge carries 53 bytes;
 // a provider that cannot carry them fails the listen with the sizes, never cuts them short.

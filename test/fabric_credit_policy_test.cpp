@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // When the libfabric receiver announces credits (credit_policy.hpp): how many credit
 // messages an exchange costs, and that a sender out of credits always gets them back,
 // whatever the order in which messages, returned buffers and credit messages arrive.

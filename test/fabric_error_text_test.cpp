@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The text of libfabric queue errors (backends/fabric/fabric_errors.hpp): what providers
 // answer fi_eq_strerror / fi_cq_strerror with is added only when it says something, and
 // never read past its buffer or printed raw.

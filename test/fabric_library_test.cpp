@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libfabric loaded at run time (backends/fabric/libfabric_library.hpp): what a missing or
 // wrong library says, and that the loaded one answers as a linked one would. That nothing
 // loads it before a fabric:// endpoint is used is checked in a process of its own

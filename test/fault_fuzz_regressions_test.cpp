@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Inputs the fuzz targets (test/fuzz, scripts/fuzz.sh) found, kept as regression tests of the
 // normal suite. Under UBSan (scripts/test.sh --sanitize address) they fail without their fix.
 #include "netio/emulation.hpp"

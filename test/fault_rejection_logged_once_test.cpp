@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A rejected connection is logged once on each side, whatever the back-end: the receiver says
 // whom it rejected and why, the sender's socket says it was rejected; nobody repeats it.
 #include "netio/context.hpp"

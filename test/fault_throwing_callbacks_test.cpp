@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // User callbacks that throw. The policy (README, "Reliability and security"): whatever a
 // callback throws (a std::exception or anything else) is caught where netio called it and
 // logged with the socket's endpoint; the message counts as delivered, the connection stays

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Messages given as several parts (send_parts / try_send_parts): packed as if joined.
 #include "page_format.hpp"
 #include "support/test_context.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // High-throughput sockets over real loopback connections, on every back-end.
 #include "handshake.hpp"
 #include "kernel_tcp.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Sockets created, used and destroyed on the event-loop thread (inside callbacks), the
 // asynchronous close, and the calls that must not wait there; on every back-end.
 #include "netio/high_throughput_socket.hpp"

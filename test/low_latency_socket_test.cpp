@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Low-latency sockets over real loopback connections, on every back-end.
 #include "netio/low_latency_socket.hpp"
 #include "netio/high_throughput_socket.hpp"

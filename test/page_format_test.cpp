@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "little_endian.hpp"
 #include "page_format.hpp"
 #include "support/transports.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Faults of peers that the receiving side must count and report exactly once.
 #include "netio/backend.hpp"
 #include "netio/context.hpp"

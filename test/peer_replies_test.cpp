@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Connection identity and replies on the same connection, over real loopback connections on
 // every back-end: who sent a message (netio::Peer), and answering exactly that sender.
 #include "netio/high_throughput_socket.hpp"

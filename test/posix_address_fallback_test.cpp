@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A host name can stand for several addresses (localhost for ::1 and 127.0.0.1 on most
 // Debian hosts, a cluster node for its IPv6 and IPv4 addresses), and a server often listens
 // on one family only. The POSIX send socket tries the addresses in turn, as a user expects

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The POSIX send socket's scatter-gather list: what the next sendmsg() is given.
 #include "backends/posix/gather_list.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Large frames on the POSIX back-end: while the rest of a frame is awaited the receiver asks
 // the kernel to report the socket only once that rest is in (SO_RCVLOWAT, frame_reader.hpp).
 // These tests drive a receive socket from a raw TCP peer, so that the frames arrive in the

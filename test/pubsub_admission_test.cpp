@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Who may subscribe, over real loopback connections on every back-end: a publisher and its
 // subscribers holding the same pre-shared key work as without one; a subscriber without
 // the key, with another key, or from a network the publisher does not allow is refused at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Back-pressure per subscription, over real loopback connections on every back-end: a
 // stalled subscriber under `block` holds the publisher and loses nothing; under `drop` it
 // costs the others nothing and its drops are counted on both sides; try_publish() retries

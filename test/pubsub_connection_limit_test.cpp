@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Publish/subscribe under a connection limit (PublishOptions::max_connections), over real
 // loopback connections on every back-end: more subscribers than connections, each getting
 // every message once and in order while their data connections are torn down and re-made;

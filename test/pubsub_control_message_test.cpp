@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pub/sub control messages (round trips, and every kind of damage rejected with a
 // reason) and the publisher's subscription table, as pure logic.
 #include "control_message.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Publish/subscribe under change, over real loopback connections on every back-end: a
 // subscriber process killed mid-stream (a real child process) is removed and its pages
 // return to the pool while the others are served on; a restarted publisher is subscribed to

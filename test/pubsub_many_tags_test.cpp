@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Subscribers of many tags, over real loopback connections on every back-end: one
 // subscribe() call for many tags is one acknowledged request per 256 tags, routed from the
 // acknowledgement on, and ended by one unsubscribe(); a restarted publisher gets every one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A subscription whose data connection the publisher cannot open is refused as soon as the
 // connection fails, with the reason, not after connect_timeout.
 #include "control_message.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The publisher's routes (RouteMap) as pure logic: random changes, through growth to
 // thousands of tags and back, agree with a plain map at every step, snapshots never change
 // under a reader, and a change copies only the shards of the tags it touches.

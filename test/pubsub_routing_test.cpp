@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Publish/subscribe over real loopback connections on every back-end: each subscriber gets
 // exactly its tags, in order and intact; several publishers into one subscriber; one
 // publisher to 16 subscribers; no slow joiner; subscribers joining and leaving mid-stream.

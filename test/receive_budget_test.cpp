@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The receive-memory budget (netio/receive_budget.hpp): the receiver, not its senders,
 // bounds what it holds for them.
 #include "little_endian.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scheduled-push pattern in best-effort mode (FLESnet's baseline), end to end on
 // loopback over both back-ends: every time-slice is built completely, in order and with
 // the right bytes, and the credits bound what a receiver holds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The receive buffer of a TimesliceReceiver: sized by credits per input–compute pair (16
 // unless set) or by bytes, never both, and never with fewer than 2 credits per pair.
 #include "netio/context.hpp"

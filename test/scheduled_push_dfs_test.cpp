@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scheduled-push pattern in DFS mode, end to end on loopback over both back-ends: IEs on
 // the senders paced by proposals of DDE replicas, every time-slice built completely, in
 // order and with the right bytes; losing one of two replicas mid-run does not stop the

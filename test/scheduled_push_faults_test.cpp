@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Faults in the scheduled-push pattern, on loopback over both back-ends and in both modes: a
 // compute node that goes away does not hang the inputs (its time-slices are reported
 // undeliverable, the others complete); an input that goes away or falls silent leaves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compute nodes whose consumer keeps time-slices (TimesliceReceiver with a KeepingHandler),
 // end to end on loopback over both back-ends: kept time-slices stay valid after the handler
 // returned, are released on another thread in any order, hold their credits until then

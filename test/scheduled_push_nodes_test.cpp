@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pure logic of the scheduled-push nodes (scheduler/input_node, compute_node): credits
 // gating sends in offset round-robin order, DFS acknowledgements, a lost compute node's
 // time-slices skipped without blocking the IE, and in-order hand-over with give-ups.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The data-connection messages of the scheduled-push pattern: round trips, and rejection of
 // truncated, extended or inconsistent input.
 #include "netio/error.hpp"

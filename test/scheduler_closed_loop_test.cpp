@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Input Engines and a DDE driven together by a small discrete-event model, the way the
 // simulator and the socket pattern will drive them: each input's link carries one
 // contribution per 100 ns and the acknowledgement returns 10 ns after the transmission;

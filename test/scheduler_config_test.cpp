@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scheduler's configuration: the paper's defaults, and validation that names the bad
 // field and its value.
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The DFS control messages: round trips, the exact byte layout, and rejection of truncated,
 // extended and garbage input.
 #include "netio/error.hpp"

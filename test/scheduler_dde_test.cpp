@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The DDE: requests answered once interval k - 2 is complete, proposals in each IE's clock,
 // no proposals before history_length complete intervals (also after a restart), and replica
 // determinism under different arrival orders.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The History Manager (completion, average start, median duration, independence of arrival
 // order, bounded memory) and the Clock Synchronizer (offset, drift, conversions).
 #include "netio/error.hpp"

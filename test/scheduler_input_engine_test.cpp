@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Input Engine: best-effort first intervals, round slots and pacing under a proposal,
 // the best-effort fallback after the proposed end, θ gating, the last proposal reused, the
 // report when the last acknowledgement arrives, and faulty drivers or peers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Offset-based round-robin order, the time-slice layout, and the best-effort credits.
 #include "netio/error.hpp"
 #include "netio/scheduler/credits.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Proposer: tp_k = (tm_w + durm_w) + (k - w - 1) * med_durm_hist, and the staged
 // speed-up of Eq. 1 around its threshold. Every expected value is worked out in the comments.
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How fast the DDE's proposals recover after a slow-down, by the paper's rules (section
 // III-B.2 and V-B.3): the pure engine fed with intervals whose measured duration is what the
 // IEs were paced at, or what the network allows when that is longer. A link that takes

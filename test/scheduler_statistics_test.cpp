@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The median and average shared by the engines.
 #include "netio/error.hpp"
 #include "netio/scheduler/statistics.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // abort(): the close for a receiver known to be gone. A send waiting for room (the receiver
 // takes nothing) fails at once with Errc::closed naming the reason, instead of waiting out
 // send_timeout; later sends fail the same way. Both socket kinds, on every back-end; and

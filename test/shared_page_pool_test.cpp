@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Pages shared by many send sockets (netio::PagePool): the total stays bounded, and one
 // stalled receiver takes at most its socket's share while the others keep delivering.
 #include "netio/high_throughput_socket.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests of tools/common: parsing, statistics, JSON, CPU pinning and the benchmark
 // message format (that --verify really finds lost, duplicated and corrupt messages).
 #include "common/bench_message.hpp"

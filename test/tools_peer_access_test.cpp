@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // --allow and --key-file (tools/common/peer_access_options.hpp): parsed once for every tool,
 // bad values refused at parse time with the parser's message.
 #include "common/peer_access_options.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_pingpong --server trusts no client: a client that names, for its pongs, a port that
 // accepts connections but never speaks (or a client that never takes its answers) must not
 // hold up the welcome of anyone else.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_tsbench's BenchConfig: the receive buffer derived from --credits (16 per
 // input–compute pair unless given) or taken from --buffer-size, never both, and never with
 // fewer than 2 credits per pair.

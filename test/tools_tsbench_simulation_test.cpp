@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_tsbench --simulate: both network models (the emulator's ports, the lossless fluid
 // one) against hand-computed times, the engines driven in them (completion times of
 // time-slices under a known capacity), fair against first-come-first-served ports, replies

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_cat: see what a publisher publishes, or publish records from a file (DESIGN.md §7).
 //
 //   netio_cat sub -e PUBLISHER --tags T[,T...] [--format hex|raw|count] [--mode ht|ll]

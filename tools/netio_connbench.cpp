@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_connbench: on-demand connections under a connection limit (DESIGN.md §7).
 //
 //   netio_connbench --peers P --max-connections K[,K...] --policy lru|lru-m[,...] [--json]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_pingpong: round-trip time of netio's low-latency sockets (DESIGN.md §7).
 //
 //   netio_pingpong --server -e ENDPOINT [--port-file FILE] [--busy-poll] [--cpu N[,M]] [--timeout DURATION]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_recv: the receiving side of the throughput benchmark (DESIGN.md §7).
 //
 //   netio_recv -e ENDPOINT [--mode ht|ll] [-n MESSAGES | -t DURATION] [--verify] [--json]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_throughput: the sending side of the throughput benchmark (DESIGN.md §7).
 //
 //   netio_throughput -e ENDPOINT [--mode ht|ll] (-s SIZE[,SIZE...] | --sweep)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_tsbench: the time-slice building benchmark of the scheduled-push pattern
 // (DESIGN.md §6 and §7): N inputs scatter contributions to M compute nodes, best-effort or
 // under the DFS, on an emulated network; reports the completion spread of every time-slice,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/emulated/delay_sampler.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Draws delays from a DelayDistribution (netio/emulation.hpp): a seeded xoshiro256** stream
 // per connection, every distribution sampled by its inverse CDF from one uniform number, and
 // correlation between successive draws through a Gaussian copula (so each draw keeps the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The emulated back-end: a decorator over any Backend whose send sockets delay and
 // rate-limit what they hand to the real back-end, and whose receive sockets hand received
 // buffers up at the node's incoming capacity. See netio/emulation.hpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/emulated/emulated_sockets.hpp"
 
 #include "backends/emulated/emulated_backend.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The three sockets of the emulated back-end, each wrapping the real back-end's socket.
 // They keep the contract of netio/backend.hpp: completions in FIFO order (buffers reach the
 // real socket in the order sent), no callback after close() (close() drops what waits and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/emulated/link_shaper.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What one connection's sending side adds: a drawn delay per buffer (order kept: a buffer is
 // never due before the one sent before it), the extra delay of slow-down windows, and the
 // per-connection rate. Pure: time is passed in.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NetworkEmulation: the public handle of one Context's emulation (netio/emulation.hpp).
 #include "netio/emulation.hpp"
 

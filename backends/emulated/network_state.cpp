@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/emulated/network_state.hpp"
 
 #include <chrono>

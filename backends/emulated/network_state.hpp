@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The loop-side state of one Context's emulation: the configuration in force (replaceable
 // from any thread), the node's shared ports (out=, in=) and the counters.
 #pragma once

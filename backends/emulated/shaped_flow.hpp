@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One connection's queue through the emulation, on the event loop: items (send buffers, or
 // received buffers) wait for their delay and the connection's rate (LinkShaper, send side
 // only), then for the node's shared port (NodePort, when limited), and are delivered in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/emulated/shared_capacity.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A capacity shared by many flows (a node's incoming or outgoing port): a token bucket and
 // fair queuing between the flows that have a buffer waiting. The flow served least so far
 // goes first (a flow that was idle starts level with the least-served waiting one, so idling

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/emulated/slowdown_schedule.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // When slow-down windows are in force, for one connection or one node port. Pure: time is
 // passed in (nanoseconds on the caller's clock); the windows count from `origin`, the time
 // their configuration took effect.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // parse_emulation_spec() and read_delay_table(): the grammar of netio/emulation.hpp.
 #include "netio/emulation.hpp"
 

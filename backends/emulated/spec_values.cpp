@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/emulated/spec_values.hpp"
 
 #include <fmt/format.h>

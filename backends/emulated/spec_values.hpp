@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The values of an emulation spec (durations, sizes, rates, percentages, numbers), parsed
 // without exceptions: each parser returns the value or a message saying what is wrong.
 // Pure: no clock, no sockets.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/emulated/token_bucket.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A token bucket whose rate follows a slow-down schedule. Pure: time is passed in. A buffer
 // may go when the bucket holds min(its size, burst) bytes and then takes its whole size (the
 // level may go below zero), so buffers larger than the burst pass at the exact long-run rate.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/backward_receives.hpp"
 
 #include "backends/fabric/fabric_wire.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The receives a FabricSendSocket keeps posted for what its receiver sends back: credit
 // messages and replies (fabric_wire.hpp), all in one registered block of equal slots, since
 // the provider fills posted receives in order whatever arrives.

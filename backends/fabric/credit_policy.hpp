@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // When a FabricReceiveSocket tells its sender about re-posted receive buffers.
 //
 // A credit message costs each side about what a small data message costs (a send that does

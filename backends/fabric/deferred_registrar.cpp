@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/deferred_registrar.hpp"
 
 #include "netio/error.hpp"

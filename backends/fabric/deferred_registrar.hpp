@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The registrar a send socket hands out before connect() has chosen its domain.
 //
 // A send socket learns its domain (provider, NIC) only when connect() resolves the remote

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The libfabric back-end (fabric:// endpoints): reliable connected endpoints (FI_EP_MSG)
 // on any provider that offers them: verbs on InfiniBand, tcp and sockets anywhere.
 // See backends/fabric/README.md for provider selection, memory registration and waiting.

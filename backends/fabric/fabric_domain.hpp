@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A libfabric fabric + domain pair, the memory registrar that goes with it, and the event
 // and completion queues opened on it; plus the cache that shares domains between sockets.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/fabric_endpoint.hpp"
 
 #include "backends/fabric/fabric_errors.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An active libfabric endpoint (FI_EP_MSG) with its own event queue and completion queue,
 // driven by a ProgressDriver. Shared by send and receive sockets, which supply the
 // protocol: this class owns the fids, closes them in order (endpoint, then CQ, then EQ)

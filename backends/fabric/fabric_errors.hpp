@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Turning libfabric return codes into netio errors.
 #pragma once
 

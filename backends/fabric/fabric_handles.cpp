@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/fabric_handles.hpp"
 
 #include "backends/fabric/fabric_errors.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Owning handles for libfabric objects, so that every fid is closed exactly once and every
 // fi_info freed. Destruction order is the owner's job: members are destroyed in reverse
 // order of declaration, so declare the fabric before the domain before queues before

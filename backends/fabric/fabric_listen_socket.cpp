@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/fabric_listen_socket.hpp"
 
 #include "address.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A passive libfabric endpoint that takes connection requests (FI_CONNREQ) on its own
 // event queue, asks on_request about each hello, and answers with fi_accept (through a new
 // FabricReceiveSocket, handed over once FI_CONNECTED arrives) or fi_reject (with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory registration (fi_mr_reg) for one libfabric domain.
 //
 // Registers a buffer's whole capacity for local send and receive, sets Buffer::desc (what

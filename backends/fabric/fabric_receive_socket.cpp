@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/fabric_receive_socket.hpp"
 
 #include "backends/fabric/credit_policy.hpp"

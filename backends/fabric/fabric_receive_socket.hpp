@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The receiving end of one fabric connection, created by FabricListenSocket for an
 // accepted connection request.
 //

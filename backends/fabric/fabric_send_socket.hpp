@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The sending end of a fabric connection: an active FI_EP_MSG endpoint that connects with
 // the hello as connection data, and sends user buffers without copying them.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/fabric_wire.hpp"
 
 #include "little_endian.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What this back-end puts on the wire besides user buffers: the connection data carried by
 // fi_connect / fi_accept / fi_reject, the messages a receiver sends back (credit messages and
 // replies), and the remote CQ data that marks the sender's own messages to the receiver.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/libfabric_library.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libfabric, loaded when the first fabric:// endpoint is used instead of with netio.
 //
 // Why: loading libfabric loads every provider's libraries with it (verbs, rdmacm, psm, psm2,

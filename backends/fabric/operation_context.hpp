@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The per-operation context handed to libfabric with every send and receive.
 //
 // Providers with FI_CONTEXT / FI_CONTEXT2 mode use the memory behind the context pointer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/progress_driver.hpp"
 
 #include "backends/fabric/fabric_errors.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Drives one connection's libfabric queues from the event loop.
 //
 // Each queue (EQ or CQ) is watched through its wait fd (FI_WAIT_FD + fi_control

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/provider_selection.hpp"
 
 #include "address.hpp"

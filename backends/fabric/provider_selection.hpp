@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which libfabric provider serves an endpoint, and the fi_info to open it with.
 //
 // The provider comes from the endpoint's ?provider=NAME, else from the environment variable

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/queue_readers.hpp"
 
 #include "backends/fabric/fabric_errors.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reading libfabric event and completion queues, errors included.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/receive_buffers.hpp"
 
 #include <algorithm>

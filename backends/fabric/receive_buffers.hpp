@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The receive buffers of one fabric receive socket, and where ReceivedBuffers go back to.
 //
 // Each buffer is allocated page-aligned and registered with the socket's domain. While the

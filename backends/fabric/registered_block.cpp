@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/fabric/registered_block.hpp"
 
 #include <cstdlib>

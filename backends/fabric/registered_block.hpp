@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A small block of registered memory that a socket keeps for its own messages (credit
 // messages, and the receives that take them). Freed after the socket's endpoint is closed.
 #pragma once

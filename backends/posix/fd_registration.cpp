@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/posix/fd_registration.hpp"
 
 #include <sys/epoll.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The epoll registration of one connection's descriptor, shared by the reading and the
 // writing half of a POSIX socket: it asks for input while the reader may read, for output
 // while the writer has frames queued, and for nothing more.

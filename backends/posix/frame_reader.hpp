@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reads frames (an 8-byte little-endian length, then the bytes) from a non-blocking TCP
 // socket into buffers of a bounded pool and lends each to its owner as a ReceivedBuffer.
 // Both directions of a connection use one: data at the receive socket, replies at the send

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/posix/frame_writer.hpp"
 
 #include "backends/posix/gather_list.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writes whole buffers to a non-blocking TCP socket as frames (an 8-byte little-endian length,
 // then the bytes), several per sendmsg() when they queue up, and tracks partial writes. Both
 // directions of a connection use one: data from the send socket, replies from the receive

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scatter-gather list of one sendmsg(): the bytes of queued frames not yet written, in
 // order, up to a byte budget and a number of iovecs.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/posix/handshake_reader.hpp"
 
 #include "backends/posix/socket_fd.hpp"

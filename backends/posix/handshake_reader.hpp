@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reads one small frame (a hello or a reply) from a non-blocking socket, exactly: not a
 // byte beyond the frame is consumed, so what follows stays in the socket for the next reader.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The POSIX TCP back-end (tcp:// endpoints).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/posix/posix_listen_socket.hpp"
 
 #include "address.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // POSIX listen socket: accepts TCP connections, reads each one's hello, asks the layer above
 // to accept or reject it, answers, and hands accepted connections over as receive sockets.
 // A connection that sends junk or nothing within the handshake timeout is closed and logged;

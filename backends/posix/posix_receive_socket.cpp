@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/posix/posix_receive_socket.hpp"
 
 #include "netio/log.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // POSIX receive socket: reads data frames from one accepted TCP connection into pool buffers
 // and lends each to the layer above as a ReceivedBuffer (FrameReader), and writes replies
 // back on the same connection (FrameWriter).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/posix/posix_send_socket.hpp"
 
 #include "address.hpp"

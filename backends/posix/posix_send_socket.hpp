@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // POSIX send socket: a non-blocking TCP connection that writes whole buffers as frames
 // (FrameWriter), and reads the replies the receiver sends back on it (FrameReader), when it
 // declared it takes them (accept_replies()).

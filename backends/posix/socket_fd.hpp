@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An owned file descriptor and the few socket options the POSIX back-end sets.
 #pragma once
 

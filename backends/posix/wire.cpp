@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "backends/posix/wire.hpp"
 
 #include "little_endian.hpp"

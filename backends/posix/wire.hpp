@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The POSIX back-end's wire format. TCP is a byte stream, so every buffer travels as a
 // frame: an 8-byte little-endian length, then the bytes. A connection opens with
 //   connector -> listener : frame(request)                (at most max_handshake_frame bytes)

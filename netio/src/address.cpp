@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "address.hpp"
 
 #include "netio/error.hpp"

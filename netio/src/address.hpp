@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Socket addresses for endpoints: shared by every back-end (all address by IP and port).
 #pragma once
 

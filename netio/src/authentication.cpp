@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "authentication.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pre-shared-key challenge-response of the handshake (netio/preshared_key.hpp).
 //
 //   sender   -> listener : hello with flag 1 and nonce Ns (16 random bytes)      (handshake.hpp)

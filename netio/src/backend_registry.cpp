@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "builtin_backend_table.hpp"
 
 #include "netio/error.hpp"

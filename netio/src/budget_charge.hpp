@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bytes counted against a ReceiveBudget by one owner (a connection's buffers, a message
 // being reassembled), given back when the charge is released or destroyed.
 // Not thread-safe itself (one owner); the budget it counts against is.

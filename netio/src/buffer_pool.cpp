@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/buffer.hpp"
 
 #include "netio/error.hpp"

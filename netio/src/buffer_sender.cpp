@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "buffer_sender.hpp"
 
 #include "closing_senders.hpp"

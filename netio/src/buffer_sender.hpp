@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What both user-level send sockets share: a low-level send socket, a bounded pool of
 // buffers registered with its back-end, and the hand-off of filled buffers from user
 // threads to the loop thread. A buffer goes pool -> (filled by the caller) -> submit() ->

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How the registry is filled with the back-ends built into this netio: the core declares
 // it, backends/builtin_backends.cpp defines it, and the registry calls it on first use.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "closing_senders.hpp"
 
 #include "buffer_sender.hpp"

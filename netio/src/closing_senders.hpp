@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Send connections closing asynchronously (a send socket's close(on_closed), or its
 // destructor on the event-loop thread) belong to their Context's ClosingSenders until their
 // close ends: the user's socket is gone by then, and Context::stop() must end what is left

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/context.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the exception being handled says, for a log line: its what() when it is a
 // std::exception, otherwise that it is not one. Call only inside a catch block. Used where
 // netio calls user code (handlers, events, tasks, timers) and must survive whatever it

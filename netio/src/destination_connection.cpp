@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "destination_connection.hpp"
 
 namespace netio::detail {

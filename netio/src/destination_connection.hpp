@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One destination's connection of a MultiDestinationSendSocket: a low-latency or a
 // high-throughput send socket behind one small interface, so the connection manager does
 // not care which.

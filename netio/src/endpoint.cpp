@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/endpoint.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/error.hpp"
 
 #include <cstring>

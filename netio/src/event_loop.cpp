@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/event_loop.hpp"
 
 #include "current_exception.hpp"

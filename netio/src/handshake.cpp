@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "handshake.hpp"
 
 #include "little_endian.hpp"

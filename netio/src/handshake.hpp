@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The user-level hello every connection starts with, so that a wrong or old peer gets a
 // clear error instead of garbage. 16 bytes, little-endian:
 //   u32 magic "NTIO" | u16 protocol version | u8 socket kind | u8 flags | u64 buffer size

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/high_throughput_socket.hpp"
 
 #include "budget_charge.hpp"

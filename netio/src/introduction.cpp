@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "introduction.hpp"
 
 #include "little_endian.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The introduction: the first buffer every user-level send socket sends on a new
 // connection, declaring who it is (netio::Identity). The receive socket reads it before any
 // message and gives the connection its Peer. Little-endian:

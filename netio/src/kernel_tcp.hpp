@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the Linux TCP stack prefers, for every back-end whose bytes go through it (POSIX
 // sockets, libfabric's tcp and sockets providers).
 #pragma once

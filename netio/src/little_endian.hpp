@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fixed-width little-endian integers on the wire (lengths, handshake fields).
 #pragma once
 

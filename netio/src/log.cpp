@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/log.hpp"
 
 #include <atomic>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/low_latency_socket.hpp"
 
 #include "budget_charge.hpp"

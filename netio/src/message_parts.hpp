@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A message given as the concatenation of several spans (a header and a payload, say), as
 // the send sockets' send_parts() take it.
 #pragma once

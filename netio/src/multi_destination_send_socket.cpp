@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The connection manager behind MultiDestinationSendSocket: connections opened on demand,
 // at most max_connections of them, victims torn down by the policy (victim_selector.hpp)
 // with the one-sided protocol of papers/004: flush, await completions, close, then open the

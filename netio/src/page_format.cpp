@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "page_format.hpp"
 
 #include "little_endian.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How messages are packed into high-throughput pages: each message is an 8-byte
 // little-endian length followed by its bytes. A message may continue in the next page(s);
 // its length field never does: a page with fewer than 8 bytes free is sent as it is.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/page_pool.hpp"
 
 #include "netio/error.hpp"

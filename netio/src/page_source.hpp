@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where a send socket's buffers come from: a pool of its own (OwnedPages), or its share of a
 // PagePool that several sockets draw from (a PagePool::Impl share). BufferSender and the
 // user-level send sockets see only this interface.

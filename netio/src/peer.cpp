@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/peer.hpp"
 
 #include "peer_state.hpp"

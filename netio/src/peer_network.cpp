@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/admission.hpp"
 #include "netio/error.hpp"
 

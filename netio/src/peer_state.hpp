@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a Peer refers to: one accepted connection's id, address, declared identity and its
 // reply path. Immutable after construction but for what ReplySender guards itself.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/preshared_key.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/receive_budget.hpp"
 
 namespace netio {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "receive_connections.hpp"
 
 #include "current_exception.hpp"

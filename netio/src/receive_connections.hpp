@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What both user-level receive sockets share: a listen socket, the hello check, and the
 // set of accepted connections, each known by a number. A connection's first buffer is its
 // sender's introduction (introduction.hpp): it gives the connection its Peer, and only then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reply_receiver.hpp"
 
 #include "current_exception.hpp"

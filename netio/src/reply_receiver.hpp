@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The replies a send socket receives on its connection: handed to the user's callback on
 // the loop thread, or queued for recv_reply(). Either way each reply holds one of the
 // connection's reply credits until the callback returns or the Message taken from the queue

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reply_sender.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The replies a receive socket sends back on one connection: a bounded pool of buffers,
 // registered for the back-end when it needs that, and the hand-off from any thread to the
 // loop thread, where the back-end's send_reply() runs. The pool's size is the reply window:

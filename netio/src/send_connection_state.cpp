@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "send_connection_state.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The connection state of a user-level send socket, shared between the loop thread (which
 // learns the outcome) and user threads (which wait for it). Thread-safe.
 #pragma once

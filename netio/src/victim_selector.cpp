@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "victim_selector.hpp"
 
 #include <fmt/format.h>

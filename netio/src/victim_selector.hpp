@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Victim selection for a bounded set of open connections, as pure logic: no sockets, no
 // threads, no clock. The connection manager tells it which peers open, are used and close;
 // it answers which open peer to tear down next under LRU or LRU-M (connection_policy.hpp).

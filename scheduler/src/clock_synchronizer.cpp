@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduler/clock_synchronizer.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduler/compute_node.hpp"
 
 #include "netio/error.hpp"

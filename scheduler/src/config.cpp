@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduler/config.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduler/control_messages.hpp"
 
 #include "netio/error.hpp"

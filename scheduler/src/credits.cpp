@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduler/credits.hpp"
 
 #include "netio/error.hpp"

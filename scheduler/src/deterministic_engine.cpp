@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduler/deterministic_engine.hpp"
 
 #include "netio/error.hpp"

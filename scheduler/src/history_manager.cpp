@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduler/history_manager.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduler/input_engine.hpp"
 
 #include "netio/error.hpp"

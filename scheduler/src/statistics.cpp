@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduler/statistics.hpp"
 
 #include "netio/error.hpp"

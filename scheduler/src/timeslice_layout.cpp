@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduler/timeslice_layout.hpp"
 
 namespace netio::scheduler {

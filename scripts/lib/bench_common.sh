@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # Helpers the benchmark scripts share. Sourced, not run, by scripts/benchmark.sh,
 # scripts/soak.sh and tools/bench/{compare,emulation,loaded_rtt,memory_check,

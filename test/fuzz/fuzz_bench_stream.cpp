@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What netio_recv does with whatever a connection sends it (tools/common/run_tracker.hpp):
 // control frames (run boundaries, end of stream), stamped data messages, and junk. The input
 // is cut into messages; the tracker must count them all and never claim more than it got.

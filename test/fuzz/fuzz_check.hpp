@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What every fuzz target shares. A decoder given hostile bytes may refuse them with
 // netio::Error (that is its contract); anything else — another exception, a crash, a
 // sanitizer report, a round trip that changes the value — is a finding. FUZZ_CHECK aborts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The libfabric back-end's own wire (backends/fabric/fabric_wire.hpp): the connection
 // request and answer data a stranger puts in fi_connect / fi_accept / fi_reject, and the
 // headers of backward messages (credits, replies). What decodes must encode back the same.

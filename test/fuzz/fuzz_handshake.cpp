@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The first bytes a stranger sends: the hello (handshake.hpp), the introduction
 // (introduction.hpp) and the POSIX back-end's connect request and answer frames (wire.hpp).
 // Whatever decodes must encode back to the same value.

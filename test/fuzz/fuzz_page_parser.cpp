@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // High-throughput pages as a hostile sender may shape them (page_format.hpp): lengths that
 // lie, pages cut anywhere, messages spanning pages, joined in spare room or reassembled.
 // Mode 0 parses arbitrary pages and checks that nothing is delivered that was not received;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Publish/subscribe control messages (patterns/pubsub/src/control_message.hpp): what a
 // subscriber sends a publisher and the publisher's replies, plus the data header. Whatever
 // decodes must encode back to the same bytes.

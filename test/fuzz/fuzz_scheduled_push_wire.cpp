@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scheduled push's messages on its data connections
 // (patterns/scheduled_push/include/netio/scheduled_push/wire.hpp): hello, contribution,
 // welcome, refusal, acknowledgement, credit. Each decoder gets the bytes; what decodes must

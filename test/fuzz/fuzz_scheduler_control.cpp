@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The DFS control messages (scheduler/include/netio/scheduler/control_messages.hpp):
 // meta-data reports, proposal requests and proposals between input nodes and DDEs. What
 // decodes must encode back to the same bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every parser of user strings: endpoints (netio/endpoint.hpp), the tools' sizes and
 // durations (tools/common/units.hpp) and emulation specs (netio/emulation.hpp). A bad string
 // is refused with an error (netio::Error, or a ParseResult failure); what parses must print

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writes the seed corpus of the fuzz targets: well-formed messages of every kind, made by
 // the encoders themselves, plus a few near misses. Run by scripts/fuzz.sh --seeds; the
 // output is kept in the repository (test/fuzz/corpus/<target>/).

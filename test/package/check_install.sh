@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the build tree into a scratch prefix, then builds and runs a consumer project
 # against it twice: through find_package(netio) and through pkg-config.
 set -euo pipefail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <netio/context.hpp>
 #include <netio/low_latency_socket.hpp>
 

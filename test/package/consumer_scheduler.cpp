@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Uses the installed DFS engines alone (netio::scheduler), without the sockets library.
 #include <netio/scheduler/control_messages.hpp>
 #include <netio/scheduler/input_engine.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Peers for the admission and authentication tests: a verified stream from a legitimate
 // sender (counted per sender name at the receiver), raw TCP connections that misbehave, and
 // low-level send sockets that stop after their hello.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A test decorator: a Backend that wraps another and forwards every call, counting them,
 // with each socket it makes wrapped the same way. Installed through
 // ContextOptions::wrap_backend, it shows that a decorator sees all the traffic and that the

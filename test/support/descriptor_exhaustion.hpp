@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers for tests that run a receiver out of file descriptors (in a forked child, so that
 // the rest of the suite keeps its own limit).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A program of its own, so that nothing ran before it in the process: netio must not load
 // libfabric until a fabric:// endpoint is used (backends/fabric/libfabric_library.hpp).
 // Sends one message over tcp:// and checks that libfabric is not mapped, then opens a

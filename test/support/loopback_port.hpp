@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A TCP port on 127.0.0.1 held for as long as the object lives, for tests that need a peer
 // that does nothing:
 // - Kind::refusing: bound and not listening, so every connection there is refused (both

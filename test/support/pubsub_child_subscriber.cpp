@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A subscriber in a process of its own, for the test of a subscriber that dies mid-stream:
 //
 //   pubsub_child_subscriber PUBLISHER_ENDPOINT TAG

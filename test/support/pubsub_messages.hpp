@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Messages for the publish/subscribe tests: each names its tag and its number in that tag's
 // sequence, and its remaining bytes depend on both, so a swapped, shifted, duplicated or
 // corrupted message is caught. Thread-safe (no shared state); no Catch2 assertions inside.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What every publish/subscribe integration test uses: the two sockets, the numbered test
 // messages and their checker, the loopback transports, and the short names for them.
 #pragma once

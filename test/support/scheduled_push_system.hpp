@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A complete scheduled-push system on loopback for the [scheduled_push] tests: N input
 // nodes (TimesliceSender) and M compute nodes (TimesliceReceiver), each with a Context of
 // its own, and optionally DDE replicas. Every contribution's size and bytes derive from

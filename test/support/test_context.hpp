@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ContextOptions for the shared integration suites. With NETIO_TEST_WRAP_BACKENDS=1 in the
 // environment, every back-end is wrapped in a CountingBackend (ContextOptions::wrap_backend):
 // the suites then run unchanged through a decorator (CTest's *.wrapped_backends entry).

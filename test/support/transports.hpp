@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The back-ends the shared integration tests run against. Every behaviour both back-ends
 // promise is tested on both: a TEST_CASE takes `const auto base = GENERATE(loopback_endpoints())`
 // and listens on base (port 0), so each back-end gets its own section in the report.

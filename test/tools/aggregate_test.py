@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Unit tests of tools/bench/aggregate.py's paired ratios (python3 -m unittest, no pytest):
 synthetic per-repetition results, no benchmark run.
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Bad arguments and unreachable peers: every tool exits non-zero with a message that says
 # what is wrong, quickly.
 #   bad_arguments_test.sh NETIO_RECV NETIO_THROUGHPUT NETIO_PINGPONG

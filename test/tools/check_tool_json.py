@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks the tools' JSON output against the contract of DESIGN.md §7.
 
   check_tool_json.py throughput SENDER_JSON RECEIVER_JSON MESSAGES_PER_SIZE

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # kill -9 of a peer mid-stream, with real processes; the survivors must notice within a
 # bounded time, say what happened and exit with the documented status, nothing hangs.
 # (A sender killed beside a surviving one: several_senders_test.sh.)

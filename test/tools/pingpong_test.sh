@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # netio_pingpong: one server, several clients one after another (JSON, text, histogram),
 # then three at once (pongs as replies, and on a second connection), then SIGTERM stops the
 # server cleanly and a client still pinging fails at once, naming it.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The pub/sub tools end to end over loopback (DESIGN.md §7): netio_throughput --publish to
 # two netio_recv --subscribe (one high-throughput on one tag, one low-latency on two), every
 # tag's stream verified; three subscribers through two data connections (--max-connections 2),

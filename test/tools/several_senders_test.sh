@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # netio_recv trusts no stranger: one stream per connection.
 #   1. Strangers first: a raw TCP connection that closes at once, and one that sends junk
 #      and closes; neither ends nor fails the run.

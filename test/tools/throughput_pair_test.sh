@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # netio_throughput → netio_recv over loopback: a bounded sweep with --verify on both sides;
 # every message must arrive, once, intact, and both JSON documents must have the contract's
 # keys (DESIGN.md §7).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared by the tool integration tests: endpoints per transport, waiting for a port file,
 # failing with the logs of the tools attached.
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # examples/tsbench_slurm.sh as SLURM would run it, on one machine: stand-ins for srun,
 # scontrol and getent put 4 "nodes" on loopback addresses of their own (127.0.0.2 ...
 # 127.0.0.5, so that every compute node can listen on the same PORT as on a cluster), and

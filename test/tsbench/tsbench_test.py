@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """netio_tsbench end to end, over loopback: real processes, real sockets, bounded everywhere.
 
   tsbench_test.py TSBENCH local TRANSPORT    --compare --json in one process: DESIGN.md §7's keys, sane values,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Aggregates the runs of compare.sh (results.jsonl) into results.json, results.md and the
 gnuplot data and script for the plots. Standard library only.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // alternating_pingpong: netio's round trip and raw TCP's, measured in alternating chunks
 // between the same two processes, on the same threads and CPUs (tools/bench/README.md).
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The side-by-side benchmark (issues 5 and 14), on loopback, in one run: builds Release (installing
 # missing Debian packages first), then runs netio's tools and the reference programs of
 # tools/bench (raw TCP, ZeroMQ; fi_pingpong for libfabric) over the same message sizes with
@@ -76,7 +77,7 @@ while [ $# -gt 0 ]; do
     --rtt-only) rtt_only=1; pubsub=0; memory_time=0; small_pages=0; shift ;;
     --small-pages) small_pages="$2"; shift 2 ;;
     --memory-time) memory_time="$2"; shift 2 ;;
-    -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The README's "Emulated network" figures, from a build directory:
 #   tools/bench/emulation.sh [BUILD_DIR] [pingpong|rate|shared|all]
 # 1. netio_pingpong over three injected delays of equal mean (50 us) and different variance:

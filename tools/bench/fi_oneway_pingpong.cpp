@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // fi_oneway_pingpong: round-trip time straight over libfabric's tcp provider (FI_EP_MSG),
 // without netio (tools/bench/README.md). Every queue has no wait object and both sides spin
 // on fi_cq_read, as libfabric's own `fi_pingpong -p tcp -e msg` does. By default one

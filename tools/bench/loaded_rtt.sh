@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # netio's sleeping round trip against raw blocking TCP (alternating_pingpong: both in turns
 # between the same two processes) while both CPUs also run a background load at the lowest
 # priority. An idle VM halts its vCPUs between round trips and wakes them through the host,
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --sizes) sizes="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --busy-poll) busy=(--busy-poll); shift ;;
-    -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     *) echo "loaded_rtt.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # CTest check of loaded_rtt.sh (label "bench"): one short run under the spin load prints a
 # run line and a median, each a positive ratio, and the load is gone afterwards. Exit 77
 # (skipped) on a machine with one CPU.

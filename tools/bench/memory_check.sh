@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The memory target of the performance issue: a high-throughput sender holds at most its
 # configured pages, and its RSS does not grow over a long run.
 #
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     --time) run_time="$2"; shift 2 ;;
     --max-growth) max_growth="$2"; shift 2 ;;
     --max-overhead) max_overhead="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,14p' "$0"; exit 0 ;;
     *) echo "memory_check.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done

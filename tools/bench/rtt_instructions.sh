@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # User-space instructions per round trip, client and server, of netio_pingpong over tcp://
 # and of raw TCP (tcp_pingpong), counted by valgrind's callgrind. Unlike a timed round trip
 # this does not move with the VM's noise, so a change to the round-trip path can be judged
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     --size) size="$2"; shift 2 ;;
     --short) short="$2"; shift 2 ;;
     --long) long="$2"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,12p' "$0"; exit 0 ;;
     *) echo "rtt_instructions.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done

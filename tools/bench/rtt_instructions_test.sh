@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # CTest check of rtt_instructions.sh (label "bench"): a short count of both systems prints
 # the table with a positive count in every cell. Exit 77 (skipped) without valgrind.
 # Usage: rtt_instructions_test.sh BUILD_DIR

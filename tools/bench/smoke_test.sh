@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # CTest smoke test of the benchmark suite (label "bench"): runs every reference program of
 # tools/bench once, briefly, on 127.0.0.1 (ephemeral ports), and checks that the reporting
 # side prints one JSON document with the expected keys. Usage: smoke_test.sh BIN_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // subscribe_time: how long a publisher takes to accept subscriptions to many tags, over real
 // sockets on loopback in one process (tools/bench/README.md). K subscribers, one after the
 // other, each subscribe to the same N tags in one call (the library sends it as requests of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tcp_pingpong: the raw-TCP reference for round-trip time (tools/bench/README.md). One
 // connection, TCP_NODELAY; the server echoes what it reads. Blocking recv()/send(), or with
 // --busy-poll non-blocking recv() in a spin (burns a core on each side, like

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tcp_throughput: the raw-TCP reference for throughput (tools/bench/README.md). One stream,
 // blocking writes of a fixed size; the receiver reads into a 1 MiB buffer and counts bytes.
 // --paged gives the sender the shape of netio's high-throughput sender and nothing else:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // zmq_pubsub: ZeroMQ publish/subscribe throughput (tools/bench/README.md). The publisher is
 // an XPUB socket with ZMQ_XPUB_NODROP (a full subscriber queue blocks the publisher instead
 // of dropping, as netio's publish does); it binds, waits for --subscribers subscriptions and

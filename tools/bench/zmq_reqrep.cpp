@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // zmq_reqrep: the ZeroMQ reference for round-trip time (tools/bench/README.md): REQ/REP over
 // tcp://, the server (REP) echoes each request.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // zmq_throughput: the ZeroMQ reference for throughput (tools/bench/README.md): PUSH/PULL over
 // tcp://, fixed-size messages, ended by an empty message. The receiver (PULL) binds and
 // reports msg/s and Gb/s of payload; the sender (PUSH) connects.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "record_printer.hpp"
 
 #include <fmt/format.h>

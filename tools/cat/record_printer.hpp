@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How netio_cat sub shows what arrives: hex (one line per message: tag, size, publisher,
 // bytes in hex), raw (the payload bytes as they are, nothing else), or count (messages and
 // bytes per tag, each second and at the end).

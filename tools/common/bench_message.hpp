@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The message format of the throughput benchmark (netio_throughput → netio_recv).
 //
 // A stream is a sequence of runs, one per message size, closed by an end-of-stream frame:

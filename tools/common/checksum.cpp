@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "checksum.hpp"
 
 namespace netio::tools {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Little-endian loads and stores and a fast non-cryptographic 64-bit checksum, for the
 // benchmark wire formats. The checksum detects transport bugs (flipped, shifted, stale or
 // truncated bytes), not tampering.

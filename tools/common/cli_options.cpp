@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cli_options.hpp"
 
 #include "cpu_affinity.hpp"

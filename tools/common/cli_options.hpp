@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CLI11 glue shared by the tools: options that take sizes, durations and CPU numbers with
 // the syntax of units.hpp, and the error/exit conventions.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "control_frame.hpp"
 
 #include "checksum.hpp"

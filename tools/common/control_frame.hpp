@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Control frames: the small fixed-format messages the tools exchange besides their payload
 // (run boundaries and end of stream for the throughput pair, hello/goodbye for pingpong).
 //

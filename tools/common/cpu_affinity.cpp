@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu_affinity.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Pinning threads to CPUs (--cpu), with errors that say which CPUs would have worked.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "deadline.hpp"
 
 #include "units.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // --timeout: a deadline the tools' loops check, and a watchdog that ends the process if
 // they cannot (a call stuck in the library), so that no run outlives its bound by more
 // than a grace period.

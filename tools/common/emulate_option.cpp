@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "emulate_option.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // --emulate SPEC: every tool's link shaping through the emulated network
 // (netio/emulation.hpp), e.g. --emulate 'delay=lognormal:mean=50us,sigma=0.8;rate=10Gbps'.
 // A bad spec is refused at parse time with the parser's message (which quotes the spec).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "json_writer.hpp"
 
 #include <fmt/format.h>

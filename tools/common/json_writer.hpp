@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A small JSON writer for the tools' --json output: one document, written front to back.
 //
 //   JsonWriter json;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "latency_stats.hpp"
 
 #include <fmt/format.h>

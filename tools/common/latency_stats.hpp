@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Summary statistics and a text histogram of latency samples, in microseconds.
 //
 // Percentiles interpolate linearly between the closest ranks (what numpy.percentile does

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "peer_access_options.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // --allow CIDR[,CIDR...] and --key-file FILE: who may connect to a tool's listening side
 // (netio/admission.hpp), and the pre-shared key both sides prove they hold
 // (netio/preshared_key.hpp). Bad values are refused at parse time with the parser's message

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "pingpong_protocol.hpp"
 
 #include "checksum.hpp"

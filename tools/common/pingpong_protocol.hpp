@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What netio_pingpong's client and server say to each other.
 //
 // By default pings and pongs share one connection: the pongs are replies (Peer::try_reply).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The receiving side of the throughput benchmark as pure logic: feed it every message of
 // the stream (bench_message.hpp) and it attributes each to its run, counts it and, with
 // verification on, checks it. No sockets and no threads, so it is unit-testable; netio_recv

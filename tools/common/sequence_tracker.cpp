@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "sequence_tracker.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Counts unique, duplicated and missing sequence numbers of one run, in constant memory
 // for an in-order stream: it keeps the next expected number and the list of gaps.
 //

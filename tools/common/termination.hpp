@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ctrl-C and SIGTERM for the tools: the first signal asks the tool to stop cleanly (report
 // what it has, close its sockets); a second one kills it the default way, for a tool that
 // is stuck.

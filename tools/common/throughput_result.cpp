@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "throughput_result.hpp"
 
 #include "units.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tool_main.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What every tool's main() shares: turning exceptions into a clear message and an exit
 // code, and the --port-file that lets scripts find a port picked by the system.
 #pragma once

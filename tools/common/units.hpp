@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Sizes and durations as people type them on a command line, and back.
 //
 // Sizes: a non-negative number with an optional unit, case-insensitive:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "connbench/connbench.hpp"
 
 #include "common/termination.hpp"

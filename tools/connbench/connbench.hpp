@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_connbench's run: one MultiDestinationSendSocket sending to P receivers in the same
 // process (their own Context, so their own loop thread) over loopback, with a skewed access
 // pattern: a small hot set that takes most accesses, and random others (work stealing:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "pingpong_client.hpp"
 
 #include "common/control_frame.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_pingpong's client: measures round trips of low-latency messages against a
 // netio_pingpong --server. Protocol: common/pingpong_protocol.hpp.
 #pragma once

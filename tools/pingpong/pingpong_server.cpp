@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "pingpong_server.hpp"
 
 #include "common/control_frame.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_pingpong --server: echoes the pings of any number of clients at once, each on its own
 // connection, until Ctrl-C / SIGTERM or --timeout. Protocol: common/pingpong_protocol.hpp.
 #pragma once

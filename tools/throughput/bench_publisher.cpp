@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bench_publisher.hpp"
 
 #include "common/bench_message.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The publishing side of the pub/sub benchmark (netio_throughput --publish): binds a
 // PublishSocket, waits until K subscribers are in (so nothing is published before their
 // subscriptions are acknowledged), then publishes one run per message size round-robin over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bench_receiver.hpp"
 
 #include "common/cpu_affinity.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The receiving side of the throughput benchmark: listens, feeds every message to the
 // RunTracker (common/run_tracker.hpp) of the connection it came on (one stream per
 // connection: several senders at once are counted and verified each on its own) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The sending side of the throughput benchmark: connects to netio_recv and sends one run
 // per message size in the format of common/bench_message.hpp, ending with END_OF_STREAM.
 #pragma once

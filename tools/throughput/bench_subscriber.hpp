@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The subscribing side of the pub/sub benchmark (netio_recv --subscribe): subscribes to the
 // tags on the publisher, feeds each tag's messages to a RunTracker of its own (every tag is
 // a stream of its own: per-tag sequence numbers, verification per tag) and ends when every

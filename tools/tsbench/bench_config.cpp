@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tsbench/bench_config.hpp"
 
 #include "common/units.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What one netio_tsbench run is: the system (N inputs × M computes), the sizes, the
 // interval length, how long it runs, and the emulated network every node sits on.
 // Shared by the local run (every node in this process) and the role run (one node per

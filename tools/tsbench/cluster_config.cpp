@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tsbench/cluster_config.hpp"
 
 #include "netio/error.hpp"

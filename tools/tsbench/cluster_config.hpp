@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_tsbench's role mode: the file that lists every node of a run across processes or
 // hosts, and the rank that says which of them this process is.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tsbench/collect.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_tsbench --collect DIR: the summary of a role run (one node per process) from the
 // CSV files every process wrote with --csv DIR, as the local run prints it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One compute node of netio_tsbench: a TimesliceReceiver (with a DDE replica when asked)
 // that records every time-slice it hands over (arrival times, bytes), checks each
 // contribution's stamp and samples its receive-buffer fill on a loop timer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The benchmark's contributions: contribution_bytes each, the first 16 stamped with the
 // time-slice and the input, so that a compute node can tell a misplaced or mixed-up
 // contribution from a right one at the cost of two compares.

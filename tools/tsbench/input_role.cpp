@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tsbench/input_role.hpp"
 
 #include "tsbench/contribution_stamp.hpp"

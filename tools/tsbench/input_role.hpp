@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One input node of netio_tsbench: a TimesliceSender fed by a generator thread with stamped
 // contributions for t = 0, 1, 2, ... below a limit the caller may set while it runs, and
 // (DFS) a record of every interval: measured start and duration against the proposed ones.

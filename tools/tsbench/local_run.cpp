@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tsbench/local_run.hpp"
 
 #include "tsbench/compute_role.hpp"

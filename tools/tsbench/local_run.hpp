@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_tsbench's local mode: the whole system in this process, every node (N inputs, M
 // compute nodes, a DDE replica inside compute node 0) on a Context of its own with its own
 // emulated network, connected over loopback.

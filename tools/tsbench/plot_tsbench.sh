@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Plots a netio_tsbench --csv DIR with gnuplot:
 #   DIR/spread.png       the completion-spread distribution (CDF) of every scheduler in DIR
 #   DIR/intervals.png    DFS: proposed against actual interval durations (input 0), with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tsbench/records.hpp"
 
 #include "common/latency_stats.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a netio_tsbench run records, and the summary of DESIGN.md §7 computed from it.
 //
 // Times are nanoseconds of the recording node's steady clock, relative to the run's origin

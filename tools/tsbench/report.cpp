@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tsbench/report.hpp"
 
 #include "common/json_writer.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_tsbench's output: the summary table, the JSON document of DESIGN.md §7 and the CSV
 // files of --csv DIR.
 #pragma once

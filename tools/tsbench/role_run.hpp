@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_tsbench's role mode: this process is one node (rank K) of a system listed in a
 // cluster configuration file; every node runs the same command line. Each process records
 // and summarises its own share: an input its intervals, a compute node its time-slices and

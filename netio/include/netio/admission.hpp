@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Admission control: who may connect to a listen socket, and how much a peer may hold
 // before it proved it is a netio peer doing useful work.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The low-level socket interface that every back-end implements (NetIO's send, listen and
 // receive sockets). A back-end only moves buffers: it knows nothing of pages, tags or
 // time-slices. What it guarantees:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Back-ends by scheme: the process-wide table from an endpoint's scheme ("tcp", "fabric")
 // to the factory that makes that back-end. A Context asks it for the back-end of each
 // scheme it meets, once, on its loop thread; the core names no back-end of its own.

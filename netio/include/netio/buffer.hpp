@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Buffers that the back-ends move, and pools of them.
 //
 // A Buffer is a block of memory a back-end can send or receive into. Back-ends such as

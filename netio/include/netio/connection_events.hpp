@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Optional notifications a receive socket gives about its peers. Both run on the
 // event-loop thread; keep them short.
 #pragma once

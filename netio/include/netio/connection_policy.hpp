@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How a sender with a connection limit picks the connection to tear down when opening one
 // more would exceed the limit (the ACTS paper, papers/004: LRU and LRU-M).
 #pragma once

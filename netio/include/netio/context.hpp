@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A netio context: one event loop, its thread, and the back-ends that run on it.
 //
 // Create one per process (or per independent part of it); every socket is made from a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The emulated network: a back-end decorator that makes loopback behave like a real link.
 // It delays each buffer a send socket hands to the wire by a value drawn from a
 // distribution, limits rates per connection and per node, and slows links or nodes down

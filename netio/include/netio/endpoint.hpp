@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Endpoint strings: where a socket listens or connects.
 //
 //   tcp://HOST:PORT                      the POSIX TCP back-end

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Errors of netio: one style everywhere.
 //
 // Synchronous calls throw netio::Error (a std::runtime_error carrying a std::error_code). Asynchronous failures

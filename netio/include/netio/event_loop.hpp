@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The event loop: one epoll instance driven by one thread (see netio::Context, which owns
 // the thread). It multiplexes file descriptors, timers (one timerfd per loop, armed for the
 // earliest deadline of a timer queue) and work posted from other threads (an eventfd

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // High-throughput sockets: messages are batched into pages, each message framed as an
 // 8-byte little-endian length followed by its bytes; a page is sent when full, when the
 // flush timer fires, or on flush(). Received pages are queued and parsed lazily by recv()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Logging through fmt to stderr. The level comes from the environment variable NETIO_LOG
 // (trace, debug, info, warn, error, off; default warn), read once.
 // Thread-safe: each message is written with one call.

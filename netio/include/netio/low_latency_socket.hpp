@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Low-latency sockets: no batching. A message is handed to the back-end as soon as send()
 // is called, and each received message is passed to a callback on the event-loop thread.
 #pragma once

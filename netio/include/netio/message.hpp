@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A received high-throughput message. Move-only. When the message lies within one page it
 // is a view into that page and keeps the page alive (zero copy) until the Message is
 // destroyed. A message that spanned pages is joined in the buffer of the page it started

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A send socket to many receivers: send(endpoint, data) to any of them, over connections
 // opened on first use and, under a connection limit, torn down again (on-demand connection
 // management with tear-down, papers/004; README "Connection management").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Pages shared by many send sockets: a publisher with 100 subscribers, or a node with 1,000
 // connections, holds page_count pages in all, not page_count per socket.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Who is on the other end of a connection, and how to answer it.
 //
 // Every connection a receive socket accepts gets a Peer: a connection id (unique in the

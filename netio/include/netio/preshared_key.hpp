@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A pre-shared key for authenticating peers (AdmissionOptions::key on a receive socket,
 // the send options' `key` on a send socket). Both sides prove that they hold it with a
 // challenge-response in the handshake: each side sends a fresh random nonce, and each

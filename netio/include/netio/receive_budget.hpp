@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A bound on the memory receive sockets hold for their senders, set by the receiver, not
 // the senders. What it counts:
 // - every accepted connection's receive buffers: the credits it may fill ahead of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Per-socket statistics: relaxed atomic counters, cheap to bump on the hot path and cheap
 // to read from any thread. A snapshot is taken counter by counter, not atomically as a whole.
 #pragma once

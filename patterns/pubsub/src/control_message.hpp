@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The control messages of publish/subscribe, with explicit encoding and checks.
 //
 // Subscriber → publisher, on the control connection (a low-latency message):

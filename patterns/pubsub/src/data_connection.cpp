@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "data_connection.hpp"
 
 #include "netio/log.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The publisher's data connection to one subscriber in one mode: a low-latency or a
 // high-throughput send socket of its own, or, under a connection limit, a destination of the
 // publisher's MultiDestinationSendSocket of that mode (the subscriber's data endpoint); the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One subscriber a try_publish() message has not reached yet (PublishProgress).
 #pragma once
 

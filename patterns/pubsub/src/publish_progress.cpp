@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/pubsub/publish_progress.hpp"
 
 #include "pending_delivery.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/pubsub/publish_socket.hpp"
 
 #include "control_message.hpp"

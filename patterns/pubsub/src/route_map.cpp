@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "route_map.hpp"
 
 #include <bit>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The routes of every tag on a publisher, as publishing threads read them: an immutable
 // value, shared by snapshot (SubscriptionTable::routes()).
 //

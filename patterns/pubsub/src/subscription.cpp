@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/pubsub/subscription.hpp"
 
 namespace netio::pubsub {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "subscription_table.hpp"
 
 #include <algorithm>

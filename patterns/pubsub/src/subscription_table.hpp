@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Who subscribed to what, on the publisher: each tag's routes (a data connection and its
 // back-pressure policy), and each subscriber's data connections, one per mode.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Little-endian fields for the pub/sub wire formats: explicit byte order, explicit bounds.
 #pragma once
 

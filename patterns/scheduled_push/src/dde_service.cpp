@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduled_push/dde_service.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "netio/scheduled_push/wire.hpp"
 
 #include "netio/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bench/common/bench_common.hpp"
 
 #include "common/cli_options.hpp"

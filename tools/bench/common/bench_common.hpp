@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the reference programs of the side-by-side benchmark (tools/bench): the --cpu
 // option, plain TCP sockets on loopback with bounded waits, and the report formats (the same
 // JSON keys as netio_recv and netio_pingpong, so that compare.sh reads them all alike).

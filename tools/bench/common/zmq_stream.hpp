@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The two halves of a ZeroMQ throughput run, shared by zmq_throughput (PUSH/PULL) and
 // zmq_pubsub (XPUB/SUB): send fixed-size messages for a count or a time and end with an
 // empty message; receive until the empty message and count.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Thin RAII wrappers over libzmq's C API for the ZeroMQ reference programs, plus what they
 // share: binding to 127.0.0.1 (port 0: an ephemeral one) and reporting it via --port-file.
 #pragma once

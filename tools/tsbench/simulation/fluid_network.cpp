@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tsbench/simulation/fluid_network.hpp"
 
 #include <algorithm>

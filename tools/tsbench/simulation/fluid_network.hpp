@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The network of netio_tsbench --simulate, as a fluid model: bytes flow continuously, and
 // rates change only when a transfer starts or ends or a capacity changes.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tsbench/simulation/shared_port.hpp"
 
 namespace netio::tools::tsbench::simulation {

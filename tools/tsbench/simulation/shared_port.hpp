@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One shared capacity of the simulated network — a node's out= or in= port, or the switch
 // core — shaped as the emulated back-end shapes a node's port: a token bucket
 // (emulated::TokenBucket, its burst included) and, between the connections that have a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tsbench/simulation/simulated_run.hpp"
 
 // The emulator's own delay draws and slow-down windows (pure parts of the emulated

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // netio_tsbench --simulate: the same engines as the socket run (netio::scheduler's
 // InputNode, ComputeNode and DeterministicEngine), driven exactly as the scheduled-push
 // pattern drives them (TimesliceSender::drive, TimesliceReceiver::deliver, DdeService), but

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The DDE's Clock Synchronizer: offset and drift of every input node's clock against the
 // local one (paper Eq. 2 and 3).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One compute node of the time-slice building pattern, as pure logic: which time-slice is
 // ready to be handed over (complete, or given up), in order, and whose credits its release
 // returns.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // All parameters of the DFS engines and the best-effort credit logic, in one struct.
 //
 // Defaults are the paper's (Table I): hist_cnt 10, ssu_TH 10, ssu_pct 5 %, 10,000

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The DFS control messages and their wire encoding.
 //
 // Three messages travel between Input Engines and DDEs: the meta-data report of a finished

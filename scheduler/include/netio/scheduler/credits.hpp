@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The best-effort credit ("ticket") logic of FLESnet, shared by the socket pattern and the
 // simulator.
 //

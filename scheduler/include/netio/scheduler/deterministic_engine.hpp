@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Distributed Deterministic Engine (DDE): History Manager, Clock Synchronizer and
 // Proposer together, driven by the control messages that arrive at one compute node.
 //

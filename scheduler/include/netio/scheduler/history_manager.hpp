@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The DDE's History Manager: the measured meta-data of every interval from every IE, and the
 // unified meta-data of complete intervals.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Input Engine (IE) of one input node (the DFS paper, section III-C).
 //
 // The IE decides when this input sends which contribution. The driver asks next_send(now),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One input node of the time-slice building pattern, as pure logic: which contribution to
 // send next and when, in either mode, with the credits of every compute node.
 //

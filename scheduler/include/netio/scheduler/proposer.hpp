@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The DDE's Proposer: the proposed start and duration of an upcoming interval k from the
 // last history_length complete intervals (paper section III-B.2).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The two statistics the engines share: the median of durations and the average of points
 // in time. Written once; the History Manager, the Proposer, the Clock Synchronizer and the
 // Input Engine all use these.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one time type of the scheduler.
 //
 // The engines never read a clock: the driver (a socket pattern or a discrete-event

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which compute node builds a time-slice, which interval and round it belongs to, and the
 // offset-based round-robin order in which an input sends its contributions.
 //

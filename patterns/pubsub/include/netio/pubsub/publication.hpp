@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A message a high-throughput subscription received: its tag, its payload and the publisher
 // it came from. Move-only; keeps the page it lies in alive (zero copy) until destroyed.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How far one message of PublishSocket::try_publish() got: the subscribers still to serve.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The publishing side of publish/subscribe (README, "Publish/subscribe").
 //
 // A PublishSocket listens on an endpoint for subscription requests (a low-latency

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The subscribing side of publish/subscribe (README, "Publish/subscribe").
 //
 // A SubscribeSocket subscribes to tags on one or more publishers. It sends each request to

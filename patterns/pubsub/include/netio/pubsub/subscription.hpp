@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What publishers and subscribers agree on: tags, the two delivery modes and the
 // back-pressure policies of a subscription.
 #pragma once

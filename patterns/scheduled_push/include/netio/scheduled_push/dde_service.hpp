@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A DDE replica (scheduler::DeterministicEngine) served over netio: input nodes connect to
 // it with a low-latency send socket each (TimesliceSender does, for every endpoint in
 // its options' dde_endpoints), send their meta-data reports and proposal requests

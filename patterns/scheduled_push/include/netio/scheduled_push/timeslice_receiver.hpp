@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The compute node of the scheduled-push pattern: builds complete time-slices from the
 // contributions of every input node and hands each to user code, in time-slice order.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The input node of the scheduled-push pattern: sends this input's contribution to every
 // time-slice to the compute node that builds it (t mod M), under credits, in the offset
 // round-robin order, best-effort or paced by the DFS Input Engine.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The messages of the scheduled-push pattern on its data connections, and their encoding.
 //
 // Every input node opens one low-latency connection to every compute node (the data
