@@ -143,7 +143,7 @@ TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting p
   // receive time and converts back with its own offset and drift, so the starts differ by
   // that jitter: typically well under an interval. Now and then (1 run in 10 or so, both
   // back-ends, on this loaded 2-core VM) a replica gets reports late or in a batch and its
-  // starts for some intervals are off by up to seconds (see docs/scheduled_push.md): the
+  // starts for some intervals are off by up to seconds (see docs/design/dfs-engines.md): the
   // median is checked, the largest difference only reported.
   std::vector<ns::Duration> start_differences;
   ns::Duration typical_duration{0};

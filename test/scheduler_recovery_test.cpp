@@ -4,7 +4,7 @@
 // IEs were paced at, or what the network allows when that is longer. A link that takes
 // 300 ms per interval is slowed down by 25 % (400 ms) for intervals 30–39.
 //
-// The numbers (hand-computed with the rules of proposer.hpp, and by docs/scheduled_push.md's
+// The numbers (hand-computed with the rules of proposer.hpp, and by docs/design/scheduled-push.md's
 // model): the proposals follow the slow-down with the median (6 slow intervals of 10); after
 // it, the IEs are paced at 400 ms, so the measured durations stay there; the speed-up needs
 // a window free of the intervals in which the proposals lagged the jump (30–36), which it

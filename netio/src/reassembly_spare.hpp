@@ -2,7 +2,7 @@
 // The memory of a finished reassembly, kept for the next one instead of being freed.
 // Allocating a large block per message made the C library give memory back to the kernel and
 // take it again, a page fault per 4 KiB: 2 MiB messages over libfabric went from 33 to
-// 9 Gb/s (docs/performance.md, "Messages larger than a page").
+// 9 Gb/s (docs/design/defaults.md, "Reassembly memory").
 //
 // One per high-throughput receive socket, shared by its connections' parsers. Thread-safe:
 // the consumer takes and keeps memory under its turn, and a Message handed out by recv()

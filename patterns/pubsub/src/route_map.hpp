@@ -8,7 +8,7 @@
 // shards of its tags plus the number of shards, not to every route on the publisher. Runs
 // of 256 consecutive tags (a block) share a shard, so a request for a range of tags touches
 // one or two, and a publisher walking through a range of tags stays within one shard for
-// a while (docs/pubsub.md has what that is worth). Up to 512 tags there is one shard.
+// a while (docs/design/defaults.md has what that is worth). Up to 512 tags there is one shard.
 #pragma once
 
 #include "data_connection.hpp"

@@ -73,7 +73,7 @@ struct Later {
   }
 };
 
-// What every message is on the wire (the pattern's encodings, docs/scheduled_push.md), for
+// What every message is on the wire (the pattern's encodings, docs/design/scheduled-push.md), for
 // the ports it crosses: the contributions' header, the replies and the control messages.
 constexpr std::uint64_t kContributionHeader = 24;
 constexpr std::uint64_t kHelloBytes = 36;

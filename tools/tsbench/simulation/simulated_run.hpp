@@ -4,7 +4,7 @@
 // pattern drives them (TimesliceSender::drive, TimesliceReceiver::deliver, DdeService), but
 // in a discrete-event model of the network instead of over sockets.
 //
-// The model (docs/scheduled_push.md, "The simulator"):
+// The model (docs/design/scheduled-push.md, "The simulator"):
 //   - N input nodes, M compute nodes (ranks 0..N-1 and N..N+M-1, as in the socket run); a
 //     DDE replica on compute node 0 (DFS);
 //   - the network: NetworkModel below (ports, as the emulated back-end shapes it, or the
@@ -35,7 +35,7 @@
 
 namespace netio::tools::tsbench::simulation {
 
-// What carries the contributions (docs/scheduled_push.md, "Simulated"):
+// What carries the contributions (docs/design/scheduled-push.md, "The simulator"):
 //   - ports: as the emulated back-end. Every connection has its own queue; a node's out= and
 //     in= ports (and the core, when given) each pass whole buffers through a token bucket,
 //     fair between the connections that have one waiting: an input sends to several compute

@@ -24,7 +24,7 @@
 // (try_publish), refused with Errc::would_block (publish, block) or has the message dropped
 // and counted (publish, drop); one thread's messages keep their order for each subscriber
 // (known issue: not across a re-connect to a high-throughput subscriber that holds all its
-// page credits, docs/connections.md).
+// page credits, docs/design/connections.md).
 // The subscriber sees only its data connection close and come back, nothing in its API. A
 // re-connect that is refused means the subscriber is gone: it is skipped from then on, as a
 // failed connection is, and removed when its control connection drops.
