@@ -95,8 +95,7 @@ class HighThroughputSendSocket {
   HighThroughputSendSocket(const HighThroughputSendSocket&) = delete;
   HighThroughputSendSocket& operator=(const HighThroughputSendSocket&) = delete;
 
-  // As LowLatencySendSocket::wait_connected(): true once connected, false on timeout.
-  [[nodiscard]] bool wait_connected(std::chrono::nanoseconds timeout);
+  void wait_connected(std::chrono::nanoseconds timeout);
   bool connected() const noexcept;
   // The error the connection failed with (refused, rejected, lost), if it did; from any
   // thread, without waiting or throwing.
@@ -115,10 +114,9 @@ class HighThroughputSendSocket {
   bool try_send_parts(std::span<const std::span<const std::byte>> parts);
   // Sends the partly filled page now.
   void flush();
-  // flush(), then waits until every page handed to the back-end has completed: true, or
-  // false on timeout. Throws the connection's error if pages were lost to it;
-  // Errc::would_block on the event-loop thread.
-  [[nodiscard]] bool flush_and_wait(std::chrono::nanoseconds timeout);
+  // flush(), then waits until every page handed to the back-end has completed.
+  // Throws Errc::timeout or the connection's error; Errc::would_block on the event-loop thread.
+  void flush_and_wait(std::chrono::nanoseconds timeout);
   // The next reply from the receiver (Peer::try_reply on its side); as
   // LowLatencySendSocket::recv_reply().
   std::optional<Message> recv_reply(std::chrono::nanoseconds timeout);
