@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Checks the tools' JSON output against the contract of DESIGN.md §7.
+"""Checks the tools' JSON output against the contract of tools/README.md.
 
   check_tool_json.py throughput SENDER_JSON RECEIVER_JSON MESSAGES_PER_SIZE
   check_tool_json.py pingpong CLIENT_JSON ITERATIONS

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # netio_connbench end to end on one back-end: --help, a bad argument, one run with --json
-# (the keys of DESIGN.md §7), a list of limits and policies ({"runs": [...]}), the text table.
+# (the keys of tools/README.md), a list of limits and policies ({"runs": [...]}), the text table.
 #   connbench_test.sh NETIO_CONNBENCH TRANSPORT(tcp|fabric)
 set -euo pipefail
 connbench=$1 transport=$2

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The pub/sub tools end to end over loopback (DESIGN.md §7): netio_throughput --publish to
+# The pub/sub tools end to end over loopback (tools/README.md): netio_throughput --publish to
 # two netio_recv --subscribe (one high-throughput on one tag, one low-latency on two), every
 # tag's stream verified; three subscribers through two data connections (--max-connections 2),
 # verified and with the tear-downs reported; then netio_cat pub → netio_cat sub giving a file

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # netio_throughput → netio_recv over loopback: a bounded sweep with --verify on both sides;
 # every message must arrive, once, intact, and both JSON documents must have the contract's
-# keys (DESIGN.md §7).
+# keys (tools/README.md).
 #   throughput_pair_test.sh NETIO_RECV NETIO_THROUGHPUT TRANSPORT(tcp|fabric) MODE(ht|ll) CHECKER
 set -euo pipefail
 recv=$1 send=$2 transport=$3 mode=$4 checker=$5
