@@ -57,7 +57,7 @@ if [ -n "$sanitize" ]; then
   # What keeps CI within its time on 2 cores: line tables only (-g1: stack traces keep file
   # and line), and only what the library's suite needs. ASan+UBSan builds with -Og: UBSan's
   # checks at -O1 double the compile time of a test file, and the whole stage takes 2.4 min
-  # less with -Og (its tests run 0.6 min longer; README, "Sanitizers in CI"). TSan keeps -O1:
+  # less with -Og (its tests run 0.6 min longer; docs/dev/ci.md). TSan keeps -O1:
   # its timing-sensitive tests already run slowest.
   optimization=-O1
   [ "$sanitize" = address ] && optimization=-Og

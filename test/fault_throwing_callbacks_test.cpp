@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// User callbacks that throw. The policy (README, "Reliability and security"): whatever a
+// User callbacks that throw. The policy (docs/design/layers.md, "Errors"): whatever a
 // callback throws (a std::exception or anything else) is caught where netio called it and
 // logged with the socket's endpoint; the message counts as delivered, the connection stays
 // up, the event loop keeps running, and bookkeeping after the callback (forgetting a

@@ -8,7 +8,7 @@
 // message per 3 messages with 4 buffers, per 6 with 8, per 12 with 16. The quarter the
 // sender still holds keeps a streaming sender busy while the credit message travels.
 // (Announcing half a window at a time cost a busy-polling ping-pong over libfabric tcp
-// 12-15 % here; README, performance section.)
+// 12-15 % here; docs/design/defaults.md, "libfabric credits".)
 #pragma once
 
 #include <algorithm>

@@ -12,7 +12,7 @@ namespace netio::detail {
 // which also transmits and delivers what the call queued so far. An skb carries one GSO
 // segment, just under 64 KiB on loopback and TSO NICs, so a 1 MiB page and its header
 // crossed that point in every call, and on loopback that pass cost the sender a fifth of its
-// CPU (README, Performance). Calls of 3/4 of it stay clear and cost one more syscall per page.
+// CPU (docs/design/defaults.md). Calls of 3/4 of it stay clear and cost one more syscall per page.
 inline constexpr std::size_t kernel_tcp_write_limit = 768 * 1024;
 
 }  // namespace netio::detail

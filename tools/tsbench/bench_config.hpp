@@ -18,7 +18,7 @@ namespace netio::tools::tsbench {
 
 // The default network: every compute node's incoming capacity (a switch port) shared by the
 // inputs sending to it, and a log-normal latency with a long tail on every send. Chosen so
-// that a 4 × 4 run on a 2-core machine shows the DFS effect within a minute (README,
+// that a 4 × 4 run on a 2-core machine shows the DFS effect within a minute (docs/performance.md,
 // "Scheduled push").
 inline constexpr const char* kDefaultEmulation = "delay=lognormal:mean=100us,sigma=1,clip=5ms;in=400Mbps";
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The subscribing side of publish/subscribe (README, "Publish/subscribe").
+// The subscribing side of publish/subscribe (docs/guide/publish-subscribe.md).
 //
 // A SubscribeSocket subscribes to tags on one or more publishers. It sends each request to
 // the publisher over a low-latency control connection (one per publisher) and returns only
