@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
-// netio_cat: see what a publisher publishes, or publish records from a file (DESIGN.md §7).
+// netio_cat: see what a publisher publishes, or publish records from a file. Its options and
+// exit status are documented in docs/man/netio_cat.1.md (man netio_cat).
 //
 //   netio_cat sub -e PUBLISHER --tags T[,T...] [--format hex|raw|count] [--mode ht|ll]
-//                 [-n MESSAGES | -t DURATION] [--allow CIDR[,CIDR...]] [--key-file FILE] [--timeout DURATION]
+//                 [-n MESSAGES | -t DURATION] [--allow CIDR[,CIDR...]] [--key-file FILE] [--cpu N[,M]]
+//                 [--timeout DURATION]
 //   netio_cat pub -e BIND --tag T [--subscribers K] [--record-size SIZE] [--port-file FILE]
-//                 [--allow CIDR[,CIDR...]] [--key-file FILE] [--timeout DURATION] < file
+//                 [--allow CIDR[,CIDR...]] [--key-file FILE] [--cpu N[,M]] [--timeout DURATION] < file
+//   netio_cat --version
 #include "cat/record_printer.hpp"
 #include "common/cli_options.hpp"
+#include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
 #include "common/peer_access_options.hpp"
 #include "common/termination.hpp"
@@ -45,6 +49,7 @@ struct SubOptions {
   std::chrono::nanoseconds timeout{0};
   std::optional<netio::EmulationConfig> emulate;
   PeerAccess access;  // which publishers may connect back, the key
+  CpuChoice cpu;
 };
 
 struct PubOptions {
@@ -56,6 +61,7 @@ struct PubOptions {
   std::chrono::nanoseconds timeout{0};
   std::optional<netio::EmulationConfig> emulate;
   PeerAccess access;  // who may subscribe, the key
+  CpuChoice cpu;
 };
 
 int run_sub(const SubOptions& o) {
@@ -65,7 +71,9 @@ int run_sub(const SubOptions& o) {
   const CatFormat format = o.format == "raw" ? CatFormat::raw : o.format == "count" ? CatFormat::count : CatFormat::hex;
   RecordPrinter printer(format, stdout);
   std::mutex mutex;  // the printer: the loop thread (ll) or this thread (ht)
+  if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   netio::ContextOptions context_options;
+  context_options.cpu = o.cpu.loop_thread;
   context_options.emulation = o.emulate;
   netio::Context context(context_options);
   netio::pubsub::SubscribeOptions options;
@@ -123,7 +131,9 @@ int run_pub(const PubOptions& o) {
   install_termination_handlers();
   const Watchdog watchdog(kTool, o.timeout);
   const Deadline deadline(o.timeout);
+  if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   netio::ContextOptions context_options;
+  context_options.cpu = o.cpu.loop_thread;
   context_options.emulation = o.emulate;
   netio::Context context(context_options);
   netio::pubsub::PublishOptions options;
@@ -173,6 +183,7 @@ int run_pub(const PubOptions& o) {
 int main(int argc, char** argv) {
   CLI::App app{"netio_cat: print what a netio publisher publishes (sub), or publish records from stdin (pub).", kTool};
   app.require_subcommand(1);
+  add_version_flag(app);
   SubOptions sub_options;
   auto* sub = app.add_subcommand("sub", "Subscribe to tags on a publisher and print what arrives");
   sub->add_option("-e,--endpoint", sub_options.endpoint, "The publisher: tcp://HOST:PORT or fabric://HOST:PORT[?provider=NAME]")
@@ -192,6 +203,7 @@ int main(int argc, char** argv) {
   auto* messages = sub->add_option("-n,--messages", sub_options.messages, "Stop after this many messages");
   auto* duration = add_duration_option(*sub, "-t,--time", sub_options.duration, "Stop after this long");
   messages->excludes(duration);
+  add_cpu_option(*sub, sub_options.cpu);
   add_timeout_option(*sub, sub_options.timeout);
   add_emulate_option(*sub, sub_options.emulate);
   add_peer_access_options(*sub, sub_options.access, /*listens=*/true);
@@ -210,6 +222,7 @@ int main(int argc, char** argv) {
   add_size_option(*pub, "--record-size", pub_options.record_size,
                   "Records of this many bytes (the last may be shorter); 0: one record per line, newline included");
   pub->add_option("--port-file", pub_options.port_file, "Write the port bound to FILE once listening")->type_name("FILE");
+  add_cpu_option(*pub, pub_options.cpu);
   add_timeout_option(*pub, pub_options.timeout);
   add_emulate_option(*pub, pub_options.emulate);
   add_peer_access_options(*pub, pub_options.access, /*listens=*/true);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// netio_connbench: on-demand connections under a connection limit (DESIGN.md §7).
+// netio_connbench: on-demand connections under a connection limit. Its options, JSON keys and
+// exit status are documented in docs/man/netio_connbench.1.md (man netio_connbench).
 //
 //   netio_connbench --peers P --max-connections K[,K...] --policy lru|lru-m[,...] [--json]
 //                   [--backend tcp|fabric | -e BASE] [--mode ll|ht] [-s SIZE] [--hot H]
@@ -263,5 +264,6 @@ int main(int argc, char** argv) {
                kTool};
   Options options;
   add_options(app, options);
+  add_version_flag(app);
   return parse_and_run(app, argc, argv, [&] { validate(options); }, [&] { return run(options); });
 }

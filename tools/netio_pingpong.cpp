@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// netio_pingpong: round-trip time of netio's low-latency sockets (DESIGN.md §7).
+// netio_pingpong: round-trip time of netio's low-latency sockets. Its options, JSON keys and
+// exit status are documented in docs/man/netio_pingpong.1.md (man netio_pingpong).
 //
 //   netio_pingpong --server -e ENDPOINT [--port-file FILE] [--busy-poll] [--cpu N[,M]] [--timeout DURATION]
 //   netio_pingpong -e ENDPOINT [-s SIZE] [-n ITERATIONS] [-w WARMUP] [--histogram] [--json]
 //                  [--two-connections] [--busy-poll] [--cpu N[,M]] [--timeout DURATION]
+//   netio_pingpong --version
 #include "common/cli_options.hpp"
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
@@ -190,5 +192,6 @@ int main(int argc, char** argv) {
                kTool};
   Options options;
   add_options(app, options);
+  add_version_flag(app);
   return parse_and_run(app, argc, argv, [&] { validate(options); }, [&] { return run(options); });
 }

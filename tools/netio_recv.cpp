@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// netio_recv: the receiving side of the throughput benchmark (DESIGN.md §7).
+// netio_recv: the receiving side of the throughput benchmark. Its options, JSON keys and exit
+// status are documented in docs/man/netio_recv.1.md (man netio_recv).
 //
 //   netio_recv -e ENDPOINT [--mode ht|ll] [-n MESSAGES | -t DURATION] [--verify] [--json]
 //              [--senders K] [--interval DURATION] [--port-file FILE] [--cpu N[,M]] [--timeout DURATION]
@@ -299,5 +300,6 @@ int main(int argc, char** argv) {
                kTool};
   Options options;
   add_options(app, options);
+  add_version_flag(app);
   return parse_and_run(app, argc, argv, [&] { validate(options); }, [&] { return run(options); });
 }

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// netio_throughput: the sending side of the throughput benchmark (DESIGN.md §7).
+// netio_throughput: the sending side of the throughput benchmark. Its options, JSON keys and
+// exit status are documented in docs/man/netio_throughput.1.md (man netio_throughput).
 //
 //   netio_throughput -e ENDPOINT [--mode ht|ll] (-s SIZE[,SIZE...] | --sweep)
 //                    [-n MESSAGES | -t DURATION] [--page-size SIZE] [--flush-timeout DURATION]
 //                    [--verify] [--json] [--cpu N[,M]] [--timeout DURATION]
 //
 //   netio_throughput --publish -e BIND_ENDPOINT --tags T[,T...] [--subscribers K]
-//                    [--max-connections N [--policy lru|lru-m]] (-s ... | --sweep) [...]
+//                    [--max-connections N [--policy lru|lru-m]] [--port-file FILE] (-s ... | --sweep) [...]
 //
 // Pair it with netio_recv (--subscribe with --publish) on the other end; the message
 // format is in common/bench_message.hpp.
@@ -121,7 +122,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--max-connections", o.max_connections,
                  "With --publish: data connections open at once per mode (low-latency, high-throughput); "
                  "subscribers beyond it are served by tearing down the least recently used one and "
-                 "connecting again (README \"Connection management\"). 0: no limit")
+                 "connecting again. 0: no limit")
       ->needs(publish)
       ->capture_default_str();
   app.add_option("--policy", o.policy, "With --publish --max-connections: which connection is torn down, lru or lru-m")
@@ -266,5 +267,6 @@ int main(int argc, char** argv) {
                kTool};
   Options options;
   add_options(app, options);
+  add_version_flag(app);
   return parse_and_run(app, argc, argv, [&] { validate(app, options); }, [&] { return run(options); });
 }

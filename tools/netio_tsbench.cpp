@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// netio_tsbench: the time-slice building benchmark of the scheduled-push pattern
-// (DESIGN.md §6 and §7): N inputs scatter contributions to M compute nodes, best-effort or
-// under the DFS, on an emulated network; reports the completion spread of every time-slice,
-// the aggregate bandwidth and the receive-buffer fill.
+// netio_tsbench: the time-slice building benchmark of the scheduled-push pattern: N inputs
+// scatter contributions to M compute nodes, best-effort or under the DFS, on an emulated
+// network; reports the completion spread of every time-slice, the aggregate bandwidth and the
+// receive-buffer fill. Options, JSON keys and exit status: docs/man/netio_tsbench.1.md
+// (man netio_tsbench).
 //
 //   netio_tsbench --inputs N --computes M [--scheduler best-effort|dfs | --compare] [--emulate SPEC]
 //                 [--csv DIR] [--json] ...                                  (every node in this process)
@@ -100,7 +101,8 @@ void add_options(CLI::App& app, Options& o) {
                  "Intervals left out of the statistics (both schedulers): DFS runs best-effort until it has "
                  "hist_cnt intervals of history")
       ->capture_default_str();
-  auto* duration = add_duration_option(app, "-t,--duration", b.duration, "How long each scheduler runs (local run)");
+  auto* duration = add_duration_option(app, "-t,--time,--duration", b.duration,
+                                       "How long each scheduler runs (local run; --duration is the old name)");
   app.add_option_function<std::uint64_t>(
          "-n,--timeslices", [&b](std::uint64_t n) { b.timeslices = n; },
          "Run this many time-slices instead of a duration (required with --role)")
@@ -115,7 +117,9 @@ void add_options(CLI::App& app, Options& o) {
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "
                  "'node:4,at=6s,for=3s,rate=75%' (compute node 0 of a 4x4 run at 75 % of its in= rate for 3 s)")
       ->type_name("WINDOW");
-  app.add_option("--transport", b.transport, "Local run: tcp or fabric (loopback)")->capture_default_str();
+  app.add_option("--backend,--transport", b.transport,
+                 "Local run: the back-end, tcp or fabric (on loopback; --transport is the old name)")
+      ->capture_default_str();
   app.add_option("--csv", o.csv,
                  "Write DIR/SCHEDULER/{timeslices,intervals,buffer_fill,bandwidth}.csv and DIR/summary.json "
                  "(plot them with tools/tsbench/plot_tsbench.sh DIR)")
@@ -194,7 +198,8 @@ void add_options(CLI::App& app, Options& o) {
              "Each process prints its own share (a compute node its time-slices, an input its intervals); with --csv DIR\n"
              "on every process (a shared directory), 'netio_tsbench --collect DIR' prints the whole system's summary.\n\n"
              "Exit status: 0 when every time-slice was built, 1 on failure (incomplete time-slices, a node lost,\n"
-             "--timeout), other non-zero values for bad arguments.");
+             "--timeout; in role mode a signal too), 128+N when a local or --simulate run is stopped by signal N\n"
+             "(Ctrl-C), other non-zero values for bad arguments.");
 }
 
 ns::Mode mode_of(const std::string& name) { return name == "dfs" ? ns::Mode::dfs : ns::Mode::best_effort; }
@@ -371,6 +376,7 @@ int main(int argc, char** argv) {
                kTool};
   Options options;
   add_options(app, options);
+  add_version_flag(app);
   try {
     app.parse(argc, argv);
     if (!options.role.empty() && options.compare) {

@@ -72,7 +72,7 @@ def run_local(tsbench, transport):
         csv = os.path.join(work, "csv")
         count = 1600
         cmd = [tsbench, "--compare", "--inputs", "3", "--computes", "2", "-n", str(count), "--json", "--csv", csv,
-               "--transport", transport, "--timeout", f"{TIMEOUT}s"] + SMALL
+               "--backend", transport, "--timeout", f"{TIMEOUT}s"] + SMALL
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
         if p.returncode != 0:
             fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
@@ -303,7 +303,7 @@ def run_simulate(tsbench):
                            (["--simulate", "--clock-drift=-3"], "clock-drift"),
                            (["--simulate", "--role", "input", "--config", "x", "-n", "10"], "excludes"),
                            (["--cpu", "100000"], "CPU 100000"),
-                           (["-t", "0s"], "--duration must be more than 0"),
+                           (["-t", "0s"], "-t/--time must be more than 0"),
                            (["-n", "100"], "warm-up intervals"),
                            (["--collect", "/nonexistent-tsbench-dir"], "neither")):
         p = subprocess.run([tsbench] + args, capture_output=True, text=True, timeout=30)

@@ -187,7 +187,7 @@ tput_netio() {
 tput_netio_small_pages() {
   [ "$small_pages" != 0 ] && [ "$1" -ge 16384 ] || return 0
   # The same with smaller pages: on the 1 MiB-L2 test box 512 KiB pages measured 10-25 %
-  # faster than DESIGN.md's default 1 MiB from 16 KiB messages on (tools/bench/README.md).
+  # faster than the default 1 MiB from 16 KiB messages on (tools/bench/README.md).
   netio_throughput netio_small_pages "$1" "$2" "tcp://127.0.0.1:0" "tcp://127.0.0.1:@PORT@" \
       --page-size "$small_pages"
 }

@@ -5,6 +5,8 @@
 #include "tool_main.hpp"
 #include "units.hpp"
 
+#include "netio/version.hpp"
+
 #include <fmt/format.h>
 
 namespace netio::tools {
@@ -107,6 +109,11 @@ CLI::Option* add_timeout_option(CLI::App& app, std::chrono::nanoseconds& target)
   return add_duration_option(app, "--timeout", target,
                              "Last-resort bound on the whole run; when it passes the tool reports what it has "
                              "and exits non-zero (0: no limit)");
+}
+
+CLI::Option* add_version_flag(CLI::App& app) {
+  return app.set_version_flag("--version", app.get_name() + " " + std::string(netio::version()),
+                              "Print the tool's name and netio's version, then exit");
 }
 
 }  // namespace netio::tools

@@ -50,6 +50,9 @@ CLI::Option* add_cpu_option(CLI::App& app, CpuChoice& target);
 // --timeout DURATION: the last-resort bound on the whole run (0: none).
 CLI::Option* add_timeout_option(CLI::App& app, std::chrono::nanoseconds& target);
 
+// --version: prints "<tool> <netio's version>" (e.g. "netio_recv 0.1.0") on stdout and exits 0.
+CLI::Option* add_version_flag(CLI::App& app);
+
 // The text used in every tool's --help for sizes and durations.
 extern const char* const kUnitsHelp;
 

@@ -21,7 +21,7 @@ CLI::Option* add_emulate_option(CLI::App& app, std::optional<netio::EmulationCon
           "--emulate", [&target](const std::string& spec) { target = netio::parse_emulation_spec(spec); },
           "Shape this tool's links with the emulated network: delays drawn from a distribution, rate limits, "
           "slow-downs, e.g. 'delay=lognormal:mean=50us,sigma=0.8;rate=10Gbps' or 'in=10Gbps' (the grammar is in "
-          "netio/emulation.hpp and the README's \"Emulated network\")")
+          "netio/emulation.hpp)")
       ->check(check_spec)
       ->type_name("SPEC");
 }

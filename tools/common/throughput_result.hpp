@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The result of one throughput run (one message size), as reported by netio_throughput
-// and netio_recv, and its text table and JSON forms (DESIGN.md §7: results: [{size,
+// and netio_recv, and its text table and JSON forms (their man pages: results: [{size,
 // messages, bytes, seconds, msgs_per_s, gbps, lost, duplicated, corrupt}]).
 #pragma once
 

@@ -84,7 +84,7 @@ void BenchConfig::validate() const {
   if (interval_timeslices < computes) {
     reject(fmt::format("--interval {} is shorter than a round ({} compute nodes)", interval_timeslices, computes));
   }
-  if (!timeslices && duration <= std::chrono::nanoseconds::zero()) reject("-t/--duration must be more than 0");
+  if (!timeslices && duration <= std::chrono::nanoseconds::zero()) reject("-t/--time must be more than 0");
   const std::uint64_t warmup_timeslices = interval_timeslices * warmup_intervals;
   if (timeslices && *timeslices <= warmup_timeslices) {
     reject(fmt::format("-n {} time-slices fall within the {} warm-up intervals ({} time-slices), which the statistics "
@@ -93,7 +93,7 @@ void BenchConfig::validate() const {
   }
   scheduler::validate(scheduler_config());
   (void)node_emulation(0);  // throws for a bad spec
-  if (transport != "tcp" && transport != "fabric") reject("--transport must be tcp or fabric, not " + transport);
+  if (transport != "tcp" && transport != "fabric") reject("--backend must be tcp or fabric, not " + transport);
 }
 
 Endpoint local_endpoint(const std::string& transport) {

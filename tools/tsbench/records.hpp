@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// What a netio_tsbench run records, and the summary of DESIGN.md §7 computed from it.
+// What a netio_tsbench run records, and the summary computed from it (its JSON keys:
+// docs/man/netio_tsbench.1.md).
 //
 // Times are nanoseconds of the recording node's steady clock, relative to the run's origin
 // (its start on that node). In a local run every node shares one clock; in a role run each
@@ -56,7 +57,7 @@ struct RunRecords {
   std::uint32_t warmup_intervals = 0;  // left out of the statistics
 };
 
-// DESIGN.md §7's keys per scheduler.
+// The summary's keys per scheduler (netio_tsbench --json).
 struct RunSummary {
   std::uint64_t timeslices = 0;  // handed over, complete or not
   std::uint64_t incomplete = 0;

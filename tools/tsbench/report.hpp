@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// netio_tsbench's output: the summary table, the JSON document of DESIGN.md §7 and the CSV
-// files of --csv DIR.
+// netio_tsbench's output: the summary table, the JSON document of --json
+// (docs/man/netio_tsbench.1.md) and the CSV files of --csv DIR.
 #pragma once
 
 #include "tsbench/records.hpp"
@@ -27,8 +27,8 @@ std::optional<Ratios> ratios(const std::vector<NamedSummary>& runs);
 
 void print_table(std::FILE* out, const std::string& title, const std::vector<NamedSummary>& runs);
 
-// {"best_effort": {...}, "dfs": {...}, "ratios": {"spread_median", "gbps"}} with the keys of
-// DESIGN.md §7 (ratios only when both ran).
+// {"best_effort": {...}, "dfs": {...}, "ratios": {"spread_median", "gbps"}} (ratios only when
+// both ran).
 std::string summary_json(const std::vector<NamedSummary>& runs);
 
 // DIR/timeslices.csv, intervals.csv, buffer_fill.csv, bandwidth.csv. Creates DIR. Throws
