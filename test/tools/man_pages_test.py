@@ -5,14 +5,15 @@
 For every tool: each option that --help lists (of the tool and of each subcommand) is a
 term of the page's OPTIONS section, and each term there is an option in --help; every
 option the page mentions in bold anywhere is an option of some tool; --version prints
-"TOOL VERSION"; every page belongs to a tool given here.
+"TOOL VERSION"; every page belongs to a tool given here; every option that the README
+given with --readme (tools/README.md) mentions is an option of some tool.
 
 In a page, an option is documented by a definition-list term that starts the line:
     **-e**, **--endpoint** *ENDPOINT*
     :   What it does.
 A subcommand's options follow a heading "## TOOL SUBCOMMAND".
 
-  man_pages_test.py --pages DIR --version X.Y.Z TOOL=PATH [TOOL=PATH...]
+  man_pages_test.py --pages DIR --version X.Y.Z [--readme FILE] TOOL=PATH [TOOL=PATH...]
 Exit status: 0 when all agree, 1 with a line per difference.
 """
 import argparse
@@ -120,6 +121,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", required=True, type=pathlib.Path, help="docs/man")
     parser.add_argument("--version", required=True, help="the project's version")
+    parser.add_argument("--readme", type=pathlib.Path, help="tools/README.md")
     parser.add_argument("tools", nargs="+", metavar="TOOL=PATH")
     args = parser.parse_args()
 
@@ -140,6 +142,11 @@ def main():
         # Options mentioned in bold anywhere (prose, other tools' options) exist in some tool.
         for option in sorted(set(BOLD_OPTION.findall(page.read_text())) - all_options):
             problems.append(f"{page.name}: mentions {option}, which no tool has")
+
+    if args.readme:
+        mentioned = set(re.findall(r"(?<![\w-])(--[a-z][-a-z0-9]*)", args.readme.read_text()))
+        for option in sorted(mentioned - all_options):
+            problems.append(f"{args.readme.name}: mentions {option}, which no tool has")
 
     for problem in problems:
         print(problem)
