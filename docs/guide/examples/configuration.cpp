@@ -22,31 +22,32 @@ int main() {
     fmt::print("[my logger] {}: {}\n", netio::to_string(level), line);
   });
 
+  const auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); };
   const netio::LowLatencySendOptions ll;
   const netio::LowLatencyReceiveOptions llr;
   fmt::print("low latency: buffer_count {}, buffer_size {}, send_timeout {}; max_message_size {}, "
              "receive_credits {}, reply_window {}\n",
-             ll.buffer_count, ll.buffer_size, ll.send_timeout, llr.max_message_size, llr.receive_credits,
+             ll.buffer_count, ll.buffer_size, ms(ll.send_timeout), llr.max_message_size, llr.receive_credits,
              llr.reply_window);
   const netio::HighThroughputSendOptions ht;
   const netio::HighThroughputReceiveOptions htr;
   fmt::print("high throughput: page_size {}, page_count {}, flush_timeout {}; max_page_size {}, page_credits {}, "
              "memory_budget {}\n",
-             ht.page_size, ht.page_count, ht.flush_timeout, htr.max_page_size, htr.page_credits, htr.memory_budget);
+             ht.page_size, ht.page_count, ms(ht.flush_timeout), htr.max_page_size, htr.page_credits, htr.memory_budget);
   const netio::AdmissionOptions admission;
   fmt::print("admission: max_connections {}, max_pending_handshakes {}, handshake_timeout {}, progress_timeout {}\n",
-             admission.max_connections, admission.max_pending_handshakes, admission.handshake_timeout,
-             admission.progress_timeout);
+             admission.max_connections, admission.max_pending_handshakes, ms(admission.handshake_timeout),
+             ms(admission.progress_timeout));
   const netio::pubsub::PublishOptions pub;
   const netio::pubsub::SubscribeOptions sub;
   fmt::print("pub/sub: pages {} x {}, flush_timeout {}, ack_timeout {}, resubscribe_interval {}\n",
-             pub.pages.page_count, pub.pages.page_size, pub.flush_timeout, sub.ack_timeout, sub.resubscribe_interval);
+             pub.pages.page_count, pub.pages.page_size, ms(pub.flush_timeout), ms(sub.ack_timeout), ms(sub.resubscribe_interval));
   const netio::scheduled_push::TimesliceReceiverOptions tsr;
   const netio::scheduler::SchedulerConfig config;
   fmt::print("scheduled push: max_contribution_bytes {}, incomplete_timeout {}, timeslices_per_interval {}\n",
-             tsr.max_contribution_bytes, tsr.incomplete_timeout, config.timeslices_per_interval);
+             tsr.max_contribution_bytes, ms(tsr.incomplete_timeout), config.timeslices_per_interval);
 
-  // Options are checked where they are used: a context pinned to a CPU that does not exist throws.
+  // Options are checked where they are used: a CPU that does not exist is Errc::invalid_option.
   netio::ContextOptions options;
   options.cpu = 100000;
   try {
