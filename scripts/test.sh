@@ -10,12 +10,14 @@
 #                                        and install test, which only the plain build runs)
 #   scripts/test.sh --all                the three above, one after the other (what CI runs,
 #                                        .ci/run); stops at the first that fails
-# Further arguments go to ctest (e.g. -R pubsub). ccache is used when installed.
+# Every build keeps line tables only (-g1): stack traces name file and line; for a debugger,
+# configure a build of your own. Further arguments go to ctest (e.g. -R pubsub). ccache is
+# used when installed. Stage times and how they are kept: docs/dev/ci.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
-  sed -n '3,11p' "$0"
+  sed -n '3,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"
   exit 0
 fi
 
@@ -49,25 +51,27 @@ launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+  # Without this, ccache caches nothing that uses a precompiled header (cmake/NetioBuildTime.cmake).
+  export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 fi
-sanitizer_build=()
+# What keeps CI within its time on 2 cores (docs/dev/ci.md): line tables only (-g1: a quarter
+# less compile time than -g, and stack traces keep file and line), precompiled headers and
+# grouped test files (CMake), and in the sanitizer stages only what the library's suite
+# needs. ASan+UBSan builds with -Og: UBSan's checks at -O1 double the compile time of a test
+# file, and the whole stage takes 2.4 min less with -Og (its tests run 0.6 min longer). TSan
+# keeps -O1: its timing-sensitive tests already run slowest.
+optimization=-O2
 targets=()
 selection=()
 if [ -n "$sanitize" ]; then
-  # What keeps CI within its time on 2 cores: line tables only (-g1: stack traces keep file
-  # and line), and only what the library's suite needs. ASan+UBSan builds with -Og: UBSan's
-  # checks at -O1 double the compile time of a test file, and the whole stage takes 2.4 min
-  # less with -Og (its tests run 0.6 min longer; docs/dev/ci.md). TSan keeps -O1:
-  # its timing-sensitive tests already run slowest.
   optimization=-O1
   [ "$sanitize" = address ] && optimization=-Og
-  sanitizer_build=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimization -g1 -DNDEBUG")
   targets=(--target netio_tests pubsub_child_subscriber)
   # The examples and the install test are not built here: the plain build runs them.
   selection=(-LE "tools|bench|fuzz" -E "^(example_|install_and_consume)")
 fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNETIO_SANITIZE="$sanitize" -DNETIO_WARNINGS_AS_ERRORS=ON \
-  "${sanitizer_build[@]}" "${launcher[@]}" >/dev/null
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimization -g1 -DNDEBUG" "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)" "${targets[@]}"
 # fast_unwind_on_malloc=0: libfabric has no frame pointers, and the one suppression
 # (test/support/lsan.supp) needs the stack through it to stay narrow.
