@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
 
     // The readout: binds and publishes; subscriptions arrive as requests.
     netio::pubsub::PublishOptions readout_options;
-    readout_options.name = "readout-1";
+    readout_options.identity.name = "readout-1";
     netio::pubsub::PublishSocket readout(context, netio::Endpoint::parse(argc > 1 ? argv[1] : "tcp://127.0.0.1:0"),
                                          readout_options);
     const netio::Endpoint at = readout.local_endpoint();
@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
     std::atomic<std::uint64_t> monitored{0};
     std::map<netio::pubsub::Tag, std::pair<double, std::uint64_t>> adc;  // sum, samples; loop thread only
     netio::pubsub::SubscribeOptions monitor_options;
-    monitor_options.name = "monitoring";
-    monitor_options.on_message = [&](netio::pubsub::Tag tag, std::span<const std::byte> fragment, const netio::Peer&) {
+    monitor_options.identity.name = "monitoring";
+    auto on_message = [&](netio::pubsub::Tag tag, std::span<const std::byte> fragment, const netio::Peer&) {
       const auto header = header_of(fragment);
       for (std::uint32_t s = 0; s < header.samples; ++s) {
         std::uint16_t value = 0;
@@ -82,13 +82,13 @@ int main(int argc, char** argv) {
       }
       ++monitored;
     };
-    netio::pubsub::SubscribeSocket monitor(context, monitor_options);
+    netio::pubsub::SubscribeSocket monitor(context, on_message, monitor_options);
     monitor.subscribe(at, tag_of(0), Mode::low_latency);  // returns once the readout acknowledged
     monitor.subscribe(at, tag_of(1), Mode::low_latency);
 
     // Storage: every link, high-throughput; checks each link's events arrive in order.
     netio::pubsub::SubscribeOptions storage_options;
-    storage_options.name = "storage";
+    storage_options.identity.name = "storage";
     netio::pubsub::SubscribeSocket storage(context, storage_options);
     for (std::uint32_t link = 0; link < links; ++link) storage.subscribe(at, tag_of(link));
     std::atomic<std::uint64_t> stored_bytes{0};

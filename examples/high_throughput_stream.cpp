@@ -26,7 +26,8 @@ int main() {
     constexpr std::uint64_t count = 100'000;
     std::thread producer([&] {
       for (std::uint64_t i = 0; i < count; ++i) sender.send(std::as_bytes(std::span(&i, 1)));
-      sender.flush_and_wait(10s);  // everything handed to the network
+      // Everything handed to the network (false: not within 10 s).
+      if (!sender.flush_and_wait(10s)) throw netio::Error(netio::Errc::timeout, "not sent within 10 s");
     });
 
     std::uint64_t sum = 0;

@@ -30,7 +30,10 @@ int main(int argc, char** argv) {
     fmt::print("listening on {}\n", receiver.local_endpoint().to_string());
 
     netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
-    sender.wait_connected(5s);  // throws netio::Error if refused or rejected
+    if (!sender.wait_connected(5s)) {  // false on timeout; throws netio::Error if refused or rejected
+      fmt::print(stderr, "no connection within 5 s\n");
+      return 1;
+    }
     for (int i = 0; i < 3; ++i) {
       const auto text = fmt::format("hello #{}", i);
       sender.send(std::as_bytes(std::span(text)));  // copied: the string may go at once

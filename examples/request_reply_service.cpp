@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
         netio::LowLatencySendOptions options;
         options.identity.name = fmt::format("client-{}", c);
         netio::LowLatencySendSocket client(context, service.local_endpoint(), options);
-        client.wait_connected(5s);  // throws netio::Error if refused or rejected
+        // False on timeout; throws netio::Error if refused or rejected.
+        if (!client.wait_connected(5s)) throw netio::Error(netio::Errc::timeout, "no connection within 5 s");
         for (int r = 0; r < requests; ++r) {
           const auto request = fmt::format("request {} from client {}", r, c);
           client.send(std::as_bytes(std::span(request)));

@@ -133,8 +133,9 @@ int main(int argc, char** argv) {
       options.run_dde = mode == ns::Mode::dfs && c == 0;
       options.on_incomplete = [&](const sp::TimesliceView&) { ++incomplete; };
       receivers.push_back(std::make_unique<sp::TimesliceReceiver>(
-          *contexts.back(), base, options,
-          [consumer = consumers.back().get()](sp::Timeslice timeslice) { consumer->keep(std::move(timeslice)); }));
+          *contexts.back(), base,
+          [consumer = consumers.back().get()](sp::Timeslice timeslice) { consumer->keep(std::move(timeslice)); },
+          options));
     }
 
     // Input nodes: a generator thread each, pushing its contributions in time-slice order.

@@ -82,7 +82,7 @@ struct Receiver {
 void legitimate_stream(Receiver& receiver, const std::string& name, std::uint64_t count = 500) {
   netio::Context context(netio::test::context_options());
   netio::LowLatencySendSocket sender(context, receiver.socket.local_endpoint(), named(name));
-  sender.wait_connected(20s);
+  REQUIRE(sender.wait_connected(20s));
   send_stream(sender, 0, count);
   REQUIRE(eventually([&] { return receiver.stream.received(name) == count; }, 20s));
   CHECK(receiver.stream.corrupt() == 0);
@@ -160,7 +160,7 @@ TEST_CASE("a peer pausing between frames longer than the progress timeout is not
   Receiver receiver(Endpoint::parse("tcp://127.0.0.1:0"), admission);
   netio::Context context(netio::test::context_options());
   netio::LowLatencySendSocket sender(context, receiver.socket.local_endpoint(), named("steady"));
-  sender.wait_connected(20s);
+  REQUIRE(sender.wait_connected(20s));
   for (std::uint64_t i = 0; i < 10; ++i) {
     send_stream(sender, i, 1);
     std::this_thread::sleep_for(i % 3 == 0 ? 500ms : 20ms);
@@ -202,8 +202,8 @@ TEST_CASE("the idle timeout drops introduced peers that stay silent, when enable
   netio::Context context(netio::test::context_options());
   netio::LowLatencySendSocket idle(context, receiver.socket.local_endpoint(), named("idle"));
   netio::LowLatencySendSocket busy(context, receiver.socket.local_endpoint(), named("busy"));
-  idle.wait_connected(20s);
-  busy.wait_connected(20s);
+  REQUIRE(idle.wait_connected(20s));
+  REQUIRE(busy.wait_connected(20s));
   send_stream(idle, 0, 1);
   // The busy peer sends every 50 ms for 2 s: never idle for 400 ms.
   for (std::uint64_t i = 0; i < 40; ++i) {
@@ -219,7 +219,7 @@ TEST_CASE("the idle timeout drops introduced peers that stay silent, when enable
     CHECK(eventually([&] {
       try {
         idle.send(netio::test::pattern(StreamCheck::stream_message_size, 1));
-        idle.wait_sent(1s);
+        if (!idle.wait_sent(1s)) return true;  // stuck: the loss shows as a send that never completes
         return false;
       } catch (const netio::Error&) {
         return true;
@@ -237,12 +237,12 @@ TEST_CASE("beyond max_connections a new peer is rejected with a reason, and admi
   netio::Context context(netio::test::context_options());
   auto first = std::make_unique<netio::LowLatencySendSocket>(context, receiver.socket.local_endpoint(), named("a"));
   netio::LowLatencySendSocket second(context, receiver.socket.local_endpoint(), named("b"));
-  first->wait_connected(20s);
-  second.wait_connected(20s);
+  REQUIRE(first->wait_connected(20s));
+  REQUIRE(second.wait_connected(20s));
   {
     netio::LowLatencySendSocket third(context, receiver.socket.local_endpoint(), named("c"));
     try {
-      third.wait_connected(20s);
+      REQUIRE(third.wait_connected(20s));
       FAIL("a third connection was accepted beyond max_connections = 2");
     } catch (const netio::Error& e) {
       CHECK(e.code() == netio::Errc::handshake_rejected);
@@ -269,7 +269,7 @@ TEST_CASE("connections still being established count against max_connections", "
   int refused = 0;
   for (auto& peer : peers) {
     try {
-      peer->wait_connected(20s);
+      REQUIRE(peer->wait_connected(20s));
       ++admitted;
     } catch (const netio::Error& e) {
       ++refused;
@@ -343,7 +343,7 @@ TEST_CASE("out of descriptors, the listener backs off and recovers by itself", "
   {
     netio::Context context(netio::test::context_options());
     netio::LowLatencySendSocket first(context, remote, named("legit-1"));
-    first.wait_connected(20s);
+    REQUIRE(first.wait_connected(20s));
     send_stream(first, 0, count / 2);
     {
       // Attackers take every descriptor the receiver has left, introduce themselves and idle.
@@ -358,7 +358,7 @@ TEST_CASE("out of descriptors, the listener backs off and recovers by itself", "
       for (int i = 0; i < 40; ++i) {
         attackers.push_back(std::make_unique<netio::LowLatencySendSocket>(context, remote, options));
         try {
-          attackers.back()->wait_connected(200ms);
+          if (!attackers.back()->wait_connected(200ms)) ++refused;  // timed out: waiting in the backlog
         } catch (const netio::Error&) {
           ++refused;  // waiting in the receiver's backlog (or reset) while it backs off
         }
@@ -369,7 +369,7 @@ TEST_CASE("out of descriptors, the listener backs off and recovers by itself", "
       for (auto& attacker : attackers) attacker->close();  // asynchronous: nothing waits for them
     }  // the attackers go: descriptors free up
     netio::LowLatencySendSocket second(context, remote, named("legit-2"));
-    second.wait_connected(30s);
+    REQUIRE(second.wait_connected(30s));
     send_stream(second, 0, count);
     int status = 0;
     REQUIRE(::waitpid(child, &status, 0) == child);
@@ -425,10 +425,10 @@ TEST_CASE("a peer accepted with the last free descriptor is kept, though the nex
     netio::Context context(netio::test::context_options());
     netio::LowLatencySendSocket peer(context, Endpoint::parse(fmt::format("tcp://127.0.0.1:{}", port)), named("peer"));
     try {
-      peer.wait_connected(20s);
+      if (!peer.wait_connected(20s)) throw netio::Error(netio::Errc::timeout, "no connection within 20 s");
       const std::string message = "still here";
       peer.send(std::as_bytes(std::span(message)));
-      peer.wait_sent(20s);
+      if (!peer.wait_sent(20s)) throw netio::Error(netio::Errc::timeout, "not sent within 20 s");
     } catch (const netio::Error& e) {
       failure = e.what();  // the listener dropped the peer: closed or reset
     }
@@ -521,11 +521,11 @@ TEST_CASE("out of descriptors with nothing to drop, the back-off timer resumes a
     netio::LowLatencySendSocket first(context, remote, named("first"));
     std::this_thread::sleep_for(100ms);  // in the backlog: the listener fails to accept it and backs off
     REQUIRE(::send(to_child[1], "g", 1, MSG_NOSIGNAL) == 1);
-    first.wait_connected(30s);
+    REQUIRE(first.wait_connected(30s));
     CHECK(::read(to_parent[0], &report, sizeof report) == sizeof report);
     std::this_thread::sleep_for(1200ms);
     netio::LowLatencySendSocket second(context, remote, named("second"));
-    second.wait_connected(30s);
+    REQUIRE(second.wait_connected(30s));
   }
   ::close(to_child[1]);
   ::close(to_parent[0]);

@@ -339,7 +339,7 @@ TEST_CASE("a decorator installed through ContextOptions::wrap_backend sees every
     }
     REQUIRE(eventually([&] { return pair.received == 5 && pair.completions == 5; }));
   }
-  CHECK(schemes == std::vector<std::string>{std::string(base.scheme())});
+  CHECK(schemes == std::vector<std::string>{std::string(base.scheme)});
   CHECK(counts->backends == 1);
   CHECK(counts->listen_sockets == 1);
   CHECK(counts->send_sockets == 1);

@@ -4,6 +4,7 @@
 #include "netio/backend_registry.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
+#include "netio/low_latency_socket.hpp"
 #include "support/counting_backend.hpp"
 #include "support/transports.hpp"
 
@@ -120,5 +121,70 @@ TEST_CASE("a loop callback may make a back-end while another thread makes the fi
                                         << (user_ok ? "finished" : "is stuck"));
   }
   user.join();
-  CHECK(&shared->backend("tcp") == &shared->backend(netio::Transport::tcp));
+  CHECK(&shared->backend("tcp") == &shared->backend(netio::Endpoint::parse("tcp://127.0.0.1:1")));
+}
+
+TEST_CASE("Endpoint::parse accepts a scheme a test registers, and sockets on it use that back-end",
+          "[registry][endpoint]") {
+  // Before registration the scheme is unknown, and the error names the registered ones.
+  try {
+    (void)netio::Endpoint::parse("counted-tcp://127.0.0.1:0");
+    FAIL("an unregistered scheme parsed");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::malformed_endpoint);
+    CHECK_THAT(e.what(), Catch::Contains("unknown scheme 'counted-tcp'") && Catch::Contains("tcp"));
+  }
+
+  // A decorator of tcp that counts every call: what goes over "counted-tcp://" went through it.
+  auto counts = std::make_shared<netio::test::BackendCallCounts>();
+  netio::register_backend("counted-tcp", [counts](netio::EventLoop& loop) -> std::unique_ptr<netio::Backend> {
+    return std::make_unique<netio::test::CountingBackend>(netio::make_registered_backend("tcp", loop, "counted-tcp"),
+                                                          counts);
+  });
+  const auto local = netio::Endpoint::parse("counted-tcp://127.0.0.1:0");
+  CHECK(local.scheme == "counted-tcp");
+  CHECK(local.to_string() == "counted-tcp://127.0.0.1:0");
+  CHECK(netio::Endpoint::parse(local.to_string()) == local);
+  CHECK_THROWS_AS(netio::Endpoint::parse("counted-tcp://127.0.0.1:0?provider=x"), netio::Error);
+
+  netio::Context context;
+  std::promise<std::string> got;
+  netio::LowLatencyReceiveSocket receiver(context, local, [&](std::span<const std::byte> message, const netio::Peer&) {
+    got.set_value(std::string(reinterpret_cast<const char*>(message.data()), message.size()));
+  });
+  const auto bound = receiver.local_endpoint();
+  CHECK(bound.scheme == "counted-tcp");
+  {
+    netio::LowLatencySendSocket sender(context, netio::Endpoint::parse(bound.to_string()));
+    const std::string text = "through the registered back-end";
+    sender.send(std::as_bytes(std::span(text)));
+    auto future = got.get_future();
+    REQUIRE(future.wait_for(10s) == std::future_status::ready);
+    CHECK(future.get() == text);
+  }
+  CHECK(counts->backends == 1);
+  CHECK(counts->listen_sockets == 1);
+  CHECK(counts->send_sockets >= 1);
+  CHECK(counts->sends >= 1);
+}
+
+TEST_CASE("register_backend refuses a malformed scheme with Errc::invalid_option naming it", "[registry]") {
+  const auto factory = [](netio::EventLoop& loop) { return netio::make_registered_backend("tcp", loop, "x"); };
+  for (const char* scheme : {"", "9lives", "has space", "a/b", "a:b"}) {
+    INFO(scheme);
+    try {
+      netio::register_backend(scheme, factory);
+      FAIL("a malformed scheme was registered");
+    } catch (const netio::Error& e) {
+      CHECK(e.code() == netio::Errc::invalid_option);
+      CHECK_THAT(e.what(), Catch::Contains(std::string("'") + scheme + "'"));
+    }
+  }
+  try {
+    netio::register_backend("no-factory", nullptr);
+    FAIL("an empty factory was registered");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::invalid_option);
+    CHECK_THAT(e.what(), Catch::Contains("'no-factory'"));
+  }
 }

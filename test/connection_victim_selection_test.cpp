@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Victim selection (LRU and LRU-M) as pure logic, on scripted sequences whose victims were
 // worked out by hand.
+#include "netio/error.hpp"
 #include "victim_selector.hpp"
 
 #include <catch2/catch.hpp>
@@ -123,5 +124,11 @@ TEST_CASE("Connection policies by name", "[connections][unit]") {
   CHECK(netio::parse_connection_policy("lru") == ConnectionPolicy::lru);
   CHECK(netio::parse_connection_policy("lru-m") == ConnectionPolicy::lru_m);
   CHECK(netio::to_string(ConnectionPolicy::lru_m) == "lru-m");
-  CHECK_THROWS_AS(netio::parse_connection_policy("fifo"), std::invalid_argument);
+  try {
+    (void)netio::parse_connection_policy("fifo");
+    FAIL("an unknown policy parsed");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::invalid_option);
+    CHECK_THAT(e.what(), Catch::Contains("connection policy 'fifo'"));
+  }
 }

@@ -51,7 +51,7 @@ std::string error_of(const std::string& spec) {
   try {
     parse_emulation_spec(spec);
   } catch (const netio::Error& e) {
-    CHECK(e.code() == std::make_error_code(std::errc::invalid_argument));
+    CHECK(e.code() == netio::Errc::invalid_option);
     return e.what();
   }
   return {};

@@ -297,7 +297,7 @@ struct Sender {
 // every socket on the loop thread before the pools and the context go.
 class FabricHarness {
  public:
-  FabricHarness() : backend_(context_.backend(netio::Transport::fabric)) {}
+  FabricHarness() : backend_(context_.backend("fabric")) {}
   ~FabricHarness() {
     run([this] {
       for (auto& sender : senders_) sender->socket.reset();
@@ -535,7 +535,7 @@ TEST_CASE("fabric: listening on port 0 reports the bound port", "[fabric]") {
   const Endpoint bound = h.bound(receiver);
   CHECK(bound.port != 0);
   CHECK(bound.host == "127.0.0.1");
-  CHECK(bound.transport == netio::Transport::fabric);
+  CHECK(bound.scheme == "fabric");
   CHECK(bound.provider == "tcp");
 }
 

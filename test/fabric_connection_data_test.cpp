@@ -73,7 +73,7 @@ TEST_CASE("a keyed fabric listener on the loopback providers listens and authent
   auto send_options = netio::test::named("keyed");
   send_options.key = key;
   netio::LowLatencySendSocket sender(sending, receiver.local_endpoint(), send_options);
-  sender.wait_connected(20s);
+  REQUIRE(sender.wait_connected(20s));
   netio::test::send_stream(sender, 0, 50);
   REQUIRE(eventually([&] { return stream.received("keyed") == 50; }));
   CHECK(stream.corrupt() == 0);

@@ -34,13 +34,19 @@ netio::HighThroughputSendOptions small_pages(std::size_t page_size = 64 * 1024, 
   return options;
 }
 
+// flush_and_wait() on a producer thread, where REQUIRE must not run: a timeout throws, and
+// the future's get() rethrows it on the test's thread.
+void flush_or_throw(netio::HighThroughputSendSocket& sender, std::chrono::nanoseconds timeout) {
+  if (!sender.flush_and_wait(timeout)) throw netio::Error(netio::Errc::timeout, "flush_and_wait() timed out");
+}
+
 // Sends pattern(sizes[i], i) for every i from another thread, then flushes; checks that the
 // receiver gets each message, in order and intact.
 void send_and_expect(netio::HighThroughputSendSocket& sender, netio::HighThroughputReceiveSocket& receiver,
                      const std::vector<std::size_t>& sizes) {
   auto producer = std::async(std::launch::async, [&] {
     for (std::size_t i = 0; i < sizes.size(); ++i) sender.send(pattern(sizes[i], i));
-    sender.flush_and_wait(10s);
+    flush_or_throw(sender, 10s);
   });
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     auto message = receiver.recv(10s);
@@ -95,7 +101,7 @@ TEST_CASE("1,000,000 small messages arrive complete, in order and intact", "[hig
       std::memcpy(m.data(), fields, sizeof fields);
       sender.send(std::span(m).first(8 + i % 17));  // 8 to 24 bytes
     }
-    sender.flush_and_wait(30s);
+    flush_or_throw(sender, 30s);
   });
   std::uint64_t bad = 0;
   for (std::uint64_t i = 0; i < n; ++i) {
@@ -136,7 +142,7 @@ TEST_CASE("large messages go out from the caller's memory, between small ones, i
   auto options = small_pages(page, 4);
   options.zero_copy_threshold = 32 * 1024;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
-  sender.wait_connected(5s);
+  REQUIRE(sender.wait_connected(5s));
   // At and above the threshold: one frame, exactly a page, several pages, more frames than
   // the sender lends at once (8), and a page minus the length's 8 bytes.
   const std::vector<std::size_t> sizes = {10, 32 * 1024, 100, page, 3 * page + 5, 0, 20 * page + 1, 7, page - 8, 31 * 1024};
@@ -151,7 +157,7 @@ TEST_CASE("large messages go out from the caller's memory, between small ones, i
       // must not reach the receiver.
       std::fill(buffer.begin(), buffer.end(), std::byte{0xEE});
     }
-    sender.flush_and_wait(10s);
+    flush_or_throw(sender, 10s);
   });
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     auto message = receiver.recv(10s);
@@ -174,20 +180,20 @@ TEST_CASE("pages and lent frames stay within what the back-end sends at full spe
   const std::size_t page = 1024 * 1024;
   // POSIX cuts its own writes and fills whole pages; libfabric's tcp provider writes each
   // buffer in one call, so its pages are filled to the kernel-friendly size only.
-  const std::size_t capacity = base.transport == netio::Transport::fabric ? netio::detail::kernel_tcp_write_limit : page;
+  const std::size_t capacity = base.scheme == "fabric" ? netio::detail::kernel_tcp_write_limit : page;
   auto options = small_pages(page, 8);
   options.zero_copy_threshold = 2 * page;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
-  sender.wait_connected(5s);
+  REQUIRE(sender.wait_connected(5s));
   // 6144 copied messages of 1 KiB, then two lent from the caller's memory.
   constexpr std::size_t small_count = 6144;
   const std::size_t small = 1024;
   const std::vector<std::size_t> large_sizes = {2 * page, 5 * page / 2 + 3};
   auto producer = std::async(std::launch::async, [&] {
     for (std::size_t i = 0; i < small_count; ++i) sender.send(pattern(small, i));
-    sender.flush_and_wait(10s);
+    flush_or_throw(sender, 10s);
     for (std::size_t i = 0; i < large_sizes.size(); ++i) sender.send(pattern(large_sizes[i], small_count + i));
-    sender.flush_and_wait(10s);
+    flush_or_throw(sender, 10s);
   });
   for (std::size_t i = 0; i < small_count + large_sizes.size(); ++i) {
     auto message = receiver.recv(10s);
@@ -220,10 +226,10 @@ TEST_CASE("without a zero-copy threshold, what is lent follows the back-end", "[
   netio::HighThroughputReceiveSocket receiver(context, base);
   const std::size_t page = 1024 * 1024;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(page, 8));
-  sender.wait_connected(5s);
+  REQUIRE(sender.wait_connected(5s));
   // POSIX lends from 256 KiB on. libfabric's tcp provider fills pages to 768 KiB and lends
   // from two of those on: below, the extra buffer for the length costs more than the copy.
-  const std::size_t threshold = base.transport == netio::Transport::fabric
+  const std::size_t threshold = base.scheme == "fabric"
                                     ? 2 * netio::detail::kernel_tcp_write_limit
                                     : netio::HighThroughputSendOptions::default_zero_copy_threshold;
   const std::vector<std::size_t> sizes = {256 * 1024 - 1, 256 * 1024, page, 3 * page / 2 - 1, 3 * page / 2, 2 * page};
@@ -231,7 +237,7 @@ TEST_CASE("without a zero-copy threshold, what is lent follows the back-end", "[
   for (const std::size_t size : sizes) lent += size >= threshold ? 1 : 0;
   send_and_expect(sender, receiver, sizes);
   CHECK(sender.stats().zero_copy_messages == lent);
-  CHECK(lent == (base.transport == netio::Transport::fabric ? 2 : 5));
+  CHECK(lent == (base.scheme == "fabric" ? 2 : 5));
 }
 
 TEST_CASE("a large message that cannot be sent in time closes the connection, and the caller's memory is free again",
@@ -245,7 +251,7 @@ TEST_CASE("a large message that cannot be sent in time closes the connection, an
   options.zero_copy_threshold = 64 * 1024;
   options.send_timeout = 300ms;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
-  sender.wait_connected(5s);
+  REQUIRE(sender.wait_connected(5s));
   // Nobody reads: the kernel buffers fill up and a 1 MiB send cannot finish.
   std::vector<std::byte> buffer = pattern(1024 * 1024, 1);
   std::optional<netio::Error> error;
@@ -278,7 +284,7 @@ TEST_CASE("the flush timer delivers a lone small message within the timeout", "[
   auto options = small_pages();
   options.flush_timeout = 200ms;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
-  sender.wait_connected(5s);
+  REQUIRE(sender.wait_connected(5s));
   const auto start = std::chrono::steady_clock::now();
   sender.send(pattern(16, 1));
   auto message = receiver.recv(5s);
@@ -318,7 +324,7 @@ TEST_CASE("a stalled receiver makes the sender wait with bounded memory; reading
   auto options = small_pages(64 * 1024, 4);
   options.send_timeout = 200ms;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
-  sender.wait_connected(5s);
+  REQUIRE(sender.wait_connected(5s));
 
   // Nobody calls recv(): kernel buffers, receive credits and the 4 pages fill up, and then
   // send() must give up after its timeout instead of buffering without bound.
@@ -353,7 +359,7 @@ TEST_CASE("a stalled receiver makes the sender wait with bounded memory; reading
       if (std::memcmp(m->data(), chunk.data(), chunk.size()) == 0) ++received;
     }
   });
-  sender.flush_and_wait(20s);  // flows again now that the receiver reads
+  REQUIRE(sender.flush_and_wait(20s));  // flows again now that the receiver reads
   drained.get();
   CHECK(received == sent);
 }
@@ -404,7 +410,7 @@ TEST_CASE("a sender of an oversized length, a truncated page or junk is disconne
   REQUIRE(first);
 
   // A hand-made peer on the raw back-end: a correct hello, then a bad page.
-  auto& backend = context.backend(base.transport);
+  auto& backend = context.backend(base.scheme);
   std::unique_ptr<netio::LowLevelSendSocket> rogue;
   std::unique_ptr<netio::BufferPool> pool;
   std::promise<void> connected;
@@ -464,7 +470,7 @@ TEST_CASE("recv_each hands out batches in order, stops when the handler says so,
   auto size_of = [](std::uint64_t i) -> std::size_t { return i == 1500 ? 10'000 : 8 + i % 40; };
   auto producer = std::async(std::launch::async, [&] {
     for (std::uint64_t i = 0; i < n; ++i) sender.send(pattern(size_of(i), i));
-    sender.flush_and_wait(10s);
+    flush_or_throw(sender, 10s);
   });
   std::uint64_t next = 0, bad = 0;
   auto check = [&](std::span<const std::byte> m) {
@@ -492,7 +498,7 @@ TEST_CASE("recv_each hands out batches in order, stops when the handler says so,
   // recv() and recv_each() take turns on one stream.
   sender.send(pattern(16, 7));
   sender.send(pattern(16, 8));
-  sender.flush_and_wait(5s);
+  REQUIRE(sender.flush_and_wait(5s));
   auto first = receiver.recv(5s);
   REQUIRE(first);
   CHECK(std::vector<std::byte>(first->bytes().begin(), first->bytes().end()) == pattern(16, 7));
@@ -524,7 +530,7 @@ TEST_CASE("recv_each reassembles the messages of two senders in the memory the p
   constexpr std::uint64_t n = 60;
   auto send_all = [&](netio::HighThroughputSendSocket& sender, std::uint64_t salt) {
     for (std::uint64_t i = 0; i < n; ++i) sender.send(pattern(size_of(i), salt + i));
-    sender.flush_and_wait(10s);
+    flush_or_throw(sender, 10s);
   };
   auto a = std::async(std::launch::async, send_all, std::ref(first), 0);
   auto b = std::async(std::launch::async, send_all, std::ref(second), 1000);
@@ -556,7 +562,7 @@ TEST_CASE("a reassembled message from recv() gives its memory back to the socket
   netio::HighThroughputSendSocket sender(context, receiver->local_endpoint(), small_pages(page, 8));
   auto producer = std::async(std::launch::async, [&] {  // more pages than the receiver's credits
     for (std::uint64_t i = 0; i < 3; ++i) sender.send(pattern(5 * page, i));
-    sender.flush_and_wait(10s);
+    flush_or_throw(sender, 10s);
   });
   auto first = receiver->recv(10s);
   REQUIRE(first);
@@ -583,7 +589,7 @@ TEST_CASE("a zero-copy message keeps its page alive after later recv() calls", "
   netio::HighThroughputReceiveSocket receiver(context, base);
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(4096, 4));
   for (int i = 0; i < 100; ++i) sender.send(pattern(100, i));
-  sender.flush_and_wait(5s);
+  REQUIRE(sender.flush_and_wait(5s));
   std::vector<netio::Message> kept;
   for (int i = 0; i < 100; ++i) {
     auto m = receiver.recv(5s);
@@ -603,7 +609,7 @@ TEST_CASE("a sender with pages beyond the receiver's maximum is rejected", "[hig
   netio::HighThroughputReceiveSocket receiver(context, base, receive_options);
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(128 * 1024, 2));
   try {
-    sender.wait_connected(5s);
+    REQUIRE(sender.wait_connected(5s));
     FAIL("connected with oversized pages");
   } catch (const netio::Error& e) {
     CHECK(e.code() == netio::Errc::handshake_rejected);
@@ -679,7 +685,7 @@ TEST_CASE("recv() from 3 threads at once: every message goes to exactly one of t
     });
   }
   for (std::uint64_t i = 0; i < n; ++i) sender.send(std::as_bytes(std::span(&i, 1)));
-  sender.flush_and_wait(10s);
+  REQUIRE(sender.flush_and_wait(10s));
   for (auto& c : consumers) c.join();
   CHECK(total == n);
   std::uint64_t not_once = 0;

@@ -134,7 +134,7 @@ TEST_CASE("a send buffer that cannot grow for a message goes back to the pool", 
   send_options.buffer_count = 2;
   send_options.buffer_size = 1024;
   netio::LowLatencySendSocket sender(sending, receiver.local_endpoint(), send_options);
-  sender.wait_connected(10s);
+  REQUIRE(sender.wait_connected(10s));
 
   const std::vector<std::byte> large(8192, std::byte{1});
   for (int i = 0; i < 4; ++i) CHECK_THROWS_AS(sender.try_send(large), netio::Error);  // more tries than buffers

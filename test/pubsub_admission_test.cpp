@@ -50,8 +50,8 @@ TEST_CASE("pub/sub admission: with the same key on both sides, subscriptions and
   std::atomic<int> low_latency_messages{0};
   SubscribeOptions options;
   options.admission.key = key_of('a');
-  options.on_message = [&](Tag, std::span<const std::byte>, const netio::Peer&) { ++low_latency_messages; };
-  SubscribeSocket subscriber(context, options);
+  SubscribeSocket subscriber(
+      context, [&](Tag, std::span<const std::byte>, const netio::Peer&) { ++low_latency_messages; }, options);
   subscriber.subscribe(publisher.local_endpoint(), 1, mode);
   publisher.publish(1, pubsub_message(1, 0));
   publisher.flush();
@@ -82,9 +82,9 @@ TEST_CASE("pub/sub admission: a subscriber without the key, with another key, or
 
   SubscribeOptions options;
   options.ack_timeout = 20s;  // a refusal must not wait for it
-  options.on_message = [](Tag, std::span<const std::byte>, const netio::Peer&) {};
+  const SubscribeSocket::MessageHandler ignore = [](Tag, std::span<const std::byte>, const netio::Peer&) {};
   SECTION("no key") {
-    SubscribeSocket subscriber(context, options);
+    SubscribeSocket subscriber(context, ignore, options);
     const auto [why, took] = refusal(subscriber, keyed.local_endpoint(), Mode::high_throughput);
     CHECK_THAT(why, Catch::Contains(keyed.local_endpoint().to_string()));
     CHECK_THAT(why, Catch::Contains("key"));
@@ -92,14 +92,14 @@ TEST_CASE("pub/sub admission: a subscriber without the key, with another key, or
   }
   SECTION("another key") {
     options.admission.key = key_of('b');
-    SubscribeSocket subscriber(context, options);
+    SubscribeSocket subscriber(context, ignore, options);
     const auto [why, took] = refusal(subscriber, keyed.local_endpoint(), Mode::high_throughput);
     CHECK_THAT(why, Catch::Contains(keyed.local_endpoint().to_string()));
     CHECK_FALSE(why.empty());
     CHECK(took < 10s);
   }
   SECTION("a network not allowed") {
-    SubscribeSocket subscriber(context, options);
+    SubscribeSocket subscriber(context, ignore, options);
     const auto [why, took] = refusal(subscriber, far.local_endpoint(), Mode::low_latency);
     CHECK_THAT(why, Catch::Contains(far.local_endpoint().to_string()));
     CHECK_THAT(why, Catch::Contains("not in the networks"));

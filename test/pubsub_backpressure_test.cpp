@@ -18,7 +18,7 @@ namespace {
 // A small pool, so that a stalled subscriber fills its share quickly.
 PublishOptions small_pool(std::string name) {
   PublishOptions o;
-  o.name = std::move(name);
+  o.identity.name = std::move(name);
   o.pages = {.page_count = 16, .page_size = 16 * 1024, .per_connection = 4};
   o.flush_timeout = 2ms;
   o.send_timeout = 60s;
@@ -28,7 +28,7 @@ PublishOptions small_pool(std::string name) {
 
 SubscribeOptions stalling(std::string name) {
   SubscribeOptions o;
-  o.name = std::move(name);
+  o.identity.name = std::move(name);
   o.page_credits = 2;  // the receiver stops reading soon when nobody takes messages
   return o;
 }
@@ -180,7 +180,7 @@ TEST_CASE("pub/sub: try_publish retries reach only the subscribers that missed t
     netio::pubsub::PublishProgress progress;
     while (!try_publish(3, message, progress)) {
       ++partial;
-      for (const auto& s : progress.skipped()) skipped.insert(s.name);
+      for (const auto& s : progress.skipped()) skipped.insert(s.identity.name);
       if (partial == 50) slow_reading = true;  // let it catch up after a while
       std::this_thread::sleep_for(100us);
     }

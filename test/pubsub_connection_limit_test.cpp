@@ -11,6 +11,7 @@
 #include "support/test_context.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <memory>
@@ -28,7 +29,7 @@ namespace {
 
 PublishOptions limited(std::size_t max_connections, ConnectionPolicy policy) {
   PublishOptions o;
-  o.name = "p";
+  o.identity.name = "p";
   o.max_connections = max_connections;
   o.connection_policy = policy;
   o.pages = {.page_count = 32, .page_size = 16 * 1024, .per_connection = 4};
@@ -44,15 +45,16 @@ PublishOptions limited(std::size_t max_connections, ConnectionPolicy policy) {
 struct Subscriber {
   Subscriber(netio::Context& context, std::string name, Mode m) : mode(m) {
     SubscribeOptions o;
-    o.name = std::move(name);
+    o.identity.name = std::move(name);
     o.on_subscriptions_lost = [this](const Endpoint&) { ++lost; };
+    SubscribeSocket::MessageHandler on_message;
     if (mode == Mode::low_latency) {
-      o.on_message = [this](Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
+      on_message = [this](Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
         std::lock_guard lock(mutex);
         checker.check(publisher.name(), tag, data);
       };
     }
-    socket = std::make_unique<SubscribeSocket>(context, o);
+    socket = std::make_unique<SubscribeSocket>(context, std::move(on_message), o);
   }
   // High-throughput: takes what is there now; returns how many.
   std::size_t drain() {
@@ -122,7 +124,7 @@ TEST_CASE("pub/sub under a connection limit: 12 subscribers through 4 connection
   std::vector<Subscriber*> high_throughput;
   for (std::size_t s = 0; s < kSubscribers; ++s) {
     const Mode mode = s % 2 == 0 ? Mode::high_throughput : Mode::low_latency;
-    subscribers.push_back(std::make_unique<Subscriber>(subscribing, "s" + std::to_string(s), mode));
+    subscribers.push_back(std::make_unique<Subscriber>(subscribing, fmt::format("s{}", s), mode));
     subscribers.back()->socket->subscribe(publisher.local_endpoint(), s, mode);  // its own tag
     subscribers.back()->socket->subscribe(publisher.local_endpoint(), kEveryone, mode);
     if (mode == Mode::high_throughput) high_throughput.push_back(subscribers.back().get());
@@ -350,7 +352,7 @@ TEST_CASE("pub/sub under a connection limit: try_publish skips a subscriber whos
     int attempts = 0;
     while (!publisher.try_publish(5, message, progress) && ++attempts < 100'000) {
       ++partial;
-      for (const auto& s : progress.skipped()) skipped.insert(s.name);
+      for (const auto& s : progress.skipped()) skipped.insert(s.identity.name);
       std::this_thread::sleep_for(50us);
     }
     REQUIRE(progress.complete());

@@ -147,7 +147,7 @@ struct Survivor {
 // that stops reading holds the publisher up soon.
 PublishOptions small_pool(std::string name) {
   PublishOptions options;
-  options.name = std::move(name);
+  options.identity.name = std::move(name);
   options.pages = {.page_count = 16, .page_size = 64 * 1024, .per_connection = 4};
   options.flush_timeout = 5ms;
   return options;
@@ -260,19 +260,19 @@ TEST_CASE("pub/sub: a restarted publisher is subscribed to again, and the applic
   std::mutex mutex;
   StreamChecker ll_checker;
   SubscribeOptions options;
-  options.name = "s";
+  options.identity.name = "s";
   options.resubscribe_interval = 20ms;
   options.max_resubscribe_interval = 200ms;
   options.on_subscriptions_lost = [&](const Endpoint&) { ++lost; };
   options.on_resubscribed = [&](const Endpoint&) { ++resubscribed; };
-  options.on_message = [&](Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
+  SubscribeSocket::MessageHandler on_message = [&](Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
     std::lock_guard lock(mutex);
     ll_checker.check(publisher.name(), tag, data);
   };
-  SubscribeSocket subscriber(context, options);
+  SubscribeSocket subscriber(context, on_message, options);
 
   PublishOptions first_options;
-  first_options.name = "first";
+  first_options.identity.name = "first";
   auto publisher = std::make_unique<PublishSocket>(context, Endpoint::parse(base), first_options);
   const Endpoint at = publisher->local_endpoint();
   subscriber.subscribe(at, 1, Mode::high_throughput);
@@ -293,7 +293,7 @@ TEST_CASE("pub/sub: a restarted publisher is subscribed to again, and the applic
   std::this_thread::sleep_for(100ms);  // a few retries find nobody
 
   PublishOptions second_options;
-  second_options.name = "second";
+  second_options.identity.name = "second";
   PublishSocket restarted(context, at, second_options);  // the same endpoint
   REQUIRE(eventually([&] { return resubscribed.load() == 1; }));
   CHECK(restarted.stats().subscriptions == 2);
@@ -322,15 +322,14 @@ TEST_CASE("pub/sub churn: 1,000 subscribe/unsubscribe/connect/disconnect cycles 
   const auto base = GENERATE(netio::test::loopback_endpoints());
   netio::Context context(netio::test::context_options());
   PublishOptions options;
-  options.name = "p";
+  options.identity.name = "p";
   options.pages = {.page_count = 16, .page_size = 64 * 1024, .per_connection = 2};
   PublishSocket publisher(context, Endpoint::parse(base), options);
   std::atomic<std::uint64_t> ll_received{0};
   auto cycle = [&](int i) {
     SubscribeOptions o;
-    o.on_message = [&](Tag, std::span<const std::byte>, const netio::Peer&) { ++ll_received; };
     o.low_latency_max_message_size = 4096;
-    SubscribeSocket subscriber(context, o);
+    SubscribeSocket subscriber(context, [&](Tag, std::span<const std::byte>, const netio::Peer&) { ++ll_received; }, o);
     const Tag tag = static_cast<Tag>(i % 7);
     const Mode mode = i % 2 == 0 ? Mode::high_throughput : Mode::low_latency;
     subscriber.subscribe(publisher.local_endpoint(), tag, mode);

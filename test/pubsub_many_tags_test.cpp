@@ -75,11 +75,11 @@ TEST_CASE("pub/sub: a low-latency subscription of several tags, made from the ev
   std::mutex mutex;
   std::multiset<Tag> arrived;
   SubscribeOptions options;
-  options.on_message = [&](Tag tag, std::span<const std::byte>, const netio::Peer&) {
+  SubscribeSocket::MessageHandler on_message = [&](Tag tag, std::span<const std::byte>, const netio::Peer&) {
     std::lock_guard lock(mutex);
     arrived.insert(tag);
   };
-  SubscribeSocket subscriber(context, options);
+  SubscribeSocket subscriber(context, on_message, options);
   std::atomic<bool> acknowledged{false};
   const std::vector<Tag> tags{7, 8, 9};
   context.loop().post([&] {
@@ -178,8 +178,7 @@ TEST_CASE("pub/sub: a subscriber is held to max_tags_per_subscriber; tags it hol
   options.max_tags_per_subscriber = 300;
   PublishSocket publisher(context, Endpoint::parse(base), options);
   SubscribeOptions subscribe_options;
-  subscribe_options.on_message = [](Tag, std::span<const std::byte>, const netio::Peer&) {};
-  SubscribeSocket subscriber(context, subscribe_options);
+  SubscribeSocket subscriber(context, [](Tag, std::span<const std::byte>, const netio::Peer&) {}, subscribe_options);
 
   subscriber.subscribe(publisher.local_endpoint(), tags_from(1, 250), Mode::high_throughput);
   // 250 held + 60 new (10 of the 70 asked for are held already) = 310 > 300: refused whole.

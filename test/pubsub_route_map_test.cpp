@@ -5,6 +5,7 @@
 #include "route_map.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <map>
@@ -21,8 +22,8 @@ namespace {
 using Model = std::map<Tag, std::set<const DataConnection*>>;
 
 std::shared_ptr<DataConnection> connection(std::uint64_t id) {
-  return std::make_shared<DataConnection>(SubscriberInfo{id, "s" + std::to_string(id), {}, Mode::high_throughput},
-                                          netio::Peer());
+  return std::make_shared<DataConnection>(
+      SubscriberInfo{id, netio::Identity{fmt::format("s{}", id), {}}, {}, Mode::high_throughput}, netio::Peer());
 }
 
 // `map` as a Model, read through find() for the model's tags and through for_each(); a route

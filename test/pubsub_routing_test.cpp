@@ -25,15 +25,17 @@ struct LowLatencyInbox {
   std::set<Tag> tags_seen;
   std::atomic<std::uint64_t> count{0};
 
-  SubscribeOptions options(std::string name = "ll-subscriber") {
-    SubscribeOptions o;
-    o.name = std::move(name);
-    o.on_message = [this](Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
+  SubscribeSocket::MessageHandler handler() {
+    return [this](Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
       std::lock_guard lock(mutex);
       checker.check(publisher.name(), tag, data);
       tags_seen.insert(tag);
       ++count;
     };
+  }
+  static SubscribeOptions options(std::string name = "ll-subscriber") {
+    SubscribeOptions o;
+    o.identity.name = std::move(name);
     return o;
   }
 };
@@ -78,7 +80,7 @@ class Publishing {
 
 netio::pubsub::PublishOptions named(std::string name) {
   netio::pubsub::PublishOptions o;
-  o.name = std::move(name);
+  o.identity.name = std::move(name);
   return o;
 }
 
@@ -94,10 +96,11 @@ TEST_CASE("pub/sub: each subscriber gets exactly its tags, in order and intact, 
   storage.subscribe(at, 1);
   storage.subscribe(at, 2);
   LowLatencyInbox monitor_inbox;  // low-latency: tags 2 and 3
-  SubscribeSocket monitor(context, monitor_inbox.options());
+  SubscribeSocket monitor(context, monitor_inbox.handler(), monitor_inbox.options());
   monitor.subscribe(at, 2, Mode::low_latency);
   monitor.subscribe(at, 3, Mode::low_latency);
-  SubscribeSocket both(context, LowLatencyInbox{}.options());  // one tag in each mode
+  LowLatencyInbox both_inbox;
+  SubscribeSocket both(context, both_inbox.handler(), both_inbox.options());  // one tag in each mode
   both.subscribe(at, 4);
   REQUIRE(publisher.stats().subscriptions == 5);
 
@@ -187,7 +190,7 @@ TEST_CASE("pub/sub: one publisher to 16 subscribers on a bounded page pool", "[p
   std::vector<std::unique_ptr<SubscribeSocket>> subs;
   for (int s = 0; s < subscribers; ++s) {
     SubscribeOptions o;
-    o.name = "sub-" + std::to_string(s);
+    o.identity.name = "sub-" + std::to_string(s);
     subs.push_back(std::make_unique<SubscribeSocket>(context, o));
     subs.back()->subscribe(publisher.local_endpoint(), s % tags);
   }
@@ -244,7 +247,7 @@ TEST_CASE("pub/sub: no slow joiner: everything published right after the acknowl
     }
     // Low latency: the same.
     LowLatencyInbox inbox;
-    SubscribeSocket subscriber(context, inbox.options());
+    SubscribeSocket subscriber(context, inbox.handler(), inbox.options());
     subscriber.subscribe(publisher.local_endpoint(), tag, Mode::low_latency);
     for (std::uint64_t i = 0; i < count; ++i) publisher.publish(tag, pubsub_message(tag, i, 24));
     CHECK(eventually([&] { return inbox.count.load() >= count; }));
@@ -341,7 +344,7 @@ TEST_CASE("pub/sub: four threads, each with its own Publisher, keep their order 
   PublishSocket socket(context, Endpoint::parse(base), named("threads"));
   SubscribeSocket storage(context);  // high-throughput, every tag
   LowLatencyInbox inbox;
-  SubscribeSocket monitor(context, inbox.options());  // low-latency, every tag
+  SubscribeSocket monitor(context, inbox.handler(), inbox.options());  // low-latency, every tag
   constexpr Tag threads = 4;
   constexpr std::uint64_t count = 2000;
   for (Tag tag = 1; tag <= threads; ++tag) {

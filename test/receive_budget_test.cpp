@@ -184,13 +184,13 @@ TEST_CASE("a receive socket's budget cuts credits, then rejects senders with the
   std::vector<std::unique_ptr<netio::HighThroughputSendSocket>> senders;
   for (int i = 0; i < 3; ++i) {
     senders.push_back(std::make_unique<netio::HighThroughputSendSocket>(context, receiver.local_endpoint(), pages_of(page)));
-    senders.back()->wait_connected(10s);
+    REQUIRE(senders.back()->wait_connected(10s));
   }
   CHECK(budget.used() == options.memory_budget);  // the third got two credits
 
   netio::HighThroughputSendSocket refused(context, receiver.local_endpoint(), pages_of(page));
   try {
-    refused.wait_connected(10s);
+    REQUIRE(refused.wait_connected(10s));
     FAIL("a sender beyond the budget was accepted");
   } catch (const netio::Error& e) {
     CHECK(e.code() == netio::Errc::handshake_rejected);
@@ -234,7 +234,7 @@ TEST_CASE("a receive socket's budget cuts credits, then rejects senders with the
   senders.front().reset();
   REQUIRE(eventually([&] { return budget.used() == options.memory_budget - 5 * page; }));
   netio::HighThroughputSendSocket late(context, receiver.local_endpoint(), pages_of(page));
-  late.wait_connected(10s);
+  REQUIRE(late.wait_connected(10s));
   CHECK(budget.used() == options.memory_budget);
 }
 
@@ -254,10 +254,10 @@ TEST_CASE("receive sockets given one shared budget are bounded together", "[budg
   CHECK(&low.memory_budget() == shared.get());
 
   netio::LowLatencySendSocket low_sender(context, low.local_endpoint());
-  low_sender.wait_connected(10s);
+  REQUIRE(low_sender.wait_connected(10s));
   CHECK(shared->used() == 128 * KiB);
   netio::HighThroughputSendSocket high_sender(context, high.local_endpoint(), pages_of(64 * KiB));
-  high_sender.wait_connected(10s);  // one of its two credits fits, with its reassembly room
+  REQUIRE(high_sender.wait_connected(10s));  // one of its two credits fits, with its reassembly room
   CHECK(shared->used() == 4 * 64 * KiB);
   netio::HighThroughputSendSocket second(context, high.local_endpoint(), pages_of(64 * KiB));
   CHECK_THROWS_WITH(second.wait_connected(10s), Catch::Contains("memory budget"));
@@ -277,8 +277,8 @@ TEST_CASE("a sender whose message does not fit the reassembly budget is dropped;
   big_options.zero_copy_threshold = std::numeric_limits<std::size_t>::max();  // copied into pages
   netio::HighThroughputSendSocket big(context, receiver.local_endpoint(), big_options);
   netio::HighThroughputSendSocket small(context, receiver.local_endpoint(), pages_of(page));
-  big.wait_connected(10s);
-  small.wait_connected(10s);
+  REQUIRE(big.wait_connected(10s));
+  REQUIRE(small.wait_connected(10s));
 
   // 20 KiB spans two pages and fits (a page's room comes with the connection); 100 KiB does not.
   big.send(pattern(20 * KiB, 1));

@@ -33,16 +33,16 @@ struct Receiver {
   Context context{test::context_options()};
   sp::TimesliceReceiver receiver;
   explicit Receiver(sp::TimesliceReceiverOptions options)
-      : receiver(context, Endpoint::parse("tcp://127.0.0.1:0"), std::move(options), [](const sp::TimesliceView&) {}) {}
+      : receiver(context, Endpoint::parse("tcp://127.0.0.1:0"), [](const sp::TimesliceView&) {}, std::move(options)) {}
 };
 
-// The message of the netio::Error (invalid_argument) constructing a receiver with `options`
+// The message of the netio::Error (Errc::invalid_option) constructing a receiver with `options`
 // throws; fails the test when it constructs.
 std::string refusal(sp::TimesliceReceiverOptions options) {
   try {
     Receiver r(std::move(options));
   } catch (const Error& e) {
-    CHECK(e.code() == std::errc::invalid_argument);
+    CHECK(e.code() == netio::Errc::invalid_option);
     return e.what();
   }
   FAIL("the receiver was constructed");

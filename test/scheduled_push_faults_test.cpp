@@ -154,7 +154,7 @@ TEST_CASE("Junk and mismatched inputs are refused without disturbing the system"
     LowLatencySendSocket stranger(stranger_context, system.receiver(0).local_endpoint());
     stranger.send(std::vector<std::byte>(40, std::byte{0xAB}));
     stranger.send(sp::encode_contribution(0, 0, std::vector<std::byte>(8)));
-    stranger.wait_sent(5s);
+    REQUIRE(stranger.wait_sent(5s));
   }
   // An input of another system (4 inputs): both compute nodes refuse it and it loses them.
   auto wrong = system.sender_options(0);

@@ -21,13 +21,13 @@ SchedulerConfig layout(std::uint32_t inputs, std::uint32_t computes) {
   return c;
 }
 
-// validate() throws a netio::Error with invalid_argument whose message contains `text`.
+// validate() throws a netio::Error with Errc::invalid_option whose message contains `text`.
 void require_rejected(const SchedulerConfig& c, const std::string& text) {
   try {
     validate(c);
     FAIL("validate() accepted a configuration that should fail with: " << text);
   } catch (const netio::Error& e) {
-    CHECK(e.code() == std::errc::invalid_argument);
+    CHECK(e.code() == netio::Errc::invalid_option);
     CHECK_THAT(e.what(), Catch::Contains(text));
   }
 }

@@ -32,7 +32,7 @@ void require_bad_message(Decode decode, const std::vector<std::byte>& bytes, con
     decode(std::span<const std::byte>(bytes));
     FAIL("decoded input that should fail with: " << text);
   } catch (const netio::Error& e) {
-    CHECK(e.code() == std::errc::bad_message);
+    CHECK(e.code() == netio::Errc::protocol_error);
     CHECK_THAT(e.what(), Catch::Contains(text));
   }
 }
@@ -151,7 +151,7 @@ TEST_CASE("scheduler messages: random garbage decodes or fails with bad_message,
         case MessageType::clock_echo: (void)decode_clock_echo(bytes); break;
       }
     } catch (const netio::Error& e) {
-      REQUIRE(e.code() == std::errc::bad_message);
+      REQUIRE(e.code() == netio::Errc::protocol_error);
       ++rejected;
     }
   }

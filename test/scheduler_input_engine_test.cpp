@@ -200,7 +200,7 @@ TEST_CASE("scheduler IE: a faulty driver or peer gets a clear error", "[schedule
     ie.on_acknowledged(0, Time{2});
     FAIL("a second acknowledgement was taken");
   } catch (const netio::Error& e) {
-    CHECK(e.code() == std::errc::invalid_argument);
+    CHECK(e.code() == netio::Errc::invalid_option);
     CHECK_THAT(e.what(), Catch::Contains("second acknowledgement of time-slice 0"));
   }
   CHECK_THROWS_AS(InputEngine(config(4, 1.0), 2), netio::Error);  // only inputs 0 and 1

@@ -76,7 +76,7 @@ TEST_CASE("scheduler credits: sized by the receiver's buffer share per input", "
     credits_per_input(1000, 3, 400);  // 333 bytes hold no 400-byte contribution
     FAIL("no error");
   } catch (const netio::Error& e) {
-    CHECK(e.code() == std::errc::invalid_argument);
+    CHECK(e.code() == netio::Errc::invalid_option);
     CHECK_THAT(e.what(), Catch::Contains("1000 bytes shared by 3 inputs holds no contribution of 400 bytes"));
   }
   CHECK_THROWS_AS(credits_per_input(1000, 0, 100), netio::Error);
@@ -103,7 +103,7 @@ TEST_CASE("scheduler credits: a buffer sized by credits per pair gives those cre
     buffer_for_credits(UINT32_MAX, UINT32_MAX, 1u << 20);  // beyond 64 bits
     FAIL("no error");
   } catch (const netio::Error& e) {
-    CHECK(e.code() == std::errc::invalid_argument);
+    CHECK(e.code() == netio::Errc::invalid_option);
     CHECK_THAT(e.what(), Catch::Contains("beyond 64 bits"));
   }
 }

@@ -95,7 +95,7 @@ TEST_CASE("abort(): a high-throughput send waiting for a page fails at once, nam
   options.page_count = 4;
   options.send_timeout = 60s;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
-  sender.wait_connected(5s);
+  REQUIRE(sender.wait_connected(5s));
   const std::vector<std::byte> message(200 * 1024);
   // Kernel buffers, the receiver's credit and the 4 pages fill up; nobody calls recv().
   REQUIRE(fill([&] { return sender.try_send(message); }));
@@ -125,7 +125,7 @@ TEST_CASE("abort(): a low-latency send waiting for a buffer fails at once, namin
   options.buffer_size = 256 * 1024;
   options.send_timeout = 60s;
   netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), options);
-  sender.wait_connected(5s);
+  REQUIRE(sender.wait_connected(5s));
   const std::vector<std::byte> message(200 * 1024);
   REQUIRE(fill([&] { return sender.try_send(message); }));
 

@@ -77,9 +77,9 @@ int run_sub(const SubOptions& o) {
   context_options.emulation = o.emulate;
   netio::Context context(context_options);
   netio::pubsub::SubscribeOptions options;
-  options.name = "netio_cat";
+  options.identity.name = "netio_cat";
   options.admission = o.access.admission();
-  options.on_message = [&](netio::pubsub::Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
+  auto on_message = [&](netio::pubsub::Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
     std::lock_guard lock(mutex);
     printer.print(tag, data, publisher.name());
   };
@@ -89,7 +89,7 @@ int run_sub(const SubOptions& o) {
   options.on_resubscribed = [](const netio::Endpoint& publisher) {
     fmt::print(stderr, "{}: subscribed again to {}\n", kTool, publisher.to_string());
   };
-  netio::pubsub::SubscribeSocket subscriber(context, options);
+  netio::pubsub::SubscribeSocket subscriber(context, on_message, options);
   const auto publisher = netio::Endpoint::parse(o.endpoint);
   const auto mode = o.mode == "ll" ? netio::pubsub::Mode::low_latency : netio::pubsub::Mode::high_throughput;
   subscriber.subscribe(publisher, o.tags, mode);  // one request and acknowledgement for all
@@ -137,7 +137,7 @@ int run_pub(const PubOptions& o) {
   context_options.emulation = o.emulate;
   netio::Context context(context_options);
   netio::pubsub::PublishOptions options;
-  options.name = "netio_cat";
+  options.identity.name = "netio_cat";
   options.admission = o.access.admission();
   options.flush_timeout = std::chrono::milliseconds(10);
   netio::pubsub::PublishSocket publisher(context, netio::Endpoint::parse(o.endpoint), options);

@@ -312,7 +312,7 @@ bool EmulationConfig::shapes_anything() const noexcept {
 std::vector<double> read_delay_table(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    throw Error(std::make_error_code(std::errc::invalid_argument),
+    throw Error(Errc::invalid_option,
                 fmt::format("delay table '{}': cannot open it: {}", path, std::generic_category().message(errno)));
   }
   std::vector<double> values;
@@ -324,14 +324,14 @@ std::vector<double> read_delay_table(const std::string& path) {
     while (words >> word) {
       const auto parsed = emulated::parse_number(word);
       if (!parsed.ok()) {
-        throw Error(std::make_error_code(std::errc::invalid_argument),
+        throw Error(Errc::invalid_option,
                     fmt::format("delay table '{}', line {}: '{}' is not a number", path, number, word));
       }
       values.push_back(parsed.value());
     }
   }
   if (values.empty()) {
-    throw Error(std::make_error_code(std::errc::invalid_argument),
+    throw Error(Errc::invalid_option,
                 fmt::format("delay table '{}' holds no values (numbers separated by white space, '#' comments)", path));
   }
   return values;
@@ -368,13 +368,13 @@ EmulationConfig parse_emulation_spec(std::string_view spec) {
       else if (key == "node") config.node_id = static_cast<std::uint32_t>(need(emulated::parse_unsigned(value, 0xFFFFFFFFu), "node="));
       else fail(fmt::format("unknown key '{}' (keys: delay, rate, in, out, slowdown, seed, node)", key));
     } catch (const SpecError& e) {
-      throw Error(std::make_error_code(std::errc::invalid_argument),
+      throw Error(Errc::invalid_option,
                   fmt::format("emulation spec '{}': clause '{}': {}", spec, clause, e.message));
     }
   }
   for (const auto& w : config.slowdowns) {
     if (w.rate_factor != 1 && !config.connection_rate && !config.node_in && !config.node_out) {
-      throw Error(std::make_error_code(std::errc::invalid_argument),
+      throw Error(Errc::invalid_option,
                   fmt::format("emulation spec '{}': a slowdown with rate= scales the rates, but none is set: add "
                               "rate=, in= or out= (or slow down with delay=)",
                               spec));

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <mutex>
 #include <variant>
@@ -39,11 +41,23 @@ class Registry final : public detail::BuiltinBackendTable {
   Registry() { detail::register_builtin_backends(*this); }
 };
 
+bool valid_scheme(std::string_view scheme) noexcept {
+  if (scheme.empty() || !std::isalpha(static_cast<unsigned char>(scheme.front()))) return false;
+  return std::all_of(scheme.begin(), scheme.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+  });
+}
+
 }  // namespace
 
 void register_backend(std::string scheme, BackendFactory factory) {
-  if (scheme.empty()) throw Error(Errc::malformed_endpoint, "register_backend: the scheme is empty");
-  if (!factory) throw Error(Errc::malformed_endpoint, fmt::format("register_backend: no factory for '{}'", scheme));
+  if (!valid_scheme(scheme)) {
+    throw Error(Errc::invalid_option,
+                fmt::format("register_backend: scheme '{}' is not letters, digits, '+', '-' and '.' starting "
+                            "with a letter",
+                            scheme));
+  }
+  if (!factory) throw Error(Errc::invalid_option, fmt::format("register_backend: scheme '{}': the factory is empty", scheme));
   auto& registry = Registry::instance();
   std::lock_guard lock(registry.mutex);
   registry.add(std::move(scheme), std::move(factory));
@@ -69,6 +83,12 @@ std::unique_ptr<Backend> make_registered_backend(std::string_view scheme, EventL
                             scheme, fmt::join(registered_backend_schemes(), ", ")));
   }
   return factory(loop);
+}
+
+bool backend_registered(std::string_view scheme) {
+  auto& registry = Registry::instance();
+  std::lock_guard lock(registry.mutex);
+  return registry.entries.find(scheme) != registry.entries.end();
 }
 
 std::vector<std::string> registered_backend_schemes() {

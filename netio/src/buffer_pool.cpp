@@ -24,7 +24,7 @@ struct BufferPool::Slot : Buffer {
 
 BufferPool::BufferPool(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar)
     : buffer_size_(buffer_size), registrar_(registrar), wake_batch_(std::max<std::size_t>(1, count / 4)) {
-  if (count == 0) throw Error(Errc::backend_error, "buffer pool: the buffer count must be at least 1");
+  if (count == 0) throw Error(Errc::invalid_option, "buffer_count 0: a socket needs at least 1 buffer");
   buffers_.reserve(count);
   free_.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {

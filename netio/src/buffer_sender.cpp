@@ -370,19 +370,16 @@ void BufferSender::send_borrowed(std::span<const std::byte> data, std::size_t fr
   }
 }
 
-void BufferSender::wait_idle(std::chrono::nanoseconds timeout) {
+bool BufferSender::wait_idle(std::chrono::nanoseconds timeout) {
   std::unique_lock lock(idle_mutex_);
   idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
   const bool idle = idle_changed_.wait_for(lock, timeout, [this] { return outstanding() == 0; });
   idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
   const bool all_sent = idle && lost_ == 0;
   lock.unlock();
-  if (all_sent) return;  // even if the connection closed afterwards: nothing was lost
+  if (all_sent) return true;  // even if the connection closed afterwards: nothing was lost
   state_.throw_if_failed();
-  if (!idle) {
-    throw Error(Errc::timeout, fmt::format("buffers to {} still in flight after {} ms", remote_.to_string(),
-                                           std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
-  }
+  return idle;
 }
 
 void BufferSender::close_async(std::chrono::nanoseconds timeout, OnClosed on_closed) {

@@ -83,10 +83,10 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   // back-end must let go of the memory before this returns, and the receiver has a torn
   // message) and throws Errc::timeout.
   void send_borrowed(std::span<const std::byte> data, std::size_t frame_size, std::chrono::nanoseconds timeout);
-  // Waits until every submitted buffer has completed (was handed to the network). Throws
-  // Errc::timeout, or the connection's failure if buffers were lost to it. Not from the
-  // loop thread (the completions come on that thread).
-  void wait_idle(std::chrono::nanoseconds timeout);
+  // Waits until every submitted buffer has completed (was handed to the network): true, or
+  // false on timeout. Throws the connection's failure if buffers were lost to it. Not from
+  // the loop thread (the completions come on that thread).
+  bool wait_idle(std::chrono::nanoseconds timeout);
   // Closes the connection because of `error`, which later calls report.
   void abort(const Error& error);
   // For a receiver known to be gone: abort() with Errc::closed naming the receiver and

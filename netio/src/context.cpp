@@ -20,8 +20,7 @@ namespace {
 
 void pin_current_thread(int cpu) {
   if (cpu < 0 || cpu >= CPU_SETSIZE) {
-    throw Error(std::make_error_code(std::errc::invalid_argument),
-                fmt::format("cannot pin the event-loop thread to CPU {}: no such CPU", cpu));
+    throw Error(Errc::invalid_option, fmt::format("ContextOptions::cpu {}: no such CPU", cpu));
   }
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -61,8 +60,8 @@ Context::Context(ContextOptions options)
 Context::~Context() { stop(); }
 
 Backend& Context::backend(const Endpoint& endpoint) {
-  if (Backend* found = find_backend(endpoint.scheme())) return *found;
-  return make_backend(endpoint.scheme(), fmt::format("endpoint '{}'", endpoint.to_string()));
+  if (Backend* found = find_backend(endpoint.scheme)) return *found;
+  return make_backend(endpoint.scheme, fmt::format("endpoint '{}'", endpoint.to_string()));
 }
 
 Backend& Context::backend(std::string_view scheme) {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "netio/endpoint.hpp"
 
+#include "netio/backend_registry.hpp"
 #include "netio/error.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 
@@ -26,22 +28,17 @@ std::uint16_t parse_port(std::string_view text, std::string_view port) {
 
 }  // namespace
 
-std::string_view to_string(Transport transport) noexcept {
-  return transport == Transport::fabric ? "fabric" : "tcp";
-}
-
 Endpoint Endpoint::parse(std::string_view text) {
   Endpoint endpoint;
   const auto scheme_end = text.find("://");
-  if (scheme_end == std::string_view::npos) malformed(text, "expected tcp://HOST:PORT or fabric://HOST:PORT");
+  if (scheme_end == std::string_view::npos) malformed(text, "expected SCHEME://HOST:PORT, e.g. tcp://HOST:PORT");
   const auto scheme = text.substr(0, scheme_end);
-  if (scheme == "tcp") {
-    endpoint.transport = Transport::tcp;
-  } else if (scheme == "fabric") {
-    endpoint.transport = Transport::fabric;
-  } else {
-    malformed(text, fmt::format("unknown scheme '{}' (use tcp or fabric)", scheme));
+  if (scheme.empty()) malformed(text, "missing scheme before '://'");
+  if (!backend_registered(scheme)) {
+    malformed(text, fmt::format("unknown scheme '{}' (registered: {})", scheme,
+                                fmt::join(registered_backend_schemes(), ", ")));
   }
+  endpoint.scheme = std::string(scheme);
 
   auto rest = text.substr(scheme_end + 3);
   std::string_view query;
@@ -78,7 +75,7 @@ Endpoint Endpoint::parse(std::string_view text) {
     const auto eq = item.find('=');
     const auto key = item.substr(0, eq);
     const auto value = eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
-    if (key == "provider" && endpoint.transport == Transport::fabric) {
+    if (key == "provider" && endpoint.scheme == "fabric") {
       if (value.empty()) malformed(text, "empty provider name");
       endpoint.provider = std::string(value);
     } else {
@@ -90,13 +87,10 @@ Endpoint Endpoint::parse(std::string_view text) {
 
 std::string Endpoint::to_string() const {
   const bool ipv6 = host.find(':') != std::string::npos;
-  std::string text = ipv6 ? fmt::format("{}://[{}]:{}", netio::to_string(transport), host, port)
-                          : fmt::format("{}://{}:{}", netio::to_string(transport), host, port);
+  std::string text = ipv6 ? fmt::format("{}://[{}]:{}", scheme, host, port) : fmt::format("{}://{}:{}", scheme, host, port);
   if (!provider.empty()) text += fmt::format("?provider={}", provider);
   return text;
 }
-
-std::string_view Endpoint::scheme() const noexcept { return netio::to_string(transport); }
 
 Endpoint Endpoint::with_port(std::uint16_t new_port) const {
   Endpoint copy = *this;

@@ -107,12 +107,17 @@ class HighThroughputSendSocket::Impl {
       options.page_size = options.shared_pages->page_size();
       options.page_count = options.shared_pages->per_connection();
     }
+    if (options.page_count == 0) {
+      throw Error(Errc::invalid_option, "HighThroughputSendOptions::page_count 0: must be at least 1");
+    }
     if (options.page_size < 2 * detail::message_header_size) {
-      throw Error(Errc::message_too_large, fmt::format("page size {} is too small (at least {} bytes)",
-                                                       options.page_size, 2 * detail::message_header_size));
+      throw Error(Errc::invalid_option, fmt::format("HighThroughputSendOptions::page_size {}: too small (at least {} bytes)",
+                                                    options.page_size, 2 * detail::message_header_size));
     }
     if (options.flush_timeout <= std::chrono::nanoseconds::zero()) {
-      throw Error(Errc::timeout, "the flush timeout must be positive");
+      throw Error(Errc::invalid_option,
+                  fmt::format("HighThroughputSendOptions::flush_timeout {} ns: must be positive",
+                              options.flush_timeout.count()));
     }
     return options;
   }
@@ -337,9 +342,9 @@ HighThroughputSendSocket::HighThroughputSendSocket(Context& context, const Endpo
 
 HighThroughputSendSocket::~HighThroughputSendSocket() { impl_->close_for_destructor(); }
 
-void HighThroughputSendSocket::wait_connected(std::chrono::nanoseconds timeout) {
+bool HighThroughputSendSocket::wait_connected(std::chrono::nanoseconds timeout) {
   impl_->sender_->refuse_on_loop_thread("wait_connected()", "use connected() there");
-  impl_->sender_->state().wait_connected(timeout, impl_->sender_->remote());
+  return impl_->sender_->state().wait_connected(timeout);
 }
 bool HighThroughputSendSocket::connected() const noexcept { return impl_->sender_->state().connected(); }
 std::optional<Error> HighThroughputSendSocket::failure() const { return impl_->sender_->state().failure(); }
@@ -356,10 +361,10 @@ bool HighThroughputSendSocket::try_send_parts(std::span<const std::span<const st
   return impl_->send(parts, false);
 }
 void HighThroughputSendSocket::flush() { impl_->flush_page(impl_->stats_.flushes_explicit()); }
-void HighThroughputSendSocket::flush_and_wait(std::chrono::nanoseconds timeout) {
+bool HighThroughputSendSocket::flush_and_wait(std::chrono::nanoseconds timeout) {
   impl_->sender_->refuse_on_loop_thread("flush_and_wait()", "use flush(), or close(on_closed) to learn when everything was sent");
   flush();
-  impl_->sender_->wait_idle(timeout);
+  return impl_->sender_->wait_idle(timeout);
 }
 std::optional<Message> HighThroughputSendSocket::recv_reply(std::chrono::nanoseconds timeout) {
   return impl_->sender_->replies().recv(timeout);

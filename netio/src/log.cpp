@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <string>
 
 namespace netio {
@@ -29,7 +31,21 @@ std::atomic<LogLevel>& current_level() noexcept {
   return level;
 }
 
-const char* name(LogLevel level) noexcept {
+// The sink set by set_log_sink(); null: stderr. Copied out under the lock and called
+// without it, so a sink may log, or replace itself, without a deadlock.
+struct SinkHolder {
+  std::mutex mutex;
+  std::shared_ptr<const LogSink> sink;  // guarded by mutex
+};
+
+SinkHolder& sink_holder() noexcept {
+  static SinkHolder holder;
+  return holder;
+}
+
+}  // namespace
+
+std::string_view to_string(LogLevel level) noexcept {
   switch (level) {
     case LogLevel::trace: return "trace";
     case LogLevel::debug: return "debug";
@@ -41,19 +57,38 @@ const char* name(LogLevel level) noexcept {
   return "off";
 }
 
-}  // namespace
-
 LogLevel log_level() noexcept { return current_level().load(std::memory_order_relaxed); }
 void set_log_level(LogLevel level) noexcept { current_level().store(level, std::memory_order_relaxed); }
 
+void set_log_sink(LogSink sink) {
+  auto next = sink ? std::make_shared<const LogSink>(std::move(sink)) : nullptr;
+  auto& holder = sink_holder();
+  std::shared_ptr<const LogSink> previous;
+  {
+    std::lock_guard lock(holder.mutex);
+    previous = std::exchange(holder.sink, std::move(next));
+  }
+  // `previous` is destroyed here, outside the lock (or by the last line still using it).
+}
+
 void log_write(LogLevel level, std::string_view message) noexcept {
   try {
+    std::shared_ptr<const LogSink> sink;
+    {
+      auto& holder = sink_holder();
+      std::lock_guard lock(holder.mutex);
+      sink = holder.sink;
+    }
+    if (sink) {
+      (*sink)(level, message);
+      return;
+    }
     const auto now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     // One fwrite per message keeps lines from different threads whole.
-    const std::string line = fmt::format("[{:.6f}] netio {}: {}\n", now, name(level), message);
+    const std::string line = fmt::format("[{:.6f}] netio {}: {}\n", now, to_string(level), message);
     std::fwrite(line.data(), 1, line.size(), stderr);
   } catch (...) {
-    // Logging must never take the program down.
+    // Logging must never take the program down (nor a sink that throws).
   }
 }
 

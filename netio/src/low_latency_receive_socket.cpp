@@ -59,9 +59,14 @@ class LowLatencyReceiveSocket::Impl {
   detail::ReceiveConnections connections_;
 };
 
+static LowLatencyReceiveSocket::Handler required(LowLatencyReceiveSocket::Handler handler) {
+  if (!handler) throw Error(Errc::invalid_option, "LowLatencyReceiveSocket: the message handler is empty");
+  return handler;
+}
+
 LowLatencyReceiveSocket::LowLatencyReceiveSocket(Context& context, const Endpoint& local, Handler handler,
                                                  LowLatencyReceiveOptions options)
-    : impl_(std::make_shared<Impl>(context, local, std::move(handler), options)) {}
+    : impl_(std::make_shared<Impl>(context, local, required(std::move(handler)), options)) {}
 
 LowLatencyReceiveSocket::~LowLatencyReceiveSocket() {
   EventLoop& loop = impl_->connections_.loop();

@@ -16,11 +16,18 @@ namespace netio {
 class LowLatencySendSocket::Impl {
  public:
   Impl(Context& context, const Endpoint& remote, const LowLatencySendOptions& options)
-      : options_(options),
+      : options_(validated(options)),
         sender_(std::make_shared<detail::BufferSender>(
             context, remote, detail::Hello{detail::SocketKind::low_latency_send, 0}, options.identity, options.key,
             options.replies, options.buffer_count, options.buffer_size, nullptr, options.close_awaits_receiver)),
         stats_(sender_->stats()) {}
+
+  static const LowLatencySendOptions& validated(const LowLatencySendOptions& options) {
+    if (options.buffer_count == 0) {
+      throw Error(Errc::invalid_option, "LowLatencySendOptions::buffer_count 0: must be at least 1");
+    }
+    return options;
+  }
 
   // One buffer per message (the concatenation of `parts`): waits for a free one when
   // `wait`, copies, submits.
@@ -94,9 +101,9 @@ LowLatencySendSocket::LowLatencySendSocket(Context& context, const Endpoint& rem
 
 LowLatencySendSocket::~LowLatencySendSocket() { impl_->close_for_destructor(); }
 
-void LowLatencySendSocket::wait_connected(std::chrono::nanoseconds timeout) {
+bool LowLatencySendSocket::wait_connected(std::chrono::nanoseconds timeout) {
   impl_->sender_->refuse_on_loop_thread("wait_connected()", "use connected() there");
-  impl_->sender_->state().wait_connected(timeout, impl_->sender_->remote());
+  return impl_->sender_->state().wait_connected(timeout);
 }
 bool LowLatencySendSocket::connected() const noexcept { return impl_->sender_->state().connected(); }
 std::optional<Error> LowLatencySendSocket::failure() const { return impl_->sender_->state().failure(); }
@@ -115,9 +122,9 @@ bool LowLatencySendSocket::try_send_parts(std::span<const std::span<const std::b
 std::optional<Message> LowLatencySendSocket::recv_reply(std::chrono::nanoseconds timeout) {
   return impl_->sender_->replies().recv(timeout);
 }
-void LowLatencySendSocket::wait_sent(std::chrono::nanoseconds timeout) {
+bool LowLatencySendSocket::wait_sent(std::chrono::nanoseconds timeout) {
   impl_->sender_->refuse_on_loop_thread("wait_sent()", "use close(on_closed) to learn when everything was sent");
-  impl_->sender_->wait_idle(timeout);
+  return impl_->sender_->wait_idle(timeout);
 }
 void LowLatencySendSocket::close(std::function<void(const Error*)> on_closed) {
   impl_->sender_->close_async(impl_->options_.send_timeout, std::move(on_closed));

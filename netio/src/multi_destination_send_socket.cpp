@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The connection manager behind MultiDestinationSendSocket: connections opened on demand,
 // at most max_connections of them, victims torn down by the policy (victim_selector.hpp)
-// with the one-sided protocol of papers/004: flush, await completions, close, then open the
+// with the one-sided protocol of the connection tear-down paper (ACTS): flush, await
+// completions, close, then open the
 // new connection in the freed slot.
 //
 // Every destination has a state; `slots_used_` counts the destinations holding a
@@ -184,7 +185,9 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     }
   }
 
-  bool close() {
+  // What went wrong, if anything: a close that lost messages (the first such error), or
+  // connections still closing after send_timeout (Errc::timeout, logged).
+  std::optional<Error> close() {
     const bool on_loop = context_.loop().in_loop_thread();
     std::unique_lock lock(mutex_);
     closing_all_ = true;
@@ -198,15 +201,16 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
       }
     }
     changed_.notify_all();
-    if (on_loop) return !lost_while_closing_;
+    if (on_loop) return lost_while_closing_;
     // Opening connections are closed as they come up (install()); wait for every slot.
     const auto deadline = Clock::now() + options_.send_timeout;
     if (!changed_.wait_until(lock, deadline, [this] { return slots_used_ == 0; })) {
-      log(LogLevel::warn, "multi-destination send socket: {} connections still closing after {} ms", slots_used_,
-          milliseconds(options_.send_timeout));
-      return false;
+      const auto message = fmt::format("multi-destination send socket: {} connections still closing after {} ms",
+                                       slots_used_, milliseconds(options_.send_timeout));
+      log(LogLevel::warn, "{}", message);
+      return Error(Errc::timeout, message);
     }
-    return !lost_while_closing_;
+    return lost_while_closing_;
   }
 
   ConnectionStats connection_stats() {
@@ -404,7 +408,11 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
       finished = std::move(d.connection);
       d.state = State::closed;
       if (error != nullptr) {
-        if (closing_all_) lost_while_closing_ = true;
+        if (closing_all_ && !lost_while_closing_) {
+          lost_while_closing_ = Error(error->code(), fmt::format("multi-destination send socket: closing the connection "
+                                                                 "to {} lost messages: {}",
+                                                                 d.endpoint.to_string(), error->what()));
+        }
         if (!d.failure_reported) {
           report = record_failure(d, *error);
           reported_endpoint = d.endpoint;
@@ -501,7 +509,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   std::shared_ptr<PagePool> pages_for(const Endpoint& destination) {
     const auto& ht = options_.high_throughput;
     if (options_.mode != SendMode::high_throughput || options_.max_connections == 0 || ht.shared_pages) return nullptr;
-    auto& pool = pages_[std::string(destination.scheme())];
+    auto& pool = pages_[std::string(destination.scheme)];
     if (!pool) {
       pool = std::make_shared<PagePool>(PagePoolOptions{.page_count = options_.max_connections * ht.page_count,
                                                         .page_size = ht.page_size,
@@ -524,7 +532,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   std::map<std::string, std::shared_ptr<PagePool>> pages_;  // by scheme: see pages_for()
   std::size_t slots_used_ = 0;  // destinations opening, open or closing
   bool closing_all_ = false;
-  bool lost_while_closing_ = false;
+  std::optional<Error> lost_while_closing_;  // the first close that lost messages while closing all
   ConnectionStats counters_;
   StatsCounters stats_;
 };
@@ -532,14 +540,15 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
 MultiDestinationSendSocket::MultiDestinationSendSocket(Context& context, MultiDestinationSendOptions options) {
   if (options.mode == SendMode::high_throughput && options.high_throughput.shared_pages == nullptr &&
       options.high_throughput.page_count == 0) {
-    throw std::invalid_argument("multi-destination send socket: high_throughput.page_count must be at least 1");
+    throw Error(Errc::invalid_option,
+                "multi-destination send socket: high_throughput.page_count 0: must be at least 1");
   }
   impl_ = std::make_shared<Impl>(context, std::move(options));
 }
 
 MultiDestinationSendSocket::~MultiDestinationSendSocket() {
   try {
-    impl_->close();
+    (void)impl_->close();  // what went wrong is logged
   } catch (const std::exception& e) {
     log(LogLevel::error, "multi-destination send socket: closing failed: {}", e.what());
   }
@@ -563,7 +572,9 @@ void MultiDestinationSendSocket::abort(const Endpoint& destination, std::string_
   impl_->abort(destination, reason);
 }
 void MultiDestinationSendSocket::flush() { impl_->flush(); }
-bool MultiDestinationSendSocket::close() { return impl_->close(); }
+void MultiDestinationSendSocket::close() {
+  if (auto error = impl_->close()) throw std::move(*error);
+}
 ConnectionStats MultiDestinationSendSocket::connection_stats() const { return impl_->connection_stats(); }
 SocketStats MultiDestinationSendSocket::stats() const noexcept { return impl_->stats(); }
 

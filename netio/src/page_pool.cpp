@@ -22,7 +22,8 @@ class PagePool::Impl {
                             ? std::min(options.per_connection, options.page_count)
                             : std::min(options.page_count, std::max<std::size_t>(2, options.page_count / 4))) {
     if (options.page_count == 0 || options.page_size == 0) {
-      throw Error(Errc::backend_error, "page pool: page_count and page_size must be at least 1");
+      throw Error(Errc::invalid_option, fmt::format("page pool: page_count {} and page_size {}: both must be at least 1",
+                                                    options.page_count, options.page_size));
     }
   }
 

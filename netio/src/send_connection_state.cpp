@@ -43,15 +43,12 @@ std::optional<Error> SendConnectionState::failure() const {
   return error_;
 }
 
-void SendConnectionState::wait_connected(std::chrono::nanoseconds timeout, const Endpoint& remote) const {
+bool SendConnectionState::wait_connected(std::chrono::nanoseconds timeout) const {
   std::unique_lock lock(mutex_);
   changed_.wait_for(lock, timeout,
                     [this] { return connected_.load(std::memory_order_relaxed) || error_.has_value(); });
   if (error_) throw *error_;
-  if (!connected_.load(std::memory_order_relaxed)) {
-    throw Error(Errc::timeout, fmt::format("no connection to {} within {} ms", remote.to_string(),
-                                           std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
-  }
+  return connected_.load(std::memory_order_relaxed);
 }
 
 }  // namespace netio::detail

@@ -25,8 +25,8 @@ class SendConnectionState {
   // Throws the failure, if there was one.
   void throw_if_failed() const;
   std::optional<Error> failure() const;
-  // Throws the failure, or Errc::timeout naming `remote`.
-  void wait_connected(std::chrono::nanoseconds timeout, const Endpoint& remote) const;
+  // True once connected, false on timeout; throws the failure.
+  bool wait_connected(std::chrono::nanoseconds timeout) const;
 
  private:
   mutable std::mutex mutex_;

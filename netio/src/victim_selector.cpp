@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "victim_selector.hpp"
 
+#include "netio/error.hpp"
+
 #include <fmt/format.h>
 
-#include <stdexcept>
 #include <string>
 
 namespace netio {
@@ -19,7 +20,7 @@ std::string_view to_string(ConnectionPolicy policy) noexcept {
 ConnectionPolicy parse_connection_policy(std::string_view text) {
   if (text == "lru") return ConnectionPolicy::lru;
   if (text == "lru-m" || text == "lru_m") return ConnectionPolicy::lru_m;
-  throw std::invalid_argument(fmt::format("unknown connection policy '{}' (lru or lru-m)", text));
+  throw Error(Errc::invalid_option, fmt::format("connection policy '{}': not lru or lru-m", text));
 }
 
 namespace detail {

@@ -22,7 +22,7 @@ ClockSynchronizer::ClockSynchronizer(std::uint32_t input_count, std::uint32_t hi
 
 const ClockSynchronizer::Input& ClockSynchronizer::input(InputIndex i) const {
   if (i >= inputs_.size()) {
-    throw Error(std::make_error_code(std::errc::invalid_argument),
+    throw Error(Errc::invalid_option,
                 "clock synchronizer: input " + std::to_string(i) + " out of range (" + std::to_string(inputs_.size()) +
                     " inputs)");
   }

@@ -15,7 +15,7 @@ constexpr std::uint8_t kHasRoundTrip = 0x01;         // clock probe flag
 constexpr std::size_t kHeaderSize = 4;
 
 [[noreturn]] void reject(const char* message, const std::string& what) {
-  throw Error(std::make_error_code(std::errc::bad_message), std::string(message) + ": " + what);
+  throw Error(Errc::protocol_error, std::string(message) + ": " + what);
 }
 
 // Writes fields one after the other, little-endian.

@@ -18,7 +18,7 @@ DeterministicEngine::DeterministicEngine(const SchedulerConfig& config)
 
 void DeterministicEngine::check_input(InputIndex i) const {
   if (i >= config_.input_count) {
-    throw Error(std::make_error_code(std::errc::invalid_argument),
+    throw Error(Errc::invalid_option,
                 "DDE: input " + std::to_string(i) + " out of range (" + std::to_string(config_.input_count) + " inputs)");
   }
 }

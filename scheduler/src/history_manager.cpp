@@ -11,7 +11,7 @@ namespace netio::scheduler {
 HistoryManager::HistoryManager(std::uint32_t input_count, std::uint32_t retained)
     : input_count_(input_count), retained_(retained) {
   if (input_count == 0 || retained == 0) {
-    throw Error(std::make_error_code(std::errc::invalid_argument), "history manager: input_count (" +
+    throw Error(Errc::invalid_option, "history manager: input_count (" +
                                                                        std::to_string(input_count) + ") and retained (" +
                                                                        std::to_string(retained) + ") must be ≥ 1");
   }
@@ -19,7 +19,7 @@ HistoryManager::HistoryManager(std::uint32_t input_count, std::uint32_t retained
 
 std::optional<UnifiedInterval> HistoryManager::add(InputIndex i, const MeasuredInterval& measured) {
   if (i >= input_count_) {
-    throw Error(std::make_error_code(std::errc::invalid_argument),
+    throw Error(Errc::invalid_option,
                 "history manager: input " + std::to_string(i) + " out of range (" + std::to_string(input_count_) +
                     " inputs)");
   }

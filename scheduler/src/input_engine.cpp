@@ -14,7 +14,7 @@ namespace {
 constexpr Time kAcknowledged = Time::min();
 
 [[noreturn]] void reject(InputIndex self, const std::string& what) {
-  throw Error(std::make_error_code(std::errc::invalid_argument), "input engine " + std::to_string(self) + ": " + what);
+  throw Error(Errc::invalid_option, "input engine " + std::to_string(self) + ": " + what);
 }
 
 }  // namespace

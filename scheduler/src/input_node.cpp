@@ -10,7 +10,7 @@ namespace netio::scheduler {
 namespace {
 
 [[noreturn]] void reject(const std::string& what) {
-  throw Error(std::make_error_code(std::errc::invalid_argument), "input node: " + what);
+  throw Error(Errc::invalid_option, "input node: " + what);
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ std::optional<SpeedUpCheck> Proposer::check_speed_up(std::span<const UnifiedInte
 
 ProposedInterval Proposer::propose(IntervalIndex k, std::span<const UnifiedInterval> window) const {
   const auto reject = [&](const std::string& what) {
-    throw Error(std::make_error_code(std::errc::invalid_argument),
+    throw Error(Errc::invalid_option,
                 "proposer: cannot propose interval " + std::to_string(k) + ": " + what);
   };
   if (window.size() != config_.history_length) {

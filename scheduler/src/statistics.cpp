@@ -10,7 +10,7 @@ namespace netio::scheduler {
 namespace {
 
 void require_values(std::size_t count, const char* what) {
-  if (count == 0) throw Error(std::make_error_code(std::errc::invalid_argument), std::string(what) + " of no values");
+  if (count == 0) throw Error(Errc::invalid_option, std::string(what) + " of no values");
 }
 
 // Partially sorts values so that the middle one(s) are in place; returns (lower, upper)

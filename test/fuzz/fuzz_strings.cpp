@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto endpoint = netio::Endpoint::parse(text);
     const auto again = netio::Endpoint::parse(endpoint.to_string());
     FUZZ_CHECK(again.to_string() == endpoint.to_string());
-    FUZZ_CHECK(again.port == endpoint.port && again.host == endpoint.host && again.transport == endpoint.transport);
+    FUZZ_CHECK(again.port == endpoint.port && again.host == endpoint.host && again.scheme == endpoint.scheme);
   } catch (const netio::Error&) {
   }
 

@@ -70,7 +70,7 @@ class StreamCheck {
 // Sends messages [first, first + count) of the verified stream and waits until they are out.
 inline void send_stream(LowLatencySendSocket& sender, std::uint64_t first, std::uint64_t count) {
   for (std::uint64_t i = first; i < first + count; ++i) sender.send(pattern(StreamCheck::stream_message_size, i));
-  sender.wait_sent(std::chrono::seconds(30));
+  REQUIRE(sender.wait_sent(std::chrono::seconds(30)));
 }
 
 inline LowLatencySendOptions named(const std::string& name) {

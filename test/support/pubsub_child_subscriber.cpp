@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   try {
     netio::Context context;
     netio::pubsub::SubscribeOptions options;
-    options.name = "child";
+    options.identity.name = "child";
     netio::pubsub::SubscribeSocket subscriber(context, options);
     subscriber.subscribe(netio::Endpoint::parse(argv[1]), std::stoull(argv[2]));
     std::printf("subscribed\n");

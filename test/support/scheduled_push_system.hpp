@@ -127,17 +127,21 @@ class System {
       };
       if (options_.keep) {
         receivers_.push_back(std::make_unique<sp::TimesliceReceiver>(
-            *receiver_contexts_.back(), endpoint, ro, [this, c](sp::Timeslice kept) {
+            *receiver_contexts_.back(), endpoint,
+            [this, c](sp::Timeslice kept) {
               deliveries_[c].add(kept.view());
               options_.keep(c, std::move(kept));
-            }));
+            },
+            ro));
         continue;
       }
       receivers_.push_back(std::make_unique<sp::TimesliceReceiver>(
-          *receiver_contexts_.back(), endpoint, ro, [this, c](const sp::TimesliceView& view) {
+          *receiver_contexts_.back(), endpoint,
+          [this, c](const sp::TimesliceView& view) {
             deliveries_[c].add(view);
             if (c == 0 && options_.slow_consumer.count() > 0) std::this_thread::sleep_for(options_.slow_consumer);
-          }));
+          },
+          ro));
     }
     proposals_ = std::vector<Proposals>(options_.dde_replicas);
     if (options_.mode == ns::Mode::dfs && !options_.dde_in_receivers) {

@@ -333,7 +333,9 @@ int run_client(const Options& o) {
   netio::LowLatencySendSocket socket(
       context, netio::Endpoint::parse(fmt::format("tcp://{}:{}", where.host, netio_port)), send_options);
   alternation.attach(socket);
-  socket.wait_connected(std::chrono::seconds(10));
+  if (!socket.wait_connected(std::chrono::seconds(10))) {
+    throw netio::Error(netio::Errc::timeout, fmt::format("no connection to {} within 10 s", socket.remote().to_string()));
+  }
 
   std::vector<double> netio_all, raw_all, ratios;
   for (std::uint64_t pair = 0; pair < o.chunks; ++pair) {

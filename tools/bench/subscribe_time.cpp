@@ -66,7 +66,7 @@ int run(const Options& o) {
   std::vector<std::unique_ptr<pubsub::SubscribeSocket>> subscribers;
   std::vector<double> seconds;
   for (std::size_t k = 0; k < o.subscribers; ++k) {
-    subscribe_options.name = fmt::format("{}-{}", kTool, k);
+    subscribe_options.identity.name = fmt::format("{}-{}", kTool, k);
     subscribers.push_back(std::make_unique<pubsub::SubscribeSocket>(subscriber_context, subscribe_options));
     const auto start = std::chrono::steady_clock::now();
     subscribers.back()->subscribe(publisher.local_endpoint(), tags);

@@ -236,7 +236,9 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
   }
   LowLatencySendSocket pings(context, options.server, send_options);
   loop.attach(pings);
-  pings.wait_connected(deadline.remaining(options.connect_timeout));
+  if (!pings.wait_connected(deadline.remaining(options.connect_timeout))) {
+    throw Error(Errc::timeout, fmt::format("no connection to {} in time", options.server.to_string()));
+  }
 
   const std::uint16_t reply_port = pongs ? pongs->local_endpoint().port : 0;
   pings.send(encode_control_frame({ControlKind::ping_hello, reply_port, loop.session(), options.size}));

@@ -175,12 +175,16 @@ class EchoServer {
     for (auto it = connecting_back_.begin(); it != connecting_back_.end();) {
       ConnectingBack& c = *it;
       try {
-        c.client->back->wait_connected(std::chrono::nanoseconds::zero());
-      } catch (const Error& e) {
-        if (e.code() == make_error_code(Errc::timeout) && Clock::now() - c.since < kConnectBackTimeout) {
-          ++it;
-          continue;
+        if (!c.client->back->wait_connected(std::chrono::nanoseconds::zero())) {
+          if (Clock::now() - c.since < kConnectBackTimeout) {
+            ++it;
+            continue;
+          }
+          throw Error(Errc::timeout,
+                      fmt::format("no connection within {} ms",
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(kConnectBackTimeout).count()));
         }
+      } catch (const Error& e) {
         fmt::print(stderr, "netio_pingpong: cannot connect back to the client {} at {}: {}\n", c.peer.to_string(),
                    c.client->back->remote().to_string(), e.what());
         it = connecting_back_.erase(it);

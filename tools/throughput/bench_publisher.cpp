@@ -92,7 +92,7 @@ void publish_run(pubsub::PublishSocket& socket, const RunKey& key, const BenchPu
 BenchSenderReport run_bench_publisher(Context& context, const BenchPublisherOptions& options, const Deadline& deadline,
                                       const BenchPublisherCallbacks& callbacks) {
   pubsub::PublishOptions publish_options;
-  publish_options.name = "netio_throughput";
+  publish_options.identity.name = "netio_throughput";
   publish_options.pages = {.page_count = options.page_count, .page_size = options.page_size, .per_connection = 0};
   publish_options.flush_timeout = options.flush_timeout;
   publish_options.admission = options.admission;

@@ -17,6 +17,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A wait that timed out ends the run: Errc::timeout saying what was waited for.
+void require(bool done, const char* what) {
+  if (!done) throw Error(Errc::timeout, fmt::format("{} timed out", what));
+}
+
 // Adapters giving both socket kinds the same three calls, so that the hot loop below is
 // compiled once per kind (no virtual call per message).
 class HighThroughputStream {
@@ -24,11 +29,11 @@ class HighThroughputStream {
   HighThroughputStream(Context& context, const BenchSenderOptions& options)
       : socket_(context, options.remote, high_throughput_options(options)) {}
 
-  void wait_connected(std::chrono::nanoseconds timeout) { socket_.wait_connected(timeout); }
+  void wait_connected(std::chrono::nanoseconds timeout) { require(socket_.wait_connected(timeout), "connecting"); }
   void send(std::span<const std::byte> message) { socket_.send(message); }
   // The run's last page is sent and completed: the run's time includes it.
-  void end_run(std::chrono::nanoseconds timeout) { socket_.flush_and_wait(timeout); }
-  void end_stream(std::chrono::nanoseconds timeout) { socket_.flush_and_wait(timeout); }
+  void end_run(std::chrono::nanoseconds timeout) { require(socket_.flush_and_wait(timeout), "flushing"); }
+  void end_stream(std::chrono::nanoseconds timeout) { require(socket_.flush_and_wait(timeout), "flushing"); }
 
  private:
   static HighThroughputSendOptions high_throughput_options(const BenchSenderOptions& options) {
@@ -50,11 +55,11 @@ class LowLatencyStream {
   LowLatencyStream(Context& context, const BenchSenderOptions& options)
       : context_(context), socket_(context, options.remote, low_latency_options(options)) {}
 
-  void wait_connected(std::chrono::nanoseconds timeout) { socket_.wait_connected(timeout); }
+  void wait_connected(std::chrono::nanoseconds timeout) { require(socket_.wait_connected(timeout), "connecting"); }
   void send(std::span<const std::byte> message) { socket_.send(message); }
   // A run ends when every message was handed to the network.
-  void end_run(std::chrono::nanoseconds timeout) { socket_.wait_sent(timeout); }
-  void end_stream(std::chrono::nanoseconds timeout) { socket_.wait_sent(timeout); }
+  void end_run(std::chrono::nanoseconds timeout) { require(socket_.wait_sent(timeout), "sending"); }
+  void end_stream(std::chrono::nanoseconds timeout) { require(socket_.wait_sent(timeout), "sending"); }
 
  private:
   static LowLatencySendOptions low_latency_options(const BenchSenderOptions& options) {

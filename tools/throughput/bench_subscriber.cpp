@@ -69,14 +69,12 @@ BenchSubscriberReport run_bench_subscriber(Context& context, const BenchSubscrib
   TagTrackers trackers(options.tags, options.verify);
   std::atomic<bool> publisher_gone{false};
   pubsub::SubscribeOptions subscribe_options;
-  subscribe_options.name = "netio_recv";
+  subscribe_options.identity.name = "netio_recv";
   subscribe_options.admission = options.admission;
   subscribe_options.on_subscriptions_lost = [&](const Endpoint&) { publisher_gone = true; };
   // The loop thread is the consumer in low-latency mode (a message per callback).
-  subscribe_options.on_message = [&](pubsub::Tag tag, std::span<const std::byte> data, const Peer&) {
-    trackers.feed(tag, data);
-  };
-  auto subscriber_socket = std::make_unique<pubsub::SubscribeSocket>(context, subscribe_options);
+  auto on_message = [&](pubsub::Tag tag, std::span<const std::byte> data, const Peer&) { trackers.feed(tag, data); };
+  auto subscriber_socket = std::make_unique<pubsub::SubscribeSocket>(context, on_message, subscribe_options);
   pubsub::SubscribeSocket& subscriber = *subscriber_socket;
   subscriber.subscribe(options.publisher, options.tags, options.mode);  // one request and acknowledgement
   if (callbacks.on_listening) callbacks.on_listening(options.publisher);

@@ -28,7 +28,7 @@ ComputeRole::ComputeRole(Context& context, ComputeRoleOptions options)
   ro.dde_endpoint = options_.dde_local;
   ro.on_incomplete = [this](const scheduled_push::TimesliceView& view) { on_timeslice(view); };
   receiver_ = std::make_unique<scheduled_push::TimesliceReceiver>(
-      context_, options_.local, ro, [this](const scheduled_push::TimesliceView& view) { on_timeslice(view); });
+      context_, options_.local, [this](const scheduled_push::TimesliceView& view) { on_timeslice(view); }, ro);
   sampler_ = context_.loop().add_timer(bench.sample_period, bench.sample_period, [this] { sample_fill(); });
 }
 

@@ -29,7 +29,7 @@ std::string wait_reachable(Context& context, const std::vector<Endpoint>& endpoi
     for (;;) {
       try {
         LowLatencySendSocket probe(context, endpoint);
-        probe.wait_connected(2s);
+        if (!probe.wait_connected(2s)) throw Error(Errc::timeout, "no connection within 2 s");
         break;
       } catch (const Error& e) {
         if (std::chrono::steady_clock::now() >= give_up || stop_requested()) {

@@ -18,7 +18,7 @@
 // there. A callback may call close() on its own socket but must not destroy it; destroy
 // sockets from a later loop task (or after close() from the loop thread).
 //
-// The contract every back-end keeps (test/backend_contract_test.cpp checks it on each):
+// The contract every back-end keeps (netio's test suite checks it on each built-in one):
 //   - completions in FIFO order: on_send_completed reports buffers in the order send()
 //     took them, whatever their sizes (0 bytes included);
 //   - no callback after close(): once close() returns, no callback of that socket runs,

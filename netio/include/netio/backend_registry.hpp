@@ -27,9 +27,15 @@ class EventLoop;
 // the back-end cannot start (e.g. no libfabric provider).
 using BackendFactory = std::function<std::unique_ptr<Backend>(EventLoop& loop)>;
 
-// Enters (or replaces) the factory for `scheme`. Throws Error(Errc::malformed_endpoint)
-// for an empty scheme or an empty factory.
+// Enters (or replaces) the factory for `scheme`; from then on Endpoint::parse accepts
+// "SCHEME://HOST:PORT" and sockets on such endpoints use this back-end. A scheme is letters,
+// digits, '+', '-' and '.', starting with a letter (as in a URI). Throws
+// Error(Errc::invalid_option) naming the scheme for a malformed scheme or an empty factory.
 void register_backend(std::string scheme, BackendFactory factory);
+
+// True when `scheme` is in the registry: usable, or built in but unavailable in this build
+// (fabric without libfabric; a socket on it fails with the reason).
+bool backend_registered(std::string_view scheme);
 
 // Makes the back-end for `scheme`, on the caller's thread (call it on `loop`'s thread).
 // Throws netio::Error naming `what_for` (e.g. the endpoint) when the scheme has no usable

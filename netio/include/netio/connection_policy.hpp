@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // How a sender with a connection limit picks the connection to tear down when opening one
-// more would exceed the limit (the ACTS paper, papers/004: LRU and LRU-M).
+// more would exceed the limit: LRU, and LRU-M of the Advanced Connection Tear-down Schemes
+// (ACTS) for Global Arrays/ARMCI.
 #pragma once
 
 #include <string_view>
@@ -18,7 +19,8 @@ enum class ConnectionPolicy {
 
 // "lru" or "lru-m".
 std::string_view to_string(ConnectionPolicy policy) noexcept;
-// Parses "lru" or "lru-m" (also "lru_m"); throws std::invalid_argument naming the text.
+// Parses "lru" or "lru-m" (also "lru_m"); throws netio::Error(Errc::invalid_option)
+// naming the text.
 ConnectionPolicy parse_connection_policy(std::string_view text);
 
 }  // namespace netio

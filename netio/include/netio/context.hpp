@@ -31,7 +31,8 @@ class ClosingSenders;
 
 struct ContextOptions {
   bool busy_poll = false;         // see EventLoop::set_busy_poll
-  std::optional<int> cpu;         // pin the loop thread to this CPU (the constructor throws if it cannot)
+  std::optional<int> cpu;         // pin the loop thread to this CPU (the constructor throws if it cannot;
+                                  // Errc::invalid_option for no such CPU)
   // Applied to every back-end the context makes (from the registry, see backend_registry.hpp),
   // on the loop thread: returns what the context uses instead of `inner`, e.g. a decorator
   // that forwards to it (an emulated network, a test counting calls). Empty: no wrapping.
@@ -61,7 +62,6 @@ class Context {
   // registered schemes) or the back-end cannot start (e.g. no libfabric provider).
   Backend& backend(const Endpoint& endpoint);
   Backend& backend(std::string_view scheme);
-  Backend& backend(Transport transport) { return backend(to_string(transport)); }
 
   // The emulation of ContextOptions::emulation, to change while running (later buffers use
   // the new configuration); nullptr when the context was made without one.

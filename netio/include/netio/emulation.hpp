@@ -150,14 +150,15 @@ struct EmulationConfig {
   bool shapes_anything() const noexcept;
 };
 
-// Parses a spec (grammar above). Throws netio::Error (std::errc::invalid_argument) whose
+// Parses a spec (grammar above). Throws netio::Error(Errc::invalid_option) whose
 // message quotes the spec and says what is wrong and where, e.g.
 //   emulation spec 'delay=lognormal:mean=50us': lognormal needs sigma= (the shape, e.g. sigma=0.8)
 // Table files are read here (a missing or malformed file is an error naming it and the line).
 EmulationConfig parse_emulation_spec(std::string_view spec);
 
 // Reads a delay table (tc-netem's format: numbers separated by white space, '#' comments to
-// the end of the line). Throws netio::Error naming the file and the line of a bad value.
+// the end of the line). Throws netio::Error(Errc::invalid_option) naming the file and the line
+// of a bad value.
 std::vector<double> read_delay_table(const std::string& path);
 
 namespace emulated {

@@ -64,7 +64,7 @@ class EventLoop {
   // the loop spins anyway (libfabric completion queues, read the way fi_pingpong does).
   // While pollers spin, the loop looks at its fds (sockets, connection events) only every
   // 64th round (tens of microseconds apart): each look is an epoll_wait, which costs a round
-  // trip dearly when done often (docs/design/defaults.md). Due timers are
+  // trip dearly when done often. Due timers are
   // checked every round while busy-polling (a clock read, no system call).
   // Loop thread only. A poller may remove itself.
   using PollerId = std::uint64_t;

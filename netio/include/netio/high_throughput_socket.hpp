@@ -41,7 +41,7 @@ struct HighThroughputSendOptions {
   // default_zero_copy_threshold, or two pages' capacity (1.5 MiB) where the back-end caps
   // pages (libfabric's tcp and sockets providers). There every buffer is a message of its
   // own, so a lent message costs one more, for its length, and a wait for its frames; below
-  // two pages that costs more than the copy (measurements: docs/design/defaults.md).
+  // two pages that costs more than the copy.
   std::optional<std::size_t> zero_copy_threshold;
   static constexpr std::size_t default_zero_copy_threshold = 256 * 1024;
   Identity identity;     // declared to the receiver (its Peer); default name "HOST:PID"
@@ -95,7 +95,8 @@ class HighThroughputSendSocket {
   HighThroughputSendSocket(const HighThroughputSendSocket&) = delete;
   HighThroughputSendSocket& operator=(const HighThroughputSendSocket&) = delete;
 
-  void wait_connected(std::chrono::nanoseconds timeout);
+  // As LowLatencySendSocket::wait_connected(): true once connected, false on timeout.
+  [[nodiscard]] bool wait_connected(std::chrono::nanoseconds timeout);
   bool connected() const noexcept;
   // The error the connection failed with (refused, rejected, lost), if it did; from any
   // thread, without waiting or throwing.
@@ -114,9 +115,10 @@ class HighThroughputSendSocket {
   bool try_send_parts(std::span<const std::span<const std::byte>> parts);
   // Sends the partly filled page now.
   void flush();
-  // flush(), then waits until every page handed to the back-end has completed.
-  // Throws Errc::timeout or the connection's error; Errc::would_block on the event-loop thread.
-  void flush_and_wait(std::chrono::nanoseconds timeout);
+  // flush(), then waits until every page handed to the back-end has completed: true, or
+  // false on timeout. Throws the connection's error if pages were lost to it;
+  // Errc::would_block on the event-loop thread.
+  [[nodiscard]] bool flush_and_wait(std::chrono::nanoseconds timeout);
   // The next reply from the receiver (Peer::try_reply on its side); as
   // LowLatencySendSocket::recv_reply().
   std::optional<Message> recv_reply(std::chrono::nanoseconds timeout);

@@ -74,9 +74,10 @@ class LowLatencySendSocket {
   LowLatencySendSocket(const LowLatencySendSocket&) = delete;
   LowLatencySendSocket& operator=(const LowLatencySendSocket&) = delete;
 
-  // Waits until the receiver accepted the connection. Throws netio::Error when it was
-  // refused or rejected, or Errc::timeout; Errc::would_block on the event-loop thread.
-  void wait_connected(std::chrono::nanoseconds timeout);
+  // Waits until the receiver accepted the connection: true, or false on timeout (the socket
+  // keeps trying). Throws netio::Error when it was refused or rejected; Errc::would_block on
+  // the event-loop thread.
+  [[nodiscard]] bool wait_connected(std::chrono::nanoseconds timeout);
   bool connected() const noexcept;
   // The error the connection failed with (refused, rejected, lost), if it did; from any
   // thread, without waiting or throwing.
@@ -94,10 +95,10 @@ class LowLatencySendSocket {
   // header and a payload, say): copied into the send buffer part by part.
   void send_parts(std::span<const std::span<const std::byte>> parts);
   bool try_send_parts(std::span<const std::span<const std::byte>> parts);
-  // Waits until every message sent so far was handed to the network. Throws Errc::timeout,
-  // or the connection's error if messages were lost to it; Errc::would_block on the
-  // event-loop thread.
-  void wait_sent(std::chrono::nanoseconds timeout);
+  // Waits until every message sent so far was handed to the network: true, or false on
+  // timeout. Throws the connection's error if messages were lost to it; Errc::would_block
+  // on the event-loop thread.
+  [[nodiscard]] bool wait_sent(std::chrono::nanoseconds timeout);
   // The asynchronous close, from any thread; never waits. Sends from now on throw
   // Errc::closed. What was sent before goes out; once the back-end has completed all of it
   // (or the connection failed, or send_timeout passed) the connection closes and
@@ -161,7 +162,8 @@ class LowLatencyReceiveSocket {
   // to its source address.
   using Handler = std::function<void(std::span<const std::byte> message, const Peer& peer)>;
 
-  // Binds and listens; throws netio::Error if the endpoint cannot be bound.
+  // Binds and listens; throws netio::Error if the endpoint cannot be bound,
+  // Errc::invalid_option for an empty handler.
   LowLatencyReceiveSocket(Context& context, const Endpoint& local, Handler handler,
                           LowLatencyReceiveOptions options = {});
   ~LowLatencyReceiveSocket();

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// A received high-throughput message. Move-only. When the message lies within one page it
-// is a view into that page and keeps the page alive (zero copy) until the Message is
-// destroyed. A message that spanned pages is joined in the buffer of the page it started
+// A received high-throughput message (or a reply). Move-only: a Message holds what it lies
+// in (a page, a receive credit) until it is destroyed or released, and a copy would hold it
+// twice as long without saying so. Moving leaves the source empty (size() 0, an empty
+// peer()). When the message lies within one page it is a view into that page and keeps the
+// page alive (zero copy) until the Message is destroyed. A message that spanned pages is joined in the buffer of the page it started
 // in when that buffer has room for the rest (a view again), else reassembled into memory
 // of its own. peer() says which connection it came from and answers its sender.
 #pragma once
@@ -11,6 +13,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace netio {
@@ -32,6 +35,26 @@ class Message {
     owned_peer_ = std::make_shared<Peer>(std::move(peer));
     peer_ = owned_peer_.get();
   }
+
+  Message(const Message&) = delete;
+  Message& operator=(const Message&) = delete;
+  Message(Message&& other) noexcept
+      : view_(std::exchange(other.view_, {})),
+        keep_alive_(std::move(other.keep_alive_)),
+        owned_(std::move(other.owned_)),
+        peer_(std::exchange(other.peer_, nullptr)),
+        owned_peer_(std::move(other.owned_peer_)) {}
+  Message& operator=(Message&& other) noexcept {
+    if (this != &other) {
+      view_ = std::exchange(other.view_, {});
+      keep_alive_ = std::move(other.keep_alive_);
+      owned_ = std::move(other.owned_);
+      peer_ = std::exchange(other.peer_, nullptr);
+      owned_peer_ = std::move(other.owned_peer_);
+    }
+    return *this;
+  }
+  ~Message() = default;
 
   // The connection the message came from (an empty Peer for a message made by hand).
   Peer peer() const { return peer_ ? *peer_ : Peer(); }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // A send socket to many receivers: send(endpoint, data) to any of them, over connections
 // opened on first use and, under a connection limit, torn down again (on-demand connection
-// management with tear-down, papers/004; README "Connection management").
+// management with one-sided tear-down, as in the Advanced Connection Tear-down Schemes
+// (ACTS) for Global Arrays/ARMCI).
 //
 // Each destination gets a LowLatencySendSocket or a HighThroughputSendSocket (options.mode)
 // of its own, opened when the first message to it is sent. With max_connections set, at
@@ -115,7 +116,7 @@ struct ConnectionStats {
 
 class MultiDestinationSendSocket {
  public:
-  // Opens nothing yet. Throws std::invalid_argument for contradictory options.
+  // Opens nothing yet. Throws netio::Error(Errc::invalid_option) for contradictory options.
   explicit MultiDestinationSendSocket(Context& context, MultiDestinationSendOptions options = {});
   ~MultiDestinationSendSocket();
   MultiDestinationSendSocket(const MultiDestinationSendSocket&) = delete;
@@ -152,9 +153,11 @@ class MultiDestinationSendSocket {
   // High-throughput mode: sends the partly filled page of every open connection now.
   void flush();
   // Closes every connection after what was sent went out and waits (user threads; on the
-  // loop thread it only starts the closes). Sends afterwards throw Errc::closed. Returns
-  // false when something was lost or send_timeout passed (logged). Idempotent.
-  bool close();
+  // loop thread it only starts the closes). Sends afterwards throw Errc::closed. Throws
+  // netio::Error: Errc::timeout when connections are still closing after send_timeout
+  // (logged), or the error of the first close that lost messages, naming its destination.
+  // Idempotent: a later call throws again what went wrong.
+  void close();
 
   ConnectionStats connection_stats() const;
   // Messages and bytes sent through this socket (the other SocketStats counters are those

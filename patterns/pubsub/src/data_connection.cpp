@@ -36,7 +36,7 @@ DataConnection::~DataConnection() { close(); }
 // end removes it; until then it is skipped. Logged once.
 void DataConnection::gone(const Error& e) {
   if (!failure_logged_.exchange(true)) {
-    log(LogLevel::info, "publish: subscriber {} at {} is gone: {}", subscriber_.name, subscriber_.endpoint.to_string(),
+    log(LogLevel::info, "publish: subscriber {} at {} is gone: {}", subscriber_.identity.name, subscriber_.endpoint.to_string(),
         e.what());
   }
 }

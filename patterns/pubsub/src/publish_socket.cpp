@@ -120,8 +120,11 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     // Under a limit: every data connection closes after what was published went out (on a
     // user thread waiting up to send_timeout; on the loop thread asynchronously).
     for (const auto& limited : limited_) {
-      if (limited && !limited->close()) {
-        log(LogLevel::warn, "publisher {}: not every data connection closed cleanly (see above)", local_.to_string());
+      if (!limited) continue;
+      try {
+        limited->close();
+      } catch (const Error& e) {
+        log(LogLevel::warn, "publisher {}: not every data connection closed cleanly: {}", local_.to_string(), e.what());
       }
     }
   }
@@ -160,11 +163,11 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
         count(result, route, own ? &own->deliveries : nullptr);
         if ((result == Delivery::full || result == Delivery::reconnecting) &&
             route.backpressure != Backpressure::drop) {  // blocking, on the loop thread
-          refused += (refused.empty() ? "" : ", ") + route.connection->subscriber().name;
+          refused += (refused.empty() ? "" : ", ") + route.connection->subscriber().identity.name;
           if (!failure) failure = Error(Errc::would_block, "");
         }
       } catch (const Error& e) {
-        refused += (refused.empty() ? "" : ", ") + route.connection->subscriber().name;
+        refused += (refused.empty() ? "" : ", ") + route.connection->subscriber().identity.name;
         if (!failure) failure = e;
       }
     }
@@ -307,7 +310,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     o.max_connections = options_.max_connections;
     o.policy = options_.connection_policy;
     o.send_timeout = options_.send_timeout;
-    const Identity identity{options_.name, local_};
+    const Identity identity{options_.identity.name, options_.identity.endpoint.value_or(local_)};
     if (mode == Mode::high_throughput) {
       o.mode = SendMode::high_throughput;
       o.high_throughput.shared_pages = pool_;
@@ -420,11 +423,11 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     Endpoint remote = Endpoint::parse(request.data_endpoint);
     // A subscriber listening on every interface is reached where its request came from.
     if (unspecified_host(remote.host)) remote = remote.with_host(peer.address().host);
-    SubscriberInfo info{next_subscriber_id_++, peer.name(), remote, request.mode};
+    SubscriberInfo info{next_subscriber_id_++, peer.identity(), remote, request.mode};
     if (const auto& limited = limited_[request.mode == Mode::low_latency ? 0 : 1]) {
       return std::make_shared<DataConnection>(info, peer, limited);
     }
-    Identity identity{options_.name, local_};
+    Identity identity{options_.identity.name, options_.identity.endpoint.value_or(local_)};
     if (request.mode == Mode::high_throughput) {
       HighThroughputSendOptions o;
       o.shared_pages = pool_;

@@ -59,7 +59,8 @@ class RequestGroup {
 
 class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocket::Impl> {
  public:
-  Impl(Context& context, SubscribeOptions options) : context_(context), options_(std::move(options)) {}
+  Impl(Context& context, MessageHandler on_message, SubscribeOptions options)
+      : context_(context), on_message_(std::move(on_message)), options_(std::move(options)) {}
 
   void start() {
     const auto tick = std::clamp<std::chrono::nanoseconds>(options_.resubscribe_interval / 2, std::chrono::milliseconds(5),
@@ -99,9 +100,11 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
   void request(const Endpoint& publisher, bool subscribe, std::vector<Tag> tags, Mode mode, Backpressure backpressure,
                Done done) {
     try {
-      if (subscribe && mode == Mode::low_latency && !options_.on_message) {
-        throw Error(Errc::closed, fmt::format("{}: SubscribeOptions::on_message is not set, so there is nowhere to "
-                                              "deliver low-latency messages", describe(publisher, tags, mode)));
+      if (subscribe && mode == Mode::low_latency && !on_message_) {
+        throw Error(Errc::invalid_option,
+                    fmt::format("{}: a low-latency subscription needs a message handler (the SubscribeSocket "
+                                "constructor's on_message), and this socket has none",
+                                describe(publisher, tags, mode)));
       }
       Link& link = link_for(publisher);
       if (!subscribe) {
@@ -231,7 +234,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
 
   void open_control(Link& link) {
     LowLatencySendOptions o;
-    o.identity.name = options_.name;
+    o.identity = options_.identity;
     o.key = options_.admission.key;
     o.buffer_count = control_buffers;
     o.buffer_size = 1024;
@@ -248,7 +251,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
 
   // The receive socket of `mode` (made on first use), as the endpoint the publisher connects to.
   std::string receive_endpoint(const Endpoint& publisher, Mode mode) {
-    if (transport_ && (transport_->transport != publisher.transport || transport_->provider != publisher.provider)) {
+    if (transport_ && (transport_->scheme != publisher.scheme || transport_->provider != publisher.provider)) {
       throw Error(Errc::malformed_endpoint,
                   fmt::format("{}: this subscribe socket receives over {}; use another one for publishers of another "
                               "transport", publisher.to_string(), transport_->to_string()));
@@ -290,7 +293,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
       return;
     }
     received_.fetch_add(1, std::memory_order_relaxed);
-    options_.on_message(*tag, message.subspan(detail::data_header_size), peer);
+    on_message_(*tag, message.subspan(detail::data_header_size), peer);
   }
 
   void send_request(Link& link, detail::SubscriptionRequest request, Done done) {
@@ -494,6 +497,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
   static constexpr std::size_t control_buffers = 32;  // requests on the wire per publisher
 
   Context& context_;
+  MessageHandler on_message_;  // low-latency subscriptions; may be empty
   SubscribeOptions options_;
   // Event-loop thread only:
   std::map<std::string, std::unique_ptr<Link>> links_;
@@ -512,7 +516,10 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
 };
 
 SubscribeSocket::SubscribeSocket(Context& context, SubscribeOptions options)
-    : impl_(std::make_shared<Impl>(context, std::move(options))) {
+    : SubscribeSocket(context, MessageHandler{}, std::move(options)) {}
+
+SubscribeSocket::SubscribeSocket(Context& context, MessageHandler on_message, SubscribeOptions options)
+    : impl_(std::make_shared<Impl>(context, std::move(on_message), std::move(options))) {
   impl_->start();
 }
 

@@ -52,7 +52,7 @@ struct DdeService::State {
         }
         case ns::MessageType::proposal:
         case ns::MessageType::clock_echo:
-          throw Error(std::make_error_code(std::errc::bad_message), "a proposal or clock echo, which only DDEs send");
+          throw Error(Errc::protocol_error, "a proposal or clock echo, which only DDEs send");
       }
     } catch (const Error& e) {
       count(&DdeServiceStats::bad_messages);
@@ -67,7 +67,7 @@ struct DdeService::State {
 
   void check_input(ns::InputIndex i) const {
     if (i >= input_count) {
-      throw Error(std::make_error_code(std::errc::invalid_argument),
+      throw Error(Errc::invalid_option,
                   "input " + std::to_string(i) + " out of range (" + std::to_string(input_count) + " inputs)");
     }
   }

@@ -29,7 +29,7 @@ std::chrono::nanoseconds housekeeping_period(std::chrono::nanoseconds timeout) {
 }
 
 [[noreturn]] void reject(const std::string& what) {
-  throw Error(std::make_error_code(std::errc::invalid_argument), "scheduled push receiver: " + what);
+  throw Error(Errc::invalid_option, "scheduled push receiver: " + what);
 }
 
 // The receive buffer and the credits per input it gives, from the options: by
@@ -418,12 +418,12 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   std::unique_ptr<LowLatencyReceiveSocket> socket;  // last: destroyed first
 };
 
-TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options,
-                                     Handler handler)
+TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, Handler handler,
+                                     TimesliceReceiverOptions options)
     : TimesliceReceiver(context, local, std::move(options), std::move(handler), KeepingHandler{}) {}
 
-TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options,
-                                     KeepingHandler handler)
+TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, KeepingHandler handler,
+                                     TimesliceReceiverOptions options)
     : TimesliceReceiver(context, local, std::move(options), Handler{}, std::move(handler)) {}
 
 TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options,

@@ -22,7 +22,7 @@ namespace {
 ns::Time now() { return std::chrono::steady_clock::now().time_since_epoch(); }
 
 [[noreturn]] void reject(const std::string& what) {
-  throw Error(std::make_error_code(std::errc::invalid_argument), "scheduled push sender: " + what);
+  throw Error(Errc::invalid_option, "scheduled push sender: " + what);
 }
 
 constexpr auto kHealthPeriod = 10ms;  // how often connections and welcomes are checked
@@ -355,13 +355,15 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
 
   bool push(ns::TimesliceIndex t, std::span<const std::byte> bytes, bool wait) {
     if (bytes.size() > options.max_contribution_bytes) {
-      reject(fmt::format("a {}-byte contribution to time-slice {} (at most {})", bytes.size(), t, options.max_contribution_bytes));
+      throw Error(Errc::message_too_large,
+                  fmt::format("scheduled push sender: a {}-byte contribution to time-slice {} (max_contribution_bytes {})",
+                              bytes.size(), t, options.max_contribution_bytes));
     }
     auto message = encode_contribution(options.input, t, bytes);
     {
       std::unique_lock lock(queue_mutex);
       if (closed || finished) throw Error(Errc::closed, fmt::format("input {}: push after finish() or destruction", options.input));
-      if (t != next_push) reject(fmt::format("pushed time-slice {}, expected {}", t, next_push));
+      if (t != next_push) reject(fmt::format("time-slice {}: pushed out of order, expected {}", t, next_push));
       if (queue.size() >= options.queue_capacity) {
         if (!wait) return false;
         if (context.loop().in_loop_thread()) {

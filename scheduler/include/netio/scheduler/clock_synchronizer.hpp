@@ -37,12 +37,12 @@ class ClockSynchronizer {
 
   // One report of input i: the interval, its end in the IE's clock, the one-way latency and
   // the local time the report arrived. Returns false (and changes nothing) for an interval
-  // not newer than the last one of i. Throws netio::Error (invalid_argument) for i out of range.
+  // not newer than the last one of i. Throws netio::Error (Errc::invalid_option) for i out of range.
   bool on_report(InputIndex i, IntervalIndex interval, Time interval_end, Duration latency, Time received_at);
 
   // The start handshake's estimate (control_messages.hpp): local = remote + offset around IE
   // time `remote_at`. Taken only before i's first report (a report's offset is newer).
-  // Throws (invalid_argument) for i out of range.
+  // Throws (Errc::invalid_option) for i out of range.
   void on_handshake(InputIndex i, Time remote_at, Duration offset);
 
   bool knows(InputIndex i) const;       // a report of i, or its handshake

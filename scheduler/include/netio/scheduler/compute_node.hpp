@@ -28,7 +28,7 @@ namespace netio::scheduler {
 
 class ComputeNode {
  public:
-  // Validates config; throws netio::Error (invalid_argument) for self out of range or 0 credits.
+  // Validates config; throws netio::Error (Errc::invalid_option) for self out of range or 0 credits.
   ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::uint32_t credits_per_input);
 
   enum class Arrival {
@@ -54,10 +54,10 @@ class ComputeNode {
   std::optional<Ready> next_ready(Time now, Duration timeout) const;
   // Hands t (the one next_ready() named) over without freeing it: it is no longer open,
   // later contributions to it are late, and its contributions stay held until release(t).
-  // Throws (invalid_argument) for a t that is not the oldest open.
+  // Throws (Errc::invalid_option) for a t that is not the oldest open.
   void hand_over(TimesliceIndex t);
   // Frees t, the one next_ready() named or one handed over (in any order), and returns the
-  // inputs owed a credit, ascending. Throws (invalid_argument) for a t neither open nor
+  // inputs owed a credit, ascending. Throws (Errc::invalid_option) for a t neither open nor
   // handed over.
   std::vector<InputIndex> release(TimesliceIndex t);
 

@@ -66,17 +66,16 @@ struct SchedulerConfig {
   std::uint32_t round_offset = 0;
 
   // The largest clock drift the Clock Synchronizer believes, as a fraction (0.01 = 1 %, i.e.
-  // 10 ms per second), [0, 0.5]. Real clocks drift by parts per million; a larger estimate is
-  // receive-time jitter of the reports (a busy loop, reports arriving in a batch), which on
-  // intervals of milliseconds made drift samples of ±5 … ±100 % and, extrapolated, proposal
-  // starts seconds off. The median drift is clamped to ±max_clock_drift.
+  // 10 ms per second), [0, 0.5]: the median drift is clamped to ±max_clock_drift. Real clocks
+  // drift by parts per million; a larger estimate comes from jitter in when the reports were
+  // received, not from the clocks.
   double max_clock_drift = 0.01;
 
   std::uint64_t rounds_per_interval() const noexcept { return timeslices_per_interval / compute_count; }
   std::uint64_t timeslices_in_interval() const noexcept { return rounds_per_interval() * compute_count; }
 };
 
-// Throws netio::Error (std::errc::invalid_argument) naming the first bad field and its
+// Throws netio::Error(Errc::invalid_option) naming the first bad field and its
 // value: counts of 0, fewer time-slices per interval than compute nodes, history_length 0,
 // thresholds or percentages out of range, proposal_distance < 2.
 void validate(const SchedulerConfig& config);

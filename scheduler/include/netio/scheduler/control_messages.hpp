@@ -17,7 +17,7 @@
 //   [type u8][version u8 = 1][flags u8][reserved u8 = 0]
 // then the fields in declaration order (u32 / u64 unsigned, i64 for times and durations).
 // Decoders accept exactly the encoded size and throw netio::Error with code
-// std::errc::bad_message, naming the message and what was wrong, for a wrong size, type or
+// Errc::protocol_error, naming the message and what was wrong, for a wrong size, type or
 // version, non-zero reserved bits, negative durations or a non-positive proposed duration.
 #pragma once
 

@@ -23,7 +23,7 @@
 namespace netio::scheduler {
 
 // How many contributions of contribution_bytes fit into one input's share of the receive
-// buffer (receive_buffer_bytes / input_count). Throws netio::Error (invalid_argument) when
+// buffer (receive_buffer_bytes / input_count). Throws netio::Error (Errc::invalid_option) when
 // not even one fits, or for a zero size or count.
 std::uint32_t credits_per_input(std::uint64_t receive_buffer_bytes, std::uint32_t input_count,
                                 std::uint64_t contribution_bytes);
@@ -37,7 +37,7 @@ inline constexpr std::uint32_t kDefaultCreditsPerInput = 16;
 
 // The receive buffer that gives each of input_count inputs `credits` contributions of
 // contribution_bytes: credits × input_count × contribution_bytes, so that credits_per_input()
-// of it is `credits` again. Throws netio::Error (invalid_argument) for a zero argument or a
+// of it is `credits` again. Throws netio::Error (Errc::invalid_option) for a zero argument or a
 // product beyond 64 bits.
 std::uint64_t buffer_for_credits(std::uint32_t credits, std::uint32_t input_count, std::uint64_t contribution_bytes);
 
@@ -54,7 +54,7 @@ class InputCredits {
   std::uint32_t available(ComputeIndex c) const;
   // Spends a credit of c; false (nothing spent) when none is left.
   bool try_take(ComputeIndex c);
-  // Credits c sent back. Throws netio::Error (invalid_argument) when the input would hold
+  // Credits c sent back. Throws netio::Error (Errc::invalid_option) when the input would hold
   // more than it was granted: a compute node returning what it never got is a protocol fault.
   void give_back(ComputeIndex c, std::uint32_t count = 1);
 
@@ -70,7 +70,7 @@ class TimesliceCompletion {
   TimesliceCompletion(const SchedulerConfig& config, ComputeIndex self);
 
   // Input i's contribution to t arrived. Returns true when t is complete with it. Throws
-  // netio::Error (invalid_argument) when t does not belong to this compute node, i is out of
+  // netio::Error (Errc::invalid_option) when t does not belong to this compute node, i is out of
   // range or the contribution is a duplicate. (A contribution to a t released already opens
   // it anew: the receiver's buffer bookkeeping, not this class, rejects such a peer.)
   bool on_contribution(InputIndex i, TimesliceIndex t);

@@ -41,7 +41,7 @@ class DeterministicEngine {
  public:
   explicit DeterministicEngine(const SchedulerConfig& config);  // validates config
 
-  // A report arrived at local time received_at. Throws netio::Error (invalid_argument) for
+  // A report arrived at local time received_at. Throws netio::Error (Errc::invalid_option) for
   // an input out of range. Returns the proposals of waiting requests it made possible. A
   // report not newer than the IE's last one is ignored. The DDE keeps the newest
   // 2 * history_length + proposal_distance complete intervals.
@@ -53,7 +53,7 @@ class DeterministicEngine {
 
   // A clock probe of the start handshake arrived at local time received_at: returns the echo
   // to send back. A probe carrying the round trip of the previous one sets the IE's initial
-  // offset (ClockSynchronizer::on_handshake). Throws (invalid_argument) for an input out of range.
+  // offset (ClockSynchronizer::on_handshake). Throws (Errc::invalid_option) for an input out of range.
   ClockEcho on_clock_probe(const ClockProbe& probe, Time received_at);
 
   // The proposal of interval k in this DDE's clock, when the history allows it now.

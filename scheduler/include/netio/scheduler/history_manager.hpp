@@ -49,7 +49,7 @@ class HistoryManager {
   // IE i's report. Returns the unified interval when this report completed it. A second
   // report of the same IE for the same interval, a report for a complete interval and one
   // for an interval forgotten already are ignored (nullopt). Throws netio::Error
-  // (invalid_argument) for i out of range.
+  // (Errc::invalid_option) for i out of range.
   std::optional<UnifiedInterval> add(InputIndex i, const MeasuredInterval& measured);
 
   std::optional<IntervalIndex> last_complete() const;

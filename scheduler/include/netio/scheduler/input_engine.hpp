@@ -84,10 +84,10 @@ class InputEngine {
   SendDecision next_send(Time now) const;
   // The driver sent `timeslice` at `now`. It must be the one next_send() named with
   // Action::send or wait_until (sending early is the driver's choice, e.g. a simulator that
-  // ignores pacing); throws netio::Error (invalid_argument) otherwise.
+  // ignores pacing); throws netio::Error (Errc::invalid_option) otherwise.
   void on_sent(TimesliceIndex timeslice, Time now);
   // An acknowledgement of `timeslice` arrived at `now`. Returns the report and request when
-  // it was the interval's last one. Throws netio::Error (invalid_argument) for a time-slice
+  // it was the interval's last one. Throws netio::Error (Errc::invalid_option) for a time-slice
   // not sent or acknowledged already: the peer is faulty.
   std::optional<IntervalCompletion> on_acknowledged(TimesliceIndex timeslice, Time now);
   // A DDE's proposal. Returns true when taken: the first proposal of an interval that has

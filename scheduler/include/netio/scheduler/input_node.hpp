@@ -60,13 +60,13 @@ class InputNode {
   std::optional<IntervalCompletion> on_skipped(TimesliceIndex timeslice, Time now);
 
   // The credits compute node c grants this input (its welcome). Throws netio::Error
-  // (invalid_argument) for c out of range, 0 credits, or a second grant.
+  // (Errc::invalid_option) for c out of range, 0 credits, or a second grant.
   void grant(ComputeIndex c, std::uint32_t credits);
-  // c returned `count` credits. Throws (invalid_argument) when it would return more than it
+  // c returned `count` credits. Throws (Errc::invalid_option) when it would return more than it
   // granted: the compute node is faulty.
   void on_credit(ComputeIndex c, std::uint32_t count = 1);
   // DFS: the acknowledgement (arrival) of `timeslice`; the interval's report and request
-  // at its last one. Best-effort: ignored (nullopt). Throws (invalid_argument) for a
+  // at its last one. Best-effort: ignored (nullopt). Throws (Errc::invalid_option) for a
   // time-slice not outstanding.
   std::optional<IntervalCompletion> on_acknowledged(TimesliceIndex timeslice, Time now);
   // DFS: a DDE's proposal (see InputEngine::on_proposal); false in best-effort mode.

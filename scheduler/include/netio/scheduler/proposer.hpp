@@ -75,7 +75,7 @@ class Proposer {
 
   // The proposal of interval k from `window`: consecutive complete intervals, oldest first,
   // exactly history_length of them, ending with w < k. Throws netio::Error
-  // (invalid_argument) when the window is not that.
+  // (Errc::invalid_option) when the window is not that.
   ProposedInterval propose(IntervalIndex k, std::span<const UnifiedInterval> window) const;
 
  private:

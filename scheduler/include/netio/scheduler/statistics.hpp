@@ -13,7 +13,7 @@ namespace netio::scheduler {
 
 // The median; for an even count the mean of the two middle values, rounded towards the
 // lower one. Takes its argument by value (it reorders it). Throws netio::Error
-// (std::errc::invalid_argument) for an empty set.
+// (Errc::invalid_option) for an empty set.
 Duration median(std::vector<Duration> values);
 double median(std::vector<double> values);
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The publishing side of publish/subscribe (README, "Publish/subscribe").
+// The publishing side of publish/subscribe.
 //
 // A PublishSocket listens on an endpoint for subscription requests (a low-latency
 // connection from each SubscribeSocket). For each request it records the subscription in its
@@ -13,7 +13,7 @@
 // A data message is the 8-byte little-endian tag followed by the payload.
 //
 // With PublishOptions::max_connections set, at most that many data connections of each mode
-// are open at once (on-demand connections, README "Connection management"): the data
+// are open at once (on-demand connections, as MultiDestinationSendSocket): the data
 // connections become destinations of a MultiDestinationSendSocket per mode, keyed by the
 // subscriber's data endpoint, and when a message is for a subscriber whose connection is
 // not open, the policy's victim (another subscriber's connection nobody is sending on) is
@@ -22,9 +22,9 @@
 // user thread, block and drop subscribers alike, up to send_timeout); try_publish() and
 // publish() on the loop thread never wait, so there such a subscriber is skipped
 // (try_publish), refused with Errc::would_block (publish, block) or has the message dropped
-// and counted (publish, drop); one thread's messages keep their order for each subscriber
-// (known issue: not across a re-connect to a high-throughput subscriber that holds all its
-// page credits, docs/design/connections.md).
+// and counted (publish, drop); one thread's messages keep their order for each subscriber,
+// also across a re-connect: the old connection's close ends only once the subscriber has
+// read everything sent on it (close_awaits_receiver), and only then does the new one open.
 // The subscriber sees only its data connection close and come back, nothing in its API. A
 // re-connect that is refused means the subscriber is gone: it is skipped from then on, as a
 // failed connection is, and removed when its control connection drops.
@@ -58,7 +58,9 @@
 namespace netio::pubsub {
 
 struct PublishOptions {
-  std::string name;  // declared to subscribers (Publication::publisher().name()); default "HOST:PID"
+  // Declared to subscribers (Publication::publisher().identity()): name default "HOST:PID";
+  // endpoint default the endpoint this socket publishes on (its local_endpoint()).
+  Identity identity;
   // For subscriptions that leave the choice to the publisher (Backpressure::publisher_default).
   Backpressure backpressure = Backpressure::block;
   // How long publish() waits for a blocking subscriber, and a close for what is queued.
@@ -135,11 +137,11 @@ class PublishSocket {
   void flush();
 
   // Waits until at least `count` subscriptions are acknowledged; false on timeout.
-  bool wait_for_subscriptions(std::size_t count, std::chrono::nanoseconds timeout) const;
+  [[nodiscard]] bool wait_for_subscriptions(std::size_t count, std::chrono::nanoseconds timeout) const;
   // Waits until at least `count` subscribers have subscribed and every subscription is
   // acknowledged; false on timeout. A subscriber that subscribes all its tags with one
   // subscribe() call (one request) is then in with all of them.
-  bool wait_for_subscribers(std::size_t count, std::chrono::nanoseconds timeout) const;
+  [[nodiscard]] bool wait_for_subscribers(std::size_t count, std::chrono::nanoseconds timeout) const;
 
   Endpoint local_endpoint() const;
   PublishStats stats() const noexcept;

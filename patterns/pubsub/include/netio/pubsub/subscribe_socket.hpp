@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The subscribing side of publish/subscribe (docs/guide/publish-subscribe.md).
+// The subscribing side of publish/subscribe.
 //
 // A SubscribeSocket subscribes to tags on one or more publishers. It sends each request to
 // the publisher over a low-latency control connection (one per publisher) and returns only
 // once the publisher acknowledged it: every message published after that point arrives (no
 // slow joiner). Data arrives on receive sockets of its own, one per mode, which the
 // publisher connects to:
-//   - low-latency subscriptions: SubscribeOptions::on_message runs on the event-loop thread
-//     for each message, with its tag, its payload (valid during the call) and the publisher;
+//   - low-latency subscriptions: the message handler given to the constructor runs on the
+//     event-loop thread for each message, with its tag, its payload (valid during the call)
+//     and the publisher;
 //   - high-throughput subscriptions: recv() takes the next Publication on any thread.
 // When a publisher goes away (its control connection drops), the socket tells the
 // application (on_subscriptions_lost), reconnects with a growing, bounded retry interval and
@@ -18,7 +19,7 @@
 // Thread-safety: every method from any thread. subscribe()/unsubscribe() wait for the
 // acknowledgement: on the event-loop thread they throw Errc::would_block; use the forms
 // taking a callback there. Callbacks run on the event-loop thread.
-// Lifetime: destroy before the Context, on any thread (not inside on_message). Publications
+// Lifetime: destroy before the Context, on any thread (not inside the message handler). Publications
 // taken out stay valid after it.
 #pragma once
 
@@ -44,10 +45,8 @@
 namespace netio::pubsub {
 
 struct SubscribeOptions {
-  std::string name;  // declared to publishers; default "HOST:PID"
-  // Low-latency subscriptions: called on the event-loop thread per message; `data` is valid
-  // during the call only. Required before the first low-latency subscription.
-  std::function<void(Tag tag, std::span<const std::byte> data, const Peer& publisher)> on_message;
+  // Declared to publishers (their SubscriberInfo::identity); name default "HOST:PID".
+  Identity identity;
   // Where the data receive sockets listen (a host). Unset: the publisher's host when that
   // is a loopback address, else 0.0.0.0 (and the publisher connects back to the address
   // the subscription request came from).
@@ -80,7 +79,7 @@ struct SubscribeOptions {
 };
 
 struct SubscribeStats {
-  std::uint64_t received = 0;        // messages delivered to on_message or taken by recv()
+  std::uint64_t received = 0;        // messages delivered to the message handler or taken by recv()
   std::uint64_t dropped = 0;         // messages publishers dropped for this socket (Backpressure::drop), as reported
   std::uint64_t subscriptions_lost = 0;  // times a publisher went away with subscriptions
   std::uint64_t resubscribed = 0;    // times all of a publisher's subscriptions were restored
@@ -90,8 +89,15 @@ struct SubscribeStats {
 class SubscribeSocket {
  public:
   using Done = std::function<void(const Error* error)>;  // nullptr: acknowledged
+  // Low-latency subscriptions: called on the event-loop thread per message; `data` is valid
+  // during the call only. Must not block for long (it holds up the whole loop).
+  using MessageHandler = std::function<void(Tag tag, std::span<const std::byte> data, const Peer& publisher)>;
 
+  // A socket for high-throughput subscriptions only (recv(), recv_each()).
   explicit SubscribeSocket(Context& context, SubscribeOptions options = {});
+  // A socket whose low-latency subscriptions deliver to `on_message` (high-throughput ones
+  // still go to recv()). An empty handler is as the constructor above.
+  SubscribeSocket(Context& context, MessageHandler on_message, SubscribeOptions options = {});
   ~SubscribeSocket();
   SubscribeSocket(const SubscribeSocket&) = delete;
   SubscribeSocket& operator=(const SubscribeSocket&) = delete;
@@ -99,8 +105,8 @@ class SubscribeSocket {
   // Subscribes to `tag` on `publisher` and waits for the acknowledgement. Subscribing again
   // to what is already subscribed only changes its back-pressure. Throws netio::Error: the
   // publisher's refusal (Errc::handshake_rejected, naming it and why), Errc::timeout
-  // (ack_timeout), Errc::would_block on the event-loop thread, Errc::closed for a low-latency
-  // subscription without SubscribeOptions::on_message.
+  // (ack_timeout), Errc::would_block on the event-loop thread, Errc::invalid_option for a
+  // low-latency subscription on a socket constructed without a message handler.
   void subscribe(const Endpoint& publisher, Tag tag, Mode mode = Mode::high_throughput,
                  Backpressure backpressure = Backpressure::publisher_default);
   // While a publisher is gone (between on_subscriptions_lost and on_resubscribed) new

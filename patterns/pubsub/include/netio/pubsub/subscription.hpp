@@ -4,6 +4,7 @@
 #pragma once
 
 #include "netio/endpoint.hpp"
+#include "netio/peer.hpp"
 
 #include <cstdint>
 #include <string>
@@ -34,7 +35,7 @@ std::string_view to_string(Backpressure backpressure) noexcept;
 // subscribers, and for logs.
 struct SubscriberInfo {
   std::uint64_t id = 0;  // unique in the publishing process, stable while the subscriber stays
-  std::string name;      // the identity the subscriber declared (its SubscribeOptions::name)
+  Identity identity;     // what the subscriber declared (its SubscribeOptions::identity)
   Endpoint endpoint;     // where its data connection goes
   Mode mode = Mode::high_throughput;
 };

@@ -44,7 +44,7 @@ class DdeService {
   using ProposalObserver = std::function<void(scheduler::InputIndex, const scheduler::Proposal&)>;
 
   // Listens at `local` (port 0 picks one). Throws netio::Error if it cannot bind, or
-  // (invalid_argument) for a bad config.
+  // Errc::invalid_option for a bad config.
   DdeService(Context& context, const Endpoint& local, const scheduler::SchedulerConfig& config,
              ProposalObserver on_proposal = {});
   ~DdeService();

@@ -110,10 +110,11 @@ class TimesliceReceiver {
   // Gets each complete time-slice to keep; it is freed when the Timeslice is released.
   using KeepingHandler = std::function<void(Timeslice)>;
   // Binds `local` (port 0 picks one) and, with run_dde, the DDE's endpoint. Throws
-  // netio::Error if it cannot bind or the options are bad.
-  TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options, Handler handler);
-  TimesliceReceiver(Context& context, const Endpoint& local, TimesliceReceiverOptions options,
-                    KeepingHandler handler);
+  // netio::Error if it cannot bind, Errc::invalid_option naming the option if the options are
+  // bad.
+  TimesliceReceiver(Context& context, const Endpoint& local, Handler handler, TimesliceReceiverOptions options);
+  TimesliceReceiver(Context& context, const Endpoint& local, KeepingHandler handler,
+                    TimesliceReceiverOptions options);
   // Kept Timeslices stay valid after this; releasing them then frees only their memory.
   ~TimesliceReceiver();
   TimesliceReceiver(const TimesliceReceiver&) = delete;

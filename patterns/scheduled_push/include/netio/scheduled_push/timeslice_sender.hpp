@@ -78,7 +78,7 @@ struct TimesliceSenderStats {
 
 class TimesliceSender {
  public:
-  // Starts connecting at once. Throws netio::Error (invalid_argument) for bad options:
+  // Starts connecting at once. Throws netio::Error(Errc::invalid_option) for bad options:
   // a config that does not validate, an input out of range, compute_endpoints not
   // compute_count long, DFS without a DDE.
   TimesliceSender(Context& context, TimesliceSenderOptions options);
@@ -87,10 +87,10 @@ class TimesliceSender {
   TimesliceSender& operator=(const TimesliceSender&) = delete;
 
   // Queues this input's contribution to time-slice t (copied). t must be the next one
-  // (0, 1, 2, ...): throws netio::Error (std::errc::invalid_argument) otherwise, or for more
-  // than max_contribution_bytes; Errc::closed after finish(). push() waits up to push_timeout
-  // for room (Errc::timeout; Errc::would_block on the event-loop thread); try_push() returns
-  // false instead.
+  // (0, 1, 2, ...): throws netio::Error(Errc::invalid_option) otherwise;
+  // Errc::message_too_large for more than max_contribution_bytes; Errc::closed after
+  // finish(). push() waits up to push_timeout for room (Errc::timeout; Errc::would_block on
+  // the event-loop thread); try_push() returns false instead.
   void push(scheduler::TimesliceIndex t, std::span<const std::byte> bytes);
   bool try_push(scheduler::TimesliceIndex t, std::span<const std::byte> bytes);
 
@@ -98,7 +98,7 @@ class TimesliceSender {
   // (or skipped) and every credit came back (or its compute node was lost): true, or false
   // after `timeout`.
   void finish();
-  bool wait_finished(std::chrono::nanoseconds timeout);
+  [[nodiscard]] bool wait_finished(std::chrono::nanoseconds timeout);
 
   TimesliceSenderStats stats() const;
 

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+// The API's conventions (docs/guide/errors.md): one Identity for point-to-point and
+// publish/subscribe, message handlers as constructor arguments, Message move-only, and the
+// waiting rule (wait_* returns false on timeout, a blocking call that must complete throws).
+#include "netio/high_throughput_socket.hpp"
+#include "netio/low_latency_socket.hpp"
+#include "netio/message.hpp"
+#include "netio/multi_destination_send_socket.hpp"
+#include "support/pubsub_test.hpp"
+#include "support/test_context.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+static_assert(!std::is_copy_constructible_v<netio::Message>);
+static_assert(!std::is_copy_assignable_v<netio::Message>);
+static_assert(std::is_nothrow_move_constructible_v<netio::Message>);
+static_assert(std::is_nothrow_move_assignable_v<netio::Message>);
+static_assert(!std::is_copy_constructible_v<netio::pubsub::Publication>);
+static_assert(std::is_same_v<decltype(PublishOptions{}.identity), netio::Identity>);
+static_assert(std::is_same_v<decltype(SubscribeOptions{}.identity), netio::Identity>);
+static_assert(std::is_same_v<decltype(netio::pubsub::SubscriberInfo{}.identity), netio::Identity>);
+static_assert(std::is_same_v<decltype(std::declval<netio::LowLatencySendSocket&>().wait_connected({})), bool>);
+static_assert(std::is_same_v<decltype(std::declval<netio::LowLatencySendSocket&>().wait_sent({})), bool>);
+static_assert(std::is_same_v<decltype(std::declval<netio::HighThroughputSendSocket&>().wait_connected({})), bool>);
+static_assert(std::is_same_v<decltype(std::declval<netio::HighThroughputSendSocket&>().flush_and_wait({})), bool>);
+static_assert(std::is_same_v<decltype(std::declval<netio::MultiDestinationSendSocket&>().close()), void>);
+
+TEST_CASE("a moved-from Message is empty and the moved-to one keeps the bytes and the peer", "[api]") {
+  netio::Message original(std::vector<std::byte>(10, std::byte{7}));
+  netio::Message moved(std::move(original));
+  CHECK(moved.size() == 10);
+  CHECK(original.size() == 0);  // NOLINT(bugprone-use-after-move): the contract under test
+  CHECK_FALSE(original.peer());
+  netio::Message assigned;
+  assigned = std::move(moved);
+  CHECK(assigned.size() == 10);
+  CHECK(assigned.bytes()[9] == std::byte{7});
+  CHECK(moved.size() == 0);  // NOLINT(bugprone-use-after-move)
+}
+
+TEST_CASE("wait_connected() returns false on timeout instead of throwing", "[api]") {
+  // A listener that never answers the handshake: a raw TCP socket would do; a receive socket
+  // on a context whose loop is busy does too.
+  netio::Context receiver_context;
+  netio::HighThroughputReceiveSocket receiver(receiver_context, Endpoint::parse("tcp://127.0.0.1:0"));
+  std::mutex hold;
+  std::unique_lock held(hold);
+  receiver_context.loop().post([&hold] { std::lock_guard wait_for_test(hold); });  // the loop stalls
+
+  netio::Context context;
+  netio::HighThroughputSendSocket sender(context, receiver.local_endpoint());
+  bool connected = true;
+  CHECK_NOTHROW(connected = sender.wait_connected(std::chrono::milliseconds(100)));
+  CHECK_FALSE(connected);
+  held.unlock();  // the receiver's loop goes on: the connection comes up
+  CHECK(sender.wait_connected(10s));
+}
+
+TEST_CASE("pub/sub declares an Identity: the publisher's name and endpoint reach the subscriber", "[api][pubsub]") {
+  netio::Context context(netio::test::context_options());
+  PublishOptions publish_options;
+  publish_options.identity.name = "readout-7";
+  PublishSocket publisher(context, Endpoint::parse("tcp://127.0.0.1:0"), publish_options);
+  SubscribeOptions subscribe_options;
+  subscribe_options.identity.name = "storage-3";
+  SubscribeSocket subscriber(context, subscribe_options);
+  subscriber.subscribe(publisher.local_endpoint(), 5);
+  publisher.publish(5, netio::test::pubsub_message(5, 0, 16));
+  publisher.flush();
+  auto publication = subscriber.recv(10s);
+  REQUIRE(publication);
+  CHECK(publication->publisher().name() == "readout-7");
+  REQUIRE(publication->publisher().identity().endpoint);
+  CHECK(*publication->publisher().identity().endpoint == publisher.local_endpoint());
+}
+
+TEST_CASE("a low-latency subscription on a socket without a message handler is Errc::invalid_option",
+          "[api][pubsub]") {
+  netio::Context context(netio::test::context_options());
+  PublishSocket publisher(context, Endpoint::parse("tcp://127.0.0.1:0"));
+  SubscribeSocket subscriber(context);  // no handler: high-throughput subscriptions only
+  try {
+    subscriber.subscribe(publisher.local_endpoint(), 1, Mode::low_latency);
+    FAIL("a low-latency subscription without a handler was accepted");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::invalid_option);
+    CHECK_THAT(e.what(), Catch::Contains("message handler"));
+  }
+  subscriber.subscribe(publisher.local_endpoint(), 1, Mode::high_throughput);  // still fine
+
+  std::atomic<int> got{0};
+  SubscribeSocket with_handler(context, [&](Tag, std::span<const std::byte>, const netio::Peer&) { ++got; });
+  with_handler.subscribe(publisher.local_endpoint(), 2, Mode::low_latency);
+  publisher.publish(2, netio::test::pubsub_message(2, 0, 16));
+  CHECK(eventually([&] { return got == 1; }));
+}
