@@ -82,6 +82,7 @@ TEST_CASE("scheduler closed loop: IEs follow the DDE's proposals, in sync, and t
   c.history_length = 3;
   c.ack_threshold = 1.0;
   c.duration_rule = DurationRule::paper;
+  c.clock_rule = ClockRule::paper;  // the offsets checked below are Eq. 2's
   Model model(c);
   for (long long g = 0; g < 40 * 600; ++g) model.step(g);
 

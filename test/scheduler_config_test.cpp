@@ -43,10 +43,13 @@ TEST_CASE("scheduler config: the paper's defaults (Table I) and θ of its code",
   CHECK(c.ack_threshold == 0.95);
   CHECK(c.proposal_distance == 2);
   CHECK(c.round_offset == 0);
-  CHECK(c.max_clock_drift == 0.01);
-  // Ours: the tracking duration rule (the paper's is DurationRule::paper), over 3 intervals.
+  CHECK(c.max_clock_drift == 500e-6);
+  // Ours: the tracking duration rule (the paper's is DurationRule::paper), over 3 intervals,
+  // and the filtered clock rule (the paper's is ClockRule::paper) over 8 reports.
   CHECK(c.duration_rule == netio::scheduler::DurationRule::tracking);
   CHECK(c.recent_length == 3);
+  CHECK(c.clock_rule == netio::scheduler::ClockRule::filtered);
+  CHECK(c.clock_filter_length == 8);
   CHECK_NOTHROW(validate(layout(4, 4)));
 }
 
@@ -95,4 +98,10 @@ TEST_CASE("scheduler config: bad values are rejected with the field and the valu
   require_rejected(c, "max_clock_drift must be in [0, 0.5], not 0.6");
   c.max_clock_drift = -0.1;
   require_rejected(c, "max_clock_drift must be in [0, 0.5], not -0.1");
+  c.max_clock_drift = 500e-6;
+  c.clock_filter_length = 0;
+  require_rejected(c, "clock_filter_length must be at least 1, not 0");
+  c.clock_filter_length = 8;
+  c.clock_rule = static_cast<netio::scheduler::ClockRule>(7);
+  require_rejected(c, "clock_rule must be paper or filtered, not 7");
 }

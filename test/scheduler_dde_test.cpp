@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 using namespace netio::scheduler;
@@ -21,7 +22,8 @@ SchedulerConfig config(std::uint32_t inputs, std::uint32_t history) {
   c.compute_count = 2;
   c.timeslices_per_interval = 2;
   c.history_length = history;
-  c.duration_rule = DurationRule::paper;  // the paper's proposals, worked out below
+  c.duration_rule = DurationRule::paper;  // the paper's proposals and offsets (Eq. 2), worked out below
+  c.clock_rule = ClockRule::paper;
   return c;  // proposal_distance 2
 }
 
@@ -217,4 +219,64 @@ TEST_CASE("scheduler DDE: the start handshake sets each IE's offset before its f
   dde.on_clock_probe(ClockProbe{1, 3, Time{400}, 100ns}, Time{99'100});
   CHECK(dde.clocks().offset(1) == 5'000ns);
   CHECK_THROWS_AS(dde.on_clock_probe(ClockProbe{2, 0, Time{0}, std::nullopt}, Time{0}), netio::Error);
+}
+
+namespace {
+
+// Replica A and replica B of a DDE get every report of 3 IEs, each after its own queueing:
+// 10 µs for one report in four of every IE, at a different phase in each replica, and
+// 0.5-2.1 ms for the others. Clocks are skewed (-730 µs … +250 µs) and do not drift;
+// intervals are 10 ms apart. Returns the proposals of interval k as each IE receives them
+// (its clock), from both replicas, for every k that both answer.
+std::vector<std::pair<AddressedProposal, AddressedProposal>> replica_proposals(ClockRule rule) {
+  SchedulerConfig c = config(3, 4);
+  c.duration_rule = DurationRule::tracking;
+  c.clock_rule = rule;
+  DeterministicEngine a(c);
+  DeterministicEngine b(c);
+  const long long skews[3] = {0, 250'000, -730'000};
+  const auto queued = [](InputIndex i, IntervalIndex j, long long phase) {
+    return (j + i + phase) % 4 == 0 ? 10'000 : 500'000 + 400'000 * static_cast<long long>((j * 7 + i * 3) % 5);
+  };
+  // (IE, interval) → the proposal from each replica, whether a request or a report answered it
+  std::map<std::pair<InputIndex, IntervalIndex>, AddressedProposal> from_a, from_b;
+  const auto keep = [](auto& into, const std::vector<AddressedProposal>& proposals) {
+    for (const auto& p : proposals) into.emplace(std::pair{p.input, p.proposal.interval}, p);
+  };
+  for (IntervalIndex j = 0; j < 40; ++j) {
+    for (InputIndex i = 0; i < 3; ++i) {
+      const long long start = 10'000'000 * static_cast<long long>(j) + 3'000 * i;
+      const long long duration = 9'800'000 + 7'000 * static_cast<long long>((j * 5 + i * 3) % 7);
+      const MetadataReport report{i, j, Time{start + skews[i]}, Duration{duration}, 400'000ns, std::nullopt};
+      keep(from_a, a.on_report(report, Time{start + duration + queued(i, j, 0)}));
+      keep(from_b, b.on_report(report, Time{start + duration + queued(i, j, 2)}));
+      keep(from_a, a.on_request(ProposalRequest{i, j + 2}));
+      keep(from_b, b.on_request(ProposalRequest{i, j + 2}));
+    }
+  }
+  std::vector<std::pair<AddressedProposal, AddressedProposal>> out;
+  for (const auto& [key, p] : from_a) {
+    if (const auto it = from_b.find(key); it != from_b.end()) out.emplace_back(p, it->second);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("scheduler DDE: replicas whose reports queue differently propose starts within 100 µs (filtered clocks)",
+          "[scheduler]") {
+  const auto pairs = replica_proposals(ClockRule::filtered);
+  REQUIRE(pairs.size() >= 3 * 30);  // every IE, from interval 6 on
+  for (const auto& [a, b] : pairs) {
+    INFO("IE " << a.input << ", interval " << a.proposal.interval);
+    // A window of 8 reports holds two of every IE that queued 10 µs, in both replicas.
+    if (a.proposal.interval < 10) continue;
+    CHECK(std::abs((a.proposal.start - b.proposal.start).count()) <= 100'000);
+  }
+  // The paper's offsets take every report's queueing as it comes: the replicas are
+  // milliseconds apart.
+  const auto paper = replica_proposals(ClockRule::paper);
+  Duration::rep widest = 0;
+  for (const auto& [a, b] : paper) widest = std::max(widest, std::abs((a.proposal.start - b.proposal.start).count()));
+  CHECK(widest > 1'000'000);
 }

@@ -166,3 +166,61 @@ TEST_CASE("scheduler clocks: receive-time jitter is not taken for drift (batched
   for (IntervalIndex j = 0; j <= 13; ++j) loose.on_report(0, j, end_of(j), 0ns, 1s + end_of(j) + jitter_of(j));
   CHECK(loose.drift(0) == Approx(-0.5));
 }
+
+// The filtered rule (our extension): the offset is the least sample of the last
+// filter_length reports, each moved to the newest by the drift; the drift is the slope of the
+// samples' lower envelope. Worked out by hand on clocks 50,000 ns apart that do not drift,
+// reports at interval ends 10,000 ns apart, each queued for a known time.
+TEST_CASE("scheduler clocks, filtered: the offset is the least-queued of the last filter_length reports",
+          "[scheduler]") {
+  ClockSynchronizer clocks(1, 10, 500e-6, ClockRule::filtered, 3);
+  const std::array<long long, 6> queued{400, 100, 900, 700, 800, 50};
+  const std::array<long long, 6> expected{400, 100, 100, 100, 700, 50};  // least of the last 3
+  for (IntervalIndex j = 0; j < queued.size(); ++j) {
+    const Time end{10'000 * static_cast<long long>(j + 1)};
+    // the latency is not subtracted: a bias common to every IE cancels in the DDE
+    clocks.on_report(0, j, end, 5'000ns, end + 50'000ns + Duration{queued[j]});
+    INFO("interval " << j);
+    CHECK(clocks.offset(0) == Duration{50'000 + expected[j]});
+    CHECK(clocks.drift(0) == 0.0);  // fewer than 2 × 3 reports: no drift yet
+  }
+  // The paper's rule takes every report as it comes, less the latency it is given.
+  ClockSynchronizer paper(1, 10, 500e-6, ClockRule::paper);
+  paper.on_report(0, 0, Time{10'000}, 0ns, Time{60'100});
+  paper.on_report(0, 1, Time{20'000}, 0ns, Time{70'900});
+  CHECK(paper.offset(0) == 50'900ns);
+}
+
+TEST_CASE("scheduler clocks, filtered: the drift is the lower envelope's slope; queueing does not move it",
+          "[scheduler]") {
+  // The IE's clock runs 100 ppm slow against the DDE's: offset(t) = 50,000 + 100e-6 × t.
+  // Reports every 1 ms of IE time; every third queues not at all, the others 0.3-2 ms.
+  ClockSynchronizer clocks(1, 10, 500e-6, ClockRule::filtered, 4);
+  const auto offset_at = [](Time t) { return Duration{50'000 + t.count() / 10'000}; };
+  for (IntervalIndex j = 0; j < 16; ++j) {
+    const Time end{1'000'000 * static_cast<long long>(j + 1)};
+    const Duration queued = j % 3 == 0 ? 0ns : Duration{300'000 + 100'000 * static_cast<long long>(j % 7) * 2};
+    clocks.on_report(0, j, end, 0ns, end + offset_at(end) + queued);
+  }
+  // 16 reports ≥ 2 × 4: the envelope through the unqueued ones (j = 0, 3, …, 15) has the
+  // slope of the drift exactly, and the least of the last 4 (j = 12 … 15), moved to j = 15,
+  // is the offset there.
+  CHECK(clocks.drift(0) == Approx(100e-6));
+  CHECK(clocks.offset(0) == offset_at(Time{16'000'000}));
+  CHECK(clocks.to_local(0, Time{20'000'000}) == Time{20'000'000} + offset_at(Time{20'000'000}));
+}
+
+TEST_CASE("scheduler clocks, filtered: a run's first reports, all queued long, are not taken for drift",
+          "[scheduler]") {
+  // Clocks that agree; the first 9 reports queue 4.6 ms (every input sends at once), then
+  // every third 10 µs and the others 200 µs. The lower hull's first edge falls 4.6 ms over 9 intervals of 0.32 s
+  // (-1,600 ppm): steeper than any clock drifts (max 500 ppm), so it does not count.
+  ClockSynchronizer clocks(1, 10, 500e-6, ClockRule::filtered, 8);
+  for (IntervalIndex j = 0; j < 16; ++j) {
+    const Time end{320'000'000 * static_cast<long long>(j + 1)};
+    const Duration queued = j < 9 ? 4'600'000ns : j % 3 == 0 ? 10'000ns : 200'000ns;
+    clocks.on_report(0, j, end, 0ns, end + queued);
+  }
+  CHECK(std::abs(clocks.drift(0)) < 1e-6);
+  CHECK(clocks.offset(0) == 10'000ns);  // j = 9, 12, 15: queued 10 µs
+}

@@ -15,10 +15,70 @@ Duration scaled(double factor, Duration d) {
   return Duration{static_cast<Duration::rep>(std::llround(factor * static_cast<double>(d.count())))};
 }
 
+// The drift of the samples' lower envelope: queueing only ever adds to a sample, so the
+// samples that queued least lie on a line whose slope is the drift, and those that queued
+// long lie above it. The envelope is the lower convex hull of the samples; its slope is the
+// median of its edges' slopes, each weighted by the time the edge spans. (The linear program
+// of Moon, Skelly and Towsley takes the one edge above the samples' mean time instead; a
+// step in the least queueing — the first intervals of a run queue for milliseconds, the
+// paced ones for less — makes that edge a steep one across the step. Weighted by time, a
+// step's edge, one interval wide, does not count; nor does an edge steeper than max_drift,
+// which no clock drifts by: the first samples of a run, all queued long, make one from the
+// oldest sample down to the first that queued little.) Samples are in time order.
+double lower_envelope_slope(const std::deque<ClockSynchronizer::Sample>& samples, double max_drift) {
+  struct Point {
+    double t, d;  // ns since the first sample, offset in ns
+  };
+  const Time origin = samples.front().end;
+  std::vector<Point> hull;
+  for (const auto& s : samples) {
+    const Point p{static_cast<double>((s.end - origin).count()), static_cast<double>(s.offset.count())};
+    if (!hull.empty() && hull.back().t == p.t) {  // same time: the lower one only
+      if (p.d >= hull.back().d) continue;
+      hull.pop_back();
+    }
+    // Andrew's monotone chain, lower half: drop the last point while it lies on or above
+    // the segment from the one before it to p.
+    while (hull.size() >= 2) {
+      const Point& a = hull[hull.size() - 2];
+      const Point& b = hull.back();
+      if ((b.t - a.t) * (p.d - a.d) - (b.d - a.d) * (p.t - a.t) > 0) break;  // b lies below a→p: keep
+      hull.pop_back();
+    }
+    hull.push_back(p);
+  }
+  if (hull.size() < 2) return 0;
+  struct Edge {
+    double slope, span;
+  };
+  std::vector<Edge> edges;
+  double total = 0;
+  for (std::size_t k = 1; k < hull.size(); ++k) {
+    const double span = hull[k].t - hull[k - 1].t;
+    const double slope = (hull[k].d - hull[k - 1].d) / span;
+    if (std::abs(slope) > max_drift) continue;  // no clock: a step in the queueing
+    edges.push_back({slope, span});
+    total += span;
+  }
+  if (edges.empty()) return 0;
+  std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.slope < y.slope; });
+  double covered = 0;
+  for (const auto& e : edges) {
+    covered += e.span;
+    if (covered >= total / 2) return e.slope;
+  }
+  return edges.back().slope;
+}
+
 }  // namespace
 
-ClockSynchronizer::ClockSynchronizer(std::uint32_t input_count, std::uint32_t history_length, double max_drift)
-    : history_length_(history_length), max_drift_(std::abs(max_drift)), inputs_(input_count) {}
+ClockSynchronizer::ClockSynchronizer(std::uint32_t input_count, std::uint32_t history_length, double max_drift,
+                                     ClockRule rule, std::uint32_t filter_length)
+    : history_length_(history_length),
+      max_drift_(std::abs(max_drift)),
+      rule_(rule),
+      filter_length_(std::max<std::uint32_t>(filter_length, 1)),
+      inputs_(input_count) {}
 
 const ClockSynchronizer::Input& ClockSynchronizer::input(InputIndex i) const {
   if (i >= inputs_.size()) {
@@ -34,6 +94,12 @@ bool ClockSynchronizer::on_report(InputIndex i, IntervalIndex interval, Time int
   input(i);  // range check
   Input& in = inputs_[i];
   if (in.last_interval && interval <= *in.last_interval) return false;
+  if (rule_ == ClockRule::filtered) {
+    filter(in, interval_end, received_at - interval_end);
+    in.last_interval = interval;
+    in.last_end = interval_end;
+    return true;
+  }
   const Duration offset = received_at - interval_end - latency;  // Eq. 2
   if (in.last_interval && interval_end > in.last_end) {            // Eq. 3, one sample
     const double sample = static_cast<double>((offset - in.offset).count()) /
@@ -46,6 +112,21 @@ bool ClockSynchronizer::on_report(InputIndex i, IntervalIndex interval, Time int
   in.last_end = interval_end;
   in.offset = offset;
   return true;
+}
+
+void ClockSynchronizer::filter(Input& in, Time interval_end, Duration sample) const {
+  auto& kept = in.samples;
+  kept.push_back({interval_end, sample});
+  if (kept.size() > 4 * std::size_t{filter_length_}) kept.pop_front();
+  if (kept.size() >= 2 * std::size_t{filter_length_} && interval_end > kept.front().end) {
+    in.median_drift = std::clamp(lower_envelope_slope(kept, max_drift_), -max_drift_, max_drift_);
+  }
+  // The newest filter_length samples, each moved to this report's time by the drift; the least.
+  Duration offset = sample;
+  for (auto it = kept.end() - std::min<std::ptrdiff_t>(filter_length_, std::ssize(kept)); it != kept.end(); ++it) {
+    offset = std::min(offset, it->offset + scaled(in.median_drift, interval_end - it->end));
+  }
+  in.offset = offset;
 }
 
 void ClockSynchronizer::on_handshake(InputIndex i, Time remote_at, Duration offset) {

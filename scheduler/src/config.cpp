@@ -23,6 +23,7 @@ std::string number(double value) {
 }  // namespace
 
 const char* to_string(DurationRule rule) noexcept { return rule == DurationRule::paper ? "paper" : "tracking"; }
+const char* to_string(ClockRule rule) noexcept { return rule == ClockRule::paper ? "paper" : "filtered"; }
 
 void validate(const SchedulerConfig& c) {
   if (c.input_count == 0) reject("input_count must be at least 1, not 0");
@@ -48,6 +49,10 @@ void validate(const SchedulerConfig& c) {
   if (c.duration_rule != DurationRule::paper && c.duration_rule != DurationRule::tracking) {
     reject("duration_rule must be paper or tracking, not " + std::to_string(static_cast<int>(c.duration_rule)));
   }
+  if (c.clock_rule != ClockRule::paper && c.clock_rule != ClockRule::filtered) {
+    reject("clock_rule must be paper or filtered, not " + std::to_string(static_cast<int>(c.clock_rule)));
+  }
+  if (c.clock_filter_length == 0) reject("clock_filter_length must be at least 1, not 0");
   if (c.recent_length == 0) reject("recent_length must be at least 1, not 0");
   if (c.proposal_distance < 2) {
     reject("proposal_distance (k - j) must be at least 2, not " + std::to_string(c.proposal_distance));

@@ -9,7 +9,8 @@ namespace netio::scheduler {
 
 DeterministicEngine::DeterministicEngine(const SchedulerConfig& config)
     : config_((validate(config), config)),
-      clocks_(config.input_count, config.history_length, config.max_clock_drift),
+      clocks_(config.input_count, config.history_length, config.max_clock_drift, config.clock_rule,
+              config.clock_filter_length),
       // enough for the window of a request that waited while a few more intervals completed
       history_(config.input_count, 2 * config.history_length + config.proposal_distance),
       proposer_(config),
@@ -26,14 +27,15 @@ void DeterministicEngine::check_input(InputIndex i) const {
 std::vector<AddressedProposal> DeterministicEngine::on_report(const MetadataReport& report, Time received_at) {
   check_input(report.input);
   // lat_i of Eq. 2 is the one-way latency of this report; the IE measured send →
-  // acknowledgement, a round trip, so half of it.
+  // acknowledgement, a round trip, so half of it. (The filtered clock rule leaves it out.)
   const Time end = report.start + report.duration;
   if (!clocks_.on_report(report.input, report.interval, end, report.median_ack_latency / 2, received_at)) {
     return {};  // a repeated (or reordered) report: its interval is in the history already
   }
-  // The start moves into the local clock by this report's own offset, not the drift
-  // extrapolation: then it depends on nothing but this report and its arrival time, and a
-  // replica that started later (with fewer drift samples) records the same history.
+  // The start moves into the local clock by the offset as of this report, not the drift
+  // extrapolation: then it depends on nothing but this IE's reports and their arrival times
+  // (this one's alone under the paper's rule), and a replica that started later records the
+  // same history once its offsets rest on as many reports.
   const MeasuredInterval measured{report.interval, report.start + clocks_.offset(report.input), report.duration,
                                   report.proposed_duration, report.median_ack_latency};
   const auto completed = history_.add(report.input, measured);

@@ -29,6 +29,7 @@ scheduler::SchedulerConfig BenchConfig::scheduler_config() const {
   config.speed_up_variance_threshold = speed_up_threshold;
   config.speed_up_percent = speed_up_percent;
   config.duration_rule = duration_rule;
+  config.clock_rule = clock_rule;
   return config;
 }
 

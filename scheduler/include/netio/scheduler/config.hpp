@@ -25,6 +25,19 @@ enum class DurationRule {
 
 const char* to_string(DurationRule rule) noexcept;
 
+// How the Clock Synchronizer estimates an input's clock offset (clock_synchronizer.hpp).
+enum class ClockRule {
+  // The paper's Eq. 2: each report's own offset, its arrival time less the interval's end
+  // and the IE's latency (half its median acknowledgement time).
+  paper,
+  // Our extension: the smallest offset sample of the last clock_filter_length reports (the
+  // one that queued least, as NTP's clock filter picks the sample of least delay), no
+  // latency subtracted, drift taken over a baseline of 4 × clock_filter_length reports.
+  filtered,
+};
+
+const char* to_string(ClockRule rule) noexcept;
+
 struct SchedulerConfig {
   std::uint32_t input_count = 0;    // N input nodes (IEs); required, ≥ 1
   std::uint32_t compute_count = 0;  // M compute nodes; required, ≥ 1
@@ -65,11 +78,17 @@ struct SchedulerConfig {
   // (i + round_offset) mod M and then to the following ones.
   std::uint32_t round_offset = 0;
 
-  // The largest clock drift the Clock Synchronizer believes, as a fraction (0.01 = 1 %, i.e.
-  // 10 ms per second), [0, 0.5]: the median drift is clamped to ±max_clock_drift. Real clocks
-  // drift by parts per million; a larger estimate comes from jitter in when the reports were
-  // received, not from the clocks.
-  double max_clock_drift = 0.01;
+  // The largest clock drift the Clock Synchronizer believes, as a fraction (500e-6 = 500 ppm,
+  // the frequency tolerance NTP assumes of a computer's clock), [0, 0.5]. Real clocks drift
+  // by parts per million; a larger estimate is the reports' queueing and receive-time
+  // jitter, which, extrapolated over the intervals to a proposal, puts its start off by
+  // milliseconds. The drift estimate is clamped to ±max_clock_drift.
+  double max_clock_drift = 500e-6;
+
+  // The Clock Synchronizer's rule (see ClockRule); `paper` reproduces the paper.
+  ClockRule clock_rule = ClockRule::filtered;
+  // filtered: how many of an IE's latest reports its offset is the smallest sample of, ≥ 1.
+  std::uint32_t clock_filter_length = 8;
 
   std::uint64_t rounds_per_interval() const noexcept { return timeslices_per_interval / compute_count; }
   std::uint64_t timeslices_in_interval() const noexcept { return rounds_per_interval() * compute_count; }

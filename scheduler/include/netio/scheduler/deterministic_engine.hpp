@@ -15,8 +15,15 @@
 // hold the same history and propose the same start and duration in the DDE clock, whatever
 // the arrival order; a DDE started late proposes nothing until it holds history_length
 // consecutive complete intervals, and then the same. (What each IE receives is that start
-// converted with the IE's offset and median drift, which a late replica has estimated from
-// fewer reports: equal when the clocks do not drift, otherwise within the drift's error.)
+// converted with the IE's offset and drift, which a late replica has estimated from fewer
+// reports: equal when the clocks do not drift, otherwise within the drift's error.)
+//
+// With the filtered clock rule (the default, ClockRule in config.hpp) an offset is the
+// least-queued sample of the IE's last clock_filter_length reports, so the history depends
+// on those reports' arrival times too, still on nothing else. Replicas whose reports queue
+// differently agree as closely as their least-queued reports do (a constant difference, a
+// replica farther away, cancels); a late replica agrees once it has clock_filter_length
+// reports of every IE.
 #pragma once
 
 #include "netio/scheduler/clock_synchronizer.hpp"
