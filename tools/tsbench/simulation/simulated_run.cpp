@@ -129,6 +129,7 @@ class Simulator {
     emulated::SlowdownSchedule slowdown;
     std::vector<Link> data;  // to every compute node
     std::optional<Link> control;  // to the DDE
+    std::optional<Link> replica_control;  // to the second replica (compute node 1)
     std::uint64_t due_generation = 0;  // the pattern's due timer: a newer one replaces it
     std::map<ns::IntervalIndex, std::optional<ns::IntervalPlan>> plans;  // started, not reported
     double out_capacity = FluidNetwork::kUnlimited;
@@ -209,6 +210,8 @@ class Simulator {
   void deliver(ns::ComputeIndex c);
   void on_report(const ns::IntervalCompletion& done);
   void send_proposals(const std::vector<ns::AddressedProposal>& proposals);
+  void on_replica_report(const ns::IntervalCompletion& done);
+  void compare_with_other_replica(ns::InputIndex input, const ns::Proposal& proposal);
   void sample_fill();
   void end_of_duration();
   void check_done();
@@ -226,6 +229,12 @@ class Simulator {
   std::vector<Input> inputs_;
   std::vector<Compute> computes_;
   std::optional<ns::DeterministicEngine> dde_;  // on compute node 0 (DFS)
+  // A second replica on compute node 1 (DFS, M ≥ 2): fed the same reports over its own
+  // connections, so they reach it at other times; what it would propose is compared with
+  // what the first one proposed, not sent.
+  std::optional<ns::DeterministicEngine> replica_;
+  std::map<std::pair<ns::InputIndex, ns::IntervalIndex>, Time> proposed_starts_;  // first replica's, true time
+  std::vector<Duration> replica_gaps_;  // |second - first|, true time, per proposal both made
   std::vector<Port> out_ports_;  // by rank (inputs, then compute nodes)
   std::vector<Port> in_ports_;
   Port core_;
@@ -275,6 +284,7 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     const std::uint64_t n = bench_.inputs, m = bench_.computes;
     for (ns::ComputeIndex c = 0; c < m; ++c) in.data.emplace_back(e, c, i * m + c);
     in.control.emplace(e, m, 2 * n * m + i);
+    if (m >= 2) in.replica_control.emplace(e, m + 1, 2 * n * m + 2 * n + i);
     in.out_capacity = e.node_out ? bytes_per_ns(e.node_out) : line_rate(e);
     if (e.connection_rate) in.transfer_cap = bytes_per_ns(e.connection_rate);
   }
@@ -305,6 +315,7 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     if (options_.core) core_.shape = SharedPort(options_.core, emulated::SlowdownSchedule{}, options_.sharing);
   }
   if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
+  if (mode_ == ns::Mode::dfs && bench_.computes >= 2) replica_.emplace(config_);
 
   records_.buffer_bytes = bench_.buffer_bytes;
   records_.timeslices_per_interval = config_.timeslices_in_interval();
@@ -570,6 +581,10 @@ void Simulator::report(ns::InputIndex i, const ns::IntervalCompletion& done) {
   if (!dde_) return;
   // The report and the request, one after the other on the control connection.
   transmit(*in.control, i, bench_.inputs, kReportBytes, true, in.slowdown, [this, done] { on_report(done); });
+  if (replica_) {
+    transmit(*in.replica_control, i, bench_.inputs + 1, kReportBytes, true, in.slowdown,
+             [this, done] { on_replica_report(done); });
+  }
 }
 
 void Simulator::on_acknowledged(ns::InputIndex i, ns::TimesliceIndex t) {
@@ -660,8 +675,28 @@ void Simulator::on_report(const ns::IntervalCompletion& done) {
   send_proposals(dde_->on_request(done.request));
 }
 
+void Simulator::on_replica_report(const ns::IntervalCompletion& done) {
+  const Time local = computes_[1].clock.local(now_);
+  auto proposals = replica_->on_report(done.report, local);
+  for (auto& p : replica_->on_request(done.request)) proposals.push_back(p);
+  for (const auto& [input, proposal] : proposals) compare_with_other_replica(input, proposal);
+}
+
+void Simulator::compare_with_other_replica(ns::InputIndex input, const ns::Proposal& proposal) {
+  // The first of the two replicas to propose leaves its start here; the second takes it.
+  const Time start = inputs_[input].clock.true_time(proposal.start);
+  const auto it = proposed_starts_.find({input, proposal.interval});
+  if (it == proposed_starts_.end()) {
+    proposed_starts_.emplace(std::pair{input, proposal.interval}, start);
+    return;
+  }
+  replica_gaps_.push_back(start > it->second ? start - it->second : it->second - start);
+  proposed_starts_.erase(it);
+}
+
 void Simulator::send_proposals(const std::vector<ns::AddressedProposal>& proposals) {
   for (const auto& [input, proposal] : proposals) {
+    if (replica_) compare_with_other_replica(input, proposal);
     auto& dde_node = computes_.front();
     transmit(dde_node.control_replies[input], bench_.inputs, input, kProbeBytes, false, dde_node.slowdown,
              [this, i = input, p = proposal] { on_proposal(i, p); });
@@ -743,6 +778,7 @@ SimulationResult Simulator::run() {
     return a.input != b.input ? a.input < b.input : a.interval < b.interval;
   });
   result.records = std::move(records_);
+  result.replica_gaps = std::move(replica_gaps_);
   return result;
 }
 

@@ -6,7 +6,8 @@
 //
 // The model (docs/design/scheduled-push.md, "The simulator"):
 //   - N input nodes, M compute nodes (ranks 0..N-1 and N..N+M-1, as in the socket run); a
-//     DDE replica on compute node 0 (DFS);
+//     DDE replica on compute node 0 (DFS), and a second on compute node 1 whose proposals
+//     are compared with the first's (SimulationResult::replica_gaps), not sent;
 //   - the network: NetworkModel below (ports, as the emulated back-end shapes it, or the
 //     lossless fluid model), capacities from the --emulate spec;
 //   - latency: every message a draw of the spec's delay= on its connection (one stream per
@@ -67,6 +68,10 @@ struct SimulationResult {
   bool interrupted = false;
   std::uint64_t events = 0;
   ns::Time end{0};  // model time when the last time-slice was handed over
+  // DFS with M ≥ 2: for every proposal both DDE replicas made (compute nodes 0 and 1, each
+  // receiving the reports over its own connections), how far apart the starts they proposed
+  // are, in true time.
+  std::vector<ns::Duration> replica_gaps;
 };
 
 // Runs one scheduler for bench.duration of model time (or bench.timeslices), then lets every
