@@ -102,6 +102,7 @@ TEST_CASE("the log sink is thread-safe: lines from many threads while the sink i
   std::atomic<std::uint64_t> first{0};
   std::atomic<std::uint64_t> second{0};
   std::atomic<bool> stop{false};
+  netio::set_log_sink([&first](netio::LogLevel, std::string_view) { ++first; });  // before the writers start
   std::vector<std::thread> writers;
   for (int t = 0; t < 4; ++t) {
     writers.emplace_back([&stop, t] {

@@ -31,7 +31,7 @@ std::uint16_t parse_port(std::string_view text, std::string_view port) {
 Endpoint Endpoint::parse(std::string_view text) {
   Endpoint endpoint;
   const auto scheme_end = text.find("://");
-  if (scheme_end == std::string_view::npos) malformed(text, "expected SCHEME://HOST:PORT, e.g. tcp://HOST:PORT");
+  if (scheme_end == std::string_view::npos) malformed(text, "expected tcp://HOST:PORT (or SCHEME://HOST:PORT of another registered back-end)");
   const auto scheme = text.substr(0, scheme_end);
   if (scheme.empty()) malformed(text, "missing scheme before '://'");
   if (!backend_registered(scheme)) {
