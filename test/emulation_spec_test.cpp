@@ -72,7 +72,7 @@ struct TempFile {
 
 }  // namespace
 
-TEST_CASE("the spec of DESIGN.md parses: log-normal delay by mean and sigma, a rate", "[emulated]") {
+TEST_CASE("the documented example spec parses: log-normal delay by mean and sigma, a rate", "[emulated]") {
   const auto c = parse_emulation_spec("delay=lognormal:mean=50us,sigma=0.8;rate=10Gbps");
   CHECK(c.delay.kind == DelayKind::lognormal);
   CHECK(c.delay.shape == Approx(0.8));

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """netio_tsbench end to end, over loopback: real processes, real sockets, bounded everywhere.
 
-  tsbench_test.py TSBENCH local TRANSPORT    --compare --json in one process: DESIGN.md §7's keys, sane values,
+  tsbench_test.py TSBENCH local TRANSPORT    --compare --json in one process: the JSON keys of netio_tsbench(1), sane values,
                                              every time-slice complete; --csv files
   tsbench_test.py TSBENCH roles SCHEDULER    one process per node (--role/--rank/--config), 2 inputs x 2 computes;
                                              then --collect: the whole system's summary from every process's --csv
