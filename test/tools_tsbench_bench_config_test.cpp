@@ -24,12 +24,12 @@ BenchConfig system_of(std::uint32_t inputs, std::uint32_t computes) {
   return b;
 }
 
-// The message of the netio::Error (invalid_argument) resolve() throws; fails when it does not.
+// The message of the netio::Error (Errc::invalid_option) resolve() throws; fails when it does not.
 std::string refusal(BenchConfig b) {
   try {
     b.resolve();
   } catch (const netio::Error& e) {
-    CHECK(e.code() == std::errc::invalid_argument);
+    CHECK(e.code() == netio::Errc::invalid_option);
     return e.what();
   }
   FAIL("resolved, buffer " << b.buffer_bytes);

@@ -301,7 +301,7 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
   if (rank < cluster.nodes.size()) {
     const bool is_input = cluster.nodes[rank].role == ClusterNode::Role::input;
     if (is_input != (o.role == "input")) {
-      throw netio::Error(std::make_error_code(std::errc::invalid_argument),
+      throw netio::Error(netio::Errc::invalid_option,
                          fmt::format("--role {}, but rank {} of {} is {}", o.role, rank, o.config,
                                      is_input ? "an input" : "a compute node"));
     }
@@ -404,12 +404,12 @@ int main(int argc, char** argv) {
     options.bench.generator_cpu = options.cpu.tool_thread;
     if (options.emulate) options.bench.emulate = options.emulate->spec.empty() ? "none" : options.emulate->spec;
     if (app.count("--credits") > 0 && app.count("--buffer-size") > 0) {
-      throw netio::Error(std::make_error_code(std::errc::invalid_argument),
+      throw netio::Error(netio::Errc::invalid_option,
                          "--credits and --buffer-size both size the receive buffer (buffer = credits x inputs x "
                          "contribution size): give one of them");
     }
     if (app.count("--buffer-size") > 0 && options.bench.buffer_bytes == 0) {
-      throw netio::Error(std::make_error_code(std::errc::invalid_argument),
+      throw netio::Error(netio::Errc::invalid_option,
                          fmt::format("--buffer-size 0 gives no credits; give at least {} per input-compute pair "
                                      "(--credits {}) or leave it out",
                                      ns::kMinCreditsPerInput, ns::kMinCreditsPerInput));

@@ -59,10 +59,10 @@ struct BenchConfig {
   std::optional<EmulationConfig> node_emulation(std::uint32_t rank) const;
   // Fills in buffer_bytes from the credits when it is 0, then validate(). Call it once the
   // counts are final (role mode: after the cluster file gave them), before any run.
-  // Throws netio::Error (invalid_argument) when both --credits and --buffer-size size the
+  // Throws netio::Error (Errc::invalid_option) when both --credits and --buffer-size size the
   // buffer, or as validate().
   void resolve();
-  // Throws netio::Error (invalid_argument) naming the option that is wrong; a buffer not
+  // Throws netio::Error (Errc::invalid_option) naming the option that is wrong; a buffer not
   // resolved yet (0) is an error too.
   void validate() const;
   // buffer_bytes / inputs / contribution_bytes (after resolve()).

@@ -14,7 +14,7 @@ namespace netio::tools::tsbench {
 namespace {
 
 [[noreturn]] void reject(const std::string& what) {
-  throw Error(std::make_error_code(std::errc::invalid_argument), what);
+  throw Error(Errc::invalid_option, what);
 }
 
 }  // namespace

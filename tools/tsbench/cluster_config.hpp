@@ -36,7 +36,7 @@ struct ClusterConfig {
   std::vector<Endpoint> dde_endpoints() const;
 };
 
-// Throws netio::Error (invalid_argument) naming the file, the line and what is wrong.
+// Throws netio::Error (Errc::invalid_option) naming the file, the line and what is wrong.
 ClusterConfig parse_cluster_config(const std::string& text, const std::string& file_name);
 ClusterConfig read_cluster_config(const std::string& path);
 

@@ -200,7 +200,7 @@ std::vector<CollectedRun> collect_role_runs(const std::string& dir) {
     runs.push_back(std::move(run));
   }
   if (runs.empty()) {
-    throw Error(std::make_error_code(std::errc::invalid_argument),
+    throw Error(Errc::invalid_option,
                 fmt::format("--collect {}: neither {}/best_effort nor {}/dfs (write them with --role ... --csv {})", dir,
                             dir, dir, dir));
   }

@@ -40,7 +40,7 @@ struct CollectedRun {
 };
 
 // Reads DIR/best_effort/rank-*/ and DIR/dfs/rank-*/ (those that exist). Throws netio::Error
-// (invalid_argument) when DIR holds neither.
+// (Errc::invalid_option) when DIR holds neither.
 std::vector<CollectedRun> collect_role_runs(const std::string& dir);
 
 // The records read back from one --csv directory (the inverse of write_csv; times to 0.1 µs).

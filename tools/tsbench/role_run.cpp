@@ -47,14 +47,14 @@ std::string wait_reachable(Context& context, const std::vector<Endpoint>& endpoi
 RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterConfig& cluster, std::uint32_t rank,
                        const Deadline& deadline) {
   if (!bench.timeslices) {
-    throw Error(std::make_error_code(std::errc::invalid_argument), "--role needs --timeslices COUNT (the same on every node)");
+    throw Error(Errc::invalid_option, "--role needs --timeslices COUNT (the same on every node)");
   }
   if (rank >= cluster.nodes.size()) {
-    throw Error(std::make_error_code(std::errc::invalid_argument),
+    throw Error(Errc::invalid_option,
                 fmt::format("rank {} out of range: the configuration lists {} nodes", rank, cluster.nodes.size()));
   }
   if (mode == scheduler::Mode::dfs && cluster.dde_endpoints().empty()) {
-    throw Error(std::make_error_code(std::errc::invalid_argument),
+    throw Error(Errc::invalid_option,
                 "DFS needs a DDE: give a compute line a second endpoint (compute ENDPOINT DDE_ENDPOINT)");
   }
   bench.inputs = cluster.inputs;

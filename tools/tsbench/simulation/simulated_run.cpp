@@ -29,7 +29,7 @@ using ns::Duration;
 using ns::Time;
 
 [[noreturn]] void reject(const std::string& what) {
-  throw Error(std::make_error_code(std::errc::invalid_argument), what);
+  throw Error(Errc::invalid_option, what);
 }
 
 // A node's clock: it reads true + offset + drift × true.

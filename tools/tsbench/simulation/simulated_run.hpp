@@ -76,11 +76,11 @@ struct SimulationResult {
 
 // Runs one scheduler for bench.duration of model time (or bench.timeslices), then lets every
 // input finish the interval it is in (as the socket run does). Throws netio::Error
-// (invalid_argument) for a configuration it cannot model (no capacity in the spec).
+// (Errc::invalid_option) for a configuration it cannot model (no capacity in the spec).
 SimulationResult simulate(const BenchConfig& bench, ns::Mode mode, const SimulationOptions& options);
 
 // The core's capacity from "RATE[,burst=SIZE]" ("10Gbps", as in= and out=; burst as their
-// default: 4 ms at the rate, at least 64 KiB). Throws netio::Error (invalid_argument) naming
+// default: 4 ms at the rate, at least 64 KiB). Throws netio::Error (Errc::invalid_option) naming
 // --core and the text.
 RateLimit parse_core(const std::string& text);
 
