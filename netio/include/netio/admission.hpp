@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Admission control: who may connect to a listen socket, and how much a peer may hold
-// before it proved it is a netio peer doing useful work.
-//
-// Every receive socket (LowLatencyReceiveOptions::admission,
-// HighThroughputReceiveOptions::admission) takes an AdmissionOptions. The defaults keep a
-// listener alive against peers that open connections and hold them (silent, half a frame,
-// or idle before their introduction) without getting in the way of DAQ links, which may
-// idle for hours: the idle timeout is off unless asked for.
-//
-// Thread-safety: plain values; copy them freely.
+/// @file
+/// Admission control: who may connect to a listen socket, and how much a peer may hold
+/// before it proved it is a netio peer doing useful work.
+///
+/// Every receive socket (LowLatencyReceiveOptions::admission,
+/// HighThroughputReceiveOptions::admission) takes an AdmissionOptions. The defaults keep a
+/// listener alive against peers that open connections and hold them (silent, half a frame,
+/// or idle before their introduction) without getting in the way of DAQ links, which may
+/// idle for hours: the idle timeout is off unless asked for.
+///
+/// Thread-safety: plain values; copy them freely.
 #pragma once
 
 #include "netio/preshared_key.hpp"
@@ -24,59 +25,59 @@
 
 namespace netio {
 
-// An IPv4 or IPv6 network in CIDR notation ("10.0.0.0/8", "::1/128"; an address without
-// a prefix length is the host alone). An IPv4-mapped IPv6 address (::ffff:a.b.c.d) matches
-// the IPv4 networks it belongs to.
+/// An IPv4 or IPv6 network in CIDR notation ("10.0.0.0/8", "::1/128"; an address without
+/// a prefix length is the host alone). An IPv4-mapped IPv6 address (::ffff:a.b.c.d) matches
+/// the IPv4 networks it belongs to.
 class PeerNetwork {
  public:
-  // Throws netio::Error(Errc::invalid_option) naming the string and what is wrong.
+  /// Throws netio::Error(Errc::invalid_option) naming the string and what is wrong.
   static PeerNetwork parse(std::string_view cidr);
-  // Whether `address` (a numeric IPv4 or IPv6 address, as in Endpoint::host) lies in this
-  // network; false for anything that is not a numeric address.
+  /// Whether `address` (a numeric IPv4 or IPv6 address, as in Endpoint::host) lies in this
+  /// network; false for anything that is not a numeric address.
   bool contains(std::string_view address) const noexcept;
   std::string to_string() const;
 
  private:
   bool ipv6_ = false;
-  std::array<std::uint8_t, 16> bytes_{};  // IPv4 in the first 4
+  std::array<std::uint8_t, 16> bytes_{};  ///< IPv4 in the first 4
   unsigned prefix_ = 0;
 };
 
-// A comma-separated list of networks ("127.0.0.0/8,::1"); throws as PeerNetwork::parse,
-// and for an empty list.
+/// A comma-separated list of networks ("127.0.0.0/8,::1"); throws as PeerNetwork::parse,
+/// and for an empty list.
 std::vector<PeerNetwork> parse_peer_networks(std::string_view list);
 
 struct AdmissionOptions {
-  // Connections accepted at once (introduced or not); beyond it a new peer is rejected with
-  // a reason (its send socket's error says so).
+  /// Connections accepted at once (introduced or not); beyond it a new peer is rejected with
+  /// a reason (its send socket's error says so).
   std::size_t max_connections = 1024;
-  // Connections whose handshake (hello, then the sender's introduction and, with a key, its
-  // proof) is not complete yet. When a new one would exceed it, the oldest is dropped: a
-  // flood of silent connections delays new peers by at most this many, it never locks them out.
-  // Well above the listener's accept batch (64), so that a burst of honest peers connecting
-  // at once (a DAQ system starting) is not mistaken for a flood.
+  /// Connections whose handshake (hello, then the sender's introduction and, with a key, its
+  /// proof) is not complete yet. When a new one would exceed it, the oldest is dropped: a
+  /// flood of silent connections delays new peers by at most this many, it never locks them out.
+  /// Well above the listener's accept batch (64), so that a burst of honest peers connecting
+  /// at once (a DAQ system starting) is not mistaken for a flood.
   std::size_t max_pending_handshakes = 256;
-  // How long a connection may take for its whole handshake.
+  /// How long a connection may take for its whole handshake.
   std::chrono::nanoseconds handshake_timeout = std::chrono::seconds(10);
-  // A peer in the middle of a frame (a buffer, a page) that completes no frame for this long
-  // while the receiver is reading is dropped (slowloris). Zero: off. A connection the
-  // receiver itself holds back (every buffer lent out) is never blamed. The libfabric
-  // back-end receives whole messages only (its provider reassembles them), so there the
-  // idle timeout is what catches a stalled peer.
+  /// A peer in the middle of a frame (a buffer, a page) that completes no frame for this long
+  /// while the receiver is reading is dropped (slowloris). Zero: off. A connection the
+  /// receiver itself holds back (every buffer lent out) is never blamed. The libfabric
+  /// back-end receives whole messages only (its provider reassembles them), so there the
+  /// idle timeout is what catches a stalled peer.
   std::chrono::nanoseconds progress_timeout = std::chrono::seconds(30);
-  // An introduced connection that delivers nothing for this long is dropped. Zero (the
-  // default): off, since DAQ links may idle. A connection held back by a slow consumer
-  // delivers nothing either: set it well above the longest processing stall.
+  /// An introduced connection that delivers nothing for this long is dropped. Zero (the
+  /// default): off, since DAQ links may idle. A connection held back by a slow consumer
+  /// delivers nothing either: set it well above the longest processing stall.
   std::chrono::nanoseconds idle_timeout{0};
-  // When accept() runs out of descriptors (EMFILE, ENFILE), the listener stops taking
-  // connections for this long, then tries again by itself (logged once per episode).
+  /// When accept() runs out of descriptors (EMFILE, ENFILE), the listener stops taking
+  /// connections for this long, then tries again by itself (logged once per episode).
   std::chrono::nanoseconds accept_backoff = std::chrono::milliseconds(100);
-  // Peers allowed to connect, by source address; empty: everyone. Others are rejected after
-  // their hello, with a reason.
+  /// Peers allowed to connect, by source address; empty: everyone. Others are rejected after
+  /// their hello, with a reason.
   std::vector<PeerNetwork> allow;
-  // A pre-shared key both sides must hold (challenge-response in the handshake, both ways;
-  // see netio/preshared_key.hpp). Unset: no authentication, and a sender that brings a key
-  // is rejected (it would not learn whether its listener is the right one).
+  /// A pre-shared key both sides must hold (challenge-response in the handshake, both ways;
+  /// see netio/preshared_key.hpp). Unset: no authentication, and a sender that brings a key
+  /// is rejected (it would not learn whether its listener is the right one).
   std::optional<PreSharedKey> key;
 };
 

@@ -1,48 +1,50 @@
 // SPDX-License-Identifier: MIT
-// The low-level socket interface that every back-end implements (NetIO's send, listen and
-// receive sockets). A back-end only moves buffers: it knows nothing of pages, tags or
-// time-slices. What it guarantees:
-//   - a buffer sent is delivered as one unit of exactly its size, in order, reliably, or
-//     the connection is reported lost;
-//   - a connection starts with a hello (opaque bytes from the connecting side) that the
-//     listening side accepts or rejects before any data flows; the accept carries the
-//     largest buffer the receiver takes, a reject carries a reason for the connector;
-//   - data flows from the send socket to the receive socket; the receive socket may send
-//     replies back on the same connection (acknowledgements, credits), as many and as large
-//     as the send socket declared it takes before connect() (accept_replies()). Replies are
-//     delivered as one unit each, in order, and flow control holds both ways: a send socket
-//     that holds its received replies stops reading them, and the replier's replies then wait
-//     in its back-end (bounded by the replier's own buffers), never in unbounded memory.
-//
-// Threading: every method must be called on the event-loop thread, and every callback runs
-// there. A callback may call close() on its own socket but must not destroy it; destroy
-// sockets from a later loop task (or after close() from the loop thread).
-//
-// The contract every back-end keeps (netio's test suite checks it on each built-in one):
-//   - completions in FIFO order: on_send_completed reports buffers in the order send()
-//     took them, whatever their sizes (0 bytes included);
-//   - no callback after close(): once close() returns, no callback of that socket runs,
-//     whether close() was called from inside a callback or from a later task, and however
-//     much the peer still sends;
-//   - send() never throws: a buffer it cannot send (larger than the peer's
-//     max_buffer_size, memory it cannot register) fails the connection through
-//     on_disconnected with that error, possibly from inside send(); the socket is then
-//     closed and the buffers it held are the caller's again, as after close().
-//
-// Errors: what is wrong with a connect() request itself throws netio::Error from the call
-// (resolve_failed, provider_unavailable, a hello the transport cannot carry). What happens
-// on the network arrives through callbacks (refused, rejected, disconnected, protocol
-// errors). After close() or a failure, send() ignores the buffer.
-//
-// Back-ends are found by scheme through the registry (netio/backend_registry.hpp).
-//
-// The hello travels as connection data on some transports (libfabric CM data: as little as
-// 48 bytes on verbs): keep it at most max_hello_size bytes.
-//
-// Ownership: send buffers belong to the caller; the back-end borrows a buffer from send()
-// until on_send_completed (after which the caller may reuse it) or until close().
-// Receive buffers belong to the back-end and are lent to the caller as a ReceivedBuffer,
-// which gives them back when destroyed (on any thread).
+/// @file
+/// @ingroup backend
+/// The low-level socket interface that every back-end implements (NetIO's send, listen and
+/// receive sockets). A back-end only moves buffers: it knows nothing of pages, tags or
+/// time-slices. What it guarantees:
+///   - a buffer sent is delivered as one unit of exactly its size, in order, reliably, or
+///     the connection is reported lost;
+///   - a connection starts with a hello (opaque bytes from the connecting side) that the
+///     listening side accepts or rejects before any data flows; the accept carries the
+///     largest buffer the receiver takes, a reject carries a reason for the connector;
+///   - data flows from the send socket to the receive socket; the receive socket may send
+///     replies back on the same connection (acknowledgements, credits), as many and as large
+///     as the send socket declared it takes before connect() (accept_replies()). Replies are
+///     delivered as one unit each, in order, and flow control holds both ways: a send socket
+///     that holds its received replies stops reading them, and the replier's replies then wait
+///     in its back-end (bounded by the replier's own buffers), never in unbounded memory.
+///
+/// Threading: every method must be called on the event-loop thread, and every callback runs
+/// there. A callback may call close() on its own socket but must not destroy it; destroy
+/// sockets from a later loop task (or after close() from the loop thread).
+///
+/// The contract every back-end keeps (netio's test suite checks it on each built-in one):
+///   - completions in FIFO order: on_send_completed reports buffers in the order send()
+///     took them, whatever their sizes (0 bytes included);
+///   - no callback after close(): once close() returns, no callback of that socket runs,
+///     whether close() was called from inside a callback or from a later task, and however
+///     much the peer still sends;
+///   - send() never throws: a buffer it cannot send (larger than the peer's
+///     max_buffer_size, memory it cannot register) fails the connection through
+///     on_disconnected with that error, possibly from inside send(); the socket is then
+///     closed and the buffers it held are the caller's again, as after close().
+///
+/// Errors: what is wrong with a connect() request itself throws netio::Error from the call
+/// (resolve_failed, provider_unavailable, a hello the transport cannot carry). What happens
+/// on the network arrives through callbacks (refused, rejected, disconnected, protocol
+/// errors). After close() or a failure, send() ignores the buffer.
+///
+/// Back-ends are found by scheme through the registry (netio/backend_registry.hpp).
+///
+/// The hello travels as connection data on some transports (libfabric CM data: as little as
+/// 48 bytes on verbs): keep it at most max_hello_size bytes.
+///
+/// Ownership: send buffers belong to the caller; the back-end borrows a buffer from send()
+/// until on_send_completed (after which the caller may reuse it) or until close().
+/// Receive buffers belong to the back-end and are lent to the caller as a ReceivedBuffer,
+/// which gives them back when destroyed (on any thread).
 #pragma once
 
 #include "netio/buffer.hpp"
@@ -63,21 +65,21 @@ namespace netio {
 
 class EventLoop;
 
-// 48 bytes of verbs connection data, less the libfabric back-end's header and reply window.
+/// 48 bytes of verbs connection data, less the libfabric back-end's header and reply window.
 constexpr std::size_t max_hello_size = 36;
-// The most an accept carries back to the connector besides the back-end's own fields.
+/// The most an accept carries back to the connector besides the back-end's own fields.
 constexpr std::size_t max_accept_data_size = 32;
 
-// Where received buffers go back to. Thread-safe: give_back() may be called on any thread.
+/// Where received buffers go back to. Thread-safe: give_back() may be called on any thread.
 class ReceiveBufferOwner {
  public:
   virtual ~ReceiveBufferOwner() = default;
   virtual void give_back(Buffer* buffer) noexcept = 0;
 };
 
-// A received buffer on loan from the back-end: move-only; destroying it (or reset())
-// returns the memory. Keeping it alive keeps the memory valid; holding many stalls the
-// connection (the back-end stops receiving), which is how back-pressure reaches the sender.
+/// A received buffer on loan from the back-end: move-only; destroying it (or reset())
+/// returns the memory. Keeping it alive keeps the memory valid; holding many stalls the
+/// connection (the back-end stops receiving), which is how back-pressure reaches the sender.
 class ReceivedBuffer {
  public:
   ReceivedBuffer() = default;
@@ -105,8 +107,8 @@ class ReceivedBuffer {
   std::span<const std::byte> bytes() const noexcept {
     return buffer_ ? std::span<const std::byte>(buffer_->data, buffer_->size) : std::span<const std::byte>();
   }
-  // The rest of the buffer after bytes(): the holder's to write (the back-end does not touch
-  // a buffer while it is lent), e.g. to join a message that continues in the next buffer.
+  /// The rest of the buffer after bytes(): the holder's to write (the back-end does not touch
+  /// a buffer while it is lent), e.g. to join a message that continues in the next buffer.
   std::span<std::byte> spare() noexcept {
     return buffer_ ? std::span<std::byte>(buffer_->data + buffer_->size, buffer_->capacity - buffer_->size)
                    : std::span<std::byte>();
@@ -117,67 +119,67 @@ class ReceivedBuffer {
   std::shared_ptr<ReceiveBufferOwner> owner_;
 };
 
-// What a send socket takes as replies: each at most max_size bytes, at most `credits`
-// received and not yet given back (a ReceivedBuffer held by the caller) before the
-// connection stops taking more. Zero max_size: no replies (a reply is a protocol error).
+/// What a send socket takes as replies: each at most max_size bytes, at most `credits`
+/// received and not yet given back (a ReceivedBuffer held by the caller) before the
+/// connection stops taking more. Zero max_size: no replies (a reply is a protocol error).
 struct ReplyWindow {
   std::size_t max_size = 0;
   std::size_t credits = 0;
 };
 
-// What the connecting side learns when the listener accepts.
+/// What the connecting side learns when the listener accepts.
 struct ConnectionInfo {
-  Endpoint peer;                  // the address connected to
-  std::size_t peer_max_buffer_size = 0;  // send no buffer larger than this
-  std::vector<std::byte> accept_data{};  // AcceptDecision::accept_data of the listener
+  Endpoint peer;                  ///< the address connected to
+  std::size_t peer_max_buffer_size = 0;  ///< send no buffer larger than this
+  std::vector<std::byte> accept_data{};  ///< AcceptDecision::accept_data of the listener
 };
 
 class LowLevelSendSocket {
  public:
   struct Callbacks {
     std::function<void(const ConnectionInfo&)> on_connected;
-    std::function<void(const Error&)> on_connect_failed;  // refused, rejected (with reason), unreachable
-    std::function<void(const Error&)> on_disconnected;    // after on_connected only
-    std::function<void(Buffer*)> on_send_completed;       // the buffer may be reused
-    // A reply from the receive socket, in the order sent. Holding it holds a reply credit.
+    std::function<void(const Error&)> on_connect_failed;  ///< refused, rejected (with reason), unreachable
+    std::function<void(const Error&)> on_disconnected;    ///< after on_connected only
+    std::function<void(Buffer*)> on_send_completed;       ///< the buffer may be reused
+    /// A reply from the receive socket, in the order sent. Holding it holds a reply credit.
     std::function<void(ReceivedBuffer)> on_reply;
   };
 
   virtual ~LowLevelSendSocket() = default;
-  // Declares the replies this socket takes (default: none). Before connect() only.
+  /// Declares the replies this socket takes (default: none). Before connect() only.
   virtual void accept_replies(ReplyWindow window) = 0;
-  // Starts connecting; the result arrives through the callbacks. `hello` is copied.
+  /// Starts connecting; the result arrives through the callbacks. `hello` is copied.
   virtual void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) = 0;
-  // Queues `buffer` (buffer->size bytes) for sending. Only after on_connected. Buffers
-  // complete in the order sent. Never blocks: the back-end queues what it cannot send yet.
+  /// Queues `buffer` (buffer->size bytes) for sending. Only after on_connected. Buffers
+  /// complete in the order sent. Never blocks: the back-end queues what it cannot send yet.
   virtual void send(Buffer* buffer) = 0;
-  // Registration for buffers this socket sends; nullptr when the back-end needs none.
-  // Best asked after connect(), when the back-end knows which device the connection uses.
+  /// Registration for buffers this socket sends; nullptr when the back-end needs none.
+  /// Best asked after connect(), when the back-end knows which device the connection uses.
   virtual MemoryRegistrar* registrar() noexcept = 0;
-  // Whether send() takes memory nobody registered (plain memory the caller lends until
-  // on_send_completed), so that large messages can go out without a copy. Known once
-  // on_connected has run (a libfabric provider needing FI_MR_LOCAL says no).
+  /// Whether send() takes memory nobody registered (plain memory the caller lends until
+  /// on_send_completed), so that large messages can go out without a copy. Known once
+  /// on_connected has run (a libfabric provider needing FI_MR_LOCAL says no).
   virtual bool sends_unregistered_memory() const noexcept = 0;
-  // The largest buffer this connection sends at full speed: larger ones are sent as well,
-  // only slower (a libfabric provider over kernel TCP writes each buffer with one system
-  // call, and Linux slows down calls past 16 skbs). Senders free to choose their buffer
-  // sizes, such as high-throughput pages, stay under it. std::numeric_limits<std::size_t>::max()
-  // when there is no such limit. Known after connect().
+  /// The largest buffer this connection sends at full speed: larger ones are sent as well,
+  /// only slower (a libfabric provider over kernel TCP writes each buffer with one system
+  /// call, and Linux slows down calls past 16 skbs). Senders free to choose their buffer
+  /// sizes, such as high-throughput pages, stay under it. std::numeric_limits<std::size_t>::max()
+  /// when there is no such limit. Known after connect().
   virtual std::size_t efficient_buffer_size() const noexcept = 0;
-  // Ends the stream, for a close that must know the receiver read everything: a send
-  // completion says only that the back-end handed the buffer on, and over kernel TCP the
-  // receiver may not have read it yet (a receiver that holds its buffers stops reading).
-  // Call it connected, after every buffer sent has completed; send() afterwards is ignored.
-  // The receive socket delivers every buffer, then reports the end (on_disconnected,
-  // Errc::disconnected) and is closed by its owner; this socket then reports
-  // on_disconnected once the receiver has closed its side: with Errc::disconnected when the
-  // receiver closed it after reading everything, with another code (the system error, as
-  // ECONNRESET) when it reset the connection, i.e. closed it with bytes unread or vanished.
-  // Returns false (and does nothing) where the back-end has no such end; a caller then
-  // closes as usual.
+  /// Ends the stream, for a close that must know the receiver read everything: a send
+  /// completion says only that the back-end handed the buffer on, and over kernel TCP the
+  /// receiver may not have read it yet (a receiver that holds its buffers stops reading).
+  /// Call it connected, after every buffer sent has completed; send() afterwards is ignored.
+  /// The receive socket delivers every buffer, then reports the end (on_disconnected,
+  /// Errc::disconnected) and is closed by its owner; this socket then reports
+  /// on_disconnected once the receiver has closed its side: with Errc::disconnected when the
+  /// receiver closed it after reading everything, with another code (the system error, as
+  /// ECONNRESET) when it reset the connection, i.e. closed it with bytes unread or vanished.
+  /// Returns false (and does nothing) where the back-end has no such end; a caller then
+  /// closes as usual.
   virtual bool end_stream() { return false; }
-  // Closes the connection. Buffers not yet completed are dropped (the caller owns them
-  // again); no callback runs after close() returns. Idempotent.
+  /// Closes the connection. Buffers not yet completed are dropped (the caller owns them
+  /// again); no callback runs after close() returns. Idempotent.
   virtual void close() noexcept = 0;
 };
 
@@ -185,31 +187,31 @@ class LowLevelReceiveSocket {
  public:
   struct Callbacks {
     std::function<void(ReceivedBuffer)> on_data;
-    std::function<void(const Error&)> on_disconnected;  // code Errc::disconnected for a clean close
-    std::function<void(Buffer*)> on_reply_completed;    // a reply's buffer may be reused
+    std::function<void(const Error&)> on_disconnected;  ///< code Errc::disconnected for a clean close
+    std::function<void(Buffer*)> on_reply_completed;    ///< a reply's buffer may be reused
   };
 
   virtual ~LowLevelReceiveSocket() = default;
-  // Starts delivering; called once, right after on_accepted hands the socket over.
+  /// Starts delivering; called once, right after on_accepted hands the socket over.
   virtual void start(Callbacks callbacks) = 0;
   virtual const Endpoint& peer() const noexcept = 0;
-  // The largest reply the sender takes (its ReplyWindow::max_size; 0: it takes none).
+  /// The largest reply the sender takes (its ReplyWindow::max_size; 0: it takes none).
   virtual std::size_t max_reply_size() const noexcept = 0;
-  // Registration for reply buffers; nullptr when the back-end needs none.
+  /// Registration for reply buffers; nullptr when the back-end needs none.
   virtual MemoryRegistrar* reply_registrar() noexcept = 0;
-  // Queues `buffer` (buffer->size bytes, at most max_reply_size()) as a reply to the sender,
-  // after the replies before it. Only after start(). Never blocks and never throws: replies
-  // wait in the back-end while the sender takes none (its window is full), and complete
-  // through on_reply_completed in the order sent. A reply beyond max_reply_size() fails the
-  // connection (on_disconnected, Errc::message_too_large). The caller bounds how many it
-  // queues. After close() or a failure the buffer is ignored (the caller owns it again).
+  /// Queues `buffer` (buffer->size bytes, at most max_reply_size()) as a reply to the sender,
+  /// after the replies before it. Only after start(). Never blocks and never throws: replies
+  /// wait in the back-end while the sender takes none (its window is full), and complete
+  /// through on_reply_completed in the order sent. A reply beyond max_reply_size() fails the
+  /// connection (on_disconnected, Errc::message_too_large). The caller bounds how many it
+  /// queues. After close() or a failure the buffer is ignored (the caller owns it again).
   virtual void send_reply(Buffer* buffer) = 0;
-  // No callback runs after close() returns. Buffers already lent out stay valid; replies
-  // not yet completed are dropped (the caller owns them again). Idempotent.
+  /// No callback runs after close() returns. Buffers already lent out stay valid; replies
+  /// not yet completed are dropped (the caller owns them again). Idempotent.
   virtual void close() noexcept = 0;
 };
 
-// The listener's answer to a connection request.
+/// The listener's answer to a connection request.
 struct AcceptDecision {
   static AcceptDecision accept(std::size_t max_buffer_size, std::size_t receive_credits) {
     return {true, {}, max_buffer_size, receive_credits, {}};
@@ -217,28 +219,28 @@ struct AcceptDecision {
   static AcceptDecision reject(std::string reason) { return {false, std::move(reason), 0, 0, {}}; }
 
   bool accepted = false;
-  std::string reject_reason;            // sent to the connecting side
-  std::size_t max_buffer_size = 0;      // larger buffers are a protocol error
-  std::size_t receive_credits = 0;      // receive buffers lent out at most before reading stalls
-  // Opaque bytes for the connector (ConnectionInfo::accept_data), at most
-  // max_accept_data_size: the listener's side of a challenge-response.
+  std::string reject_reason;            ///< sent to the connecting side
+  std::size_t max_buffer_size = 0;      ///< larger buffers are a protocol error
+  std::size_t receive_credits = 0;      ///< receive buffers lent out at most before reading stalls
+  /// Opaque bytes for the connector (ConnectionInfo::accept_data), at most
+  /// max_accept_data_size: the listener's side of a challenge-response.
   std::vector<std::byte> accept_data{};
 };
 
-// What a listen socket bounds by itself, before the layer above sees a connection
-// (netio::AdmissionOptions carries them for users; zero durations: off).
+/// What a listen socket bounds by itself, before the layer above sees a connection
+/// (netio::AdmissionOptions carries them for users; zero durations: off).
 struct ListenLimits {
-  // Connections accepted whose hello has not arrived yet; a new one beyond this drops the oldest.
+  /// Connections accepted whose hello has not arrived yet; a new one beyond this drops the oldest.
   std::size_t max_pending_handshakes = 256;
-  std::chrono::nanoseconds handshake_timeout = std::chrono::seconds(10);  // for the hello
-  // A receive socket in the middle of a buffer that completes none for this long, while it
-  // is reading, fails with Errc::protocol_error (where the back-end sees partial buffers).
+  std::chrono::nanoseconds handshake_timeout = std::chrono::seconds(10);  ///< for the hello
+  /// A receive socket in the middle of a buffer that completes none for this long, while it
+  /// is reading, fails with Errc::protocol_error (where the back-end sees partial buffers).
   std::chrono::nanoseconds progress_timeout = std::chrono::seconds(30);
-  // Out of descriptors: how long the listener stops accepting before it tries again.
+  /// Out of descriptors: how long the listener stops accepting before it tries again.
   std::chrono::nanoseconds accept_backoff = std::chrono::milliseconds(100);
-  // Bytes of AcceptDecision::accept_data that accepted connections carry (the answer to a
-  // pre-shared key's challenge; at most max_accept_data_size; 0: none). listen() throws when
-  // the back-end cannot carry them in its accept, rather than cutting them short.
+  /// Bytes of AcceptDecision::accept_data that accepted connections carry (the answer to a
+  /// pre-shared key's challenge; at most max_accept_data_size; 0: none). listen() throws when
+  /// the back-end cannot carry them in its accept, rather than cutting them short.
   std::size_t accept_data_size = 0;
 };
 
@@ -247,24 +249,24 @@ class LowLevelListenSocket {
   struct Callbacks {
     std::function<AcceptDecision(const Endpoint& peer, std::span<const std::byte> hello)> on_request;
     std::function<void(std::unique_ptr<LowLevelReceiveSocket>)> on_accepted;
-    std::function<void(const Error&)> on_error;  // a failed accept; the listener keeps listening
+    std::function<void(const Error&)> on_error;  ///< a failed accept; the listener keeps listening
   };
 
   virtual ~LowLevelListenSocket() = default;
-  // Binds and listens within `limits`; throws netio::Error if the address cannot be bound.
+  /// Binds and listens within `limits`; throws netio::Error if the address cannot be bound.
   virtual void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) = 0;
   void listen(const Endpoint& local, Callbacks callbacks) { listen(local, std::move(callbacks), ListenLimits{}); }
-  // The bound address, with the real port when listen() was given port 0.
+  /// The bound address, with the real port when listen() was given port 0.
   virtual Endpoint local_endpoint() const = 0;
-  // Connections on_request accepted that are not handed over yet (on_accepted not called:
-  // libfabric's FI_CONNECTED not seen). They count against the layer above's limits
-  // (max_connections) like the connections it holds. 0 where accepting hands over at once.
+  /// Connections on_request accepted that are not handed over yet (on_accepted not called:
+  /// libfabric's FI_CONNECTED not seen). They count against the layer above's limits
+  /// (max_connections) like the connections it holds. 0 where accepting hands over at once.
   virtual std::size_t establishing() const noexcept { return 0; }
-  // Stops accepting; receive sockets already handed out live on. Idempotent.
+  /// Stops accepting; receive sockets already handed out live on. Idempotent.
   virtual void close() noexcept = 0;
 };
 
-// A back-end: makes the three sockets, all bound to one event loop.
+/// A back-end: makes the three sockets, all bound to one event loop.
 class Backend {
  public:
   virtual ~Backend() = default;

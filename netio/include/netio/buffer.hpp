@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Buffers that the back-ends move, and pools of them.
-//
-// A Buffer is a block of memory a back-end can send or receive into. Back-ends such as
-// libfabric need memory registered before use; a MemoryRegistrar does that once per
-// buffer, when the pool allocates it (and again only if the buffer has to grow).
+/// @file
+/// @ingroup backend
+/// Buffers that the back-ends move, and pools of them.
+///
+/// A Buffer is a block of memory a back-end can send or receive into. Back-ends such as
+/// libfabric need memory registered before use; a MemoryRegistrar does that once per
+/// buffer, when the pool allocates it (and again only if the buffer has to grow).
 #pragma once
 
 #include <atomic>
@@ -21,16 +23,16 @@ namespace netio {
 struct Buffer {
   std::byte* data = nullptr;
   std::size_t capacity = 0;
-  std::size_t size = 0;          // bytes in use (what send() transmits)
-  void* desc = nullptr;          // back-end descriptor (fi_mr_desc), nullptr if none
-  void* registration = nullptr;  // back-end handle (struct fid_mr*), owned by the registrar
+  std::size_t size = 0;          ///< bytes in use (what send() transmits)
+  void* desc = nullptr;          ///< back-end descriptor (fi_mr_desc), nullptr if none
+  void* registration = nullptr;  ///< back-end handle (struct fid_mr*), owned by the registrar
 
   std::span<std::byte> bytes() noexcept { return {data, size}; }
   std::span<const std::byte> bytes() const noexcept { return {data, size}; }
 };
 
-// Registers memory with a back-end. Called on any thread (pools are built on user
-// threads); implementations must be thread-safe. register_buffer() throws netio::Error.
+/// Registers memory with a back-end. Called on any thread (pools are built on user
+/// threads); implementations must be thread-safe. register_buffer() throws netio::Error.
 class MemoryRegistrar {
  public:
   virtual ~MemoryRegistrar() = default;
@@ -38,9 +40,9 @@ class MemoryRegistrar {
   virtual void deregister_buffer(Buffer& buffer) noexcept = 0;
 };
 
-// A fixed number of buffers, allocated and registered when first needed and reused after
-// that: memory is bounded by count × the largest size asked for.
-// Thread-safe: acquire/release from any thread. The registrar must outlive the pool.
+/// A fixed number of buffers, allocated and registered when first needed and reused after
+/// that: memory is bounded by count × the largest size asked for.
+/// Thread-safe: acquire/release from any thread. The registrar must outlive the pool.
 class BufferPool {
  public:
   BufferPool(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar = nullptr);
@@ -48,30 +50,30 @@ class BufferPool {
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
-  // nullptr when all buffers are in use.
+  /// nullptr when all buffers are in use.
   Buffer* try_acquire();
-  // Waits up to `timeout` for a free buffer; nullptr only on timeout or after close(). Waiters
-  // are woken when a quarter of the pool is free again (or all of it), not per buffer,
-  // and look again every millisecond.
+  /// Waits up to `timeout` for a free buffer; nullptr only on timeout or after close(). Waiters
+  /// are woken when a quarter of the pool is free again (or all of it), not per buffer,
+  /// and look again every millisecond.
   Buffer* acquire(std::chrono::nanoseconds timeout);
   void release(Buffer* buffer) noexcept;
-  // Wakes every waiter in acquire(); later acquires fail at once.
+  /// Wakes every waiter in acquire(); later acquires fail at once.
   void close() noexcept;
 
-  // Makes `buffer` (acquired from this pool) hold at least `capacity` bytes, re-registering
-  // it if it had to move. Contents are not preserved.
+  /// Makes `buffer` (acquired from this pool) hold at least `capacity` bytes, re-registering
+  /// it if it had to move. Contents are not preserved.
   void reserve(Buffer* buffer, std::size_t capacity);
 
   std::size_t count() const noexcept { return buffers_.size(); }
   std::size_t buffer_size() const noexcept { return buffer_size_; }
   std::size_t available() const;
-  // Bytes of the buffers allocated now; any thread, without the lock (a buffer is allocated
-  // and grown by its holder outside it).
+  /// Bytes of the buffers allocated now; any thread, without the lock (a buffer is allocated
+  /// and grown by its holder outside it).
   std::size_t bytes_allocated() const noexcept { return bytes_allocated_.load(std::memory_order_relaxed); }
 
  private:
   struct Slot;
-  Buffer* ready(Slot* slot);  // allocates (once) and resets a slot just taken
+  Buffer* ready(Slot* slot);  ///< allocates (once) and resets a slot just taken
   void allocate(Slot& slot, std::size_t capacity);
   void free_slot(Slot& slot) noexcept;
 
@@ -79,18 +81,18 @@ class BufferPool {
 
   std::size_t buffer_size_;
   MemoryRegistrar* registrar_;
-  std::size_t wake_batch_;  // waiters are woken when this many buffers are free (or all are)
+  std::size_t wake_batch_;  ///< waiters are woken when this many buffers are free (or all are)
   std::vector<std::unique_ptr<Slot>> buffers_;
   mutable std::mutex mutex_;
   std::condition_variable available_cv_;
-  std::vector<Slot*> free_;  // guarded by mutex_
-  // One free buffer kept outside the lock: the next try_acquire() takes what the last
-  // release() gave back with one atomic exchange on each side, the case of a message or a
-  // reply in flight at a time. Used only while nobody waits in acquire(), so that a buffer
-  // never hides from a waiter (see release()).
+  std::vector<Slot*> free_;  ///< guarded by mutex_
+  /// One free buffer kept outside the lock: the next try_acquire() takes what the last
+  /// release() gave back with one atomic exchange on each side, the case of a message or a
+  /// reply in flight at a time. Used only while nobody waits in acquire(), so that a buffer
+  /// never hides from a waiter (see release()).
   std::atomic<Slot*> spare_{nullptr};
-  std::atomic<bool> closed_{false};         // written under mutex_
-  std::atomic<std::size_t> waiters_{0};     // written under mutex_
+  std::atomic<bool> closed_{false};         ///< written under mutex_
+  std::atomic<std::size_t> waiters_{0};     ///< written under mutex_
   std::atomic<std::size_t> bytes_allocated_{0};
 };
 

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: MIT
-// Endpoint strings: where a socket listens or connects.
-//
-//   tcp://HOST:PORT                      the POSIX TCP back-end
-//   fabric://HOST:PORT[?provider=NAME]   the libfabric back-end (FI_EP_MSG)
-//   SCHEME://HOST:PORT                   a back-end registered for SCHEME (register_backend)
-//
-// The scheme picks the back-end from the registry (netio/backend_registry.hpp): parse()
-// accepts every scheme registered when it is called, built-in or not, including a built-in
-// one this netio was built without (fabric without libfabric), which fails with its reason
-// when a socket uses it.
-// HOST is an IPv4 address, an IPv6 address in brackets ([::1]) or a host name. PORT 0 on a
-// listening socket means "pick a free port"; the socket reports the port it bound.
+/// @file
+/// Endpoint strings: where a socket listens or connects.
+///
+///   tcp://HOST:PORT                      the POSIX TCP back-end
+///   fabric://HOST:PORT[?provider=NAME]   the libfabric back-end (FI_EP_MSG)
+///   SCHEME://HOST:PORT                   a back-end registered for SCHEME (register_backend)
+///
+/// The scheme picks the back-end from the registry (netio/backend_registry.hpp): parse()
+/// accepts every scheme registered when it is called, built-in or not, including a built-in
+/// one this netio was built without (fabric without libfabric), which fails with its reason
+/// when a socket uses it.
+/// HOST is an IPv4 address, an IPv6 address in brackets ([::1]) or a host name. PORT 0 on a
+/// listening socket means "pick a free port"; the socket reports the port it bound.
 #pragma once
 
 #include <cstdint>
@@ -20,13 +21,13 @@
 namespace netio {
 
 struct Endpoint {
-  std::string scheme = "tcp";  // the back-end's name in the registry: "tcp", "fabric", ...
+  std::string scheme = "tcp";  ///< the back-end's name in the registry: "tcp", "fabric", ...
   std::string host;
   std::uint16_t port = 0;
-  std::string provider;  // fabric only; empty: NETIO_FABRIC_PROVIDER, else libfabric's choice
+  std::string provider;  ///< fabric only; empty: NETIO_FABRIC_PROVIDER, else libfabric's choice
 
-  // Throws netio::Error(Errc::malformed_endpoint) naming the string and what is wrong (an
-  // unregistered scheme: naming the registered ones).
+  /// Throws netio::Error(Errc::malformed_endpoint) naming the string and what is wrong (an
+  /// unregistered scheme: naming the registered ones).
   static Endpoint parse(std::string_view text);
 
   std::string to_string() const;

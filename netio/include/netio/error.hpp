@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Errors of netio: one style everywhere.
-//
-// Synchronous calls throw netio::Error (a std::runtime_error carrying a std::error_code). Asynchronous failures
-// (a refused connection, a peer that vanished) are delivered to callbacks as a
-// netio::Error that is passed, not thrown. Either way code() says what happened and
-// what() names the endpoint, the peer and what was wrong.
+/// @file
+/// Errors of netio: one style everywhere.
+///
+/// Synchronous calls throw netio::Error (a std::runtime_error carrying a std::error_code). Asynchronous failures
+/// (a refused connection, a peer that vanished) are delivered to callbacks as a
+/// netio::Error that is passed, not thrown. Either way code() says what happened and
+/// what() names the endpoint, the peer and what was wrong.
 #pragma once
 
 #include <stdexcept>
@@ -14,19 +15,19 @@
 namespace netio {
 
 enum class Errc {
-  malformed_endpoint = 1,  // an endpoint string that cannot be parsed
-  resolve_failed,          // a host name that does not resolve
-  connection_refused,      // nobody listens at the address
-  handshake_rejected,      // the peer is not a matching netio socket
-  protocol_error,          // junk, oversized lengths, truncated pages
-  disconnected,            // the peer closed or vanished
-  timeout,                 // a blocking call ran out of time
-  closed,                  // the socket or context was closed
-  message_too_large,       // larger than the peer accepts
-  backend_error,           // the back-end (kernel, libfabric) reported a failure
-  provider_unavailable,    // no libfabric provider matches
-  would_block,             // a call that would have to wait, made on the event-loop thread
-  invalid_option,          // a malformed option value: a network (CIDR), a key file
+  malformed_endpoint = 1,  ///< an endpoint string that cannot be parsed
+  resolve_failed,          ///< a host name that does not resolve
+  connection_refused,      ///< nobody listens at the address
+  handshake_rejected,      ///< the peer is not a matching netio socket
+  protocol_error,          ///< junk, oversized lengths, truncated pages
+  disconnected,            ///< the peer closed or vanished
+  timeout,                 ///< a blocking call ran out of time
+  closed,                  ///< the socket or context was closed
+  message_too_large,       ///< larger than the peer accepts
+  backend_error,           ///< the back-end (kernel, libfabric) reported a failure
+  provider_unavailable,    ///< no libfabric provider matches
+  would_block,             ///< a call that would have to wait, made on the event-loop thread
+  invalid_option,          ///< a malformed option value: a network (CIDR), a key file
 };
 
 const std::error_category& error_category() noexcept;
@@ -43,11 +44,13 @@ class Error : public std::runtime_error {
   std::error_code code_;
 };
 
-// An Error for a failed system call: code is errno in the system category, and the
-// message ends with its text.
+/// An Error for a failed system call: code is errno in the system category, and the
+/// message ends with its text.
 Error system_error(int errno_value, const std::string& what);
 
 }  // namespace netio
 
+/// @cond INTERNAL
 template <>
 struct std::is_error_code_enum<netio::Errc> : std::true_type {};
+/// @endcond

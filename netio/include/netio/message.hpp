@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-// A received high-throughput message (or a reply). Move-only: a Message holds what it lies
-// in (a page, a receive credit) until it is destroyed or released, and a copy would hold it
-// twice as long without saying so. Moving leaves the source empty (size() 0, an empty
-// peer()). When the message lies within one page it is a view into that page and keeps the
-// page alive (zero copy) until the Message is destroyed. A message that spanned pages is joined in the buffer of the page it started
-// in when that buffer has room for the rest (a view again), else reassembled into memory
-// of its own. peer() says which connection it came from and answers its sender.
+/// @file
+/// A received high-throughput message (or a reply). Move-only: a Message holds what it lies
+/// in (a page, a receive credit) until it is destroyed or released, and a copy would hold it
+/// twice as long without saying so. Moving leaves the source empty (size() 0, an empty
+/// peer()). When the message lies within one page it is a view into that page and keeps the
+/// page alive (zero copy) until the Message is destroyed. A message that spanned pages is joined in the buffer of the page it started
+/// in when that buffer has room for the rest (a view again), else reassembled into memory
+/// of its own. peer() says which connection it came from and answers its sender.
 #pragma once
 
 #include "netio/peer.hpp"
@@ -27,8 +28,8 @@ class Message {
       : owned_(std::make_shared<std::vector<std::byte>>(std::move(owned))) {
     view_ = std::span<const std::byte>(owned_->data(), owned_->size());
   }
-  // As above, from `peer`: a raw pointer, kept valid by `keep_alive` (which holds a
-  // reference to the peer's state), so that a message costs no extra reference count.
+  /// As above, from `peer`: a raw pointer, kept valid by `keep_alive` (which holds a
+  /// reference to the peer's state), so that a message costs no extra reference count.
   Message(std::span<const std::byte> view, std::shared_ptr<const void> keep_alive, const Peer* peer)
       : view_(view), keep_alive_(std::move(keep_alive)), peer_(peer) {}
   Message(std::vector<std::byte> owned, Peer peer) : Message(std::move(owned)) {
@@ -56,13 +57,13 @@ class Message {
   }
   ~Message() = default;
 
-  // The connection the message came from (an empty Peer for a message made by hand).
+  /// The connection the message came from (an empty Peer for a message made by hand).
   Peer peer() const { return peer_ ? *peer_ : Peer(); }
 
   std::span<const std::byte> bytes() const noexcept { return view_; }
   const std::byte* data() const noexcept { return view_.data(); }
   std::size_t size() const noexcept { return view_.size(); }
-  // Releases the page (or memory) now instead of at destruction.
+  /// Releases the page (or memory) now instead of at destruction.
   void release() noexcept {
     view_ = {};
     keep_alive_.reset();

@@ -1,22 +1,23 @@
 // SPDX-License-Identifier: MIT
-// A bound on the memory receive sockets hold for their senders, set by the receiver, not
-// the senders. What it counts:
-// - every accepted connection's receive buffers: the credits it may fill ahead of the
-//   application times the largest buffer it may send (a high-throughput sender's page
-//   size; a low-latency receiver's max_message_size). Counted from the handshake until the
-//   connection is gone, whether the buffers are allocated up front (libfabric posts them)
-//   or as bytes arrive (TCP);
-// - messages reassembled from several pages, as their bytes arrive (never reserved from a
-//   length field), until recv() hands them out.
-// A connection that does not fit whole is given fewer credits (its sender feels
-// back-pressure sooner); one that does not fit a single buffer is rejected in the handshake
-// with a reason naming the budget. A message whose reassembly does not fit disconnects its
-// sender with that reason. So the total stays within limit() whatever the number of peers.
-//
-// Every receive socket has a budget of its own (its options' memory_budget) unless given a
-// shared one: several sockets, or every socket of a context or process, may share one.
-// Thread-safety: everything, from any thread. Lifetime: hold it in a std::shared_ptr; the
-// sockets keep it alive as long as they use it.
+/// @file
+/// A bound on the memory receive sockets hold for their senders, set by the receiver, not
+/// the senders. What it counts:
+/// - every accepted connection's receive buffers: the credits it may fill ahead of the
+///   application times the largest buffer it may send (a high-throughput sender's page
+///   size; a low-latency receiver's max_message_size). Counted from the handshake until the
+///   connection is gone, whether the buffers are allocated up front (libfabric posts them)
+///   or as bytes arrive (TCP);
+/// - messages reassembled from several pages, as their bytes arrive (never reserved from a
+///   length field), until recv() hands them out.
+/// A connection that does not fit whole is given fewer credits (its sender feels
+/// back-pressure sooner); one that does not fit a single buffer is rejected in the handshake
+/// with a reason naming the budget. A message whose reassembly does not fit disconnects its
+/// sender with that reason. So the total stays within limit() whatever the number of peers.
+///
+/// Every receive socket has a budget of its own (its options' memory_budget) unless given a
+/// shared one: several sockets, or every socket of a context or process, may share one.
+/// Thread-safety: everything, from any thread. Lifetime: hold it in a std::shared_ptr; the
+/// sockets keep it alive as long as they use it.
 #pragma once
 
 #include <atomic>
@@ -31,14 +32,14 @@ class ReceiveBudget {
   ReceiveBudget& operator=(const ReceiveBudget&) = delete;
 
   std::size_t limit() const noexcept { return limit_; }
-  // Bytes counted now, and the most ever counted at once.
+  /// Bytes counted now, and the most ever counted at once.
   std::size_t used() const noexcept { return used_.load(std::memory_order_relaxed); }
   std::size_t peak() const noexcept { return peak_.load(std::memory_order_relaxed); }
   std::size_t available() const noexcept;
-  // Connections and messages turned away because they did not fit.
+  /// Connections and messages turned away because they did not fit.
   std::size_t refusals() const noexcept { return refusals_.load(std::memory_order_relaxed); }
 
-  // Counts `bytes` if they fit under the limit; false (nothing counted) if not.
+  /// Counts `bytes` if they fit under the limit; false (nothing counted) if not.
   bool try_take(std::size_t bytes) noexcept;
   void give_back(std::size_t bytes) noexcept;
   void count_refusal() noexcept { refusals_.fetch_add(1, std::memory_order_relaxed); }

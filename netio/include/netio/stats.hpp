@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Per-socket statistics: relaxed atomic counters, cheap to bump on the hot path and cheap
-// to read from any thread. A snapshot is taken counter by counter, not atomically as a whole.
+/// @file
+/// Per-socket statistics: relaxed atomic counters, cheap to bump on the hot path and cheap
+/// to read from any thread. A snapshot is taken counter by counter, not atomically as a whole.
 #pragma once
 
 #include <atomic>
@@ -10,15 +11,15 @@ namespace netio {
 
 struct SocketStats {
   std::uint64_t messages = 0;
-  std::uint64_t bytes = 0;             // payload bytes, without framing
-  std::uint64_t pages = 0;             // pages (high-throughput) or buffers (low-latency) moved
-  std::uint64_t flushes_full = 0;      // pages sent because they were full
-  std::uint64_t flushes_timer = 0;     // pages sent by the flush timer
-  std::uint64_t flushes_explicit = 0;  // pages sent by flush()
-  std::uint64_t backpressure_waits = 0;  // send() calls that had to wait for a free buffer
-  std::uint64_t connections = 0;       // connections accepted or established
-  std::uint64_t disconnects = 0;       // connections lost or dropped for a protocol error
-  std::uint64_t zero_copy_messages = 0;  // high-throughput messages sent from the caller's memory
+  std::uint64_t bytes = 0;             ///< payload bytes, without framing
+  std::uint64_t pages = 0;             ///< pages (high-throughput) or buffers (low-latency) moved
+  std::uint64_t flushes_full = 0;      ///< pages sent because they were full
+  std::uint64_t flushes_timer = 0;     ///< pages sent by the flush timer
+  std::uint64_t flushes_explicit = 0;  ///< pages sent by flush()
+  std::uint64_t backpressure_waits = 0;  ///< send() calls that had to wait for a free buffer
+  std::uint64_t connections = 0;       ///< connections accepted or established
+  std::uint64_t disconnects = 0;       ///< connections lost or dropped for a protocol error
+  std::uint64_t zero_copy_messages = 0;  ///< high-throughput messages sent from the caller's memory
 };
 
 class StatsCounters {
@@ -27,8 +28,8 @@ class StatsCounters {
     messages_.fetch_add(1, std::memory_order_relaxed);
     bytes_.fetch_add(payload_bytes, std::memory_order_relaxed);
   }
-  // The same for callers that never count concurrently (they take turns under a lock):
-  // plain loads and stores instead of read-modify-writes on the hot path.
+  /// The same for callers that never count concurrently (they take turns under a lock):
+  /// plain loads and stores instead of read-modify-writes on the hot path.
   void add_message_single_writer(std::uint64_t payload_bytes) noexcept {
     messages_.store(messages_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     bytes_.store(bytes_.load(std::memory_order_relaxed) + payload_bytes, std::memory_order_relaxed);

@@ -1,45 +1,46 @@
 // SPDX-License-Identifier: MIT
-// The DDE's Clock Synchronizer: offset and drift of every input node's clock against the
-// local one, by one of two rules (ClockRule in config.hpp).
-//
-// paper (the paper's Eq. 2 and 3). For each report of IE i about interval j, received at
-// local time lt:
-//   tmend_j        = tm_j + durm_j                        (IE clock)
-//   toffset_{i,j}  = lt - tmend_j - lat_i                 (local = IE + offset)
-//   drift_{i,x}    = (toffset_{i,x} - toffset_{i,x-1}) / (tmend_x - tmend_{x-1})
-//   drift_i        = median of the last history_length drift_{i,x}, clamped to ±max_drift
-// where x-1 is the previous report of the same IE (a lost report is skipped). lat_i is the
-// one-way latency of the report; the caller passes it (the DDE uses half the IE's median
-// send → acknowledgement time).
-//
-// filtered (our extension). A report's sample lt - tmend_j is the offset plus the time the
-// report took, and that time is a latency draw plus whatever the report queued behind:
-// always ≥ the path's least latency, often milliseconds more. The paper's rule takes every
-// sample as it comes, so each IE's offset, and with it the start each IE is told, is off by
-// its latest report's queueing, differently for every IE. This rule keeps the last
-// filter_length samples, moves each to the newest report's time with the drift, and takes
-// the smallest (NTP's clock filter: the sample that queued least). No latency is
-// subtracted: what remains is the least one-way latency, the same for every IE on one
-// network, and a bias common to all IEs cancels (the DDE adds it to every start it records
-// and takes it off every start it proposes). The drift is the slope of the samples' lower
-// envelope over the last 4 × filter_length reports (the line under all of them that lies
-// closest to them: Moon, Skelly and Towsley's skew estimate), used from 2 × filter_length
-// reports on (before that 0) and clamped to ±max_drift: queueing only ever adds to a
-// sample, so a report that queued long moves neither the offset nor the drift.
-//
-// Either way the offset at another IE time T is extrapolated from the latest report:
-// toffset + drift_i * (T - tmend).
-//
-// Reports of one IE must be fed in interval order; an older or repeated interval is ignored.
-//
-// The clamp: a drift sample divides the change of two offsets, each carrying the report's
-// receive-time jitter, by the time between two interval ends. With intervals of a few
-// milliseconds that jitter is a large part of the denominator (two reports arriving together
-// give a sample of -100 %), and extrapolating a proposal's start with such a drift put it
-// seconds off. Real clocks drift by parts per million, so the estimate is bounded by
-// max_drift (SchedulerConfig::max_clock_drift, 1 % by default).
-//
-// Not thread-safe: one caller (the DDE).
+/// @file
+/// The DDE's Clock Synchronizer: offset and drift of every input node's clock against the
+/// local one, by one of two rules (ClockRule in config.hpp).
+///
+/// paper (the paper's Eq. 2 and 3). For each report of IE i about interval j, received at
+/// local time lt:
+///   tmend_j        = tm_j + durm_j                        (IE clock)
+///   toffset_{i,j}  = lt - tmend_j - lat_i                 (local = IE + offset)
+///   drift_{i,x}    = (toffset_{i,x} - toffset_{i,x-1}) / (tmend_x - tmend_{x-1})
+///   drift_i        = median of the last history_length drift_{i,x}, clamped to ±max_drift
+/// where x-1 is the previous report of the same IE (a lost report is skipped). lat_i is the
+/// one-way latency of the report; the caller passes it (the DDE uses half the IE's median
+/// send → acknowledgement time).
+///
+/// filtered (our extension). A report's sample lt - tmend_j is the offset plus the time the
+/// report took, and that time is a latency draw plus whatever the report queued behind:
+/// always ≥ the path's least latency, often milliseconds more. The paper's rule takes every
+/// sample as it comes, so each IE's offset, and with it the start each IE is told, is off by
+/// its latest report's queueing, differently for every IE. This rule keeps the last
+/// filter_length samples, moves each to the newest report's time with the drift, and takes
+/// the smallest (NTP's clock filter: the sample that queued least). No latency is
+/// subtracted: what remains is the least one-way latency, the same for every IE on one
+/// network, and a bias common to all IEs cancels (the DDE adds it to every start it records
+/// and takes it off every start it proposes). The drift is the slope of the samples' lower
+/// envelope over the last 4 × filter_length reports (the line under all of them that lies
+/// closest to them: Moon, Skelly and Towsley's skew estimate), used from 2 × filter_length
+/// reports on (before that 0) and clamped to ±max_drift: queueing only ever adds to a
+/// sample, so a report that queued long moves neither the offset nor the drift.
+///
+/// Either way the offset at another IE time T is extrapolated from the latest report:
+/// toffset + drift_i * (T - tmend).
+///
+/// Reports of one IE must be fed in interval order; an older or repeated interval is ignored.
+///
+/// The clamp: a drift sample divides the change of two offsets, each carrying the report's
+/// receive-time jitter, by the time between two interval ends. With intervals of a few
+/// milliseconds that jitter is a large part of the denominator (two reports arriving together
+/// give a sample of -100 %), and extrapolating a proposal's start with such a drift put it
+/// seconds off. Real clocks drift by parts per million, so the estimate is bounded by
+/// max_drift (SchedulerConfig::max_clock_drift, 1 % by default).
+///
+/// Not thread-safe: one caller (the DDE).
 #pragma once
 
 #include "netio/scheduler/config.hpp"
@@ -57,40 +58,40 @@ class ClockSynchronizer {
   ClockSynchronizer(std::uint32_t input_count, std::uint32_t history_length, double max_drift = 0.01,
                     ClockRule rule = ClockRule::paper, std::uint32_t filter_length = 8);
 
-  // One report of input i: the interval, its end in the IE's clock, the one-way latency
-  // (the paper's rule subtracts it; the filtered rule does not use it) and the local time
-  // the report arrived. Returns false (and changes nothing) for an interval
-  // not newer than the last one of i. Throws netio::Error (Errc::invalid_option) for i out of range.
+  /// One report of input i: the interval, its end in the IE's clock, the one-way latency
+  /// (the paper's rule subtracts it; the filtered rule does not use it) and the local time
+  /// the report arrived. Returns false (and changes nothing) for an interval
+  /// not newer than the last one of i. Throws netio::Error (Errc::invalid_option) for i out of range.
   bool on_report(InputIndex i, IntervalIndex interval, Time interval_end, Duration latency, Time received_at);
 
-  // The start handshake's estimate (control_messages.hpp): local = remote + offset around IE
-  // time `remote_at`. Taken only before i's first report (a report's offset is newer).
-  // Throws (Errc::invalid_option) for i out of range.
+  /// The start handshake's estimate (control_messages.hpp): local = remote + offset around IE
+  /// time `remote_at`. Taken only before i's first report (a report's offset is newer).
+  /// Throws (Errc::invalid_option) for i out of range.
   void on_handshake(InputIndex i, Time remote_at, Duration offset);
 
-  bool knows(InputIndex i) const;       // a report of i, or its handshake
-  Duration offset(InputIndex i) const;  // latest toffset_{i,j}; 0 before the first report
-  double drift(InputIndex i) const;     // median drift, within ±max_drift; 0 with fewer than two reports
+  bool knows(InputIndex i) const;       ///< a report of i, or its handshake
+  Duration offset(InputIndex i) const;  ///< latest toffset_{i,j}; 0 before the first report
+  double drift(InputIndex i) const;     ///< median drift, within ±max_drift; 0 with fewer than two reports
 
-  // IE i's clock → local clock and back, using the latest offset and the median drift.
+  /// IE i's clock → local clock and back, using the latest offset and the median drift.
   Time to_local(InputIndex i, Time remote) const;
   Time to_remote(InputIndex i, Time local) const;
 
  public:
   struct Sample {
-    Time end{0};  // tmend, IE clock
-    Duration offset{0};  // lt - tmend
+    Time end{0};  ///< tmend, IE clock
+    Duration offset{0};  ///< lt - tmend
   };
 
  private:
   struct Input {
     std::optional<IntervalIndex> last_interval;
-    bool handshake = false;  // the offset comes from the start handshake (no report yet)
-    Time last_end{0};  // tmend of the last report, IE clock
+    bool handshake = false;  ///< the offset comes from the start handshake (no report yet)
+    Time last_end{0};  ///< tmend of the last report, IE clock
     Duration offset{0};
-    std::deque<double> drifts;  // paper: the last history_length drift samples, oldest first
+    std::deque<double> drifts;  ///< paper: the last history_length drift samples, oldest first
     double median_drift = 0;
-    std::deque<Sample> samples;  // filtered: the last 4 × filter_length lt - tmend, oldest first
+    std::deque<Sample> samples;  ///< filtered: the last 4 × filter_length lt - tmend, oldest first
   };
   const Input& input(InputIndex i) const;
   void filter(Input& in, Time interval_end, Duration sample) const;

@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: MIT
-// One compute node of the time-slice building pattern, as pure logic: which time-slice is
-// ready to be handed over (complete, or given up), in order, and whose credits its release
-// returns.
-//
-// Time-slices of this node are self, self + M, self + 2M, ... and are handed over in that
-// order. A time-slice is ready when every input contributed (complete), or, given up as
-// incomplete, when every input either contributed or is gone (on_input_gone: its connection
-// closed, so it never will), or when `timeout` has passed since its first contribution
-// arrived. release() frees it and names the inputs owed a credit (those that
-// contributed). A consumer that keeps time-slices after they were handed over (and frees
-// them later, in any order) calls hand_over() first: the next one becomes the oldest open,
-// and the handed-over contributions stay held, with their inputs' credits, until release().
-// Each input holds at most credits_per_input contributions here at once: one beyond that is
-// refused (the input broke the credit protocol).
-//
-// No clock, sockets or threads; not thread-safe (one driver thread).
+/// @file
+/// One compute node of the time-slice building pattern, as pure logic: which time-slice is
+/// ready to be handed over (complete, or given up), in order, and whose credits its release
+/// returns.
+///
+/// Time-slices of this node are self, self + M, self + 2M, ... and are handed over in that
+/// order. A time-slice is ready when every input contributed (complete), or, given up as
+/// incomplete, when every input either contributed or is gone (on_input_gone: its connection
+/// closed, so it never will), or when `timeout` has passed since its first contribution
+/// arrived. release() frees it and names the inputs owed a credit (those that
+/// contributed). A consumer that keeps time-slices after they were handed over (and frees
+/// them later, in any order) calls hand_over() first: the next one becomes the oldest open,
+/// and the handed-over contributions stay held, with their inputs' credits, until release().
+/// Each input holds at most credits_per_input contributions here at once: one beyond that is
+/// refused (the input broke the credit protocol).
+///
+/// No clock, sockets or threads; not thread-safe (one driver thread).
 #pragma once
 
 #include "netio/scheduler/config.hpp"
@@ -28,44 +29,44 @@ namespace netio::scheduler {
 
 class ComputeNode {
  public:
-  // Validates config; throws netio::Error (Errc::invalid_option) for self out of range or 0 credits.
+  /// Validates config; throws netio::Error (Errc::invalid_option) for self out of range or 0 credits.
   ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::uint32_t credits_per_input);
 
   enum class Arrival {
-    accepted,     // held until its time-slice is released
-    completes,    // accepted, and its time-slice is complete now
-    late,         // its time-slice was released already (given up): return the credit at once
-    not_mine,     // t mod M is another compute node: the input is faulty
-    duplicate,    // this input contributed to t already: faulty
-    over_credit,  // the input holds all its credits here already: faulty
+    accepted,     ///< held until its time-slice is released
+    completes,    ///< accepted, and its time-slice is complete now
+    late,         ///< its time-slice was released already (given up): return the credit at once
+    not_mine,     ///< t mod M is another compute node: the input is faulty
+    duplicate,    ///< this input contributed to t already: faulty
+    over_credit,  ///< the input holds all its credits here already: faulty
   };
   Arrival on_contribution(InputIndex i, TimesliceIndex t, Time now);
 
-  // Input i will send nothing more (its connection is gone).
+  /// Input i will send nothing more (its connection is gone).
   void on_input_gone(InputIndex i);
 
   struct Ready {
     TimesliceIndex timeslice = 0;
     bool complete = false;
-    std::vector<bool> contributed;  // per input
+    std::vector<bool> contributed;  ///< per input
   };
-  // The oldest open time-slice when it is ready (see above); nothing otherwise. A zero or
-  // negative timeout never gives up on time.
+  /// The oldest open time-slice when it is ready (see above); nothing otherwise. A zero or
+  /// negative timeout never gives up on time.
   std::optional<Ready> next_ready(Time now, Duration timeout) const;
-  // Hands t (the one next_ready() named) over without freeing it: it is no longer open,
-  // later contributions to it are late, and its contributions stay held until release(t).
-  // Throws (Errc::invalid_option) for a t that is not the oldest open.
+  /// Hands t (the one next_ready() named) over without freeing it: it is no longer open,
+  /// later contributions to it are late, and its contributions stay held until release(t).
+  /// Throws (Errc::invalid_option) for a t that is not the oldest open.
   void hand_over(TimesliceIndex t);
-  // Frees t, the one next_ready() named or one handed over (in any order), and returns the
-  // inputs owed a credit, ascending. Throws (Errc::invalid_option) for a t neither open nor
-  // handed over.
+  /// Frees t, the one next_ready() named or one handed over (in any order), and returns the
+  /// inputs owed a credit, ascending. Throws (Errc::invalid_option) for a t neither open nor
+  /// handed over.
   std::vector<InputIndex> release(TimesliceIndex t);
 
   std::size_t open_timeslices() const noexcept { return open_.size(); }
   std::size_t handed_over_timeslices() const noexcept { return handed_over_.size(); }
   std::uint32_t held(InputIndex i) const { return held_.at(i); }  // contributions held from i
   std::uint32_t credits_per_input() const noexcept { return credits_; }
-  // The first time-slice not yet released (in this node's order).
+  /// The first time-slice not yet released (in this node's order).
   TimesliceIndex next_expected() const noexcept { return next_expected_; }
 
  private:
@@ -81,7 +82,7 @@ class ComputeNode {
   std::uint32_t credits_;
   TimesliceIndex next_expected_;
   std::map<TimesliceIndex, Open> open_;
-  std::map<TimesliceIndex, std::vector<bool>> handed_over_;  // contributed, per input
+  std::map<TimesliceIndex, std::vector<bool>> handed_over_;  ///< contributed, per input
   std::vector<std::uint32_t> held_;
   std::vector<bool> gone_;
 };

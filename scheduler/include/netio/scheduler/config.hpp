@@ -1,102 +1,103 @@
 // SPDX-License-Identifier: MIT
-// All parameters of the DFS engines and the best-effort credit logic, in one struct.
-//
-// Defaults are the paper's (Table I): hist_cnt 10, ssu_TH 10, ssu_pct 5 %, 10,000
-// time-slices per interval; θ 0.95 is the value of the paper's research code (the paper
-// names θ but gives no value). Every engine takes the same SchedulerConfig, and all
-// replicas of a system must use equal ones (the proposals depend on them).
+/// @file
+/// All parameters of the DFS engines and the best-effort credit logic, in one struct.
+///
+/// Defaults are the paper's (Table I): hist_cnt 10, ssu_TH 10, ssu_pct 5 %, 10,000
+/// time-slices per interval; θ 0.95 is the value of the paper's research code (the paper
+/// names θ but gives no value). Every engine takes the same SchedulerConfig, and all
+/// replicas of a system must use equal ones (the proposals depend on them).
 #pragma once
 
 #include <cstdint>
 
 namespace netio::scheduler {
 
-// How the Proposer sets an interval's proposed duration (proposer.hpp).
+/// How the Proposer sets an interval's proposed duration (proposer.hpp).
 enum class DurationRule {
-  // The paper's: the median measured duration of the last history_length intervals,
-  // shortened by ssu_pct when Eq. 1's variance is at most ssu_TH; starts spaced by that median.
+  /// The paper's: the median measured duration of the last history_length intervals,
+  /// shortened by ssu_pct when Eq. 1's variance is at most ssu_TH; starts spaced by that median.
   paper,
-  // Our extension: follow the recent intervals. An interval that kept up with its proposal
-  // (finished within one acknowledgement latency and ssu_pct/5 of it) lets the next proposal
-  // be ssu_pct shorter per interval; one that did not sets it ssu_pct under the median of the
-  // last recent_length measured durations, which also space the starts.
+  /// Our extension: follow the recent intervals. An interval that kept up with its proposal
+  /// (finished within one acknowledgement latency and ssu_pct/5 of it) lets the next proposal
+  /// be ssu_pct shorter per interval; one that did not sets it ssu_pct under the median of the
+  /// last recent_length measured durations, which also space the starts.
   tracking,
 };
 
 const char* to_string(DurationRule rule) noexcept;
 
-// How the Clock Synchronizer estimates an input's clock offset (clock_synchronizer.hpp).
+/// How the Clock Synchronizer estimates an input's clock offset (clock_synchronizer.hpp).
 enum class ClockRule {
-  // The paper's Eq. 2: each report's own offset, its arrival time less the interval's end
-  // and the IE's latency (half its median acknowledgement time).
+  /// The paper's Eq. 2: each report's own offset, its arrival time less the interval's end
+  /// and the IE's latency (half its median acknowledgement time).
   paper,
-  // Our extension: the smallest offset sample of the last clock_filter_length reports (the
-  // one that queued least, as NTP's clock filter picks the sample of least delay), no
-  // latency subtracted, drift taken over a baseline of 4 × clock_filter_length reports.
+  /// Our extension: the smallest offset sample of the last clock_filter_length reports (the
+  /// one that queued least, as NTP's clock filter picks the sample of least delay), no
+  /// latency subtracted, drift taken over a baseline of 4 × clock_filter_length reports.
   filtered,
 };
 
 const char* to_string(ClockRule rule) noexcept;
 
 struct SchedulerConfig {
-  std::uint32_t input_count = 0;    // N input nodes (IEs); required, ≥ 1
-  std::uint32_t compute_count = 0;  // M compute nodes; required, ≥ 1
+  std::uint32_t input_count = 0;    ///< N input nodes (IEs); required, ≥ 1
+  std::uint32_t compute_count = 0;  ///< M compute nodes; required, ≥ 1
 
-  // ts_per_intvl. A round is one contribution to each compute node (M time-slices), so an
-  // interval holds rounds_per_interval() = timeslices_per_interval / M whole rounds; the
-  // remainder is dropped (as the paper's code does): see timeslices_in_interval().
+  /// ts_per_intvl. A round is one contribution to each compute node (M time-slices), so an
+  /// interval holds rounds_per_interval() = timeslices_per_interval / M whole rounds; the
+  /// remainder is dropped (as the paper's code does): see timeslices_in_interval().
   std::uint64_t timeslices_per_interval = 10'000;
 
-  // hist_cnt: complete intervals the Proposer and the Clock Synchronizer look back on. A DDE
-  // proposes only once it holds this many consecutive complete intervals, so the first
-  // intervals run without proposals and a restarted DDE stays silent as long.
+  /// hist_cnt: complete intervals the Proposer and the Clock Synchronizer look back on. A DDE
+  /// proposes only once it holds this many consecutive complete intervals, so the first
+  /// intervals run without proposals and a restarted DDE stays silent as long.
   std::uint32_t history_length = 10;
 
-  // ssu_TH: staged speed-up applies when VAR (the paper's Eq. 1, over the deviations
-  // |durm_i - durp_i| expressed in percent of med_durm_hist) is at most this, in %².
+  /// ssu_TH: staged speed-up applies when VAR (the paper's Eq. 1, over the deviations
+  /// |durm_i - durp_i| expressed in percent of med_durm_hist) is at most this, in %².
   double speed_up_variance_threshold = 10.0;
 
-  // ssu_pct: the staged speed-up shortens the proposed duration by this percentage, (0, 100).
+  /// ssu_pct: the staged speed-up shortens the proposed duration by this percentage, (0, 100).
   double speed_up_percent = 5.0;
 
-  // The Proposer's rule for durations (see DurationRule); `paper` reproduces the paper.
+  /// The Proposer's rule for durations (see DurationRule); `paper` reproduces the paper.
   DurationRule duration_rule = DurationRule::tracking;
-  // tracking: how many of the latest complete intervals the measured duration is the median
-  // of, ≥ 1 (at most history_length of them count).
+  /// tracking: how many of the latest complete intervals the measured duration is the median
+  /// of, ≥ 1 (at most history_length of them count).
   std::uint32_t recent_length = 3;
 
-  // θ: the fraction of an interval's contributions that must be acknowledged before the
-  // Input Engine starts the next interval, (0, 1].
+  /// θ: the fraction of an interval's contributions that must be acknowledged before the
+  /// Input Engine starts the next interval, (0, 1].
   double ack_threshold = 0.95;
 
-  // k - j: an IE that reports interval j asks for the proposal of interval j + distance
-  // (the paper: k ≥ j + 2). The DDE computes that proposal from the history up to
-  // interval k - distance, whatever else it holds, so replicas agree.
+  /// k - j: an IE that reports interval j asks for the proposal of interval j + distance
+  /// (the paper: k ≥ j + 2). The DDE computes that proposal from the history up to
+  /// interval k - distance, whatever else it holds, so replicas agree.
   std::uint32_t proposal_distance = 2;
 
-  // Offset-based round-robin: in every round, input i sends first to compute node
-  // (i + round_offset) mod M and then to the following ones.
+  /// Offset-based round-robin: in every round, input i sends first to compute node
+  /// (i + round_offset) mod M and then to the following ones.
   std::uint32_t round_offset = 0;
 
-  // The largest clock drift the Clock Synchronizer believes, as a fraction (500e-6 = 500 ppm,
-  // the frequency tolerance NTP assumes of a computer's clock), [0, 0.5]. Real clocks drift
-  // by parts per million; a larger estimate is the reports' queueing and receive-time
-  // jitter, which, extrapolated over the intervals to a proposal, puts its start off by
-  // milliseconds. The drift estimate is clamped to ±max_clock_drift.
+  /// The largest clock drift the Clock Synchronizer believes, as a fraction (500e-6 = 500 ppm,
+  /// the frequency tolerance NTP assumes of a computer's clock), [0, 0.5]. Real clocks drift
+  /// by parts per million; a larger estimate is the reports' queueing and receive-time
+  /// jitter, which, extrapolated over the intervals to a proposal, puts its start off by
+  /// milliseconds. The drift estimate is clamped to ±max_clock_drift.
   double max_clock_drift = 500e-6;
 
-  // The Clock Synchronizer's rule (see ClockRule); `paper` reproduces the paper.
+  /// The Clock Synchronizer's rule (see ClockRule); `paper` reproduces the paper.
   ClockRule clock_rule = ClockRule::filtered;
-  // filtered: how many of an IE's latest reports its offset is the smallest sample of, ≥ 1.
+  /// filtered: how many of an IE's latest reports its offset is the smallest sample of, ≥ 1.
   std::uint32_t clock_filter_length = 8;
 
   std::uint64_t rounds_per_interval() const noexcept { return timeslices_per_interval / compute_count; }
   std::uint64_t timeslices_in_interval() const noexcept { return rounds_per_interval() * compute_count; }
 };
 
-// Throws netio::Error(Errc::invalid_option) naming the first bad field and its
-// value: counts of 0, fewer time-slices per interval than compute nodes, history_length 0,
-// thresholds or percentages out of range, proposal_distance < 2.
+/// Throws netio::Error(Errc::invalid_option) naming the first bad field and its
+/// value: counts of 0, fewer time-slices per interval than compute nodes, history_length 0,
+/// thresholds or percentages out of range, proposal_distance < 2.
 void validate(const SchedulerConfig& config);
 
 }  // namespace netio::scheduler

@@ -1,29 +1,30 @@
 // SPDX-License-Identifier: MIT
-// The Distributed Deterministic Engine (DDE): History Manager, Clock Synchronizer and
-// Proposer together, driven by the control messages that arrive at one compute node.
-//
-// The driver feeds every meta-data report with the local time it arrived, and every
-// proposal request; both calls return the proposals to send now, each addressed to one IE
-// and already in that IE's clock. Nothing else happens by itself: no timers, no clock.
-//
-// Determinism: the proposal of interval k is computed from the history_length complete
-// intervals ending with w = k - proposal_distance, never from whatever else this DDE holds.
-// A request that comes before interval w is complete waits (one per IE: a newer request of
-// the same IE replaces it) and is answered when w completes. Each report's start enters the
-// history shifted by the offset computed from that same report (Eq. 2), so the history
-// depends only on the reports and their arrival times. Replicas fed the same reports thus
-// hold the same history and propose the same start and duration in the DDE clock, whatever
-// the arrival order; a DDE started late proposes nothing until it holds history_length
-// consecutive complete intervals, and then the same. (What each IE receives is that start
-// converted with the IE's offset and drift, which a late replica has estimated from fewer
-// reports: equal when the clocks do not drift, otherwise within the drift's error.)
-//
-// With the filtered clock rule (the default, ClockRule in config.hpp) an offset is the
-// least-queued sample of the IE's last clock_filter_length reports, so the history depends
-// on those reports' arrival times too, still on nothing else. Replicas whose reports queue
-// differently agree as closely as their least-queued reports do (a constant difference, a
-// replica farther away, cancels); a late replica agrees once it has clock_filter_length
-// reports of every IE.
+/// @file
+/// The Distributed Deterministic Engine (DDE): History Manager, Clock Synchronizer and
+/// Proposer together, driven by the control messages that arrive at one compute node.
+///
+/// The driver feeds every meta-data report with the local time it arrived, and every
+/// proposal request; both calls return the proposals to send now, each addressed to one IE
+/// and already in that IE's clock. Nothing else happens by itself: no timers, no clock.
+///
+/// Determinism: the proposal of interval k is computed from the history_length complete
+/// intervals ending with w = k - proposal_distance, never from whatever else this DDE holds.
+/// A request that comes before interval w is complete waits (one per IE: a newer request of
+/// the same IE replaces it) and is answered when w completes. Each report's start enters the
+/// history shifted by the offset computed from that same report (Eq. 2), so the history
+/// depends only on the reports and their arrival times. Replicas fed the same reports thus
+/// hold the same history and propose the same start and duration in the DDE clock, whatever
+/// the arrival order; a DDE started late proposes nothing until it holds history_length
+/// consecutive complete intervals, and then the same. (What each IE receives is that start
+/// converted with the IE's offset and drift, which a late replica has estimated from fewer
+/// reports: equal when the clocks do not drift, otherwise within the drift's error.)
+///
+/// With the filtered clock rule (the default, ClockRule in config.hpp) an offset is the
+/// least-queued sample of the IE's last clock_filter_length reports, so the history depends
+/// on those reports' arrival times too, still on nothing else. Replicas whose reports queue
+/// differently agree as closely as their least-queued reports do (a constant difference, a
+/// replica farther away, cancels); a late replica agrees once it has clock_filter_length
+/// reports of every IE.
 #pragma once
 
 #include "netio/scheduler/clock_synchronizer.hpp"
@@ -39,31 +40,31 @@ namespace netio::scheduler {
 
 struct AddressedProposal {
   InputIndex input = 0;
-  Proposal proposal;  // in that IE's clock
+  Proposal proposal;  ///< in that IE's clock
 
   friend bool operator==(const AddressedProposal&, const AddressedProposal&) = default;
 };
 
 class DeterministicEngine {
  public:
-  explicit DeterministicEngine(const SchedulerConfig& config);  // validates config
+  explicit DeterministicEngine(const SchedulerConfig& config);  ///< validates config
 
-  // A report arrived at local time received_at. Throws netio::Error (Errc::invalid_option) for
-  // an input out of range. Returns the proposals of waiting requests it made possible. A
-  // report not newer than the IE's last one is ignored. The DDE keeps the newest
-  // 2 * history_length + proposal_distance complete intervals.
+  /// A report arrived at local time received_at. Throws netio::Error (Errc::invalid_option) for
+  /// an input out of range. Returns the proposals of waiting requests it made possible. A
+  /// report not newer than the IE's last one is ignored. The DDE keeps the newest
+  /// 2 * history_length + proposal_distance complete intervals.
   std::vector<AddressedProposal> on_report(const MetadataReport& report, Time received_at);
-  // A request arrived. Returns its proposal when it can be computed now; nothing when it has
-  // to wait for interval k - proposal_distance, or can never be answered (too old, k too
-  // small, or the history lacks an interval of the window).
+  /// A request arrived. Returns its proposal when it can be computed now; nothing when it has
+  /// to wait for interval k - proposal_distance, or can never be answered (too old, k too
+  /// small, or the history lacks an interval of the window).
   std::vector<AddressedProposal> on_request(const ProposalRequest& request);
 
-  // A clock probe of the start handshake arrived at local time received_at: returns the echo
-  // to send back. A probe carrying the round trip of the previous one sets the IE's initial
-  // offset (ClockSynchronizer::on_handshake). Throws (Errc::invalid_option) for an input out of range.
+  /// A clock probe of the start handshake arrived at local time received_at: returns the echo
+  /// to send back. A probe carrying the round trip of the previous one sets the IE's initial
+  /// offset (ClockSynchronizer::on_handshake). Throws (Errc::invalid_option) for an input out of range.
   ClockEcho on_clock_probe(const ClockProbe& probe, Time received_at);
 
-  // The proposal of interval k in this DDE's clock, when the history allows it now.
+  /// The proposal of interval k in this DDE's clock, when the history allows it now.
   std::optional<ProposedInterval> proposal(IntervalIndex k) const;
 
   const HistoryManager& history() const noexcept { return history_; }
@@ -77,13 +78,13 @@ class DeterministicEngine {
   ClockSynchronizer clocks_;
   HistoryManager history_;
   Proposer proposer_;
-  std::vector<std::optional<IntervalIndex>> waiting_;  // per IE: the interval it asked for
+  std::vector<std::optional<IntervalIndex>> waiting_;  ///< per IE: the interval it asked for
   struct ProbeSeen {
     std::uint32_t sequence = 0;
-    Time sent_at{0};      // IE clock
-    Time received_at{0};  // local clock
+    Time sent_at{0};      ///< IE clock
+    Time received_at{0};  ///< local clock
   };
-  std::vector<std::optional<ProbeSeen>> last_probe_;  // per IE
+  std::vector<std::optional<ProbeSeen>> last_probe_;  ///< per IE
 };
 
 }  // namespace netio::scheduler

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: MIT
-// The DDE's History Manager: the measured meta-data of every interval from every IE, and the
-// unified meta-data of complete intervals.
-//
-// The caller feeds each IE's measured start (already converted to the local clock by the
-// ClockSynchronizer), duration and the proposed duration it paced by. An interval is complete
-// when all input_count IEs reported it; its unified meta-data is the average start time and
-// the median duration over the IEs (and the median of the proposed durations the IEs had,
-// none when no IE had one). The result does not depend on the order in which the reports
-// arrive.
-//
-// Memory is bounded: the newest `retained` complete intervals are kept, and an interval that
-// some IE never reports (it died, or this DDE started after the report went out) is
-// forgotten once it is `retained` intervals older than the newest report.
+/// @file
+/// The DDE's History Manager: the measured meta-data of every interval from every IE, and the
+/// unified meta-data of complete intervals.
+///
+/// The caller feeds each IE's measured start (already converted to the local clock by the
+/// ClockSynchronizer), duration and the proposed duration it paced by. An interval is complete
+/// when all input_count IEs reported it; its unified meta-data is the average start time and
+/// the median duration over the IEs (and the median of the proposed durations the IEs had,
+/// none when no IE had one). The result does not depend on the order in which the reports
+/// arrive.
+///
+/// Memory is bounded: the newest `retained` complete intervals are kept, and an interval that
+/// some IE never reports (it died, or this DDE started after the report went out) is
+/// forgotten once it is `retained` intervals older than the newest report.
 #pragma once
 
 #include "netio/scheduler/time.hpp"
@@ -25,18 +26,18 @@ namespace netio::scheduler {
 
 struct MeasuredInterval {
   IntervalIndex interval = 0;
-  Time start{0};  // local clock
+  Time start{0};  ///< local clock
   Duration duration{0};
   std::optional<Duration> proposed_duration;
-  Duration ack_latency{0};  // the IE's median send → acknowledgement time
+  Duration ack_latency{0};  ///< the IE's median send → acknowledgement time
 };
 
 struct UnifiedInterval {
   IntervalIndex interval = 0;
-  Time start{0};          // avg_tm: average over the IEs, local clock
-  Duration duration{0};   // med_durm: median over the IEs
-  std::optional<Duration> proposed_duration;  // median of the durp the IEs paced by
-  Duration ack_latency{0};  // median over the IEs of their median acknowledgement latency
+  Time start{0};          ///< avg_tm: average over the IEs, local clock
+  Duration duration{0};   ///< med_durm: median over the IEs
+  std::optional<Duration> proposed_duration;  ///< median of the durp the IEs paced by
+  Duration ack_latency{0};  ///< median over the IEs of their median acknowledgement latency
 
   Time end() const { return start + duration; }
   friend bool operator==(const UnifiedInterval&, const UnifiedInterval&) = default;
@@ -44,18 +45,18 @@ struct UnifiedInterval {
 
 class HistoryManager {
  public:
-  HistoryManager(std::uint32_t input_count, std::uint32_t retained);  // both ≥ 1
+  HistoryManager(std::uint32_t input_count, std::uint32_t retained);  ///< both ≥ 1
 
-  // IE i's report. Returns the unified interval when this report completed it. A second
-  // report of the same IE for the same interval, a report for a complete interval and one
-  // for an interval forgotten already are ignored (nullopt). Throws netio::Error
-  // (Errc::invalid_option) for i out of range.
+  /// IE i's report. Returns the unified interval when this report completed it. A second
+  /// report of the same IE for the same interval, a report for a complete interval and one
+  /// for an interval forgotten already are ignored (nullopt). Throws netio::Error
+  /// (Errc::invalid_option) for i out of range.
   std::optional<UnifiedInterval> add(InputIndex i, const MeasuredInterval& measured);
 
   std::optional<IntervalIndex> last_complete() const;
-  const UnifiedInterval* find(IntervalIndex interval) const;  // complete intervals only
-  // The `count` complete intervals ending with w (w-count+1 .. w), oldest first, when every
-  // one of them is held; otherwise empty.
+  const UnifiedInterval* find(IntervalIndex interval) const;  ///< complete intervals only
+  /// The `count` complete intervals ending with w (w-count+1 .. w), oldest first, when every
+  /// one of them is held; otherwise empty.
   std::vector<UnifiedInterval> window(IntervalIndex w, std::size_t count) const;
   std::size_t pending_intervals() const noexcept { return pending_.size(); }
 

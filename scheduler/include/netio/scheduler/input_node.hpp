@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: MIT
-// One input node of the time-slice building pattern, as pure logic: which contribution to
-// send next and when, in either mode, with the credits of every compute node.
-//
-//   - best_effort (FLESnet's baseline): contributions go out in the offset round-robin order
-//     of TimesliceLayout as soon as the compute node they go to has granted a credit;
-//   - dfs: the Input Engine paces them (InputEngine), and a send also needs a credit.
-// A compute node grants its credits once (grant(), from its welcome) and returns one per
-// contribution whose buffer space it freed (on_credit()). Until granted, a compute node has
-// no credits: its contributions wait. A compute node that is gone (on_compute_lost()) gets
-// nothing more: its contributions are skipped (the driver reports them undeliverable) and,
-// in DFS mode, its outstanding acknowledgements count as arrived so that the IE's
-// intervals still end and the IE never blocks on a dead node.
-//
-// No clock, sockets or threads: the driver passes the time and carries out the decisions.
-// Not thread-safe: one driver thread (the pattern's event-loop thread).
+/// @file
+/// One input node of the time-slice building pattern, as pure logic: which contribution to
+/// send next and when, in either mode, with the credits of every compute node.
+///
+///   - best_effort (FLESnet's baseline): contributions go out in the offset round-robin order
+///     of TimesliceLayout as soon as the compute node they go to has granted a credit;
+///   - dfs: the Input Engine paces them (InputEngine), and a send also needs a credit.
+/// A compute node grants its credits once (grant(), from its welcome) and returns one per
+/// contribution whose buffer space it freed (on_credit()). Until granted, a compute node has
+/// no credits: its contributions wait. A compute node that is gone (on_compute_lost()) gets
+/// nothing more: its contributions are skipped (the driver reports them undeliverable) and,
+/// in DFS mode, its outstanding acknowledgements count as arrived so that the IE's
+/// intervals still end and the IE never blocks on a dead node.
+///
+/// No clock, sockets or threads: the driver passes the time and carries out the decisions.
+/// Not thread-safe: one driver thread (the pattern's event-loop thread).
 #pragma once
 
 #include "netio/scheduler/config.hpp"
@@ -33,15 +34,15 @@ const char* to_string(Mode mode) noexcept;
 
 class InputNode {
  public:
-  InputNode(const SchedulerConfig& config, InputIndex self, Mode mode);  // validates config
+  InputNode(const SchedulerConfig& config, InputIndex self, Mode mode);  ///< validates config
 
   struct Next {
     enum class What {
-      send,             // send `timeslice` to `compute` now, then on_sent()
-      skip,             // `compute` is gone: drop `timeslice`, then on_skipped()
-      wait_until,       // DFS: `timeslice` is due at `due`
-      wait_for_credit,  // `compute` has no credit left (or granted none yet)
-      wait_for_acknowledgements,  // DFS: θ of the current interval's acknowledgements are missing
+      send,             ///< send `timeslice` to `compute` now, then on_sent()
+      skip,             ///< `compute` is gone: drop `timeslice`, then on_skipped()
+      wait_until,       ///< DFS: `timeslice` is due at `due`
+      wait_for_credit,  ///< `compute` has no credit left (or granted none yet)
+      wait_for_acknowledgements,  ///< DFS: θ of the current interval's acknowledgements are missing
     };
     What what = What::send;
     TimesliceIndex timeslice = 0;
@@ -50,29 +51,29 @@ class InputNode {
 
     friend bool operator==(const Next&, const Next&) = default;
   };
-  // What to do at `now`; changes nothing.
+  /// What to do at `now`; changes nothing.
   Next next(Time now) const;
 
-  // `timeslice` (the one next() named with send) went out at `now`: spends a credit.
+  /// `timeslice` (the one next() named with send) went out at `now`: spends a credit.
   void on_sent(TimesliceIndex timeslice, Time now);
-  // `timeslice` (named with skip) was dropped: in DFS mode it counts as sent and
-  // acknowledged at once, which may end an interval (the report then goes to the DDEs).
+  /// `timeslice` (named with skip) was dropped: in DFS mode it counts as sent and
+  /// acknowledged at once, which may end an interval (the report then goes to the DDEs).
   std::optional<IntervalCompletion> on_skipped(TimesliceIndex timeslice, Time now);
 
-  // The credits compute node c grants this input (its welcome). Throws netio::Error
-  // (Errc::invalid_option) for c out of range, 0 credits, or a second grant.
+  /// The credits compute node c grants this input (its welcome). Throws netio::Error
+  /// (Errc::invalid_option) for c out of range, 0 credits, or a second grant.
   void grant(ComputeIndex c, std::uint32_t credits);
-  // c returned `count` credits. Throws (Errc::invalid_option) when it would return more than it
-  // granted: the compute node is faulty.
+  /// c returned `count` credits. Throws (Errc::invalid_option) when it would return more than it
+  /// granted: the compute node is faulty.
   void on_credit(ComputeIndex c, std::uint32_t count = 1);
-  // DFS: the acknowledgement (arrival) of `timeslice`; the interval's report and request
-  // at its last one. Best-effort: ignored (nullopt). Throws (Errc::invalid_option) for a
-  // time-slice not outstanding.
+  /// DFS: the acknowledgement (arrival) of `timeslice`; the interval's report and request
+  /// at its last one. Best-effort: ignored (nullopt). Throws (Errc::invalid_option) for a
+  /// time-slice not outstanding.
   std::optional<IntervalCompletion> on_acknowledged(TimesliceIndex timeslice, Time now);
-  // DFS: a DDE's proposal (see InputEngine::on_proposal); false in best-effort mode.
+  /// DFS: a DDE's proposal (see InputEngine::on_proposal); false in best-effort mode.
   bool on_proposal(const Proposal& proposal);
-  // c is gone: what it owed counts as acknowledged now (DFS); returns the completions that
-  // caused, in order. Idempotent.
+  /// c is gone: what it owed counts as acknowledged now (DFS); returns the completions that
+  /// caused, in order. Idempotent.
   std::vector<IntervalCompletion> on_compute_lost(ComputeIndex c, Time now);
 
   Mode mode() const noexcept { return mode_; }
@@ -81,7 +82,7 @@ class InputNode {
   std::uint32_t available(ComputeIndex c) const { return available_.at(c); }
   std::uint32_t granted(ComputeIndex c) const { return granted_.at(c); }
   std::uint64_t sent_count() const noexcept { return sent_; }  // sent and skipped
-  // The next time-slice in this input's order (what next() names once paced and credited).
+  /// The next time-slice in this input's order (what next() names once paced and credited).
   TimesliceIndex next_timeslice() const noexcept { return layout_.timeslice_at(self_, sent_); }
   const TimesliceLayout& layout() const noexcept { return layout_; }
   const InputEngine* engine() const noexcept { return engine_ ? &*engine_ : nullptr; }
@@ -92,13 +93,13 @@ class InputNode {
   TimesliceLayout layout_;
   InputIndex self_;
   Mode mode_;
-  std::optional<InputEngine> engine_;  // DFS only
+  std::optional<InputEngine> engine_;  ///< DFS only
   std::uint64_t sent_ = 0;
   std::vector<std::uint32_t> granted_;
   std::vector<std::uint32_t> available_;
   std::vector<bool> lost_;
-  // DFS: per compute node, in the order sent (a connection acknowledges in that order, so
-  // the one acknowledged is nearly always the oldest: no search, no tree)
+  /// DFS: per compute node, in the order sent (a connection acknowledges in that order, so
+  /// the one acknowledged is nearly always the oldest: no search, no tree)
   std::vector<std::deque<TimesliceIndex>> unacknowledged_;
 };
 

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Which compute node builds a time-slice, which interval and round it belongs to, and the
-// offset-based round-robin order in which an input sends its contributions.
-//
-// Time-slice t belongs to compute node t mod M. Round r holds time-slices [r*M, (r+1)*M),
-// one per compute node; interval j holds rounds [j*R, (j+1)*R) with R =
-// rounds_per_interval(), i.e. time-slices [j*n, (j+1)*n) with n = R*M. Within every round,
-// input i sends first to compute node (i + round_offset) mod M, then to the next ones in
-// turn, so that at any moment the inputs target different compute nodes.
+/// @file
+/// Which compute node builds a time-slice, which interval and round it belongs to, and the
+/// offset-based round-robin order in which an input sends its contributions.
+///
+/// Time-slice t belongs to compute node t mod M. Round r holds time-slices [r*M, (r+1)*M),
+/// one per compute node; interval j holds rounds [j*R, (j+1)*R) with R =
+/// rounds_per_interval(), i.e. time-slices [j*n, (j+1)*n) with n = R*M. Within every round,
+/// input i sends first to compute node (i + round_offset) mod M, then to the next ones in
+/// turn, so that at any moment the inputs target different compute nodes.
 #pragma once
 
 #include "netio/scheduler/config.hpp"
@@ -16,7 +17,7 @@ namespace netio::scheduler {
 
 class TimesliceLayout {
  public:
-  explicit TimesliceLayout(const SchedulerConfig& config);  // validates config
+  explicit TimesliceLayout(const SchedulerConfig& config);  ///< validates config
 
   std::uint32_t compute_count() const noexcept { return compute_count_; }
   std::uint64_t rounds_per_interval() const noexcept { return rounds_; }
@@ -26,12 +27,12 @@ class TimesliceLayout {
   IntervalIndex interval_of(TimesliceIndex t) const noexcept { return t / timeslices_per_interval(); }
   TimesliceIndex first_timeslice(IntervalIndex j) const noexcept { return j * timeslices_per_interval(); }
 
-  // The compute node input i sends to first in every round.
+  /// The compute node input i sends to first in every round.
   ComputeIndex first_compute(InputIndex i) const noexcept;
 
-  // The time-slice of input i's s-th contribution overall (s = 0, 1, ...; round s / M).
+  /// The time-slice of input i's s-th contribution overall (s = 0, 1, ...; round s / M).
   TimesliceIndex timeslice_at(InputIndex i, std::uint64_t s) const noexcept;
-  // The inverse: at which place s input i sends time-slice t.
+  /// The inverse: at which place s input i sends time-slice t.
   std::uint64_t sequence_of(InputIndex i, TimesliceIndex t) const noexcept;
 
  private:

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// A message a high-throughput subscription received: its tag, its payload and the publisher
-// it came from. Move-only (as Message); keeps the page it lies in alive (zero copy) until
-// destroyed.
+/// @file
+/// A message a high-throughput subscription received: its tag, its payload and the publisher
+/// it came from. Move-only (as Message); keeps the page it lies in alive (zero copy) until
+/// destroyed.
 #pragma once
 
 #include "netio/message.hpp"
@@ -21,8 +22,8 @@ class Publication {
   Tag tag() const noexcept { return tag_; }
   std::span<const std::byte> data() const noexcept { return message_.bytes().subspan(header_size_); }
   std::size_t size() const noexcept { return message_.size() - header_size_; }
-  // The publisher's data connection: identity() is its PublishOptions::identity (by default
-  // its name is "HOST:PID" and its endpoint the endpoint it publishes on).
+  /// The publisher's data connection: identity() is its PublishOptions::identity (by default
+  /// its name is "HOST:PID" and its endpoint the endpoint it publishes on).
   Peer publisher() const { return message_.peer(); }
 
  private:

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// What publishers and subscribers agree on: tags, the two delivery modes and the
-// back-pressure policies of a subscription.
+/// @file
+/// What publishers and subscribers agree on: tags, the two delivery modes and the
+/// back-pressure policies of a subscription.
 #pragma once
 
 #include "netio/endpoint.hpp"
@@ -11,32 +12,32 @@
 
 namespace netio::pubsub {
 
-// Every published message carries a 64-bit tag (a detector link, a channel); subscribers
-// receive exactly the tags they subscribed to.
+/// Every published message carries a 64-bit tag (a detector link, a channel); subscribers
+/// receive exactly the tags they subscribed to.
 using Tag = std::uint64_t;
 
 enum class Mode : std::uint8_t {
-  low_latency = 1,      // each message goes out at once; a callback on the subscriber's loop thread
-  high_throughput = 2,  // messages are packed into pages; the subscriber takes them with recv()
+  low_latency = 1,      ///< each message goes out at once; a callback on the subscriber's loop thread
+  high_throughput = 2,  ///< messages are packed into pages; the subscriber takes them with recv()
 };
 
-// What the publisher does when a subscriber cannot take a message now (its connection's
-// buffers or its share of the page pool are all in flight).
+/// What the publisher does when a subscriber cannot take a message now (its connection's
+/// buffers or its share of the page pool are all in flight).
 enum class Backpressure : std::uint8_t {
-  publisher_default = 0,  // whatever PublishOptions::backpressure says (block unless changed)
-  block = 1,              // publish() waits (up to send_timeout): nothing is lost
-  drop = 2,               // the message is dropped for that subscriber only and counted on both sides
+  publisher_default = 0,  ///< whatever PublishOptions::backpressure says (block unless changed)
+  block = 1,              ///< publish() waits (up to send_timeout): nothing is lost
+  drop = 2,               ///< the message is dropped for that subscriber only and counted on both sides
 };
 
 std::string_view to_string(Mode mode) noexcept;
 std::string_view to_string(Backpressure backpressure) noexcept;
 
-// Who a data connection of a publisher goes to: for try_publish's list of skipped
-// subscribers, and for logs.
+/// Who a data connection of a publisher goes to: for try_publish's list of skipped
+/// subscribers, and for logs.
 struct SubscriberInfo {
-  std::uint64_t id = 0;  // unique in the publishing process, stable while the subscriber stays
-  Identity identity;     // what the subscriber declared (its SubscribeOptions::identity)
-  Endpoint endpoint;     // where its data connection goes
+  std::uint64_t id = 0;  ///< unique in the publishing process, stable while the subscriber stays
+  Identity identity;     ///< what the subscriber declared (its SubscribeOptions::identity)
+  Endpoint endpoint;     ///< where its data connection goes
   Mode mode = Mode::high_throughput;
 };
 

@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: MIT
-// A DDE replica (scheduler::DeterministicEngine) served over netio: input nodes connect to
-// it with a low-latency send socket each (TimesliceSender does, for every endpoint in
-// its options' dde_endpoints), send their meta-data reports and proposal requests
-// (scheduler/control_messages.hpp), and get their proposals back as replies on that same
-// connection. A report's arrival time is this node's steady clock. Each input starts with the
-// clock handshake (two probes, each answered with an echo on the same connection), which
-// gives the DDE that input's clock offset before its first report.
-//
-// Proposals for input i go to the connection i's latest request came on. A message that
-// does not decode, or names an input out of range, is dropped and logged once per
-// connection; the others are served on.
-//
-// Threading: all work runs on the context's event-loop thread. Construct and destroy on
-// any thread (not inside this service's own callbacks); no callback runs after the
-// destructor returned. Several replicas may run, on one compute node each (or anywhere):
-// given the same reports they propose the same (see deterministic_engine.hpp).
+/// @file
+/// A DDE replica (scheduler::DeterministicEngine) served over netio: input nodes connect to
+/// it with a low-latency send socket each (TimesliceSender does, for every endpoint in
+/// its options' dde_endpoints), send their meta-data reports and proposal requests
+/// (scheduler/control_messages.hpp), and get their proposals back as replies on that same
+/// connection. A report's arrival time is this node's steady clock. Each input starts with the
+/// clock handshake (two probes, each answered with an echo on the same connection), which
+/// gives the DDE that input's clock offset before its first report.
+///
+/// Proposals for input i go to the connection i's latest request came on. A message that
+/// does not decode, or names an input out of range, is dropped and logged once per
+/// connection; the others are served on.
+///
+/// Threading: all work runs on the context's event-loop thread. Construct and destroy on
+/// any thread (not inside this service's own callbacks); no callback runs after the
+/// destructor returned. Several replicas may run, on one compute node each (or anywhere):
+/// given the same reports they propose the same (see deterministic_engine.hpp).
 #pragma once
 
 #include "netio/context.hpp"
@@ -32,19 +33,19 @@ struct DdeServiceStats {
   std::uint64_t reports = 0;
   std::uint64_t requests = 0;
   std::uint64_t proposals_sent = 0;
-  std::uint64_t proposals_dropped = 0;  // the input's reply window was full, or it was gone
+  std::uint64_t proposals_dropped = 0;  ///< the input's reply window was full, or it was gone
   std::uint64_t bad_messages = 0;
-  std::uint64_t clock_probes = 0;  // start handshake probes answered
+  std::uint64_t clock_probes = 0;  ///< start handshake probes answered
 };
 
 class DdeService {
  public:
-  // Called on the event-loop thread with every proposal this replica sends (to compare
-  // replicas, or to log proposed against actual intervals).
+  /// Called on the event-loop thread with every proposal this replica sends (to compare
+  /// replicas, or to log proposed against actual intervals).
   using ProposalObserver = std::function<void(scheduler::InputIndex, const scheduler::Proposal&)>;
 
-  // Listens at `local` (port 0 picks one). Throws netio::Error if it cannot bind, or
-  // Errc::invalid_option for a bad config.
+  /// Listens at `local` (port 0 picks one). Throws netio::Error if it cannot bind, or
+  /// Errc::invalid_option for a bad config.
   DdeService(Context& context, const Endpoint& local, const scheduler::SchedulerConfig& config,
              ProposalObserver on_proposal = {});
   ~DdeService();
@@ -52,7 +53,7 @@ class DdeService {
   DdeService& operator=(const DdeService&) = delete;
 
   Endpoint local_endpoint() const;
-  DdeServiceStats stats() const;  // any thread
+  DdeServiceStats stats() const;  ///< any thread
 
   struct State;
 

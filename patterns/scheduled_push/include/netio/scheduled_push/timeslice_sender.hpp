@@ -1,28 +1,29 @@
 // SPDX-License-Identifier: MIT
-// The input node of the scheduled-push pattern: sends this input's contribution to every
-// time-slice to the compute node that builds it (t mod M), under credits, in the offset
-// round-robin order, best-effort or paced by the DFS Input Engine.
-//
-// Feed it with push(t, bytes) for t = 0, 1, 2, ... in order (each contribution is copied
-// into a bounded queue of `queue_capacity` contributions; push() waits for room, try_push()
-// does not). It opens a low-latency data connection to every compute endpoint (index =
-// compute index), introduces itself (Hello), takes the credits of each compute node's
-// Welcome, and sends a contribution when (DFS) it is due and the compute node has a credit.
-// Credits and acknowledgements come back as replies on the data connections. In DFS mode it
-// also opens a low-latency connection to every DDE in dde_endpoints, sends each finished
-// interval's meta-data report and proposal request there, and takes the proposals that come
-// back as replies (the first of an interval wins; it never waits for a DDE; a DDE that goes
-// away is dropped and logged once).
-//
-// Faults: a compute node whose connection fails, that refuses this input, or that does not
-// welcome it within `welcome_timeout`, is lost: its contributions are skipped and reported
-// to on_undeliverable (loop thread), and the rest goes on.
-//
-// Threading: push()/try_push()/finish()/wait_finished()/stats() from any thread, except that
-// push() and wait_finished() must not be called on the event-loop thread (use try_push()
-// there). The engine runs on the context's event-loop thread. Construct and destroy on any
-// thread but inside this sender's callbacks; the destructor closes the connections without
-// waiting for what is unsent.
+/// @file
+/// The input node of the scheduled-push pattern: sends this input's contribution to every
+/// time-slice to the compute node that builds it (t mod M), under credits, in the offset
+/// round-robin order, best-effort or paced by the DFS Input Engine.
+///
+/// Feed it with push(t, bytes) for t = 0, 1, 2, ... in order (each contribution is copied
+/// into a bounded queue of `queue_capacity` contributions; push() waits for room, try_push()
+/// does not). It opens a low-latency data connection to every compute endpoint (index =
+/// compute index), introduces itself (Hello), takes the credits of each compute node's
+/// Welcome, and sends a contribution when (DFS) it is due and the compute node has a credit.
+/// Credits and acknowledgements come back as replies on the data connections. In DFS mode it
+/// also opens a low-latency connection to every DDE in dde_endpoints, sends each finished
+/// interval's meta-data report and proposal request there, and takes the proposals that come
+/// back as replies (the first of an interval wins; it never waits for a DDE; a DDE that goes
+/// away is dropped and logged once).
+///
+/// Faults: a compute node whose connection fails, that refuses this input, or that does not
+/// welcome it within `welcome_timeout`, is lost: its contributions are skipped and reported
+/// to on_undeliverable (loop thread), and the rest goes on.
+///
+/// Threading: push()/try_push()/finish()/wait_finished()/stats() from any thread, except that
+/// push() and wait_finished() must not be called on the event-loop thread (use try_push()
+/// there). The engine runs on the context's event-loop thread. Construct and destroy on any
+/// thread but inside this sender's callbacks; the destructor closes the connections without
+/// waiting for what is unsent.
 #pragma once
 
 #include "netio/context.hpp"
@@ -40,63 +41,63 @@
 
 namespace netio::scheduled_push {
 
-// DFS: one interval of this input, reported when its last acknowledgement arrived: what
-// it measured (the report it sends to the DDEs: start, duration, median acknowledgement
-// latency; this node's steady clock) and the plan it was paced by (the proposed start and
-// duration; none when it ran best-effort, before the first proposal).
+/// DFS: one interval of this input, reported when its last acknowledgement arrived: what
+/// it measured (the report it sends to the DDEs: start, duration, median acknowledgement
+/// latency; this node's steady clock) and the plan it was paced by (the proposed start and
+/// duration; none when it ran best-effort, before the first proposal).
 struct IntervalOutcome {
   scheduler::MetadataReport report;
   std::optional<scheduler::IntervalPlan> plan;
 };
 
 struct TimesliceSenderOptions {
-  scheduler::SchedulerConfig config;  // equal on every node
+  scheduler::SchedulerConfig config;  ///< equal on every node
   scheduler::Mode mode = scheduler::Mode::best_effort;
   scheduler::InputIndex input = 0;
-  std::vector<Endpoint> compute_endpoints;  // [compute index]: the TimesliceReceivers
-  std::vector<Endpoint> dde_endpoints;      // DFS: every DDE replica
-  std::uint64_t max_contribution_bytes = 64 * 1024;  // larger pushes throw; must not exceed the receivers'
-  std::size_t queue_capacity = 0;  // contributions queued at most; 0: 2 × compute_count
+  std::vector<Endpoint> compute_endpoints;  ///< [compute index]: the TimesliceReceivers
+  std::vector<Endpoint> dde_endpoints;      ///< DFS: every DDE replica
+  std::uint64_t max_contribution_bytes = 64 * 1024;  ///< larger pushes throw; must not exceed the receivers'
+  std::size_t queue_capacity = 0;  ///< contributions queued at most; 0: 2 × compute_count
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
-  std::chrono::nanoseconds push_timeout = std::chrono::seconds(10);  // push() waits at most this long
-  std::function<void(scheduler::TimesliceIndex, scheduler::ComputeIndex)> on_undeliverable;  // optional, loop thread
-  std::function<void(const IntervalOutcome&)> on_interval;  // optional, DFS, loop thread: every finished interval
+  std::chrono::nanoseconds push_timeout = std::chrono::seconds(10);  ///< push() waits at most this long
+  std::function<void(scheduler::TimesliceIndex, scheduler::ComputeIndex)> on_undeliverable;  ///< optional, loop thread
+  std::function<void(const IntervalOutcome&)> on_interval;  ///< optional, DFS, loop thread: every finished interval
 };
 
 struct TimesliceSenderStats {
   std::uint64_t pushed = 0;
   std::uint64_t sent = 0;
-  std::uint64_t undeliverable = 0;  // skipped: their compute node was lost
+  std::uint64_t undeliverable = 0;  ///< skipped: their compute node was lost
   std::uint64_t credits_returned = 0;
-  std::uint64_t incomplete_credits = 0;  // credits of time-slices a compute node gave up on
-  std::uint64_t reports_sent = 0;        // DFS: interval reports handed to DDE connections
-  std::uint64_t reports_missed = 0;      // DFS: reports a DDE missed (not connected yet, lost, or full)
-  std::uint64_t proposals_taken = 0;     // DFS
+  std::uint64_t incomplete_credits = 0;  ///< credits of time-slices a compute node gave up on
+  std::uint64_t reports_sent = 0;        ///< DFS: interval reports handed to DDE connections
+  std::uint64_t reports_missed = 0;      ///< DFS: reports a DDE missed (not connected yet, lost, or full)
+  std::uint64_t proposals_taken = 0;     ///< DFS
   std::uint32_t computes_lost = 0;
   std::uint32_t ddes_lost = 0;
 };
 
 class TimesliceSender {
  public:
-  // Starts connecting at once. Throws netio::Error(Errc::invalid_option) for bad options:
-  // a config that does not validate, an input out of range, compute_endpoints not
-  // compute_count long, DFS without a DDE.
+  /// Starts connecting at once. Throws netio::Error(Errc::invalid_option) for bad options:
+  /// a config that does not validate, an input out of range, compute_endpoints not
+  /// compute_count long, DFS without a DDE.
   TimesliceSender(Context& context, TimesliceSenderOptions options);
   ~TimesliceSender();
   TimesliceSender(const TimesliceSender&) = delete;
   TimesliceSender& operator=(const TimesliceSender&) = delete;
 
-  // Queues this input's contribution to time-slice t (copied). t must be the next one
-  // (0, 1, 2, ...): throws netio::Error(Errc::invalid_option) otherwise;
-  // Errc::message_too_large for more than max_contribution_bytes; Errc::closed after
-  // finish(). push() waits up to push_timeout for room (Errc::timeout; Errc::would_block on
-  // the event-loop thread); try_push() returns false instead.
+  /// Queues this input's contribution to time-slice t (copied). t must be the next one
+  /// (0, 1, 2, ...): throws netio::Error(Errc::invalid_option) otherwise;
+  /// Errc::message_too_large for more than max_contribution_bytes; Errc::closed after
+  /// finish(). push() waits up to push_timeout for room (Errc::timeout; Errc::would_block on
+  /// the event-loop thread); try_push() returns false instead.
   void push(scheduler::TimesliceIndex t, std::span<const std::byte> bytes);
   bool try_push(scheduler::TimesliceIndex t, std::span<const std::byte> bytes);
 
-  // No more pushes. wait_finished() then waits until every pushed contribution was sent
-  // (or skipped) and every credit came back (or its compute node was lost): true, or false
-  // after `timeout`.
+  /// No more pushes. wait_finished() then waits until every pushed contribution was sent
+  /// (or skipped) and every credit came back (or its compute node was lost): true, or false
+  /// after `timeout`.
   void finish();
   [[nodiscard]] bool wait_finished(std::chrono::nanoseconds timeout);
 

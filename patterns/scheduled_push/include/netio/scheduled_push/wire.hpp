@@ -1,24 +1,25 @@
 // SPDX-License-Identifier: MIT
-// The messages of the scheduled-push pattern on its data connections, and their encoding.
-//
-// Every input node opens one low-latency connection to every compute node (the data
-// connection). On it the input sends, in order:
-//   Hello          once, first: who it is (input index), the system it belongs to (counts,
-//                  interval length, mode) and the largest contribution it will send;
-//   Contribution   one per time-slice of that compute node: header + the bytes.
-// The compute node answers with replies on the same connection:
-//   Welcome        to a Hello it accepts: its compute index and the credits this input gets;
-//   Refusal        to a Hello it cannot accept (mismatched configuration), with the reason;
-//   Acknowledgement (DFS mode) per contribution, when it arrived;
-//   Credit         per contribution, when its buffer space was freed: the time-slice and
-//                  whether it was complete (handed to the user) or given up as incomplete.
-// The DFS control messages (reports, requests, proposals) are scheduler/control_messages.hpp
-// on separate connections to the DDEs.
-//
-// Encoding: little-endian, a 4-byte header [type u8][version u8 = 1][flags u8][reserved u8 = 0],
-// then fixed fields; a Contribution adds its u64 length and exactly that many bytes, a
-// Refusal a u16 length and its text. Decoders check the exact size, type, version, reserved
-// byte and flags, and throw netio::Error (Errc::protocol_error) naming what was wrong.
+/// @file
+/// The messages of the scheduled-push pattern on its data connections, and their encoding.
+///
+/// Every input node opens one low-latency connection to every compute node (the data
+/// connection). On it the input sends, in order:
+///   Hello          once, first: who it is (input index), the system it belongs to (counts,
+///                  interval length, mode) and the largest contribution it will send;
+///   Contribution   one per time-slice of that compute node: header + the bytes.
+/// The compute node answers with replies on the same connection:
+///   Welcome        to a Hello it accepts: its compute index and the credits this input gets;
+///   Refusal        to a Hello it cannot accept (mismatched configuration), with the reason;
+///   Acknowledgement (DFS mode) per contribution, when it arrived;
+///   Credit         per contribution, when its buffer space was freed: the time-slice and
+///                  whether it was complete (handed to the user) or given up as incomplete.
+/// The DFS control messages (reports, requests, proposals) are scheduler/control_messages.hpp
+/// on separate connections to the DDEs.
+///
+/// Encoding: little-endian, a 4-byte header [type u8][version u8 = 1][flags u8][reserved u8 = 0],
+/// then fixed fields; a Contribution adds its u64 length and exactly that many bytes, a
+/// Refusal a u16 length and its text. Decoders check the exact size, type, version, reserved
+/// byte and flags, and throw netio::Error (Errc::protocol_error) naming what was wrong.
 #pragma once
 
 #include "netio/scheduler/input_node.hpp"
@@ -49,7 +50,7 @@ enum class WireType : std::uint8_t {
 
 struct Hello {
   InputIndex input = 0;
-  ComputeIndex compute = 0;  // which compute node the input believes it is talking to
+  ComputeIndex compute = 0;  ///< which compute node the input believes it is talking to
   std::uint32_t input_count = 0;
   std::uint32_t compute_count = 0;
   std::uint64_t timeslices_per_interval = 0;
@@ -84,18 +85,18 @@ inline constexpr std::size_t kCreditSize = 12;
 inline constexpr std::size_t kMaxRefusalText = 1024;
 
 std::array<std::byte, kHelloSize> encode(const Hello& hello);
-// Header and bytes in one buffer, ready to send.
+/// Header and bytes in one buffer, ready to send.
 std::vector<std::byte> encode_contribution(InputIndex input, TimesliceIndex t, std::span<const std::byte> bytes);
 std::array<std::byte, kWelcomeSize> encode(const Welcome& welcome);
-std::vector<std::byte> encode_refusal(const std::string& reason);  // cut at kMaxRefusalText
+std::vector<std::byte> encode_refusal(const std::string& reason);  ///< cut at kMaxRefusalText
 std::array<std::byte, kAcknowledgementSize> encode_acknowledgement(TimesliceIndex t);
 std::array<std::byte, kCreditSize> encode(const Credit& credit);
 
-// The type of a message; throws (protocol_error) for an empty buffer or an unknown type.
+/// The type of a message; throws (protocol_error) for an empty buffer or an unknown type.
 WireType wire_type(std::span<const std::byte> bytes);
 
 Hello decode_hello(std::span<const std::byte> bytes);
-// The header; `bytes` must be exactly header + length. The payload is bytes.subspan(kContributionHeaderSize).
+/// The header; `bytes` must be exactly header + length. The payload is bytes.subspan(kContributionHeaderSize).
 ContributionHeader decode_contribution(std::span<const std::byte> bytes);
 Welcome decode_welcome(std::span<const std::byte> bytes);
 std::string decode_refusal(std::span<const std::byte> bytes);
