@@ -125,13 +125,15 @@ class Receivers {
   }
 
   SendMode mode_;
-  std::vector<std::unique_ptr<LowLatencyReceiveSocket>> low_latency_;
-  std::vector<std::unique_ptr<HighThroughputReceiveSocket>> high_throughput_;
-  std::vector<Endpoint> endpoints_;
   mutable std::mutex mutex_;
   std::vector<std::uint64_t> next_;  // the next sequence number expected per destination
   std::uint64_t errors_ = 0;
   std::vector<std::string> mismatches_;  // the first few, for the report
+  std::vector<Endpoint> endpoints_;
+  // After what their handlers write to: destroyed first, so that no handler runs on freed
+  // counters (the loop thread delivers until a socket is gone).
+  std::vector<std::unique_ptr<LowLatencyReceiveSocket>> low_latency_;
+  std::vector<std::unique_ptr<HighThroughputReceiveSocket>> high_throughput_;
   std::jthread consumer_;  // high-throughput: reads as messages come; last, so it stops first
 };
 
@@ -341,7 +343,13 @@ TEST_CASE("An unreachable destination fails its own messages only", "[connection
     CHECK_THAT(error_text, Catch::Contains(unreachable.to_string()));
     CHECK(socket.connection_stats().failed >= 1);
     CHECK(socket.connection_stats().peak_open <= 2);
-    socket.close();
+    // A message to the unreachable destination still queued when close() gives up on it is
+    // lost, and close() says so, naming that destination; the others lose nothing.
+    try {
+      socket.close();
+    } catch (const Error& e) {
+      CHECK_THAT(std::string(e.what()), Catch::Contains(unreachable.to_string()));
+    }
   }
   {
     std::lock_guard lock(failed_mutex);
