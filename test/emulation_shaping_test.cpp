@@ -108,6 +108,26 @@ TEST_CASE("flows with different buffer sizes share by bytes, and a late flow get
   CHECK(after[3] == Approx(after[2]).epsilon(0.01));
 }
 
+TEST_CASE("a small buffer from an idle flow passes the large ones waiting, as packets interleave at a switch",
+          "[emulated]") {
+  // 1 MB/s, a bucket of one byte: a 16,000-byte buffer holds the port 16 ms.
+  SharedCapacity capacity(RateLimit{1e6, 1}, {}, t0);
+  for (std::uint64_t flow = 1; flow <= 3; ++flow) capacity.enqueue(flow, 16'000);
+  CHECK(capacity.release(t0) == 1);
+  // Flows 2 and 3 start at 0 and finish at 16,000; flow 1's next buffer starts at 16,000.
+  // The 64 bytes of an idle flow start level with the least-served waiting (0) and finish at
+  // 64: first, where a pick by start (by bytes served) would put them after flows 2 and 3.
+  capacity.enqueue(9, 64);
+  capacity.enqueue(1, 16'000);
+  Nanos now = t0;
+  std::vector<std::uint64_t> order;
+  while (!capacity.empty()) {
+    now = std::max(now, capacity.next_release_time(now));
+    order.push_back(capacity.release(now));
+  }
+  CHECK(order == std::vector<std::uint64_t>{9, 2, 3, 1});
+}
+
 TEST_CASE("a slow-down window starts and ends on time", "[emulated]") {
   const auto config = parse_emulation_spec("in=8Gbps,burst=64KiB;slowdown=node,at=300ms,for=400ms,rate=25%");
   const SlowdownSchedule schedule(SlowdownSchedule::node_windows(config), t0);

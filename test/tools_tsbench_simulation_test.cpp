@@ -230,7 +230,7 @@ TEST_CASE("tsbench simulation: a shared port is fair between connections and kee
           "[tsbench][simulation]") {
   // 1 byte per ns, a bucket of 100 bytes; connection 1 brings three buffers, connection 2 one.
   const netio::RateLimit limit{1e9, 100};
-  SECTION("fair: the least served connection goes first") {
+  SECTION("fair: the buffer that finishes first byte by byte goes first") {
     SharedPort port(limit, {}, PortSharing::fair);
     port.arrive(1, 100, 10, 0ns);
     port.arrive(1, 100, 11, 0ns);

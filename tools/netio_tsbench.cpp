@@ -153,8 +153,9 @@ void add_options(CLI::App& app, Options& o) {
                    "the spec's seed=)")
           ->excludes(role);
   app.add_option("--port-sharing", o.port_sharing,
-                 "--simulate: how a port shares its capacity between the connections sending at once: fair (the one "
-                 "served least goes first, as the emulator's ports) or fifo (first come, first served)")
+                 "--simulate: how a port shares its capacity between the connections sending at once: fair (fair "
+                 "queueing: the buffer that would finish first byte by byte goes first, as at the emulator's ports) or "
+                 "fifo (first come, first served)")
       ->check(CLI::IsMember({"fair", "fifo"}))
       ->capture_default_str()
       ->needs(simulate);

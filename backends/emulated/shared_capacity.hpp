@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: MIT
 // A capacity shared by many flows (a node's incoming or outgoing port): a token bucket and
-// fair queuing between the flows that have a buffer waiting. The flow served least so far
-// goes first (a flow that was idle starts level with the least-served waiting one, so idling
-// earns no burst); ties go to the one waiting longest. Pure: time is passed in.
+// fair queuing between the flows that have a buffer waiting, with the tags of fair queueing
+// (Demers, Keshav and Shenker, SIGCOMM 1989): a buffer starts where its flow's last one
+// finished and finishes its size later, and the one finishing first goes first. Flows get
+// equal bytes whatever their buffer sizes, and a small buffer (a reply, a control message)
+// passes the large ones waiting, as it does at a switch that interleaves packets. A flow that
+// was idle starts level with the least-served one waiting (or the last one released), so
+// idling earns no burst. Ties go to the one waiting longest. Pure: time is passed in.
 #pragma once
 
 #include "backends/emulated/token_bucket.hpp"
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace netio::emulated {
@@ -34,24 +39,26 @@ class SharedCapacity {
   FlowId release(Nanos now);
 
  private:
-  // The fair pick first: least served, then the one waiting longest.
+  // The fair pick first: the earliest virtual finish, then the one waiting longest.
   struct Key {
-    double served;
+    double finish;
     std::uint64_t order;  // when it began waiting
     friend bool operator<(const Key& a, const Key& b) {
-      return a.served != b.served ? a.served < b.served : a.order < b.order;
+      return a.finish != b.finish ? a.finish < b.finish : a.order < b.order;
     }
   };
   struct Waiting {
     FlowId flow;
     std::size_t bytes;
+    double start;
   };
 
   TokenBucket bucket_;
   std::map<Key, Waiting> waiting_;                  // O(log n) per buffer, however many flows wait
   std::unordered_map<FlowId, Key> waiting_key_;     // the flows in waiting_
-  std::unordered_map<FlowId, double> served_;       // bytes served (virtual: see enqueue)
-  double virtual_time_ = 0;                         // served count of the last release's flow
+  std::multiset<double> starts_;                    // the start tags in waiting_
+  std::unordered_map<FlowId, double> finished_;     // virtual finish of the flow's last buffer
+  double virtual_time_ = 0;                         // start tag of the last buffer released
   std::uint64_t next_order_ = 0;
 };
 

@@ -54,8 +54,9 @@
 ///   - rate, out, in: token buckets (burst default: 4 ms at the rate, at least 64 KiB). A
 ///     buffer goes when the bucket holds min(its size, burst), and takes its size from it, so
 ///     the long-run rate is exact whatever the buffer sizes. out= and in= are shared by every
-///     connection of the node (the Context), served fairly (the connection served least goes
-///     first). in= is enforced by the receiving side: its receive sockets hand received
+///     connection of the node (the Context), served fairly (fair queueing: the buffer that would finish first if the
+///     connections were served byte by byte in turn goes first, so a small reply or control
+///     message passes the large buffers waiting). in= is enforced by the receiving side: its receive sockets hand received
 ///     buffers up at the shared rate and hold the rest, which stalls the connections (the
 ///     back-end stops reading) and so holds every sender, whatever process it is in.
 ///   - slowdown: during [at, at+for) after the spec took effect (repeating every `every` when

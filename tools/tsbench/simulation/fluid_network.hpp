@@ -13,7 +13,7 @@
 // An in-port shares its capacity among the transfers arriving at once:
 //   - fair: max-min (water-filling): each gets an equal share, and one that cannot use it
 //     (capped by its out-port) leaves the rest to the others. What the emulator's in= does
-//     ("the connection served least goes first").
+//     ("fair queueing between the connections").
 //   - fifo: first come, first served: the transfer that reached the port first gets all it
 //     can take, the next one what is left, and so on; the others wait, holding their
 //     out-ports. A receiver without fairness.

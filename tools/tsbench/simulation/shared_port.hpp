@@ -2,8 +2,8 @@
 // One shared capacity of the simulated network — a node's out= or in= port, or the switch
 // core — shaped as the emulated back-end shapes a node's port: a token bucket
 // (emulated::TokenBucket, its burst included) and, between the connections that have a
-// buffer waiting, fair queueing (emulated::SharedCapacity: the connection served least goes
-// first) or first come, first served. A buffer leaves whole, when the bucket allows it; the
+// buffer waiting, fair queueing (emulated::SharedCapacity: the buffer that would finish first if the
+// connections were served byte by byte goes first) or first come, first served. A buffer leaves whole, when the bucket allows it; the
 // buffers of one connection leave in the order they came.
 //
 // Pure: no clock, no events. The caller hands buffers over with arrive(), asks
