@@ -87,7 +87,7 @@ struct AwaitedClose {
 
 }  // namespace
 
-TEST_CASE("1,000,000 small messages arrive complete, in order and intact", "[high_throughput][integration]") {
+TEST_CASE("1,000,000 small messages arrive complete, in order and intact", "[high_throughput][integration][volume]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);

@@ -46,7 +46,7 @@ struct Inbox {
 
 }  // namespace
 
-TEST_CASE("low-latency messages from 0 B to 16 MiB arrive intact", "[low_latency][integration]") {
+TEST_CASE("low-latency messages from 0 B to 16 MiB arrive intact", "[low_latency][integration][volume]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(netio::test::context_options());
   Inbox inbox;

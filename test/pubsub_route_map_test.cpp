@@ -3,6 +3,7 @@
 // thousands of tags and back, agree with a plain map at every step, snapshots never change
 // under a reader, and a change copies only the shards of the tags it touches.
 #include "route_map.hpp"
+#include "support/sanitizers.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -78,7 +79,7 @@ void remove(RouteEditor& editor, Model& model, Tag tag, const DataConnection* c)
 }  // namespace
 
 TEST_CASE("pub/sub routes: random changes through growth and shrinking agree with a plain map", "[pubsub][unit]") {
-  const auto seed = GENERATE(1u, 2u, 3u);
+  const auto seed = GENERATE(take(netio::test::sanitized ? 1 : 3, values({1u, 2u, 3u})));
   std::mt19937_64 random(seed);
   std::vector<std::shared_ptr<DataConnection>> connections;
   for (std::uint64_t id = 1; id <= 4; ++id) connections.push_back(connection(id));

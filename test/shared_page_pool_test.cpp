@@ -19,7 +19,7 @@ using netio::Endpoint;
 using netio::test::eventually;
 
 TEST_CASE("64 send sockets on one pool of 16 pages: a stalled receiver holds its share, the others deliver everything",
-          "[page_pool][high_throughput][integration]") {
+          "[page_pool][high_throughput][integration][volume]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   constexpr std::size_t sockets = 64;
   constexpr std::size_t per_socket = 200;

@@ -14,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <future>
 #include <memory>
 #include <thread>
@@ -27,9 +28,11 @@ TEST_CASE("netio_pingpong --server: a client whose pong port never answers holds
   netio::Context server_context;
   std::promise<netio::Endpoint> listening;
   auto listening_at = listening.get_future();
+  std::atomic<bool> client_done{false};
   std::thread server([&] {
     netio::tools::PingpongServerCallbacks callbacks;
     callbacks.on_listening = [&](const netio::Endpoint& at) { listening.set_value(at); };
+    callbacks.should_stop = [&] { return client_done.load(); };
     netio::tools::run_pingpong_server(server_context, base, netio::tools::Deadline(8s), callbacks);
   });
   const netio::Endpoint at = listening_at.get();
@@ -56,5 +59,6 @@ TEST_CASE("netio_pingpong --server: a client whose pong port never answers holds
   CHECK_NOTHROW(result = netio::tools::run_pingpong_client(client_context, options, netio::tools::Deadline(30s)));
   CHECK_FALSE(result.error);
   CHECK(result.rtt_us.size() == 200);
+  client_done = true;  // the strangers' connections back may still be pending: they hold up nobody
   server.join();
 }

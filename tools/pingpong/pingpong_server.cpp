@@ -59,8 +59,8 @@ class EchoServer {
 
   Endpoint local_endpoint() const { return socket_.local_endpoint(); }
 
-  void serve(const Deadline& deadline) {
-    while (!stop_requested() && !deadline.expired()) {
+  void serve(const Deadline& deadline, const std::function<bool()>& should_stop) {
+    while (!stop_requested() && !deadline.expired() && !(should_stop && should_stop())) {
       // While connections back are being made, look at them often: a welcome waits on them.
       if (auto event = next_event(connecting_back_.empty() ? kTick : kConnectBackPoll)) handle(*event);
       progress_connections_back();
@@ -271,7 +271,7 @@ void run_pingpong_server(Context& context, const Endpoint& local, const Deadline
                          const PingpongServerCallbacks& callbacks, const AdmissionOptions& admission) {
   EchoServer server(context, local, admission);
   if (callbacks.on_listening) callbacks.on_listening(server.local_endpoint());
-  server.serve(deadline);
+  server.serve(deadline, callbacks.should_stop);
 }
 
 }  // namespace netio::tools

@@ -15,9 +15,11 @@ namespace netio::tools {
 
 struct PingpongServerCallbacks {
   std::function<void(const Endpoint&)> on_listening;  // the bound endpoint (real port)
+  // Asked between events (at least every 100 ms): true stops the server as a signal does.
+  std::function<bool()> should_stop;
 };
 
-// Returns when stopped by a signal or the deadline; throws netio::Error when the endpoint
+// Returns when stopped by a signal, should_stop or the deadline; throws netio::Error when the endpoint
 // cannot be bound. Problems with one client are printed and do not stop the server.
 // `admission`: who may connect (--allow, --key-file); the key also authenticates the
 // connections back to two-connection clients.
