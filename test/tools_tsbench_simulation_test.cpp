@@ -173,6 +173,38 @@ TEST_CASE("tsbench simulation: DFS runs on proposals and builds every time-slice
   CHECK(apart.back() < 1ms);    // the most
 }
 
+TEST_CASE("tsbench simulation: an input's timers fire as late as --timer-late draws", "[tsbench][simulation]") {
+  auto b = small(3, 2);
+  b.interval_timeslices = 20;
+  b.timeslices = 600;
+  b.emulate = "in=80Mbps";
+  // How far each paced interval began after its proposed start (true time, exact clocks).
+  auto late_starts = [&](const std::string& late) {
+    SimulationOptions o = exact(PortSharing::fair, NetworkModel::ports);
+    o.timer_late = parse_timer_late(late);
+    const auto r = simulate(b, ns::Mode::dfs, o);
+    REQUIRE(r.error.empty());
+    std::vector<ns::Duration> after;
+    for (const auto& i : r.records.intervals) {
+      if (i.proposed_start) after.push_back(i.actual_start - *i.proposed_start);
+    }
+    REQUIRE(after.size() >= 3 * 15);
+    std::sort(after.begin(), after.end());
+    return after;
+  };
+  // On time: an input waiting for its start begins the interval at the proposed time.
+  const auto on_time = late_starts("none");
+  CHECK(on_time.front() >= 0ns);
+  CHECK(on_time[on_time.size() / 2] == 0ns);
+  // A timer 300 µs late: an interval begins at the late timer, or at an earlier event past
+  // the proposed start (an acknowledgement also drives the input), so at the median between.
+  const auto late = late_starts("constant:300us");
+  CHECK(late.front() >= 0ns);
+  CHECK(late[late.size() / 2] > 100us);
+  CHECK(late[late.size() / 2] <= 300us);
+  CHECK_THROWS_AS(parse_timer_late("sometimes"), netio::Error);
+}
+
 TEST_CASE("tsbench simulation: the same seed gives the same run, another seed another", "[tsbench][simulation]") {
   auto b = small(3, 2);
   b.interval_timeslices = 20;

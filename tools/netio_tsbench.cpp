@@ -59,6 +59,7 @@ struct Options {
   std::string network = "ports";
   std::string core;
   std::chrono::nanoseconds clock_offset = std::chrono::milliseconds(1);
+  std::string timer_late;
   double clock_drift_ppm = 20;
 };
 
@@ -170,6 +171,11 @@ void add_options(CLI::App& app, Options& o) {
                  "between nodes: a network that congests before its ports do")
       ->type_name("RATE")
       ->needs(simulate);
+  app.add_option("--timer-late", o.timer_late,
+                 "--simulate: how late an input's timers fire (DFS's paced sends and interval starts), a distribution "
+                 "as delay= in --emulate, e.g. 'lognormal:mean=100us,sigma=1' (default none: on time)")
+      ->type_name("DIST")
+      ->needs(simulate);
   add_duration_option(app, "--clock-offset", o.clock_offset,
                       "--simulate: every node's clock is off by up to this much (drawn from the seed)")
       ->needs(simulate);
@@ -231,6 +237,7 @@ simulation::SimulationOptions simulation_options(const Options& o) {
   if (!o.core.empty()) so.core = simulation::parse_core(o.core);
   so.max_clock_offset = o.clock_offset;
   so.max_clock_drift = o.clock_drift_ppm * 1e-6;
+  if (!o.timer_late.empty()) so.timer_late = simulation::parse_timer_late(o.timer_late);
   return so;
 }
 

@@ -77,6 +77,8 @@ struct Later {
 // the ports it crosses: the contributions' header, the replies and the control messages.
 constexpr std::uint64_t kContributionHeader = 24;
 constexpr std::uint64_t kHelloBytes = 36;
+// The timers' lateness draws: streams of their own, apart from every connection's.
+constexpr std::uint64_t kTimerStream = std::uint64_t{1} << 40;
 constexpr std::uint64_t kReplyBytes = 12;  // welcome, acknowledgement, credit
 constexpr std::uint64_t kProbeBytes = 28;  // clock probe and echo, proposal
 constexpr std::uint64_t kReportBytes = 48 + 16;  // the meta-data report and the request behind it
@@ -131,6 +133,7 @@ class Simulator {
     std::optional<Link> control;  // to the DDE
     std::optional<Link> replica_control;  // to the second replica (compute node 1)
     std::uint64_t due_generation = 0;  // the pattern's due timer: a newer one replaces it
+    std::optional<emulated::DelaySampler> late;  // how late that timer fires (options' timer_late)
     std::map<ns::IntervalIndex, std::optional<ns::IntervalPlan>> plans;  // started, not reported
     double out_capacity = FluidNetwork::kUnlimited;
     double transfer_cap = FluidNetwork::kUnlimited;
@@ -279,6 +282,7 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     const auto e = *bench_.node_emulation(i);
     Input& in = inputs_.emplace_back(config_, i, mode_);
     in.clock = draw_clock();
+    if (options_.timer_late.kind != DelayKind::none) in.late.emplace(options_.timer_late, e.seed, kTimerStream + i);
     in.slowdown = emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0});
     // Connection ids: data i -> c, its replies, control i -> DDE, its replies.
     const std::uint64_t n = bench_.inputs, m = bench_.computes;
@@ -553,7 +557,8 @@ void Simulator::drive(ns::InputIndex i) {
 
 void Simulator::arm(ns::InputIndex i, Time due) {
   auto& in = inputs_[i];
-  schedule(in.clock.true_time(due), Event::Kind::timer, i, ++in.due_generation);
+  const Duration late = in.late ? draw(*in.late) : Duration{0};
+  schedule(in.clock.true_time(due) + late, Event::Kind::timer, i, ++in.due_generation);
 }
 
 void Simulator::note_plan(Input& in, ns::TimesliceIndex t) {
@@ -793,6 +798,14 @@ RateLimit parse_core(const std::string& text) {
     reject(fmt::format("--core '{}': {}", text, e.what()));
   }
   return parsed.node_in;
+}
+
+DelayDistribution parse_timer_late(const std::string& text) {
+  try {
+    return parse_emulation_spec("delay=" + text).delay;
+  } catch (const std::exception& e) {
+    reject(fmt::format("--timer-late '{}': {}", text, e.what()));
+  }
 }
 
 const char* to_string(NetworkModel model) noexcept { return model == NetworkModel::lossless ? "lossless" : "ports"; }

@@ -19,7 +19,7 @@
 //     spec's seed within ±max_clock_offset and ±max_clock_drift; the engines see only their
 //     node's clock. Records (CSV) are in the model's true time;
 //   - no processing time: a complete time-slice is handed over and freed when it completes.
-//     Threads and timers run on time. No faults.
+//     Timers run on time unless SimulationOptions::timer_late says how late. No faults.
 // Deterministic: the same options and seed give the same records.
 #pragma once
 
@@ -56,6 +56,10 @@ struct SimulationOptions {
   ns::Duration base_latency = std::chrono::microseconds(5);
   ns::Duration max_clock_offset = std::chrono::milliseconds(1);  // |offset| of every node's clock, at most
   double max_clock_drift = 20e-6;                                 // |drift|, at most (20 ppm)
+  // How late an input's timer fires (the pattern's due timer: DFS's paced sends and interval
+  // starts), a draw per firing from the spec's seed; none: on time. What a busy host adds:
+  // an event-loop thread that is not on a core when its timer expires.
+  DelayDistribution timer_late;
   // Model time after which a run that has not finished is an error.
   ns::Duration time_limit = std::chrono::hours(2);
   // Asked every few thousand events; true stops the run (interrupted).
@@ -83,6 +87,10 @@ SimulationResult simulate(const BenchConfig& bench, ns::Mode mode, const Simulat
 // default: 4 ms at the rate, at least 64 KiB). Throws netio::Error (Errc::invalid_option) naming
 // --core and the text.
 RateLimit parse_core(const std::string& text);
+
+// A distribution as delay= in an emulation spec ("lognormal:mean=100us,sigma=1"; "none").
+// Throws netio::Error (Errc::invalid_option) naming --timer-late and the text.
+DelayDistribution parse_timer_late(const std::string& text);
 
 // Throws as simulate() does when `bench` cannot be modelled (for the command line's checks).
 void check_simulatable(const BenchConfig& bench, const SimulationOptions& options);
