@@ -110,6 +110,11 @@ TEST_CASE("every clause and distribution form parses to the values it names", "[
   CHECK(r.node_in.bytes_per_second == Approx(1e9));
   CHECK(r.node_out.bytes_per_second == Approx(2.0 * 1024 * 1024 * 1024));
   CHECK(r.node_out.burst_bytes == 1024 * 1024);
+  CHECK_FALSE(r.core);
+  const auto core = parse_emulation_spec("core=10Gbps,burst=256KiB");
+  CHECK(core.core.bytes_per_second == Approx(1.25e9));
+  CHECK(core.core.burst_bytes == 256 * 1024);
+  CHECK(core.shapes_anything());
   const auto s = parse_emulation_spec("node=2;out=10Gbps;slowdown=node:2,at=10s,for=5s,rate=25%;"
                                       "slowdown=link:127.0.0.1:5000,at=1s,for=100ms,every=1s,delay=2ms");
   REQUIRE(s.slowdowns.size() == 2);

@@ -30,6 +30,7 @@ NetworkEmulation::Counters NetworkEmulation::counters() const {
   c.buffers_held = state_->buffers_held.load(std::memory_order_relaxed);
   c.bytes_sent = state_->bytes_sent.load(std::memory_order_relaxed);
   c.bytes_received = state_->bytes_received.load(std::memory_order_relaxed);
+  c.buffers_through_core = state_->buffers_through_core.load(std::memory_order_relaxed);
   return c;
 }
 

@@ -90,6 +90,7 @@ class NetworkState {
   std::atomic<std::uint64_t> buffers_held{0};
   std::atomic<std::uint64_t> bytes_sent{0};
   std::atomic<std::uint64_t> bytes_received{0};
+  std::atomic<std::uint64_t> buffers_through_core{0};
 
  private:
   mutable std::mutex mutex_;

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // One connection's queue through the emulation, on the event loop: items (send buffers, or
 // received buffers) wait for their delay and the connection's rate (LinkShaper, send side
-// only), then for the node's shared port (NodePort, when limited), and are delivered in the
-// order pushed. One loop timer per flow, armed for its head. Memory: the items are what the
+// only), then for the node's shared port (NodePort, when limited), then on the send side for
+// the switch core (CoreSwitch, core=), and are delivered in the order pushed. One loop timer per flow, armed for its head. Memory: the items are what the
 // caller lent (send buffers until their completion) or what the back-end lent (received
 // buffers, bounded by the receive credits): the flow allocates nothing per item beyond its
 // deque slot. Loop thread only.
 #pragma once
 
+#include "backends/emulated/core_switch.hpp"
 #include "backends/emulated/link_shaper.hpp"
 #include "backends/emulated/network_state.hpp"
 
@@ -34,6 +35,10 @@ class ShapedFlow final : public PortClient {
       const EmulationConfig& config = snapshot_->link_config(host_, port_number_);
       link_.emplace(config, SlowdownSchedule::link_windows(config, host_, port_number_), snapshot_->origin,
                     state_->next_stream(), now());
+      if (snapshot_->config.core) {
+        core_ = CoreSwitch::shared(snapshot_->config.core);
+        core_flow_ = core_->open();
+      }
     }
   }
   ~ShapedFlow() override { close(); }
@@ -46,7 +51,7 @@ class ShapedFlow final : public PortClient {
     const Nanos t = now();
     const Nanos due = link_ ? link_->admit(t) : t;
     queue_.push_back(Entry{std::move(item), bytes, due});
-    if (queue_.size() > 1 || in_port_ || timer_ != 0) return;  // the head's wait is under way
+    if (queue_.size() > 1 || in_port_ || in_core_ || timer_ != 0) return;  // the head's wait is under way
     in_push_ = true;
     pump();
     in_push_ = false;
@@ -57,7 +62,9 @@ class ShapedFlow final : public PortClient {
     closed_ = true;
     cancel_timer();
     if (used_port_) port().remove(this);  // its fair-share account too, not only a waiting buffer
+    if (core_) core_->remove(core_flow_);
     in_port_ = false;
+    in_core_ = false;
     used_port_ = false;
     queue_.clear();
   }
@@ -68,6 +75,7 @@ class ShapedFlow final : public PortClient {
   void release_from_port(Nanos t) override {
     in_port_ = false;
     if (closed_ || queue_.empty()) return;
+    if (enter_core()) return;
     deliver_head(t);
     if (!closed_) pump();
   }
@@ -92,7 +100,7 @@ class ShapedFlow final : public PortClient {
   }
 
   void pump() {
-    while (!closed_ && !queue_.empty() && !in_port_ && timer_ == 0) {
+    while (!closed_ && !queue_.empty() && !in_port_ && !in_core_ && timer_ == 0) {
       const Nanos t = now();
       const Entry& head = queue_.front();
       const Nanos at = link_ ? link_->eligible_at(t, head.due, head.bytes) : t;
@@ -107,8 +115,28 @@ class ShapedFlow final : public PortClient {
         port().enqueue(this, head.bytes, *snapshot_);  // may call release_from_port() at once
         return;
       }
+      if (enter_core()) return;
       deliver_head(t);
     }
+  }
+
+  // The head waits for the core (send side, core=); its release comes back through the
+  // loop. False: no core, deliver now.
+  bool enter_core() {
+    if (!core_) return false;
+    in_core_ = true;
+    auto alive = std::weak_ptr<int>(alive_);
+    core_->enqueue(core_flow_, queue_.front().bytes, [this, alive, &loop = loop_] {
+      loop.post([this, alive] {
+        if (alive.expired() || !in_core_) return;  // gone, or closed since
+        in_core_ = false;
+        if (closed_ || queue_.empty()) return;
+        ++state_->buffers_through_core;
+        deliver_head(now());
+        if (!closed_) pump();
+      });
+    });
+    return true;
   }
 
   void deliver_head(Nanos t) {
@@ -145,6 +173,9 @@ class ShapedFlow final : public PortClient {
   std::deque<Entry> queue_;
   EventLoop::TimerId timer_ = 0;
   bool in_port_ = false;
+  bool in_core_ = false;  // the head waits for the core's release
+  std::shared_ptr<CoreSwitch> core_;
+  CoreSwitch::FlowId core_flow_ = 0;
   bool used_port_ = false;  // has an account in the node port (removed on close)
   bool closed_ = false;
   bool in_push_ = false;  // delivering from inside push(): nothing waited

@@ -306,7 +306,7 @@ SlowdownWindow parse_slowdown(std::string_view value) {
 }  // namespace
 
 bool EmulationConfig::shapes_anything() const noexcept {
-  return delay.kind != DelayKind::none || connection_rate || node_in || node_out || !slowdowns.empty();
+  return delay.kind != DelayKind::none || connection_rate || node_in || node_out || core || !slowdowns.empty();
 }
 
 std::vector<double> read_delay_table(const std::string& path) {
@@ -353,7 +353,7 @@ EmulationConfig parse_emulation_spec(std::string_view spec) {
       }
       const auto eq = clause.find('=');
       if (eq == std::string_view::npos) {
-        fail("not KEY=VALUE (keys: delay, rate, in, out, slowdown, seed, node)");
+        fail("not KEY=VALUE (keys: delay, rate, in, out, core, slowdown, seed, node)");
       }
       const std::string key(trim(clause.substr(0, eq)));
       const std::string_view value = trim(clause.substr(eq + 1));
@@ -363,10 +363,11 @@ EmulationConfig parse_emulation_spec(std::string_view spec) {
       else if (key == "rate") config.connection_rate = parse_rate_clause(key, value);
       else if (key == "in") config.node_in = parse_rate_clause(key, value);
       else if (key == "out") config.node_out = parse_rate_clause(key, value);
+      else if (key == "core") config.core = parse_rate_clause(key, value);
       else if (key == "slowdown") config.slowdowns.push_back(parse_slowdown(value));
       else if (key == "seed") config.seed = need(emulated::parse_unsigned(value, ~std::uint64_t{0}), "seed=");
       else if (key == "node") config.node_id = static_cast<std::uint32_t>(need(emulated::parse_unsigned(value, 0xFFFFFFFFu), "node="));
-      else fail(fmt::format("unknown key '{}' (keys: delay, rate, in, out, slowdown, seed, node)", key));
+      else fail(fmt::format("unknown key '{}' (keys: delay, rate, in, out, core, slowdown, seed, node)", key));
     } catch (const SpecError& e) {
       throw Error(Errc::invalid_option,
                   fmt::format("emulation spec '{}': clause '{}': {}", spec, clause, e.message));

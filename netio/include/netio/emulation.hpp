@@ -17,6 +17,7 @@
 ///              | 'rate=' RATE [',burst=' SIZE]    per connection, on the sending side
 ///              | 'out='  RATE [',burst=' SIZE]    node outgoing capacity, shared by all its send sockets
 ///              | 'in='   RATE [',burst=' SIZE]    node incoming capacity, shared by all its receive sockets
+///              | 'core=' RATE [',burst=' SIZE]    switch core, shared by every node of the process with this clause
 ///              | 'slowdown=' TARGET ',at=' DURATION ',for=' DURATION [',every=' DURATION]
 ///                                [',rate=' PERCENT] [',delay=' DURATION]
 ///              | 'seed=' INTEGER                  PRNG seed (default 1): the same seed, the same draws
@@ -59,6 +60,11 @@
 ///     message passes the large buffers waiting). in= is enforced by the receiving side: its receive sockets hand received
 ///     buffers up at the shared rate and hold the rest, which stalls the connections (the
 ///     back-end stops reading) and so holds every sender, whatever process it is in.
+///   - core: a switch core with less capacity than the ports' sum. Every emulated node (Context)
+///     of the process whose spec has the same core= clause sends through one shared token
+///     bucket, after its out=: its send sockets' buffers and its replies, fairly between the
+///     connections as out= does, released by a thread of the core's own. A connection takes
+///     core= when it opens. Nodes in other processes have cores of their own.
 ///   - slowdown: during [at, at+for) after the spec took effect (repeating every `every` when
 ///     given), the target runs at `rate` of its rates and/or with `delay` added to each draw.
 ///     node: everything this node sends (delays, rate=, out=) and receives (in=); node:ID:
@@ -143,6 +149,7 @@ struct EmulationConfig {
   RateLimit connection_rate;  ///< rate=
   RateLimit node_out;         ///< out=
   RateLimit node_in;          ///< in=
+  RateLimit core;             ///< core=
   std::vector<SlowdownWindow> slowdowns;
   std::uint64_t seed = 1;
   std::optional<std::uint32_t> node_id;
@@ -199,6 +206,7 @@ class NetworkEmulation {
     std::uint64_t buffers_held = 0;        ///< received buffers held back by in=
     std::uint64_t bytes_sent = 0;          ///< handed to the real back-end (replies too)
     std::uint64_t bytes_received = 0;      ///< handed up to the layer above
+    std::uint64_t buffers_through_core = 0;  ///< send buffers (replies too) that crossed core=
   };
   Counters counters() const;
 

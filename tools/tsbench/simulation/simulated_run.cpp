@@ -316,7 +316,9 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
       if (e.node_out) out_ports_[rank].shape = SharedPort(e.node_out, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
       if (e.node_in) in_ports_[rank].shape = SharedPort(e.node_in, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
     }
-    if (options_.core) core_.shape = SharedPort(options_.core, emulated::SlowdownSchedule{}, options_.sharing);
+    // The core: --core, or the spec's core= (as the emulator's, one for every node).
+    const RateLimit core = options_.core ? options_.core : bench_.node_emulation(0)->core;
+    if (core) core_.shape = SharedPort(core, emulated::SlowdownSchedule{}, options_.sharing);
   }
   if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
   if (mode_ == ns::Mode::dfs && bench_.computes >= 2) replica_.emplace(config_);
