@@ -86,24 +86,14 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--history", b.history_length, "hist_cnt: complete intervals the DDE looks back on")
       ->capture_default_str();
-  app.add_option_function<std::string>(
-         "--duration-rule",
-         [&b](const std::string& rule) {
-           b.duration_rule = rule == "paper" ? ns::DurationRule::paper : ns::DurationRule::tracking;
-         },
-         "How the DDE proposes durations: tracking (ours: steps down after intervals that kept up, follows the last "
-         "3 otherwise) or paper (the median of hist_cnt and Eq. 1's staged speed-up)")
-      ->check(CLI::IsMember({"tracking", "paper"}))
-      ->default_str("tracking");
-  app.add_option_function<std::string>(
-         "--clock-rule",
-         [&b](const std::string& rule) {
-           b.clock_rule = rule == "paper" ? ns::ClockRule::paper : ns::ClockRule::filtered;
-         },
-         "How the DDE estimates each input's clock offset: filtered (ours: the least-queued of the last 8 reports) or "
-         "paper (every report's own, less half the input's acknowledgement time)")
-      ->check(CLI::IsMember({"filtered", "paper"}))
-      ->default_str("filtered");
+  add_choice_option(app, "--duration-rule", b.duration_rule,
+                    {{"tracking", ns::DurationRule::tracking}, {"paper", ns::DurationRule::paper}},
+                    "How the DDE proposes durations: tracking (ours: steps down after intervals that kept up, follows "
+                    "the last 3 otherwise) or paper (the median of hist_cnt and Eq. 1's staged speed-up)");
+  add_choice_option(app, "--clock-rule", b.clock_rule,
+                    {{"filtered", ns::ClockRule::filtered}, {"paper", ns::ClockRule::paper}},
+                    "How the DDE estimates each input's clock offset: filtered (ours: the least-queued of the last 8 "
+                    "reports) or paper (every report's own, less half the input's acknowledgement time)");
   app.add_option("--speed-up-threshold", b.speed_up_threshold, "ssu_TH, in %²")->capture_default_str();
   app.add_option("--speed-up-percent", b.speed_up_percent, "ssu_pct: the staged speed-up's step, in %")
       ->capture_default_str();

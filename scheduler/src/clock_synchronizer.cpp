@@ -106,7 +106,7 @@ bool ClockSynchronizer::on_report(InputIndex i, IntervalIndex interval, Time int
                           static_cast<double>((interval_end - in.last_end).count());
     in.drifts.push_back(sample);
     if (in.drifts.size() > history_length_) in.drifts.pop_front();
-    in.median_drift = std::clamp(median(std::vector<double>(in.drifts.begin(), in.drifts.end())), -max_drift_, max_drift_);
+    in.drift = std::clamp(median(std::vector<double>(in.drifts.begin(), in.drifts.end())), -max_drift_, max_drift_);
   }
   in.last_interval = interval;
   in.last_end = interval_end;
@@ -119,12 +119,12 @@ void ClockSynchronizer::filter(Input& in, Time interval_end, Duration sample) co
   kept.push_back({interval_end, sample});
   if (kept.size() > 4 * std::size_t{filter_length_}) kept.pop_front();
   if (kept.size() >= 2 * std::size_t{filter_length_} && interval_end > kept.front().end) {
-    in.median_drift = std::clamp(lower_envelope_slope(kept, max_drift_), -max_drift_, max_drift_);
+    in.drift = std::clamp(lower_envelope_slope(kept, max_drift_), -max_drift_, max_drift_);
   }
   // The newest filter_length samples, each moved to this report's time by the drift; the least.
   Duration offset = sample;
   for (auto it = kept.end() - std::min<std::ptrdiff_t>(filter_length_, std::ssize(kept)); it != kept.end(); ++it) {
-    offset = std::min(offset, it->offset + scaled(in.median_drift, interval_end - it->end));
+    offset = std::min(offset, it->offset + scaled(in.drift, interval_end - it->end));
   }
   in.offset = offset;
 }
@@ -140,11 +140,11 @@ void ClockSynchronizer::on_handshake(InputIndex i, Time remote_at, Duration offs
 
 bool ClockSynchronizer::knows(InputIndex i) const { return input(i).last_interval.has_value() || input(i).handshake; }
 Duration ClockSynchronizer::offset(InputIndex i) const { return input(i).offset; }
-double ClockSynchronizer::drift(InputIndex i) const { return input(i).median_drift; }
+double ClockSynchronizer::drift(InputIndex i) const { return input(i).drift; }
 
 Time ClockSynchronizer::to_local(InputIndex i, Time remote) const {
   const Input& in = input(i);
-  return remote + in.offset + scaled(in.median_drift, remote - in.last_end);
+  return remote + in.offset + scaled(in.drift, remote - in.last_end);
 }
 
 Time ClockSynchronizer::to_remote(InputIndex i, Time local) const {
@@ -154,7 +154,7 @@ Time ClockSynchronizer::to_remote(InputIndex i, Time local) const {
   const Duration since_end = local - in.offset - in.last_end;
   // A drift of -100 % or less is no clock (a driver fed times of different clocks): no
   // extrapolation rather than a division by zero.
-  const double rate = 1.0 + in.median_drift;
+  const double rate = 1.0 + in.drift;
   return in.last_end + (rate > 0 ? scaled(1.0 / rate, since_end) : since_end);
 }
 

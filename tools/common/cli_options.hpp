@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace netio::tools {
@@ -38,6 +39,27 @@ CLI::Option* add_duration_option(CLI::App& app, const std::string& names,
                                  std::optional<std::chrono::nanoseconds>& target, const std::string& description);
 CLI::Option* add_size_option(CLI::App& app, const std::string& names, std::uint64_t& target,
                              const std::string& description);
+
+// An option that takes one of a few words, each naming a value of `target` (an enum): the
+// help shows TEXT:{words} in the order given, anything else is refused with them. The first
+// word names the default shown.
+template <typename T>
+CLI::Option* add_choice_option(CLI::App& app, const std::string& names, T& target,
+                               std::vector<std::pair<std::string, T>> choices, const std::string& description) {
+  std::vector<std::string> words;
+  for (const auto& choice : choices) words.push_back(choice.first);
+  return app
+      .add_option_function<std::string>(
+          names,
+          [&target, choices](const std::string& word) {
+            for (const auto& [name, value] : choices) {
+              if (name == word) target = value;
+            }
+          },
+          description)
+      ->check(CLI::IsMember(words))
+      ->default_str(words.front());
+}
 
 // --cpu N[,M]: where the tool pins its own thread (N) and the netio event-loop thread
 // (M, default N). Each CPU is checked against the CPUs this process may run on.

@@ -71,7 +71,7 @@ class ClockSynchronizer {
 
   bool knows(InputIndex i) const;       ///< a report of i, or its handshake
   Duration offset(InputIndex i) const;  ///< latest toffset_{i,j}; 0 before the first report
-  double drift(InputIndex i) const;     ///< median drift, within ±max_drift; 0 with fewer than two reports
+  double drift(InputIndex i) const;     ///< the drift estimate (see Input::drift), within ±max_drift; 0 with fewer than two reports
 
   /// IE i's clock → local clock and back, using the latest offset and the median drift.
   Time to_local(InputIndex i, Time remote) const;
@@ -90,7 +90,7 @@ class ClockSynchronizer {
     Time last_end{0};  ///< tmend of the last report, IE clock
     Duration offset{0};
     std::deque<double> drifts;  ///< paper: the last history_length drift samples, oldest first
-    double median_drift = 0;
+    double drift = 0;  ///< paper: the median of drifts; filtered: the lower envelope's slope
     std::deque<Sample> samples;  ///< filtered: the last 4 × filter_length lt - tmend, oldest first
   };
   const Input& input(InputIndex i) const;
