@@ -128,6 +128,28 @@ TEST_CASE("a small buffer from an idle flow passes the large ones waiting, as pa
   CHECK(order == std::vector<std::uint64_t>{9, 2, 3, 1});
 }
 
+TEST_CASE("a removed flow leaves at once, and its number comes back as a new flow", "[emulated]") {
+  // 1 MB/s, a bucket of one byte; flows are numbered densely by the caller.
+  SharedCapacity capacity(RateLimit{1e6, 1}, {}, t0);
+  for (SharedCapacity::FlowId flow = 0; flow < 4; ++flow) capacity.enqueue(flow, 1000);
+  CHECK(capacity.release(t0) == 0);  // ties: the one waiting longest
+  CHECK(capacity.release(t0) == 1);  // flow 1 has finished at 1000
+  capacity.remove(1);
+  capacity.remove(3);                // waiting: its buffer goes with it
+  CHECK_FALSE(capacity.waiting(3));
+  capacity.enqueue(0, 1000);         // backlogged: starts at 1000, finishes at 2000
+  // Number 1 again, a new flow: no history, so it starts level with the least-served waiting
+  // buffer (flow 2's, at 0) and its 10 bytes finish first (flow 1's history would start it at 1000).
+  capacity.enqueue(1, 10);
+  Nanos now = t0;
+  std::vector<SharedCapacity::FlowId> order;
+  while (!capacity.empty()) {
+    now = std::max(now, capacity.next_release_time(now));
+    order.push_back(capacity.release(now));
+  }
+  CHECK(order == std::vector<SharedCapacity::FlowId>{1, 2, 0});
+}
+
 TEST_CASE("a slow-down window starts and ends on time", "[emulated]") {
   const auto config = parse_emulation_spec("in=8Gbps,burst=64KiB;slowdown=node,at=300ms,for=400ms,rate=25%");
   const SlowdownSchedule schedule(SlowdownSchedule::node_windows(config), t0);

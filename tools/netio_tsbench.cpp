@@ -235,6 +235,9 @@ LocalRunResult run_simulated(const Options& o, ns::Mode mode, const Deadline& de
   auto so = simulation_options(o);
   so.should_stop = [&deadline] { return stop_requested() || deadline.expired(); };
   auto simulated = simulation::simulate(o.bench, mode, so);
+  // The model's own figures (deterministic), for the simulator's cost per event and per transfer.
+  fmt::print(stderr, "{}: {}: simulated {} events, {:.3f} s of model time\n", kTool, key_of(mode), simulated.events,
+             static_cast<double>(simulated.end.count()) / 1e9);
   if (auto& gaps = simulated.replica_gaps; !gaps.empty()) {
     std::sort(gaps.begin(), gaps.end());
     const auto within = std::upper_bound(gaps.begin(), gaps.end(), std::chrono::microseconds(100)) - gaps.begin();

@@ -32,9 +32,12 @@ CoreSwitch::~CoreSwitch() {
   thread_.join();
 }
 
-CoreSwitch::FlowId CoreSwitch::open() noexcept {
+CoreSwitch::FlowId CoreSwitch::open() {
   std::lock_guard lock(mutex_);
-  return next_flow_++;
+  if (free_flows_.empty()) return next_flow_++;
+  const FlowId flow = free_flows_.back();
+  free_flows_.pop_back();
+  return flow;
 }
 
 void CoreSwitch::enqueue(FlowId flow, std::size_t bytes, std::function<void()> release) {
@@ -50,6 +53,7 @@ void CoreSwitch::remove(FlowId flow) noexcept {
   std::lock_guard lock(mutex_);
   waiting_.erase(flow);
   capacity_.remove(flow);
+  free_flows_.push_back(flow);
 }
 
 std::uint64_t CoreSwitch::buffers_released() const noexcept {

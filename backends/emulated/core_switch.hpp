@@ -26,12 +26,13 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 namespace netio::emulated {
 
 class CoreSwitch {
  public:
-  using FlowId = std::uint64_t;
+  using FlowId = SharedCapacity::FlowId;
 
   // The process's core for `limit` (one per rate and burst), made on first use.
   static std::shared_ptr<CoreSwitch> shared(const RateLimit& limit);
@@ -41,13 +42,14 @@ class CoreSwitch {
   CoreSwitch(const CoreSwitch&) = delete;
   CoreSwitch& operator=(const CoreSwitch&) = delete;
 
-  // A connection's number here.
-  FlowId open() noexcept;
+  // A connection's number here (dense: a removed one's number comes back).
+  FlowId open();
   // The flow's next buffer (`bytes`) waits; at most one per flow. `release` runs on the
   // switch's thread when it may go, under the switch's lock: it must only hand the buffer
   // back (post to a loop), never call into the switch.
   void enqueue(FlowId flow, std::size_t bytes, std::function<void()> release);
-  // The flow leaves: its waiting buffer's release does not run once this returns.
+  // The flow leaves: its waiting buffer's release does not run once this returns, and its
+  // number may be given to another.
   void remove(FlowId flow) noexcept;
 
   std::uint64_t buffers_released() const noexcept;
@@ -60,7 +62,8 @@ class CoreSwitch {
   bool stopping_ = false;
   SharedCapacity capacity_;                                   // guarded by mutex_
   std::unordered_map<FlowId, std::function<void()>> waiting_;  // guarded by mutex_
-  FlowId next_flow_ = 1;                                      // guarded by mutex_
+  FlowId next_flow_ = 0;                                      // guarded by mutex_
+  std::vector<FlowId> free_flows_;                            // guarded by mutex_
   std::uint64_t released_ = 0;                                // guarded by mutex_
   std::thread thread_;                                        // last: starts once the rest is built
 };

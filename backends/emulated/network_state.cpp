@@ -28,16 +28,29 @@ bool NodePort::limited(const Snapshot& snapshot) {
 
 void NodePort::enqueue(PortClient* client, std::size_t bytes, const Snapshot& snapshot) {
   update(snapshot);
-  const auto id = reinterpret_cast<std::uintptr_t>(client);
-  clients_[id] = client;
-  capacity_.enqueue(id, bytes);
+  auto [place, added] = flow_of_.try_emplace(client, SharedCapacity::FlowId{0});
+  if (added) {
+    if (free_flows_.empty()) {
+      place->second = static_cast<SharedCapacity::FlowId>(clients_.size());
+      clients_.push_back(client);
+    } else {
+      place->second = free_flows_.back();
+      free_flows_.pop_back();
+      clients_[place->second] = client;
+    }
+  }
+  capacity_.enqueue(place->second, bytes);
   pump();
 }
 
 void NodePort::remove(PortClient* client) noexcept {
-  const auto id = reinterpret_cast<std::uintptr_t>(client);
-  clients_.erase(id);
-  capacity_.remove(id);
+  const auto it = flow_of_.find(client);
+  if (it == flow_of_.end()) return;
+  const auto flow = it->second;
+  flow_of_.erase(it);
+  clients_[flow] = nullptr;
+  capacity_.remove(flow);
+  free_flows_.push_back(flow);
 }
 
 void NodePort::arm(Nanos at) {
@@ -67,8 +80,7 @@ void NodePort::pump() {
         break;
       }
       const auto id = capacity_.release(t);
-      const auto it = clients_.find(id);
-      if (it != clients_.end()) it->second->release_from_port(t);  // may enqueue or remove clients
+      if (PortClient* client = clients_[id]) client->release_from_port(t);  // may enqueue or remove clients
     }
   } while (repump_);
   pumping_ = false;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace netio::emulated {
 
@@ -63,7 +64,10 @@ class NodePort {
   bool incoming_;
   std::uint64_t generation_ = ~std::uint64_t{0};
   SharedCapacity capacity_;
-  std::unordered_map<std::uint64_t, PortClient*> clients_;
+  // The clients' flows in capacity_: numbered densely, a number free again after remove().
+  std::unordered_map<PortClient*, SharedCapacity::FlowId> flow_of_;
+  std::vector<PortClient*> clients_;  // by flow; nullptr: free
+  std::vector<SharedCapacity::FlowId> free_flows_;
   EventLoop::TimerId timer_ = 0;
   Nanos timer_at_{Nanos::max()};
   bool pumping_ = false;

@@ -7,20 +7,24 @@
 // passes the large ones waiting, as it does at a switch that interleaves packets. A flow that
 // was idle starts level with the least-served one waiting (or the last one released), so
 // idling earns no burst. Ties go to the one waiting longest. Pure: time is passed in.
+//
+// Flows are numbered by the caller, densely from 0 (the state is a vector indexed by FlowId:
+// memory grows with the largest one); a number may be used again after remove().
+// Cost (the simulator passes every buffer of a run through one): enqueue and release are
+// O(log n) in contiguous heaps, no allocation once they have grown; remove() is O(n) (a
+// connection closing).
 #pragma once
 
 #include "backends/emulated/token_bucket.hpp"
 
 #include <cstdint>
-#include <map>
-#include <set>
-#include <unordered_map>
+#include <vector>
 
 namespace netio::emulated {
 
 class SharedCapacity {
  public:
-  using FlowId = std::uint64_t;
+  using FlowId = std::uint32_t;
 
   SharedCapacity(RateLimit limit, SlowdownSchedule schedule, Nanos now) : bucket_(limit, std::move(schedule), now) {}
 
@@ -32,33 +36,41 @@ class SharedCapacity {
   // The flow leaves (closed): its waiting buffer too.
   void remove(FlowId flow) noexcept;
   bool waiting(FlowId flow) const noexcept;
-  bool empty() const noexcept { return waiting_.empty(); }
+  bool empty() const noexcept { return by_finish_.empty(); }
   // When the fair pick may go (≤ now: at once). Requires !empty().
   Nanos next_release_time(Nanos now);
   // Takes the fair pick and charges the bucket. Requires next_release_time(now) <= now.
   FlowId release(Nanos now);
 
  private:
-  // The fair pick first: the earliest virtual finish, then the one waiting longest.
-  struct Key {
-    double finish;
-    std::uint64_t order;  // when it began waiting
-    friend bool operator<(const Key& a, const Key& b) {
-      return a.finish != b.finish ? a.finish < b.finish : a.order < b.order;
-    }
+  static constexpr std::uint64_t kNotWaiting = ~std::uint64_t{0};
+  struct Flow {
+    double finished = 0;                 // virtual finish of its last buffer released
+    std::uint64_t waiting = kNotWaiting;  // the order of its waiting buffer
   };
+  // A waiting buffer. The fair pick first: the earliest virtual finish, then the one waiting
+  // longest (order: when it began waiting; unique).
   struct Waiting {
-    FlowId flow;
-    std::size_t bytes;
+    double finish;
+    std::uint64_t order;
     double start;
+    std::size_t bytes;
+    FlowId flow;
   };
+  // A start tag of a buffer that waits, or waited (stale once its flow's waiting order differs).
+  struct Start {
+    double start;
+    std::uint64_t order;
+    FlowId flow;
+  };
+  double least_waiting_start();  // of the waiting buffers; requires !empty()
+  void drop_stale_starts();
 
   TokenBucket bucket_;
-  std::map<Key, Waiting> waiting_;                  // O(log n) per buffer, however many flows wait
-  std::unordered_map<FlowId, Key> waiting_key_;     // the flows in waiting_
-  std::multiset<double> starts_;                    // the start tags in waiting_
-  std::unordered_map<FlowId, double> finished_;     // virtual finish of the flow's last buffer
-  double virtual_time_ = 0;                         // start tag of the last buffer released
+  std::vector<Flow> flows_;                 // by FlowId
+  std::vector<Waiting> by_finish_;          // a heap, the fair pick on top
+  std::vector<Start> by_start_;             // a heap, the least start on top; stale ones dropped lazily
+  double virtual_time_ = 0;                 // start tag of the last buffer released
   std::uint64_t next_order_ = 0;
 };
 

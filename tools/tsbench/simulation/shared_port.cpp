@@ -1,7 +1,27 @@
 // SPDX-License-Identifier: MIT
 #include "tsbench/simulation/shared_port.hpp"
 
+#include <algorithm>
+
 namespace netio::tools::tsbench::simulation {
+
+void SharedPort::Queue::push(Waiting w) {
+  if (size == ring.size()) {  // full: grow (a power of 2), the head at 0
+    std::vector<Waiting> grown(std::max<std::size_t>(8, 2 * ring.size()));
+    for (std::uint32_t k = 0; k < size; ++k) grown[k] = ring[(head + k) & (ring.size() - 1)];
+    ring = std::move(grown);
+    head = 0;
+  }
+  ring[(head + size) & (ring.size() - 1)] = w;
+  ++size;
+}
+
+SharedPort::Waiting SharedPort::Queue::pop() {
+  const Waiting w = ring[head];
+  head = (head + 1) & static_cast<std::uint32_t>(ring.size() - 1);
+  --size;
+  return w;
+}
 
 const char* to_string(PortSharing sharing) noexcept { return sharing == PortSharing::fifo ? "fifo" : "fair"; }
 
@@ -18,9 +38,10 @@ void SharedPort::arrive(Connection connection, std::uint64_t bytes, Item item, s
     fifo_.push_back(Waiting{bytes, item});
     return;
   }
-  auto& queue = queues_[connection];
-  queue.push_back(Waiting{bytes, item});
-  if (queue.size() == 1) capacity_.enqueue(connection, bytes);
+  if (connection >= queues_.size()) queues_.resize(connection + 1);
+  Queue& queue = queues_[connection];
+  queue.push(Waiting{bytes, item});
+  if (queue.size == 1) capacity_.enqueue(connection, bytes);
 }
 
 std::optional<scheduler::Time> SharedPort::next_release(scheduler::Time now) {
@@ -40,10 +61,9 @@ SharedPort::Item SharedPort::release(scheduler::Time now) {
     return head.item;
   }
   const auto connection = capacity_.release(now);
-  auto& queue = queues_.find(connection)->second;
-  const Waiting head = queue.front();
-  queue.pop_front();
-  if (!queue.empty()) capacity_.enqueue(connection, queue.front().bytes);
+  Queue& queue = queues_[connection];
+  const Waiting head = queue.pop();
+  if (queue.size > 0) capacity_.enqueue(connection, queue.front().bytes);
   return head.item;
 }
 

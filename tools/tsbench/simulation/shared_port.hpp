@@ -8,7 +8,10 @@
 //
 // Pure: no clock, no events. The caller hands buffers over with arrive(), asks
 // next_release() when the next one may leave, and takes it with release() at that time.
-// Memory: the waiting buffers, bounded by what the caller's protocol keeps in flight.
+// Connections are numbered by the caller, densely from 0 at each port (its queues are a
+// vector indexed by that number). Memory: the waiting buffers, bounded by what the caller's
+// protocol keeps in flight. Cost: O(log n) per buffer in n connections waiting, no lookup, no
+// allocation once the queues have grown.
 #pragma once
 
 #include "backends/emulated/shared_capacity.hpp"
@@ -18,7 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
-#include <unordered_map>
+#include <vector>
 
 namespace netio::tools::tsbench::simulation {
 
@@ -28,7 +31,7 @@ const char* to_string(PortSharing sharing) noexcept;
 
 class SharedPort {
  public:
-  using Connection = std::uint64_t;
+  using Connection = std::uint32_t;  // the caller's number of a connection at this port
   using Item = std::uint32_t;  // the caller's handle of a buffer
 
   SharedPort() = default;  // unlimited: limited() is false, nothing waits
@@ -49,13 +52,23 @@ class SharedPort {
     std::uint64_t bytes;
     Item item;
   };
+  // fair: a connection's waiting buffers, a ring (contiguous: the one behind the head is at
+  // hand when the head leaves)
+  struct Queue {
+    std::vector<Waiting> ring;
+    std::uint32_t head = 0;
+    std::uint32_t size = 0;
+    void push(Waiting w);
+    Waiting pop();
+    const Waiting& front() const { return ring[head]; }
+  };
 
   bool limited_ = false;
   PortSharing sharing_ = PortSharing::fair;
   std::size_t waiting_ = 0;
-  // fair: the connections' queues, their heads waiting in capacity_
+  // fair: the connections' queues, their heads waiting in capacity_ (as flows of the same number)
   emulated::SharedCapacity capacity_{RateLimit{}, emulated::SlowdownSchedule{}, scheduler::Time{0}};
-  std::unordered_map<Connection, std::deque<Waiting>> queues_;
+  std::vector<Queue> queues_;
   // fifo: one queue, the bucket alone
   emulated::TokenBucket bucket_;
   std::deque<Waiting> fifo_;

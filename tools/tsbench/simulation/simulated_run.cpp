@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "tsbench/simulation/simulated_run.hpp"
 
+#include "tsbench/simulation/due_timers.hpp"
+
 // The emulator's own delay draws and slow-down windows (pure parts of the emulated
 // back-end), so that --delay and --slowdown mean the same in both runs.
 #include "backends/emulated/delay_sampler.hpp"
@@ -16,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <optional>
 #include <queue>
@@ -55,14 +58,15 @@ Duration draw(emulated::DelaySampler& sampler) {
   return Duration{static_cast<Duration::rep>(std::llround(sampler.next_ns()))};
 }
 
-// The event queue holds small records: most events are a message moving on (message), a
-// port releasing its next buffer (port) or an input's due timer (timer); whatever else
-// happens runs a closure kept aside (closure). The order: time, then the order scheduled.
+// The event queue holds small records: most events are a message moving on (message) or a
+// port releasing its next buffer (port); whatever else happens runs a closure kept aside
+// (closure). The inputs' due timers (timer) wait in DueTimers beside it. The order: time, then
+// the order scheduled.
 struct Event {
   enum class Kind : std::uint8_t { message, port, timer, closure };
   Time at{0};
   std::uint64_t sequence = 0;
-  std::uint64_t generation = 0;  // port, timer: stale when it no longer matches
+  std::uint64_t generation = 0;  // port: stale when it no longer matches
   std::uint32_t index = 0;       // the message, port, input or closure
   Kind kind = Kind::closure;
 };
@@ -83,13 +87,20 @@ constexpr std::uint64_t kReplyBytes = 12;  // welcome, acknowledgement, credit
 constexpr std::uint64_t kProbeBytes = 28;  // clock probe and echo, proposal
 constexpr std::uint64_t kReportBytes = 48 + 16;  // the meta-data report and the request behind it
 
+// One direction of one connection's number at each port it crosses (SharedPort numbers its
+// connections densely): at the sender's out-port, the core and the receiver's in-port.
+struct Flows {
+  SharedPort::Connection out = 0;
+  SharedPort::Connection core = 0;
+  SharedPort::Connection in = 0;
+};
+
 // One direction of one connection: its delay draws, and its order (a buffer never arrives
 // before the one sent before it).
 struct Link {
-  Link(const EmulationConfig& e, std::uint64_t stream, SharedPort::Connection connection)
-      : delay(e.delay, e.seed, stream), id(connection) {}
+  Link(const EmulationConfig& e, std::uint64_t stream, Flows at_ports) : delay(e.delay, e.seed, stream), flows(at_ports) {}
   emulated::DelaySampler delay;
-  SharedPort::Connection id;
+  Flows flows;
   Time last_due{0};
 };
 
@@ -113,7 +124,7 @@ struct Message {
   std::uint32_t input = 0;
   std::uint32_t compute = 0;
   std::uint32_t closure = 0;
-  std::uint64_t connection = 0;
+  Flows flows;
   std::uint64_t bytes = 0;
   std::uint64_t timeslice = 0;
 };
@@ -132,8 +143,7 @@ class Simulator {
     std::vector<Link> data;  // to every compute node
     std::optional<Link> control;  // to the DDE
     std::optional<Link> replica_control;  // to the second replica (compute node 1)
-    std::uint64_t due_generation = 0;  // the pattern's due timer: a newer one replaces it
-    std::optional<emulated::DelaySampler> late;  // how late that timer fires (options' timer_late)
+    std::optional<emulated::DelaySampler> late;  // how late its due timer fires (options' timer_late)
     std::map<ns::IntervalIndex, std::optional<ns::IntervalPlan>> plans;  // started, not reported
     double out_capacity = FluidNetwork::kUnlimited;
     double transfer_cap = FluidNetwork::kUnlimited;
@@ -142,6 +152,7 @@ class Simulator {
     Time first{0};
     Time last{0};
     std::uint64_t bytes = 0;
+    bool present = false;
   };
   struct Compute {
     Compute(const ns::SchedulerConfig& config, ns::ComputeIndex c, std::uint32_t credits) : node(config, c, credits) {}
@@ -151,7 +162,10 @@ class Simulator {
     double in_capacity = FluidNetwork::kUnlimited;
     std::vector<Link> replies;          // to every input, on its data connection
     std::vector<Link> control_replies;  // to every input, on its control connection (the DDE's node)
-    std::map<ns::TimesliceIndex, Held> held;
+    // What it holds, by time-slice: its k-th (c + k M) at held[k - held_base]. Handed over
+    // in order, so the front goes first: no search, no tree.
+    std::deque<Held> held;
+    std::uint64_t held_base = 0;
     std::uint64_t held_bytes = 0;
     std::uint64_t peak_held_bytes = 0;
     std::uint64_t handed_over = 0;
@@ -247,6 +261,7 @@ class Simulator {
   std::vector<std::uint32_t> free_closures_;
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   std::uint64_t sequence_ = 0;
+  DueTimers timers_;  // the inputs' due timers, ordered with queue_
   Time now_{0};
   std::uint64_t network_generation_ = 0;
   std::uint64_t limit_ = UINT64_MAX;  // inputs send the time-slices below it
@@ -262,7 +277,8 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
       options_(options),
       config_(bench.scheduler_config()),
       credits_(ns::credits_per_input(bench.buffer_bytes, bench.inputs, bench.contribution_bytes)),
-      network_(bench.inputs, bench.computes, options.sharing) {
+      network_(bench.inputs, bench.computes, options.sharing),
+      timers_(bench.inputs) {
   check_simulatable(bench_, options_);
   const auto base = bench_.node_emulation(0);
   // Clocks: one draw of offset and drift per node, from the spec's seed.
@@ -284,11 +300,12 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     in.clock = draw_clock();
     if (options_.timer_late.kind != DelayKind::none) in.late.emplace(options_.timer_late, e.seed, kTimerStream + i);
     in.slowdown = emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0});
-    // Connection ids: data i -> c, its replies, control i -> DDE, its replies.
-    const std::uint64_t n = bench_.inputs, m = bench_.computes;
-    for (ns::ComputeIndex c = 0; c < m; ++c) in.data.emplace_back(e, c, i * m + c);
-    in.control.emplace(e, m, 2 * n * m + i);
-    if (m >= 2) in.replica_control.emplace(e, m + 1, 2 * n * m + 2 * n + i);
+    // Connections at the core: data i -> c, its replies, control i -> DDE, its replies, control
+    // i -> second replica. At a node's ports: by the peer, the control connections after.
+    const std::uint32_t n = bench_.inputs, m = bench_.computes;
+    for (ns::ComputeIndex c = 0; c < m; ++c) in.data.emplace_back(e, c, Flows{c, i * m + c, i});
+    in.control.emplace(e, m, Flows{m, 2 * n * m + i, n + i});
+    if (m >= 2) in.replica_control.emplace(e, m + 1, Flows{m + 1, 2 * n * m + 2 * n + i, 2 * n + i});
     in.out_capacity = e.node_out ? bytes_per_ns(e.node_out) : line_rate(e);
     if (e.connection_rate) in.transfer_cap = bytes_per_ns(e.connection_rate);
   }
@@ -299,10 +316,10 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     compute.clock = draw_clock();
     compute.slowdown = emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0});
     compute.in_capacity = e.node_in ? bytes_per_ns(e.node_in) : line_rate(e);
-    const std::uint64_t n = bench_.inputs, m = bench_.computes;
+    const std::uint32_t n = bench_.inputs, m = bench_.computes;
     for (ns::InputIndex i = 0; i < n; ++i) {
-      compute.replies.emplace_back(e, i, n * m + i * m + c);
-      if (c == 0) compute.control_replies.emplace_back(e, n + i, 2 * n * m + n + i);
+      compute.replies.emplace_back(e, i, Flows{i, n * m + i * m + c, c});
+      if (c == 0) compute.control_replies.emplace_back(e, n + i, Flows{n + i, 2 * n * m + n + i, m});
     }
   }
   // The ports model: every node's out= and in= as the emulator shapes them (a node without
@@ -364,7 +381,7 @@ void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::
   message.to = to;
   message.bytes = bytes;
   message.through_in_port = through_in_port;
-  message.connection = link.id;
+  message.flows = link.flows;
   // An unlimited out-port passes it at once: straight on to the far side.
   const bool out_limited = out_ports_[from].shape.limited();
   message.stage = out_limited ? Message::Stage::out_port : Message::Stage::core;
@@ -385,20 +402,28 @@ void Simulator::move_on(std::uint32_t m) {
   for (;;) {
     Message& message = messages_[m];
     std::uint32_t next_port = 0;
+    SharedPort::Connection flow = 0;
     switch (message.stage) {
-      case Message::Stage::out_port: next_port = out_port_index(message.from); break;
-      case Message::Stage::core: next_port = core_index(); break;
+      case Message::Stage::out_port:
+        next_port = out_port_index(message.from);
+        flow = message.flows.out;
+        break;
+      case Message::Stage::core:
+        next_port = core_index();
+        flow = message.flows.core;
+        break;
       case Message::Stage::in_port:
         if (!message.through_in_port) {
           deliver_message(m);
           return;
         }
         next_port = in_port_index(message.to);
+        flow = message.flows.in;
         break;
     }
     Port& p = port(next_port);
     if (p.shape.limited()) {
-      p.shape.arrive(message.connection, message.bytes, m, now_);
+      p.shape.arrive(flow, message.bytes, m, now_);
       arm(next_port);
       return;
     }
@@ -470,9 +495,7 @@ void Simulator::dispatch(const Event& event) {
     case Event::Kind::port:
       if (port(event.index).generation == event.generation) serve(event.index);
       break;
-    case Event::Kind::timer:
-      if (inputs_[event.index].due_generation == event.generation) drive(event.index);
-      break;
+    case Event::Kind::timer: drive(event.index); break;
     case Event::Kind::closure: {
       auto run = std::move(closures_[event.index]);
       closures_[event.index] = nullptr;
@@ -559,8 +582,9 @@ void Simulator::drive(ns::InputIndex i) {
 
 void Simulator::arm(ns::InputIndex i, Time due) {
   auto& in = inputs_[i];
+  // The pattern's due timer: a newer one replaces the older.
   const Duration late = in.late ? draw(*in.late) : Duration{0};
-  schedule(in.clock.true_time(due) + late, Event::Kind::timer, i, ++in.due_generation);
+  timers_.arm(i, DueTimers::Key{std::max(in.clock.true_time(due) + late, now_), sequence_++});
 }
 
 void Simulator::note_plan(Input& in, ns::TimesliceIndex t) {
@@ -632,7 +656,10 @@ void Simulator::on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::Timesl
   if (arrival != ns::ComputeNode::Arrival::accepted && arrival != ns::ComputeNode::Arrival::completes) {
     reject(fmt::format("simulation: compute node {} refused input {}'s contribution to time-slice {}", c, i, t));
   }
-  auto& held = compute.held[t];
+  const std::uint64_t k = t / config_.compute_count - compute.held_base;
+  if (k >= compute.held.size()) compute.held.resize(k + 1);
+  auto& held = compute.held[k];
+  held.present = true;
   if (held.bytes == 0) held.first = now_;
   held.last = now_;
   held.bytes += bytes;
@@ -652,18 +679,22 @@ void Simulator::deliver(ns::ComputeIndex c) {
   auto& compute = computes_[c];
   while (const auto ready = compute.node.next_ready(compute.clock.local(now_), Duration{0})) {
     const auto t = ready->timeslice;
-    const auto it = compute.held.find(t);
+    Held& held = compute.held[t / config_.compute_count - compute.held_base];  // complete: present
     TimesliceRecord r;
     r.timeslice = t;
     r.compute = c;
     r.complete = ready->complete;
-    r.first_arrival = it->second.first;
-    r.last_arrival = it->second.last;
+    r.first_arrival = held.first;
+    r.last_arrival = held.last;
     r.handed_over = now_;
-    r.bytes = it->second.bytes;
+    r.bytes = held.bytes;
     records_.timeslices.push_back(r);
-    compute.held_bytes -= it->second.bytes;
-    compute.held.erase(it);
+    compute.held_bytes -= held.bytes;
+    held = Held{};
+    while (!compute.held.empty() && !compute.held.front().present) {
+      compute.held.pop_front();
+      ++compute.held_base;
+    }
     ++compute.handed_over;
     for (const ns::InputIndex i : compute.node.release(t)) {
       Message credit;
@@ -749,9 +780,18 @@ SimulationResult Simulator::run() {
   SimulationResult result;
   try {
     start();
-    while (!done_ && !queue_.empty()) {
-      const Event event = queue_.top();
-      queue_.pop();
+    while (!done_ && (!queue_.empty() || !timers_.empty())) {
+      // The earlier of the queue's next event and the next due timer: the order one queue would give.
+      Event event;
+      if (!timers_.empty() &&
+          (queue_.empty() || timers_.key(timers_.top()) < DueTimers::Key{queue_.top().at, queue_.top().sequence})) {
+        const std::uint32_t i = timers_.top();
+        event = Event{timers_.key(i).at, timers_.key(i).sequence, 0, i, Event::Kind::timer};
+        timers_.pop();
+      } else {
+        event = queue_.top();
+        queue_.pop();
+      }
       if (event.at > Time{options_.time_limit}) {
         result.error = fmt::format("the simulation did not finish within {} s of model time",
                                    std::chrono::duration_cast<std::chrono::seconds>(options_.time_limit).count());
