@@ -134,12 +134,14 @@ void FluidNetwork::start_heads() {
 void FluidNetwork::allocate() {
   // Every transfer on the wire crosses its out-port (it is alone there) and its compute
   // node's in-port: the in-ports decide, each within the caps of its transfers.
-  std::vector<std::vector<Active*>> at_port(ins_.size());
+  // (at_port_ keeps its vectors from call to call: no allocation per change.)
+  at_port_.resize(ins_.size());
+  for (auto& heads : at_port_) heads.clear();
   for (auto& out : outs_) {
-    if (out.head) at_port[out.head->transfer.compute].push_back(&*out.head);
+    if (out.head) at_port_[out.head->transfer.compute].push_back(&*out.head);
   }
   for (std::size_t c = 0; c < ins_.size(); ++c) {
-    auto& heads = at_port[c];
+    auto& heads = at_port_[c];
     if (heads.empty()) continue;
     const auto cap = [this](const Active* a) {
       const auto& out = outs_[a->transfer.input];
@@ -147,8 +149,12 @@ void FluidNetwork::allocate() {
     };
     double left = ins_[c].capacity;
     if (sharing_ == PortSharing::fair) {
-      // Water-filling: the smallest caps first, each takes min(cap, an equal share of what is left).
-      std::stable_sort(heads.begin(), heads.end(), [&](const Active* a, const Active* b) { return cap(a) < cap(b); });
+      // Water-filling: the smallest caps first (equal caps by input, the order they were
+      // gathered in), each takes min(cap, an equal share of what is left).
+      std::sort(heads.begin(), heads.end(), [&](const Active* a, const Active* b) {
+        const double ca = cap(a), cb = cap(b);
+        return ca != cb ? ca < cb : a->transfer.input < b->transfer.input;
+      });
       for (std::size_t k = 0; k < heads.size(); ++k) {
         const double share = std::isinf(left) ? left : left / static_cast<double>(heads.size() - k);
         heads[k]->rate = std::min(cap(heads[k]), share);

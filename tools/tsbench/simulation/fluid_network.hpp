@@ -101,6 +101,7 @@ class FluidNetwork {
   PortSharing sharing_;
   std::vector<OutPort> outs_;
   std::vector<InPort> ins_;
+  std::vector<std::vector<Active*>> at_port_;  // allocate()'s scratch: the heads at each in-port
   ns::Time now_{0};
   std::uint64_t next_arrival_order_ = 0;
 };
