@@ -3,6 +3,7 @@
 
 #include "little_endian.hpp"
 #include "netio/error.hpp"
+#include "netio/printable.hpp"
 
 #include <fmt/format.h>
 
@@ -22,18 +23,32 @@ const std::string& default_name() {
   return name;
 }
 
+std::string identity_violation(std::string_view name, std::string_view endpoint) {
+  if (name.empty()) return "its name is empty";
+  if (name.size() > max_name_size) {
+    return fmt::format("its name is {} bytes long, beyond the {} a name may have", name.size(), max_name_size);
+  }
+  if (!is_printable_utf8(name)) {
+    return fmt::format("its name '{}' is not printable UTF-8 (control characters or invalid bytes)", printable(name));
+  }
+  if (!is_printable_utf8(endpoint)) return fmt::format("its endpoint '{}' is not printable", printable(endpoint));
+  const std::size_t size = 4 + 1 + name.size() + 2 + endpoint.size();
+  if (size > max_introduction_size) {
+    return fmt::format("its introduction is {} bytes long (a {}-byte endpoint), beyond the {} an introduction may have",
+                       size, endpoint.size(), max_introduction_size);
+  }
+  return {};
+}
+
 std::vector<std::byte> encode_introduction(const Identity& identity) {
   const std::string& name = identity.name.empty() ? default_name() : identity.name;
   const std::string endpoint = identity.endpoint ? identity.endpoint->to_string() : std::string();
-  if (name.size() > max_name_size) {
-    throw Error(Errc::message_too_large,
-                fmt::format("the name '{}' is {} bytes long; a connection's name takes at most {}", name, name.size(),
-                            max_name_size));
+  if (const std::string why = identity_violation(name, endpoint); !why.empty()) {
+    throw Error(name.size() > max_name_size || endpoint.size() > max_introduction_size ? Errc::message_too_large
+                                                                                        : Errc::invalid_option,
+                fmt::format("the send socket's identity cannot be declared: {}", why));
   }
   const std::size_t size = 4 + 1 + name.size() + 2 + endpoint.size();
-  if (size > max_introduction_size) {
-    throw Error(Errc::message_too_large, fmt::format("the endpoint '{}' is too long to declare", endpoint));
-  }
   std::vector<std::byte> bytes(size);
   std::byte* out = bytes.data();
   store_le<std::uint32_t>(out, introduction_magic);
@@ -46,6 +61,10 @@ std::vector<std::byte> encode_introduction(const Identity& identity) {
 }
 
 Identity decode_introduction(std::span<const std::byte> bytes) {
+  if (bytes.size() > max_introduction_size) {
+    throw Error(Errc::protocol_error, fmt::format("the introduction is {} bytes long, beyond the {} it may have",
+                                                  bytes.size(), max_introduction_size));
+  }
   if (bytes.size() < 7 || load_le<std::uint32_t>(bytes.data()) != introduction_magic) {
     throw Error(Errc::protocol_error, "the connection did not start with an introduction (not a netio sender?)");
   }
@@ -62,8 +81,11 @@ Identity decode_introduction(std::span<const std::byte> bytes) {
                 fmt::format("the introduction is {} bytes long, but its fields add up to {}", bytes.size(),
                             5 + name_size + 2 + endpoint_size));
   }
+  const std::string_view text(reinterpret_cast<const char*>(rest + 2), endpoint_size);
+  if (const std::string why = identity_violation(identity.name, text); !why.empty()) {
+    throw Error(Errc::protocol_error, fmt::format("the introduction is refused: {}", why));
+  }
   if (endpoint_size != 0) {
-    const std::string_view text(reinterpret_cast<const char*>(rest + 2), endpoint_size);
     try {
       identity.endpoint = Endpoint::parse(text);
     } catch (const Error& e) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace netio::detail {
@@ -23,10 +24,17 @@ constexpr std::size_t max_name_size = 255;
 // introduction fits; a user-level limit below it is enforced by the receive socket itself.
 constexpr std::size_t max_introduction_size = 512;
 
+// What makes an identity undeclarable, as "its name is ..." (empty when nothing does): an
+// empty name, one beyond max_name_size or not printable UTF-8 (netio/printable.hpp), an
+// endpoint that is not printable, an introduction beyond max_introduction_size. The sender
+// checks before it connects, the receiver again on what arrives (never trusting the sender).
+std::string identity_violation(std::string_view name, std::string_view endpoint);
 // The identity as sent: an empty name becomes default_name(). Throws netio::Error
-// (Errc::message_too_large) for a name beyond max_name_size or an endpoint too long.
+// (Errc::message_too_large for a name or endpoint too long, Errc::invalid_option for one not
+// printable) saying why.
 std::vector<std::byte> encode_introduction(const Identity& identity);
-// Throws netio::Error(Errc::protocol_error) saying what is wrong with the bytes.
+// Throws netio::Error(Errc::protocol_error) saying what is wrong with the bytes, including
+// everything identity_violation() refuses.
 Identity decode_introduction(std::span<const std::byte> bytes);
 // "HOST:PID" of this process.
 const std::string& default_name();

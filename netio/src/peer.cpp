@@ -2,6 +2,7 @@
 #include "netio/peer.hpp"
 
 #include "peer_state.hpp"
+#include "netio/printable.hpp"
 
 #include <fmt/format.h>
 
@@ -24,7 +25,7 @@ const Identity& Peer::identity() const noexcept { return state_ ? state_->identi
 
 std::string Peer::to_string() const {
   if (!state_) return "(no peer)";
-  return fmt::format("{} ({})", state_->identity.name, state_->address.to_string());
+  return fmt::format("{} ({})", printable(state_->identity.name), printable(state_->address.to_string()));
 }
 
 bool Peer::try_reply(std::span<const std::byte> message) const {

@@ -6,6 +6,7 @@
 #include "introduction.hpp"
 #include "little_endian.hpp"
 #include "netio/log.hpp"
+#include "netio/printable.hpp"
 
 #include <fmt/format.h>
 
@@ -293,7 +294,7 @@ void ReceiveConnections::on_introduction(std::uint64_t id, Connection& connectio
   connection.last_data = std::chrono::steady_clock::now();
   connection.state = std::move(state);
   log(LogLevel::debug, "receive socket {}: {} introduced itself as '{}'", local_.to_string(),
-      connection.peer.to_string(), connection.state->identity.name);
+      connection.peer.to_string(), printable(connection.state->identity.name));
   if (events_.on_connected) notify("on_connected", connection.peer, [&] { events_.on_connected(Peer(connection.state)); });
 }
 

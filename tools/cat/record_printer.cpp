@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "record_printer.hpp"
 
+#include "netio/printable.hpp"
+
 #include <fmt/format.h>
 
 namespace netio::tools {
@@ -18,7 +20,7 @@ void RecordPrinter::print(pubsub::Tag tag, std::span<const std::byte> data, std:
       std::string hex;
       hex.reserve(data.size() * 2);
       for (const std::byte b : data) fmt::format_to(std::back_inserter(hex), "{:02x}", std::to_integer<unsigned>(b));
-      fmt::print(out_, "tag {} size {} from {}: {}\n", tag, data.size(), publisher, hex);
+      fmt::print(out_, "tag {} size {} from {}: {}\n", tag, data.size(), printable(publisher), hex);
       break;
     }
     case CatFormat::count:

@@ -30,7 +30,10 @@ using ConnectionId = std::uint64_t;
 
 /// What a sender declares about itself when it connects.
 struct Identity {
-  std::string name;                 ///< empty: "HOST:PID" of the sending process; at most 255 bytes
+  /// Empty: "HOST:PID" of the sending process. At most 255 bytes of printable UTF-8 (no
+  /// control characters, netio/printable.hpp): a send socket with another name throws, a
+  /// receiver disconnects a sender that declares one (the introduction is refused).
+  std::string name;
   std::optional<Endpoint> endpoint;  ///< where the sender can be reached, if it says
 };
 
@@ -61,7 +64,8 @@ class Peer {
   const Endpoint& address() const noexcept;  ///< the connection's source address (an ephemeral port)
   const Identity& identity() const noexcept;
   const std::string& name() const noexcept { return identity().name; }
-  /// "NAME (ADDRESS)", for messages and logs.
+  /// "NAME (ADDRESS)", for messages and logs, passed through netio::printable() (a name
+  /// is printable already; this holds whatever the bytes).
   std::string to_string() const;
   /// The source address, so that handlers written for an Endpoint keep working.
   operator const Endpoint&() const noexcept { return address(); }

@@ -2,6 +2,7 @@
 #include "data_connection.hpp"
 
 #include "netio/log.hpp"
+#include "netio/printable.hpp"
 
 namespace netio::pubsub::detail {
 
@@ -36,7 +37,7 @@ DataConnection::~DataConnection() { close(); }
 // end removes it; until then it is skipped. Logged once.
 void DataConnection::gone(const Error& e) {
   if (!failure_logged_.exchange(true)) {
-    log(LogLevel::info, "publish: subscriber {} at {} is gone: {}", subscriber_.identity.name, subscriber_.endpoint.to_string(),
+    log(LogLevel::info, "publish: subscriber {} at {} is gone: {}", printable(subscriber_.identity.name), printable(subscriber_.endpoint.to_string()),
         e.what());
   }
 }

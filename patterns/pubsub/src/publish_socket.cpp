@@ -7,6 +7,7 @@
 #include "subscription_table.hpp"
 
 #include "netio/log.hpp"
+#include "netio/printable.hpp"
 #include "netio/low_latency_socket.hpp"
 
 #include <fmt/format.h>
@@ -163,11 +164,11 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
         count(result, route, own ? &own->deliveries : nullptr);
         if ((result == Delivery::full || result == Delivery::reconnecting) &&
             route.backpressure != Backpressure::drop) {  // blocking, on the loop thread
-          refused += (refused.empty() ? "" : ", ") + route.connection->subscriber().identity.name;
+          refused += (refused.empty() ? "" : ", ") + printable(route.connection->subscriber().identity.name);
           if (!failure) failure = Error(Errc::would_block, "");
         }
       } catch (const Error& e) {
-        refused += (refused.empty() ? "" : ", ") + route.connection->subscriber().identity.name;
+        refused += (refused.empty() ? "" : ", ") + printable(route.connection->subscriber().identity.name);
         if (!failure) failure = e;
       }
     }
