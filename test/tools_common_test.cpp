@@ -489,7 +489,11 @@ TEST_CASE("run tracker: a cut stream, strays and anomalies", "[tools][protocol]"
   CHECK(cut[0].seconds == Approx(1.5));
 
   RunTracker confused(true, fake_clock());
-  confused.on_message(encode_run_end(key, 3));
+  confused.on_message(encode_run_end(key, 3));  // before any run: a stranger's, ignored and counted
+  CHECK(confused.anomalies().empty());
+  CHECK(confused.ignored_controls() == 1);
+  confused.on_message(encode_run_begin(key, 0));
+  confused.on_message(encode_run_end({1, 32}, 3));  // the end of another run inside this one
   CHECK(confused.anomalies().size() == 1);
 }
 

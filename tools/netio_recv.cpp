@@ -78,7 +78,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--senders", o.senders,
                  "How many senders' streams to receive: each connection is a stream of its own, counted and verified "
                  "on its own; the run ends when this many have ended (a connection that never begins a run is no "
-                 "stream and ends nothing)")
+                 "stream and ends nothing: its control messages are ignored, logged once and counted)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   add_duration_option(app, "--interval", o.interval, "Interval of the progress report on stderr (0: none)");
@@ -100,7 +100,8 @@ void add_options(CLI::App& app, Options& o) {
              "\n\nThe receiver's time for a size runs from the arrival of the run's begin marker to that of its\n"
              "end marker. Exit status: 0 when the stream ended (or -n/-t was reached) and, with --verify, all was\n"
              "intact; 3 when --verify found lost, duplicated or corrupt messages (or messages outside any run);\n"
-             "1 on failure (cannot listen, --timeout, a sender vanished before ending its stream); 128+N when\n"
+             "1 on failure (cannot listen, --timeout, a sender vanished before ending its stream, a stream that\n"
+             "began did not end properly); 128+N when\n"
              "stopped by signal N (Ctrl-C); other non-zero values for bad arguments.");
 }
 
@@ -260,11 +261,19 @@ int run(const Options& o) {
     fmt::print(stderr, "{}: ignored {} messages from connections that never began a run (not netio_throughput)\n",
                kTool, report.stranger_messages);
   }
+  if (report.stranger_controls > 0) {
+    fmt::print(stderr, "{}: ignored {} control messages from connections that never began a run\n", kTool,
+               report.stranger_controls);
+  }
   if (report.stray_messages > 0) {
     fmt::print(stderr, "{}: {} messages arrived outside any run (is the sender netio_throughput?)\n", kTool,
                report.stray_messages);
   }
-
+  for (const std::string& peer : report.truncated_streams) {
+    fmt::print(stderr, "{}: error: the stream from {} did not end properly (no end of stream, or a run cut short)\n",
+               kTool, peer);
+  }
+  if (!report.truncated_streams.empty() && report.end == ReceiveEnd::end_of_stream) return kExitFailure;
   return exit_status(o, report.end, verification_failed(report));
 }
 

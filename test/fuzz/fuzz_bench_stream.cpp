@@ -25,6 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   FUZZ_CHECK(tracker.live_messages() + tracker.stray_messages() <= messages);
   FUZZ_CHECK(tracker.live_bytes() <= bytes);
+  // A stream that never began a run ends nothing, whatever control messages it sent.
+  FUZZ_CHECK(tracker.began() || !tracker.end_of_stream());
+  FUZZ_CHECK(tracker.ignored_controls() <= messages);
   std::uint64_t counted = 0;
   for (const auto& run : tracker.finish()) {
     counted += run.messages;

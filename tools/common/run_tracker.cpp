@@ -62,6 +62,10 @@ void RunTracker::on_data(std::span<const std::byte> message, bool frame_shaped) 
 }
 
 void RunTracker::on_control(const ControlFrame& frame) {
+  if (frame.kind != ControlKind::run_begin && !began()) {
+    bump(ignored_controls_, 1);
+    return;
+  }
   switch (frame.kind) {
     case ControlKind::run_begin: {
       if (run_) {

@@ -57,6 +57,9 @@ class RunTracker {
   // Protocol anomalies seen (a RUN_END for another run, a RUN_BEGIN inside a run, an
   // unknown control kind), for the tool to print; empty on a healthy stream.
   const std::vector<std::string>& anomalies() const noexcept { return anomalies_; }
+  // Control frames before the first RUN_BEGIN (a RUN_END, an END_OF_STREAM from a peer that
+  // never began a run): ignored, so that a stranger ends nothing, and only counted here.
+  std::uint64_t ignored_controls() const noexcept { return ignored_controls_.load(std::memory_order_relaxed); }
 
  private:
   struct OpenRun {
@@ -87,6 +90,7 @@ class RunTracker {
   std::atomic<Clock::rep> first_message_ticks_{0};  // 0: none yet
   std::atomic<bool> end_of_stream_{false};
   std::atomic<bool> began_{false};
+  std::atomic<std::uint64_t> ignored_controls_{0};
 };
 
 }  // namespace netio::tools

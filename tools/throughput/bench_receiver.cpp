@@ -9,12 +9,14 @@
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace netio::tools {
 namespace {
@@ -150,6 +152,10 @@ class Session {
     Streams::Stream& stream = streams_.of(peer);
     const std::uint64_t before = stream.tracker.live_messages();
     stream.tracker.on_message(message);
+    if (!stream.tracker.began() && stream.tracker.ignored_controls() != 0 && !std::exchange(stranger_logged_, true)) {
+      log(LogLevel::warn, "ignoring control messages from {}, which never began a run (not netio_throughput?); "
+          "further ones, from any such connection, are counted, not logged", stream.peer);
+    }
     const std::uint64_t counted = stream.tracker.live_messages() - before;
     if (counted != 0) live_messages_.store(live_messages_.load(std::memory_order_relaxed) + counted, std::memory_order_relaxed);
     if (!stream.ended && stream.tracker.end_of_stream()) {
@@ -192,6 +198,7 @@ class Session {
   const BenchReceiverOptions& options_;
   Streams streams_;
   std::size_t ended_ = 0;  // consumer only
+  bool stranger_logged_ = false;  // consumer only
   std::atomic<std::uint64_t> live_messages_{0};  // written by the consumer only
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;
@@ -346,6 +353,7 @@ BenchReceiverReport run_bench_receiver(Context& context, const BenchReceiverOpti
   for (const auto& [id, stream] : streams) {
     if (!stream->tracker.began()) {
       report.stranger_messages += stream->tracker.stray_messages();
+      report.stranger_controls += stream->tracker.ignored_controls();
       continue;
     }
     StreamResults& mine = report.per_stream.emplace_back();
@@ -353,6 +361,9 @@ BenchReceiverReport run_bench_receiver(Context& context, const BenchReceiverOpti
     mine.ended = stream->tracker.end_of_stream();
     mine.results = stream->tracker.finish(ending.cut);
     results.push_back(mine.results);
+    const bool cut_inside = std::any_of(mine.results.begin(), mine.results.end(),
+                                        [](const ThroughputResult& r) { return !r.complete; });
+    if (report.end == ReceiveEnd::end_of_stream && (!mine.ended || cut_inside)) report.truncated_streams.push_back(mine.peer);
     report.stray_messages += stream->tracker.stray_messages();
     for (const auto& anomaly : stream->tracker.anomalies()) {
       report.anomalies.push_back(streams.size() > 1 ? stream->peer + ": " + anomaly : anomaly);

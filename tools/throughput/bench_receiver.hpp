@@ -5,7 +5,8 @@
 // watches for the end: `senders` streams ended (END_OF_STREAM), a limit (-n, -t), Ctrl-C,
 // --timeout, or streams whose senders disconnected without ending them. A connection that
 // never began a run (a stranger, a port scanner, a peer that connects and leaves) is no
-// stream: it neither ends nor fails the run; its messages are only counted.
+// stream: it neither ends nor fails the run; its messages are only counted, and its control
+// messages (an END_OF_STREAM included) are ignored, logged once and counted.
 #pragma once
 
 #include "bench_sender.hpp"  // SocketMode
@@ -67,6 +68,12 @@ struct BenchReceiverReport {
   std::uint64_t stray_messages = 0;  // outside any run, in streams
   // From connections that never began a run (not netio_throughput): ignored, counted.
   std::uint64_t stranger_messages = 0;
+  // Control messages from such connections, ignored (RunTracker::ignored_controls).
+  std::uint64_t stranger_controls = 0;
+  // Streams that began and did not end properly (no END_OF_STREAM, or a run cut inside it)
+  // although the run ended on END_OF_STREAM: "NAME (ADDRESS)" of each. Empty when the run
+  // ended otherwise (-n, -t, a signal, --timeout and sender_gone say so themselves).
+  std::vector<std::string> truncated_streams;
   std::vector<std::string> anomalies;
   ReceiveEnd end = ReceiveEnd::end_of_stream;
 };
