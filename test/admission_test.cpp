@@ -239,6 +239,10 @@ TEST_CASE("beyond max_connections a new peer is rejected with a reason, and admi
   netio::LowLatencySendSocket second(context, receiver.socket.local_endpoint(), named("b"));
   REQUIRE(first->wait_connected(20s));
   REQUIRE(second.wait_connected(20s));
+  // Both send: a silent one would be evicted to make room for the third.
+  send_stream(*first, 0, 1);
+  send_stream(second, 0, 1);
+  REQUIRE(eventually([&] { return receiver.stream.received("a") == 1 && receiver.stream.received("b") == 1; }));
   {
     netio::LowLatencySendSocket third(context, receiver.socket.local_endpoint(), named("c"));
     try {
@@ -273,15 +277,23 @@ TEST_CASE("connections still being established count against max_connections", "
       ++admitted;
     } catch (const netio::Error& e) {
       ++refused;
-      CHECK(e.code() == netio::Errc::handshake_rejected);
-      CHECK_THAT(e.what(), Catch::Contains("max_connections"));
+      // Over TCP each connection is handed over at once: a newcomer evicts a silent one
+      // (this burst sends nothing), which may go before it saw itself connected.
+      if (e.code() != netio::Errc::disconnected) {
+        CHECK(e.code() == netio::Errc::handshake_rejected);
+        CHECK_THAT(e.what(), Catch::Contains("max_connections"));
+      }
     }
   }
-  CHECK(admitted == 2);
-  CHECK(refused == 4);
-  CHECK(eventually([&] { return receiver.connected == 2; }));
+  if (base.scheme == "fabric") {  // the burst is answered while all of it is establishing
+    CHECK(admitted == 2);
+    CHECK(refused == 4);
+    CHECK(eventually([&] { return receiver.connected == 2; }));
+  }
+  // Never more than max_connections held at once.
   std::this_thread::sleep_for(200ms);
-  CHECK(receiver.connected == 2);
+  CHECK(receiver.connected - receiver.disconnected <= 2);
+  CHECK(receiver.connected - receiver.disconnected >= 1);
 }
 
 TEST_CASE("connections still being established count against max_pending_handshakes", "[admission][integration]") {

@@ -49,6 +49,7 @@ class EmulatedReceiveSocket final : public LowLevelReceiveSocket {
   void start(Callbacks callbacks) override;
   const Endpoint& peer() const noexcept override { return inner_->peer(); }
   std::size_t max_reply_size() const noexcept override { return inner_->max_reply_size(); }
+  std::size_t bytes_held() const noexcept override { return inner_->bytes_held(); }
   MemoryRegistrar* reply_registrar() noexcept override { return inner_->reply_registrar(); }
   // Delayed and shaped as a send socket's buffer, then handed to the real socket, whose
   // on_reply_completed reports it (in the order sent).
@@ -74,6 +75,9 @@ class EmulatedListenSocket final : public LowLevelListenSocket {
   void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) override;
   Endpoint local_endpoint() const override { return inner_->local_endpoint(); }
   std::size_t establishing() const noexcept override { return inner_->establishing(); }
+  bool allocates_receive_buffers_up_front() const noexcept override {
+    return inner_->allocates_receive_buffers_up_front();
+  }
   void close() noexcept override { inner_->close(); }
 
  private:

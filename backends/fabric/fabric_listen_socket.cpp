@@ -166,7 +166,7 @@ void FabricListenSocket::on_request(const EventEntry& entry) {
     return;
   }
   if (decision.accepted) {
-    accept(*request, peer, decision, ReplyWindow{static_cast<std::size_t>(connect->replies.max_size),
+    accept(*request, peer, decision, ReplyWindow{decision.reply_size_for(connect->replies.max_size),
                                                  static_cast<std::size_t>(connect->replies.credits)});
   } else {
     reject(*request, peer, decision.reject_reason);

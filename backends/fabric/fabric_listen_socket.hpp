@@ -31,6 +31,7 @@ class FabricListenSocket final : public LowLevelListenSocket {
   Endpoint local_endpoint() const override { return local_; }
   // Accepted (fi_accept sent), FI_CONNECTED not seen yet.
   std::size_t establishing() const noexcept override { return pending_.size(); }
+  bool allocates_receive_buffers_up_front() const noexcept override { return true; }
   void close() noexcept override;
 
  private:

@@ -57,6 +57,7 @@ class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEn
   void start(Callbacks callbacks) override;
   const Endpoint& peer() const noexcept override { return peer_; }
   std::size_t max_reply_size() const noexcept override { return replies_.max_size; }
+  std::size_t bytes_held() const noexcept override { return buffers_->count() * buffers_->buffer_size(); }
   // Always nullptr: replies are copied into registered memory of this socket.
   MemoryRegistrar* reply_registrar() noexcept override { return nullptr; }
   void send_reply(Buffer* buffer) override;

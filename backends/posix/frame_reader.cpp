@@ -18,7 +18,11 @@
 
 namespace netio::posix {
 namespace {
-constexpr std::size_t staging_size = 64 * 1024;
+// What an idle connection holds is the staging buffer and, once its first frame (the
+// introduction) came, one small frame buffer: 64 KiB together, the budget's charge for an
+// idle connection (ReceiveConnections). Frame buffers grow to the frames they take.
+constexpr std::size_t staging_size = 60 * 1024;
+constexpr std::size_t initial_frame_buffer = 4 * 1024;
 constexpr int max_reads_per_wakeup = 16;  // then let other connections have the loop
 }  // namespace
 
@@ -67,10 +71,14 @@ FrameReader::FrameReader(EventLoop& loop, std::size_t max_frame, std::size_t cre
       peer_(std::move(peer)),
       link_(std::move(link)),
       pool_(std::make_shared<ReceiveBufferPool>(std::max<std::size_t>(credits, 1),
-                                                std::min(max_frame, staging_size))),
+                                                std::min(max_frame, initial_frame_buffer))),
       staging_(staging_size) {}
 
 FrameReader::~FrameReader() { close(); }
+
+std::size_t FrameReader::bytes_held() const noexcept {
+  return staging_.capacity() + pool_->pool().bytes_allocated();
+}
 
 void FrameReader::start(int fd, Callbacks callbacks) {
   fd_ = fd;

@@ -58,6 +58,8 @@ class FrameReader {
   bool stalled() const noexcept { return stalled_; }
   // Part of a frame is in (its header or some of its bytes) and the rest is not.
   bool mid_frame() const noexcept { return current_ != nullptr || have_header_ || staged_begin_ != staged_end_; }
+  // Bytes held for received data: the staging buffer and the frame buffers allocated so far.
+  std::size_t bytes_held() const noexcept;
   // Frames handed on since start().
   std::uint64_t frames_delivered() const noexcept { return frames_delivered_; }
   // The errno of the read that failed the reader (ECONNRESET: the peer reset the

@@ -231,7 +231,8 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
   }
   auto socket = std::make_unique<PosixReceiveSocket>(loop_, std::move(pending->fd), local_, pending->peer,
                                                      decision.max_buffer_size, decision.receive_credits,
-                                                     request->max_reply_size, limits_.progress_timeout);
+                                                     decision.reply_size_for(request->max_reply_size),
+                                                     limits_.progress_timeout);
   if (callbacks_.on_accepted) callbacks_.on_accepted(std::move(socket));
 }
 

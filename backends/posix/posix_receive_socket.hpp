@@ -33,6 +33,7 @@ class PosixReceiveSocket final : public LowLevelReceiveSocket {
 
   void start(Callbacks callbacks) override;
   const Endpoint& peer() const noexcept override { return peer_; }
+  std::size_t bytes_held() const noexcept override { return reader_.bytes_held(); }
   std::size_t max_reply_size() const noexcept override { return max_reply_size_; }
   MemoryRegistrar* reply_registrar() noexcept override { return nullptr; }
   void send_reply(Buffer* buffer) override;

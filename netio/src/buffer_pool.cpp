@@ -164,6 +164,11 @@ void BufferPool::reserve(Buffer* buffer, std::size_t capacity) {
   allocate(slot, capacity);
 }
 
+void BufferPool::shrink(Buffer* buffer, std::size_t capacity) noexcept {
+  auto& slot = *static_cast<Slot*>(buffer);
+  if (slot.allocated && slot.capacity > capacity) free_slot(slot);
+}
+
 std::size_t BufferPool::available() const {
   std::lock_guard lock(mutex_);
   return free_.size() + (spare_.load(std::memory_order_acquire) != nullptr ? 1 : 0);

@@ -53,9 +53,14 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
     if (admission_.key) limits.accept_data_size = auth_accept_size;  // our answer to the sender's challenge
     listener_->listen(local, std::move(listen_callbacks), limits);
     local_ = listener_->local_endpoint();
+    charge_as_held_ = budget_ && !listener_->allocates_receive_buffers_up_front();
     if (admission_.idle_timeout > std::chrono::nanoseconds::zero()) {
       const auto period = std::max<std::chrono::nanoseconds>(admission_.idle_timeout / 4, std::chrono::milliseconds(1));
       idle_timer_ = loop_.add_timer(period, period, [this] { sweep_idle(); });
+    }
+    if (admission_.reply_timeout > std::chrono::nanoseconds::zero()) {
+      const auto period = std::max<std::chrono::nanoseconds>(admission_.reply_timeout / 4, std::chrono::milliseconds(1));
+      reply_timer_ = loop_.add_timer(period, period, [this] { sweep_unread_replies(); });
     }
   });
 }
@@ -72,6 +77,7 @@ void ReceiveConnections::close() noexcept {
   alive_.reset();  // tasks posted by callbacks that ran just before this one see it
   if (listener_) listener_->close();
   if (idle_timer_ != 0) loop_.cancel_timer(std::exchange(idle_timer_, 0));
+  if (reply_timer_ != 0) loop_.cancel_timer(std::exchange(reply_timer_, 0));
   for (auto& [id, connection] : connections_) {
     if (connection.handshake_timer != 0) loop_.cancel_timer(std::exchange(connection.handshake_timer, 0));
     close_connection(connection);
@@ -80,12 +86,16 @@ void ReceiveConnections::close() noexcept {
 }
 
 AcceptDecision ReceiveConnections::on_request(const Endpoint& peer, std::span<const std::byte> hello) {
+  const std::size_t evictions_before = evictions_;
+  AcceptDecision decision;
   try {
-    return fit_to_budget(peer, admit(peer, expect_hello(hello, expected_, receiver_kind_)));
+    decision = fit_to_budget(peer, admit(peer, expect_hello(hello, expected_, receiver_kind_)));
   } catch (const Error& e) {
     log(LogLevel::warn, "receive socket {}: rejecting {}: {}", local_.to_string(), peer.to_string(), e.what());
-    return AcceptDecision::reject(e.what());
+    decision = AcceptDecision::reject(e.what());
   }
+  if (evictions_ == evictions_before) evicting_ = false;  // an episode of evictions ends with a newcomer that needed none
+  return decision;
 }
 
 AcceptDecision ReceiveConnections::admit(const Endpoint& peer, const Hello& hello) {
@@ -100,10 +110,13 @@ AcceptDecision ReceiveConnections::admit(const Endpoint& peer, const Hello& hell
   // Connections the back-end accepted but has not handed over yet (libfabric: FI_CONNECTED
   // not seen) count as held: a burst of requests answered in one go must not overshoot.
   if (admission_.max_connections != 0 &&
-      live_connections() + listener_->establishing() >= admission_.max_connections) {
+      live_connections() + listener_->establishing() >= admission_.max_connections &&
+      (listener_->establishing() >= admission_.max_connections ||
+       !evict_silent(0, fmt::format("the listener holds {} connections, its limit (max_connections), and a new peer "
+                                    "needs room", admission_.max_connections)))) {
     throw Error(Errc::handshake_rejected,
-                fmt::format("the listener holds {} connections, its limit (max_connections); try again later",
-                            admission_.max_connections));
+                fmt::format("the listener holds {} connections, its limit (max_connections), all of them sending; "
+                            "try again later", admission_.max_connections));
   }
   if (admission_.key && !hello.challenge) {
     throw Error(Errc::handshake_rejected, "this listener requires authentication with a pre-shared key, and the "
@@ -114,6 +127,7 @@ AcceptDecision ReceiveConnections::admit(const Endpoint& peer, const Hello& hell
                                           "none (give the receive socket the key, or the sender none)");
   }
   AcceptDecision decision = callbacks_.decide(hello);
+  decision.max_reply_size = admission_.max_reply_size;  // whatever the sender declares it takes
   if (!decision.accepted || !admission_.key) return decision;
   // Answer the challenge: a fresh nonce of our own, and the proof over both.
   const auto now = std::chrono::steady_clock::now();
@@ -146,21 +160,36 @@ AcceptDecision ReceiveConnections::fit_to_budget(const Endpoint& peer, AcceptDec
   }
   if (!decision.accepted || !budget_) return decision;
   const std::size_t buffer = std::max<std::size_t>(decision.max_buffer_size, 1);
-  const std::size_t extra = reassembly_buffer_ ? 1 : 0;  // buffers counted beside the credits
-  auto fitting = [&] {
-    const std::size_t buffers = budget_->available() / buffer;
-    return buffers > extra ? buffers - extra : 0;
-  };
+  const bool up_front = !charge_as_held_;
+  // Up front: buffers counted beside the credits, to reassemble in. As held: reassembly is
+  // counted as its bytes arrive (PageParser), from nothing.
+  const std::size_t extra = up_front && reassembly_buffer_ ? 1 : 0;
+  const std::size_t least = up_front ? (1 + extra) * buffer : idle_connection_charge;
+  const std::string eviction = fmt::format("the receiver's memory budget has no room for a new peer ({} of {} bytes "
+                                           "held)", budget_->used(), budget_->limit());
   BudgetCharge charge(budget_);
-  std::size_t credits = std::min(decision.receive_credits, fitting());
-  // Others may take from a shared budget meanwhile: retry with what is left.
-  while (credits > 0 && !charge.grow((credits + extra) * buffer)) credits = std::min(credits - 1, fitting());
+  std::size_t credits = decision.receive_credits;
+  if (up_front) {
+    if (budget_->available() < (credits + extra) * buffer) evict_silent((credits + extra) * buffer, eviction);
+    auto fitting = [&] {
+      const std::size_t buffers = budget_->available() / buffer;
+      return buffers > extra ? buffers - extra : 0;
+    };
+    credits = std::min(credits, fitting());
+    // Others may take from a shared budget meanwhile: retry with what is left.
+    while (credits > 0 && !charge.grow((credits + extra) * buffer)) credits = std::min(credits - 1, fitting());
+  } else if (!charge.grow(least) && !(evict_silent(least, eviction) && charge.grow(least))) {
+    credits = 0;
+  }
   // Logged once until connections fit whole again: a flood of peers is one episode.
   if (credits == 0) {
     budget_->count_refusal();
-    auto reason = fmt::format("the receiver's memory budget is used up: {} of {} bytes held, and a connection "
-                              "needs {} bytes at least ({})", budget_->used(), budget_->limit(), (1 + extra) * buffer,
-                              extra != 0 ? "one receive buffer and as much to reassemble messages in" : "one receive buffer");
+    auto reason = fmt::format("the receiver's memory budget is used up: {} of {} bytes held by peers that are all "
+                              "sending, and a connection needs {} bytes at least ({})", budget_->used(),
+                              budget_->limit(), least,
+                              !up_front   ? "what an idle connection holds"
+                              : extra != 0 ? "one receive buffer and as much to reassemble messages in"
+                                           : "one receive buffer");
     if (!std::exchange(budget_refusing_, true)) {
       log(LogLevel::warn, "receive socket {}: rejecting {}: {} (further refusals are not logged until connections "
           "fit again)", local_.to_string(), peer.to_string(), reason);
@@ -181,11 +210,52 @@ AcceptDecision ReceiveConnections::fit_to_budget(const Endpoint& peer, AcceptDec
   return decision;
 }
 
+bool ReceiveConnections::evict_silent(std::size_t bytes, const std::string& why, std::uint64_t keep) {
+  bool evicted = false;
+  for (;;) {
+    if (bytes == 0 ? evicted : budget_ && budget_->available() >= bytes) return true;
+    std::uint64_t victim = 0;
+    for (const std::uint64_t id : unintroduced_) {  // oldest first
+      if (id != keep) {
+        victim = id;
+        break;
+      }
+    }
+    for (auto it = connections_.begin(); victim == 0 && it != connections_.end(); ++it) {
+      if (it->first != keep && !it->second.gone && !it->second.delivered) victim = it->first;
+    }
+    if (victim == 0) return false;
+    // One warning per episode of evictions (a flood of silent peers is one), the rest at debug.
+    const LogLevel level = std::exchange(evicting_, true) ? LogLevel::debug : LogLevel::warn;
+    ++evictions_;
+    drop_now(victim, fmt::format("it holds {} bytes of the memory budget and has sent no data: evicted, as {}",
+                                 connections_.count(victim) != 0 ? connections_.at(victim).buffers.bytes() : 0, why),
+             level);
+    evicted = true;
+  }
+}
+
+bool ReceiveConnections::charge_held(std::uint64_t id, Connection& connection) {
+  const std::size_t held = connection.socket->bytes_held();
+  const std::size_t charged = connection.buffers.bytes();
+  if (held <= charged || connection.buffers.grow(held - charged)) return true;
+  evict_silent(held - charged,
+               fmt::format("the receiver's memory budget has no room for the buffers of a peer that is sending ({} of "
+                           "{} bytes held)", budget_->used(), budget_->limit()),
+               id);
+  if (connection.buffers.grow(held - charged)) return true;
+  budget_->count_refusal();
+  return false;
+}
+
 void ReceiveConnections::claim_charge(Connection& connection) {
   const std::string name = connection.peer.to_string();
   const auto it = std::find_if(pending_charges_.begin(), pending_charges_.end(),
                                [&](const PendingCharge& p) { return p.peer == name; });
-  if (it == pending_charges_.end()) return;
+  if (it == pending_charges_.end()) {
+    connection.buffers = BudgetCharge(budget_);  // what it comes to hold is still counted
+    return;
+  }
   connection.buffers = std::move(it->charge);
   connection.reassembly_allowance = it->reassembly_allowance;
   pending_charges_.erase(it);
@@ -205,7 +275,7 @@ void ReceiveConnections::on_accepted(std::unique_ptr<LowLevelReceiveSocket> sock
     }
   }
   connection.replies = std::make_shared<ReplySender>(loop_, *connection.socket, reply_window_,
-                                                     connection.peer.to_string());
+                                                     admission_.max_reply_size, budget_, connection.peer.to_string());
   stats_.connections().fetch_add(1, std::memory_order_relaxed);
   log(LogLevel::debug, "receive socket {}: accepted {}", local_.to_string(), connection.peer.to_string());
   LowLevelReceiveSocket::Callbacks socket_callbacks;
@@ -264,11 +334,32 @@ std::span<const std::byte> ReceiveConnections::authenticated(const Connection& c
 
 void ReceiveConnections::on_data(std::uint64_t id, Connection& connection, ReceivedBuffer buffer) {
   if (idle_timer_ != 0) connection.last_data = std::chrono::steady_clock::now();
+  if (charge_as_held_ && !charge_held(id, connection)) {
+    drop_in_callback(id, connection,
+                     fmt::format("its receive buffers ({} bytes) do not fit the receiver's memory budget ({} of {} "
+                                 "bytes held by peers that are all sending)", connection.socket->bytes_held(),
+                                 budget_->used(), budget_->limit()));
+    return;
+  }
   if (connection.state) {
+    connection.delivered = true;
     callbacks_.on_data(connection.state, std::move(buffer));
     return;
   }
   on_introduction(id, connection, buffer.bytes());
+}
+
+void ReceiveConnections::drop_in_callback(std::uint64_t id, Connection& connection, const std::string& why) {
+  // Inside the socket's own callback: it may be closed here, not destroyed.
+  log(LogLevel::warn, "receive socket {}: disconnecting {}: {}", local_.to_string(), connection.peer.to_string(), why);
+  connection.gone = true;
+  close_connection(connection);
+  if (connection.state) {
+    report_disconnect(id, connection, Error(Errc::protocol_error, fmt::format("{}: {}", connection.peer.to_string(), why)));
+  } else {
+    stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
+  }
+  forget_later(id);
 }
 
 void ReceiveConnections::on_introduction(std::uint64_t id, Connection& connection, std::span<const std::byte> bytes) {
@@ -280,13 +371,7 @@ void ReceiveConnections::on_introduction(std::uint64_t id, Connection& connectio
   try {
     state->identity = decode_introduction(authenticated(connection, bytes));
   } catch (const Error& e) {
-    // Inside the socket's own callback: it may be closed here, not destroyed.
-    log(LogLevel::warn, "receive socket {}: disconnecting {}: {}", local_.to_string(), connection.peer.to_string(),
-        e.what());
-    connection.gone = true;
-    close_connection(connection);
-    stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
-    forget_later(id);
+    drop_in_callback(id, connection, e.what());
     return;
   }
   unintroduced_.erase(id);
@@ -338,7 +423,7 @@ void ReceiveConnections::drop(std::uint64_t connection, const std::string& why) 
   });
 }
 
-void ReceiveConnections::drop_now(std::uint64_t connection, const std::string& why) {
+void ReceiveConnections::drop_now(std::uint64_t connection, const std::string& why, LogLevel level) {
   const auto it = connections_.find(connection);
   // Gone already: its end of file was read after the fault that asked for the drop, in
   // the same round, and was reported then.
@@ -346,7 +431,7 @@ void ReceiveConnections::drop_now(std::uint64_t connection, const std::string& w
   it->second.gone = true;
   unintroduced_.erase(connection);
   if (it->second.handshake_timer != 0) loop_.cancel_timer(std::exchange(it->second.handshake_timer, 0));
-  log(LogLevel::warn, "receive socket {}: disconnecting {}: {}", local_.to_string(), it->second.peer.to_string(), why);
+  log(level, "receive socket {}: disconnecting {}: {}", local_.to_string(), it->second.peer.to_string(), why);
   close_connection(it->second);
   if (it->second.state) {
     report_disconnect(connection, it->second,
@@ -366,6 +451,18 @@ void ReceiveConnections::sweep_idle() {
   for (const auto id : idle) {
     drop_now(id, fmt::format("idle for {} ms (idle timeout)",
                              std::chrono::duration_cast<std::chrono::milliseconds>(admission_.idle_timeout).count()));
+  }
+}
+
+void ReceiveConnections::sweep_unread_replies() {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::uint64_t> stalled;
+  for (const auto& [id, connection] : connections_) {
+    if (!connection.gone && connection.replies->stalled_for(now) >= admission_.reply_timeout) stalled.push_back(id);
+  }
+  for (const auto id : stalled) {
+    drop_now(id, fmt::format("took none of its replies for {} ms (reply timeout): no more replies are sent to it",
+                             std::chrono::duration_cast<std::chrono::milliseconds>(admission_.reply_timeout).count()));
   }
 }
 

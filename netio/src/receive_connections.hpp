@@ -10,7 +10,11 @@
 // carry the sender's proof (authentication.hpp). A connection accepted but not introduced
 // within the handshake timeout is dropped, and when more than max_pending_handshakes wait
 // for their introduction the oldest is dropped. With an idle timeout, introduced
-// connections that deliver nothing for that long are dropped (one sweep timer).
+// connections that deliver nothing for that long are dropped (one sweep timer). Replies are
+// bounded by the receiver: a sender's declared reply size is clamped to max_reply_size (in
+// the AcceptDecision, so that the back-ends size their reply buffers by it), queued replies
+// count against the budget (ReplySender), and a peer that takes none of them for the reply
+// timeout is dropped (a second sweep timer).
 //
 // Callbacks run on the loop thread. drop() and local_endpoint() may be called from any
 // thread. close() (loop thread) ends every callback at once but destroys nothing, so that
@@ -26,6 +30,7 @@
 #include "netio/backend.hpp"
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
+#include "netio/log.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
@@ -42,6 +47,10 @@
 
 namespace netio::detail {
 
+// What a connection is charged from its handshake until its buffers fill, on a back-end
+// that allocates receive buffers as bytes arrive (TCP: its 64 KiB staging buffer).
+constexpr std::size_t idle_connection_charge = 64 * 1024;
+
 class ReceiveConnections {
  public:
   struct Callbacks {
@@ -51,11 +60,18 @@ class ReceiveConnections {
     std::function<void(std::uint64_t connection, const Error& error)> on_disconnected;
   };
 
-  // `reply_window`: replies queued per connection at most (ReplySender). `budget` counts
-  // every accepted connection's receive buffers (credits × largest buffer), plus, with
-  // `reassembly_buffer`, one buffer more for joining a message that spans two of them
-  // (PeerState::reassembly_allowance). A connection that does not fit whole gets fewer
-  // credits; one that does not fit with a single credit is rejected with the reason.
+  // `reply_window`: replies queued per connection at most (ReplySender). `budget` counts what
+  // every accepted connection holds (netio/receive_budget.hpp):
+  // - on a back-end that allocates receive buffers as bytes arrive (TCP), idle_charge at the
+  //   handshake, then the socket's bytes_held() as its buffers are first filled; a
+  //   connection whose buffers cannot grow within the budget is dropped with the reason;
+  // - on one that allocates them up front (libfabric), credits × the largest buffer, plus,
+  //   with `reassembly_buffer`, one buffer more for joining a message that spans two of them
+  //   (PeerState::reassembly_allowance); a connection that does not fit whole gets fewer
+  //   credits.
+  // When a newcomer does not fit (the budget or max_connections), connections that hold
+  // budget and have sent no data are evicted first, unintroduced ones first, oldest first;
+  // only when none is left is the newcomer cut or rejected with the reason.
   // Throws netio::Error when the endpoint cannot be bound, or for a key this build cannot use.
   ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected, std::string_view receiver_kind,
                      Callbacks callbacks, ConnectionEvents events, StatsCounters& stats, std::size_t reply_window,
@@ -86,6 +102,7 @@ class ReceiveConnections {
     EventLoop::TimerId handshake_timer = 0;  // until the introduction
     std::optional<std::pair<AuthNonce, AuthNonce>> challenge;  // (sender's, listener's) nonce, with a key
     std::chrono::steady_clock::time_point last_data{};        // for the idle timeout
+    bool delivered = false;  // data came after the introduction: not evicted for a newcomer
   };
   // Buffers counted for an accepted handshake whose connection has not been handed over
   // yet (libfabric: until the connection is established).
@@ -106,14 +123,25 @@ class ReceiveConnections {
   AcceptDecision on_request(const Endpoint& peer, std::span<const std::byte> hello);
   AcceptDecision admit(const Endpoint& peer, const Hello& hello);
   AcceptDecision fit_to_budget(const Endpoint& peer, AcceptDecision decision);
+  // Evicts silent connections (see the constructor), except `keep`, until `bytes` of the
+  // budget are available (or, with bytes 0, one connection); whether that was reached.
+  bool evict_silent(std::size_t bytes, const std::string& why, std::uint64_t keep = 0);
+  // On a back-end that allocates as bytes arrive: charges what the connection holds now.
+  // False when that does not fit even after evictions (the caller drops the connection).
+  bool charge_held(std::uint64_t id, Connection& connection);
+  // Closes and reports a connection from inside its own socket's callback (it is forgotten
+  // later, not destroyed here).
+  void drop_in_callback(std::uint64_t id, Connection& connection, const std::string& why);
   void claim_charge(Connection& connection);
   std::size_t live_connections() const;
   void expect_introduction(std::uint64_t id, Connection& connection);
   // Checks and strips the authentication block; throws Errc::handshake_rejected.
   std::span<const std::byte> authenticated(const Connection& connection, std::span<const std::byte> bytes) const;
   void sweep_idle();
+  // Drops the peers that took none of their queued replies for the reply timeout.
+  void sweep_unread_replies();
   // Closes, reports and forgets a connection; loop thread, outside its socket's callbacks.
-  void drop_now(std::uint64_t connection, const std::string& why);
+  void drop_now(std::uint64_t connection, const std::string& why, LogLevel level = LogLevel::warn);
   void on_accepted(std::unique_ptr<LowLevelReceiveSocket> socket);
   void on_data(std::uint64_t id, Connection& connection, ReceivedBuffer buffer);
   void on_introduction(std::uint64_t id, Connection& connection, std::span<const std::byte> bytes);
@@ -135,6 +163,7 @@ class ReceiveConnections {
   std::map<std::string, AnsweredChallenge> challenges_;  // by the peer's address; loop thread only
   std::set<std::uint64_t> unintroduced_;  // connections waiting for their introduction, oldest first
   EventLoop::TimerId idle_timer_ = 0;
+  EventLoop::TimerId reply_timer_ = 0;
   std::unique_ptr<LowLevelListenSocket> listener_;  // loop thread only
   Endpoint local_;
   std::map<std::uint64_t, Connection> connections_;  // loop thread only
@@ -143,6 +172,9 @@ class ReceiveConnections {
   bool reassembly_buffer_;
   std::deque<PendingCharge> pending_charges_;  // loop thread only
   bool budget_refusing_ = false;  // refusals are logged once until a connection fits again
+  bool evicting_ = false;         // an eviction was logged (at warn; the next ones at debug)
+  std::size_t evictions_ = 0;
+  bool charge_as_held_ = false;   // the back-end allocates as bytes arrive: charge bytes_held()
   // Tasks this object posts hold a weak_ptr to this: a callback can post one after the
   // destructor's run_sync() was queued, so FIFO order alone does not protect them.
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

@@ -2,6 +2,7 @@
 #include "reply_sender.hpp"
 
 #include "netio/error.hpp"
+#include "netio/log.hpp"
 
 #include <fmt/format.h>
 
@@ -10,23 +11,37 @@
 
 namespace netio::detail {
 namespace {
-constexpr std::size_t initial_reply_buffer = 256;  // buffers grow to the largest reply they carried
+// Buffers start this small, grow for a larger reply and shrink back when it completes.
+constexpr std::size_t initial_reply_buffer = 256;
+
+std::chrono::steady_clock::rep now_ticks() noexcept {
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+}
 }  // namespace
 
-ReplySender::ReplySender(EventLoop& loop, LowLevelReceiveSocket& socket, std::size_t window, std::string peer)
+ReplySender::ReplySender(EventLoop& loop, LowLevelReceiveSocket& socket, std::size_t window, std::size_t max_size,
+                         std::shared_ptr<ReceiveBudget> budget, std::string peer)
     : loop_(loop),
       socket_(&socket),
-      max_size_(socket.max_reply_size()),
+      declared_max_size_(socket.max_reply_size()),
+      limit_(max_size),
+      max_size_(std::min(declared_max_size_, limit_)),
+      budget_(std::move(budget)),
       peer_(std::move(peer)),
       pool_(std::make_unique<BufferPool>(std::max<std::size_t>(window, 1),
                                          std::min(max_size_, initial_reply_buffer), socket.reply_registrar())) {}
 
 bool ReplySender::send(std::span<const std::byte> message, bool wait, std::chrono::nanoseconds timeout) {
   if (message.size() > max_size_) {
+    if (declared_max_size_ == 0) {
+      throw Error(Errc::message_too_large, fmt::format("{} takes no replies (its send socket declared none)", peer_));
+    }
     throw Error(Errc::message_too_large,
-                max_size_ == 0 ? fmt::format("{} takes no replies (its send socket declared none)", peer_)
-                               : fmt::format("a {}-byte reply is larger than {} takes ({} bytes)", message.size(),
-                                             peer_, max_size_));
+                max_size_ == limit_
+                    ? fmt::format("a {}-byte reply to {} is larger than this receiver sends ({} bytes, its "
+                                  "admission max_reply_size)", message.size(), peer_, max_size_)
+                    : fmt::format("a {}-byte reply is larger than {} takes ({} bytes)", message.size(), peer_,
+                                  max_size_));
   }
   if (loop_.in_loop_thread()) return send_on_loop(message, wait);
   bool schedule = false;
@@ -53,7 +68,10 @@ bool ReplySender::send(std::span<const std::byte> message, bool wait, std::chron
                                 std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
       }
     }
-    fill(buffer, message);
+    if (!fill(buffer, message)) {
+      lock.unlock();
+      return no_budget(wait);
+    }
     submitted_.push_back(buffer);
     has_submitted_.store(true, std::memory_order_release);
     schedule = !std::exchange(drain_scheduled_, true);
@@ -77,7 +95,7 @@ bool ReplySender::send_on_loop(std::span<const std::byte> message, bool wait) {
                                                "full would wait forever: use try_reply() in callbacks",
                                                peer_));
   }
-  fill(buffer, message);
+  if (!fill(buffer, message)) return no_budget(wait);
   if (has_submitted_.load(std::memory_order_acquire) || !draining_.empty()) {
     // After what user threads queued before, in order.
     {
@@ -91,15 +109,41 @@ bool ReplySender::send_on_loop(std::span<const std::byte> message, bool wait) {
   return true;
 }
 
-void ReplySender::fill(Buffer* buffer, std::span<const std::byte> message) {
+bool ReplySender::fill(Buffer* buffer, std::span<const std::byte> message) {
   try {
     pool_->reserve(buffer, message.size());  // may fail to allocate or register
   } catch (...) {
     pool_->release(buffer);
     throw;
   }
+  if (budget_ && !budget_->try_take(buffer->capacity)) {
+    budget_->count_refusal();
+    pool_->shrink(buffer, initial_reply_buffer);
+    pool_->release(buffer);
+    return false;
+  }
+  charged_.fetch_add(budget_ ? buffer->capacity : 0, std::memory_order_relaxed);
+  if (queued_.fetch_add(1, std::memory_order_relaxed) == 0) last_progress_.store(now_ticks(), std::memory_order_relaxed);
   if (!message.empty()) std::memcpy(buffer->data, message.data(), message.size());
   buffer->size = message.size();
+  return true;
+}
+
+bool ReplySender::no_budget(bool wait) {
+  if (!budget_refusal_logged_.exchange(true)) {
+    log(LogLevel::warn, "the receiver's memory budget ({} of {} bytes held) has no room for more replies to {} "
+        "(further refusals for it are not logged)", budget_->used(), budget_->limit(), peer_);
+  }
+  if (!wait) return false;
+  throw Error(Errc::would_block, fmt::format("the receiver's memory budget has no room for a reply to {} ({} of {} "
+                                             "bytes held)", peer_, budget_->used(), budget_->limit()));
+}
+
+std::chrono::nanoseconds ReplySender::stalled_for(std::chrono::steady_clock::time_point now) const noexcept {
+  if (queued_.load(std::memory_order_relaxed) == 0) return std::chrono::nanoseconds::zero();
+  const auto since = std::chrono::steady_clock::time_point(
+      std::chrono::steady_clock::duration(last_progress_.load(std::memory_order_relaxed)));
+  return std::max<std::chrono::nanoseconds>(now - since, std::chrono::nanoseconds::zero());
 }
 
 void ReplySender::drain() {
@@ -117,6 +161,13 @@ void ReplySender::drain() {
 
 void ReplySender::on_completed(Buffer* buffer) {
   if (!pool_) return;  // closed: the pool and its buffers are gone
+  if (budget_) {
+    budget_->give_back(buffer->capacity);
+    charged_.fetch_sub(buffer->capacity, std::memory_order_relaxed);
+  }
+  queued_.fetch_sub(1, std::memory_order_relaxed);
+  last_progress_.store(now_ticks(), std::memory_order_relaxed);
+  pool_->shrink(buffer, initial_reply_buffer);
   pool_->release(buffer);
   if (waiters_.load(std::memory_order_seq_cst) != 0) {
     std::lock_guard lock(mutex_);  // orders the wake-up after the waiter's last look
@@ -130,6 +181,8 @@ void ReplySender::close() noexcept {
   submitted_.clear();
   has_submitted_.store(false, std::memory_order_relaxed);
   pool_.reset();  // the back-end dropped what it held: every buffer is ours again
+  if (budget_) budget_->give_back(charged_.exchange(0, std::memory_order_relaxed));
+  queued_.store(0, std::memory_order_relaxed);
   room_.notify_all();
 }
 

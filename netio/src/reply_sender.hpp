@@ -5,7 +5,14 @@
 // when the sender does not take its replies, they wait in the back-end, the pool runs dry and
 // try_send() says false; memory never grows.
 //
-// Thread-safety: try_send() from any thread; on_completed() and close() on the loop thread.
+// The largest reply is the smaller of what the sender declared it takes and the receiver's
+// own limit (AdmissionOptions::max_reply_size). Every queued reply's buffer counts against
+// the receive budget until it completes; a buffer grown for a large reply shrinks back when
+// it comes home, so that what the pool keeps between replies stays window × its base size.
+// A reply the budget has no room for is refused as one beyond the window.
+//
+// Thread-safety: try_send() and stalled_for() from any thread; on_completed() and close() on
+// the loop thread.
 // Lifetime: shared by every Peer of the connection; close() (when the connection ends) frees
 // the pool while the back-end that registered it still exists, so a Peer kept longer holds
 // no back-end memory.
@@ -14,6 +21,7 @@
 #include "netio/backend.hpp"
 #include "netio/buffer.hpp"
 #include "netio/event_loop.hpp"
+#include "netio/receive_budget.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -29,8 +37,10 @@ namespace netio::detail {
 
 class ReplySender : public std::enable_shared_from_this<ReplySender> {
  public:
-  // `socket` must stay open until close(); `window`: replies queued at most.
-  ReplySender(EventLoop& loop, LowLevelReceiveSocket& socket, std::size_t window, std::string peer);
+  // `socket` must stay open until close(); `window`: replies queued at most; `max_size`:
+  // the receiver's own limit on a reply; `budget` (may be null): counts queued replies.
+  ReplySender(EventLoop& loop, LowLevelReceiveSocket& socket, std::size_t window, std::size_t max_size,
+              std::shared_ptr<ReceiveBudget> budget, std::string peer);
 
   // Copies `message` and queues it after the replies before it. `wait`: up to `timeout` for
   // room, on user threads only. Returns false when there is no room. Throws as
@@ -38,17 +48,32 @@ class ReplySender : public std::enable_shared_from_this<ReplySender> {
   bool send(std::span<const std::byte> message, bool wait, std::chrono::nanoseconds timeout);
   void on_completed(Buffer* buffer);  // loop thread
   void close() noexcept;              // loop thread
+  // How long replies have waited with none taken (zero when none waits): the peer does not
+  // read them.
+  std::chrono::nanoseconds stalled_for(std::chrono::steady_clock::time_point now) const noexcept;
 
  private:
   bool send_on_loop(std::span<const std::byte> message, bool wait);  // loop thread
-  // Sizes `buffer` (from pool_) for `message` and copies it in; gives it back on failure.
-  void fill(Buffer* buffer, std::span<const std::byte> message);
+  // Sizes `buffer` (from pool_) for `message`, counts it against the budget and copies the
+  // message in. False (the buffer given back) when the budget has no room; throws (the
+  // buffer given back) when it cannot allocate.
+  bool fill(Buffer* buffer, std::span<const std::byte> message);
+  // The answer to a reply the budget has no room for: false, or with `wait`, an error.
+  bool no_budget(bool wait);
   void drain();  // loop thread
 
   EventLoop& loop_;
   LowLevelReceiveSocket* socket_;  // loop thread only; null once closed
-  std::size_t max_size_;
+  std::size_t declared_max_size_;  // what the sender takes, as the back-end carries it (clamped there too)
+  std::size_t limit_;              // the receiver's own (AdmissionOptions::max_reply_size)
+  std::size_t max_size_;           // what this receiver sends: the smaller of the two
+  std::shared_ptr<ReceiveBudget> budget_;
   std::string peer_;
+  std::atomic<std::size_t> charged_{0};  // bytes of queued replies counted against budget_
+  std::atomic<std::size_t> queued_{0};   // replies filled and not completed
+  // When a reply was last taken (or the first queued after none waited), in steady ticks.
+  std::atomic<std::chrono::steady_clock::rep> last_progress_{0};
+  std::atomic<bool> budget_refusal_logged_{false};
 
   std::mutex mutex_;
   std::condition_variable room_;

@@ -150,6 +150,7 @@ int run_server(const Options& o) {
   std::vector<char> buffer(1 << 20);
   netio::LowLatencyReceiveOptions receive_options;
   receive_options.max_message_size = 64 * 1024 * 1024;
+  receive_options.admission.max_reply_size = receive_options.max_message_size;  // echoes as large as pings
   receive_options.events.on_disconnected = [&](const netio::Peer&, const netio::Error&) {
     finished.store(true, std::memory_order_release);
   };

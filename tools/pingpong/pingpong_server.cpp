@@ -76,6 +76,9 @@ class EchoServer {
     options.admission = admission;
     options.max_message_size = 64 * 1024 * 1024;
     options.reply_window = kReplyWindow;
+    // Echoes are as large as the pings; they count against the memory budget while queued,
+    // and a client that reads none for the reply timeout is dropped.
+    options.admission.max_reply_size = options.max_message_size;
     // A client that leaves without a goodbye is forgotten all the same.
     options.events.on_disconnected = [this](const Peer& peer, const Error&) {
       push({ControlFrame{ControlKind::ping_goodbye, 0, 0, 0}, peer, true});

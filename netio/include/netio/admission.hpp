@@ -69,6 +69,15 @@ struct AdmissionOptions {
   /// default): off, since DAQ links may idle. A connection held back by a slow consumer
   /// delivers nothing either: set it well above the longest processing stall.
   std::chrono::nanoseconds idle_timeout{0};
+  /// The largest reply this receiver sends (Peer::try_reply), whatever its sender declares
+  /// it takes (ReplyOptions::max_size, up to 2^64-1 on the wire): the declaration is clamped
+  /// to this, and a larger reply throws Errc::message_too_large at the replier. Replies
+  /// queued to a peer count against the receive socket's memory budget until the peer takes
+  /// them (a reply that does not fit is refused like one beyond the reply window).
+  std::size_t max_reply_size = 64 * 1024;
+  /// A peer that takes none of the replies queued to it for this long (its window stays
+  /// full, or the budget has no room for more) is dropped, logged once. Zero: never.
+  std::chrono::nanoseconds reply_timeout = std::chrono::seconds(30);
   /// When accept() runs out of descriptors (EMFILE, ENFILE), the listener stops taking
   /// connections for this long, then tries again by itself (logged once per episode).
   std::chrono::nanoseconds accept_backoff = std::chrono::milliseconds(100);

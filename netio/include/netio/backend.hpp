@@ -53,6 +53,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -195,7 +196,12 @@ class LowLevelReceiveSocket {
   /// Starts delivering; called once, right after on_accepted hands the socket over.
   virtual void start(Callbacks callbacks) = 0;
   virtual const Endpoint& peer() const noexcept = 0;
-  /// The largest reply the sender takes (its ReplyWindow::max_size; 0: it takes none).
+  /// Bytes this connection holds for received data now: the receive buffers allocated (or
+  /// posted) and any staging. Grows as buffers are first filled, never beyond credits × the
+  /// largest buffer plus the staging. Loop thread.
+  virtual std::size_t bytes_held() const noexcept { return 0; }
+  /// The largest reply sent on this connection: what the sender takes (its
+  /// ReplyWindow::max_size; 0: it takes none), at most the AcceptDecision's max_reply_size.
   virtual std::size_t max_reply_size() const noexcept = 0;
   /// Registration for reply buffers; nullptr when the back-end needs none.
   virtual MemoryRegistrar* reply_registrar() noexcept = 0;
@@ -214,9 +220,9 @@ class LowLevelReceiveSocket {
 /// The listener's answer to a connection request.
 struct AcceptDecision {
   static AcceptDecision accept(std::size_t max_buffer_size, std::size_t receive_credits) {
-    return {true, {}, max_buffer_size, receive_credits, {}};
+    return {true, {}, max_buffer_size, receive_credits, {}, SIZE_MAX};
   }
-  static AcceptDecision reject(std::string reason) { return {false, std::move(reason), 0, 0, {}}; }
+  static AcceptDecision reject(std::string reason) { return {false, std::move(reason), 0, 0, {}, 0}; }
 
   bool accepted = false;
   std::string reject_reason;            ///< sent to the connecting side
@@ -225,6 +231,16 @@ struct AcceptDecision {
   /// Opaque bytes for the connector (ConnectionInfo::accept_data), at most
   /// max_accept_data_size: the listener's side of a challenge-response.
   std::vector<std::byte> accept_data{};
+  /// The largest reply the listener's side will send: the sender's declaration (its
+  /// ReplyWindow::max_size) is clamped to it, and the receive socket's max_reply_size() and
+  /// every buffer the back-end sets aside for replies follow the smaller of the two.
+  std::size_t max_reply_size = SIZE_MAX;
+
+  /// The largest reply sent to a sender that declared it takes `declared` bytes (what
+  /// LowLevelReceiveSocket::max_reply_size() returns): the smaller of the two.
+  std::size_t reply_size_for(std::uint64_t declared) const noexcept {
+    return declared < max_reply_size ? static_cast<std::size_t>(declared) : max_reply_size;
+  }
 };
 
 /// What a listen socket bounds by itself, before the layer above sees a connection
@@ -262,6 +278,11 @@ class LowLevelListenSocket {
   /// libfabric's FI_CONNECTED not seen). They count against the layer above's limits
   /// (max_connections) like the connections it holds. 0 where accepting hands over at once.
   virtual std::size_t establishing() const noexcept { return 0; }
+  /// Whether accepting a connection allocates its receive buffers at once (credits × the
+  /// largest buffer: libfabric posts them before the first byte), rather than as bytes
+  /// arrive (TCP). The layer above charges its memory budget accordingly: up front, or as the
+  /// receive socket's bytes_held() grows.
+  virtual bool allocates_receive_buffers_up_front() const noexcept { return false; }
   /// Stops accepting; receive sockets already handed out live on. Idempotent.
   virtual void close() noexcept = 0;
 };

@@ -155,9 +155,10 @@ struct HighThroughputReceiveOptions {
   std::size_t page_credits = 8;  ///< pages per connection queued at most before reading stalls
   std::size_t reply_window = 16;  ///< replies per connection queued at most (Peer::try_reply)
   /// Memory this socket holds for its senders at most (netio/receive_budget.hpp): every
-  /// connection counts page_credits × its sender's page size, and messages being reassembled
-  /// count as their bytes arrive. A sender that does not fit is given fewer credits, or
-  /// rejected with the reason.
+  /// connection counts the pages it holds (at most page_credits × its sender's page size; 64
+  /// KiB over TCP until they fill) and its queued replies, and messages being reassembled
+  /// count as their bytes arrive. Silent peers are evicted for a newcomer; a sender that
+  /// still does not fit is given fewer credits, or rejected with the reason.
   std::size_t memory_budget = std::size_t{1} << 30;
   std::shared_ptr<ReceiveBudget> shared_budget;  ///< counts here instead when set (memory_budget unused)
   ConnectionEvents events;       ///< optional: senders connecting and going away

@@ -138,8 +138,10 @@ struct LowLatencyReceiveOptions {
   std::size_t receive_credits = 4;  ///< buffers per connection the back-end may fill ahead
   std::size_t reply_window = 16;    ///< replies per connection queued at most (Peer::try_reply)
   /// Memory this socket holds for its senders at most (netio/receive_budget.hpp): every
-  /// connection counts receive_credits × max_message_size. A sender that does not fit is
-  /// given fewer credits, or rejected with the reason.
+  /// connection counts the buffers it holds (at most receive_credits × max_message_size; 64
+  /// KiB over TCP until they fill) and its queued replies. Silent peers are evicted for a
+  /// newcomer; a sender that still does not fit is given fewer credits, or rejected with the
+  /// reason.
   std::size_t memory_budget = std::size_t{1} << 30;
   std::shared_ptr<ReceiveBudget> shared_budget;  ///< counts here instead when set (memory_budget unused)
   ConnectionEvents events;          ///< optional: senders connecting and going away

@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: MIT
 /// @file
 /// A bound on the memory receive sockets hold for their senders, set by the receiver, not
-/// the senders. What it counts:
-/// - every accepted connection's receive buffers: the credits it may fill ahead of the
-///   application times the largest buffer it may send (a high-throughput sender's page
-///   size; a low-latency receiver's max_message_size). Counted from the handshake until the
-///   connection is gone, whether the buffers are allocated up front (libfabric posts them)
-///   or as bytes arrive (TCP);
+/// the senders. It counts what connections hold, not what they could hold:
+/// - every accepted connection's receive buffers, from the handshake until the connection
+///   is gone. Where they are allocated as bytes arrive (TCP), 64 KiB from the handshake (the
+///   staging buffer) and each buffer as it is first filled, up to the credits it may fill
+///   ahead of the application times the largest buffer it sends. Where they are posted up
+///   front (libfabric), the credits times the largest buffer (a high-throughput sender's page
+///   size; a low-latency receiver's max_message_size) from the handshake;
 /// - messages reassembled from several pages, as their bytes arrive (never reserved from a
-///   length field), until recv() hands them out.
-/// A connection that does not fit whole is given fewer credits (its sender feels
-/// back-pressure sooner); one that does not fit a single buffer is rejected in the handshake
-/// with a reason naming the budget. A message whose reassembly does not fit disconnects its
-/// sender with that reason. So the total stays within limit() whatever the number of peers.
+///   length field), until recv() hands them out;
+/// - replies queued to a peer until it takes them (Peer::try_reply).
+/// When a newcomer does not fit, connections of that socket that hold budget and have sent no
+/// data are evicted first (unintroduced ones first, oldest first). Then an up-front
+/// connection that does not fit whole is given fewer credits (its sender feels back-pressure
+/// sooner); one that does not fit a single buffer (64 KiB over TCP) is rejected in the
+/// handshake with a reason naming the budget. A sender whose buffers, or a message whose
+/// reassembly, does not fit disconnects with that reason, and a reply that does not fit is
+/// refused like one beyond the reply window. So the total stays within limit() whatever the
+/// number of peers.
 ///
 /// Every receive socket has a budget of its own (its options' memory_budget) unless given a
 /// shared one: several sockets, or every socket of a context or process, may share one.
