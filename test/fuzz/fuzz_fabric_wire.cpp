@@ -5,6 +5,8 @@
 #include "backends/fabric/fabric_wire.hpp"
 
 #include "fuzz_check.hpp"
+#include "netio/admission.hpp"
+#include "netio/backend.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto again = f::decode_connect(f::encode_connect(connect->hello, connect->replies));
     FUZZ_CHECK(again && again->hello == connect->hello);
     FUZZ_CHECK(again->replies.max_size == connect->replies.max_size && again->replies.credits == connect->replies.credits);
+    // What the receiver makes of the declared replies: never beyond its own limit.
+    auto decision = netio::AcceptDecision::accept(1024, 1);
+    decision.max_reply_size = netio::AdmissionOptions{}.max_reply_size;
+    const std::size_t replies = decision.reply_size_for(connect->replies.max_size);
+    FUZZ_CHECK(replies <= decision.max_reply_size && replies <= connect->replies.max_size);
   }
   if (const auto accept = f::decode_accept(bytes)) {
     const auto again = f::decode_accept(f::encode_accept(*accept));
