@@ -118,6 +118,8 @@ TEST_CASE("a peer that declares huge replies and reads none holds at most the bu
   CHECK(budget.peak() <= budget.limit());
 
   // No more replies are taken from it, and it is dropped (one log line), its share given back.
+  INFO(base << ": " << sent << " replies sent, " << budget.used() << " bytes held, " << budget.refusals()
+            << " refusals");
   REQUIRE(eventually([&] { return disconnected.load() == 1; }, 10s));
   CHECK_THROWS_AS(to.try_reply(reply), netio::Error);
   REQUIRE(eventually([&] { return budget.used() == 0; }));

@@ -164,9 +164,14 @@ void BufferPool::reserve(Buffer* buffer, std::size_t capacity) {
   allocate(slot, capacity);
 }
 
-void BufferPool::shrink(Buffer* buffer, std::size_t capacity) noexcept {
-  auto& slot = *static_cast<Slot*>(buffer);
-  if (slot.allocated && slot.capacity > capacity) free_slot(slot);
+void BufferPool::discard(Buffer* buffer) noexcept {
+  auto* slot = static_cast<Slot*>(buffer);
+  free_slot(*slot);
+  {
+    std::lock_guard lock(mutex_);
+    free_.insert(free_.begin(), slot);  // taken last: buffers that hold memory go first
+  }
+  if (waiters_.load(std::memory_order_relaxed) > 0) available_cv_.notify_all();
 }
 
 std::size_t BufferPool::available() const {

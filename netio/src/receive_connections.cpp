@@ -211,6 +211,16 @@ AcceptDecision ReceiveConnections::fit_to_budget(const Endpoint& peer, AcceptDec
 }
 
 bool ReceiveConnections::evict_silent(std::size_t bytes, const std::string& why, std::uint64_t keep) {
+  auto silent = [&](std::uint64_t id, const Connection& c) { return id != keep && !c.gone && !c.delivered; };
+  if (bytes != 0) {
+    // Evicting helps only when what the silent ones hold makes room (a shared budget may be
+    // held by other sockets): otherwise none goes.
+    std::size_t reclaimable = 0;
+    for (const auto& [id, connection] : connections_) {
+      if (silent(id, connection)) reclaimable += connection.buffers.bytes();
+    }
+    if (!budget_ || budget_->available() + reclaimable < bytes) return false;
+  }
   bool evicted = false;
   for (;;) {
     if (bytes == 0 ? evicted : budget_ && budget_->available() >= bytes) return true;
@@ -222,7 +232,7 @@ bool ReceiveConnections::evict_silent(std::size_t bytes, const std::string& why,
       }
     }
     for (auto it = connections_.begin(); victim == 0 && it != connections_.end(); ++it) {
-      if (it->first != keep && !it->second.gone && !it->second.delivered) victim = it->first;
+      if (silent(it->first, it->second)) victim = it->first;
     }
     if (victim == 0) return false;
     // One warning per episode of evictions (a flood of silent peers is one), the rest at debug.

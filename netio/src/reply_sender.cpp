@@ -8,11 +8,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace netio::detail {
 namespace {
-// Buffers start this small, grow for a larger reply and shrink back when it completes.
-constexpr std::size_t initial_reply_buffer = 256;
+constexpr std::size_t initial_reply_buffer = 256;  // buffers grow to the largest reply they carried
 
 std::chrono::steady_clock::rep now_ticks() noexcept {
   return std::chrono::steady_clock::now().time_since_epoch().count();
@@ -116,13 +116,12 @@ bool ReplySender::fill(Buffer* buffer, std::span<const std::byte> message) {
     pool_->release(buffer);
     throw;
   }
-  if (budget_ && !budget_->try_take(buffer->capacity)) {
+  if (!charge_pool()) {
     budget_->count_refusal();
-    pool_->shrink(buffer, initial_reply_buffer);
-    pool_->release(buffer);
+    pool_->discard(buffer);  // the buffer that grew for this reply: its memory goes
+    charge_pool();           // gives back what that freed
     return false;
   }
-  charged_.fetch_add(budget_ ? buffer->capacity : 0, std::memory_order_relaxed);
   if (queued_.fetch_add(1, std::memory_order_relaxed) == 0) last_progress_.store(now_ticks(), std::memory_order_relaxed);
   if (!message.empty()) std::memcpy(buffer->data, message.data(), message.size());
   buffer->size = message.size();
@@ -137,6 +136,19 @@ bool ReplySender::no_budget(bool wait) {
   if (!wait) return false;
   throw Error(Errc::would_block, fmt::format("the receiver's memory budget has no room for a reply to {} ({} of {} "
                                              "bytes held)", peer_, budget_->used(), budget_->limit()));
+}
+
+bool ReplySender::charge_pool() {
+  if (!budget_) return true;
+  std::lock_guard lock(charge_mutex_);
+  const std::size_t held = pool_->bytes_allocated();
+  if (held < charged_) {
+    budget_->give_back(charged_ - held);
+  } else if (held > charged_ && !budget_->try_take(held - charged_)) {
+    return false;
+  }
+  charged_ = held;
+  return true;
 }
 
 std::chrono::nanoseconds ReplySender::stalled_for(std::chrono::steady_clock::time_point now) const noexcept {
@@ -161,13 +173,8 @@ void ReplySender::drain() {
 
 void ReplySender::on_completed(Buffer* buffer) {
   if (!pool_) return;  // closed: the pool and its buffers are gone
-  if (budget_) {
-    budget_->give_back(buffer->capacity);
-    charged_.fetch_sub(buffer->capacity, std::memory_order_relaxed);
-  }
   queued_.fetch_sub(1, std::memory_order_relaxed);
   last_progress_.store(now_ticks(), std::memory_order_relaxed);
-  pool_->shrink(buffer, initial_reply_buffer);
   pool_->release(buffer);
   if (waiters_.load(std::memory_order_seq_cst) != 0) {
     std::lock_guard lock(mutex_);  // orders the wake-up after the waiter's last look
@@ -181,7 +188,10 @@ void ReplySender::close() noexcept {
   submitted_.clear();
   has_submitted_.store(false, std::memory_order_relaxed);
   pool_.reset();  // the back-end dropped what it held: every buffer is ours again
-  if (budget_) budget_->give_back(charged_.exchange(0, std::memory_order_relaxed));
+  if (budget_) {
+    std::lock_guard charge_lock(charge_mutex_);
+    budget_->give_back(std::exchange(charged_, 0));
+  }
   queued_.store(0, std::memory_order_relaxed);
   room_.notify_all();
 }

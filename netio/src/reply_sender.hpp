@@ -6,10 +6,11 @@
 // try_send() says false; memory never grows.
 //
 // The largest reply is the smaller of what the sender declared it takes and the receiver's
-// own limit (AdmissionOptions::max_reply_size). Every queued reply's buffer counts against
-// the receive budget until it completes; a buffer grown for a large reply shrinks back when
-// it comes home, so that what the pool keeps between replies stays window × its base size.
-// A reply the budget has no room for is refused as one beyond the window.
+// own limit (AdmissionOptions::max_reply_size). The pool's memory (the buffers allocated so
+// far, each as large as the largest reply it carried: at most window × the largest reply)
+// counts against the receive budget, grown as a reply needs more and given back at close();
+// a reply the budget has no room for is refused as one beyond the window, and the buffer
+// that grew for it is freed.
 //
 // Thread-safety: try_send() and stalled_for() from any thread; on_completed() and close() on
 // the loop thread.
@@ -54,12 +55,15 @@ class ReplySender : public std::enable_shared_from_this<ReplySender> {
 
  private:
   bool send_on_loop(std::span<const std::byte> message, bool wait);  // loop thread
-  // Sizes `buffer` (from pool_) for `message`, counts it against the budget and copies the
-  // message in. False (the buffer given back) when the budget has no room; throws (the
+  // Sizes `buffer` (from pool_) for `message`, counts the pool against the budget and copies
+  // the message in. False (the buffer given back) when the budget has no room; throws (the
   // buffer given back) when it cannot allocate.
   bool fill(Buffer* buffer, std::span<const std::byte> message);
   // The answer to a reply the budget has no room for: false, or with `wait`, an error.
   bool no_budget(bool wait);
+  // Brings what is counted against the budget to what the pool holds now; false (nothing
+  // more counted) when the growth does not fit.
+  bool charge_pool();
   void drain();  // loop thread
 
   EventLoop& loop_;
@@ -69,7 +73,8 @@ class ReplySender : public std::enable_shared_from_this<ReplySender> {
   std::size_t max_size_;           // what this receiver sends: the smaller of the two
   std::shared_ptr<ReceiveBudget> budget_;
   std::string peer_;
-  std::atomic<std::size_t> charged_{0};  // bytes of queued replies counted against budget_
+  std::mutex charge_mutex_;
+  std::size_t charged_ = 0;  // the pool's bytes counted against budget_; guarded by charge_mutex_
   std::atomic<std::size_t> queued_{0};   // replies filled and not completed
   // When a reply was last taken (or the first queued after none waited), in steady ticks.
   std::atomic<std::chrono::steady_clock::rep> last_progress_{0};

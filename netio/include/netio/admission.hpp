@@ -71,9 +71,10 @@ struct AdmissionOptions {
   std::chrono::nanoseconds idle_timeout{0};
   /// The largest reply this receiver sends (Peer::try_reply), whatever its sender declares
   /// it takes (ReplyOptions::max_size, up to 2^64-1 on the wire): the declaration is clamped
-  /// to this, and a larger reply throws Errc::message_too_large at the replier. Replies
-  /// queued to a peer count against the receive socket's memory budget until the peer takes
-  /// them (a reply that does not fit is refused like one beyond the reply window).
+  /// to this, and a larger reply throws Errc::message_too_large at the replier. The buffers
+  /// of the replies queued to a peer (as many as were queued at once, each as large as the
+  /// largest reply it carried) count against the receive socket's memory budget until the
+  /// connection ends; a reply that does not fit is refused like one beyond the reply window.
   std::size_t max_reply_size = 64 * 1024;
   /// A peer that takes none of the replies queued to it for this long (its window stays
   /// full, or the budget has no room for more) is dropped, logged once. Zero: never.

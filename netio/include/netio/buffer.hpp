@@ -63,10 +63,11 @@ class BufferPool {
   /// Makes `buffer` (acquired from this pool) hold at least `capacity` bytes, re-registering
   /// it if it had to move. Contents are not preserved.
   void reserve(Buffer* buffer, std::size_t capacity);
-  /// Frees the memory of `buffer` (acquired from this pool, not yet released) when it holds
-  /// more than `capacity` bytes: the next holder gets a fresh one of buffer_size(). What a
-  /// pool holds after a burst of large buffers then shrinks back as they come home.
-  void shrink(Buffer* buffer, std::size_t capacity) noexcept;
+  /// Gives `buffer` back like release(), but frees its memory first, and it is taken again
+  /// only once every other free buffer is (then allocated anew, of buffer_size()): for a
+  /// buffer grown beyond what its holder may keep (a reply that does not fit a budget), so
+  /// that buffers still holding memory are reused first.
+  void discard(Buffer* buffer) noexcept;
 
   std::size_t count() const noexcept { return buffers_.size(); }
   std::size_t buffer_size() const noexcept { return buffer_size_; }

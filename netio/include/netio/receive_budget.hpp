@@ -10,7 +10,8 @@
 ///   size; a low-latency receiver's max_message_size) from the handshake;
 /// - messages reassembled from several pages, as their bytes arrive (never reserved from a
 ///   length field), until recv() hands them out;
-/// - replies queued to a peer until it takes them (Peer::try_reply).
+/// - the buffers of replies queued to a peer (Peer::try_reply): as many as were queued at
+///   once, each as large as the largest reply it carried, until the connection ends.
 /// When a newcomer does not fit, connections of that socket that hold budget and have sent no
 /// data are evicted first (unintroduced ones first, oldest first). Then an up-front
 /// connection that does not fit whole is given fewer credits (its sender feels back-pressure
