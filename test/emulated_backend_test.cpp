@@ -160,6 +160,22 @@ class Source {
 std::size_t size_of(std::uint64_t seq) { return 8 + (seq * 7919) % 3000; }
 
 // Each message of `got` is message k of the stream, intact, k = 0, 1, 2, ...
+// Every source sends messages 0..count-1 from a thread of its own, all at once; returns how
+// many sends failed.
+int send_from_threads(std::vector<std::unique_ptr<Source>>& sources, std::size_t count) {
+  std::vector<std::thread> threads;
+  std::atomic<int> send_failures{0};
+  for (auto& s : sources) {
+    threads.emplace_back([&s, &send_failures, count] {
+      for (std::uint64_t k = 0; k < count; ++k) {
+        if (!s->send(k, size_of(k))) ++send_failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return send_failures;
+}
+
 void check_stream(const std::vector<std::vector<std::byte>>& got, std::size_t count) {
   REQUIRE(got.size() == count);
   for (std::uint64_t k = 0; k < count; ++k) {
@@ -202,17 +218,7 @@ TEST_CASE("emulated: a shared incoming capacity holds every sender and delivers 
   constexpr std::size_t count = 400;
   std::vector<std::unique_ptr<Source>> sources;
   for (std::size_t i = 0; i < senders; ++i) sources.push_back(std::make_unique<Source>(sending, sink.local, 16));
-  std::vector<std::thread> threads;
-  std::atomic<int> send_failures{0};
-  for (auto& s : sources) {
-    threads.emplace_back([&s, &send_failures] {
-      for (std::uint64_t k = 0; k < count; ++k) {
-        if (!s->send(k, size_of(k))) ++send_failures;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  REQUIRE(send_failures == 0);
+  REQUIRE(send_from_threads(sources, count) == 0);
   REQUIRE(eventually([&] { return sink.received == senders * count; }, 60s));
   const auto got = sink.messages();
   REQUIRE(got.size() == senders);
@@ -234,17 +240,7 @@ TEST_CASE("emulated: a switch core shared by two nodes carries both, in order, a
   std::vector<std::unique_ptr<Source>> sources;
   sources.push_back(std::make_unique<Source>(first, sink.local, 16));
   sources.push_back(std::make_unique<Source>(second, sink.local, 16));
-  std::vector<std::thread> threads;
-  std::atomic<int> send_failures{0};
-  for (auto& s : sources) {
-    threads.emplace_back([&s, &send_failures] {
-      for (std::uint64_t k = 0; k < count; ++k) {
-        if (!s->send(k, size_of(k))) ++send_failures;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  REQUIRE(send_failures == 0);
+  REQUIRE(send_from_threads(sources, count) == 0);
   REQUIRE(eventually([&] { return sink.received == 2 * count; }, 60s));
   const auto got = sink.messages();
   REQUIRE(got.size() == 2);
