@@ -831,23 +831,20 @@ SimulationResult Simulator::run() {
 
 }  // namespace
 
-RateLimit parse_core(const std::string& text) {
-  // The spec parser's own rule for a port, so that core= reads as in= and out= do.
-  EmulationConfig parsed;
+// One clause of an emulation spec given to an option of its own (--core RATE, --timer-late
+// DIST): the spec parser's rule, so that it reads as in --emulate; an error names the option.
+static EmulationConfig parse_clause(const char* option, const char* key, const std::string& text) {
   try {
-    parsed = parse_emulation_spec("in=" + text);
+    return parse_emulation_spec(fmt::format("{}={}", key, text));
   } catch (const std::exception& e) {
-    reject(fmt::format("--core '{}': {}", text, e.what()));
+    reject(fmt::format("{} '{}': {}", option, text, e.what()));
   }
-  return parsed.node_in;
 }
 
+RateLimit parse_core(const std::string& text) { return parse_clause("--core", "core", text).core; }
+
 DelayDistribution parse_timer_late(const std::string& text) {
-  try {
-    return parse_emulation_spec("delay=" + text).delay;
-  } catch (const std::exception& e) {
-    reject(fmt::format("--timer-late '{}': {}", text, e.what()));
-  }
+  return parse_clause("--timer-late", "delay", text).delay;
 }
 
 const char* to_string(NetworkModel model) noexcept { return model == NetworkModel::lossless ? "lossless" : "ports"; }
