@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     config.input_count = kInputs;
     config.compute_count = kComputes;
     config.timeslices_per_interval = 40;
-    config.history_length = 4;  // laptop-scale intervals: proposals from the 7th interval on
+    config.history_length = 4;  // laptop-scale intervals: proposals from the 5th interval on
 
     // Compute nodes: a consumer (worker thread) each, checking every time-slice.
     std::vector<std::unique_ptr<netio::Context>> contexts;

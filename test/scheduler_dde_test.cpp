@@ -57,6 +57,36 @@ TEST_CASE("scheduler DDE: a request waits for interval k - 2; the first interval
   CHECK(dde.on_request(ProposalRequest{1, 1}).empty());  // k < 2: nothing to compute it from
 }
 
+TEST_CASE("scheduler DDE: the tracking rule proposes after recent_length intervals, the paper's after hist_cnt",
+          "[scheduler]") {
+  // hist_cnt 5, recent_length 3: intervals 0..4 of 100 ns each, 1000 ns apart, both IEs.
+  const auto feed = [](DeterministicEngine& dde, IntervalIndex last) {
+    for (IntervalIndex j = 0; j <= last; ++j) {
+      for (InputIndex i = 0; i < 2; ++i) {
+        const auto a = arrival(i, j, 1000 * static_cast<long long>(j), 100);
+        dde.on_report(a.report, a.received_at);
+      }
+    }
+  };
+  auto c = config(2, 5);
+  c.duration_rule = DurationRule::tracking;
+  c.recent_length = 3;
+  DeterministicEngine tracking(c);
+  feed(tracking, 1);
+  CHECK_FALSE(tracking.proposal(3));  // the window 0..1 is two intervals, not three
+  feed(tracking, 2);                  // (a repeated report changes nothing)
+  REQUIRE(tracking.proposal(4));      // 0..2: the 5th interval is the first proposed
+  CHECK(tracking.proposal(4)->start == Time{2000 + 100 + 100});  // end of interval 2, then one of 100
+  CHECK_FALSE(tracking.proposal(3));
+
+  c.duration_rule = DurationRule::paper;
+  DeterministicEngine paper(c);
+  feed(paper, 3);
+  CHECK_FALSE(paper.proposal(5));  // 0..3: four of hist_cnt 5
+  feed(paper, 4);
+  CHECK(paper.proposal(6));        // 0..4
+}
+
 TEST_CASE("scheduler DDE: proposals by the formula, converted to each IE's clock", "[scheduler]") {
   DeterministicEngine dde(config(2, 2));
   const long long skew = 1000;  // IE 1's clock runs 1000 ns ahead of the DDE's

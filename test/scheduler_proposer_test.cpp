@@ -122,6 +122,20 @@ TEST_CASE("scheduler proposer: the window must be history_length consecutive int
   CHECK_THROWS_AS(proposer.propose(9, window(6, {1ns, 1ns, 1ns, 1ns})), netio::Error);  // w = 9 is not before k
 }
 
+TEST_CASE("scheduler proposer: the tracking rule's window is recent_length intervals, the paper's hist_cnt", "[scheduler]") {
+  auto c = config(10);
+  CHECK(c.proposal_window() == 10);  // the paper's rule: Eq. 1 over hist_cnt intervals
+  c.duration_rule = DurationRule::tracking;
+  c.recent_length = 3;
+  CHECK(c.proposal_window() == 3);  // tracking reads no further back than recent_length
+  c.history_length = 2;
+  CHECK(c.proposal_window() == 2);  // and never further than hist_cnt
+  c.history_length = 10;
+  const Proposer tracking(c);
+  CHECK_NOTHROW(tracking.propose(5, window(1, {1ns, 1ns, 1ns})));
+  CHECK_THROWS_AS(tracking.propose(11, window(0, std::vector<Duration>(10, 1ns))), netio::Error);  // 10, not 3
+}
+
 // DurationRule::tracking (proposer.hpp): the worked cases of its three branches.
 TEST_CASE("scheduler proposer: the tracking rule steps down after an interval that kept up", "[scheduler]") {
   auto c = config(4);
@@ -129,8 +143,8 @@ TEST_CASE("scheduler proposer: the tracking rule steps down after an interval th
   c.recent_length = 3;
   const Proposer proposer(c);
   SECTION("no proposal in w: 0.95 x the median of the last 3, which also spaces the starts") {
-    // window 0..3, durations 1000 (old), 600, 800, 700: median of the last 3 is 700
-    const auto w = window(0, {1000ns, 600ns, 800ns, 700ns});
+    // window 1..3 (recent_length of them), durations 600, 800, 700: median 700
+    const auto w = window(1, {600ns, 800ns, 700ns});
     const auto p = proposer.propose(5, w);
     CHECK(p.median_duration == 700ns);
     CHECK(p.duration == 665ns);                               // 700 * 0.95
@@ -138,18 +152,18 @@ TEST_CASE("scheduler proposer: the tracking rule steps down after an interval th
     CHECK_FALSE(p.speed_up.has_value());
   }
   SECTION("w kept up (took its 1000 plus 1 %): two steps of 5 % for k = w + 2") {
-    auto w = window(0, {1000ns, 1000ns, 1000ns, 1010ns}, {1000ns, 1000ns, 1000ns, 1000ns});
+    auto w = window(1, {1000ns, 1000ns, 1010ns}, {1000ns, 1000ns, 1000ns});
     CHECK(proposer.propose(5, w).duration == 903ns);  // 1000 * 0.9025 = 902.5, rounded
     CHECK(proposer.propose(4, w).duration == 950ns);  // one interval ahead: one step
   }
   SECTION("w's acknowledgement latency counts as kept up") {
-    auto w = window(0, {1000ns, 1000ns, 1000ns, 1050ns}, {1000ns, 1000ns, 1000ns, 1000ns});
+    auto w = window(1, {1000ns, 1000ns, 1050ns}, {1000ns, 1000ns, 1000ns});
     CHECK(proposer.propose(5, w).duration == 950ns);  // not kept up: 0.95 * median(1000, 1000, 1050)
     w.back().ack_latency = 40ns;  // 1050 <= 1000 + 40 + 10
     CHECK(proposer.propose(5, w).duration == 903ns);
   }
   SECTION("w did not keep up: 0.95 x the median of the last 3") {
-    auto w = window(0, {900ns, 1200ns, 1300ns, 1250ns}, {900ns, 900ns, 900ns, 900ns});
+    auto w = window(1, {1200ns, 1300ns, 1250ns}, {900ns, 900ns, 900ns});
     const auto p = proposer.propose(5, w);
     CHECK(p.median_duration == 1250ns);
     CHECK(p.duration == 1188ns);  // 1187.5 rounded

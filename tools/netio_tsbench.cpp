@@ -84,12 +84,13 @@ void add_options(CLI::App& app, Options& o) {
       ->default_str("");
   app.add_option("--interval", b.interval_timeslices, "Time-slices per DFS interval (whole rounds of M)")
       ->capture_default_str();
-  app.add_option("--history", b.history_length, "hist_cnt: complete intervals the DDE looks back on")
+  app.add_option("--history", b.history_length, "hist_cnt: complete intervals the DDE looks back on (the paper's duration rule, the clock drift)")
       ->capture_default_str();
   add_choice_option(app, "--duration-rule", b.duration_rule,
                     {{"tracking", ns::DurationRule::tracking}, {"paper", ns::DurationRule::paper}},
                     "How the DDE proposes durations: tracking (ours: steps down after intervals that kept up, follows "
-                    "the last 3 otherwise) or paper (the median of hist_cnt and Eq. 1's staged speed-up)");
+                    "the last 3 otherwise; proposes from the 5th interval on) or paper (the median of hist_cnt and Eq. 1's "
+                    "staged speed-up)");
   add_choice_option(app, "--clock-rule", b.clock_rule,
                     {{"filtered", ns::ClockRule::filtered}, {"paper", ns::ClockRule::paper}},
                     "How the DDE estimates each input's clock offset: filtered (ours: the least-queued of the last 8 "
@@ -98,8 +99,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--speed-up-percent", b.speed_up_percent, "ssu_pct: the staged speed-up's step, in %")
       ->capture_default_str();
   app.add_option("--warmup-intervals", b.warmup_intervals,
-                 "Intervals left out of the statistics (both schedulers): DFS runs best-effort until it has "
-                 "hist_cnt intervals of history")
+                 "Intervals left out of the statistics (both schedulers): DFS runs best-effort until its DDE "
+                 "proposes: the first 4 intervals (hist_cnt + 1 with --duration-rule paper)")
       ->capture_default_str();
   auto* duration = add_duration_option(app, "-t,--time,--duration", b.duration,
                                        "How long each scheduler runs (local run; --duration is the old name)");

@@ -78,7 +78,7 @@ ClockEcho DeterministicEngine::on_clock_probe(const ClockProbe& probe, Time rece
 
 std::optional<ProposedInterval> DeterministicEngine::proposal(IntervalIndex k) const {
   if (k < config_.proposal_distance) return std::nullopt;
-  const auto window = history_.window(k - config_.proposal_distance, config_.history_length);
+  const auto window = history_.window(k - config_.proposal_distance, config_.proposal_window());
   if (window.empty()) return std::nullopt;
   return proposer_.propose(k, window);
 }

@@ -36,9 +36,9 @@ ProposedInterval Proposer::propose(IntervalIndex k, std::span<const UnifiedInter
     throw Error(Errc::invalid_option,
                 "proposer: cannot propose interval " + std::to_string(k) + ": " + what);
   };
-  if (window.size() != config_.history_length) {
-    reject("the window holds " + std::to_string(window.size()) + " intervals, not history_length " +
-           std::to_string(config_.history_length));
+  if (window.size() != config_.proposal_window()) {
+    reject("the window holds " + std::to_string(window.size()) + " intervals, not " +
+           std::to_string(config_.proposal_window()) + " (the proposal window)");
   }
   for (std::size_t n = 1; n < window.size(); ++n) {
     if (window[n].interval != window[n - 1].interval + 1) reject("the window is not consecutive");

@@ -48,9 +48,10 @@ struct SchedulerConfig {
   /// remainder is dropped (as the paper's code does): see timeslices_in_interval().
   std::uint64_t timeslices_per_interval = 10'000;
 
-  /// hist_cnt: complete intervals the Proposer and the Clock Synchronizer look back on. A DDE
-  /// proposes only once it holds this many consecutive complete intervals, so the first
-  /// intervals run without proposals and a restarted DDE stays silent as long.
+  /// hist_cnt: complete intervals the Proposer and the Clock Synchronizer look back on. Under
+  /// the paper's rule a DDE proposes only once it holds this many consecutive complete
+  /// intervals (under the tracking rule: proposal_window() of them), so the first intervals
+  /// run without proposals and a restarted DDE stays silent as long.
   std::uint32_t history_length = 10;
 
   /// ssu_TH: staged speed-up applies when VAR (the paper's Eq. 1, over the deviations
@@ -90,6 +91,16 @@ struct SchedulerConfig {
   ClockRule clock_rule = ClockRule::filtered;
   /// filtered: how many of an IE's latest reports its offset is the smallest sample of, ≥ 1.
   std::uint32_t clock_filter_length = 8;
+
+  /// The consecutive complete intervals a proposal is computed from: history_length under the
+  /// paper's rule (Eq. 1 takes the variance over them), min(recent_length, history_length)
+  /// under the tracking rule, which reads no further back. So tracking proposes from the
+  /// (recent_length + proposal_distance)-th interval on: fewer intervals run best-effort,
+  /// which at scale may let the inputs' sends bunch up (see docs/design/dfs-engines.md).
+  std::uint32_t proposal_window() const noexcept {
+    if (duration_rule == DurationRule::paper) return history_length;
+    return recent_length < history_length ? recent_length : history_length;
+  }
 
   std::uint64_t rounds_per_interval() const noexcept { return timeslices_per_interval / compute_count; }
   std::uint64_t timeslices_in_interval() const noexcept { return rounds_per_interval() * compute_count; }

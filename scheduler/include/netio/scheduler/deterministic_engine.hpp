@@ -7,14 +7,14 @@
 /// proposal request; both calls return the proposals to send now, each addressed to one IE
 /// and already in that IE's clock. Nothing else happens by itself: no timers, no clock.
 ///
-/// Determinism: the proposal of interval k is computed from the history_length complete
-/// intervals ending with w = k - proposal_distance, never from whatever else this DDE holds.
+/// Determinism: the proposal of interval k is computed from the proposal_window() complete
+/// intervals (config.hpp) ending with w = k - proposal_distance, never from whatever else this DDE holds.
 /// A request that comes before interval w is complete waits (one per IE: a newer request of
 /// the same IE replaces it) and is answered when w completes. Each report's start enters the
 /// history shifted by the offset computed from that same report (Eq. 2), so the history
 /// depends only on the reports and their arrival times. Replicas fed the same reports thus
 /// hold the same history and propose the same start and duration in the DDE clock, whatever
-/// the arrival order; a DDE started late proposes nothing until it holds history_length
+/// the arrival order; a DDE started late proposes nothing until it holds proposal_window()
 /// consecutive complete intervals, and then the same. (What each IE receives is that start
 /// converted with the IE's offset and drift, which a late replica has estimated from fewer
 /// reports: equal when the clocks do not drift, otherwise within the drift's error.)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /// @file
 /// The DDE's Proposer: the proposed start and duration of an upcoming interval k from the
-/// last history_length complete intervals (paper section III-B.2).
+/// last complete intervals (paper section III-B.2): history_length of them under the paper's
+/// rule, SchedulerConfig::proposal_window() in general.
 ///
 /// With w the last interval of the window and med_durm_hist the median duration over it:
 ///   tp_k   = (tm_w + durm_w) + (k - w - 1) * med_durm_hist
@@ -35,7 +36,10 @@
 ///          = med_recent * (1 - ssu_pct)   otherwise (w ran best-effort, or longer than paced)
 /// so the proposals sit ssu_pct under what the network takes (as the paper's speed-up keeps
 /// them), follow a slow-down within recent_length intervals, and come down after one by
-/// ssu_pct per interval. speed_up stays empty (Eq. 1 is not used).
+/// ssu_pct per interval. speed_up stays empty (Eq. 1 is not used). The window is the last
+/// recent_length intervals only (at most hist_cnt): the rule reads nothing older, so a DDE
+/// proposes from interval recent_length + proposal_distance on, where the paper's waits for
+/// hist_cnt + proposal_distance intervals to run best-effort.
 #pragma once
 
 #include "netio/scheduler/config.hpp"
@@ -75,7 +79,7 @@ class Proposer {
   std::optional<SpeedUpCheck> check_speed_up(std::span<const UnifiedInterval> window, Duration median_duration) const;
 
   /// The proposal of interval k from `window`: consecutive complete intervals, oldest first,
-  /// exactly history_length of them, ending with w < k. Throws netio::Error
+  /// exactly proposal_window() of them, ending with w < k. Throws netio::Error
   /// (Errc::invalid_option) when the window is not that.
   ProposedInterval propose(IntervalIndex k, std::span<const UnifiedInterval> window) const;
 
