@@ -11,6 +11,8 @@
 #include "netio/page_pool.hpp"
 #include "netio/scheduled_push/timeslice_sender.hpp"
 
+#include "support/invalid_option.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -20,22 +22,9 @@
 
 using namespace std::chrono_literals;
 
-namespace {
+using netio::test::check_invalid_option;
 
-// Runs `call`, which must throw netio::Error(Errc::invalid_option) with a message containing
-// every one of `words`.
-void check_invalid_option(const std::function<void()>& call, const std::vector<std::string>& words) {
-  try {
-    call();
-    FAIL("no exception");
-  } catch (const netio::Error& e) {
-    INFO(e.what());
-    CHECK(e.code() == netio::Errc::invalid_option);
-    for (const auto& word : words) CHECK_THAT(e.what(), Catch::Contains(word));
-  } catch (const std::exception& e) {
-    FAIL("not a netio::Error: " << e.what());
-  }
-}
+namespace {
 
 const netio::Endpoint kLocal = netio::Endpoint::parse("tcp://127.0.0.1:0");
 

@@ -7,6 +7,8 @@
 #include "tsbench/simulation/shared_port.hpp"
 #include "tsbench/simulation/simulated_run.hpp"
 
+#include "support/invalid_option.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -93,6 +95,17 @@ TEST_CASE("tsbench simulation: fluid ports share fairly or first come, first ser
   CHECK(done[0].finished == 1334ns);  // 1000 / 0.75, rounded up to whole ns
   CHECK(done[1].tag == 2);
   CHECK(done[1].started == 1334ns);
+}
+
+TEST_CASE("tsbench simulation: the fluid network refuses bad arguments as Errc::invalid_option naming the value",
+          "[tsbench][simulation][errors]") {
+  using netio::test::check_invalid_option;
+  check_invalid_option([] { (void)FluidNetwork(0, 2, PortSharing::fair); }, {"0 inputs and 2 computes"});
+  FluidNetwork net(1, 1, PortSharing::fair);
+  check_invalid_option([&] { net.set_in_capacity(0, 0.0, 0ns); }, {"in-port", "not 0"});
+  check_invalid_option([&] { net.post(0, 3, 100, 0, 0ns); }, {"compute node 3", "there are 1"});
+  (void)net.advance(500ns);
+  check_invalid_option([&] { (void)net.advance(200ns); }, {"time runs backwards", "200 ns after 500 ns"});
 }
 
 TEST_CASE("tsbench simulation: 2 x 2 best-effort, time-slices complete when hand-computed", "[tsbench][simulation]") {

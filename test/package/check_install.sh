@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Installs the build tree into a scratch prefix, then builds and runs a consumer project
-# against it twice: through find_package(netio) and through pkg-config.
+# against it: through find_package(netio) and through pkg-config, for every library.
 set -euo pipefail
 build_dir="$1"
 source_dir="$(cd "$(dirname "$0")" && pwd)"
@@ -14,4 +14,6 @@ cmake --build "$scratch/build" -j2 >/dev/null
 "$scratch/build/consumer_cmake"
 "$scratch/build/consumer_pkgconfig"
 "$scratch/build/consumer_scheduler"
-echo "install check: find_package, pkg-config and scheduler consumers built and ran"
+"$scratch/build/consumer_pkgconfig_pubsub" >/dev/null
+"$scratch/build/consumer_pkgconfig_scheduled_push" >/dev/null
+echo "install check: find_package, pkg-config (netio, netio-pubsub, netio-scheduled-push) and scheduler consumers built and ran"

@@ -3,7 +3,8 @@
 
 #include "checksum.hpp"
 
-#include <stdexcept>
+#include "netio/error.hpp"
+
 #include <string>
 
 namespace netio::tools {
@@ -24,8 +25,8 @@ std::uint64_t RunKey::salt() const noexcept { return mix64((run << 32) ^ size); 
 DataMessageBuilder::DataMessageBuilder(RunKey key, PayloadMode mode)
     : key_(key), mode_(mode), salt_(key.salt()), pattern_checksum_(0) {
   if (key.size < kMinDataMessageSize) {
-    throw std::invalid_argument("benchmark messages must be at least " + std::to_string(kMinDataMessageSize) +
-                                " bytes, not " + std::to_string(key.size));
+    throw Error(Errc::invalid_option, "benchmark messages must be at least " + std::to_string(kMinDataMessageSize) +
+                                          " bytes, not " + std::to_string(key.size));
   }
   buffer_.resize(key.size);
   for (std::size_t i = pattern_offset(buffer_.size()); i < buffer_.size(); ++i) {

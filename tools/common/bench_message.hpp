@@ -74,7 +74,7 @@ enum class PayloadMode {
 // the checks in place and returns the whole message. No allocation after construction.
 class DataMessageBuilder {
  public:
-  // Throws std::invalid_argument when key.size < kMinDataMessageSize.
+  // Throws netio::Error (Errc::invalid_option) when key.size < kMinDataMessageSize.
   explicit DataMessageBuilder(RunKey key, PayloadMode mode = PayloadMode::fixed_per_run);
 
   // `sequence` must be <= kMaxSequence. The span stays valid until the next stamp().

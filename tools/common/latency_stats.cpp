@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: MIT
 #include "latency_stats.hpp"
 
+#include "netio/error.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <stdexcept>
 
 namespace netio::tools {
 
 double percentile_of_sorted(std::span<const double> sorted, double p) {
-  if (sorted.empty()) throw std::invalid_argument("percentile of no samples");
+  if (sorted.empty()) throw Error(Errc::invalid_option, "percentile of no samples");
   const double rank = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(sorted.size() - 1);
   const auto lower = static_cast<std::size_t>(std::floor(rank));
   const std::size_t upper = std::min(lower + 1, sorted.size() - 1);
@@ -20,7 +21,7 @@ double percentile_of_sorted(std::span<const double> sorted, double p) {
 }
 
 LatencyStats compute_latency_stats(std::vector<double> samples_us) {
-  if (samples_us.empty()) throw std::invalid_argument("latency statistics of no samples");
+  if (samples_us.empty()) throw Error(Errc::invalid_option, "latency statistics of no samples");
   std::sort(samples_us.begin(), samples_us.end());
   LatencyStats stats;
   stats.count = samples_us.size();

@@ -18,10 +18,11 @@ struct LatencyStats {
   double min = 0, median = 0, mean = 0, p90 = 0, p99 = 0, p999 = 0, max = 0, stddev = 0;
 };
 
-// Throws std::invalid_argument when `samples_us` is empty.
+// Throws netio::Error (Errc::invalid_option) when `samples_us` is empty.
 LatencyStats compute_latency_stats(std::vector<double> samples_us);
 
-// The p-th percentile (0 <= p <= 100) of samples sorted in ascending order.
+// The p-th percentile (0 <= p <= 100) of samples sorted in ascending order. Throws
+// netio::Error (Errc::invalid_option) when there are none.
 double percentile_of_sorted(std::span<const double> sorted, double p);
 
 struct HistogramOptions {

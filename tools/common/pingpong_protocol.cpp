@@ -3,14 +3,15 @@
 
 #include "checksum.hpp"
 
+#include "netio/error.hpp"
+
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 
 namespace netio::tools {
 
 PingMessage::PingMessage(std::size_t size) : buffer_(size) {
-  if (size == 0) throw std::invalid_argument("a ping needs at least 1 byte");
+  if (size == 0) throw Error(Errc::invalid_option, "a ping needs at least 1 byte, not 0");
   for (std::size_t i = 0; i < size; ++i) buffer_[i] = static_cast<std::byte>(i * 31 + 7);
 }
 

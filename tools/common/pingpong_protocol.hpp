@@ -31,7 +31,7 @@ namespace netio::tools {
 // A ping buffer built once; stamp() writes the sequence number in place.
 class PingMessage {
  public:
-  // Throws std::invalid_argument for size 0.
+  // Throws netio::Error (Errc::invalid_option) for size 0.
   explicit PingMessage(std::size_t size);
   std::span<const std::byte> stamp(std::uint64_t sequence) noexcept;
   // Whether `reply` is the echo of the ping last stamped with `sequence`.

@@ -14,9 +14,10 @@
 // Both parsers return either the value or an error message that quotes the input.
 #pragma once
 
+#include "netio/error.hpp"
+
 #include <chrono>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -31,7 +32,8 @@ class ParseResult {
 
   bool ok() const noexcept { return std::holds_alternative<T>(result_); }
   explicit operator bool() const noexcept { return ok(); }
-  // Throws std::invalid_argument with the error message when parsing failed.
+  // Throws netio::Error (Errc::invalid_option) with the error message, which quotes the
+  // input, when parsing failed.
   const T& value() const;
   const std::string& error() const { return std::get<Failure>(result_).message; }
 
@@ -55,7 +57,7 @@ std::string format_duration(std::chrono::nanoseconds duration);
 
 template <typename T>
 const T& ParseResult<T>::value() const {
-  if (!ok()) throw std::invalid_argument(error());
+  if (!ok()) throw Error(Errc::invalid_option, error());
   return std::get<T>(result_);
 }
 

@@ -13,13 +13,15 @@
 #include <cstring>
 #include <memory>
 #include <random>
-#include <stdexcept>
 #include <thread>
 
 namespace netio::tools {
 
 std::vector<std::uint32_t> draw_accesses(const ConnbenchPattern& p) {
-  if (p.peers == 0 || p.hot > p.peers) throw std::invalid_argument("the hot set must not be larger than the peers");
+  if (p.peers == 0 || p.hot > p.peers) {
+    throw Error(Errc::invalid_option,
+                fmt::format("the hot set ({}) must not be larger than the peers ({}), which must be at least 1", p.hot, p.peers));
+  }
   std::mt19937_64 random(p.seed);
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   std::vector<std::uint32_t> accesses;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "tsbench/simulation/fluid_network.hpp"
 
+#include "netio/error.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
-#include <string>
 
 namespace netio::tools::tsbench::simulation {
 
@@ -14,14 +16,25 @@ namespace {
 constexpr double kEpsilonBytes = 1e-6;
 
 void check_capacity(double bytes_per_ns, const char* what) {
-  if (!(bytes_per_ns > 0)) throw std::invalid_argument(std::string("fluid network: ") + what + " must be > 0");
+  if (!(bytes_per_ns > 0)) {
+    throw Error(Errc::invalid_option, fmt::format("fluid network: {} must be > 0, not {}", what, bytes_per_ns));
+  }
+}
+
+[[noreturn]] void throw_time_runs_backwards(ns::Time now, ns::Time last) {
+  throw Error(Errc::invalid_option, fmt::format("fluid network: time runs backwards ({} ns after {} ns)",
+                                                now.count(), last.count()));
 }
 
 }  // namespace
 
 FluidNetwork::FluidNetwork(std::uint32_t inputs, std::uint32_t computes, PortSharing sharing)
     : sharing_(sharing), outs_(inputs), ins_(computes) {
-  if (inputs == 0 || computes == 0) throw std::invalid_argument("fluid network: needs at least one port of each kind");
+  if (inputs == 0 || computes == 0) {
+    throw Error(Errc::invalid_option,
+                fmt::format("fluid network: needs at least one port of each kind, not {} inputs and {} computes", inputs,
+                            computes));
+  }
 }
 
 void FluidNetwork::set_out_capacity(std::uint32_t input, double bytes_per_ns, ns::Time now) {
@@ -46,7 +59,10 @@ void FluidNetwork::set_transfer_cap(std::uint32_t input, double bytes_per_ns, ns
 }
 
 void FluidNetwork::post(std::uint32_t input, std::uint32_t compute, std::uint64_t bytes, std::uint64_t tag, ns::Time now) {
-  if (compute >= ins_.size()) throw std::invalid_argument("fluid network: compute node out of range");
+  if (compute >= ins_.size()) {
+    throw Error(Errc::invalid_option,
+                fmt::format("fluid network: compute node {} out of range (there are {})", compute, ins_.size()));
+  }
   progress_to(now);
   Transfer t;
   t.input = input;
@@ -73,7 +89,7 @@ std::optional<ns::Time> FluidNetwork::next_finish() const {
 }
 
 std::vector<Transfer> FluidNetwork::advance(ns::Time now) {
-  if (now < now_) throw std::invalid_argument("fluid network: time runs backwards");
+  if (now < now_) throw_time_runs_backwards(now, now_);
   std::vector<Transfer> done;
   for (;;) {
     const auto finish = next_finish();
@@ -94,7 +110,7 @@ double FluidNetwork::current_rate(std::uint32_t input) const {
 }
 
 void FluidNetwork::progress_to(ns::Time now) {
-  if (now < now_) throw std::invalid_argument("fluid network: time runs backwards");
+  if (now < now_) throw_time_runs_backwards(now, now_);
   const auto dt = static_cast<double>((now - now_).count());
   for (auto& out : outs_) {
     if (!out.head) continue;

@@ -51,7 +51,7 @@ class FluidNetwork {
  public:
   static constexpr double kUnlimited = std::numeric_limits<double>::infinity();
 
-  // All capacities start unlimited. Throws std::invalid_argument for zero ports.
+  // All capacities start unlimited. Throws netio::Error (Errc::invalid_option) for zero ports.
   FluidNetwork(std::uint32_t inputs, std::uint32_t computes, PortSharing sharing);
 
   // Capacities in bytes per ns (> 0; kUnlimited). Take effect at `now` (≥ the last time given).
@@ -67,8 +67,8 @@ class FluidNetwork {
   // When the next transfer finishes at the current rates; none when nothing moves.
   std::optional<ns::Time> next_finish() const;
   // Moves time on to `now` and returns the transfers that finished by then (in the order
-  // they finished; at equal times by input index). Throws std::invalid_argument for a
-  // time before the last one.
+  // they finished; at equal times by input index). Throws netio::Error (Errc::invalid_option)
+  // for a time before the last one.
   std::vector<Transfer> advance(ns::Time now);
 
   // The rate (bytes per ns) the transfer at the head of `input`'s out-port gets now; 0 when idle.
