@@ -169,7 +169,6 @@ class ReceiveConnections {
   std::unique_ptr<LowLevelListenSocket> listener_;  // loop thread only
   Endpoint local_;
   std::map<std::uint64_t, Connection> connections_;  // loop thread only
-  std::uint64_t next_id_ = 1;
   std::shared_ptr<ReceiveBudget> budget_;
   bool reassembly_buffer_;
   std::deque<PendingCharge> pending_charges_;  // loop thread only
