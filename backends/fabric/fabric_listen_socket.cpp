@@ -55,6 +55,10 @@ void FabricListenSocket::listen(const Endpoint& local, Callbacks callbacks, cons
   log(LogLevel::debug, "{}: listening ({})", describe(), domain_->description());
 }
 
+bool FabricListenSocket::allocates_receive_buffers_up_front() const noexcept {
+  return !domain_ || (domain_->info().domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+}
+
 void FabricListenSocket::open(const Endpoint& local) {
   info_ = query_listen_info(local);
   domain_ = domains_.get(*info_);

@@ -31,7 +31,10 @@ class FabricListenSocket final : public LowLevelListenSocket {
   Endpoint local_endpoint() const override { return local_; }
   // Accepted (fi_accept sent), FI_CONNECTED not seen yet.
   std::size_t establishing() const noexcept override { return pending_.size(); }
-  bool allocates_receive_buffers_up_front() const noexcept override { return true; }
+  // Posted receive buffers hold memory only as messages fill them (they are mapped, backed
+  // page by page), unless the provider pins what is registered (FI_MR_LOCAL: verbs): then
+  // every posted buffer is held from the accept.
+  bool allocates_receive_buffers_up_front() const noexcept override;
   void close() noexcept override;
 
  private:

@@ -371,6 +371,7 @@ void FabricReceiveSocket::on_completion(OperationContext& operation, const Compl
         }
       }
       operation.buffer->size = length;
+      buffers_->note_filled(operation.buffer, length);
       if (started_ && undelivered_.empty()) {
         deliver(operation.buffer);
       } else {

@@ -57,7 +57,10 @@ class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEn
   void start(Callbacks callbacks) override;
   const Endpoint& peer() const noexcept override { return peer_; }
   std::size_t max_reply_size() const noexcept override { return replies_.max_size; }
-  std::size_t bytes_held() const noexcept override { return buffers_->count() * buffers_->buffer_size(); }
+  // The pages messages have written into the posted buffers (their memory is backed as it is
+  // written); where the provider pins registered memory (FI_MR_LOCAL) the listener charges
+  // every posted buffer up front instead.
+  std::size_t bytes_held() const noexcept override { return buffers_->bytes_filled(); }
   // Always nullptr: replies are copied into registered memory of this socket.
   MemoryRegistrar* reply_registrar() noexcept override { return nullptr; }
   void send_reply(Buffer* buffer) override;

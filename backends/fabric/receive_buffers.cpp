@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "backends/fabric/receive_buffers.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
-#include <cstdlib>
 #include <new>
 
 namespace netio::fabric {
@@ -11,6 +12,14 @@ namespace {
 constexpr std::size_t page_size = 4096;
 
 std::size_t round_to_pages(std::size_t bytes) { return (std::max<std::size_t>(bytes, 1) + page_size - 1) / page_size * page_size; }
+
+// Anonymous memory, page-aligned, backed page by page as it is first written (malloc could
+// hand out pages that are already resident).
+std::byte* map_pages(std::size_t capacity) {
+  void* memory = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) throw std::bad_alloc();
+  return static_cast<std::byte*>(memory);
+}
 
 }  // namespace
 
@@ -22,8 +31,7 @@ ReceiveBuffers::ReceiveBuffers(std::shared_ptr<Domain> domain, std::size_t count
     for (std::size_t i = 0; i < count; ++i) {
       auto slot = std::make_unique<Slot>();
       const std::size_t capacity = round_to_pages(buffer_size);
-      slot->data = static_cast<std::byte*>(std::aligned_alloc(page_size, capacity));
-      if (slot->data == nullptr) throw std::bad_alloc();
+      slot->data = map_pages(capacity);
       slot->capacity = capacity;
       slots_.push_back(std::move(slot));
       domain_->registrar().register_buffer(*slots_.back());
@@ -40,6 +48,14 @@ ReceiveBuffers::ReceiveBuffers(std::shared_ptr<Domain> domain, std::size_t count
 
 ReceiveBuffers::~ReceiveBuffers() {
   for (auto& slot : slots_) free_slot(*slot);
+}
+
+void ReceiveBuffers::note_filled(Buffer* buffer, std::size_t length) noexcept {
+  auto& slot = *static_cast<Slot*>(buffer);
+  if (length <= slot.filled) return;  // the usual case once streaming: nothing new touched
+  const std::size_t filled = std::min(round_to_pages(length), slot.capacity);
+  bytes_filled_ += filled - slot.filled;
+  slot.filled = filled;
 }
 
 void ReceiveBuffers::attach(std::shared_ptr<ProgressDriver> driver) {
@@ -85,7 +101,7 @@ void ReceiveBuffers::free_slot(Slot& slot) noexcept {
   if (slot.freed) return;
   slot.freed = true;
   domain_->registrar().deregister_buffer(slot);
-  std::free(slot.data);
+  if (slot.data != nullptr) ::munmap(slot.data, slot.capacity);
   slot.data = nullptr;
   slot.capacity = 0;
   slot.size = 0;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The receive buffers of one fabric receive socket, and where ReceivedBuffers go back to.
 //
-// Each buffer is allocated page-aligned and registered with the socket's domain. While the
+// Each buffer is mapped (anonymous memory: its pages are backed only once written) and
+// registered with the socket's domain. On a provider that does not pin registered memory
+// (no FI_MR_LOCAL: tcp, sockets) a posted buffer therefore holds only the pages messages
+// have filled: bytes_filled() counts them, for the receive budget. While the
 // socket is open, a buffer given back (on any thread) is queued and the socket's progress
 // driver is kicked; the loop thread then re-posts it and returns a credit to the sender.
 // Shared ownership keeps this alive as long as any ReceivedBuffer is: buffers that come
@@ -37,6 +40,12 @@ class ReceiveBuffers final : public ReceiveBufferOwner {
   // `buffer` must be one of ours.
   static OperationContext& operation_of(Buffer* buffer) noexcept { return static_cast<Slot*>(buffer)->operation; }
 
+  // Loop thread: a message of `length` bytes landed in `buffer` (one of ours).
+  void note_filled(Buffer* buffer, std::size_t length) noexcept;
+  // Loop thread: the pages of all buffers that messages have written so far (each buffer's
+  // largest message, rounded up to pages): what they hold where posting pins nothing.
+  std::size_t bytes_filled() const noexcept { return bytes_filled_; }
+
   // Loop thread: kick `driver` whenever a buffer comes back.
   void attach(std::shared_ptr<ProgressDriver> driver);
   // Loop thread: the buffer goes to the user (it must come back through give_back).
@@ -54,12 +63,14 @@ class ReceiveBuffers final : public ReceiveBufferOwner {
     OperationContext operation;
     bool lent = false;
     bool freed = false;
+    std::size_t filled = 0;  // pages written so far, in bytes; loop thread
   };
   void free_slot(Slot& slot) noexcept;  // with mutex_ held (or no other thread around)
 
   std::shared_ptr<Domain> domain_;  // keeps the registrar alive for late deregistration
   std::size_t buffer_size_;
   std::vector<std::unique_ptr<Slot>> slots_;
+  std::size_t bytes_filled_ = 0;  // loop thread
   std::mutex mutex_;
   std::shared_ptr<ProgressDriver> driver_;  // guarded by mutex_; empty once detached
   std::vector<Buffer*> returned_;           // guarded by mutex_

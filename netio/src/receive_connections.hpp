@@ -48,7 +48,8 @@
 namespace netio::detail {
 
 // What a connection is charged from its handshake until its buffers fill, on a back-end
-// that allocates receive buffers as bytes arrive (TCP: its 64 KiB staging buffer).
+// whose receive buffers hold memory as bytes arrive (TCP: its 64 KiB staging buffer;
+// libfabric without pinning: its endpoint and the pages an introduction writes).
 constexpr std::size_t idle_connection_charge = 64 * 1024;
 
 class ReceiveConnections {
@@ -62,10 +63,11 @@ class ReceiveConnections {
 
   // `reply_window`: replies queued per connection at most (ReplySender). `budget` counts what
   // every accepted connection holds (netio/receive_budget.hpp):
-  // - on a back-end that allocates receive buffers as bytes arrive (TCP), idle_charge at the
-  //   handshake, then the socket's bytes_held() as its buffers are first filled; a
-  //   connection whose buffers cannot grow within the budget is dropped with the reason;
-  // - on one that allocates them up front (libfabric), credits × the largest buffer, plus,
+  // - on a back-end whose receive buffers hold memory as bytes arrive (TCP; libfabric's
+  //   posted buffers unless pinned), idle_charge at the handshake, then the socket's
+  //   bytes_held() as its buffers are first filled; a connection whose buffers cannot grow
+  //   within the budget is dropped with the reason;
+  // - on one that holds them from the accept (libfabric on verbs), credits × the largest buffer, plus,
   //   with `reassembly_buffer`, one buffer more for joining a message that spans two of them
   //   (PeerState::reassembly_allowance); a connection that does not fit whole gets fewer
   //   credits.
@@ -167,7 +169,6 @@ class ReceiveConnections {
   std::unique_ptr<LowLevelListenSocket> listener_;  // loop thread only
   Endpoint local_;
   std::map<std::uint64_t, Connection> connections_;  // loop thread only
-  std::uint64_t next_id_ = 1;
   std::shared_ptr<ReceiveBudget> budget_;
   bool reassembly_buffer_;
   std::deque<PendingCharge> pending_charges_;  // loop thread only

@@ -77,6 +77,7 @@ class CountingReceiveSocket final : public LowLevelReceiveSocket {
     inner_->start(std::move(callbacks));
   }
   const Endpoint& peer() const noexcept override { return inner_->peer(); }
+  std::size_t bytes_held() const noexcept override { return inner_->bytes_held(); }
   std::size_t max_reply_size() const noexcept override { return inner_->max_reply_size(); }
   MemoryRegistrar* reply_registrar() noexcept override { return inner_->reply_registrar(); }
   void send_reply(Buffer* buffer) override {
@@ -108,6 +109,9 @@ class CountingListenSocket final : public LowLevelListenSocket {
   }
   Endpoint local_endpoint() const override { return inner_->local_endpoint(); }
   std::size_t establishing() const noexcept override { return inner_->establishing(); }
+  bool allocates_receive_buffers_up_front() const noexcept override {
+    return inner_->allocates_receive_buffers_up_front();
+  }
   void close() noexcept override {
     ++counts_->closes;
     inner_->close();

@@ -6,6 +6,7 @@
 // the handlers see is collected under a mutex and checked on the test thread.
 #pragma once
 
+#include "netio/admission.hpp"
 #include "netio/context.hpp"
 #include "netio/scheduled_push/dde_service.hpp"
 #include "netio/scheduled_push/timeslice_receiver.hpp"
@@ -86,6 +87,8 @@ struct Proposals {
   }
 };
 
+class System;
+
 struct SystemOptions {
   ns::SchedulerConfig config;
   ns::Mode mode = ns::Mode::best_effort;
@@ -100,6 +103,9 @@ struct SystemOptions {
   // recorded in deliveries() and then handed to this, on the receiver's loop thread.
   std::function<void(ns::ComputeIndex, sp::Timeslice)> keep;
   std::chrono::nanoseconds kept_stall_warning = sp::TimesliceReceiverOptions{}.kept_stall_warning;
+  AdmissionOptions admission;  // the receivers' and the DDE replicas'
+  // Called once the receivers and DDE replicas listen, before the input nodes connect.
+  std::function<void(System&)> before_inputs;
 };
 
 class System {
@@ -120,6 +126,7 @@ class System {
       ro.max_contribution_bytes = kMaxContribution;
       ro.incomplete_timeout = options_.incomplete_timeout;
       ro.kept_stall_warning = options_.kept_stall_warning;
+      ro.admission = options_.admission;
       ro.run_dde = options_.mode == ns::Mode::dfs && options_.dde_in_receivers && c < options_.dde_replicas;
       ro.on_incomplete = [this, c](const sp::TimesliceView& view) {
         incomplete_[c].add(view);
@@ -150,9 +157,10 @@ class System {
         receiver_contexts_.push_back(std::make_unique<Context>(context_options()));
         ddes_.push_back(std::make_unique<sp::DdeService>(
             *receiver_contexts_.back(), endpoint, config,
-            [this, d](ns::InputIndex i, const ns::Proposal& p) { proposals_[d].add(i, p); }));
+            [this, d](ns::InputIndex i, const ns::Proposal& p) { proposals_[d].add(i, p); }, options_.admission));
       }
     }
+    if (options_.before_inputs) options_.before_inputs(*this);
     for (ns::InputIndex i = 0; i < config.input_count; ++i) {
       sender_contexts_.push_back(std::make_unique<Context>(context_options()));
       senders_.push_back(std::make_unique<sp::TimesliceSender>(*sender_contexts_.back(), sender_options(i)));
@@ -210,6 +218,7 @@ class System {
   sp::TimesliceReceiver& receiver(ns::ComputeIndex c) { return *receivers_.at(c); }
   std::unique_ptr<sp::TimesliceReceiver>& receiver_slot(ns::ComputeIndex c) { return receivers_.at(c); }
   std::unique_ptr<sp::DdeService>& dde_slot(std::size_t d) { return ddes_.at(d); }
+  std::size_t dde_count() const { return ddes_.size(); }
   const Deliveries& deliveries(ns::ComputeIndex c) const { return deliveries_.at(c); }
   const Deliveries& incomplete(ns::ComputeIndex c) const { return incomplete_.at(c); }
   const Proposals& proposals(std::size_t replica) const { return proposals_.at(replica); }

@@ -196,9 +196,9 @@ class LowLevelReceiveSocket {
   /// Starts delivering; called once, right after on_accepted hands the socket over.
   virtual void start(Callbacks callbacks) = 0;
   virtual const Endpoint& peer() const noexcept = 0;
-  /// Bytes this connection holds for received data now: the receive buffers allocated (or
-  /// posted) and any staging. Grows as buffers are first filled, never beyond credits × the
-  /// largest buffer plus the staging. Loop thread.
+  /// Bytes this connection holds for received data now: the receive buffers allocated (or,
+  /// for posted buffers, the pages messages have written) and any staging. Grows as buffers
+  /// are first filled, never beyond credits × the largest buffer plus the staging. Loop thread.
   virtual std::size_t bytes_held() const noexcept { return 0; }
   /// The largest reply sent on this connection: what the sender takes (its
   /// ReplyWindow::max_size; 0: it takes none), at most the AcceptDecision's max_reply_size.
@@ -278,10 +278,11 @@ class LowLevelListenSocket {
   /// libfabric's FI_CONNECTED not seen). They count against the layer above's limits
   /// (max_connections) like the connections it holds. 0 where accepting hands over at once.
   virtual std::size_t establishing() const noexcept { return 0; }
-  /// Whether accepting a connection allocates its receive buffers at once (credits × the
-  /// largest buffer: libfabric posts them before the first byte), rather than as bytes
-  /// arrive (TCP). The layer above charges its memory budget accordingly: up front, or as the
-  /// receive socket's bytes_held() grows.
+  /// Whether accepting a connection makes its receive buffers hold memory at once (credits ×
+  /// the largest buffer: libfabric on a provider that pins what is posted, verbs), rather
+  /// than as bytes arrive (TCP; libfabric's posted buffers, backed as they are written). The
+  /// layer above charges its memory budget accordingly: up front, or as the receive socket's
+  /// bytes_held() grows.
   virtual bool allocates_receive_buffers_up_front() const noexcept { return false; }
   /// Stops accepting; receive sockets already handed out live on. Idempotent.
   virtual void close() noexcept = 0;

@@ -3,11 +3,13 @@
 /// A bound on the memory receive sockets hold for their senders, set by the receiver, not
 /// the senders. It counts what connections hold, not what they could hold:
 /// - every accepted connection's receive buffers, from the handshake until the connection
-///   is gone. Where they are allocated as bytes arrive (TCP), 64 KiB from the handshake (the
-///   staging buffer) and each buffer as it is first filled, up to the credits it may fill
-///   ahead of the application times the largest buffer it sends. Where they are posted up
-///   front (libfabric), the credits times the largest buffer (a high-throughput sender's page
-///   size; a low-latency receiver's max_message_size) from the handshake;
+///   is gone: 64 KiB from the handshake, then each buffer's memory as bytes first fill it, up
+///   to the credits it may fill ahead of the application times the largest buffer it sends
+///   (TCP allocates as bytes arrive; libfabric posts buffers whose pages are backed as
+///   messages write them). Where posted buffers are held from the accept (libfabric on a
+///   provider that pins registered memory, verbs), the credits times the largest buffer (a
+///   high-throughput sender's page size; a low-latency receiver's max_message_size) from the
+///   handshake;
 /// - messages reassembled from several pages, as their bytes arrive (never reserved from a
 ///   length field), until recv() hands them out;
 /// - the buffers of replies queued to a peer (Peer::try_reply): as many as were queued at
@@ -15,7 +17,7 @@
 /// When a newcomer does not fit, connections of that socket that hold budget and have sent no
 /// data are evicted first (unintroduced ones first, oldest first). Then an up-front
 /// connection that does not fit whole is given fewer credits (its sender feels back-pressure
-/// sooner); one that does not fit a single buffer (64 KiB over TCP) is rejected in the
+/// sooner); one that does not fit a single buffer (elsewhere: 64 KiB) is rejected in the
 /// handshake with a reason naming the budget. A sender whose buffers, or a message whose
 /// reassembly, does not fit disconnects with that reason, and a reply that does not fit is
 /// refused like one beyond the reply window. So the total stays within limit() whatever the

@@ -109,10 +109,11 @@ struct DdeService::State {
 };
 
 DdeService::DdeService(Context& context, const Endpoint& local, const ns::SchedulerConfig& config,
-                       ProposalObserver on_proposal)
+                       ProposalObserver on_proposal, AdmissionOptions admission)
     : state_(std::make_shared<State>(config, std::move(on_proposal))) {
   LowLatencyReceiveOptions options;
   options.max_message_size = 256;  // the largest control message is 48 bytes
+  options.admission = std::move(admission);
   State* state = state_.get();     // the socket, owned by the state, dies before it
   state_->socket = std::make_unique<LowLatencyReceiveSocket>(
       context, local, [state](std::span<const std::byte> bytes, const Peer& peer) { state->on_message(bytes, peer); },

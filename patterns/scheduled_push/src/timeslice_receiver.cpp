@@ -435,6 +435,7 @@ TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, Ti
   // Per connection at most credits contributions are in flight, each answered by an
   // acknowledgement and a credit: the window holds them all, so try_reply() rarely says no.
   socket_options.reply_window = 2 * static_cast<std::size_t>(state->credits) + 4;
+  socket_options.admission = state->options.admission;
   socket_options.events.on_disconnected = [state](const Peer& peer, const Error&) { state->on_disconnected(peer); };
   state->socket = std::make_unique<LowLatencyReceiveSocket>(
       context, local, [state](std::span<const std::byte> bytes, const Peer& peer) { state->on_message(bytes, peer); },
@@ -446,7 +447,8 @@ TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, Ti
   }
   if (state->options.run_dde) {
     const Endpoint dde_local = state->options.dde_endpoint.value_or(bound.with_port(0));
-    state->dde = std::make_unique<DdeService>(context, dde_local, state->options.config);
+    state->dde = std::make_unique<DdeService>(context, dde_local, state->options.config, DdeService::ProposalObserver{},
+                                              state->options.admission);
   }
   std::weak_ptr<State> weak = state_;
   state->timer = context.loop().add_timer(housekeeping_period(state->options.incomplete_timeout),

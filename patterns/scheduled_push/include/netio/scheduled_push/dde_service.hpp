@@ -18,6 +18,7 @@
 /// given the same reports they propose the same (see deterministic_engine.hpp).
 #pragma once
 
+#include "netio/admission.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/scheduler/config.hpp"
@@ -44,10 +45,12 @@ class DdeService {
   /// replicas, or to log proposed against actual intervals).
   using ProposalObserver = std::function<void(scheduler::InputIndex, const scheduler::Proposal&)>;
 
-  /// Listens at `local` (port 0 picks one). Throws netio::Error if it cannot bind, or
-  /// Errc::invalid_option for a bad config.
+  /// Listens at `local` (port 0 picks one), admitting input nodes within `admission`
+  /// (netio/admission.hpp: allow-list, connection limits, timeouts; input nodes bring no
+  /// pre-shared key, so a `key` turns every one away). Throws netio::Error if it cannot bind,
+  /// or Errc::invalid_option for a bad config.
   DdeService(Context& context, const Endpoint& local, const scheduler::SchedulerConfig& config,
-             ProposalObserver on_proposal = {});
+             ProposalObserver on_proposal = {}, AdmissionOptions admission = {});
   ~DdeService();
   DdeService(const DdeService&) = delete;
   DdeService& operator=(const DdeService&) = delete;
