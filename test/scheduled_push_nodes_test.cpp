@@ -81,6 +81,44 @@ TEST_CASE("An input node skips a lost compute node's time-slices and its IE does
   CHECK_THROWS_AS(node.on_acknowledged(8, 2000ns), netio::Error);  // skipped: not outstanding
 }
 
+TEST_CASE("A DFS input node matches acknowledgements out of order, credits returned before them, and a loss",
+          "[scheduled_push]") {
+  SchedulerConfig config = config_3x3();
+  config.timeslices_per_interval = 12;  // four rounds: t = 0..11 in interval 0, compute node t % 3
+  InputNode node(config, 0, Mode::dfs);
+  auto send = [&](TimesliceIndex t) {
+    const auto next = node.next(0ns);
+    REQUIRE(next.what == What::send);
+    REQUIRE(next.timeslice == t);
+    node.on_sent(t, 0ns);
+  };
+  for (ComputeIndex c = 0; c < 3; ++c) node.grant(c, 2);
+  for (TimesliceIndex t = 0; t < 6; ++t) send(t);  // two outstanding at each compute node
+  CHECK(node.next(0ns).what == What::wait_for_credit);
+  CHECK_FALSE(node.on_acknowledged(0, 1000ns).has_value());
+  // Credits back before the acknowledgements they follow: more outstanding than granted.
+  for (ComputeIndex c = 0; c < 3; ++c) node.on_credit(c);
+  for (TimesliceIndex t : {6, 7, 8}) send(t);
+  node.on_credit(0);
+  send(9);  // compute node 0: 3, 6, 9 outstanding
+  CHECK_FALSE(node.on_acknowledged(6, 1000ns).has_value());  // not the oldest
+  CHECK_THROWS_AS(node.on_acknowledged(6, 1000ns), netio::Error);  // twice
+  CHECK_FALSE(node.on_acknowledged(4, 1000ns).has_value());  // compute node 1: 1, 4, 7
+  // Compute node 0 dies: 3 and 9 count as acknowledged, the interval still misses others.
+  CHECK(node.on_compute_lost(0, 2000ns).empty());
+  CHECK_THROWS_AS(node.on_acknowledged(3, 2000ns), netio::Error);  // no longer outstanding
+  CHECK_THROWS_AS(node.on_acknowledged(10, 2000ns), netio::Error);  // not sent
+  for (TimesliceIndex t : {1, 7, 2, 5, 8}) CHECK_FALSE(node.on_acknowledged(t, 3000ns).has_value());
+  node.on_credit(1);
+  node.on_credit(2);
+  send(10);
+  send(11);
+  CHECK_FALSE(node.on_acknowledged(11, 4000ns).has_value());
+  const auto done = node.on_acknowledged(10, 4000ns);  // the last of interval 0
+  REQUIRE(done.has_value());
+  CHECK(done->report.interval == 0);
+}
+
 TEST_CASE("A compute node hands time-slices over in order, complete or given up", "[scheduled_push]") {
   ComputeNode node(config_3x3(), 1, 2);
   using Arrival = ComputeNode::Arrival;

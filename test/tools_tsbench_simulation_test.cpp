@@ -2,7 +2,9 @@
 // netio_tsbench --simulate: both network models (the emulator's ports, the lossless fluid
 // one) against hand-computed times, the engines driven in them (completion times of
 // time-slices under a known capacity), fair against first-come-first-served ports, replies
-// crossing the network with their delay, the core, and determinism for a seed.
+// crossing the network with their delay, the core, and determinism for a seed; the event
+// queue's order.
+#include "tsbench/simulation/event_heap.hpp"
 #include "tsbench/simulation/fluid_network.hpp"
 #include "tsbench/simulation/shared_port.hpp"
 #include "tsbench/simulation/simulated_run.hpp"
@@ -12,6 +14,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <random>
+#include <utility>
 #include <vector>
 
 using namespace netio::tools::tsbench;
@@ -405,4 +412,36 @@ TEST_CASE("tsbench simulation: a run needs a capacity to model", "[tsbench][simu
   CHECK_THROWS_WITH(simulate(b, ns::Mode::best_effort, SimulationOptions{}), Catch::Contains("in= or out="));
   b.emulate = "none";
   CHECK_THROWS_WITH(simulate(b, ns::Mode::best_effort, SimulationOptions{}), Catch::Contains("--emulate"));
+}
+
+TEST_CASE("tsbench simulation: the event heap takes events out in the order of std::priority_queue",
+          "[tsbench][simulation]") {
+  // (time, sequence) as the simulator's events: few distinct times, so ties on the first key
+  // are common; pushes and pops interleaved, the heap growing and shrinking.
+  using Key = std::pair<std::uint32_t, std::uint64_t>;
+  EventHeap<Key, std::less<Key>> heap;
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> reference;
+  std::mt19937_64 random(7);
+  std::uint64_t sequence = 0;
+  std::uint32_t now = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const bool grow = step < 15000 ? random() % 3 != 0 : random() % 3 == 0;
+    if (grow || reference.empty()) {
+      const Key key{now + static_cast<std::uint32_t>(random() % 16), sequence++};
+      heap.push(key);
+      reference.push(key);
+    } else {
+      REQUIRE(heap.top() == reference.top());
+      now = heap.top().first;
+      heap.pop();
+      reference.pop();
+    }
+    REQUIRE(heap.size() == reference.size());
+  }
+  while (!reference.empty()) {
+    REQUIRE(heap.top() == reference.top());
+    heap.pop();
+    reference.pop();
+  }
+  CHECK(heap.empty());
 }

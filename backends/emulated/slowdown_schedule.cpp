@@ -15,7 +15,7 @@ bool SlowdownSchedule::in_force(const SlowdownWindow& w, Nanos t) const noexcept
   return since < w.duration;
 }
 
-double SlowdownSchedule::rate_factor(Nanos t) const noexcept {
+double SlowdownSchedule::windowed_rate_factor(Nanos t) const noexcept {
   double factor = 1;
   for (const auto& w : windows_) {
     if (in_force(w, t)) factor *= w.rate_factor;
@@ -23,7 +23,7 @@ double SlowdownSchedule::rate_factor(Nanos t) const noexcept {
   return factor;
 }
 
-Nanos SlowdownSchedule::extra_delay(Nanos t) const noexcept {
+Nanos SlowdownSchedule::windowed_extra_delay(Nanos t) const noexcept {
   Nanos extra{0};
   for (const auto& w : windows_) {
     if (in_force(w, t)) extra += w.extra_delay;
@@ -31,7 +31,7 @@ Nanos SlowdownSchedule::extra_delay(Nanos t) const noexcept {
   return extra;
 }
 
-std::optional<Nanos> SlowdownSchedule::next_change_after(Nanos t) const noexcept {
+std::optional<Nanos> SlowdownSchedule::windowed_next_change_after(Nanos t) const noexcept {
   std::optional<Nanos> next;
   auto consider = [&](Nanos candidate) {
     if (candidate > t && (!next || candidate < *next)) next = candidate;

@@ -9,6 +9,9 @@
 namespace netio::scheduler {
 namespace {
 
+// How many outstanding time-slices per compute node grant() makes room for at most.
+constexpr std::uint32_t kPresizedSlots = 64;
+
 [[noreturn]] void reject(const std::string& what) {
   throw Error(Errc::invalid_option, "input node: " + what);
 }
@@ -24,7 +27,7 @@ InputNode::InputNode(const SchedulerConfig& config, InputIndex self, Mode mode)
       granted_(config.compute_count, 0),
       available_(config.compute_count, 0),
       lost_(config.compute_count, false),
-      unacknowledged_(config.compute_count) {
+      rings_(config.compute_count) {
   if (self >= config.input_count) {
     reject("input " + std::to_string(self) + " out of range (" + std::to_string(config.input_count) + " inputs)");
   }
@@ -78,7 +81,7 @@ void InputNode::on_sent(TimesliceIndex timeslice, Time now) {
   if (available_[c] == 0) reject("sent time-slice " + std::to_string(timeslice) + " without a credit");
   if (engine_) {
     engine_->on_sent(timeslice, now);
-    unacknowledged_[c].push_back(timeslice);
+    push_unacknowledged(c, timeslice);
   }
   --available_[c];
   ++sent_;
@@ -101,6 +104,52 @@ void InputNode::grant(ComputeIndex c, std::uint32_t credits) {
   if (granted_[c] != 0) reject("compute node " + std::to_string(c) + " granted credits twice");
   granted_[c] = credits;
   available_[c] = credits;
+  // Sized for the credits, up to a bound: the count comes from the peer (its welcome), and
+  // beyond it the rings grow with what is really outstanding.
+  if (engine_) grow_rings(std::min(credits, kPresizedSlots));
+}
+
+void InputNode::grow_rings(std::uint32_t at_least) {
+  if (at_least <= ring_size_) return;
+  std::uint32_t size = ring_size_ == 0 ? 1 : ring_size_;
+  while (size < at_least) size *= 2;
+  std::vector<TimesliceIndex> grown(rings_.size() * size);
+  for (std::size_t c = 0; c < rings_.size(); ++c) {
+    Ring& ring = rings_[c];
+    for (std::uint32_t k = 0; k < ring.count; ++k) {
+      grown[c * size + k] = unacknowledged_[c * ring_size_ + ((ring.head + k) & (ring_size_ - 1))];
+    }
+    ring.head = 0;
+  }
+  unacknowledged_ = std::move(grown);
+  ring_size_ = size;
+}
+
+void InputNode::push_unacknowledged(ComputeIndex c, TimesliceIndex t) {
+  if (rings_[c].count == ring_size_) grow_rings(ring_size_ + 1);
+  Ring& ring = rings_[c];
+  unacknowledged_[c * std::size_t{ring_size_} + ((ring.head + ring.count) & (ring_size_ - 1))] = t;
+  ++ring.count;
+}
+
+bool InputNode::pop_unacknowledged(ComputeIndex c, TimesliceIndex t) {
+  Ring& ring = rings_[c];
+  if (ring.count == 0) return false;
+  TimesliceIndex* slots = unacknowledged_.data() + c * std::size_t{ring_size_};
+  const std::uint32_t mask = ring_size_ - 1;
+  if (slots[ring.head] == t) {  // the oldest: nearly always
+    ring.head = (ring.head + 1) & mask;
+    --ring.count;
+    return true;
+  }
+  for (std::uint32_t k = 1; k < ring.count; ++k) {
+    if (slots[(ring.head + k) & mask] != t) continue;
+    // Out of order: the younger ones move up one slot, keeping the order sent.
+    for (; k + 1 < ring.count; ++k) slots[(ring.head + k) & mask] = slots[(ring.head + k + 1) & mask];
+    --ring.count;
+    return true;
+  }
+  return false;
 }
 
 void InputNode::on_credit(ComputeIndex c, std::uint32_t count) {
@@ -114,15 +163,8 @@ void InputNode::on_credit(ComputeIndex c, std::uint32_t count) {
 
 std::optional<IntervalCompletion> InputNode::on_acknowledged(TimesliceIndex timeslice, Time now) {
   if (!engine_) return std::nullopt;
-  auto& outstanding = unacknowledged_[layout_.compute_of(timeslice)];
-  if (!outstanding.empty() && outstanding.front() == timeslice) {
-    outstanding.pop_front();
-  } else {
-    const auto it = std::find(outstanding.begin(), outstanding.end(), timeslice);
-    if (it == outstanding.end()) {
-      reject("acknowledgement of time-slice " + std::to_string(timeslice) + ", which is not outstanding");
-    }
-    outstanding.erase(it);
+  if (!pop_unacknowledged(layout_.compute_of(timeslice), timeslice)) {
+    reject("acknowledgement of time-slice " + std::to_string(timeslice) + ", which is not outstanding");
   }
   return engine_->on_acknowledged(timeslice, now);
 }
@@ -134,11 +176,14 @@ std::vector<IntervalCompletion> InputNode::on_compute_lost(ComputeIndex c, Time 
   std::vector<IntervalCompletion> completions;
   lost_[c] = true;
   if (engine_) {
-    for (const TimesliceIndex t : unacknowledged_[c]) {
+    Ring& ring = rings_[c];
+    const std::uint32_t head = ring.head, count = ring.count;
+    ring = Ring{};
+    for (std::uint32_t k = 0; k < count; ++k) {
+      const TimesliceIndex t = unacknowledged_[c * std::size_t{ring_size_} + ((head + k) & (ring_size_ - 1))];
       if (auto done = engine_->on_acknowledged(t, now)) completions.push_back(std::move(*done));
     }
   }
-  unacknowledged_[c].clear();
   return completions;
 }
 

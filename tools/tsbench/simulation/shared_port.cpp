@@ -1,25 +1,30 @@
 // SPDX-License-Identifier: MIT
 #include "tsbench/simulation/shared_port.hpp"
 
-#include <algorithm>
-
 namespace netio::tools::tsbench::simulation {
 
-void SharedPort::Queue::push(Waiting w) {
-  if (size == ring.size()) {  // full: grow (a power of 2), the head at 0
-    std::vector<Waiting> grown(std::max<std::size_t>(8, 2 * ring.size()));
-    for (std::uint32_t k = 0; k < size; ++k) grown[k] = ring[(head + k) & (ring.size() - 1)];
-    ring = std::move(grown);
-    head = 0;
+void SharedPort::push(Queue& queue, Waiting w) {
+  std::uint32_t slot = free_;
+  if (slot == kNone) {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.push_back(Slot{});
+  } else {
+    free_ = slots_[slot].next;
   }
-  ring[(head + size) & (ring.size() - 1)] = w;
-  ++size;
+  slots_[slot] = Slot{w, kNone};
+  if (queue.size == 0) queue.head = slot;
+  else slots_[queue.tail].next = slot;
+  queue.tail = slot;
+  ++queue.size;
 }
 
-SharedPort::Waiting SharedPort::Queue::pop() {
-  const Waiting w = ring[head];
-  head = (head + 1) & static_cast<std::uint32_t>(ring.size() - 1);
-  --size;
+SharedPort::Waiting SharedPort::pop(Queue& queue) {
+  const std::uint32_t slot = queue.head;
+  const Waiting w = slots_[slot].waiting;
+  queue.head = slots_[slot].next;
+  --queue.size;
+  slots_[slot].next = free_;
+  free_ = slot;
   return w;
 }
 
@@ -40,7 +45,7 @@ void SharedPort::arrive(Connection connection, std::uint64_t bytes, Item item, s
   }
   if (connection >= queues_.size()) queues_.resize(connection + 1);
   Queue& queue = queues_[connection];
-  queue.push(Waiting{bytes, item});
+  push(queue, Waiting{bytes, item});
   if (queue.size == 1) capacity_.enqueue(connection, bytes);
 }
 
@@ -62,8 +67,8 @@ SharedPort::Item SharedPort::release(scheduler::Time now) {
   }
   const auto connection = capacity_.release(now);
   Queue& queue = queues_[connection];
-  const Waiting head = queue.pop();
-  if (queue.size > 0) capacity_.enqueue(connection, queue.front().bytes);
+  const Waiting head = pop(queue);
+  if (queue.size > 0) capacity_.enqueue(connection, slots_[queue.head].waiting.bytes);
   return head.item;
 }
 

@@ -52,16 +52,21 @@ class SharedPort {
     std::uint64_t bytes;
     Item item;
   };
-  // fair: a connection's waiting buffers, a ring (contiguous: the one behind the head is at
-  // hand when the head leaves)
+  // fair: a connection's waiting buffers, a list through the port's pool of waiting buffers
+  // (a connection holds one or two at a time, the port thousands of connections: a small
+  // record per connection, and the pool's slots, reused last-freed first, stay in the caches)
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
   struct Queue {
-    std::vector<Waiting> ring;
-    std::uint32_t head = 0;
+    std::uint32_t head = kNone;
+    std::uint32_t tail = kNone;
     std::uint32_t size = 0;
-    void push(Waiting w);
-    Waiting pop();
-    const Waiting& front() const { return ring[head]; }
   };
+  struct Slot {
+    Waiting waiting;
+    std::uint32_t next = kNone;  // the connection's next one, or the next free slot
+  };
+  void push(Queue& queue, Waiting w);
+  Waiting pop(Queue& queue);
 
   bool limited_ = false;
   PortSharing sharing_ = PortSharing::fair;
@@ -69,6 +74,8 @@ class SharedPort {
   // fair: the connections' queues, their heads waiting in capacity_ (as flows of the same number)
   emulated::SharedCapacity capacity_{RateLimit{}, emulated::SlowdownSchedule{}, scheduler::Time{0}};
   std::vector<Queue> queues_;
+  std::vector<Slot> slots_;
+  std::uint32_t free_ = kNone;  // the free slots, a list
   // fifo: one queue, the bucket alone
   emulated::TokenBucket bucket_;
   std::deque<Waiting> fifo_;

@@ -2,6 +2,7 @@
 #include "tsbench/simulation/simulated_run.hpp"
 
 #include "tsbench/simulation/due_timers.hpp"
+#include "tsbench/simulation/event_heap.hpp"
 
 // The emulator's own delay draws and slow-down windows (pure parts of the emulated
 // back-end), so that --delay and --slowdown mean the same in both runs.
@@ -21,7 +22,6 @@
 #include <deque>
 #include <map>
 #include <optional>
-#include <queue>
 #include <vector>
 
 namespace netio::tools::tsbench::simulation {
@@ -71,9 +71,9 @@ struct Event {
   Kind kind = Kind::closure;
 };
 
-struct Later {
+struct Earlier {
   bool operator()(const Event& a, const Event& b) const {
-    return a.at != b.at ? a.at > b.at : a.sequence > b.sequence;
+    return a.at != b.at ? a.at < b.at : a.sequence < b.sequence;
   }
 };
 
@@ -259,7 +259,7 @@ class Simulator {
   std::vector<std::uint32_t> free_messages_;
   std::vector<std::function<void()>> closures_;
   std::vector<std::uint32_t> free_closures_;
-  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  EventHeap<Event, Earlier> queue_;
   std::uint64_t sequence_ = 0;
   DueTimers timers_;  // the inputs' due timers, ordered with queue_
   Time now_{0};

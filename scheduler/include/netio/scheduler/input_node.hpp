@@ -22,7 +22,7 @@
 #include "netio/scheduler/time.hpp"
 #include "netio/scheduler/timeslice_layout.hpp"
 
-#include <deque>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -89,6 +89,10 @@ class InputNode {
 
  private:
   void check(ComputeIndex c) const;
+  // DFS: the outstanding time-slices of each compute node, oldest first.
+  void push_unacknowledged(ComputeIndex c, TimesliceIndex t);
+  bool pop_unacknowledged(ComputeIndex c, TimesliceIndex t);  // false: not outstanding
+  void grow_rings(std::uint32_t at_least);
 
   TimesliceLayout layout_;
   InputIndex self_;
@@ -98,9 +102,20 @@ class InputNode {
   std::vector<std::uint32_t> granted_;
   std::vector<std::uint32_t> available_;
   std::vector<bool> lost_;
-  /// DFS: per compute node, in the order sent (a connection acknowledges in that order, so
-  /// the one acknowledged is nearly always the oldest: no search, no tree)
-  std::vector<std::deque<TimesliceIndex>> unacknowledged_;
+  /// DFS: per compute node, the time-slices sent and not acknowledged, in the order sent (a
+  /// connection acknowledges in that order, so the one acknowledged is nearly always the
+  /// oldest: no search, no tree). One ring of ring_size_ slots per compute node, all in one
+  /// array (compute node c's at [c·ring_size_, (c+1)·ring_size_)): their number is bounded by
+  /// the credits granted as long as acknowledgements come before the credits behind them, so
+  /// the rings are sized at grant() (up to 64 slots) and grow (all of them, doubling) only
+  /// beyond that or when a peer returns credits first.
+  struct Ring {
+    std::uint32_t head = 0;
+    std::uint32_t count = 0;
+  };
+  std::vector<TimesliceIndex> unacknowledged_;
+  std::vector<Ring> rings_;     // by compute node
+  std::uint32_t ring_size_ = 0;  // a power of 2 (or 0 before the first grant)
 };
 
 }  // namespace netio::scheduler
