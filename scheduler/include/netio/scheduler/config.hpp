@@ -95,8 +95,8 @@ struct SchedulerConfig {
   /// The consecutive complete intervals a proposal is computed from: history_length under the
   /// paper's rule (Eq. 1 takes the variance over them), min(recent_length, history_length)
   /// under the tracking rule, which reads no further back. So tracking proposes from the
-  /// (recent_length + proposal_distance)-th interval on: fewer intervals run best-effort,
-  /// which at scale may let the inputs' sends bunch up (see docs/design/dfs-engines.md).
+  /// (recent_length + proposal_distance)-th interval on (the 5th by default, the paper's rule
+  /// the 12th): fewer intervals run best-effort, whose sends may bunch up at scale.
   std::uint32_t proposal_window() const noexcept {
     if (duration_rule == DurationRule::paper) return history_length;
     return recent_length < history_length ? recent_length : history_length;

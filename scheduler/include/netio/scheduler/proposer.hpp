@@ -38,8 +38,8 @@
 /// them), follow a slow-down within recent_length intervals, and come down after one by
 /// ssu_pct per interval. speed_up stays empty (Eq. 1 is not used). The window is the last
 /// recent_length intervals only (at most hist_cnt): the rule reads nothing older, so a DDE
-/// proposes from interval recent_length + proposal_distance on, where the paper's waits for
-/// hist_cnt + proposal_distance intervals to run best-effort.
+/// proposes from interval recent_length + proposal_distance - 1 on (counted from 0), where
+/// the paper's rule leaves hist_cnt + proposal_distance - 1 intervals best-effort.
 #pragma once
 
 #include "netio/scheduler/config.hpp"
