@@ -12,6 +12,12 @@ namespace {
 // How many outstanding time-slices per compute node grant() makes room for at most.
 constexpr std::uint32_t kPresizedSlots = 64;
 
+// Where the k-th oldest time-slice of compute node c lies, its ring starting at `head`, in
+// rings of `size` slots each (a power of 2).
+std::size_t ring_slot(ComputeIndex c, std::uint32_t size, std::uint32_t head, std::uint32_t k) {
+  return c * std::size_t{size} + ((head + k) & (size - 1));
+}
+
 [[noreturn]] void reject(const std::string& what) {
   throw Error(Errc::invalid_option, "input node: " + what);
 }
@@ -117,7 +123,7 @@ void InputNode::grow_rings(std::uint32_t at_least) {
   for (std::size_t c = 0; c < rings_.size(); ++c) {
     Ring& ring = rings_[c];
     for (std::uint32_t k = 0; k < ring.count; ++k) {
-      grown[c * size + k] = unacknowledged_[c * ring_size_ + ((ring.head + k) & (ring_size_ - 1))];
+      grown[ring_slot(c, size, 0, k)] = unacknowledged_[ring_slot(c, ring_size_, ring.head, k)];
     }
     ring.head = 0;
   }
@@ -128,7 +134,7 @@ void InputNode::grow_rings(std::uint32_t at_least) {
 void InputNode::push_unacknowledged(ComputeIndex c, TimesliceIndex t) {
   if (rings_[c].count == ring_size_) grow_rings(ring_size_ + 1);
   Ring& ring = rings_[c];
-  unacknowledged_[c * std::size_t{ring_size_} + ((ring.head + ring.count) & (ring_size_ - 1))] = t;
+  unacknowledged_[ring_slot(c, ring_size_, ring.head, ring.count)] = t;
   ++ring.count;
 }
 
@@ -180,7 +186,7 @@ std::vector<IntervalCompletion> InputNode::on_compute_lost(ComputeIndex c, Time 
     const std::uint32_t head = ring.head, count = ring.count;
     ring = Ring{};
     for (std::uint32_t k = 0; k < count; ++k) {
-      const TimesliceIndex t = unacknowledged_[c * std::size_t{ring_size_} + ((head + k) & (ring_size_ - 1))];
+      const TimesliceIndex t = unacknowledged_[ring_slot(c, ring_size_, head, k)];
       if (auto done = engine_->on_acknowledged(t, now)) completions.push_back(std::move(*done));
     }
   }
