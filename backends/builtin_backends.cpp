@@ -3,6 +3,7 @@
 #include "builtin_backend_table.hpp"
 
 #include "backends/posix/posix_backend.hpp"
+#include "netio/shm_backend.hpp"
 #ifdef NETIO_WITH_FABRIC
 #include "backends/fabric/fabric_backend.hpp"
 #endif
@@ -11,6 +12,7 @@ namespace netio::detail {
 
 void register_builtin_backends(BuiltinBackendTable& table) {
   table.add("tcp", [](EventLoop& loop) { return posix::make_backend(loop); });
+  table.add("shm", shm_backend_factory());
 #ifdef NETIO_WITH_FABRIC
   table.add("fabric", [](EventLoop& loop) { return fabric::make_backend(loop); });
 #else

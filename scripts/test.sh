@@ -81,7 +81,7 @@ stage() {
       build=build/tsan
       optimization=-O1
     fi
-    targets=(--target netio_tests pubsub_child_subscriber)
+    targets=(--target netio_tests pubsub_child_subscriber shm_child_peer)
     # The examples and the install test are not built here: the plain build runs them.
     selection=(-LE "tools|bench|fuzz" -E "^(example_|install_and_consume)")
   fi

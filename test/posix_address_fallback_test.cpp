@@ -102,7 +102,7 @@ class Connector {
  public:
   Connector(netio::Context& context, std::vector<SocketAddress> addresses, const Endpoint& name) : context_(context) {
     context_.loop().run_sync([&] {
-      socket_ = std::make_unique<netio::posix::PosixSendSocket>(context_.loop());
+      socket_ = std::make_unique<netio::posix::PosixSendSocket>(context_.loop(), netio::posix::tcp_family());
       netio::LowLevelSendSocket::Callbacks callbacks;
       callbacks.on_connected = [this](const netio::ConnectionInfo&) { connected = true; };
       callbacks.on_connect_failed = [this](const Error& error) {

@@ -4,6 +4,7 @@
 // return to the pool while the others are served on; a restarted publisher is subscribed to
 // again, with the application told; 1,000 join/leave cycles leave memory and descriptors
 // where they started.
+#include "support/child_process.hpp"
 #include "support/pubsub_test.hpp"
 #include "support/sanitizers.hpp"
 #include "support/test_context.hpp"
@@ -11,21 +12,15 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <cerrno>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <set>
-#include <spawn.h>
 #include <string>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <utility>
-
-extern char** environ;
 
 namespace {
 
@@ -42,50 +37,18 @@ std::size_t open_fd_count() {
   return static_cast<std::size_t>(std::distance(std::filesystem::begin(entries), std::filesystem::end(entries)));
 }
 
-// The child subscriber process (support/pubsub_child_subscriber.cpp), its stdout on a pipe.
+// The child subscriber process (support/pubsub_child_subscriber.cpp).
 class ChildSubscriber {
  public:
-  ChildSubscriber(const Endpoint& publisher, Tag tag) {
-    int pipe_fds[2];
-    REQUIRE(::pipe(pipe_fds) == 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
-    const std::string endpoint = publisher.to_string();
-    const std::string tag_text = std::to_string(tag);
-    char* argv[] = {const_cast<char*>(NETIO_PUBSUB_CHILD), const_cast<char*>(endpoint.c_str()),
-                    const_cast<char*>(tag_text.c_str()), nullptr};
-    const int spawned = ::posix_spawn(&pid_, NETIO_PUBSUB_CHILD, &actions, nullptr, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(pipe_fds[1]);
-    out_ = pipe_fds[0];
-    REQUIRE(spawned == 0);
-  }
-  ~ChildSubscriber() {
-    kill();
-    ::close(out_);
-  }
+  ChildSubscriber(const Endpoint& publisher, Tag tag)
+      : process_(NETIO_PUBSUB_CHILD, {publisher.to_string(), std::to_string(tag)}) {}
   // Reads the child's "subscribed" line (blocking; the child exits on failure, closing it).
-  bool wait_subscribed() {
-    std::string line;
-    char c = 0;
-    while (::read(out_, &c, 1) == 1 && c != '\n') line += c;
-    return line == "subscribed";
-  }
-  // SIGSTOP: the child stops reading but keeps its connections open.
-  void stop() { ::kill(pid_, SIGSTOP); }
-  void kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  bool wait_subscribed() { return process_.read_line() == "subscribed"; }
+  void stop() { process_.stop(); }
+  void kill() { process_.kill(); }
 
  private:
-  pid_t pid_ = -1;
-  int out_ = -1;
+  netio::test::ChildProcess process_;
 };
 
 // Publishes numbered 1000-byte messages of tag 1 from a thread of its own until finish();

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The POSIX TCP back-end (tcp:// endpoints).
+// The POSIX stream back-end: tcp:// endpoints, and, with another StreamFamily, the
+// Unix-domain connections of shm://.
 #pragma once
 
+#include "backends/posix/stream_family.hpp"
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
 
@@ -9,6 +11,7 @@
 
 namespace netio::posix {
 
-std::unique_ptr<Backend> make_backend(EventLoop& loop);
+std::unique_ptr<Backend> make_backend(EventLoop& loop);  // tcp://
+std::unique_ptr<Backend> make_backend(EventLoop& loop, std::shared_ptr<const StreamFamily> family);
 
 }  // namespace netio::posix

@@ -21,22 +21,7 @@ namespace netio::posix {
 void PosixListenSocket::listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) {
   callbacks_ = std::move(callbacks);
   limits_ = limits;
-  const auto address = detail::resolve(local, true);
-  fd_ = SocketFd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd_) throw system_error(errno, fmt::format("{}: socket() failed", local.to_string()));
-  const int one = 1;
-  ::setsockopt(fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd_.get(), address.get(), address.length) != 0) {
-    throw system_error(errno, fmt::format("cannot bind {}", local.to_string()));
-  }
-  if (::listen(fd_.get(), SOMAXCONN) != 0) {
-    throw system_error(errno, fmt::format("cannot listen on {}", local.to_string()));
-  }
-  detail::SocketAddress bound;
-  bound.length = sizeof bound.storage;
-  ::getsockname(fd_.get(), bound.get(), &bound.length);
-  local_ = detail::to_endpoint(bound, local);
-  local_.host = local.host;  // keep the name the user gave; only the port may have changed
+  fd_ = family_->listen_on(local, local_);
   loop_.add_fd(fd_.get(), EPOLLIN, [this](std::uint32_t) { on_acceptable(); });
 }
 
@@ -66,13 +51,26 @@ void PosixListenSocket::on_acceptable() {
       return;
     }
     try {
-      set_no_delay(fd.get());
+      family_->prepare(fd.get());
     } catch (const Error& e) {
       log(LogLevel::warn, "listen socket {}: {}", local_.to_string(), e.what());
       continue;
     }
-    add_pending(std::move(fd), detail::to_endpoint(peer, local_));
+    auto admission = family_->admit(fd.get(), peer, local_);
+    if (!admission.refusal.empty()) {
+      refuse(fd, admission.refusal);
+      continue;
+    }
+    add_pending(std::move(fd), admission.peer);
   }
+}
+
+void PosixListenSocket::refuse(const SocketFd& fd, const std::string& why) {
+  // Before its hello: nothing of the peer is read. The reject tells it why (a fresh
+  // connection's send buffer takes it whole); the close that follows ends it.
+  log(LogLevel::warn, "listen socket {}: refusing a connection: {}", local_.to_string(), why);
+  const auto reply = encode_reply({false, 0, why, {}});
+  [[maybe_unused]] const ssize_t n = ::send(fd.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
 }
 
 bool PosixListenSocket::peer_waiting() const {
@@ -232,7 +230,7 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
   auto socket = std::make_unique<PosixReceiveSocket>(loop_, std::move(pending->fd), local_, pending->peer,
                                                      decision.max_buffer_size, decision.receive_credits,
                                                      decision.reply_size_for(request->max_reply_size),
-                                                     limits_.progress_timeout);
+                                                     limits_.progress_timeout, family_->peek_reads());
   if (callbacks_.on_accepted) callbacks_.on_accepted(std::move(socket));
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// POSIX listen socket: accepts TCP connections, reads each one's hello, asks the layer above
-// to accept or reject it, answers, and hands accepted connections over as receive sockets.
+// POSIX listen socket: accepts stream connections (TCP or Unix-domain: its StreamFamily),
+// lets the family refuse a peer before anything of it is read, reads each one's hello, asks
+// the layer above to accept or reject it, answers, and hands accepted connections over as
+// receive sockets.
 // A connection that sends junk or nothing within the handshake timeout is closed and logged;
 // the listener keeps serving everyone else. At most ListenLimits::max_pending_handshakes
 // connections wait for their hello: a new one beyond that drops the oldest. Out of
@@ -12,6 +14,7 @@
 
 #include "backends/posix/handshake_reader.hpp"
 #include "backends/posix/socket_fd.hpp"
+#include "backends/posix/stream_family.hpp"
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
 
@@ -25,7 +28,8 @@ namespace netio::posix {
 
 class PosixListenSocket final : public LowLevelListenSocket {
  public:
-  explicit PosixListenSocket(EventLoop& loop) : loop_(loop) {}
+  PosixListenSocket(EventLoop& loop, std::shared_ptr<const StreamFamily> family)
+      : loop_(loop), family_(std::move(family)) {}
   ~PosixListenSocket() override { close(); }
 
   void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) override;
@@ -48,6 +52,8 @@ class PosixListenSocket final : public LowLevelListenSocket {
   bool peer_waiting() const;  // a connection in the kernel's accept queue
   void resume_accepting();
   void end_pressure_episode();
+  // A connection the family does not admit: answered with a reject naming `why`, then closed.
+  void refuse(const SocketFd& fd, const std::string& why);
   void add_pending(SocketFd fd, const Endpoint& peer);
   void on_hello_readable(int fd);
   void drop_pending(int fd, const std::string& why);
@@ -57,6 +63,7 @@ class PosixListenSocket final : public LowLevelListenSocket {
   void answer(std::unique_ptr<PendingConnection> pending);
 
   EventLoop& loop_;
+  std::shared_ptr<const StreamFamily> family_;
   Callbacks callbacks_;
   ListenLimits limits_;
   Endpoint local_;

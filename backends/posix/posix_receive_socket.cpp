@@ -13,7 +13,7 @@ namespace netio::posix {
 
 PosixReceiveSocket::PosixReceiveSocket(EventLoop& loop, SocketFd fd, Endpoint local, Endpoint peer,
                                        std::size_t max_buffer_size, std::size_t credits, std::size_t max_reply_size,
-                                       std::chrono::nanoseconds progress_timeout)
+                                       std::chrono::nanoseconds progress_timeout, bool peek_reads)
     : loop_(loop),
       fd_(std::move(fd)),
       local_(std::move(local)),
@@ -22,7 +22,9 @@ PosixReceiveSocket::PosixReceiveSocket(EventLoop& loop, SocketFd fd, Endpoint lo
       registration_(loop),
       reader_(loop, max_buffer_size, credits, peer_.to_string(),
               fmt::format("from {} to {}", peer_.to_string(), local_.to_string())),
-      progress_timeout_(progress_timeout) {}
+      progress_timeout_(progress_timeout) {
+  if (!peek_reads) reader_.stop_peeking();
+}
 
 PosixReceiveSocket::~PosixReceiveSocket() { close(); }
 

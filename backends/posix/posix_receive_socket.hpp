@@ -28,7 +28,8 @@ class PosixReceiveSocket final : public LowLevelReceiveSocket {
  public:
   PosixReceiveSocket(EventLoop& loop, SocketFd fd, Endpoint local, Endpoint peer, std::size_t max_buffer_size,
                      std::size_t credits, std::size_t max_reply_size,
-                     std::chrono::nanoseconds progress_timeout = std::chrono::nanoseconds::zero());
+                     std::chrono::nanoseconds progress_timeout = std::chrono::nanoseconds::zero(),
+                     bool peek_reads = true);
   ~PosixReceiveSocket() override;
 
   void start(Callbacks callbacks) override;

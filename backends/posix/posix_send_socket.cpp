@@ -16,7 +16,7 @@
 namespace netio::posix {
 
 void PosixSendSocket::connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) {
-  connect_to(detail::resolve_all(remote, false), remote, hello, std::move(callbacks));
+  connect_to(family_->connect_addresses(remote), remote, hello, std::move(callbacks));
 }
 
 void PosixSendSocket::connect_to(std::vector<detail::SocketAddress> addresses, const Endpoint& remote,
@@ -61,7 +61,7 @@ void PosixSendSocket::start_attempt() {
       if (next_address(err, "socket() failed: ")) continue;
       throw system_error(err, fmt::format("{}: socket() failed", remote_.to_string()));
     }
-    set_no_delay(fd_.get());
+    family_->prepare(fd_.get());
     if (::connect(fd_.get(), address.get(), address.length) == 0 || errno == EINPROGRESS) {
       registration_.add(fd_.get(), EPOLLOUT, [this](std::uint32_t events) { on_events(events); });
       return;
@@ -140,6 +140,10 @@ void PosixSendSocket::on_connect_completed() {
       attempt_failed(err);
       return;
     }
+    if (auto distrust = family_->check_listener(fd_.get(), remote_); !distrust.empty()) {
+      fail_connect(Errc::handshake_rejected, fmt::format("connect to {} refused: {}", remote_.to_string(), distrust));
+      return;
+    }
     state_ = State::handshaking;
   }
   while (hello_written_ < hello_frame_.size()) {
@@ -148,8 +152,14 @@ void PosixSendSocket::on_connect_completed() {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) break;
-      fail_connect(Errc::backend_error,
-                   fmt::format("sending the handshake to {} failed: {}", remote_.to_string(), errno_text(errno)));
+      const auto failure = fmt::format("sending the handshake to {} failed: {}", remote_.to_string(), errno_text(errno));
+      if (errno == EPIPE || errno == ECONNRESET) {
+        // A listener that refuses a peer before reading its hello answers and closes: the
+        // answer, if it is there, says why.
+        hello_written_ = hello_frame_.size();
+        on_reply_readable();
+      }
+      if (state_ == State::handshaking) fail_connect(Errc::backend_error, failure);
       return;
     }
     hello_written_ += static_cast<std::size_t>(n);

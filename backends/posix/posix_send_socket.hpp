@@ -9,6 +9,7 @@
 #include "backends/posix/frame_writer.hpp"
 #include "backends/posix/handshake_reader.hpp"
 #include "backends/posix/socket_fd.hpp"
+#include "backends/posix/stream_family.hpp"
 #include "address.hpp"
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
@@ -24,12 +25,13 @@ namespace netio::posix {
 
 class PosixSendSocket final : public LowLevelSendSocket {
  public:
-  explicit PosixSendSocket(EventLoop& loop) : loop_(loop), registration_(loop) {}
+  PosixSendSocket(EventLoop& loop, std::shared_ptr<const StreamFamily> family)
+      : loop_(loop), family_(std::move(family)), registration_(loop) {}
   ~PosixSendSocket() override { close(); }
 
   void accept_replies(ReplyWindow window) override { replies_window_ = window; }
-  // Tries every address of the remote host in turn (detail::resolve_all) until one
-  // accepts the TCP connection; the handshake then happens on that one only.
+  // Tries every address of the remote (StreamFamily::connect_addresses) in turn until one
+  // accepts the connection; the handshake then happens on that one only.
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
   // connect() to addresses resolved already (`remote` names them in messages). Not empty.
   void connect_to(std::vector<detail::SocketAddress> addresses, const Endpoint& remote, std::span<const std::byte> hello,
@@ -73,6 +75,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   void update_interest();
 
   EventLoop& loop_;
+  std::shared_ptr<const StreamFamily> family_;
   Callbacks callbacks_;
   Endpoint remote_;
   std::vector<detail::SocketAddress> addresses_;  // of remote_, tried in turn

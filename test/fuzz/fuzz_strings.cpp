@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Every parser of user strings: endpoints (netio/endpoint.hpp), the tools' sizes and
+// Every parser of user strings: endpoints (netio/endpoint.hpp) and shm:// names as socket
+// addresses (backends/shm/unix_family.hpp), the tools' sizes and
 // durations (tools/common/units.hpp) and emulation specs (netio/emulation.hpp). A bad string
 // is refused with an error (netio::Error, or a ParseResult failure); what parses must print
 // and parse back to the same value.
@@ -7,6 +8,7 @@
 // Specs naming a table file (table:file=PATH) are skipped: the fuzzer would otherwise open
 // whatever path it makes up (/dev/zero, a FIFO) and hang on reading it, which says nothing
 // about the parser; table files have their own tests (emulation_spec_test.cpp).
+#include "backends/shm/unix_family.hpp"
 #include "common/units.hpp"
 #include "netio/emulation.hpp"
 #include "netio/endpoint.hpp"
@@ -25,6 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto again = netio::Endpoint::parse(endpoint.to_string());
     FUZZ_CHECK(again.to_string() == endpoint.to_string());
     FUZZ_CHECK(again.port == endpoint.port && again.host == endpoint.host && again.scheme == endpoint.scheme);
+    if (endpoint.scheme == "shm") {
+      // Throws resolve_failed for what is no shm:// name; else an abstract name that fits.
+      const auto address = netio::shm::abstract_address(endpoint);
+      FUZZ_CHECK(address.length <= sizeof(sockaddr_un) && address.get()->sa_data[0] == '\0');
+    }
   } catch (const netio::Error&) {
   }
 

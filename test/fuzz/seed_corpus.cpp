@@ -153,7 +153,7 @@ void strings() {
                         "delay=uniform:min=0us,max=100us,correlation=25%;seed=7",
                         "node=2;out=10Gbps;slowdown=node:2,at=10s,for=5s,rate=25%",
                         "slowdown=link:10.0.0.7:5000,at=1s,for=2s,every=10s,delay=2ms", "in=1.25GB/s,burst=64KiB",
-                        "delay=pareto:mean=50us,shape=2.5,clip=2ms"}) {
+                        "delay=pareto:mean=50us,shape=2.5,clip=2ms", "shm://daq-node_1.readout:0"}) {
     write("strings", "seed_" + std::to_string(++n), text(s));
   }
 }

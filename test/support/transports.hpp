@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The back-ends the shared integration tests run against. Every behaviour both back-ends
-// promise is tested on both: a TEST_CASE takes `const auto base = GENERATE(loopback_endpoints())`
+// The back-ends the shared integration tests run against. Every behaviour the back-ends
+// promise is tested on each (tcp, shm, and fabric when built): a TEST_CASE takes `const auto base = GENERATE(loopback_endpoints())`
 // and listens on base (port 0), so each back-end gets its own section in the report.
 // A netio built without libfabric (NETIO_WITH_FABRIC=OFF) tests tcp only.
 #pragma once
@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 namespace netio::test {
 
 inline bool fabric_built() {
@@ -26,9 +28,15 @@ inline bool fabric_built() {
 }
 
 inline auto loopback_endpoints() {
-  std::vector<std::string> endpoints{"tcp://127.0.0.1:0"};
+  std::vector<std::string> endpoints{"tcp://127.0.0.1:0", "shm://netio-test:0"};
   if (fabric_built()) endpoints.push_back("fabric://127.0.0.1:0?provider=tcp");
   return Catch::Generators::from_range(endpoints);
+}
+
+// The host a listener on `base` sees this process's connections come from: the loopback
+// address, or on shm:// the process's own name (pidPID).
+inline std::string own_peer_host(const Endpoint& base) {
+  return base.scheme == "shm" ? "pid" + std::to_string(::getpid()) : base.host;
 }
 
 using namespace std::chrono_literals;

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// What distinguishes one kind of stream socket from another for the POSIX sockets: TCP
+// (tcp://) and Unix-domain sockets (shm://) share the sockets, the handshake, the admission
+// and the framing (PosixSendSocket, PosixListenSocket, PosixReceiveSocket); a family says
+// how an endpoint becomes an address, what a fresh connection is set up with, and which
+// peers may connect at all.
+//
+// Immutable once made; the sockets share it (std::shared_ptr), so it outlives every socket
+// of its back-end. Any thread.
+#pragma once
+
+#include "address.hpp"
+#include "backends/posix/socket_fd.hpp"
+#include "netio/endpoint.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace netio::posix {
+
+class StreamFamily {
+ public:
+  virtual ~StreamFamily() = default;
+
+  // The addresses to try, in turn, to reach `remote` (never empty).
+  // Throws Error(Errc::resolve_failed) naming the endpoint.
+  virtual std::vector<detail::SocketAddress> connect_addresses(const Endpoint& remote) const = 0;
+  // A non-blocking listening descriptor bound to `local` (port 0: one the family picks);
+  // sets `bound` to the endpoint it is bound to. Throws Error naming the endpoint.
+  virtual SocketFd listen_on(const Endpoint& local, Endpoint& bound) const = 0;
+  // Options of a connected descriptor, on either side (TCP_NODELAY). Throws Error.
+  virtual void prepare(int fd) const = 0;
+
+  // An accepted connection: who it is (`refusal` empty) or why it may not connect at all,
+  // decided before its hello is read (the refusal is sent to it as a reject).
+  struct Admission {
+    Endpoint peer;
+    std::string refusal;
+  };
+  virtual Admission admit(int fd, const detail::SocketAddress& address, const Endpoint& local) const = 0;
+  // The connecting side's check of the listener it reached: empty, or why it is not to be
+  // trusted with the data (the connect then fails with Errc::handshake_rejected).
+  virtual std::string check_listener(int fd, const Endpoint& remote) const = 0;
+
+  // Whether readers peek and then discard (posix::FrameReader): it saves a TCP
+  // acknowledgement per small message, and costs a second copy elsewhere.
+  virtual bool peek_reads() const noexcept = 0;
+};
+
+// tcp://HOST:PORT: resolved names, every peer admitted (admission is the layer above's).
+std::shared_ptr<const StreamFamily> tcp_family();
+
+}  // namespace netio::posix
