@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
   add_version_flag(app);
   SubOptions sub_options;
   auto* sub = app.add_subcommand("sub", "Subscribe to tags on a publisher and print what arrives");
-  sub->add_option("-e,--endpoint", sub_options.endpoint, "The publisher: tcp://HOST:PORT or fabric://HOST:PORT[?provider=NAME]")
+  sub->add_option("-e,--endpoint", sub_options.endpoint, std::string("The publisher: ") + netio::tools::endpoint_forms)
       ->required();
   sub->add_option("--tags", sub_options.tags, "Tags to subscribe to (64-bit integers)")
       ->delimiter(',')
@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
 
   PubOptions pub_options;
   auto* pub = app.add_subcommand("pub", "Publish records read from stdin under one tag");
-  pub->add_option("-e,--endpoint", pub_options.endpoint, "Where to bind: tcp://HOST:PORT or fabric://HOST:PORT[?provider=NAME]; port 0 picks one")
+  pub->add_option("-e,--endpoint", pub_options.endpoint, fmt::format("Where to bind: {}; port 0 picks one", netio::tools::endpoint_forms))
       ->required();
   pub->add_option("--tag", pub_options.tag, "The tag to publish under (a 64-bit integer)")->required();
   pub->add_option("--subscribers", pub_options.subscribers,

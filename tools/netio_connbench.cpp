@@ -3,7 +3,7 @@
 // exit status are documented in docs/man/netio_connbench.1.md (man netio_connbench).
 //
 //   netio_connbench --peers P --max-connections K[,K...] --policy lru|lru-m[,...] [--json]
-//                   [--backend tcp|fabric | -e BASE] [--mode ll|ht] [-s SIZE] [--hot H]
+//                   [--backend tcp|shm|fabric | -e BASE] [--mode ll|ht] [-s SIZE] [--hot H]
 //                   [--hot-share F] [--accesses N] [--burst B] [--seed S] [--timeout DURATION]
 #include "common/cli_options.hpp"
 #include "common/cpu_affinity.hpp"
@@ -57,8 +57,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--json", o.json,
                "Print one JSON document on stdout: {msgs_per_s, opened, torn_down, peak_connections, "
                "peak_connection_bytes, ...} for one run, {\"runs\": [...]} of such objects for several");
-  auto* backend = app.add_option("--backend", o.backend, "tcp, or fabric (libfabric's tcp provider), on 127.0.0.1")
-                      ->check(CLI::IsMember({"tcp", "fabric"}));
+  auto* backend = app.add_option("--backend", o.backend, "tcp or fabric (libfabric's tcp provider) on 127.0.0.1, or shm (Unix-domain, this node)")
+                      ->check(CLI::IsMember({"tcp", "shm", "fabric"}));
   app.add_option("-e,--endpoint", o.base,
                  "Where the receivers listen, each on a port of its own (port 0), e.g. "
                  "fabric://127.0.0.1:0?provider=sockets; default tcp://127.0.0.1:0")
@@ -171,6 +171,7 @@ int run(const Options& o) {
   ConnbenchConfig config;
   if (!o.base.empty()) config.base = o.base;
   else if (o.backend == "fabric") config.base = "fabric://127.0.0.1:0?provider=tcp";
+  else if (o.backend == "shm") config.base = "shm://netio-connbench:0";
   config.mode = o.mode == "ll" ? netio::SendMode::low_latency : netio::SendMode::high_throughput;
   config.size = o.size;
   config.buffers = o.buffers;

@@ -52,7 +52,7 @@ void add_options(CLI::App& app, Options& o) {
                               "Run the server: echo the pings of any number of clients at once, until Ctrl-C");
   app.add_option("-e,--endpoint", o.endpoint,
                  "Server: where to listen (port 0 picks a free one, printed on stderr); client: the server's "
-                 "endpoint. tcp://HOST:PORT or fabric://HOST:PORT[?provider=NAME]")
+                 "endpoint. " + std::string(endpoint_forms))
       ->required();
   add_size_option(app, "-s,--size", o.size, "Client: ping size")->excludes(server);
   app.add_option("-n,--iterations", o.iterations, "Client: measured round trips")

@@ -55,8 +55,8 @@ struct Options {
 
 void add_options(CLI::App& app, Options& o) {
   app.add_option("-e,--endpoint", o.endpoint,
-                 "Where to listen: tcp://HOST:PORT or fabric://HOST:PORT[?provider=NAME]; port 0 picks a free port "
-                 "(printed on stderr and written to --port-file)")
+                 fmt::format("Where to listen: {}; port 0 picks a free port (printed on stderr and written to "
+                             "--port-file)", endpoint_forms))
       ->required();
   app.add_option("--mode", o.mode, "ht: high-throughput sockets (pages, recv() on a thread of its own); ll: "
                                     "low-latency sockets (a callback per message). Must match the sender's --mode")

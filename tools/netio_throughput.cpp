@@ -64,7 +64,7 @@ struct Options {
 constexpr auto kDefaultDuration = std::chrono::seconds(2);
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("-e,--endpoint", o.endpoint, "Where netio_recv listens: tcp://HOST:PORT or fabric://HOST:PORT[?provider=NAME]")
+  app.add_option("-e,--endpoint", o.endpoint, std::string("Where netio_recv listens: ") + endpoint_forms)
       ->required();
   app.add_option("--mode", o.mode, "ht: high-throughput sockets (batched into pages); ll: low-latency sockets (one "
                                     "message per buffer). Must match netio_recv's --mode")

@@ -119,7 +119,7 @@ void add_options(CLI::App& app, Options& o) {
                  "'node:4,at=6s,for=3s,rate=75%' (compute node 0 of a 4x4 run at 75 % of its in= rate for 3 s)")
       ->type_name("WINDOW");
   app.add_option("--backend,--transport", b.transport,
-                 "Local run: the back-end, tcp or fabric (on loopback; --transport is the old name)")
+                 "Local run: the back-end, tcp or fabric (on loopback) or shm (Unix-domain); --transport is the old name")
       ->capture_default_str();
   app.add_option("--csv", o.csv,
                  "Write DIR/SCHEDULER/{timeslices,intervals,buffer_fill,bandwidth}.csv and DIR/summary.json "

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # netio_connbench end to end on one back-end: --help, a bad argument, one run with --json
 # (the keys of tools/README.md), a list of limits and policies ({"runs": [...]}), the text table.
-#   connbench_test.sh NETIO_CONNBENCH TRANSPORT(tcp|fabric)
+#   connbench_test.sh NETIO_CONNBENCH TRANSPORT(tcp|shm|fabric)
 set -euo pipefail
 connbench=$1 transport=$2
 source "$(dirname "$0")/tool_test_lib.sh"

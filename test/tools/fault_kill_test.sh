@@ -9,7 +9,7 @@
 #      the other subscriber gets its whole stream, verified (exit 0, nothing lost);
 #   4. the receiver stopped (SIGSTOP) for 3 s mid-stream, then resumed: nothing lost, and the
 #      sender's memory stays bounded meanwhile (back-pressure, not buffering).
-#   fault_kill_test.sh NETIO_RECV NETIO_THROUGHPUT TRANSPORT(tcp|fabric)
+#   fault_kill_test.sh NETIO_RECV NETIO_THROUGHPUT TRANSPORT(tcp|shm|fabric)
 set -euo pipefail
 recv=$1 send=$2 transport=$3
 source "$(dirname "$0")/tool_test_lib.sh"
@@ -40,7 +40,7 @@ wait_for_line "$WORK/recv1.err" "Gb/s" "traffic"
 kill -KILL "$recv_pid"
 wait_exit "$send_pid" 20 "netio_throughput"
 [ "$status" -eq 1 ] || fail "netio_throughput exited with $status after its receiver was killed, not 1"
-grep -q "127.0.0.1:$port" "$WORK/send1.err" || fail "netio_throughput's error does not name the endpoint: $(cat "$WORK/send1.err")"
+grep -q "$(host_port_for "$transport" "$port")" "$WORK/send1.err" || fail "netio_throughput's error does not name the endpoint: $(cat "$WORK/send1.err")"
 
 # 2. The publisher killed.
 "$send" --publish -e "$(endpoint_for "$transport" 0)" --tags 1 --subscribers 1 -s 1KiB -t 30s \

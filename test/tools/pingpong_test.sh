@@ -3,7 +3,7 @@
 # netio_pingpong: one server, several clients one after another (JSON, text, histogram),
 # then three at once (pongs as replies, and on a second connection), then SIGTERM stops the
 # server cleanly and a client still pinging fails at once, naming it.
-#   pingpong_test.sh NETIO_PINGPONG TRANSPORT(tcp|fabric) CHECKER
+#   pingpong_test.sh NETIO_PINGPONG TRANSPORT(tcp|shm|fabric) CHECKER
 set -euo pipefail
 pingpong=$1 transport=$2 checker=$3
 source "$(dirname "$0")/tool_test_lib.sh"
@@ -58,7 +58,7 @@ orphan_status=0
 wait "$orphan_pid" || orphan_status=$?
 [ "$orphan_status" -eq 1 ] || fail "the client of a stopped server exited with $orphan_status, not 1"
 [ $((SECONDS - stopped)) -le 5 ] || fail "the client took $((SECONDS - stopped)) s to notice the server had stopped"
-grep -q "the connection to the server failed after .*127.0.0.1:$port" "$WORK/client-orphan.err" \
+grep -q "the connection to the server failed after .*$(host_port_for "$transport" "$port")" "$WORK/client-orphan.err" \
   || fail "the client's error does not say the connection to the server failed: $(cat "$WORK/client-orphan.err")"
 clients=$(grep -c "measured round trips" "$WORK/server.out" || true)
 [ "$clients" -eq 8 ] || fail "the server saw $clients clients say goodbye, not 8"

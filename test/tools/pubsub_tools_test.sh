@@ -7,7 +7,7 @@
 # back byte for byte, and the count and hex formats; with keys (a build with libsodium),
 # --key-file on both sides, and a subscriber without the key or from a network not allowed refused;
 # a publisher whose subscribers all left, and one stopped while waiting for them.
-#   pubsub_tools_test.sh NETIO_RECV NETIO_THROUGHPUT NETIO_CAT TRANSPORT(tcp|fabric) [keys|no-keys]
+#   pubsub_tools_test.sh NETIO_RECV NETIO_THROUGHPUT NETIO_CAT TRANSPORT(tcp|shm|fabric) [keys|no-keys]
 set -euo pipefail
 recv=$1 send=$2 cat_tool=$3 transport=$4 keys=${5:-no-keys}
 source "$(dirname "$0")/tool_test_lib.sh"

@@ -8,7 +8,7 @@
 #      not end the run, and the JSON sums both (2 × N per size, nothing lost).
 #   3. Two senders, one killed (-9) mid-stream: the survivor completes, its stream is
 #      verified intact, and netio_recv reports the cut stream (exit 1) instead of hanging.
-#   several_senders_test.sh NETIO_RECV NETIO_THROUGHPUT TRANSPORT(tcp|fabric) MODE(ht|ll)
+#   several_senders_test.sh NETIO_RECV NETIO_THROUGHPUT TRANSPORT(tcp|shm|fabric) MODE(ht|ll)
 set -euo pipefail
 recv=$1 send=$2 transport=$3 mode=$4
 source "$(dirname "$0")/tool_test_lib.sh"
@@ -22,11 +22,18 @@ port=$(wait_for_port_file "$WORK/port" "$recv_pid")
 receiver=$(endpoint_for "$transport" "$port")
 
 # 1. Strangers: connect and leave; connect, write junk, leave.
-python3 - "$port" <<'PY'
+python3 - "$transport" "$port" <<'PY'
 import socket, sys, time
-port = int(sys.argv[1])
-socket.create_connection(("127.0.0.1", port), timeout=5).close()
-s = socket.create_connection(("127.0.0.1", port), timeout=5)
+transport, port = sys.argv[1], int(sys.argv[2])
+def connect():
+    if transport != "shm":
+        return socket.create_connection(("127.0.0.1", port), timeout=5)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(f"\0netio-shm/netio-tools:{port}")  # the abstract name of shm://netio-tools:PORT
+    return s
+connect().close()
+s = connect()
 s.sendall(b"GET / HTTP/1.0\r\n\r\n" * 4)
 time.sleep(0.2)
 s.close()

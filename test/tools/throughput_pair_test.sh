@@ -3,7 +3,7 @@
 # netio_throughput → netio_recv over loopback: a bounded sweep with --verify on both sides;
 # every message must arrive, once, intact, and both JSON documents must have the contract's
 # keys (tools/README.md).
-#   throughput_pair_test.sh NETIO_RECV NETIO_THROUGHPUT TRANSPORT(tcp|fabric) MODE(ht|ll) CHECKER
+#   throughput_pair_test.sh NETIO_RECV NETIO_THROUGHPUT TRANSPORT(tcp|shm|fabric) MODE(ht|ll) CHECKER
 set -euo pipefail
 recv=$1 send=$2 transport=$3 mode=$4 checker=$5
 source "$(dirname "$0")/tool_test_lib.sh"

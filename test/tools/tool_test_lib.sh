@@ -2,13 +2,22 @@
 # Shared by the tool integration tests: endpoints per transport, waiting for a port file,
 # failing with the logs of the tools attached.
 
-# The base endpoint (without port) and the query for a transport: tcp or fabric.
+# The endpoint of a transport (tcp, shm or fabric) and a port.
 # fabric uses libfabric's tcp provider, which works on any Linux box.
 endpoint_for() {  # TRANSPORT PORT
   case "$1" in
     tcp) echo "tcp://127.0.0.1:$2" ;;
+    shm) echo "shm://netio-tools:$2" ;;
     fabric) echo "fabric://127.0.0.1:$2?provider=${NETIO_TEST_FABRIC_PROVIDER:-tcp}" ;;
     *) echo "unknown transport '$1'" >&2; return 1 ;;
+  esac
+}
+
+# HOST:PORT as the tools' messages name an endpoint of that transport.
+host_port_for() {  # TRANSPORT PORT
+  case "$1" in
+    shm) echo "netio-tools:$2" ;;
+    *) echo "127.0.0.1:$2" ;;
   esac
 }
 

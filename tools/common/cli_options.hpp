@@ -17,6 +17,10 @@
 
 namespace netio::tools {
 
+// The endpoint forms every tool's --endpoint takes, for its --help.
+inline constexpr const char* endpoint_forms =
+    "tcp://HOST:PORT, shm://NAME:PORT (processes of this node) or fabric://HOST:PORT[?provider=NAME]";
+
 // A tool's main() after its options were declared on `app`: parses the command line, runs
 // `validate` (which throws CLI::ValidationError, or another CLI::ParseError, for arguments
 // that do not go together), and on success `run` under run_tool() (tool_main.hpp). Bad

@@ -94,10 +94,13 @@ void BenchConfig::validate() const {
   }
   scheduler::validate(scheduler_config());
   (void)node_emulation(0);  // throws for a bad spec
-  if (transport != "tcp" && transport != "fabric") reject("--backend must be tcp or fabric, not " + transport);
+  if (transport != "tcp" && transport != "shm" && transport != "fabric") {
+    reject("--backend must be tcp, shm or fabric, not " + transport);
+  }
 }
 
 Endpoint local_endpoint(const std::string& transport) {
+  if (transport == "shm") return Endpoint::parse("shm://netio-tsbench:0");
   if (transport != "fabric") return Endpoint::parse("tcp://127.0.0.1:0");
   // libfabric's tcp provider works on any Linux box; NETIO_FABRIC_PROVIDER picks another.
   const char* provider = std::getenv("NETIO_FABRIC_PROVIDER");
