@@ -152,14 +152,16 @@ void PosixSendSocket::on_connect_completed() {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) break;
-      const auto failure = fmt::format("sending the handshake to {} failed: {}", remote_.to_string(), errno_text(errno));
-      if (errno == EPIPE || errno == ECONNRESET) {
-        // A listener that refuses a peer before reading its hello answers and closes: the
-        // answer, if it is there, says why.
-        hello_written_ = hello_frame_.size();
-        on_reply_readable();
+      const int error_number = errno;
+      // A listener that refuses a peer before reading its hello (shm://, by its user)
+      // answers and closes: its answer, when it is there, says why.
+      if ((error_number == EPIPE || error_number == ECONNRESET) &&
+          reply_reader_.read_from(fd_.get()) == HandshakeReader::Status::complete) {
+        on_reply_received();
+        return;
       }
-      if (state_ == State::handshaking) fail_connect(Errc::backend_error, failure);
+      fail_connect(Errc::backend_error, fmt::format("sending the handshake to {} failed: {}", remote_.to_string(),
+                                                    errno_text(error_number)));
       return;
     }
     hello_written_ += static_cast<std::size_t>(n);
@@ -183,6 +185,10 @@ void PosixSendSocket::on_reply_readable() {
     case HandshakeReader::Status::complete:
       break;
   }
+  on_reply_received();
+}
+
+void PosixSendSocket::on_reply_received() {
   const auto reply = decode_reply(reply_reader_.payload());
   if (!reply) {
     fail_connect(Errc::handshake_rejected, fmt::format("{} sent a malformed handshake reply", remote_.to_string()));

@@ -62,6 +62,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   bool next_address(int error_number, std::string_view what);
   void on_connect_completed();
   void on_reply_readable();
+  void on_reply_received();  // the listener's answer is in reply_reader_
   void on_peer_readable();
   void write_queued();
   bool refuse_if_too_large(const Buffer& buffer);  // fails the connection if so
