@@ -209,6 +209,7 @@ TEST_CASE("low-latency: every message carries its sender's identity, and replies
   }
   for (auto& t : threads) t.join();
   for (std::uint64_t s = 0; s < senders; ++s) {
+    INFO("sender " << s << " got " << replies[s]->count.load() << ", refused " << refused.load());
     REQUIRE(eventually([&] { return replies[s]->count.load() == per_sender; }, 30s));
     CHECK(replies[s]->in_order(per_sender));
     CHECK(replies[s]->wrong_sender == 0);

@@ -4,6 +4,8 @@
 // credential check on both sides (processes of another user, run as a child process when
 // the test runs as root), and peers killed mid-stream (kill -9 of a child process) whose
 // connection and descriptors are reclaimed.
+#include "backends/shm/ring.hpp"
+#include "backends/shm/segment.hpp"
 #include "backends/shm/unix_family.hpp"
 #include "netio/backend_registry.hpp"
 #include "netio/context.hpp"
@@ -19,9 +21,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -48,6 +53,24 @@ bool abstract_name_bound(const std::string& name) {
     }
   }
   return false;
+}
+
+// The shared segments mapped in this process (both ends of a connection within it map one
+// each): their start addresses, from /proc/self/maps.
+std::vector<std::byte*> segments_mapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::vector<std::byte*> starts;
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("/memfd:netio-shm") == std::string::npos) continue;
+    starts.push_back(reinterpret_cast<std::byte*>(std::stoull(line.substr(0, line.find('-')), nullptr, 16)));
+  }
+  return starts;
+}
+
+std::size_t files_in_dev_shm() {
+  const auto entries = std::filesystem::directory_iterator("/dev/shm");
+  return static_cast<std::size_t>(std::distance(std::filesystem::begin(entries), std::filesystem::end(entries)));
 }
 
 std::string name_of(const Endpoint& endpoint) { return fmt::format("netio-shm/{}:{}", endpoint.host, endpoint.port); }
@@ -168,6 +191,7 @@ TEST_CASE("shm: a listener of another user is refused by the connector", "[shm]"
 }
 
 TEST_CASE("shm: a sender killed mid-stream (kill -9) is detected and its connection reclaimed", "[shm]") {
+  const auto dev_shm = files_in_dev_shm();
   netio::Context context;
   CountingReceiver counts;
   netio::LowLatencyReceiveSocket receiver(context, Endpoint::parse("shm://netio-test:0"), counts.handler(),
@@ -178,13 +202,17 @@ TEST_CASE("shm: a sender killed mid-stream (kill -9) is detected and its connect
     REQUIRE(child.read_line() == "connected");
     REQUIRE(eventually([&] { return counts.messages.load() > 1000; }));
     CHECK(descriptors_open() > descriptors);
+    CHECK(segments_mapped().size() == 1);  // the receiver's; the child maps the other
     child.kill();
   }
   CHECK(eventually([&] { return counts.disconnected.load() == 1; }));
   CHECK(eventually([&] { return descriptors_open() == descriptors; }));
+  CHECK(eventually([&] { return segments_mapped().empty(); }));
+  CHECK(files_in_dev_shm() == dev_shm);
 }
 
 TEST_CASE("shm: a receiver killed mid-stream (kill -9) fails the sender, whose descriptors are reclaimed", "[shm]") {
+  const auto dev_shm = files_in_dev_shm();
   ChildProcess child(NETIO_SHM_CHILD, {"receive", "netio-test"});
   const auto endpoint = child.read_line();
   REQUIRE_THAT(endpoint, Catch::StartsWith("shm://netio-test:"));
@@ -207,6 +235,8 @@ TEST_CASE("shm: a receiver killed mid-stream (kill -9) fails the sender, whose d
     CHECK(sender.failure()->code() == netio::Errc::disconnected);
   }
   CHECK(eventually([&] { return descriptors_open() == descriptors; }));
+  CHECK(eventually([&] { return segments_mapped().empty(); }));
+  CHECK(files_in_dev_shm() == dev_shm);
 }
 
 TEST_CASE("shm: 200 connections opened and closed leave no descriptor and no name behind", "[shm]") {
@@ -228,5 +258,113 @@ TEST_CASE("shm: 200 connections opened and closed leave no descriptor and no nam
     CHECK(eventually([&] { return counts.messages.load() == 200 && counts.disconnected.load() == 200; }));
   }
   CHECK(eventually([&] { return descriptors_open() == descriptors; }));
+  CHECK(eventually([&] { return segments_mapped().empty(); }));
   CHECK_FALSE(abstract_name_bound(name));
+}
+
+namespace {
+
+// A receiver whose handler holds the event loop on the first message until released: the
+// sender (in a context of its own) writes on into the ring meanwhile, where the test can
+// reach its entries before the receiver reads them.
+struct HeldReceiver {
+  std::atomic<bool> holding{false};
+  std::atomic<bool> release{false};
+  std::atomic<std::size_t> messages{0};
+  std::mutex mutex;
+  std::string failure;  // the disconnect's reason
+  netio::LowLatencyReceiveOptions options() {
+    netio::LowLatencyReceiveOptions o;
+    o.events.on_disconnected = [this](const netio::Peer&, const netio::Error& e) {
+      std::lock_guard lock(mutex);
+      failure = e.what();
+    };
+    return o;
+  }
+  netio::LowLatencyReceiveSocket::Handler handler() {
+    return [this](std::span<const std::byte>, const netio::Peer&) {
+      if (messages++ == 0) {
+        holding = true;
+        while (!release) std::this_thread::sleep_for(1ms);
+      }
+    };
+  }
+  std::string reason() {
+    std::lock_guard lock(mutex);
+    return failure;
+  }
+};
+
+struct SegmentView {
+  explicit SegmentView(std::byte* start) : base(start) { std::memcpy(&header, start, sizeof header); }
+  netio::shm::RingControl& data_control() const {
+    return *reinterpret_cast<netio::shm::RingControl*>(base + netio::shm::data_control_offset);
+  }
+  std::byte* at(std::uint64_t index) const { return base + netio::shm::data_offset + index % header.data_capacity; }
+  std::byte* base;
+  netio::shm::SegmentHeader header{};
+};
+
+}  // namespace
+
+TEST_CASE("shm: junk written into a live segment disconnects the peer that reads it, naming the link", "[shm]") {
+  netio::Context receiving;
+  netio::Context sending;
+  HeldReceiver receiver_state;
+  netio::LowLatencyReceiveSocket receiver(receiving, Endpoint::parse("shm://netio-test:0"), receiver_state.handler(),
+                                          receiver_state.options());
+  netio::LowLatencySendSocket sender(sending, receiver.local_endpoint());
+  REQUIRE(sender.wait_connected(5s));
+  const std::vector<std::byte> message(1000, std::byte{7});
+  sender.send(message);
+  REQUIRE(eventually([&] { return receiver_state.holding.load(); }));
+  const auto mapped = segments_mapped();
+  REQUIRE(mapped.size() == 2);
+  const SegmentView segment(mapped.front());
+  REQUIRE(segment.header.magic == netio::shm::segment_magic);
+  auto& control = segment.data_control();
+  // The entry being handled starts at the tail (everything before it came back).
+  const std::uint64_t held = control.tail.load();
+  std::uint64_t held_length = 0;
+  std::memcpy(&held_length, segment.at(held), sizeof held_length);
+  const std::uint64_t next = held + netio::shm::entry_size(held_length);
+
+  SECTION("a length beyond the ring, read by the receiver") {
+    sender.send(message);
+    REQUIRE(sender.wait_sent(5s));
+    REQUIRE(eventually([&] { return control.head.load() > next; }));
+    const std::uint64_t junk = 1ull << 40;
+    std::memcpy(segment.at(next), &junk, sizeof junk);
+    receiver_state.release = true;
+    REQUIRE(eventually([&] { return !receiver_state.reason().empty(); }));
+    CHECK_THAT(receiver_state.reason(), Catch::Contains("corrupted the shared segment") &&
+                                            Catch::Contains("an entry of 1099511627776 bytes") &&
+                                            Catch::Contains(receiver.local_endpoint().to_string()));
+    CHECK(receiver_state.messages.load() == 1);
+    // The receiver's close ends the sender's connection too.
+    CHECK(eventually([&] {
+      try {
+        sender.try_send(message);
+      } catch (const netio::Error&) {
+      }
+      return sender.failure().has_value();
+    }));
+  }
+  SECTION("a tail beyond the head, read by the sender") {
+    control.tail.store(control.head.load() + (1u << 20));
+    // The sender looks at the tail once its ring is past its first 64 KiB, or full.
+    CHECK(eventually([&] {
+      try {
+        sender.try_send(message);
+      } catch (const netio::Error&) {
+      }
+      return sender.failure().has_value();
+    }));
+    REQUIRE(sender.failure());
+    CHECK(sender.failure()->code() == netio::Errc::protocol_error);
+    CHECK_THAT(sender.failure()->what(), Catch::Contains("corrupted the shared segment") &&
+                                             Catch::Contains("outside what was produced"));
+    receiver_state.release = true;
+  }
+  receiver_state.release = true;
 }

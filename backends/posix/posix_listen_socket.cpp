@@ -227,11 +227,26 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
         decision.reject_reason);
     return;  // closing the descriptor ends the connection after the reply
   }
-  auto socket = std::make_unique<PosixReceiveSocket>(loop_, std::move(pending->fd), local_, pending->peer,
-                                                     decision.max_buffer_size, decision.receive_credits,
-                                                     decision.reply_size_for(request->max_reply_size),
-                                                     limits_.progress_timeout, family_->peek_reads());
+  std::unique_ptr<LowLevelReceiveSocket> socket;
+  try {
+    socket = family_->make_receive_socket(loop_, std::move(pending->fd), local_, pending->peer, decision.max_buffer_size,
+                                          decision.receive_credits, decision.reply_size_for(request->max_reply_size),
+                                          limits_.progress_timeout);
+  } catch (const Error& e) {
+    log(LogLevel::warn, "listen socket {}: could not set up the connection from {}: {}", local_.to_string(),
+        pending->peer.to_string(), e.what());
+    return;  // the descriptor is closed: the connector's connect fails
+  }
   if (callbacks_.on_accepted) callbacks_.on_accepted(std::move(socket));
+}
+
+std::unique_ptr<LowLevelReceiveSocket> StreamFamily::make_receive_socket(EventLoop& loop, SocketFd fd,
+                                                                         const Endpoint& local, const Endpoint& peer,
+                                                                         std::size_t max_buffer_size, std::size_t credits,
+                                                                         std::size_t max_reply_size,
+                                                                         std::chrono::nanoseconds progress_timeout) const {
+  return std::make_unique<PosixReceiveSocket>(loop, std::move(fd), local, peer, max_buffer_size, credits, max_reply_size,
+                                              progress_timeout, peek_reads());
 }
 
 void PosixListenSocket::drop_pending(int fd, const std::string& why) {

@@ -198,6 +198,14 @@ void PosixSendSocket::on_reply_received() {
     fail_connect(Errc::handshake_rejected, fmt::format("{} rejected the connection: {}", remote_.to_string(), reply->reason));
     return;
   }
+  if (hand_over_) {
+    auto take = std::move(hand_over_);
+    registration_.remove();
+    auto fd = std::move(fd_);
+    close();
+    take(std::move(fd), ConnectionInfo{remote_, reply->max_buffer_size, std::move(reply->accept_data)});
+    return;
+  }
   state_ = State::connected;
   if (replies_window_.max_size != 0) {
     replies_ = std::make_unique<FrameReader>(loop_, replies_window_.max_size, replies_window_.credits,

@@ -14,6 +14,7 @@
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
 
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -47,6 +48,10 @@ class PosixSendSocket final : public LowLevelSendSocket {
   // the end, and closes; reading that close is the on_disconnected this promises.
   bool end_stream() override;
   void close() noexcept override;
+  // Once accepted, the connection's descriptor and what the accept said go to `take`
+  // instead of on_connected, and this socket is closed, silently: the caller carries the
+  // data some other way (shm://, through a shared segment). Before connect() only.
+  void hand_over_on_accept(std::function<void(SocketFd, ConnectionInfo)> take) { hand_over_ = std::move(take); }
 
  private:
   enum class State { idle, connecting, handshaking, connected, closed };
@@ -94,6 +99,7 @@ class PosixSendSocket final : public LowLevelSendSocket {
   std::size_t peer_max_buffer_size_ = 0;    // from the accept
   bool stream_ended_ = false;               // end_stream() shut the writing half
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // for the task a failed connect() posts
+  std::function<void(SocketFd, ConnectionInfo)> hand_over_;
 };
 
 }  // namespace netio::posix

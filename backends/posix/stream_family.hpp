@@ -11,7 +11,11 @@
 
 #include "address.hpp"
 #include "backends/posix/socket_fd.hpp"
+#include "netio/backend.hpp"
 #include "netio/endpoint.hpp"
+#include "netio/event_loop.hpp"
+
+#include <chrono>
 
 #include <memory>
 #include <string>
@@ -42,6 +46,13 @@ class StreamFamily {
   // The connecting side's check of the listener it reached: empty, or why it is not to be
   // trusted with the data (the connect then fails with Errc::handshake_rejected).
   virtual std::string check_listener(int fd, const Endpoint& remote) const = 0;
+
+  // The receive socket of a connection whose accept was just sent. The default: the POSIX
+  // receive socket, data and replies as frames on the stream. Throws Error.
+  virtual std::unique_ptr<LowLevelReceiveSocket> make_receive_socket(EventLoop& loop, SocketFd fd, const Endpoint& local,
+                                                                     const Endpoint& peer, std::size_t max_buffer_size,
+                                                                     std::size_t credits, std::size_t max_reply_size,
+                                                                     std::chrono::nanoseconds progress_timeout) const;
 
   // Whether readers peek and then discard (posix::FrameReader): it saves a TCP
   // acknowledgement per small message, and costs a second copy elsewhere.

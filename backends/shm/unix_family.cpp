@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "backends/shm/unix_family.hpp"
 
+#include "backends/shm/shm_receive_socket.hpp"
 #include "netio/error.hpp"
 
 #include <fmt/format.h>
@@ -119,6 +120,15 @@ std::string UnixFamily::check_listener(int fd, const Endpoint&) const {
   } catch (const Error& e) {
     return e.what();
   }
+}
+
+std::unique_ptr<LowLevelReceiveSocket> UnixFamily::make_receive_socket(EventLoop& loop, posix::SocketFd fd,
+                                                                       const Endpoint& local, const Endpoint& peer,
+                                                                       std::size_t max_buffer_size, std::size_t credits,
+                                                                       std::size_t max_reply_size,
+                                                                       std::chrono::nanoseconds) const {
+  // No progress timeout: an entry is published whole, never half written.
+  return std::make_unique<ShmReceiveSocket>(loop, std::move(fd), local, peer, max_buffer_size, credits, max_reply_size);
 }
 
 }  // namespace netio::shm

@@ -34,7 +34,12 @@ class UnixFamily final : public posix::StreamFamily {
   void prepare(int) const override {}
   Admission admit(int fd, const detail::SocketAddress& address, const Endpoint& local) const override;
   std::string check_listener(int fd, const Endpoint& remote) const override;
-  // Copies out of a Unix socket cost what the peek would save: no acknowledgements to spare.
+  // The data path: the connection's shared segment (ShmReceiveSocket).
+  std::unique_ptr<LowLevelReceiveSocket> make_receive_socket(EventLoop& loop, posix::SocketFd fd, const Endpoint& local,
+                                                             const Endpoint& peer, std::size_t max_buffer_size,
+                                                             std::size_t credits, std::size_t max_reply_size,
+                                                             std::chrono::nanoseconds progress_timeout) const override;
+  // No stream reads (the data is in the segment).
   bool peek_reads() const noexcept override { return false; }
 
  private:

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /// @file
-/// The node-local back-end, `shm://NAME:PORT`: connections between processes of one host
-/// over abstract Unix-domain sockets (no file is ever created: the name vanishes with the
-/// last descriptor, whichever way the process ends). NAME is a service name (letters,
+/// The node-local back-end, `shm://NAME:PORT`: connections between processes of one host,
+/// set up over abstract Unix-domain sockets, the data and replies through a memory segment
+/// shared by the two processes (an anonymous memfd per connection: the sender copies a
+/// buffer in once, the receiver reads it in place). No file is ever created: the name
+/// and the segment vanish with the last descriptor, whichever way the process ends. NAME is a service name (letters,
 /// digits, '.', '-', '_'; at most 64 characters), PORT tells its listeners apart; a listener
 /// on port 0 picks a free one and reports it (LowLevelListenSocket::local_endpoint()). A
 /// listener on the unspecified host (0.0.0.0 or ::) is named after its process,

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// The entries of an inbound ring lent out in place as ReceivedBuffers (the receiver parses
+// a page where the sender wrote it), at most `credits` at a time. Entries come back in any
+// order and on any thread; the ring is freed up to the end of the longest prefix of
+// entries (in the order lent) that came back (reclaim()).
+//
+// Shared by every ReceivedBuffer it lent, and holding the segment: a buffer outlives the
+// connection and keeps its bytes mapped. lend()/reclaim() on the loop thread only;
+// give_back() on any thread calls the waker (set by the connection, cleared when it
+// closes) so the loop thread reclaims.
+#pragma once
+
+#include "backends/shm/segment.hpp"
+#include "netio/backend.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace netio::shm {
+
+class InPlaceLender final : public ReceiveBufferOwner {
+ public:
+  InPlaceLender(std::shared_ptr<Segment> segment, std::size_t credits);
+
+  // A Buffer over `payload` (which the ring frees up to `end` once it is back); nullptr
+  // when every credit is out.
+  Buffer* lend(std::span<std::byte> payload, std::uint64_t end);
+  bool exhausted() const noexcept { return free_.empty(); }
+  bool none_lent() const noexcept { return order_.empty(); }
+  // Takes back what came back; returns the index the ring may be freed to: the end of the
+  // returned prefix, or `read_index` once nothing is lent.
+  std::uint64_t reclaim(std::uint64_t read_index);
+  void give_back(Buffer* buffer) noexcept override;
+  void set_waker(std::function<void()> waker);
+
+ private:
+  std::shared_ptr<Segment> segment_;
+  std::vector<Buffer> slots_;
+  std::vector<std::uint64_t> ends_;  // loop thread
+  std::deque<std::size_t> order_;    // lent slots, oldest first; loop thread
+  std::vector<std::size_t> free_;    // loop thread
+  std::uint64_t freed_to_ = 0;       // loop thread
+  std::mutex mutex_;
+  std::vector<char> returned_;       // guarded by mutex_
+  std::function<void()> waker_;      // guarded by mutex_
+};
+
+}  // namespace netio::shm

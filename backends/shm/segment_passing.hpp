@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// Handing a connection's segment from the listener to the connector: right after the
+// accept, one message on the Unix socket, the eight bytes "NETIOSEG" carrying the memfd
+// (SCM_RIGHTS). Nothing else ever travels with a descriptor.
+#pragma once
+
+#include "backends/posix/socket_fd.hpp"
+#include "backends/shm/segment.hpp"
+
+#include <string>
+
+namespace netio::shm {
+
+// Sends `segment`'s descriptor over the connected socket `fd` (non-blocking; a fresh
+// connection's buffer has room). Throws Error.
+void send_segment(int fd, const Segment& segment);
+
+struct ReceivedSegment {
+  enum class Status { received, need_more, closed, failed } status = Status::need_more;
+  posix::SocketFd fd;  // when received
+  std::string why;     // when failed
+};
+// Reads the segment message from `fd`: its descriptor, or why there is none. A message
+// with anything else (other bytes, no descriptor, several) fails; descriptors that came
+// with it are closed.
+ReceivedSegment receive_segment(int fd);
+
+}  // namespace netio::shm

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// The listening side of a shm:// connection once accepted: it creates the connection's
+// segment (sized from the accept: the receiver's buffers for data, the sender's largest
+// reply for replies), passes it to the connector, and then lends data entries in place from
+// the data ring and copies replies into the reply ring (ShmConnection).
+//
+// Memory: bytes_held() is what of the data ring the sender has filled so far (it grows as
+// data comes, up to the ring's size), charged as held by the layer above, as on tcp://.
+// Loop thread only, except that lent buffers may be given back on any thread.
+#pragma once
+
+#include "backends/posix/socket_fd.hpp"
+#include "backends/shm/shm_connection.hpp"
+#include "netio/backend.hpp"
+#include "netio/event_loop.hpp"
+
+#include <memory>
+
+namespace netio::shm {
+
+class ShmReceiveSocket final : public LowLevelReceiveSocket {
+ public:
+  // Creates and passes the segment. Throws Error when it cannot.
+  ShmReceiveSocket(EventLoop& loop, posix::SocketFd fd, Endpoint local, Endpoint peer, std::size_t max_buffer_size,
+                   std::size_t credits, std::size_t max_reply_size);
+  ~ShmReceiveSocket() override { close(); }
+
+  void start(Callbacks callbacks) override;
+  const Endpoint& peer() const noexcept override { return peer_; }
+  std::size_t bytes_held() const noexcept override { return connection_->bytes_held(); }
+  std::size_t max_reply_size() const noexcept override { return max_reply_size_; }
+  MemoryRegistrar* reply_registrar() noexcept override { return nullptr; }
+  void send_reply(Buffer* buffer) override;
+  void close() noexcept override { connection_->close(); }
+
+ private:
+  void fail(Errc code, const std::string& why);
+
+  Endpoint local_;
+  Endpoint peer_;
+  std::size_t max_reply_size_;
+  std::unique_ptr<ShmConnection> connection_;
+  Callbacks callbacks_;
+  bool failed_ = false;
+};
+
+}  // namespace netio::shm
