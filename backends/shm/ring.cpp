@@ -20,11 +20,17 @@ std::uint64_t load_length(const std::byte* at) noexcept {
 
 void store_length(std::byte* at, std::uint64_t length) noexcept { std::memcpy(at, &length, sizeof length); }
 
+// Whether the other side set `waiting` (it sleeps), clearing it: the load spares the common
+// case (nobody sleeps) a locked exchange.
+bool take_flag(std::atomic<std::uint32_t>& waiting) noexcept {
+  return waiting.load(std::memory_order_seq_cst) != 0 && waiting.exchange(0, std::memory_order_seq_cst) != 0;
+}
+
 }  // namespace
 
 bool RingProducer::room_for(std::size_t needed, std::string& corrupt) {
   if (capacity_ - (head_ - tail_) >= needed) return true;
-  const std::uint64_t tail = control_->tail.load(std::memory_order_acquire);
+  const std::uint64_t tail = control_->tail.load(std::memory_order_seq_cst);
   if (tail < tail_ || tail > head_) {
     corrupt = fmt::format("the consumer's tail moved from {} to {}, outside what was produced (head {})", tail_, tail,
                           head_);
@@ -59,13 +65,12 @@ bool RingProducer::push(std::span<const std::byte> payload, std::string& corrupt
   store_length(bytes_ + position, payload.size());
   if (!payload.empty()) std::memcpy(bytes_ + position + entry_header_size, payload.data(), payload.size());
   head_ += needed;
-  control_->head.store(head_, std::memory_order_release);
+  control_->head.store(head_, std::memory_order_seq_cst);
   return true;
 }
 
 bool RingProducer::wait_for_space(std::size_t payload, std::string& corrupt) {
   control_->producer_waiting.store(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
   const std::size_t needed = with_pad(entry_size(payload), head_ % capacity_, capacity_);
   if (room_for(needed, corrupt) || !corrupt.empty()) {
     control_->producer_waiting.store(0, std::memory_order_relaxed);
@@ -74,18 +79,14 @@ bool RingProducer::wait_for_space(std::size_t payload, std::string& corrupt) {
   return true;
 }
 
-bool RingProducer::consumer_needs_wake() noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (control_->consumer_waiting.load(std::memory_order_seq_cst) == 0) return false;
-  return control_->consumer_waiting.exchange(0, std::memory_order_seq_cst) != 0;
-}
+bool RingProducer::consumer_needs_wake() noexcept { return take_flag(control_->consumer_waiting); }
 
 bool RingProducer::all_delivered() const noexcept {
   return control_ == nullptr || control_->delivered.load(std::memory_order_acquire) >= head_;
 }
 
 bool RingConsumer::load_head(std::string& corrupt) {
-  const std::uint64_t head = control_->head.load(std::memory_order_acquire);
+  const std::uint64_t head = control_->head.load(std::memory_order_seq_cst);
   if (head < head_ || head - tail_ > capacity_) {
     corrupt = fmt::format("the producer's head moved from {} to {}, beyond the {}-byte ring (tail {})", head_, head,
                           capacity_, tail_);
@@ -126,12 +127,11 @@ RingConsumer::Entry RingConsumer::next(std::string& corrupt) {
 void RingConsumer::free_to(std::uint64_t index) noexcept {
   if (index <= tail_) return;
   tail_ = index;
-  control_->tail.store(tail_, std::memory_order_release);
+  control_->tail.store(tail_, std::memory_order_seq_cst);
 }
 
 bool RingConsumer::wait_for_data(std::string& corrupt) {
   control_->consumer_waiting.store(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!load_head(corrupt) || head_ != read_) {
     control_->consumer_waiting.store(0, std::memory_order_relaxed);
     return false;
@@ -139,11 +139,7 @@ bool RingConsumer::wait_for_data(std::string& corrupt) {
   return true;
 }
 
-bool RingConsumer::producer_needs_wake() noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (control_->producer_waiting.load(std::memory_order_seq_cst) == 0) return false;
-  return control_->producer_waiting.exchange(0, std::memory_order_seq_cst) != 0;
-}
+bool RingConsumer::producer_needs_wake() noexcept { return take_flag(control_->producer_waiting); }
 
 void RingConsumer::publish_delivered() noexcept { control_->delivered.store(read_, std::memory_order_release); }
 

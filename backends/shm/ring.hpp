@@ -8,14 +8,16 @@
 // (the receiver parses it where the sender wrote it) and free entries out of the order it
 // consumed them only in the order they were written (tail moves over returned ones).
 //
-// Publication: the producer writes the payload, then head (release); the consumer reads
-// head (acquire), then the payload. Freeing: tail (release) after the consumer is done;
-// the producer reads tail (acquire) before reusing the bytes.
+// Publication: the producer writes the payload, then head; the consumer reads head, then
+// the payload. Freeing: tail after the consumer is done; the producer reads tail before
+// reusing the bytes.
 //
 // Sleeping without lost wake-ups: a side that finds nothing to do sets its *_waiting flag,
 // looks once more, and only then sleeps; the other side, after publishing, reads the flag
-// (both with sequential consistency) and, when set, clears it and wakes the sleeper
-// (through the connection's socket, ShmConnection).
+// and, when set, clears it and wakes the sleeper (through the connection's socket,
+// ShmConnection). Indices and flags are all sequentially consistent, which orders a flag
+// set against an index published on the other side (what a fence would, which TSan does
+// not model; on x86 a store costs an xchg, a load nothing more).
 //
 // Safety: every index and length read from shared memory is checked before use (a
 // corrupt or hostile peer yields an error text, never an out-of-bounds access); what is
