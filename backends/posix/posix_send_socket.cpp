@@ -349,10 +349,7 @@ void PosixSendSocket::fail_broken(int error_number, const std::string& why) {
 
 void PosixSendSocket::fail_connected(const Error& error) {
   if (state_ == State::closed) return;
-  // After end_stream() the receiver's close is what the caller waits for.
-  const bool clean = error.code() == Errc::disconnected;
-  const LogLevel level = stream_ended_ && clean ? LogLevel::debug : clean ? LogLevel::info : LogLevel::warn;
-  log(level, "send socket: {}", error.what());
+  log(send_failure_level(error, stream_ended_), "send socket: {}", error.what());
   auto callback = callbacks_.on_disconnected;
   close();
   if (callback) callback(error);

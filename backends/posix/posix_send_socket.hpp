@@ -13,6 +13,7 @@
 #include "address.hpp"
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
+#include "netio/log.hpp"
 
 #include <functional>
 #include <limits>
@@ -23,6 +24,14 @@
 #include <vector>
 
 namespace netio::posix {
+
+// How loud a connected send socket's failure is: after end_stream() a clean close is what
+// the caller waits for (debug), a clean close otherwise info, anything else a warning.
+// Shared with the shm:// send socket.
+inline LogLevel send_failure_level(const Error& error, bool stream_ended) noexcept {
+  const bool clean = error.code() == Errc::disconnected;
+  return stream_ended && clean ? LogLevel::debug : clean ? LogLevel::info : LogLevel::warn;
+}
 
 class PosixSendSocket final : public LowLevelSendSocket {
  public:

@@ -161,9 +161,7 @@ void ShmSendSocket::fail_connect(Errc code, const std::string& why) {
 
 void ShmSendSocket::fail_connected(const Error& error) {
   if (state_ == State::closed) return;
-  const bool clean = error.code() == Errc::disconnected;
-  const LogLevel level = stream_ended_ && clean ? LogLevel::debug : clean ? LogLevel::info : LogLevel::warn;
-  log(level, "send socket: {}", error.what());
+  log(posix::send_failure_level(error, stream_ended_), "send socket: {}", error.what());
   auto callback = callbacks_.on_disconnected;
   close();
   if (callback) callback(error);

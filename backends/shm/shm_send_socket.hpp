@@ -29,9 +29,11 @@ class ShmSendSocket final : public LowLevelSendSocket {
 
   void accept_replies(ReplyWindow window) override;
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
-  // Never throws: a buffer larger than the peer takes fails the connection with
-  // Error(message_too_large) through on_disconnected (from inside this call).
+  // Copies the buffer into the data ring (queued while the ring is full, or before the
+  // segment came); it completes once copied. Never throws: a buffer larger than the peer
+  // takes fails the connection with Error(message_too_large), from inside this call.
   void send(Buffer* buffer) override;
+  // Plain memory, copied: nothing to register, and no size slower than another.
   MemoryRegistrar* registrar() noexcept override { return nullptr; }
   bool sends_unregistered_memory() const noexcept override { return true; }
   std::size_t efficient_buffer_size() const noexcept override { return std::numeric_limits<std::size_t>::max(); }
