@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -35,10 +36,21 @@ inline bool decorated_run() {
   return std::getenv("NETIO_TEST_WRAP_BACKENDS") != nullptr || std::getenv("NETIO_TEST_EMULATE") != nullptr;
 }
 
+// NETIO_TEST_SCHEMES=tcp,fabric (say) runs the shared suites over those back-ends only: what
+// a CI stage leaves out, or what a time measurement compares.
+inline bool scheme_selected(std::string_view scheme) {
+  const char* selected = std::getenv("NETIO_TEST_SCHEMES");
+  if (selected == nullptr) return true;
+  const std::string list = std::string(",") + selected + ",";
+  return list.find(std::string(",") + std::string(scheme) + ",") != std::string::npos;
+}
+
 inline auto loopback_endpoints() {
-  std::vector<std::string> endpoints{"tcp://127.0.0.1:0"};
-  if (!decorated_run()) endpoints.push_back("shm://netio-test:0");
-  if (fabric_built()) endpoints.push_back("fabric://127.0.0.1:0?provider=tcp");
+  std::vector<std::string> endpoints;
+  if (scheme_selected("tcp")) endpoints.push_back("tcp://127.0.0.1:0");
+  if (scheme_selected("shm") && !decorated_run()) endpoints.push_back("shm://netio-test:0");
+  if (scheme_selected("fabric") && fabric_built()) endpoints.push_back("fabric://127.0.0.1:0?provider=tcp");
+  if (endpoints.empty()) FAIL("NETIO_TEST_SCHEMES selects no back-end this netio has: " << std::getenv("NETIO_TEST_SCHEMES"));
   return Catch::Generators::from_range(endpoints);
 }
 
