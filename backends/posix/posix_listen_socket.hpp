@@ -34,7 +34,6 @@ class PosixListenSocket final : public LowLevelListenSocket {
 
   void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) override;
   Endpoint local_endpoint() const override { return local_; }
-  bool allocates_receive_buffers_up_front() const noexcept override { return family_->receive_memory_up_front(); }
   void close() noexcept override;
 
  private:

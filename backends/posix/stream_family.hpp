@@ -54,11 +54,6 @@ class StreamFamily {
                                                                      std::size_t credits, std::size_t max_reply_size,
                                                                      std::chrono::nanoseconds progress_timeout) const;
 
-  // Whether an accepted connection holds all its receive memory from the start
-  // (LowLevelListenSocket::allocates_receive_buffers_up_front): a shared segment the peer
-  // may fill at will, not buffers this side allocates as it reads.
-  virtual bool receive_memory_up_front() const noexcept { return false; }
-
   // Whether readers peek and then discard (posix::FrameReader): it saves a TCP
   // acknowledgement per small message, and costs a second copy elsewhere.
   virtual bool peek_reads() const noexcept = 0;

@@ -189,7 +189,11 @@ bool ShmConnection::shut_down_writing(std::string& failure) {
   return false;
 }
 
-std::size_t ShmConnection::bytes_held() const noexcept { return inbound_ ? inbound_->high_water() : 0; }
+std::size_t ShmConnection::bytes_held() const noexcept {
+  // Pages: the ring starts on a page boundary and memory is backed a page at a time.
+  constexpr std::size_t page = 4096;
+  return inbound_ ? (inbound_->high_water() + page - 1) / page * page : 0;
+}
 
 void ShmConnection::fail(Errc code, const std::string& why) {
   if (closed_) return;

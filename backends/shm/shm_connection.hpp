@@ -70,7 +70,8 @@ class ShmConnection {
   // Every byte this side wrote to its outbound ring was taken by the peer (read after the
   // peer's close: whether it closed with data unread).
   bool peer_took_everything() const noexcept { return outbound_.all_delivered(); }
-  // Inbound memory touched so far (the part of the segment this side's peer filled).
+  // Inbound memory touched so far: the pages of the ring up to the furthest entry this side
+  // has read (what the peer filled and published; the layer above charges it as it grows).
   std::size_t bytes_held() const noexcept;
   int fd() const noexcept { return fd_.get(); }
   // No callback after this, nothing more read or written; the descriptor stays open (the

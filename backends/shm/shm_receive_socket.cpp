@@ -6,11 +6,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace netio::shm {
 
 ShmReceiveSocket::ShmReceiveSocket(EventLoop& loop, posix::SocketFd fd, Endpoint local, Endpoint peer,
                                    std::size_t max_buffer_size, std::size_t credits, std::size_t max_reply_size)
-    : local_(std::move(local)), peer_(std::move(peer)), max_reply_size_(max_reply_size) {
+    : local_(std::move(local)),
+      peer_(std::move(peer)),
+      max_reply_size_(max_reply_size),
+      buffers_size_(credits > SIZE_MAX / std::max<std::size_t>(max_buffer_size, 1) ? SIZE_MAX : credits * max_buffer_size) {
   auto segment = Segment::create(ring_capacity(max_buffer_size, credits, data_ring_limit),
                                  max_reply_size == 0 ? 0 : ring_capacity(max_reply_size, SIZE_MAX, reply_ring_limit));
   send_segment(fd.get(), *segment);

@@ -4,8 +4,12 @@
 // reply for replies), passes it to the connector, and then lends data entries in place from
 // the data ring and copies replies into the reply ring (ShmConnection).
 //
-// Memory: bytes_held() is what of the data ring the sender has filled so far (it grows as
-// data comes, up to the ring's size), charged as held by the layer above, as on tcp://.
+// Memory: bytes_held() is the pages of the data ring the sender has filled so far (it grows
+// as data comes), charged as held by the layer above, as on tcp:// and libfabric: an idle
+// connection costs the 64 KiB every connection is charged, not its ring. It counts at most
+// the receiver's buffers (credits x the largest): what the ring takes beyond them (64 bytes
+// of header per entry, rounding to pages, the second entry of a one-credit ring) is its
+// overhead, as a TCP socket's kernel buffers are.
 // Loop thread only, except that lent buffers may be given back on any thread.
 #pragma once
 
@@ -14,6 +18,7 @@
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
 
+#include <algorithm>
 #include <memory>
 
 namespace netio::shm {
@@ -27,7 +32,7 @@ class ShmReceiveSocket final : public LowLevelReceiveSocket {
 
   void start(Callbacks callbacks) override;
   const Endpoint& peer() const noexcept override { return peer_; }
-  std::size_t bytes_held() const noexcept override { return connection_->bytes_held(); }
+  std::size_t bytes_held() const noexcept override { return std::min(connection_->bytes_held(), buffers_size_); }
   std::size_t max_reply_size() const noexcept override { return max_reply_size_; }
   MemoryRegistrar* reply_registrar() noexcept override { return nullptr; }
   void send_reply(Buffer* buffer) override;
@@ -39,6 +44,7 @@ class ShmReceiveSocket final : public LowLevelReceiveSocket {
   Endpoint local_;
   Endpoint peer_;
   std::size_t max_reply_size_;
+  std::size_t buffers_size_;  // credits x the largest buffer (saturated)
   std::unique_ptr<ShmConnection> connection_;
   Callbacks callbacks_;
   bool failed_ = false;

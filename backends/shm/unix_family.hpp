@@ -39,9 +39,6 @@ class UnixFamily final : public posix::StreamFamily {
                                                              const Endpoint& peer, std::size_t max_buffer_size,
                                                              std::size_t credits, std::size_t max_reply_size,
                                                              std::chrono::nanoseconds progress_timeout) const override;
-  // The segment is sized at the accept, and the sender may fill all of it whatever this
-  // side reads: charged to the receiver's budget whole, from the start.
-  bool receive_memory_up_front() const noexcept override { return true; }
   // No stream reads (the data is in the segment).
   bool peek_reads() const noexcept override { return false; }
 
