@@ -40,7 +40,12 @@ TEST_CASE("64 send sockets on one pool of 16 pages: a stalled receiver holds its
   options.shared_pages = pool;
   options.flush_timeout = 1ms;
   options.send_timeout = 2s;
-  netio::HighThroughputSendSocket stuck(context, stalled.local_endpoint(), options);
+  // Its close at the end gives up on the pages the stalled receiver never takes after this,
+  // not after 2 s: over shm:// (a ring of two entries at one credit, where TCP's kernel
+  // buffers take them all) pages are still queued then. try_send() below never waits.
+  auto stuck_options = options;
+  stuck_options.send_timeout = 100ms;
+  netio::HighThroughputSendSocket stuck(context, stalled.local_endpoint(), stuck_options);
   std::vector<std::unique_ptr<netio::HighThroughputSendSocket>> senders;
   for (std::size_t i = 0; i + 1 < sockets; ++i) {
     senders.push_back(std::make_unique<netio::HighThroughputSendSocket>(context, healthy.local_endpoint(), options));
