@@ -325,6 +325,9 @@ TEST_CASE("shm: junk written into a live segment disconnects the peer that reads
   auto& control = segment.data_control();
   // The entry being handled starts at the tail (everything before it came back).
   const std::uint64_t held = control.tail.load();
+  // Read the producer's head first: it published the entry's header before it (the consumer's
+  // tail alone does not order this thread after the sender's write while nothing was freed).
+  REQUIRE(control.head.load() > held);
   std::uint64_t held_length = 0;
   std::memcpy(&held_length, segment.at(held), sizeof held_length);
   const std::uint64_t next = held + netio::shm::entry_size(held_length);
