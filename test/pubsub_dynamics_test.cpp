@@ -238,14 +238,17 @@ TEST_CASE("pub/sub: a publish() waiting on a stalled subscriber returns as soon 
     reader.take(20ms);
     return publisher.stats().connections == 1;
   }, 20s);
-  reader.take(200ms);
   producer.finish([&] { reader.take(20ms); });
-  reader.take(500ms);
+  const bool all_read = eventually([&] {
+    reader.take(20ms);
+    return reader.got >= producer.published();
+  }, 20s);
 
   CHECK(held_up);
   CHECK(resumed);
   CHECK(resumed_after < 10s);  // the control connection's end, not send_timeout (60 s)
   CHECK(removed);
+  CHECK(all_read);
   CHECK(producer.error() == "");
   CHECK(publisher.stats().subscribers_lost == 1);
   CHECK(reader.checker.clean());
