@@ -58,6 +58,11 @@ Duration draw(emulated::DelaySampler& sampler) {
   return Duration{static_cast<Duration::rep>(std::llround(sampler.next_ns()))};
 }
 
+Duration draw(emulated::DelayStream& stream, const DelayDistribution& distribution) {
+  if (distribution.kind == DelayKind::none) return Duration{0};
+  return Duration{static_cast<Duration::rep>(std::llround(stream.next_ns(distribution)))};
+}
+
 // The event queue holds small records: most events are a message moving on (message) or a
 // port releasing its next buffer (port); whatever else happens runs a closure kept aside
 // (closure). The inputs' due timers (timer) wait in DueTimers beside it. The order: time, then
@@ -95,13 +100,21 @@ struct Flows {
   SharedPort::Connection in = 0;
 };
 
-// One direction of one connection: its delay draws, and its order (a buffer never arrives
-// before the one sent before it).
+// One direction of one connection: its delay draws (of its sender's distribution), and its
+// order (a buffer never arrives before the one sent before it). Small (72 bytes): a transfer
+// touches two links, and at 192 x 192 there are 74,000.
 struct Link {
-  Link(const EmulationConfig& e, std::uint64_t stream, Flows at_ports) : delay(e.delay, e.seed, stream), flows(at_ports) {}
-  emulated::DelaySampler delay;
-  Flows flows;
+  Link(const EmulationConfig& e, std::uint64_t stream, Flows at_ports) : delay(e.seed, stream), flows(at_ports) {}
+  emulated::DelayStream delay;
   Time last_due{0};
+  Flows flows;
+};
+
+// What a node's sending adds to every message it sends, on any of its links: a draw of its
+// delay= and the delay of its slow-down windows.
+struct Sender {
+  DelayDistribution delay;
+  emulated::SlowdownSchedule slowdown;
 };
 
 // A SharedPort on the event queue: at most one event armed, for its next release.
@@ -139,7 +152,7 @@ class Simulator {
     Input(const ns::SchedulerConfig& config, ns::InputIndex i, ns::Mode mode) : node(config, i, mode) {}
     ns::InputNode node;
     NodeClock clock;
-    emulated::SlowdownSchedule slowdown;
+    Sender sender;
     std::vector<Link> data;  // to every compute node
     std::optional<Link> control;  // to the DDE
     std::optional<Link> replica_control;  // to the second replica (compute node 1)
@@ -158,7 +171,7 @@ class Simulator {
     Compute(const ns::SchedulerConfig& config, ns::ComputeIndex c, std::uint32_t credits) : node(config, c, credits) {}
     ns::ComputeNode node;
     NodeClock clock;
-    emulated::SlowdownSchedule slowdown;
+    Sender sender;
     double in_capacity = FluidNetwork::kUnlimited;
     std::vector<Link> replies;          // to every input, on its data connection
     std::vector<Link> control_replies;  // to every input, on its control connection (the DDE's node)
@@ -194,9 +207,9 @@ class Simulator {
   // out-port, the core, and (unless a reply, which the emulator does not shape on arrival)
   // the receiver's in-port; then `deliver`.
   void transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
-                const emulated::SlowdownSchedule& slowdown, Message message);
+                const Sender& sender, Message message);
   void transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
-                const emulated::SlowdownSchedule& slowdown, std::function<void()> deliver);
+                const Sender& sender, std::function<void()> deliver);
   void move_on(std::uint32_t m);                 // the message enters its next stage now
   void arm(std::uint32_t port);
   void serve(std::uint32_t port);
@@ -299,7 +312,7 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     Input& in = inputs_.emplace_back(config_, i, mode_);
     in.clock = draw_clock();
     if (options_.timer_late.kind != DelayKind::none) in.late.emplace(options_.timer_late, e.seed, kTimerStream + i);
-    in.slowdown = emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0});
+    in.sender = Sender{e.delay, emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0})};
     // Connections at the core: data i -> c, its replies, control i -> DDE, its replies, control
     // i -> second replica. At a node's ports: by the peer, the control connections after.
     const std::uint32_t n = bench_.inputs, m = bench_.computes;
@@ -314,7 +327,7 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     const auto e = *bench_.node_emulation(bench_.inputs + c);
     Compute& compute = computes_.emplace_back(config_, c, credits_);
     compute.clock = draw_clock();
-    compute.slowdown = emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0});
+    compute.sender = Sender{e.delay, emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0})};
     compute.in_capacity = e.node_in ? bytes_per_ns(e.node_in) : line_rate(e);
     const std::uint32_t n = bench_.inputs, m = bench_.computes;
     for (ns::InputIndex i = 0; i < n; ++i) {
@@ -358,8 +371,8 @@ void Simulator::start() {
     auto& in = inputs_[i];
     // The hello on every data connection; the welcome comes back as a reply with the credits.
     for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) {
-      transmit(in.data[c], i, n + c, kHelloBytes, true, in.slowdown, [this, i, c, n] {
-        transmit(computes_[c].replies[i], n + c, i, kReplyBytes, false, computes_[c].slowdown, [this, i, c] {
+      transmit(in.data[c], i, n + c, kHelloBytes, true, in.sender, [this, i, c, n] {
+        transmit(computes_[c].replies[i], n + c, i, kReplyBytes, false, computes_[c].sender, [this, i, c] {
           inputs_[i].node.grant(c, credits_);
           drive(i);
         });
@@ -374,8 +387,8 @@ void Simulator::start() {
 }
 
 void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
-                         const emulated::SlowdownSchedule& slowdown, Message message) {
-  const Time due = std::max(now_ + draw(link.delay) + slowdown.extra_delay(now_), link.last_due);
+                         const Sender& sender, Message message) {
+  const Time due = std::max(now_ + draw(link.delay, sender.delay) + sender.slowdown.extra_delay(now_), link.last_due);
   link.last_due = due;
   message.from = from;
   message.to = to;
@@ -390,11 +403,11 @@ void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::
 }
 
 void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
-                         const emulated::SlowdownSchedule& slowdown, std::function<void()> deliver) {
+                         const Sender& sender, std::function<void()> deliver) {
   Message message;
   message.kind = Message::Kind::closure;
   message.closure = keep(closures_, free_closures_, std::move(deliver));
-  transmit(link, from, to, bytes, through_in_port, slowdown, message);
+  transmit(link, from, to, bytes, through_in_port, sender, message);
 }
 
 void Simulator::move_on(std::uint32_t m) {
@@ -513,15 +526,15 @@ void Simulator::apply_capacities() {
   };
   for (ns::InputIndex i = 0; i < bench_.inputs; ++i) {
     const auto& in = inputs_[i];
-    const double factor = in.slowdown.rate_factor(now_);
+    const double factor = in.sender.slowdown.rate_factor(now_);
     network_.set_out_capacity(i, in.out_capacity * factor, now_);
     network_.set_transfer_cap(i, in.transfer_cap * factor, now_);
-    consider(in.slowdown);
+    consider(in.sender.slowdown);
   }
   for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) {
     const auto& compute = computes_[c];
-    network_.set_in_capacity(c, compute.in_capacity * compute.slowdown.rate_factor(now_), now_);
-    consider(compute.slowdown);
+    network_.set_in_capacity(c, compute.in_capacity * compute.sender.slowdown.rate_factor(now_), now_);
+    consider(compute.sender.slowdown);
   }
   network_changed();
   if (next_change) at(*next_change, [this] { apply_capacities(); });
@@ -540,7 +553,7 @@ void Simulator::on_network() {
   for (const Transfer& t : network_.advance(now_)) {
     auto& in = inputs_[t.input];
     // The ports were crossed in network_: the delay and the latency remain.
-    transmit(in.data[t.compute], t.input, bench_.inputs + t.compute, kContributionHeader, false, in.slowdown,
+    transmit(in.data[t.compute], t.input, bench_.inputs + t.compute, kContributionHeader, false, in.sender,
              [this, t] { on_contribution(t.input, t.compute, t.tag, t.bytes); });
   }
   network_changed();
@@ -573,7 +586,7 @@ void Simulator::drive(ns::InputIndex i) {
       message.input = i;
       message.compute = c;
       message.timeslice = t;
-      transmit(in.data[c], i, bench_.inputs + c, kContributionHeader + bench_.contribution_bytes, true, in.slowdown,
+      transmit(in.data[c], i, bench_.inputs + c, kContributionHeader + bench_.contribution_bytes, true, in.sender,
                message);
     }
   }
@@ -611,9 +624,9 @@ void Simulator::report(ns::InputIndex i, const ns::IntervalCompletion& done) {
   records_.intervals.push_back(r);
   if (!dde_) return;
   // The report and the request, one after the other on the control connection.
-  transmit(*in.control, i, bench_.inputs, kReportBytes, true, in.slowdown, [this, done] { on_report(done); });
+  transmit(*in.control, i, bench_.inputs, kReportBytes, true, in.sender, [this, done] { on_report(done); });
   if (replica_) {
-    transmit(*in.replica_control, i, bench_.inputs + 1, kReportBytes, true, in.slowdown,
+    transmit(*in.replica_control, i, bench_.inputs + 1, kReportBytes, true, in.sender,
              [this, done] { on_replica_report(done); });
   }
 }
@@ -638,10 +651,10 @@ void Simulator::on_proposal(ns::InputIndex i, const ns::Proposal& proposal) {
 void Simulator::send_clock_probe(ns::InputIndex i, std::uint32_t sequence, std::optional<Duration> round_trip) {
   auto& in = inputs_[i];
   const ns::ClockProbe probe{i, sequence, in.clock.local(now_), round_trip};
-  transmit(*in.control, i, bench_.inputs, kProbeBytes, true, in.slowdown, [this, probe] {
+  transmit(*in.control, i, bench_.inputs, kProbeBytes, true, in.sender, [this, probe] {
     const auto echo = dde_->on_clock_probe(probe, computes_.front().clock.local(now_));
     auto& dde_node = computes_.front();
-    transmit(dde_node.control_replies[probe.input], bench_.inputs, probe.input, kProbeBytes, false, dde_node.slowdown,
+    transmit(dde_node.control_replies[probe.input], bench_.inputs, probe.input, kProbeBytes, false, dde_node.sender,
              [this, probe, echo] {
                if (echo.sequence == 0) {
                  send_clock_probe(probe.input, 1, inputs_[probe.input].clock.local(now_) - echo.probe_sent_at);
@@ -670,7 +683,7 @@ void Simulator::on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::Timesl
     ack.kind = Message::Kind::acknowledgement;
     ack.input = i;
     ack.timeslice = t;
-    transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.slowdown, ack);
+    transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.sender, ack);
   }
   deliver(c);
 }
@@ -701,7 +714,7 @@ void Simulator::deliver(ns::ComputeIndex c) {
       credit.kind = Message::Kind::credit;
       credit.input = i;
       credit.compute = c;
-      transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.slowdown, credit);
+      transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.sender, credit);
     }
   }
   check_done();
@@ -736,7 +749,7 @@ void Simulator::send_proposals(const std::vector<ns::AddressedProposal>& proposa
   for (const auto& [input, proposal] : proposals) {
     if (replica_) compare_with_other_replica(input, proposal);
     auto& dde_node = computes_.front();
-    transmit(dde_node.control_replies[input], bench_.inputs, input, kProbeBytes, false, dde_node.slowdown,
+    transmit(dde_node.control_replies[input], bench_.inputs, input, kProbeBytes, false, dde_node.sender,
              [this, i = input, p = proposal] { on_proposal(i, p); });
   }
 }
