@@ -11,21 +11,26 @@ void SharedPort::push(Queue& queue, Waiting w) {
   } else {
     free_ = slots_[slot].next;
   }
-  slots_[slot] = Slot{w, kNone};
-  if (queue.size == 0) queue.head = slot;
-  else slots_[queue.tail].next = slot;
+  slots_[slot] = Slot{0, w.item, kNone};
+  if (queue.size == 0) {
+    queue.head = slot;
+  } else {
+    slots_[queue.tail].next = slot;
+    slots_[queue.tail].next_bytes = w.bytes;
+  }
   queue.tail = slot;
   ++queue.size;
 }
 
-SharedPort::Waiting SharedPort::pop(Queue& queue) {
+SharedPort::Popped SharedPort::pop(Queue& queue) {
   const std::uint32_t slot = queue.head;
-  const Waiting w = slots_[slot].waiting;
-  queue.head = slots_[slot].next;
+  Slot& s = slots_[slot];
+  const Popped popped{s.item, s.next_bytes};
+  queue.head = s.next;
   --queue.size;
-  slots_[slot].next = free_;
+  s.next = free_;
   free_ = slot;
-  return w;
+  return popped;
 }
 
 const char* to_string(PortSharing sharing) noexcept { return sharing == PortSharing::fifo ? "fifo" : "fair"; }
@@ -67,8 +72,8 @@ SharedPort::Item SharedPort::release(scheduler::Time now) {
   }
   const auto connection = capacity_.release(now);
   Queue& queue = queues_[connection];
-  const Waiting head = pop(queue);
-  if (queue.size > 0) capacity_.enqueue(connection, slots_[queue.head].waiting.bytes);
+  const Popped head = pop(queue);
+  if (queue.size > 0) capacity_.enqueue(connection, head.next_bytes);
   return head.item;
 }
 

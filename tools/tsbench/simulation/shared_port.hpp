@@ -54,7 +54,10 @@ class SharedPort {
   };
   // fair: a connection's waiting buffers, a list through the port's pool of waiting buffers
   // (a connection holds one or two at a time, the port thousands of connections: a small
-  // record per connection, and the pool's slots, reused last-freed first, stay in the caches)
+  // record per connection, and the pool's slots, reused last-freed first, stay in the caches).
+  // A slot holds the size of the buffer behind it: the connection's head waits in capacity_
+  // with its size, and a release reads the slot it frees only, not the next one (at 192 x 192
+  // the slots of an in-port are cold by the time they leave: one cache miss, not two).
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
   struct Queue {
     std::uint32_t head = kNone;
@@ -62,11 +65,16 @@ class SharedPort {
     std::uint32_t size = 0;
   };
   struct Slot {
-    Waiting waiting;
+    std::uint64_t next_bytes = 0;  // the size of the connection's next one
+    Item item = 0;
     std::uint32_t next = kNone;  // the connection's next one, or the next free slot
   };
+  struct Popped {
+    Item item;
+    std::uint64_t next_bytes;  // of the new head, when the queue is not empty
+  };
   void push(Queue& queue, Waiting w);
-  Waiting pop(Queue& queue);
+  Popped pop(Queue& queue);
 
   bool limited_ = false;
   PortSharing sharing_ = PortSharing::fair;
