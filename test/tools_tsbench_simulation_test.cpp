@@ -288,13 +288,13 @@ TEST_CASE("tsbench simulation: a shared port is fair between connections and kee
     port.arrive(1, 100, 11, 0ns);
     port.arrive(1, 100, 12, 0ns);
     port.arrive(2, 100, 20, 0ns);
-    std::vector<std::pair<SharedPort::Item, ns::Time>> out;
+    std::vector<std::pair<std::uint32_t, ns::Time>> out;
     ns::Time now{0};
     while (const auto next = port.next_release(now)) {
       now = *next;
       out.emplace_back(port.release(now), now);
     }
-    const std::vector<std::pair<SharedPort::Item, ns::Time>> expected{{10, 0ns}, {20, 100ns}, {11, 200ns}, {12, 300ns}};
+    const std::vector<std::pair<std::uint32_t, ns::Time>> expected{{10, 0ns}, {20, 100ns}, {11, 200ns}, {12, 300ns}};
     CHECK(out == expected);
     CHECK(port.empty());
   }
@@ -303,16 +303,16 @@ TEST_CASE("tsbench simulation: a shared port is fair between connections and kee
     port.arrive(1, 100, 10, 0ns);
     port.arrive(1, 100, 11, 0ns);
     port.arrive(2, 100, 20, 0ns);
-    std::vector<SharedPort::Item> out;
+    std::vector<std::uint32_t> out;
     ns::Time now{0};
     while (const auto next = port.next_release(now)) {
       now = *next;
       out.push_back(port.release(now));
     }
-    CHECK(out == std::vector<SharedPort::Item>{10, 11, 20});
+    CHECK(out == std::vector<std::uint32_t>{10, 11, 20});
     CHECK(now == 200ns);
   }
-  SECTION("unlimited") { CHECK_FALSE(SharedPort().limited()); }
+  SECTION("unlimited") { CHECK_FALSE(SharedPort<>().limited()); }
 }
 
 TEST_CASE("tsbench simulation: ports model, a compute port shared by two inputs' queues", "[tsbench][simulation]") {

@@ -95,9 +95,9 @@ constexpr std::uint64_t kReportBytes = 48 + 16;  // the meta-data report and the
 // One direction of one connection's number at each port it crosses (SharedPort numbers its
 // connections densely): at the sender's out-port, the core and the receiver's in-port.
 struct Flows {
-  SharedPort::Connection out = 0;
-  SharedPort::Connection core = 0;
-  SharedPort::Connection in = 0;
+  std::uint32_t out = 0;
+  std::uint32_t core = 0;
+  std::uint32_t in = 0;
 };
 
 // One direction of one connection: its delay draws (of its sender's distribution), and its
@@ -117,13 +117,6 @@ struct Sender {
   emulated::SlowdownSchedule slowdown;
 };
 
-// A SharedPort on the event queue: at most one event armed, for its next release.
-struct Port {
-  SharedPort shape;
-  std::uint64_t generation = 0;
-  Time armed_at = Time::max();
-};
-
 // A message on its way: where it is, and what its arrival does. The frequent ones
 // (contributions, acknowledgements, credits) say it in fields; the others run a closure.
 struct Message {
@@ -140,6 +133,14 @@ struct Message {
   Flows flows;
   std::uint64_t bytes = 0;
   std::uint64_t timeslice = 0;
+};
+
+// A SharedPort on the event queue: at most one event armed, for its next release. The
+// messages waiting there are kept in it.
+struct Port {
+  SharedPort<Message> shape;
+  std::uint64_t generation = 0;
+  Time armed_at = Time::max();
 };
 
 class Simulator {
@@ -210,10 +211,10 @@ class Simulator {
                 const Sender& sender, Message message);
   void transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
                 const Sender& sender, std::function<void()> deliver);
-  void move_on(std::uint32_t m);                 // the message enters its next stage now
+  void move_on(Message message);  // the message enters its next stage now
   void arm(std::uint32_t port);
   void serve(std::uint32_t port);
-  void deliver_message(std::uint32_t m);
+  void deliver_message(const Message& message);
   Port& port(std::uint32_t index) {
     return index < out_ports_.size() ? out_ports_[index]
          : index < 2 * out_ports_.size() ? in_ports_[index - out_ports_.size()] : core_;
@@ -268,7 +269,7 @@ class Simulator {
   std::vector<Port> out_ports_;  // by rank (inputs, then compute nodes)
   std::vector<Port> in_ports_;
   Port core_;
-  std::vector<Message> messages_;  // on their way, by index (a SharedPort::Item in a port)
+  std::vector<Message> messages_;  // on their way between ports (delay, latency), by index
   std::vector<std::uint32_t> free_messages_;
   std::vector<std::function<void()>> closures_;
   std::vector<std::uint32_t> free_closures_;
@@ -343,12 +344,12 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     for (std::uint32_t rank = 0; rank < bench_.inputs + bench_.computes; ++rank) {
       const auto e = *bench_.node_emulation(rank);
       const auto windows = emulated::SlowdownSchedule::node_windows(e);
-      if (e.node_out) out_ports_[rank].shape = SharedPort(e.node_out, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
-      if (e.node_in) in_ports_[rank].shape = SharedPort(e.node_in, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
+      if (e.node_out) out_ports_[rank].shape = SharedPort<Message>(e.node_out, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
+      if (e.node_in) in_ports_[rank].shape = SharedPort<Message>(e.node_in, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
     }
     // The core: --core, or the spec's core= (as the emulator's, one for every node).
     const RateLimit core = options_.core ? options_.core : bench_.node_emulation(0)->core;
-    if (core) core_.shape = SharedPort(core, emulated::SlowdownSchedule{}, options_.sharing);
+    if (core) core_.shape = SharedPort<Message>(core, emulated::SlowdownSchedule{}, options_.sharing);
   }
   if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
   if (mode_ == ns::Mode::dfs && bench_.computes >= 2) replica_.emplace(config_);
@@ -410,12 +411,11 @@ void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::
   transmit(link, from, to, bytes, through_in_port, sender, message);
 }
 
-void Simulator::move_on(std::uint32_t m) {
+void Simulator::move_on(Message message) {
   // Through the ports it has left to cross, as far as they let it go now.
   for (;;) {
-    Message& message = messages_[m];
     std::uint32_t next_port = 0;
-    SharedPort::Connection flow = 0;
+    std::uint32_t flow = 0;
     switch (message.stage) {
       case Message::Stage::out_port:
         next_port = out_port_index(message.from);
@@ -427,7 +427,7 @@ void Simulator::move_on(std::uint32_t m) {
         break;
       case Message::Stage::in_port:
         if (!message.through_in_port) {
-          deliver_message(m);
+          deliver_message(message);
           return;
         }
         next_port = in_port_index(message.to);
@@ -436,18 +436,18 @@ void Simulator::move_on(std::uint32_t m) {
     }
     Port& p = port(next_port);
     if (p.shape.limited()) {
-      p.shape.arrive(flow, message.bytes, m, now_);
+      p.shape.arrive(flow, message.bytes, message, now_);
       arm(next_port);
       return;
     }
     if (message.stage == Message::Stage::in_port) {
-      deliver_message(m);
+      deliver_message(message);
       return;
     }
     // An unlimited port: the next stage at once (after the out-port, the latency first).
     if (message.stage == Message::Stage::out_port) {
       message.stage = Message::Stage::core;
-      schedule(now_ + options_.base_latency, Event::Kind::message, m);
+      schedule(now_ + options_.base_latency, Event::Kind::message, keep(messages_, free_messages_, message));
       return;
     }
     message.stage = Message::Stage::in_port;
@@ -466,26 +466,23 @@ void Simulator::serve(std::uint32_t index) {
   Port& p = port(index);
   p.armed_at = Time::max();
   for (auto next = p.shape.next_release(now_); next && *next <= now_; next = p.shape.next_release(now_)) {
-    const auto m = p.shape.release(now_);
-    Message& message = messages_[m];
+    Message message = p.shape.release(now_);
     switch (message.stage) {
       case Message::Stage::out_port:
         message.stage = Message::Stage::core;
-        schedule(now_ + options_.base_latency, Event::Kind::message, m);
+        schedule(now_ + options_.base_latency, Event::Kind::message, keep(messages_, free_messages_, message));
         break;
       case Message::Stage::core:
         message.stage = Message::Stage::in_port;
-        move_on(m);
+        move_on(message);
         break;
-      case Message::Stage::in_port: deliver_message(m); break;
+      case Message::Stage::in_port: deliver_message(message); break;
     }
   }
   arm(index);
 }
 
-void Simulator::deliver_message(std::uint32_t m) {
-  const Message message = messages_[m];
-  free_messages_.push_back(m);
+void Simulator::deliver_message(const Message& message) {
   switch (message.kind) {
     case Message::Kind::contribution:
       on_contribution(message.input, message.compute, message.timeslice, message.bytes - kContributionHeader);
@@ -504,7 +501,12 @@ void Simulator::deliver_message(std::uint32_t m) {
 
 void Simulator::dispatch(const Event& event) {
   switch (event.kind) {
-    case Event::Kind::message: move_on(event.index); break;
+    case Event::Kind::message: {
+      const Message message = messages_[event.index];
+      free_messages_.push_back(event.index);
+      move_on(message);
+      break;
+    }
     case Event::Kind::port:
       if (port(event.index).generation == event.generation) serve(event.index);
       break;
