@@ -3,6 +3,7 @@
 
 #include "tsbench/simulation/due_timers.hpp"
 #include "tsbench/simulation/event_heap.hpp"
+#include "tsbench/simulation/packed_pool.hpp"
 
 // The emulator's own delay draws and slow-down windows (pure parts of the emulated
 // back-end), so that --delay and --slowdown mean the same in both runs.
@@ -189,18 +190,7 @@ class Simulator {
     queue_.push(Event{std::max(when, now_), sequence_++, generation, index, kind});
   }
   void at(Time when, std::function<void()> run) {
-    schedule(when, Event::Kind::closure, keep(closures_, free_closures_, std::move(run)));
-  }
-  template <typename T>
-  static std::uint32_t keep(std::vector<T>& slots, std::vector<std::uint32_t>& free, T value) {
-    if (free.empty()) {
-      slots.push_back(std::move(value));
-      return static_cast<std::uint32_t>(slots.size() - 1);
-    }
-    const auto slot = free.back();
-    free.pop_back();
-    slots[slot] = std::move(value);
-    return slot;
+    schedule(when, Event::Kind::closure, closures_.put(std::move(run)));
   }
   void dispatch(const Event& event);
 
@@ -269,10 +259,8 @@ class Simulator {
   std::vector<Port> out_ports_;  // by rank (inputs, then compute nodes)
   std::vector<Port> in_ports_;
   Port core_;
-  std::vector<Message> messages_;  // on their way between ports (delay, latency), by index
-  std::vector<std::uint32_t> free_messages_;
-  std::vector<std::function<void()>> closures_;
-  std::vector<std::uint32_t> free_closures_;
+  PackedPool<Message> messages_;  // on their way between ports (delay, latency), by index
+  PackedPool<std::function<void()>> closures_;
   EventHeap<Event, Earlier> queue_;
   std::uint64_t sequence_ = 0;
   DueTimers timers_;  // the inputs' due timers, ordered with queue_
@@ -399,7 +387,7 @@ void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::
   // An unlimited out-port passes it at once: straight on to the far side.
   const bool out_limited = out_ports_[from].shape.limited();
   message.stage = out_limited ? Message::Stage::out_port : Message::Stage::core;
-  const auto m = keep(messages_, free_messages_, message);
+  const auto m = messages_.put(message);
   schedule(out_limited ? due : due + options_.base_latency, Event::Kind::message, m);
 }
 
@@ -407,7 +395,7 @@ void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::
                          const Sender& sender, std::function<void()> deliver) {
   Message message;
   message.kind = Message::Kind::closure;
-  message.closure = keep(closures_, free_closures_, std::move(deliver));
+  message.closure = closures_.put(std::move(deliver));
   transmit(link, from, to, bytes, through_in_port, sender, message);
 }
 
@@ -447,7 +435,7 @@ void Simulator::move_on(Message message) {
     // An unlimited port: the next stage at once (after the out-port, the latency first).
     if (message.stage == Message::Stage::out_port) {
       message.stage = Message::Stage::core;
-      schedule(now_ + options_.base_latency, Event::Kind::message, keep(messages_, free_messages_, message));
+      schedule(now_ + options_.base_latency, Event::Kind::message, messages_.put(message));
       return;
     }
     message.stage = Message::Stage::in_port;
@@ -470,7 +458,7 @@ void Simulator::serve(std::uint32_t index) {
     switch (message.stage) {
       case Message::Stage::out_port:
         message.stage = Message::Stage::core;
-        schedule(now_ + options_.base_latency, Event::Kind::message, keep(messages_, free_messages_, message));
+        schedule(now_ + options_.base_latency, Event::Kind::message, messages_.put(message));
         break;
       case Message::Stage::core:
         message.stage = Message::Stage::in_port;
@@ -490,9 +478,7 @@ void Simulator::deliver_message(const Message& message) {
     case Message::Kind::acknowledgement: on_acknowledged(message.input, message.timeslice); break;
     case Message::Kind::credit: on_credit(message.input, message.compute); break;
     case Message::Kind::closure: {
-      auto run = std::move(closures_[message.closure]);
-      closures_[message.closure] = nullptr;
-      free_closures_.push_back(message.closure);
+      const auto run = closures_.take(message.closure);
       run();
       break;
     }
@@ -502,8 +488,7 @@ void Simulator::deliver_message(const Message& message) {
 void Simulator::dispatch(const Event& event) {
   switch (event.kind) {
     case Event::Kind::message: {
-      const Message message = messages_[event.index];
-      free_messages_.push_back(event.index);
+      const Message message = messages_.take(event.index);
       move_on(message);
       break;
     }
@@ -512,9 +497,7 @@ void Simulator::dispatch(const Event& event) {
       break;
     case Event::Kind::timer: drive(event.index); break;
     case Event::Kind::closure: {
-      auto run = std::move(closures_[event.index]);
-      closures_[event.index] = nullptr;
-      free_closures_.push_back(event.index);
+      const auto run = closures_.take(event.index);
       run();
       break;
     }
