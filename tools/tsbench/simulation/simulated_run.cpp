@@ -120,6 +120,8 @@ struct Sender {
 
 // A message on its way: where it is, and what its arrival does. The frequent ones
 // (contributions, acknowledgements, credits) say it in fields; the others run a closure.
+// The input and the compute node are the ends (from, to: ranks). Small (40 bytes): the
+// messages waiting at the ports are kept in them, 600,000 at 192 x 192.
 struct Message {
   enum class Kind : std::uint8_t { contribution, acknowledgement, credit, closure };
   enum class Stage : std::uint8_t { out_port, core, in_port };
@@ -128,12 +130,10 @@ struct Message {
   bool through_in_port = true;
   std::uint32_t from = 0;
   std::uint32_t to = 0;
-  std::uint32_t input = 0;
-  std::uint32_t compute = 0;
-  std::uint32_t closure = 0;
   Flows flows;
   std::uint64_t bytes = 0;
-  std::uint64_t timeslice = 0;
+  // contribution, acknowledgement: the time-slice; closure: its index in the closures' pool
+  std::uint64_t subject = 0;
 };
 
 // A SharedPort on the event queue: at most one event armed, for its next release. The
@@ -395,7 +395,7 @@ void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::
                          const Sender& sender, std::function<void()> deliver) {
   Message message;
   message.kind = Message::Kind::closure;
-  message.closure = closures_.put(std::move(deliver));
+  message.subject = closures_.put(std::move(deliver));
   transmit(link, from, to, bytes, through_in_port, sender, message);
 }
 
@@ -473,12 +473,12 @@ void Simulator::serve(std::uint32_t index) {
 void Simulator::deliver_message(const Message& message) {
   switch (message.kind) {
     case Message::Kind::contribution:
-      on_contribution(message.input, message.compute, message.timeslice, message.bytes - kContributionHeader);
+      on_contribution(message.from, message.to - bench_.inputs, message.subject, message.bytes - kContributionHeader);
       break;
-    case Message::Kind::acknowledgement: on_acknowledged(message.input, message.timeslice); break;
-    case Message::Kind::credit: on_credit(message.input, message.compute); break;
+    case Message::Kind::acknowledgement: on_acknowledged(message.to, message.subject); break;
+    case Message::Kind::credit: on_credit(message.to, message.from - bench_.inputs); break;
     case Message::Kind::closure: {
-      const auto run = closures_.take(message.closure);
+      const auto run = closures_.take(static_cast<std::uint32_t>(message.subject));
       run();
       break;
     }
@@ -568,9 +568,7 @@ void Simulator::drive(ns::InputIndex i) {
       const auto t = next.timeslice;
       Message message;
       message.kind = Message::Kind::contribution;
-      message.input = i;
-      message.compute = c;
-      message.timeslice = t;
+      message.subject = t;
       transmit(in.data[c], i, bench_.inputs + c, kContributionHeader + bench_.contribution_bytes, true, in.sender,
                message);
     }
@@ -666,8 +664,7 @@ void Simulator::on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::Timesl
   if (mode_ == ns::Mode::dfs) {
     Message ack;
     ack.kind = Message::Kind::acknowledgement;
-    ack.input = i;
-    ack.timeslice = t;
+    ack.subject = t;
     transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.sender, ack);
   }
   deliver(c);
@@ -697,8 +694,6 @@ void Simulator::deliver(ns::ComputeIndex c) {
     for (const ns::InputIndex i : compute.node.release(t)) {
       Message credit;
       credit.kind = Message::Kind::credit;
-      credit.input = i;
-      credit.compute = c;
       transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.sender, credit);
     }
   }
