@@ -6,6 +6,7 @@
 // queue's order.
 #include "tsbench/simulation/event_heap.hpp"
 #include "tsbench/simulation/fluid_network.hpp"
+#include "tsbench/simulation/packed_pool.hpp"
 #include "tsbench/simulation/shared_port.hpp"
 #include "tsbench/simulation/simulated_run.hpp"
 
@@ -288,13 +289,13 @@ TEST_CASE("tsbench simulation: a shared port is fair between connections and kee
     port.arrive(1, 100, 11, 0ns);
     port.arrive(1, 100, 12, 0ns);
     port.arrive(2, 100, 20, 0ns);
-    std::vector<std::pair<SharedPort::Item, ns::Time>> out;
+    std::vector<std::pair<std::uint32_t, ns::Time>> out;
     ns::Time now{0};
     while (const auto next = port.next_release(now)) {
       now = *next;
       out.emplace_back(port.release(now), now);
     }
-    const std::vector<std::pair<SharedPort::Item, ns::Time>> expected{{10, 0ns}, {20, 100ns}, {11, 200ns}, {12, 300ns}};
+    const std::vector<std::pair<std::uint32_t, ns::Time>> expected{{10, 0ns}, {20, 100ns}, {11, 200ns}, {12, 300ns}};
     CHECK(out == expected);
     CHECK(port.empty());
   }
@@ -303,16 +304,16 @@ TEST_CASE("tsbench simulation: a shared port is fair between connections and kee
     port.arrive(1, 100, 10, 0ns);
     port.arrive(1, 100, 11, 0ns);
     port.arrive(2, 100, 20, 0ns);
-    std::vector<SharedPort::Item> out;
+    std::vector<std::uint32_t> out;
     ns::Time now{0};
     while (const auto next = port.next_release(now)) {
       now = *next;
       out.push_back(port.release(now));
     }
-    CHECK(out == std::vector<SharedPort::Item>{10, 11, 20});
+    CHECK(out == std::vector<std::uint32_t>{10, 11, 20});
     CHECK(now == 200ns);
   }
-  SECTION("unlimited") { CHECK_FALSE(SharedPort().limited()); }
+  SECTION("unlimited") { CHECK_FALSE(SharedPort<>().limited()); }
 }
 
 TEST_CASE("tsbench simulation: ports model, a compute port shared by two inputs' queues", "[tsbench][simulation]") {
@@ -444,4 +445,29 @@ TEST_CASE("tsbench simulation: the event heap takes events out in the order of s
     reference.pop();
   }
   CHECK(heap.empty());
+}
+
+TEST_CASE("tsbench simulation: the packed pool hands out the lowest free index and keeps the values",
+          "[tsbench][simulation]") {
+  PackedPool<std::uint64_t> pool;
+  // 200 values (four words of indices), then every third freed, lowest first (1, 4, ..., 199):
+  // a stack of free indices would hand out 199 next.
+  for (std::uint32_t i = 0; i < 200; ++i) REQUIRE(pool.put(1000 + i) == i);
+  std::vector<std::uint32_t> freed;
+  for (std::uint32_t i = 1; i < 200; i += 3) {
+    CHECK(pool.take(i) == 1000 + i);
+    freed.push_back(i);
+  }
+  // Handed out again lowest first, across the words, then past the end.
+  for (const std::uint32_t expected : freed) CHECK(pool.put(7) == expected);
+  CHECK(pool.put(8) == 200);
+  CHECK(pool[200] == 8);
+  CHECK(pool[freed.front()] == 7);
+  CHECK(pool[2] == 1002);  // never freed
+  // A lower index freed before a higher one still comes back first.
+  CHECK(pool.take(3) == 1003);
+  CHECK(pool.take(150) == 1150);
+  CHECK(pool.put(9) == 3);
+  CHECK(pool.put(9) == 150);
+  CHECK(pool.put(9) == 201);
 }
