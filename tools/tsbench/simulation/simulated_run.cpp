@@ -54,11 +54,6 @@ struct NodeClock {
 
 double bytes_per_ns(const RateLimit& rate) { return rate.bytes_per_second / 1e9; }
 
-Duration draw(emulated::DelaySampler& sampler) {
-  if (!sampler.delays()) return Duration{0};
-  return Duration{static_cast<Duration::rep>(std::llround(sampler.next_ns()))};
-}
-
 Duration draw(emulated::DelayStream& stream, const DelayDistribution& distribution) {
   if (distribution.kind == DelayKind::none) return Duration{0};
   return Duration{static_cast<Duration::rep>(std::llround(stream.next_ns(distribution)))};
@@ -158,7 +153,7 @@ class Simulator {
     std::vector<Link> data;  // to every compute node
     std::optional<Link> control;  // to the DDE
     std::optional<Link> replica_control;  // to the second replica (compute node 1)
-    std::optional<emulated::DelaySampler> late;  // how late its due timer fires (options' timer_late)
+    std::optional<emulated::DelayStream> late;  // how late its due timer fires (draws of options' timer_late)
     std::map<ns::IntervalIndex, std::optional<ns::IntervalPlan>> plans;  // started, not reported
     double out_capacity = FluidNetwork::kUnlimited;
     double transfer_cap = FluidNetwork::kUnlimited;
@@ -300,7 +295,7 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     const auto e = *bench_.node_emulation(i);
     Input& in = inputs_.emplace_back(config_, i, mode_);
     in.clock = draw_clock();
-    if (options_.timer_late.kind != DelayKind::none) in.late.emplace(options_.timer_late, e.seed, kTimerStream + i);
+    if (options_.timer_late.kind != DelayKind::none) in.late.emplace(e.seed, kTimerStream + i);
     in.sender = Sender{e.delay, emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0})};
     // Connections at the core: data i -> c, its replies, control i -> DDE, its replies, control
     // i -> second replica. At a node's ports: by the peer, the control connections after.
@@ -579,7 +574,7 @@ void Simulator::drive(ns::InputIndex i) {
 void Simulator::arm(ns::InputIndex i, Time due) {
   auto& in = inputs_[i];
   // The pattern's due timer: a newer one replaces the older.
-  const Duration late = in.late ? draw(*in.late) : Duration{0};
+  const Duration late = in.late ? draw(*in.late, options_.timer_late) : Duration{0};
   timers_.arm(i, DueTimers::Key{std::max(in.clock.true_time(due) + late, now_), sequence_++});
 }
 
