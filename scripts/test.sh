@@ -8,10 +8,11 @@
 #                                        (the tests of netio_tests: unit, loopback integration,
 #                                        the wrapped and emulated runs; not the tools, examples
 #                                        and install test, which only the plain build runs)
-#   scripts/test.sh --all                the three above (what CI runs, .ci/run), each stage's
-#                                        build beside the previous stage's tests at idle
-#                                        priority; stops at the first stage that fails
-#   scripts/test.sh --all --sequential   the same, one stage after the other
+#   scripts/test.sh --all                the three above, one after the other (what CI runs,
+#                                        .ci/run); stops at the first stage that fails
+#   scripts/test.sh --all --overlap      the same, each stage's build beside the previous
+#                                        stage's tests at idle priority (no faster today:
+#                                        docs/dev/ci.md)
 # Every build keeps line tables only (-g1): stack traces name file and line; for a debugger,
 # configure a build of your own. Further arguments go to ctest (e.g. -R pubsub). ccache is
 # used when installed. Stage times and how they are kept: docs/dev/ci.md.
@@ -29,12 +30,11 @@ build_only=""
 sanitize=""
 if [ "${1:-}" = "--all" ]; then
   all=1
-  overlap=1
   shift
-  if [ "${1:-}" = "--sequential" ]; then
-    overlap=""
+  if [ "${1:-}" = "--overlap" ]; then
+    overlap=1
     shift
-  elif [ "${1:-}" = "--overlap" ]; then  # the default; the old spelling still works
+  elif [ "${1:-}" = "--sequential" ]; then  # the default, said explicitly
     shift
   fi
 elif [ "${1:-}" = "--sanitize" ] || [ "${1:-}" = "--build-only" ]; then
@@ -128,7 +128,7 @@ if [ -z "$overlap" ]; then
   exit 0
 fi
 
-# --all: while a stage's tests run, the next stage builds beside them at idle priority
+# --all --overlap: while a stage's tests run, the next stage builds beside them at idle priority
 # (SCHED_IDLE: it runs only on CPU time the tests leave; its output in its build log): most
 # tests wait on the network or on timers. A stage whose tests fail ends the run, and the
 # build beside them with it.
