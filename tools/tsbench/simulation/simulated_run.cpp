@@ -82,8 +82,10 @@ struct Earlier {
 // the ports it crosses: the contributions' header, the replies and the control messages.
 constexpr std::uint64_t kContributionHeader = 24;
 constexpr std::uint64_t kHelloBytes = 36;
-// The timers' lateness draws: streams of their own, apart from every connection's.
+// The timers' lateness draws: streams of their own, apart from every connection's (the
+// inputs' due timers: kTimerStream + input; the ports' release timers: kPortTimerStream + port).
 constexpr std::uint64_t kTimerStream = std::uint64_t{1} << 40;
+constexpr std::uint64_t kPortTimerStream = kTimerStream + (std::uint64_t{1} << 32);
 constexpr std::uint64_t kReplyBytes = 12;  // welcome, acknowledgement, credit
 constexpr std::uint64_t kProbeBytes = 28;  // clock probe and echo, proposal
 constexpr std::uint64_t kReportBytes = 48 + 16;  // the meta-data report and the request behind it
@@ -119,7 +121,8 @@ struct Sender {
 // messages waiting at the ports are kept in them, 600,000 at 192 x 192.
 struct Message {
   enum class Kind : std::uint8_t { contribution, acknowledgement, credit, closure };
-  enum class Stage : std::uint8_t { out_port, core, in_port };
+  // arrived: released late by its in-port (Port::late), delivered when its event comes
+  enum class Stage : std::uint8_t { out_port, core, in_port, arrived };
   Kind kind = Kind::closure;
   Stage stage = Stage::out_port;
   bool through_in_port = true;
@@ -133,10 +136,20 @@ struct Message {
 
 // A SharedPort on the event queue: at most one event armed, for its next release. The
 // messages waiting there are kept in it.
+//
+// With --port-late, as the emulator's port on its event loop: a release the port had to wait
+// for comes from a loop timer, which fires late by a draw (`late`, the port's own stream);
+// what it releases then leaves at that late time, and so does whatever the port releases
+// before it (the loop is behind until then). The shape's schedule stays where it was: its
+// bucket has refilled meanwhile, as the emulator's, so a late release takes no capacity from
+// the next one. A port's messages leave in the order released (late_until never goes back).
 struct Port {
   SharedPort<Message> shape;
   std::uint64_t generation = 0;
   Time armed_at = Time::max();
+  bool waited = false;  // the armed release is later than when it was armed: a loop timer
+  std::optional<emulated::DelayStream> late;  // with --port-late (SimulationOptions::port_late)
+  Time late_until = Time::min();  // the last late release: the port's loop is behind until then
 };
 
 class Simulator {
@@ -199,6 +212,7 @@ class Simulator {
   void move_on(Message message);  // the message enters its next stage now
   void arm(std::uint32_t port);
   void serve(std::uint32_t port);
+  Time release_time(Port& p);  // when what p releases now leaves (now_, or later: Port::late)
   void deliver_message(const Message& message);
   Port& port(std::uint32_t index) {
     return index < out_ports_.size() ? out_ports_[index]
@@ -333,6 +347,13 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     // The core: --core, or the spec's core= (as the emulator's, one for every node).
     const RateLimit core = options_.core ? options_.core : bench_.node_emulation(0)->core;
     if (core) core_.shape = SharedPort<Message>(core, emulated::SlowdownSchedule{}, options_.sharing);
+    if (options_.port_late.kind != DelayKind::none) {
+      // Each port's own stream, from its node's seed (the core: node 0's).
+      for (std::uint32_t index = 0; index <= core_index(); ++index) {
+        const auto rank = index < core_index() ? index % static_cast<std::uint32_t>(out_ports_.size()) : 0;
+        port(index).late.emplace(bench_.node_emulation(rank)->seed, kPortTimerStream + index);
+      }
+    }
   }
   if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
   if (mode_ == ns::Mode::dfs && bench_.computes >= 2) replica_.emplace(config_);
@@ -416,6 +437,9 @@ void Simulator::move_on(Message message) {
         next_port = in_port_index(message.to);
         flow = message.flows.in;
         break;
+      case Message::Stage::arrived:
+        deliver_message(message);
+        return;
     }
     Port& p = port(next_port);
     if (p.shape.limited()) {
@@ -442,26 +466,45 @@ void Simulator::arm(std::uint32_t index) {
   const auto next = p.shape.next_release(now_);
   if (!next || *next >= p.armed_at) return;
   p.armed_at = *next;
+  p.waited = *next > now_;
   schedule(*next, Event::Kind::port, index, ++p.generation);
+}
+
+Time Simulator::release_time(Port& p) {
+  if (!p.late) return now_;
+  // A release the port waited for comes from its timer: late by a draw, unless the loop is
+  // still behind from the last one (then with it).
+  if (p.waited && now_ > p.late_until) p.late_until = now_ + draw(*p.late, options_.port_late);
+  return std::max(now_, p.late_until);
 }
 
 void Simulator::serve(std::uint32_t index) {
   Port& p = port(index);
   p.armed_at = Time::max();
+  // Late (Port::late): on through the event queue at that time, in the order released.
+  const Time leave = release_time(p);
+  const bool late = leave > now_ || (p.late && now_ == p.late_until);
   for (auto next = p.shape.next_release(now_); next && *next <= now_; next = p.shape.next_release(now_)) {
     Message message = p.shape.release(now_);
     switch (message.stage) {
       case Message::Stage::out_port:
         message.stage = Message::Stage::core;
-        schedule(now_ + options_.base_latency, Event::Kind::message, messages_.put(message));
+        schedule(leave + options_.base_latency, Event::Kind::message, messages_.put(message));
         break;
       case Message::Stage::core:
         message.stage = Message::Stage::in_port;
-        move_on(message);
+        if (late) schedule(leave, Event::Kind::message, messages_.put(message));
+        else move_on(message);
         break;
-      case Message::Stage::in_port: deliver_message(message); break;
+      case Message::Stage::in_port:
+        message.stage = Message::Stage::arrived;
+        if (late) schedule(leave, Event::Kind::message, messages_.put(message));
+        else deliver_message(message);
+        break;
+      case Message::Stage::arrived: break;  // never waits at a port
     }
   }
+  p.waited = false;
   arm(index);
 }
 
@@ -835,6 +878,8 @@ DelayDistribution parse_timer_late(const std::string& text) {
   return parse_clause("--timer-late", "delay", text).delay;
 }
 
+DelayDistribution parse_port_late(const std::string& text) { return parse_clause("--port-late", "delay", text).delay; }
+
 const char* to_string(NetworkModel model) noexcept { return model == NetworkModel::lossless ? "lossless" : "ports"; }
 
 void check_simulatable(const BenchConfig& bench, const SimulationOptions& options) {
@@ -850,6 +895,9 @@ void check_simulatable(const BenchConfig& bench, const SimulationOptions& option
   if (options.max_clock_offset < Duration{0}) reject("the simulated clock offset must not be negative");
   if (options.core && options.network != NetworkModel::ports) {
     reject("--core is a part of the ports model (--network ports), not of the lossless one");
+  }
+  if (options.port_late.kind != DelayKind::none && options.network != NetworkModel::ports) {
+    reject("--port-late is a part of the ports model (--network ports), not of the lossless one");
   }
 }
 
