@@ -57,9 +57,9 @@ if command -v ccache >/dev/null; then
   # Without this, ccache caches nothing that uses a precompiled header (cmake/NetioBuildTime.cmake).
   export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 fi
-# fast_unwind_on_malloc=0: libfabric has no frame pointers, and the one suppression
-# (test/support/lsan.supp) needs the stack through it to stay narrow.
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0}"
+# The tests of libfabric's sockets provider unwind slowly (test/CMakeLists.txt): libfabric has
+# no frame pointers, and the one suppression (test/support/lsan.supp) needs the stack through it.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/test/support/lsan.supp}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/test/support/tsan.supp}"

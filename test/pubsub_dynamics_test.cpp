@@ -321,7 +321,7 @@ TEST_CASE("pub/sub: a restarted publisher is subscribed to again, and the applic
   CHECK(subscriber.stats().resubscribed == 1);
 }
 
-TEST_CASE("pub/sub churn: 1,000 subscribe/unsubscribe/connect/disconnect cycles (200 under sanitizers) leave memory and descriptors as they were",
+TEST_CASE("pub/sub churn: 1,000 subscribe/unsubscribe/connect/disconnect cycles (120 under sanitizers) leave memory and descriptors as they were",
           "[pubsub]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   netio::Context context(netio::test::context_options());
@@ -351,13 +351,14 @@ TEST_CASE("pub/sub churn: 1,000 subscribe/unsubscribe/connect/disconnect cycles 
     return delivered;
   };
   int failures = 0;
-  for (int i = 0; i < 100; ++i) failures += cycle(i) ? 0 : 1;  // warm up: pools, caches, allocator arenas
+  const int warm_up = netio::test::sanitized ? 50 : 100;
+  for (int i = 0; i < warm_up; ++i) failures += cycle(i) ? 0 : 1;  // pools, caches, allocator arenas
   REQUIRE(eventually([&] { return publisher.stats().connections == 0; }));
   std::this_thread::sleep_for(200ms);
   const auto rss_before = resident_bytes();
   const auto fds_before = open_fd_count();
-  const int cycles = netio::test::sanitized ? 200 : 1000;
-  for (int i = 100; i < 100 + cycles; ++i) failures += cycle(i) ? 0 : 1;
+  const int cycles = netio::test::sanitized ? 120 : 1000;
+  for (int i = warm_up; i < warm_up + cycles; ++i) failures += cycle(i) ? 0 : 1;
   CHECK(failures == 0);
   CHECK(eventually([&] { return publisher.stats().connections == 0 && publisher.stats().subscriptions == 0; }));
   CHECK(eventually([&] { return open_fd_count() <= fds_before; }));
