@@ -10,9 +10,9 @@
 #                                        and install test, which only the plain build runs)
 #   scripts/test.sh --all                the three above, one after the other (what CI runs,
 #                                        .ci/run); stops at the first stage that fails
-#   scripts/test.sh --all --overlap      the same, each stage's build running beside the
-#                                        previous stage's tests at idle priority (not yet
-#                                        what CI runs: docs/dev/ci.md)
+#   scripts/test.sh --all --overlap      the same, each stage's build beside the previous
+#                                        stage's tests at idle priority (no faster today:
+#                                        docs/dev/ci.md)
 # Every build keeps line tables only (-g1): stack traces name file and line; for a debugger,
 # configure a build of your own. Further arguments go to ctest (e.g. -R pubsub). ccache is
 # used when installed. Stage times and how they are kept: docs/dev/ci.md.
@@ -33,6 +33,8 @@ if [ "${1:-}" = "--all" ]; then
   shift
   if [ "${1:-}" = "--overlap" ]; then
     overlap=1
+    shift
+  elif [ "${1:-}" = "--sequential" ]; then  # the default, said explicitly
     shift
   fi
 elif [ "${1:-}" = "--sanitize" ] || [ "${1:-}" = "--build-only" ]; then
@@ -55,9 +57,9 @@ if command -v ccache >/dev/null; then
   # Without this, ccache caches nothing that uses a precompiled header (cmake/NetioBuildTime.cmake).
   export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 fi
-# fast_unwind_on_malloc=0: libfabric has no frame pointers, and the one suppression
-# (test/support/lsan.supp) needs the stack through it to stay narrow.
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0}"
+# The tests of libfabric's sockets provider unwind slowly (test/CMakeLists.txt): libfabric has
+# no frame pointers, and the one suppression (test/support/lsan.supp) needs the stack through it.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/test/support/lsan.supp}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/test/support/tsan.supp}"
@@ -68,15 +70,18 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:sup
 # grouped sources (CMake), and in the sanitizer stages only what the library's suite needs.
 # ASan+UBSan builds with -Og: UBSan's checks at -O1 double the compile time of a test file,
 # and the whole stage takes 2.4 min less with -Og (its tests run 0.6 min longer). TSan keeps
-# -O1: its timing-sensitive tests already run slowest.
+# -O1: its timing-sensitive tests already run slowest. The plain stage builds the libraries
+# at -O2, as users do, and what only tests them (the suite, tools, benchmarks, examples) at -O1.
 stage() {
   build=build/test
   optimization=-O2
+  harness=-O1  # the tests, tools, benchmarks and examples; the libraries keep -O2
   targets=()
   selection=()
   if [ -n "$1" ]; then
     build=build/asan
     optimization=-Og
+    harness=""
     if [ "$1" = thread ]; then
       build=build/tsan
       optimization=-O1
@@ -90,14 +95,16 @@ stage() {
 build_stage() {
   stage "$1"
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNETIO_SANITIZE="$1" -DNETIO_WARNINGS_AS_ERRORS=ON \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimization -g1 -DNDEBUG" "${launcher[@]}" >/dev/null
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimization -g1 -DNDEBUG" -DNETIO_HARNESS_OPTIMIZATION="$harness" \
+    "${launcher[@]}" >/dev/null
   cmake --build "$build" -j"$(nproc)" "${targets[@]}"
 }
 
 test_stage() {
   stage "$1"
   shift
-  ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "${selection[@]}" "$@"
+  # Twice as many tests as cores: most wait on the network or on timers, not on the CPU.
+  ctest --test-dir "$build" --output-on-failure -j"$(($(nproc) * 2))" "${selection[@]}" "$@"
 }
 
 if [ -z "$all" ]; then
@@ -121,11 +128,10 @@ if [ -z "$overlap" ]; then
   exit 0
 fi
 
-# --all --overlap: while a stage's tests run, the next stage builds beside them at idle
-# priority (SCHED_IDLE: it runs only on CPU time the tests leave; its output in its build
-# log). The plain stage's tests use about 60 % of 2 cores. A stage whose tests fail ends the
-# run, and the build beside them with it. Not CI's default: the suite's timing-sensitive
-# tests have yet to be shown steady beside a build (docs/dev/ci.md).
+# --all --overlap: while a stage's tests run, the next stage builds beside them at idle priority
+# (SCHED_IDLE: it runs only on CPU time the tests leave; its output in its build log): most
+# tests wait on the network or on timers. A stage whose tests fail ends the run, and the
+# build beside them with it.
 phase=$SECONDS
 echo "=== plain: build" >&2
 build_stage ""

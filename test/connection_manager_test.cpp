@@ -7,6 +7,7 @@
 #include "netio/context.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "support/sanitizers.hpp"
 #include "support/test_context.hpp"
 #include "support/loopback_port.hpp"
 #include "support/transports.hpp"
@@ -174,7 +175,7 @@ TEST_CASE("64 destinations through 8 connections: each message once, in order, n
     // random others, in bursts so that a fabric connection's set-up does not dominate.
     for (std::size_t d = 0; d < kDestinations; ++d) burst(d, 10);
     std::mt19937_64 random(19);
-    for (int access = 0; access < 150; ++access) {
+    for (int access = 0; access < (netio::test::sanitized ? 50 : 150); ++access) {
       const std::size_t d = random() % 10 < 7 ? random() % 4 : 4 + random() % (kDestinations - 4);
       burst(d, 20);
     }

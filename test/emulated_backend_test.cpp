@@ -293,12 +293,13 @@ TEST_CASE("emulated: per endpoint, one link gets a delay of its own", "[emulated
 
 TEST_CASE("emulated: close() drops what waits, and no callback comes after it", "[emulated][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  netio::Context context(emulated("delay=100ms"));
+  // The delay outlasts the sends and the close even on a loaded machine.
+  netio::Context context(emulated("delay=500ms"));
   Sink sink(context, base);
   Source source(context, sink.local);
   for (std::uint64_t k = 0; k < 10; ++k) REQUIRE(source.send(k, 100));
   source.close();
-  std::this_thread::sleep_for(300ms);  // past every delay: a timer that still fired would show
+  std::this_thread::sleep_for(700ms);  // past every delay: a timer that still fired would show
   CHECK(source.completions == 0);
   CHECK(sink.received == 0);
 }

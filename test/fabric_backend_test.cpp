@@ -1215,7 +1215,7 @@ TEST_CASE("fabric: callbacks may close their own socket; nothing is called after
 
 // --- Replies on the same connection -------------------------------------------------------
 
-TEST_CASE("fabric: replies reach the sender intact and in order, interleaved with data both ways", "[fabric][replies]") {
+TEST_CASE("fabric: replies reach the sender intact and in order, interleaved with data both ways", "[fabric][replies][sockets]") {
   const std::string provider = GENERATE(std::string("tcp"), std::string("sockets"));
   INFO("provider " << provider);
   FabricHarness h;

@@ -51,7 +51,7 @@ TEST_CASE("a keyed accept's connection data is checked against the provider's li
 }
 
 TEST_CASE("a keyed fabric listener on the loopback providers listens and authenticates",
-          "[fabric][auth][integration]") {
+          "[fabric][auth][integration][sockets]") {
   if (!netio::PreSharedKey::supported()) {
     WARN("netio built without libsodium: authentication not tested");
     return;

@@ -282,7 +282,7 @@ TEST_CASE("the flush timer delivers a lone small message within the timeout", "[
   netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   auto options = small_pages();
-  options.flush_timeout = 200ms;
+  options.flush_timeout = 600ms;  // long beside the slack a loaded machine needs (below)
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
   REQUIRE(sender.wait_connected(5s));
   const auto start = std::chrono::steady_clock::now();
@@ -291,10 +291,11 @@ TEST_CASE("the flush timer delivers a lone small message within the timeout", "[
   const auto waited = std::chrono::steady_clock::now() - start;
   REQUIRE(message);
   CHECK(message->size() == 16);
-  // Sent by the timer, not early by anything else, and no later than one period (+ slack).
+  // Sent by the timer, not early by anything else, and no later than one period (+ slack
+  // for a loaded machine: CI runs two tests per core, under sanitizers).
   CHECK(sender.stats().flushes_timer == 1);
   CHECK(sender.stats().flushes_full == 0);
-  CHECK(waited <= 200ms + 150ms);
+  CHECK(waited <= 600ms + 400ms);
 }
 
 TEST_CASE("explicit flush sends a partly filled page at once", "[high_throughput][integration]") {

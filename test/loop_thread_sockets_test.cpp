@@ -3,6 +3,7 @@
 // asynchronous close, and the calls that must not wait there; on every back-end.
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "support/sanitizers.hpp"
 #include "support/transports.hpp"
 #include "support/loopback_port.hpp"
 
@@ -139,7 +140,7 @@ TEST_CASE("send sockets are created, used and destroyed inside callbacks under t
 
   // Every tick: a new socket (the kinds alternate), messages from every live socket, and
   // the oldest destroyed (in the tick, in a posted task, or in the receiver's handler).
-  constexpr std::uint64_t target = 1500;
+  constexpr std::uint64_t target = netio::test::sanitized ? 500 : 1500;
   constexpr std::size_t keep_live = 6;
   const auto run_for = 15s;
   const auto started = Clock::now();

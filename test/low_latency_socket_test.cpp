@@ -325,6 +325,7 @@ TEST_CASE("send() on the event-loop thread never waits for buffers that only tha
   const netio::test::LoopbackPort silent(netio::test::LoopbackPort::Kind::silent);
   netio::LowLatencySendOptions options;
   options.buffer_count = 2;
+  options.send_timeout = 1s;  // what the destructor waits for the two queued messages
   netio::LowLatencySendSocket sender(context, silent.endpoint(Endpoint::parse("tcp://127.0.0.1:0")), options);
   int sent = 0;
   bool refused = false;

@@ -5,6 +5,7 @@
 // logged once. On both back-ends.
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "support/matching_log_lines.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
@@ -19,27 +20,6 @@
 namespace {
 
 using namespace netio::test;
-
-// Counts the lines netio logs that contain `needle`, while it lives.
-class MatchingLogLines {
- public:
-  explicit MatchingLogLines(std::string needle) : needle_(std::move(needle)), level_before_(netio::log_level()) {
-    netio::set_log_level(netio::LogLevel::warn);
-    netio::set_log_sink([this](netio::LogLevel, std::string_view message) {
-      if (message.find(needle_) != std::string_view::npos) ++count_;
-    });
-  }
-  ~MatchingLogLines() {
-    netio::set_log_sink({});
-    netio::set_log_level(level_before_);
-  }
-  int count() const { return count_.load(); }
-
- private:
-  std::string needle_;
-  netio::LogLevel level_before_;
-  std::atomic<int> count_{0};
-};
 
 // A receive handler that keeps the Peer of the last message, and waits for the first.
 class LastPeer {

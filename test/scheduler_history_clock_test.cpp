@@ -224,3 +224,40 @@ TEST_CASE("scheduler clocks, filtered: a run's first reports, all queued long, a
   CHECK(std::abs(clocks.drift(0)) < 1e-6);
   CHECK(clocks.offset(0) == 10'000ns);  // j = 9, 12, 15: queued 10 µs
 }
+
+// The filtered rule's common drift: before an IE has 2 × filter_length reports of its own,
+// its drift is the median of every IE's envelope slope (each from 4 reports on). Four IEs
+// whose clocks run 100, 110, 90 and 130 ppm slow against the DDE's (offset(t) = 50 µs +
+// drift × t), reports every 1 s of IE time, none queued but the one said.
+TEST_CASE("scheduler clocks, filtered: until an IE's own drift is known, it takes the common one", "[scheduler]") {
+  ClockSynchronizer clocks(4, 10, 500e-6, ClockRule::filtered, 8);
+  const std::array<double, 4> drifts{100e-6, 110e-6, 90e-6, 130e-6};
+  const auto offset_at = [&](InputIndex i, Time t) {
+    return Duration{50'000 + std::llround(drifts[i] * static_cast<double>(t.count()))};
+  };
+  const auto at = [](IntervalIndex j) { return Time{1'000'000'000 * static_cast<long long>(j + 1)}; };
+  for (IntervalIndex j = 0; j < 4; ++j) {
+    // Fewer than 4 reports per IE: no slope, no common drift.
+    CHECK(clocks.common_drift() == 0.0);
+    for (InputIndex i = 0; i < 4; ++i) clocks.on_report(i, j, at(j), 0ns, at(j) + offset_at(i, at(j)));
+  }
+  // Slopes 100, 110, 90, 130 ppm: the median is (100 + 110) / 2.
+  CHECK(clocks.common_drift() == Approx(105e-6));
+  for (InputIndex i = 0; i < 4; ++i) CHECK(clocks.drift(i) == Approx(105e-6));
+  // IE 0's 5th report queued 30 µs: its samples of 1-4 s (150, 250, 350, 450 µs) moved to
+  // 5 s by the common drift (+ 420, 315, 210, 105 µs) make 570, 565, 560, 555 µs, the
+  // least of them and of 580 µs its offset; with no drift the 1 s sample (150 µs) would
+  // have been taken, 400 µs off.
+  clocks.on_report(0, 4, at(4), 0ns, at(4) + offset_at(0, at(4)) + 30'000ns);
+  CHECK(clocks.offset(0) == 555'000ns);
+  // Moved on from there by the common drift, now the median of 100, 110, 90 and 130 ppm still.
+  CHECK(clocks.drift(0) == Approx(105e-6));
+  CHECK(clocks.to_local(0, at(5)) == at(5) + 555'000ns + 105'000ns);
+
+  // The paper's rule has none.
+  ClockSynchronizer paper(4, 10, 500e-6, ClockRule::paper);
+  for (IntervalIndex j = 0; j < 4; ++j) {
+    for (InputIndex i = 0; i < 4; ++i) paper.on_report(i, j, at(j), 0ns, at(j) + offset_at(i, at(j)));
+  }
+  CHECK(paper.common_drift() == 0.0);
+}

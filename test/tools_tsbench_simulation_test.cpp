@@ -2,10 +2,11 @@
 // netio_tsbench --simulate: both network models (the emulator's ports, the lossless fluid
 // one) against hand-computed times, the engines driven in them (completion times of
 // time-slices under a known capacity), fair against first-come-first-served ports, replies
-// crossing the network with their delay, the core, and determinism for a seed; the event
-// queue's order.
+// crossing the network with their delay, the core, ports releasing late (--port-late), and
+// determinism for a seed; the event queue's order.
 #include "tsbench/simulation/event_heap.hpp"
 #include "tsbench/simulation/fluid_network.hpp"
+#include "tsbench/simulation/packed_pool.hpp"
 #include "tsbench/simulation/shared_port.hpp"
 #include "tsbench/simulation/simulated_run.hpp"
 
@@ -288,13 +289,13 @@ TEST_CASE("tsbench simulation: a shared port is fair between connections and kee
     port.arrive(1, 100, 11, 0ns);
     port.arrive(1, 100, 12, 0ns);
     port.arrive(2, 100, 20, 0ns);
-    std::vector<std::pair<SharedPort::Item, ns::Time>> out;
+    std::vector<std::pair<std::uint32_t, ns::Time>> out;
     ns::Time now{0};
     while (const auto next = port.next_release(now)) {
       now = *next;
       out.emplace_back(port.release(now), now);
     }
-    const std::vector<std::pair<SharedPort::Item, ns::Time>> expected{{10, 0ns}, {20, 100ns}, {11, 200ns}, {12, 300ns}};
+    const std::vector<std::pair<std::uint32_t, ns::Time>> expected{{10, 0ns}, {20, 100ns}, {11, 200ns}, {12, 300ns}};
     CHECK(out == expected);
     CHECK(port.empty());
   }
@@ -303,16 +304,16 @@ TEST_CASE("tsbench simulation: a shared port is fair between connections and kee
     port.arrive(1, 100, 10, 0ns);
     port.arrive(1, 100, 11, 0ns);
     port.arrive(2, 100, 20, 0ns);
-    std::vector<SharedPort::Item> out;
+    std::vector<std::uint32_t> out;
     ns::Time now{0};
     while (const auto next = port.next_release(now)) {
       now = *next;
       out.push_back(port.release(now));
     }
-    CHECK(out == std::vector<SharedPort::Item>{10, 11, 20});
+    CHECK(out == std::vector<std::uint32_t>{10, 11, 20});
     CHECK(now == 200ns);
   }
-  SECTION("unlimited") { CHECK_FALSE(SharedPort().limited()); }
+  SECTION("unlimited") { CHECK_FALSE(SharedPort<>().limited()); }
 }
 
 TEST_CASE("tsbench simulation: ports model, a compute port shared by two inputs' queues", "[tsbench][simulation]") {
@@ -352,6 +353,67 @@ TEST_CASE("tsbench simulation: ports model, an input sends to every compute node
   CHECK(record(r, 1).first_arrival == 72us);
   CHECK(record(r, 1).last_arrival == 1072us);
   for (const auto& t : r.records.timeslices) CHECK(t.complete);
+}
+
+TEST_CASE("tsbench simulation: a late port release moves the delivery, not the port's schedule",
+          "[tsbench][simulation]") {
+  // As "a compute port shared by two inputs' queues" (fair): the port releases a buffer at
+  // 72 µs, then one every ms (1.072, 2.072, ... ms), each after waiting for its bucket, so
+  // each comes from the port's timer. The hellos (t = 0) pass a full bucket at once: not late.
+  auto o = exact(PortSharing::fair, NetworkModel::ports);
+  // Time-slice t's first and last contribution arrive at first + 2 t ms and last + 2 t ms.
+  const auto arrive_at = [&](const char* late, ns::Duration first, ns::Duration last) {
+    o.port_late = parse_port_late(late);
+    const auto r = simulate(on_ports(2, 1), ns::Mode::best_effort, o);
+    REQUIRE(r.error.empty());
+    for (ns::TimesliceIndex t = 0; t < 6; ++t) {
+      CHECK(record(r, t).first_arrival == first + t * 2ms);
+      CHECK(record(r, t).last_arrival == last + t * 2ms);
+    }
+  };
+  SECTION("300 us late: every contribution arrives 300 us later, the port keeps its slots") {
+    arrive_at("constant:300us", 372us, 1372us);
+  }
+  SECTION("1.5 ms late, longer than a slot: the next release leaves with the late one") {
+    // Released at 72 µs, late to 1.572 ms; the release at 1.072 ms (the bucket refilled
+    // meanwhile) is before that, so it leaves then too; the one at 2.072 ms waits for its own
+    // late timer, 3.572 ms. Each time-slice's two contributions arrive together, 2 ms apart:
+    // the last at 11.572 ms, 11.072 + 0.5, not 12 x 1.5 ms later.
+    arrive_at("constant:1500us", 1572us, 1572us);
+  }
+  SECTION("drawn: the same seed gives the same run, another seed another") {
+    auto b = on_ports(2, 2);
+    b.timeslices = 200;
+    o.port_late = parse_port_late("lognormal:mean=800us,sigma=1,clip=5ms");
+    const auto arrivals = [&](const std::string& spec) {
+      b.emulate = spec;
+      const auto r = simulate(b, ns::Mode::dfs, o);
+      REQUIRE(r.error.empty());
+      std::vector<std::pair<ns::Time, ns::Time>> out;
+      for (const auto& t : r.records.timeslices) out.emplace_back(t.first_arrival, t.last_arrival);
+      return out;
+    };
+    const auto a = arrivals("in=8Mbps,burst=1000;seed=5");
+    CHECK(a == arrivals("in=8Mbps,burst=1000;seed=5"));
+    CHECK(a != arrivals("in=8Mbps,burst=1000;seed=6"));
+    auto on_time = o;
+    on_time.port_late = netio::DelayDistribution{};
+    b.emulate = "in=8Mbps,burst=1000;seed=5";
+    const auto r = simulate(b, ns::Mode::dfs, on_time);
+    REQUIRE(r.error.empty());
+    std::vector<std::pair<ns::Time, ns::Time>> exact_arrivals;
+    for (const auto& t : r.records.timeslices) exact_arrivals.emplace_back(t.first_arrival, t.last_arrival);
+    CHECK(a != exact_arrivals);
+    // Late, never early: every time-slice's last contribution arrives no sooner than on time.
+    REQUIRE(a.size() == exact_arrivals.size());
+    for (std::size_t n = 0; n < a.size(); ++n) CHECK(a[n].second >= exact_arrivals[n].second);
+  }
+  SECTION("refused by the lossless model, and a bad distribution named") {
+    o.port_late = parse_port_late("constant:1us");
+    o.network = NetworkModel::lossless;
+    CHECK_THROWS_WITH(simulate(on_ports(2, 1), ns::Mode::best_effort, o), Catch::Contains("--port-late"));
+    CHECK_THROWS_WITH(parse_port_late("sometimes"), Catch::Contains("--port-late 'sometimes'"));
+  }
 }
 
 TEST_CASE("tsbench simulation: replies cross the network with their delay", "[tsbench][simulation]") {
@@ -444,4 +506,29 @@ TEST_CASE("tsbench simulation: the event heap takes events out in the order of s
     reference.pop();
   }
   CHECK(heap.empty());
+}
+
+TEST_CASE("tsbench simulation: the packed pool hands out the lowest free index and keeps the values",
+          "[tsbench][simulation]") {
+  PackedPool<std::uint64_t> pool;
+  // 200 values (four words of indices), then every third freed, lowest first (1, 4, ..., 199):
+  // a stack of free indices would hand out 199 next.
+  for (std::uint32_t i = 0; i < 200; ++i) REQUIRE(pool.put(1000 + i) == i);
+  std::vector<std::uint32_t> freed;
+  for (std::uint32_t i = 1; i < 200; i += 3) {
+    CHECK(pool.take(i) == 1000 + i);
+    freed.push_back(i);
+  }
+  // Handed out again lowest first, across the words, then past the end.
+  for (const std::uint32_t expected : freed) CHECK(pool.put(7) == expected);
+  CHECK(pool.put(8) == 200);
+  CHECK(pool[200] == 8);
+  CHECK(pool[freed.front()] == 7);
+  CHECK(pool[2] == 1002);  // never freed
+  // A lower index freed before a higher one still comes back first.
+  CHECK(pool.take(3) == 1003);
+  CHECK(pool.take(150) == 1150);
+  CHECK(pool.put(9) == 3);
+  CHECK(pool.put(9) == 150);
+  CHECK(pool.put(9) == 201);
 }

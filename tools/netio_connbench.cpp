@@ -56,7 +56,8 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_flag("--json", o.json,
                "Print one JSON document on stdout: {msgs_per_s, opened, torn_down, peak_connections, "
-               "peak_connection_bytes, ...} for one run, {\"runs\": [...]} of such objects for several");
+               "peak_connection_bytes, ...} for one configuration, {\"runs\": [...]} of such objects for several "
+               "(those done, when cut short)");
   auto* backend = app.add_option("--backend", o.backend, "tcp or fabric (libfabric's tcp provider) on 127.0.0.1, or shm (Unix-domain, this node)")
                       ->check(CLI::IsMember({"tcp", "shm", "fabric"}));
   app.add_option("-e,--endpoint", o.base,
@@ -151,9 +152,11 @@ void write_result(JsonWriter& json, const ConnbenchResult& r) {
       .end_object();
 }
 
-void print_json(const std::vector<ConnbenchResult>& results) {
+// The document's shape follows what was asked (`several` configurations), not how many ran:
+// a run cut short by --timeout or Ctrl-C reads as the full one would.
+void print_json(const std::vector<ConnbenchResult>& results, bool several) {
   JsonWriter json;
-  if (results.size() == 1) {
+  if (!several) {
     write_result(json, results.front());
   } else {
     json.begin_object().key("runs").begin_array();
@@ -242,7 +245,7 @@ int run(const Options& o) {
   }
   results = std::move(done);
   if (results.empty()) return status;
-  if (o.json) print_json(results);
+  if (o.json) print_json(results, configurations.size() > 1);
   else {
     print_text(o, config, results,
                fewest_rounds == most_rounds ? std::to_string(most_rounds) : fmt::format("{}–{}", fewest_rounds, most_rounds));

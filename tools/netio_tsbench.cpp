@@ -60,6 +60,7 @@ struct Options {
   std::string core;
   std::chrono::nanoseconds clock_offset = std::chrono::milliseconds(1);
   std::string timer_late;
+  std::string port_late;
   double clock_drift_ppm = 20;
 };
 
@@ -167,6 +168,12 @@ void add_options(CLI::App& app, Options& o) {
                  "as delay= in --emulate, e.g. 'lognormal:mean=100us,sigma=1' (default none: on time)")
       ->type_name("DIST")
       ->needs(simulate);
+  app.add_option("--port-late", o.port_late,
+                 "--simulate, ports model: how late a node's port releases a buffer it had to wait for (the emulator's "
+                 "ports release on event-loop timers), a distribution as delay= in --emulate; whatever the port "
+                 "releases meanwhile leaves with it, its capacity schedule does not move (default none: on time)")
+      ->type_name("DIST")
+      ->needs(simulate);
   add_duration_option(app, "--clock-offset", o.clock_offset,
                       "--simulate: every node's clock is off by up to this much (drawn from the seed)")
       ->needs(simulate);
@@ -229,6 +236,7 @@ simulation::SimulationOptions simulation_options(const Options& o) {
   so.max_clock_offset = o.clock_offset;
   so.max_clock_drift = o.clock_drift_ppm * 1e-6;
   if (!o.timer_late.empty()) so.timer_late = simulation::parse_timer_late(o.timer_late);
+  if (!o.port_late.empty()) so.port_late = simulation::parse_port_late(o.port_late);
   return so;
 }
 

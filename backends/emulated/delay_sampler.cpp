@@ -74,13 +74,9 @@ double normal_quantile(double u) noexcept {
   return x - step / (1 + x * step / 2);
 }
 
-DelaySampler::DelaySampler(DelayDistribution distribution, std::uint64_t seed, std::uint64_t stream)
-    : distribution_(std::move(distribution)), rng_(seed ^ (stream * 0xD1B54A32D192ED03ull)) {}
+namespace {
 
-double DelaySampler::next_standard_normal() noexcept { return normal_quantile(rng_.uniform_open()); }
-
-double DelaySampler::quantile(double u) const noexcept {
-  const DelayDistribution& d = distribution_;
+double quantile(const DelayDistribution& d, double u) noexcept {  // the inverse CDF
   switch (d.kind) {
     case DelayKind::none: return 0;
     case DelayKind::constant: return d.value;
@@ -98,22 +94,26 @@ double DelaySampler::quantile(double u) const noexcept {
   return 0;
 }
 
-double DelaySampler::next_ns() noexcept {
-  const DelayDistribution& d = distribution_;
+}  // namespace
+
+DelayStream::DelayStream(std::uint64_t seed, std::uint64_t stream) noexcept
+    : rng_(seed ^ (stream * 0xD1B54A32D192ED03ull)) {}
+
+double DelayStream::next_ns(const DelayDistribution& d) noexcept {
   if (d.kind == DelayKind::none) return 0;
   if (d.kind == DelayKind::constant) return std::max(0.0, d.clip ? std::min(d.value, *d.clip) : d.value);
   double value = 0;
   if (d.correlation > 0) {
     // Gaussian copula: successive z are correlated with coefficient ρ; each u = Φ(z) stays
     // uniform, so each draw keeps the configured distribution.
-    const double epsilon = next_standard_normal();
+    const double epsilon = normal_quantile(rng_.uniform_open());
     z_ = started_ ? d.correlation * z_ + std::sqrt(1 - d.correlation * d.correlation) * epsilon : epsilon;
     started_ = true;
     if (d.kind == DelayKind::normal) value = d.mean + d.sigma * z_;
     else if (d.kind == DelayKind::lognormal) value = std::exp(d.mu + d.shape * z_);
-    else value = quantile(std::clamp(normal_cdf(z_), 0x1.0p-54, 1 - 0x1.0p-54));
+    else value = quantile(d, std::clamp(normal_cdf(z_), 0x1.0p-54, 1 - 0x1.0p-54));
   } else {
-    value = quantile(rng_.uniform_open());
+    value = quantile(d, rng_.uniform_open());
   }
   if (d.clip) value = std::min(value, *d.clip);
   return value > 0 ? value : 0;

@@ -98,6 +98,7 @@ bool ClockSynchronizer::on_report(InputIndex i, IntervalIndex interval, Time int
     filter(in, interval_end, received_at - interval_end);
     in.last_interval = interval;
     in.last_end = interval_end;
+    update_common_drift();
     return true;
   }
   const Duration offset = received_at - interval_end - latency;  // Eq. 2
@@ -106,7 +107,8 @@ bool ClockSynchronizer::on_report(InputIndex i, IntervalIndex interval, Time int
                           static_cast<double>((interval_end - in.last_end).count());
     in.drifts.push_back(sample);
     if (in.drifts.size() > history_length_) in.drifts.pop_front();
-    in.drift = std::clamp(median(std::vector<double>(in.drifts.begin(), in.drifts.end())), -max_drift_, max_drift_);
+    in.paper_drift =
+        std::clamp(median(std::vector<double>(in.drifts.begin(), in.drifts.end())), -max_drift_, max_drift_);
   }
   in.last_interval = interval;
   in.last_end = interval_end;
@@ -118,15 +120,33 @@ void ClockSynchronizer::filter(Input& in, Time interval_end, Duration sample) co
   auto& kept = in.samples;
   kept.push_back({interval_end, sample});
   if (kept.size() > 4 * std::size_t{filter_length_}) kept.pop_front();
-  if (kept.size() >= 2 * std::size_t{filter_length_} && interval_end > kept.front().end) {
-    in.drift = std::clamp(lower_envelope_slope(kept, max_drift_), -max_drift_, max_drift_);
+  in.slope.reset();
+  if (kept.size() >= kSlopeSamples && interval_end > kept.front().end) {
+    in.slope = std::clamp(lower_envelope_slope(kept, max_drift_), -max_drift_, max_drift_);
   }
-  // The newest filter_length samples, each moved to this report's time by the drift; the least.
+  if (kept.size() >= 2 * std::size_t{filter_length_} && in.slope) in.drift = *in.slope;
+  // The newest filter_length samples, each moved to this report's time by the drift (the
+  // common one until this IE's own is known); the least.
+  const double drift = in.drift ? *in.drift : common_drift_;
   Duration offset = sample;
   for (auto it = kept.end() - std::min<std::ptrdiff_t>(filter_length_, std::ssize(kept)); it != kept.end(); ++it) {
-    offset = std::min(offset, it->offset + scaled(in.drift, interval_end - it->end));
+    offset = std::min(offset, it->offset + scaled(drift, interval_end - it->end));
   }
   in.offset = offset;
+}
+
+void ClockSynchronizer::update_common_drift() {
+  // The median of the IEs' envelope slopes: the local clock's rate against the IEs' typical
+  // one. A wrong estimate moves every IE's offset alike, so it does not set the IEs apart.
+  // Only once every IE has one, so that it does not depend on the order the reports came in
+  // (nor does a proposal: an interval completes when every IE reported it).
+  std::vector<double> slopes;
+  slopes.reserve(inputs_.size());
+  for (const Input& in : inputs_) {
+    if (!in.slope) return;
+    slopes.push_back(*in.slope);
+  }
+  common_drift_ = median(std::move(slopes));
 }
 
 void ClockSynchronizer::on_handshake(InputIndex i, Time remote_at, Duration offset) {
@@ -140,11 +160,15 @@ void ClockSynchronizer::on_handshake(InputIndex i, Time remote_at, Duration offs
 
 bool ClockSynchronizer::knows(InputIndex i) const { return input(i).last_interval.has_value() || input(i).handshake; }
 Duration ClockSynchronizer::offset(InputIndex i) const { return input(i).offset; }
-double ClockSynchronizer::drift(InputIndex i) const { return input(i).drift; }
+double ClockSynchronizer::drift(InputIndex i) const {
+  const Input& in = input(i);
+  if (rule_ == ClockRule::paper) return in.paper_drift;
+  return in.drift ? *in.drift : common_drift_;
+}
 
 Time ClockSynchronizer::to_local(InputIndex i, Time remote) const {
   const Input& in = input(i);
-  return remote + in.offset + scaled(in.drift, remote - in.last_end);
+  return remote + in.offset + scaled(drift(i), remote - in.last_end);
 }
 
 Time ClockSynchronizer::to_remote(InputIndex i, Time local) const {
@@ -154,7 +178,7 @@ Time ClockSynchronizer::to_remote(InputIndex i, Time local) const {
   const Duration since_end = local - in.offset - in.last_end;
   // A drift of -100 % or less is no clock (a driver fed times of different clocks): no
   // extrapolation rather than a division by zero.
-  const double rate = 1.0 + in.drift;
+  const double rate = 1.0 + drift(i);
   return in.last_end + (rate > 0 ? scaled(1.0 / rate, since_end) : since_end);
 }
 

@@ -48,7 +48,13 @@ done
 # A client still pinging when the server stops fails at once, naming the server.
 "$pingpong" -e "$server" -n 1000000000 --timeout 60s >"$WORK/client-orphan.out" 2>"$WORK/client-orphan.err" &
 orphan_pid=$!
-sleep 1
+# Stopped once the server has welcomed it (its ninth client): before, the client fails in
+# its handshake, with the back-end's error instead of the pinging client's.
+for _ in $(seq 300); do
+  [ "$(grep -c "netio_pingpong: client .* connected" "$WORK/server.err" || true)" -ge 9 ] && break
+  sleep 0.1
+done
+sleep 0.2
 kill -TERM "$server_pid"
 server_status=0
 wait "$server_pid" || server_status=$?

@@ -301,6 +301,9 @@ def run_simulate(tsbench):
                            (["--simulate", "--emulate", "delay=50us"], "in= or out="),
                            (["--simulate", "--port-sharing", "random"], "port-sharing"),
                            (["--simulate", "--clock-drift=-3"], "clock-drift"),
+                           (["--port-late", "constant:1us"], "--simulate"),
+                           (["--simulate", "--port-late", "sometimes"], "--port-late 'sometimes'"),
+                           (["--simulate", "--network", "lossless", "--port-late", "constant:1us"], "--port-late"),
                            (["--simulate", "--role", "input", "--config", "x", "-n", "10"], "excludes"),
                            (["--cpu", "100000"], "CPU 100000"),
                            (["-t", "0s"], "-t/--time must be more than 0"),
@@ -319,7 +322,7 @@ def run_simulate(tsbench):
     if doc["dfs"]["spread_us"]["median"] is not None or doc["ratios"]["spread_median"] is not None:
         fail("a run within its warm-up reports figures", p.stdout)
     h = subprocess.run([tsbench, "--help"], capture_output=True, text=True, timeout=30)
-    for option in ("--simulate", "--port-sharing", "--clock-offset", "--clock-drift", "--cpu", "--collect"):
+    for option in ("--simulate", "--port-sharing", "--clock-offset", "--clock-drift", "--port-late", "--cpu", "--collect"):
         if option not in h.stdout:
             fail(f"--help does not mention {option}", h.stdout)
 

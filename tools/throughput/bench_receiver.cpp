@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "bench_receiver.hpp"
+#include "gone_watch.hpp"
 
 #include "common/cpu_affinity.hpp"
 #include "common/run_tracker.hpp"
@@ -78,13 +79,7 @@ class Streams {
       }
       const auto gone = disconnected_at_.find(id);
       if (gone == disconnected_at_.end()) continue;
-      Watch& watch = watches_[id];
-      const std::uint64_t messages = stream->tracker.live_messages();
-      if (!watch.since || messages != watch.messages) {
-        watch.messages = messages;
-        watch.since = std::max(now, gone->second);
-      }
-      if (now - *watch.since >= grace) ++t.cut;
+      if (watches_[id].quiet(stream->tracker.live_messages(), gone->second, now, grace)) ++t.cut;
     }
     return t;
   }
@@ -116,10 +111,6 @@ class Streams {
   }
 
  private:
-  struct Watch {
-    std::uint64_t messages = 0;
-    std::optional<Clock::time_point> since;
-  };
   template <typename Get>
   std::uint64_t sum(Get get) {
     std::lock_guard lock(mutex_);
@@ -135,7 +126,7 @@ class Streams {
   std::map<ConnectionId, std::unique_ptr<Stream>> streams_;
   std::vector<std::pair<ConnectionId, Stream*>> order_;
   std::map<ConnectionId, Clock::time_point> disconnected_at_;
-  std::map<ConnectionId, Watch> watches_;  // supervisor only
+  std::map<ConnectionId, GoneWatch> watches_;  // supervisor only
   ConnectionId last_id_ = 0;               // consumer only: the stream of the last message
   Stream* last_ = nullptr;
 };

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "bench_subscriber.hpp"
+#include "gone_watch.hpp"
 
 #include "common/cpu_affinity.hpp"
 #include "common/run_tracker.hpp"
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
 namespace netio::tools {
@@ -97,6 +99,8 @@ BenchSubscriberReport run_bench_subscriber(Context& context, const BenchSubscrib
   BenchSubscriberReport report;
   auto last_report = Clock::now();
   std::uint64_t last_messages = 0, last_bytes = 0;
+  std::optional<Clock::time_point> gone_at;  // when the loop first saw the publisher gone
+  GoneWatch gone_watch;
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     const auto now = Clock::now();
@@ -122,8 +126,11 @@ BenchSubscriberReport run_bench_subscriber(Context& context, const BenchSubscrib
       break;
     }
     if (publisher_gone) {
-      report.end = ReceiveEnd::sender_gone;
-      break;
+      if (!gone_at) gone_at = now;
+      if (gone_watch.quiet(trackers.live_messages(), *gone_at, now, options.publisher_gone_grace)) {
+        report.end = ReceiveEnd::sender_gone;
+        break;
+      }
     }
     if (first && callbacks.on_interval && options.interval > std::chrono::nanoseconds::zero() &&
         now - last_report >= options.interval) {

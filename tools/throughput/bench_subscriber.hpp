@@ -2,7 +2,8 @@
 // The subscribing side of the pub/sub benchmark (netio_recv --subscribe): subscribes to the
 // tags on the publisher, feeds each tag's messages to a RunTracker of its own (every tag is
 // a stream of its own: per-tag sequence numbers, verification per tag) and ends when every
-// tag's stream ended, or at a limit, Ctrl-C, --timeout, or when the publisher went away.
+// tag's stream ended, or at a limit, Ctrl-C, --timeout, or when the publisher went away
+// (and what it sent before has been read).
 #pragma once
 
 #include "bench_receiver.hpp"  // IntervalReport, ReceiveEnd, BenchReceiverCallbacks
@@ -22,6 +23,9 @@ struct BenchSubscriberOptions {
   std::optional<std::uint64_t> max_messages;         // -n: data messages over all tags
   std::optional<std::chrono::nanoseconds> duration;  // -t: counted from the first message
   std::chrono::nanoseconds interval = std::chrono::seconds(1);
+  // How long the streams may stay silent after the publisher went away before the subscriber
+  // gives up waiting for their END_OF_STREAM (what it sent before leaving is still read).
+  std::chrono::nanoseconds publisher_gone_grace = std::chrono::seconds(1);
   std::optional<int> consumer_cpu;  // --mode ht: the thread calling recv()
   AdmissionOptions admission;       // which publishers may connect back (--allow), the key (--key-file)
 };

@@ -171,7 +171,7 @@ EmulationConfig parse_emulation_spec(std::string_view spec);
 std::vector<double> read_delay_table(const std::string& path);
 
 namespace emulated {
-struct NetworkState;
+class NetworkState;
 }
 
 /// The emulation of one Context: what its decorators read. Thread-safe: set_config() may be

@@ -16,11 +16,13 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -111,6 +113,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       if (poll_timer_) context_.loop().cancel_timer(*poll_timer_);
       poll_timer_.reset();
       pending_.clear();
+      unsent_answers_.clear();
       connections = table_.connections();
       for (const auto& c : connections) table_.remove_connection(c);
     });
@@ -394,11 +397,24 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       return;
     }
     pending_.push_back({std::move(connection), peer, request.request_id});
-    if (!poll_timer_) {
-      std::weak_ptr<Impl> weak = weak_from_this();
-      poll_timer_ = context_.loop().add_timer(std::chrono::milliseconds(1), std::chrono::milliseconds(1), [weak] {
-        if (auto self = weak.lock()) self->poll_pending();
-      });
+    ensure_polling();
+  }
+
+  // Every millisecond while a subscription waits for its connection or an answer for room.
+  void ensure_polling() {
+    if (poll_timer_) return;
+    std::weak_ptr<Impl> weak = weak_from_this();
+    poll_timer_ = context_.loop().add_timer(std::chrono::milliseconds(1), std::chrono::milliseconds(1), [weak] {
+      if (auto self = weak.lock()) self->poll();
+    });
+  }
+
+  void poll() {
+    poll_pending();
+    send_unsent_answers();
+    if (pending_.empty() && unsent_answers_.empty() && poll_timer_) {
+      context_.loop().cancel_timer(*poll_timer_);
+      poll_timer_.reset();
     }
   }
 
@@ -478,20 +494,51 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     }
     pending_ = std::move(waiting);
     pending_count_.store(pending_.size(), std::memory_order_release);
-    if (pending_.empty() && poll_timer_) {
-      context_.loop().cancel_timer(*poll_timer_);
-      poll_timer_.reset();
+  }
+
+  // An answer goes out after the ones before it to the same subscriber. One that finds the
+  // reply window full (the subscriber's loop is busy; on libfabric a reply needs a receive
+  // it has posted) waits here and is sent from the poll timer as room comes: a subscriber
+  // waits for every answer, so losing one would hold its subscribe() until ack_timeout.
+  // A subscriber that keeps asking and never reads makes us hold kMaxUnsentAnswers at
+  // most; beyond that its answers are dropped, logged once.
+  void answer(const Peer& peer, std::uint64_t request_id, bool accepted, std::string reason) {
+    auto bytes = detail::encode(detail::SubscriptionAnswer{accepted, request_id, std::move(reason)});
+    auto queued = unsent_answers_.find(peer.connection());
+    if (queued == unsent_answers_.end()) {
+      if (send_answer(peer, bytes) != Sent::no_room) return;
+      queued = unsent_answers_.emplace(peer.connection(), UnsentAnswers{peer, {}, false}).first;
+    }
+    auto& unsent = queued->second;
+    if (unsent.answers.size() >= kMaxUnsentAnswers) {
+      if (!std::exchange(unsent.complained, true)) {
+        log(LogLevel::warn, "publisher {}: {} is not taking its answers ({} wait); further answers are dropped",
+            local_.to_string(), peer.to_string(), unsent.answers.size());
+      }
+      return;
+    }
+    unsent.answers.push_back(std::move(bytes));
+    ensure_polling();
+  }
+
+  enum class Sent { yes, no_room, gone };
+  Sent send_answer(const Peer& peer, std::span<const std::byte> bytes) {
+    try {
+      return peer.try_reply(bytes) ? Sent::yes : Sent::no_room;
+    } catch (const Error& e) {
+      log(LogLevel::debug, "publisher {}: cannot answer {}: {}", local_.to_string(), peer.to_string(), e.what());
+      return Sent::gone;
     }
   }
 
-  void answer(const Peer& peer, std::uint64_t request_id, bool accepted, std::string reason) {
-    try {
-      if (!peer.try_reply(detail::encode(detail::SubscriptionAnswer{accepted, request_id, std::move(reason)}))) {
-        log(LogLevel::warn, "publisher {}: {} is not taking its answers; one was dropped", local_.to_string(),
-            peer.to_string());
+  void send_unsent_answers() {
+    for (auto it = unsent_answers_.begin(); it != unsent_answers_.end();) {
+      auto& unsent = it->second;
+      Sent sent = Sent::yes;
+      while (!unsent.answers.empty() && (sent = send_answer(unsent.peer, unsent.answers.front())) == Sent::yes) {
+        unsent.answers.pop_front();
       }
-    } catch (const Error& e) {
-      log(LogLevel::debug, "publisher {}: cannot answer {}: {}", local_.to_string(), peer.to_string(), e.what());
+      it = unsent.answers.empty() || sent == Sent::gone ? unsent_answers_.erase(it) : std::next(it);
     }
   }
 
@@ -501,6 +548,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   // to the pool.
   void on_control_gone(const Peer& peer) {
     complained_.erase(peer.connection());
+    unsent_answers_.erase(peer.connection());
     // Counted before its connections leave the table (only this thread changes it):
     // stats() read meanwhile never shows them gone and the loss not counted yet.
     const bool had_connections = table_.find(peer.connection(), Mode::low_latency) != nullptr ||
@@ -559,6 +607,13 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   // Loop thread only:
   std::vector<PendingAck> pending_;
   std::optional<EventLoop::TimerId> poll_timer_;
+  struct UnsentAnswers {
+    Peer peer;
+    std::deque<std::vector<std::byte>> answers;  // encoded, oldest first
+    bool complained = false;                     // its overflow was logged
+  };
+  static constexpr std::size_t kMaxUnsentAnswers = 1024;  // 4× what max_tags_per_subscriber's tags need
+  std::unordered_map<ConnectionId, UnsentAnswers> unsent_answers_;
   EventLoop::TimerId drop_timer_ = 0;
   std::unordered_set<ConnectionId> complained_;
   std::uint64_t next_subscriber_id_ = 1;

@@ -3,6 +3,7 @@
 
 #include "tsbench/simulation/due_timers.hpp"
 #include "tsbench/simulation/event_heap.hpp"
+#include "tsbench/simulation/packed_pool.hpp"
 
 // The emulator's own delay draws and slow-down windows (pure parts of the emulated
 // back-end), so that --delay and --slowdown mean the same in both runs.
@@ -53,9 +54,9 @@ struct NodeClock {
 
 double bytes_per_ns(const RateLimit& rate) { return rate.bytes_per_second / 1e9; }
 
-Duration draw(emulated::DelaySampler& sampler) {
-  if (!sampler.delays()) return Duration{0};
-  return Duration{static_cast<Duration::rep>(std::llround(sampler.next_ns()))};
+Duration draw(emulated::DelayStream& stream, const DelayDistribution& distribution) {
+  if (distribution.kind == DelayKind::none) return Duration{0};
+  return Duration{static_cast<Duration::rep>(std::llround(stream.next_ns(distribution)))};
 }
 
 // The event queue holds small records: most events are a message moving on (message) or a
@@ -81,8 +82,10 @@ struct Earlier {
 // the ports it crosses: the contributions' header, the replies and the control messages.
 constexpr std::uint64_t kContributionHeader = 24;
 constexpr std::uint64_t kHelloBytes = 36;
-// The timers' lateness draws: streams of their own, apart from every connection's.
+// The timers' lateness draws: streams of their own, apart from every connection's (the
+// inputs' due timers: kTimerStream + input; the ports' release timers: kPortTimerStream + port).
 constexpr std::uint64_t kTimerStream = std::uint64_t{1} << 40;
+constexpr std::uint64_t kPortTimerStream = kTimerStream + (std::uint64_t{1} << 32);
 constexpr std::uint64_t kReplyBytes = 12;  // welcome, acknowledgement, credit
 constexpr std::uint64_t kProbeBytes = 28;  // clock probe and echo, proposal
 constexpr std::uint64_t kReportBytes = 48 + 16;  // the meta-data report and the request behind it
@@ -90,43 +93,63 @@ constexpr std::uint64_t kReportBytes = 48 + 16;  // the meta-data report and the
 // One direction of one connection's number at each port it crosses (SharedPort numbers its
 // connections densely): at the sender's out-port, the core and the receiver's in-port.
 struct Flows {
-  SharedPort::Connection out = 0;
-  SharedPort::Connection core = 0;
-  SharedPort::Connection in = 0;
+  std::uint32_t out = 0;
+  std::uint32_t core = 0;
+  std::uint32_t in = 0;
 };
 
-// One direction of one connection: its delay draws, and its order (a buffer never arrives
-// before the one sent before it).
+// One direction of one connection: its delay draws (of its sender's distribution), and its
+// order (a buffer never arrives before the one sent before it). Small (72 bytes): a transfer
+// touches two links, and at 192 x 192 there are 74,000.
 struct Link {
-  Link(const EmulationConfig& e, std::uint64_t stream, Flows at_ports) : delay(e.delay, e.seed, stream), flows(at_ports) {}
-  emulated::DelaySampler delay;
-  Flows flows;
+  Link(const EmulationConfig& e, std::uint64_t stream, Flows at_ports) : delay(e.seed, stream), flows(at_ports) {}
+  emulated::DelayStream delay;
   Time last_due{0};
+  Flows flows;
 };
 
-// A SharedPort on the event queue: at most one event armed, for its next release.
-struct Port {
-  SharedPort shape;
-  std::uint64_t generation = 0;
-  Time armed_at = Time::max();
+// What a node's sending adds to every message it sends, on any of its links: a draw of its
+// delay= and the delay of its slow-down windows.
+struct Sender {
+  DelayDistribution delay;
+  emulated::SlowdownSchedule slowdown;
 };
 
 // A message on its way: where it is, and what its arrival does. The frequent ones
 // (contributions, acknowledgements, credits) say it in fields; the others run a closure.
+// The input and the compute node are the ends (from, to: ranks). Small (40 bytes): the
+// messages waiting at the ports are kept in them, 600,000 at 192 x 192.
 struct Message {
   enum class Kind : std::uint8_t { contribution, acknowledgement, credit, closure };
-  enum class Stage : std::uint8_t { out_port, core, in_port };
+  // arrived: released late by its in-port (Port::late), delivered when its event comes
+  enum class Stage : std::uint8_t { out_port, core, in_port, arrived };
   Kind kind = Kind::closure;
   Stage stage = Stage::out_port;
   bool through_in_port = true;
   std::uint32_t from = 0;
   std::uint32_t to = 0;
-  std::uint32_t input = 0;
-  std::uint32_t compute = 0;
-  std::uint32_t closure = 0;
   Flows flows;
   std::uint64_t bytes = 0;
-  std::uint64_t timeslice = 0;
+  // contribution, acknowledgement: the time-slice; closure: its index in the closures' pool
+  std::uint64_t subject = 0;
+};
+
+// A SharedPort on the event queue: at most one event armed, for its next release. The
+// messages waiting there are kept in it.
+//
+// With --port-late, as the emulator's port on its event loop: a release the port had to wait
+// for comes from a loop timer, which fires late by a draw (`late`, the port's own stream);
+// what it releases then leaves at that late time, and so does whatever the port releases
+// before it (the loop is behind until then). The shape's schedule stays where it was: its
+// bucket has refilled meanwhile, as the emulator's, so a late release takes no capacity from
+// the next one. A port's messages leave in the order released (late_until never goes back).
+struct Port {
+  SharedPort<Message> shape;
+  std::uint64_t generation = 0;
+  Time armed_at = Time::max();
+  bool waited = false;  // the armed release is later than when it was armed: a loop timer
+  std::optional<emulated::DelayStream> late;  // with --port-late (SimulationOptions::port_late)
+  Time late_until = Time::min();  // the last late release: the port's loop is behind until then
 };
 
 class Simulator {
@@ -139,11 +162,11 @@ class Simulator {
     Input(const ns::SchedulerConfig& config, ns::InputIndex i, ns::Mode mode) : node(config, i, mode) {}
     ns::InputNode node;
     NodeClock clock;
-    emulated::SlowdownSchedule slowdown;
+    Sender sender;
     std::vector<Link> data;  // to every compute node
     std::optional<Link> control;  // to the DDE
     std::optional<Link> replica_control;  // to the second replica (compute node 1)
-    std::optional<emulated::DelaySampler> late;  // how late its due timer fires (options' timer_late)
+    std::optional<emulated::DelayStream> late;  // how late its due timer fires (draws of options' timer_late)
     std::map<ns::IntervalIndex, std::optional<ns::IntervalPlan>> plans;  // started, not reported
     double out_capacity = FluidNetwork::kUnlimited;
     double transfer_cap = FluidNetwork::kUnlimited;
@@ -158,7 +181,7 @@ class Simulator {
     Compute(const ns::SchedulerConfig& config, ns::ComputeIndex c, std::uint32_t credits) : node(config, c, credits) {}
     ns::ComputeNode node;
     NodeClock clock;
-    emulated::SlowdownSchedule slowdown;
+    Sender sender;
     double in_capacity = FluidNetwork::kUnlimited;
     std::vector<Link> replies;          // to every input, on its data connection
     std::vector<Link> control_replies;  // to every input, on its control connection (the DDE's node)
@@ -175,18 +198,7 @@ class Simulator {
     queue_.push(Event{std::max(when, now_), sequence_++, generation, index, kind});
   }
   void at(Time when, std::function<void()> run) {
-    schedule(when, Event::Kind::closure, keep(closures_, free_closures_, std::move(run)));
-  }
-  template <typename T>
-  static std::uint32_t keep(std::vector<T>& slots, std::vector<std::uint32_t>& free, T value) {
-    if (free.empty()) {
-      slots.push_back(std::move(value));
-      return static_cast<std::uint32_t>(slots.size() - 1);
-    }
-    const auto slot = free.back();
-    free.pop_back();
-    slots[slot] = std::move(value);
-    return slot;
+    schedule(when, Event::Kind::closure, closures_.put(std::move(run)));
   }
   void dispatch(const Event& event);
 
@@ -194,13 +206,14 @@ class Simulator {
   // out-port, the core, and (unless a reply, which the emulator does not shape on arrival)
   // the receiver's in-port; then `deliver`.
   void transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
-                const emulated::SlowdownSchedule& slowdown, Message message);
+                const Sender& sender, Message message);
   void transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
-                const emulated::SlowdownSchedule& slowdown, std::function<void()> deliver);
-  void move_on(std::uint32_t m);                 // the message enters its next stage now
+                const Sender& sender, std::function<void()> deliver);
+  void move_on(Message message);  // the message enters its next stage now
   void arm(std::uint32_t port);
   void serve(std::uint32_t port);
-  void deliver_message(std::uint32_t m);
+  Time release_time(Port& p);  // when what p releases now leaves (now_, or later: Port::late)
+  void deliver_message(const Message& message);
   Port& port(std::uint32_t index) {
     return index < out_ports_.size() ? out_ports_[index]
          : index < 2 * out_ports_.size() ? in_ports_[index - out_ports_.size()] : core_;
@@ -255,10 +268,8 @@ class Simulator {
   std::vector<Port> out_ports_;  // by rank (inputs, then compute nodes)
   std::vector<Port> in_ports_;
   Port core_;
-  std::vector<Message> messages_;  // on their way, by index (a SharedPort::Item in a port)
-  std::vector<std::uint32_t> free_messages_;
-  std::vector<std::function<void()>> closures_;
-  std::vector<std::uint32_t> free_closures_;
+  PackedPool<Message> messages_;  // on their way between ports (delay, latency), by index
+  PackedPool<std::function<void()>> closures_;
   EventHeap<Event, Earlier> queue_;
   std::uint64_t sequence_ = 0;
   DueTimers timers_;  // the inputs' due timers, ordered with queue_
@@ -298,8 +309,8 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     const auto e = *bench_.node_emulation(i);
     Input& in = inputs_.emplace_back(config_, i, mode_);
     in.clock = draw_clock();
-    if (options_.timer_late.kind != DelayKind::none) in.late.emplace(options_.timer_late, e.seed, kTimerStream + i);
-    in.slowdown = emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0});
+    if (options_.timer_late.kind != DelayKind::none) in.late.emplace(e.seed, kTimerStream + i);
+    in.sender = Sender{e.delay, emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0})};
     // Connections at the core: data i -> c, its replies, control i -> DDE, its replies, control
     // i -> second replica. At a node's ports: by the peer, the control connections after.
     const std::uint32_t n = bench_.inputs, m = bench_.computes;
@@ -314,7 +325,7 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     const auto e = *bench_.node_emulation(bench_.inputs + c);
     Compute& compute = computes_.emplace_back(config_, c, credits_);
     compute.clock = draw_clock();
-    compute.slowdown = emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0});
+    compute.sender = Sender{e.delay, emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0})};
     compute.in_capacity = e.node_in ? bytes_per_ns(e.node_in) : line_rate(e);
     const std::uint32_t n = bench_.inputs, m = bench_.computes;
     for (ns::InputIndex i = 0; i < n; ++i) {
@@ -330,12 +341,19 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
     for (std::uint32_t rank = 0; rank < bench_.inputs + bench_.computes; ++rank) {
       const auto e = *bench_.node_emulation(rank);
       const auto windows = emulated::SlowdownSchedule::node_windows(e);
-      if (e.node_out) out_ports_[rank].shape = SharedPort(e.node_out, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
-      if (e.node_in) in_ports_[rank].shape = SharedPort(e.node_in, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
+      if (e.node_out) out_ports_[rank].shape = SharedPort<Message>(e.node_out, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
+      if (e.node_in) in_ports_[rank].shape = SharedPort<Message>(e.node_in, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
     }
     // The core: --core, or the spec's core= (as the emulator's, one for every node).
     const RateLimit core = options_.core ? options_.core : bench_.node_emulation(0)->core;
-    if (core) core_.shape = SharedPort(core, emulated::SlowdownSchedule{}, options_.sharing);
+    if (core) core_.shape = SharedPort<Message>(core, emulated::SlowdownSchedule{}, options_.sharing);
+    if (options_.port_late.kind != DelayKind::none) {
+      // Each port's own stream, from its node's seed (the core: node 0's).
+      for (std::uint32_t index = 0; index <= core_index(); ++index) {
+        const auto rank = index < core_index() ? index % static_cast<std::uint32_t>(out_ports_.size()) : 0;
+        port(index).late.emplace(bench_.node_emulation(rank)->seed, kPortTimerStream + index);
+      }
+    }
   }
   if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
   if (mode_ == ns::Mode::dfs && bench_.computes >= 2) replica_.emplace(config_);
@@ -358,8 +376,8 @@ void Simulator::start() {
     auto& in = inputs_[i];
     // The hello on every data connection; the welcome comes back as a reply with the credits.
     for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) {
-      transmit(in.data[c], i, n + c, kHelloBytes, true, in.slowdown, [this, i, c, n] {
-        transmit(computes_[c].replies[i], n + c, i, kReplyBytes, false, computes_[c].slowdown, [this, i, c] {
+      transmit(in.data[c], i, n + c, kHelloBytes, true, in.sender, [this, i, c, n] {
+        transmit(computes_[c].replies[i], n + c, i, kReplyBytes, false, computes_[c].sender, [this, i, c] {
           inputs_[i].node.grant(c, credits_);
           drive(i);
         });
@@ -374,8 +392,8 @@ void Simulator::start() {
 }
 
 void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
-                         const emulated::SlowdownSchedule& slowdown, Message message) {
-  const Time due = std::max(now_ + draw(link.delay) + slowdown.extra_delay(now_), link.last_due);
+                         const Sender& sender, Message message) {
+  const Time due = std::max(now_ + draw(link.delay, sender.delay) + sender.slowdown.extra_delay(now_), link.last_due);
   link.last_due = due;
   message.from = from;
   message.to = to;
@@ -385,24 +403,23 @@ void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::
   // An unlimited out-port passes it at once: straight on to the far side.
   const bool out_limited = out_ports_[from].shape.limited();
   message.stage = out_limited ? Message::Stage::out_port : Message::Stage::core;
-  const auto m = keep(messages_, free_messages_, message);
+  const auto m = messages_.put(message);
   schedule(out_limited ? due : due + options_.base_latency, Event::Kind::message, m);
 }
 
 void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
-                         const emulated::SlowdownSchedule& slowdown, std::function<void()> deliver) {
+                         const Sender& sender, std::function<void()> deliver) {
   Message message;
   message.kind = Message::Kind::closure;
-  message.closure = keep(closures_, free_closures_, std::move(deliver));
-  transmit(link, from, to, bytes, through_in_port, slowdown, message);
+  message.subject = closures_.put(std::move(deliver));
+  transmit(link, from, to, bytes, through_in_port, sender, message);
 }
 
-void Simulator::move_on(std::uint32_t m) {
+void Simulator::move_on(Message message) {
   // Through the ports it has left to cross, as far as they let it go now.
   for (;;) {
-    Message& message = messages_[m];
     std::uint32_t next_port = 0;
-    SharedPort::Connection flow = 0;
+    std::uint32_t flow = 0;
     switch (message.stage) {
       case Message::Stage::out_port:
         next_port = out_port_index(message.from);
@@ -414,27 +431,30 @@ void Simulator::move_on(std::uint32_t m) {
         break;
       case Message::Stage::in_port:
         if (!message.through_in_port) {
-          deliver_message(m);
+          deliver_message(message);
           return;
         }
         next_port = in_port_index(message.to);
         flow = message.flows.in;
         break;
+      case Message::Stage::arrived:
+        deliver_message(message);
+        return;
     }
     Port& p = port(next_port);
     if (p.shape.limited()) {
-      p.shape.arrive(flow, message.bytes, m, now_);
+      p.shape.arrive(flow, message.bytes, message, now_);
       arm(next_port);
       return;
     }
     if (message.stage == Message::Stage::in_port) {
-      deliver_message(m);
+      deliver_message(message);
       return;
     }
     // An unlimited port: the next stage at once (after the out-port, the latency first).
     if (message.stage == Message::Stage::out_port) {
       message.stage = Message::Stage::core;
-      schedule(now_ + options_.base_latency, Event::Kind::message, m);
+      schedule(now_ + options_.base_latency, Event::Kind::message, messages_.put(message));
       return;
     }
     message.stage = Message::Stage::in_port;
@@ -446,43 +466,57 @@ void Simulator::arm(std::uint32_t index) {
   const auto next = p.shape.next_release(now_);
   if (!next || *next >= p.armed_at) return;
   p.armed_at = *next;
+  p.waited = *next > now_;
   schedule(*next, Event::Kind::port, index, ++p.generation);
+}
+
+Time Simulator::release_time(Port& p) {
+  if (!p.late) return now_;
+  // A release the port waited for comes from its timer: late by a draw, unless the loop is
+  // still behind from the last one (then with it).
+  if (p.waited && now_ > p.late_until) p.late_until = now_ + draw(*p.late, options_.port_late);
+  return std::max(now_, p.late_until);
 }
 
 void Simulator::serve(std::uint32_t index) {
   Port& p = port(index);
   p.armed_at = Time::max();
+  // Late (Port::late): on through the event queue at that time, in the order released.
+  const Time leave = release_time(p);
+  const bool late = leave > now_ || (p.late && now_ == p.late_until);
   for (auto next = p.shape.next_release(now_); next && *next <= now_; next = p.shape.next_release(now_)) {
-    const auto m = p.shape.release(now_);
-    Message& message = messages_[m];
+    Message message = p.shape.release(now_);
     switch (message.stage) {
       case Message::Stage::out_port:
         message.stage = Message::Stage::core;
-        schedule(now_ + options_.base_latency, Event::Kind::message, m);
+        schedule(leave + options_.base_latency, Event::Kind::message, messages_.put(message));
         break;
       case Message::Stage::core:
         message.stage = Message::Stage::in_port;
-        move_on(m);
+        if (late) schedule(leave, Event::Kind::message, messages_.put(message));
+        else move_on(message);
         break;
-      case Message::Stage::in_port: deliver_message(m); break;
+      case Message::Stage::in_port:
+        message.stage = Message::Stage::arrived;
+        if (late) schedule(leave, Event::Kind::message, messages_.put(message));
+        else deliver_message(message);
+        break;
+      case Message::Stage::arrived: break;  // never waits at a port
     }
   }
+  p.waited = false;
   arm(index);
 }
 
-void Simulator::deliver_message(std::uint32_t m) {
-  const Message message = messages_[m];
-  free_messages_.push_back(m);
+void Simulator::deliver_message(const Message& message) {
   switch (message.kind) {
     case Message::Kind::contribution:
-      on_contribution(message.input, message.compute, message.timeslice, message.bytes - kContributionHeader);
+      on_contribution(message.from, message.to - bench_.inputs, message.subject, message.bytes - kContributionHeader);
       break;
-    case Message::Kind::acknowledgement: on_acknowledged(message.input, message.timeslice); break;
-    case Message::Kind::credit: on_credit(message.input, message.compute); break;
+    case Message::Kind::acknowledgement: on_acknowledged(message.to, message.subject); break;
+    case Message::Kind::credit: on_credit(message.to, message.from - bench_.inputs); break;
     case Message::Kind::closure: {
-      auto run = std::move(closures_[message.closure]);
-      closures_[message.closure] = nullptr;
-      free_closures_.push_back(message.closure);
+      const auto run = closures_.take(static_cast<std::uint32_t>(message.subject));
       run();
       break;
     }
@@ -491,15 +525,17 @@ void Simulator::deliver_message(std::uint32_t m) {
 
 void Simulator::dispatch(const Event& event) {
   switch (event.kind) {
-    case Event::Kind::message: move_on(event.index); break;
+    case Event::Kind::message: {
+      const Message message = messages_.take(event.index);
+      move_on(message);
+      break;
+    }
     case Event::Kind::port:
       if (port(event.index).generation == event.generation) serve(event.index);
       break;
     case Event::Kind::timer: drive(event.index); break;
     case Event::Kind::closure: {
-      auto run = std::move(closures_[event.index]);
-      closures_[event.index] = nullptr;
-      free_closures_.push_back(event.index);
+      const auto run = closures_.take(event.index);
       run();
       break;
     }
@@ -513,15 +549,15 @@ void Simulator::apply_capacities() {
   };
   for (ns::InputIndex i = 0; i < bench_.inputs; ++i) {
     const auto& in = inputs_[i];
-    const double factor = in.slowdown.rate_factor(now_);
+    const double factor = in.sender.slowdown.rate_factor(now_);
     network_.set_out_capacity(i, in.out_capacity * factor, now_);
     network_.set_transfer_cap(i, in.transfer_cap * factor, now_);
-    consider(in.slowdown);
+    consider(in.sender.slowdown);
   }
   for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) {
     const auto& compute = computes_[c];
-    network_.set_in_capacity(c, compute.in_capacity * compute.slowdown.rate_factor(now_), now_);
-    consider(compute.slowdown);
+    network_.set_in_capacity(c, compute.in_capacity * compute.sender.slowdown.rate_factor(now_), now_);
+    consider(compute.sender.slowdown);
   }
   network_changed();
   if (next_change) at(*next_change, [this] { apply_capacities(); });
@@ -540,7 +576,7 @@ void Simulator::on_network() {
   for (const Transfer& t : network_.advance(now_)) {
     auto& in = inputs_[t.input];
     // The ports were crossed in network_: the delay and the latency remain.
-    transmit(in.data[t.compute], t.input, bench_.inputs + t.compute, kContributionHeader, false, in.slowdown,
+    transmit(in.data[t.compute], t.input, bench_.inputs + t.compute, kContributionHeader, false, in.sender,
              [this, t] { on_contribution(t.input, t.compute, t.tag, t.bytes); });
   }
   network_changed();
@@ -570,10 +606,8 @@ void Simulator::drive(ns::InputIndex i) {
       const auto t = next.timeslice;
       Message message;
       message.kind = Message::Kind::contribution;
-      message.input = i;
-      message.compute = c;
-      message.timeslice = t;
-      transmit(in.data[c], i, bench_.inputs + c, kContributionHeader + bench_.contribution_bytes, true, in.slowdown,
+      message.subject = t;
+      transmit(in.data[c], i, bench_.inputs + c, kContributionHeader + bench_.contribution_bytes, true, in.sender,
                message);
     }
   }
@@ -583,7 +617,7 @@ void Simulator::drive(ns::InputIndex i) {
 void Simulator::arm(ns::InputIndex i, Time due) {
   auto& in = inputs_[i];
   // The pattern's due timer: a newer one replaces the older.
-  const Duration late = in.late ? draw(*in.late) : Duration{0};
+  const Duration late = in.late ? draw(*in.late, options_.timer_late) : Duration{0};
   timers_.arm(i, DueTimers::Key{std::max(in.clock.true_time(due) + late, now_), sequence_++});
 }
 
@@ -611,9 +645,9 @@ void Simulator::report(ns::InputIndex i, const ns::IntervalCompletion& done) {
   records_.intervals.push_back(r);
   if (!dde_) return;
   // The report and the request, one after the other on the control connection.
-  transmit(*in.control, i, bench_.inputs, kReportBytes, true, in.slowdown, [this, done] { on_report(done); });
+  transmit(*in.control, i, bench_.inputs, kReportBytes, true, in.sender, [this, done] { on_report(done); });
   if (replica_) {
-    transmit(*in.replica_control, i, bench_.inputs + 1, kReportBytes, true, in.slowdown,
+    transmit(*in.replica_control, i, bench_.inputs + 1, kReportBytes, true, in.sender,
              [this, done] { on_replica_report(done); });
   }
 }
@@ -638,10 +672,10 @@ void Simulator::on_proposal(ns::InputIndex i, const ns::Proposal& proposal) {
 void Simulator::send_clock_probe(ns::InputIndex i, std::uint32_t sequence, std::optional<Duration> round_trip) {
   auto& in = inputs_[i];
   const ns::ClockProbe probe{i, sequence, in.clock.local(now_), round_trip};
-  transmit(*in.control, i, bench_.inputs, kProbeBytes, true, in.slowdown, [this, probe] {
+  transmit(*in.control, i, bench_.inputs, kProbeBytes, true, in.sender, [this, probe] {
     const auto echo = dde_->on_clock_probe(probe, computes_.front().clock.local(now_));
     auto& dde_node = computes_.front();
-    transmit(dde_node.control_replies[probe.input], bench_.inputs, probe.input, kProbeBytes, false, dde_node.slowdown,
+    transmit(dde_node.control_replies[probe.input], bench_.inputs, probe.input, kProbeBytes, false, dde_node.sender,
              [this, probe, echo] {
                if (echo.sequence == 0) {
                  send_clock_probe(probe.input, 1, inputs_[probe.input].clock.local(now_) - echo.probe_sent_at);
@@ -668,9 +702,8 @@ void Simulator::on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::Timesl
   if (mode_ == ns::Mode::dfs) {
     Message ack;
     ack.kind = Message::Kind::acknowledgement;
-    ack.input = i;
-    ack.timeslice = t;
-    transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.slowdown, ack);
+    ack.subject = t;
+    transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.sender, ack);
   }
   deliver(c);
 }
@@ -699,9 +732,7 @@ void Simulator::deliver(ns::ComputeIndex c) {
     for (const ns::InputIndex i : compute.node.release(t)) {
       Message credit;
       credit.kind = Message::Kind::credit;
-      credit.input = i;
-      credit.compute = c;
-      transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.slowdown, credit);
+      transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.sender, credit);
     }
   }
   check_done();
@@ -736,7 +767,7 @@ void Simulator::send_proposals(const std::vector<ns::AddressedProposal>& proposa
   for (const auto& [input, proposal] : proposals) {
     if (replica_) compare_with_other_replica(input, proposal);
     auto& dde_node = computes_.front();
-    transmit(dde_node.control_replies[input], bench_.inputs, input, kProbeBytes, false, dde_node.slowdown,
+    transmit(dde_node.control_replies[input], bench_.inputs, input, kProbeBytes, false, dde_node.sender,
              [this, i = input, p = proposal] { on_proposal(i, p); });
   }
 }
@@ -847,6 +878,8 @@ DelayDistribution parse_timer_late(const std::string& text) {
   return parse_clause("--timer-late", "delay", text).delay;
 }
 
+DelayDistribution parse_port_late(const std::string& text) { return parse_clause("--port-late", "delay", text).delay; }
+
 const char* to_string(NetworkModel model) noexcept { return model == NetworkModel::lossless ? "lossless" : "ports"; }
 
 void check_simulatable(const BenchConfig& bench, const SimulationOptions& options) {
@@ -862,6 +895,9 @@ void check_simulatable(const BenchConfig& bench, const SimulationOptions& option
   if (options.max_clock_offset < Duration{0}) reject("the simulated clock offset must not be negative");
   if (options.core && options.network != NetworkModel::ports) {
     reject("--core is a part of the ports model (--network ports), not of the lossless one");
+  }
+  if (options.port_late.kind != DelayKind::none && options.network != NetworkModel::ports) {
+    reject("--port-late is a part of the ports model (--network ports), not of the lossless one");
   }
 }
 

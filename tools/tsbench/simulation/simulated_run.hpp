@@ -19,7 +19,8 @@
 //     spec's seed within ±max_clock_offset and ±max_clock_drift; the engines see only their
 //     node's clock. Records (CSV) are in the model's true time;
 //   - no processing time: a complete time-slice is handed over and freed when it completes.
-//     Timers run on time unless SimulationOptions::timer_late says how late. No faults.
+//     Timers run on time unless SimulationOptions::timer_late (the inputs' due timers) and
+//     port_late (the ports' releases) say how late. No faults.
 // Deterministic: the same options and seed give the same records.
 #pragma once
 
@@ -60,6 +61,13 @@ struct SimulationOptions {
   // starts), a draw per firing from the spec's seed; none: on time. What a busy host adds:
   // an event-loop thread that is not on a core when its timer expires.
   DelayDistribution timer_late;
+  // How late a node's port (out=, in=, the core) releases a buffer it had to wait for: the
+  // emulator's ports release on event-loop timers, which fire late as the inputs' do. A draw
+  // per such release from the port's own stream (spec's seed); the port releases whatever
+  // comes due before that late time with it (its loop is behind until then). The port's
+  // schedule does not move (its bucket refills meanwhile); a port's buffers stay in the order
+  // released. none: on time.
+  DelayDistribution port_late;
   // Model time after which a run that has not finished is an error.
   ns::Duration time_limit = std::chrono::hours(2);
   // Asked every few thousand events; true stops the run (interrupted).
@@ -91,6 +99,8 @@ RateLimit parse_core(const std::string& text);
 // A distribution as delay= in an emulation spec ("lognormal:mean=100us,sigma=1"; "none").
 // Throws netio::Error (Errc::invalid_option) naming --timer-late and the text.
 DelayDistribution parse_timer_late(const std::string& text);
+// The same, naming --port-late.
+DelayDistribution parse_port_late(const std::string& text);
 
 // Throws as simulate() does when `bench` cannot be modelled (for the command line's checks).
 void check_simulatable(const BenchConfig& bench, const SimulationOptions& options);

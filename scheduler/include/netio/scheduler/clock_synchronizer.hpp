@@ -25,8 +25,14 @@
 /// and takes it off every start it proposes). The drift is the slope of the samples' lower
 /// envelope over the last 4 × filter_length reports (the line under all of them that lies
 /// closest to them: Moon, Skelly and Towsley's skew estimate), used from 2 × filter_length
-/// reports on (before that 0) and clamped to ±max_drift: queueing only ever adds to a
-/// sample, so a report that queued long moves neither the offset nor the drift.
+/// reports on and clamped to ±max_drift: queueing only ever adds to a sample, so a report
+/// that queued long moves neither the offset nor the drift. Before that an IE takes the
+/// common drift: the median of every IE's envelope slope (each from 4 reports on; 0 until
+/// every IE has one), the local clock's rate against the IEs'. With a
+/// drift of 0 instead, the filter would take the oldest or the newest sample by the sign of
+/// the local clock's drift against the IE's, and two replicas whose clocks run at different
+/// rates would err differently for every IE; with the common one, what remains is each IE's
+/// drift against the others, which every replica sees alike.
 ///
 /// Either way the offset at another IE time T is extrapolated from the latest report:
 /// toffset + drift_i * (T - tmend).
@@ -71,7 +77,13 @@ class ClockSynchronizer {
 
   bool knows(InputIndex i) const;       ///< a report of i, or its handshake
   Duration offset(InputIndex i) const;  ///< latest toffset_{i,j}; 0 before the first report
-  double drift(InputIndex i) const;     ///< the drift estimate (see Input::drift), within ±max_drift; 0 with fewer than two reports
+  /// The drift estimate of i, within ±max_drift. paper: the median of the last drift samples,
+  /// 0 with fewer than two reports. filtered: i's own from 2 × filter_length reports on, before
+  /// that common_drift().
+  double drift(InputIndex i) const;
+  /// filtered: the local clock's rate against the IEs' typical one: the median over the IEs of
+  /// their envelope slopes, each from 4 reports on; 0 until every IE has one. paper: 0.
+  double common_drift() const noexcept { return common_drift_; }
 
   /// IE i's clock → local clock and back, using the latest offset and the median drift.
   Time to_local(InputIndex i, Time remote) const;
@@ -90,17 +102,24 @@ class ClockSynchronizer {
     Time last_end{0};  ///< tmend of the last report, IE clock
     Duration offset{0};
     std::deque<double> drifts;  ///< paper: the last history_length drift samples, oldest first
-    double drift = 0;  ///< paper: the median of drifts; filtered: the lower envelope's slope
+    double paper_drift = 0;     ///< paper: the median of drifts
     std::deque<Sample> samples;  ///< filtered: the last 4 × filter_length lt - tmend, oldest first
+    std::optional<double> slope;  ///< filtered: the samples' lower envelope's slope, from kSlopeSamples on
+    std::optional<double> drift;  ///< filtered: this IE's own drift, the slope from 2 × filter_length samples on
   };
+  // filtered: an IE's envelope slope enters the common drift from this many samples on (from
+  // 3, the replica test's two replicas proposed the 4th interval up to 187 µs apart).
+  static constexpr std::size_t kSlopeSamples = 4;
   const Input& input(InputIndex i) const;
   void filter(Input& in, Time interval_end, Duration sample) const;
+  void update_common_drift();
 
   std::uint32_t history_length_;
   double max_drift_;
   ClockRule rule_;
   std::uint32_t filter_length_;
   std::vector<Input> inputs_;
+  double common_drift_ = 0;  ///< filtered: see common_drift()
 };
 
 }  // namespace netio::scheduler

@@ -33,7 +33,9 @@ enum class ClockRule {
   paper,
   /// Our extension: the smallest offset sample of the last clock_filter_length reports (the
   /// one that queued least, as NTP's clock filter picks the sample of least delay), no
-  /// latency subtracted, drift taken over a baseline of 4 × clock_filter_length reports.
+  /// latency subtracted, drift taken over a baseline of 4 × clock_filter_length reports;
+  /// until an IE has 2 × clock_filter_length, the median drift of all IEs (the DDE clock's
+  /// rate against theirs, which also scales a proposal's whole durations into the DDE clock).
   filtered,
 };
 

@@ -24,7 +24,10 @@
 /// on those reports' arrival times too, still on nothing else. Replicas whose reports queue
 /// differently agree as closely as their least-queued reports do (a constant difference, a
 /// replica farther away, cancels); a late replica agrees once it has clock_filter_length
-/// reports of every IE.
+/// reports of every IE. Under that rule a proposal's start, whole measured durations (IE
+/// clocks) after w's end (local clock), is that distance at the local clock's rate
+/// (1 + ClockSynchronizer::common_drift()), so that replicas whose clocks run at different
+/// rates propose the same instant; the common drift rests on every IE's latest reports.
 #pragma once
 
 #include "netio/scheduler/clock_synchronizer.hpp"
