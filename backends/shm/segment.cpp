@@ -18,7 +18,6 @@
 namespace netio::shm {
 namespace {
 
-constexpr std::size_t page = 4096;
 constexpr unsigned required_seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
 std::size_t round_up(std::size_t value, std::size_t unit) { return (value + unit - 1) / unit * unit; }
@@ -34,7 +33,7 @@ std::size_t ring_capacity(std::size_t max_entry, std::size_t count, std::size_t 
   const std::size_t entry = entry_size(max_entry);
   const std::size_t most = std::max(limit, 2 * entry);
   const std::size_t wanted = count >= most / entry ? most : entry * std::max<std::size_t>(count, 2);
-  return round_up(wanted, page);
+  return round_up(wanted, page_size);
 }
 
 std::shared_ptr<Segment> Segment::create(std::size_t data_capacity, std::size_t reply_capacity) {

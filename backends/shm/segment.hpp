@@ -50,9 +50,11 @@ struct SegmentHeader {
 
 constexpr std::uint64_t segment_magic = 0x314d48534f49544eull;  // "NETIOSHM1"-ish, little-endian
 constexpr std::uint64_t segment_version = 1;
-constexpr std::size_t data_control_offset = 4096;
+// The unit memory is mapped and backed in (the rings start on one).
+constexpr std::size_t page_size = 4096;
+constexpr std::size_t data_control_offset = page_size;
 constexpr std::size_t reply_control_offset = data_control_offset + sizeof(RingControl);
-constexpr std::size_t data_offset = 2 * 4096;
+constexpr std::size_t data_offset = 2 * page_size;
 
 class Segment {
  public:

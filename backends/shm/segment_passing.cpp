@@ -13,7 +13,6 @@
 
 namespace netio::shm {
 namespace {
-constexpr char segment_message[8] = {'N', 'E', 'T', 'I', 'O', 'S', 'E', 'G'};
 constexpr int max_descriptors = 4;  // room to receive (and close) a few more than the one expected
 }  // namespace
 

@@ -11,6 +11,9 @@
 
 namespace netio::shm {
 
+// The segment message's bytes (the descriptor travels beside them).
+inline constexpr char segment_message[8] = {'N', 'E', 'T', 'I', 'O', 'S', 'E', 'G'};
+
 // Sends `segment`'s descriptor over the connected socket `fd` (non-blocking; a fresh
 // connection's buffer has room). Throws Error.
 void send_segment(int fd, const Segment& segment);

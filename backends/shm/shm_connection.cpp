@@ -191,8 +191,7 @@ bool ShmConnection::shut_down_writing(std::string& failure) {
 
 std::size_t ShmConnection::bytes_held() const noexcept {
   // Pages: the ring starts on a page boundary and memory is backed a page at a time.
-  constexpr std::size_t page = 4096;
-  return inbound_ ? (inbound_->high_water() + page - 1) / page * page : 0;
+  return inbound_ ? (inbound_->high_water() + page_size - 1) / page_size * page_size : 0;
 }
 
 void ShmConnection::fail(Errc code, const std::string& why) {
