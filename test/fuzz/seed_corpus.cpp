@@ -5,6 +5,9 @@
 //
 //   netio_fuzz_seeds CORPUS_DIR
 #include "backends/posix/wire.hpp"
+#include "backends/shm/ring.hpp"
+#include "backends/shm/segment.hpp"
+#include "backends/shm/segment_passing.hpp"
 #include "common/bench_message.hpp"
 #include "control_message.hpp"
 #include "handshake.hpp"
@@ -178,6 +181,39 @@ void bench_stream() {
   write("bench_stream", "one_run", in.done());
 }
 
+// fuzz_shm_control: the first byte picks the part (0 message, 1 header, 2 ring).
+void shm_control() {
+  namespace shm = netio::shm;
+  Bytes message{std::byte{0}};
+  for (const char c : shm::segment_message) message.push_back(static_cast<std::byte>(c));
+  write("shm_control", "segment_message", message);
+
+  Bytes header{std::byte{1}};
+  const auto put = [](Bytes& out, auto value) {
+    const auto* p = reinterpret_cast<const std::byte*>(&value);
+    out.insert(out.end(), p, p + sizeof value);
+  };
+  constexpr std::uint64_t data = 4096, reply = 1024;
+  put(header, shm::SegmentHeader{shm::segment_magic, shm::segment_version, data, reply});
+  put(header, std::uint8_t{7});                           // sealed against growing, shrinking, sealing
+  put(header, static_cast<std::uint16_t>(64 + data + reply));  // the file: data_offset + both rings
+  put(header, std::uint16_t{8192});                       // the rings the connector allows
+  put(header, std::uint16_t{4096});
+  write("shm_control", "segment_header", header);
+
+  Bytes ring{std::byte{2}};
+  put(ring, std::uint8_t{2});     // 256-byte ring
+  put(ring, std::uint16_t{100});  // payloads of up to 100 bytes
+  ring.resize(ring.size() + 256);
+  for (int i = 0; i < 6; ++i) {  // push (tail 0), read and free, again (wraps)
+    put(ring, std::uint8_t{4});
+    put(ring, std::uint64_t{0});
+    put(ring, std::uint8_t{90});
+    put(ring, std::uint8_t{3 | 0x80});
+  }
+  write("shm_control", "ring", ring);
+}
+
 #ifdef NETIO_WITH_FABRIC
 void fabric_wire() {
   namespace f = netio::fabric::wire;
@@ -207,6 +243,7 @@ int main(int argc, char** argv) {
   scheduler_control();
   strings();
   bench_stream();
+  shm_control();
 #ifdef NETIO_WITH_FABRIC
   fabric_wire();
 #endif
