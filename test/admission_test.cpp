@@ -197,7 +197,7 @@ TEST_CASE("the idle timeout drops introduced peers that stay silent, when enable
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   const bool enabled = GENERATE(true, false);
   netio::AdmissionOptions admission;
-  if (enabled) admission.idle_timeout = 400ms;
+  if (enabled) admission.idle_timeout = 600ms;
   Receiver receiver(base, admission);
   netio::Context context(netio::test::context_options());
   netio::LowLatencySendSocket idle(context, receiver.socket.local_endpoint(), named("idle"));
@@ -205,12 +205,13 @@ TEST_CASE("the idle timeout drops introduced peers that stay silent, when enable
   REQUIRE(idle.wait_connected(20s));
   REQUIRE(busy.wait_connected(20s));
   send_stream(idle, 0, 1);
-  // The busy peer sends every 50 ms for 2 s: never idle for 400 ms.
-  for (std::uint64_t i = 0; i < 40; ++i) {
+  // The busy peer sends every 25 ms for 2 s: never idle for 600 ms, even when a loaded
+  // machine stretches a sleep or two many times over.
+  for (std::uint64_t i = 0; i < 80; ++i) {
     send_stream(busy, i, 1);
-    std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(25ms);
   }
-  REQUIRE(eventually([&] { return receiver.stream.received("busy") == 40; }));
+  REQUIRE(eventually([&] { return receiver.stream.received("busy") == 80; }));
   CHECK(receiver.stream.received("idle") == 1);
   CHECK(receiver.stream.corrupt() == 0);
   CHECK(receiver.disconnected == (enabled ? 1 : 0));

@@ -16,4 +16,14 @@ cmake --build "$scratch/build" -j2 >/dev/null
 "$scratch/build/consumer_scheduler"
 "$scratch/build/consumer_pkgconfig_pubsub" >/dev/null
 "$scratch/build/consumer_pkgconfig_scheduled_push" >/dev/null
+# man netio_recv after cmake --install: the tools' pages, when the build made them (pandoc).
+if [ -f "$build_dir/docs/man/netio_recv.1" ]; then
+  page="$scratch/prefix/share/man/man1/netio_recv.1"
+  [ -f "$page" ] || { echo "install check: $page was not installed" >&2; exit 1; }
+  if command -v man >/dev/null; then
+    found="$(MANPATH="$scratch/prefix/share/man" man -w netio_recv)"
+    [ "$found" = "$page" ] || { echo "install check: man -w netio_recv gives '$found', not $page" >&2; exit 1; }
+  fi
+  echo "install check: the man pages are installed (man netio_recv finds $page)"
+fi
 echo "install check: find_package, pkg-config (netio, netio-pubsub, netio-scheduled-push) and scheduler consumers built and ran"
