@@ -6,10 +6,12 @@
 // connection and descriptors are reclaimed.
 #include "backends/shm/ring.hpp"
 #include "backends/shm/segment.hpp"
+#include "backends/shm/send_area.hpp"
 #include "backends/shm/unix_family.hpp"
 #include "netio/backend_registry.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
+#include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "netio/shm_backend.hpp"
 #include "support/child_process.hpp"
@@ -66,6 +68,19 @@ std::vector<std::byte*> segments_mapped() {
     starts.push_back(reinterpret_cast<std::byte*>(std::stoull(line.substr(0, line.find('-')), nullptr, 16)));
   }
   return starts;
+}
+
+// The send areas mapped in this process ([start, end) each), from /proc/self/maps.
+std::vector<std::pair<std::uintptr_t, std::uintptr_t>> send_areas_mapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("/memfd:netio-send-area") == std::string::npos) continue;
+    const auto dash = line.find('-');
+    ranges.emplace_back(std::stoull(line.substr(0, dash), nullptr, 16), std::stoull(line.substr(dash + 1), nullptr, 16));
+  }
+  return ranges;
 }
 
 std::size_t files_in_dev_shm() {
@@ -370,4 +385,103 @@ TEST_CASE("shm: junk written into a live segment disconnects the peer that reads
     receiver_state.release = true;
   }
   receiver_state.release = true;
+}
+
+TEST_CASE("shm: a page of the sender's pool goes by reference, read in place, and is the sender's again once given back",
+          "[shm]") {
+  netio::Context receiving;
+  netio::Context sending;
+  netio::HighThroughputReceiveSocket receiver(receiving, Endpoint::parse("shm://netio-test:0"));
+  netio::HighThroughputSendOptions options;
+  options.page_size = 128 * 1024;  // one message a page
+  options.page_count = 4;
+  netio::HighThroughputSendSocket sender(sending, receiver.local_endpoint(), options);
+  REQUIRE(sender.wait_connected(5s));
+  const std::vector<std::byte> message(100 * 1024, std::byte{42});
+  sender.send(message);
+  sender.flush();
+  auto received = receiver.recv(5s);
+  REQUIRE(received);
+  REQUIRE(received->size() == message.size());
+  CHECK(std::equal(message.begin(), message.end(), received->bytes().begin()));
+  // Where the sender wrote it: in its send area (mapped here twice, once per side).
+  const auto at = reinterpret_cast<std::uintptr_t>(received->data());
+  const auto areas = send_areas_mapped();
+  CHECK(areas.size() == 2);
+  CHECK(std::any_of(areas.begin(), areas.end(), [&](const auto& range) { return at >= range.first && at < range.second; }));
+  // Sent (flushed) as soon as it is in the ring...
+  CHECK(sender.flush_and_wait(5s));
+  // ...but held by the receiver, the page is not the sender's: with the other 3 held too,
+  // the sender has none to fill.
+  std::vector<netio::Message> held;
+  held.push_back(std::move(*received));
+  for (int i = 0; i < 3; ++i) {
+    sender.send(message);
+    sender.flush();
+    auto next = receiver.recv(5s);
+    REQUIRE(next);
+    held.push_back(std::move(*next));
+  }
+  CHECK_FALSE(sender.try_send(message));
+  held.clear();
+  CHECK(eventually([&] { return sender.try_send(message); }));
+  sender.flush();
+  REQUIRE(receiver.recv(5s));
+  // And it is reused: ten times the pool's pages go through it (a page comes back once its
+  // last message is dropped; the receiver holds none here).
+  for (int i = 0; i < 40; ++i) {
+    sender.send(message);
+    sender.flush();
+    auto next = receiver.recv(5s);
+    REQUIRE(next);
+    CHECK(next->size() == message.size());
+  }
+}
+
+TEST_CASE("shm: a reference outside the sender's send area disconnects the receiver, naming the link", "[shm]") {
+  netio::Context receiving;
+  netio::Context sending;
+  netio::HighThroughputReceiveOptions receive_options;
+  std::mutex mutex;
+  std::string reason;
+  receive_options.events.on_disconnected = [&](const netio::Peer&, const netio::Error& error) {
+    std::lock_guard lock(mutex);
+    reason = error.what();
+  };
+  netio::HighThroughputReceiveSocket receiver(receiving, Endpoint::parse("shm://netio-test:0"), receive_options);
+  netio::HighThroughputSendOptions options;
+  options.page_size = 256 * 1024;
+  options.page_count = 4;
+  netio::HighThroughputSendSocket sender(sending, receiver.local_endpoint(), options);
+  REQUIRE(sender.wait_connected(5s));
+  const std::vector<std::byte> message(64 * 1024, std::byte{42});
+  sender.send(message);
+  sender.flush();
+  auto first = receiver.recv(5s);
+  REQUIRE(first);
+  // The first page came by reference, so the receiver has the sender's area. Write one
+  // more reference entry into the ring as the sender would, naming bytes past the area's end.
+  const auto mapped = segments_mapped();
+  REQUIRE(mapped.size() == 2);
+  const SegmentView segment(mapped.front());
+  auto& control = segment.data_control();
+  const std::uint64_t head = control.head.load();
+  std::uint64_t kind = 0;
+  std::memcpy(&kind, segment.at(head - netio::shm::entry_size(sizeof(netio::shm::AreaReference))) + 8, sizeof kind);
+  REQUIRE(kind == static_cast<std::uint64_t>(netio::shm::EntryKind::area_reference));
+  const std::uint64_t header[2] = {sizeof(netio::shm::AreaReference),
+                                   static_cast<std::uint64_t>(netio::shm::EntryKind::area_reference)};
+  const netio::shm::AreaReference junk{1ull << 40, 65536};
+  std::memcpy(segment.at(head), header, sizeof header);
+  std::memcpy(segment.at(head) + netio::shm::entry_header_size, &junk, sizeof junk);
+  control.head.store(head + netio::shm::entry_size(sizeof junk));
+  // The receiver sleeps; the first page given back wakes it to look at the ring again.
+  first.reset();
+  REQUIRE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return !reason.empty();
+  }));
+  std::lock_guard lock(mutex);
+  CHECK_THAT(reason, Catch::Contains("corrupted the shared segment") &&
+                         Catch::Contains("a reference to 65536 bytes at 1099511627776"));
 }

@@ -4,6 +4,7 @@
 // waiting flags, and every index or length a peer could write checked before use.
 #include "backends/shm/ring.hpp"
 #include "backends/shm/segment.hpp"
+#include "backends/shm/send_area.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -115,6 +116,12 @@ TEST_CASE("shm ring: a corrupt head, tail, length or pad is reported, never foll
     CHECK(ring.consumer.next(ring.error).end == 0);
     CHECK_THAT(ring.error, Catch::Contains("a pad at 0 runs past"));
   }
+  SECTION("an entry of an unknown kind") {
+    const std::uint64_t junk = 7;
+    std::memcpy(ring.segment->data_ring() + 8, &junk, sizeof junk);
+    CHECK(ring.consumer.next(ring.error).end == 0);
+    CHECK_THAT(ring.error, Catch::Contains("of unknown kind 7"));
+  }
   SECTION("a tail beyond the head") {
     while (ring.producer.push(message, ring.error)) {
     }
@@ -122,6 +129,83 @@ TEST_CASE("shm ring: a corrupt head, tail, length or pad is reported, never foll
     control.tail.store(1ull << 40);
     CHECK_FALSE(ring.producer.push(message, ring.error));
     CHECK_THAT(ring.error, Catch::Contains("outside what was produced"));
+  }
+}
+
+TEST_CASE("shm ring: an entry keeps its kind, and the producer learns what was freed", "[shm]") {
+  Ring ring;
+  const auto message = bytes_of(16, 5);
+  REQUIRE(ring.producer.push(message, ring.error, netio::shm::EntryKind::area_reference));
+  REQUIRE(ring.producer.push(message, ring.error));
+  const auto first = ring.consumer.next(ring.error);
+  const auto second = ring.consumer.next(ring.error);
+  REQUIRE(ring.error.empty());
+  CHECK(first.kind == netio::shm::EntryKind::area_reference);
+  CHECK(second.kind == netio::shm::EntryKind::bytes);
+  CHECK(ring.producer.freed(ring.error) == 0);
+  // Asleep until the first is freed: the consumer's free finds the flag and clears it.
+  CHECK(ring.producer.wait_for_free(first.end, ring.error));
+  ring.consumer.free_to(first.end);
+  CHECK(ring.consumer.producer_needs_wake());
+  CHECK(ring.producer.freed(ring.error) == first.end);
+  // Freed meanwhile: no sleep, the flag withdrawn.
+  CHECK_FALSE(ring.producer.wait_for_free(first.end, ring.error));
+  CHECK_FALSE(ring.consumer.producer_needs_wake());
+  CHECK(ring.error.empty());
+}
+
+TEST_CASE("shm send area: buffers inside it, references checked both ways, memory reused", "[shm]") {
+  using netio::shm::SendArea;
+  const auto area = SendArea::create(16 * 4096);
+  std::byte* a = area->allocate(4 * 4096);
+  std::byte* b = area->allocate(4 * 4096);
+  REQUIRE(a != nullptr);
+  REQUIRE(b != nullptr);
+  CHECK(b - a == 4 * 4096);
+  CHECK(area->allocate(9 * 4096) == nullptr);  // 8 pages left
+  // Given back, joined with its free neighbour, and taken again first.
+  std::byte* c = area->allocate(8 * 4096);
+  REQUIRE(c != nullptr);
+  area->deallocate(b, 4 * 4096);
+  area->deallocate(c, 8 * 4096);
+  CHECK(area->allocate(12 * 4096) == b);
+
+  const auto reference = area->reference_to(std::span<const std::byte>(a + 100, 200));
+  REQUIRE(reference);
+  CHECK(reference->offset == static_cast<std::uint64_t>(a - area->resolve({0, 0})->data()) + 100);
+  CHECK(reference->length == 200);
+  CHECK(area->resolve(*reference)->data() == a + 100);
+  std::vector<std::byte> elsewhere(100);
+  CHECK_FALSE(area->reference_to(elsewhere));
+  CHECK_FALSE(area->reference_to(std::span<const std::byte>(a, 17 * 4096)));
+  // What a peer names is checked against the area, overflow included.
+  CHECK_FALSE(area->resolve({16 * 4096 - 10, 11}));
+  CHECK_FALSE(area->resolve({~std::uint64_t{0} - 5, 10}));
+  CHECK_FALSE(area->resolve({1ull << 40, 1}));
+  CHECK(area->resolve({16 * 4096 - 10, 10}));
+}
+
+TEST_CASE("shm send area: attach takes only a sealed area no larger than the limit", "[shm]") {
+  using netio::shm::SendArea;
+  std::string why;
+  const auto area = SendArea::create(8 * 4096);
+  SECTION("a good one, seen from the other side") {
+    const auto attached = SendArea::attach(netio::posix::SocketFd(::dup(area->fd())), 8 * 4096, why);
+    REQUIRE(attached);
+    std::byte* page = area->allocate(4096);
+    page[10] = std::byte{99};
+    const auto reference = area->reference_to(std::span<const std::byte>(page, 4096));
+    CHECK((*attached->resolve(*reference))[10] == std::byte{99});
+  }
+  SECTION("larger than the limit") {
+    CHECK_FALSE(SendArea::attach(netio::posix::SocketFd(::dup(area->fd())), 4 * 4096, why));
+    CHECK_THAT(why, Catch::Contains("has 32768 bytes"));
+  }
+  SECTION("unsealed") {
+    netio::posix::SocketFd unsealed(::memfd_create("junk", MFD_CLOEXEC));
+    REQUIRE(::ftruncate(unsealed.get(), 4096) == 0);
+    CHECK_FALSE(SendArea::attach(std::move(unsealed), SIZE_MAX, why));
+    CHECK_THAT(why, Catch::Contains("not sealed"));
   }
 }
 

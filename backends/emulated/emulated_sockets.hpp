@@ -26,6 +26,7 @@ class EmulatedSendSocket final : public LowLevelSendSocket {
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
   void send(Buffer* buffer) override;
   MemoryRegistrar* registrar() noexcept override { return inner_->registrar(); }
+  BufferMemory* send_memory() noexcept override { return inner_->send_memory(); }
   bool sends_unregistered_memory() const noexcept override { return inner_->sends_unregistered_memory(); }
   std::size_t efficient_buffer_size() const noexcept override { return inner_->efficient_buffer_size(); }
   // Every buffer has completed, so none waits here: the real socket ends the stream.

@@ -38,9 +38,13 @@ class InPlaceLender final : public ReceiveBufferOwner {
   std::uint64_t reclaim(std::uint64_t read_index);
   void give_back(Buffer* buffer) noexcept override;
   void set_waker(std::function<void()> waker);
+  // Keeps `memory` mapped as long as this lender (and so every buffer it lent): the peer's
+  // send area, whose pages are lent too. Once, on the loop thread.
+  void hold(std::shared_ptr<const void> memory) { held_ = std::move(memory); }
 
  private:
   std::shared_ptr<Segment> segment_;
+  std::shared_ptr<const void> held_;
   std::vector<Buffer> slots_;
   std::vector<std::uint64_t> ends_;  // loop thread
   std::deque<std::size_t> order_;    // lent slots, oldest first; loop thread

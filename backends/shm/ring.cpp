@@ -30,14 +30,28 @@ bool take_flag(std::atomic<std::uint32_t>& waiting) noexcept {
 
 bool RingProducer::room_for(std::size_t needed, std::string& corrupt) {
   if (capacity_ - (head_ - tail_) >= needed) return true;
+  freed(corrupt);
+  return corrupt.empty() && capacity_ - (head_ - tail_) >= needed;
+}
+
+std::uint64_t RingProducer::freed(std::string& corrupt) {
   const std::uint64_t tail = control_->tail.load(std::memory_order_seq_cst);
   if (tail < tail_ || tail > head_) {
     corrupt = fmt::format("the consumer's tail moved from {} to {}, outside what was produced (head {})", tail_, tail,
                           head_);
-    return false;
+    return tail_;
   }
   tail_ = tail;
-  return capacity_ - (head_ - tail_) >= needed;
+  return tail_;
+}
+
+bool RingProducer::wait_for_free(std::uint64_t index, std::string& corrupt) {
+  control_->producer_waiting.store(1, std::memory_order_seq_cst);
+  if (freed(corrupt) >= index || !corrupt.empty()) {
+    control_->producer_waiting.store(0, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
 }
 
 namespace {
@@ -49,7 +63,7 @@ std::size_t with_pad(std::size_t needed, std::size_t position, std::size_t capac
 }
 }  // namespace
 
-bool RingProducer::push(std::span<const std::byte> payload, std::string& corrupt) {
+bool RingProducer::push(std::span<const std::byte> payload, std::string& corrupt, EntryKind kind) {
   const std::size_t needed = entry_size(payload.size());
   std::size_t position = head_ % capacity_;
   if (position >= recycle_position && tail_ != head_ && !room_for(capacity_, corrupt) && !corrupt.empty()) return false;
@@ -63,6 +77,7 @@ bool RingProducer::push(std::span<const std::byte> payload, std::string& corrupt
     position = 0;
   }
   store_length(bytes_ + position, payload.size());
+  store_length(bytes_ + position + sizeof(std::uint64_t), static_cast<std::uint64_t>(kind));
   if (!payload.empty()) std::memcpy(bytes_ + position + entry_header_size, payload.data(), payload.size());
   head_ += needed;
   control_->head.store(head_, std::memory_order_seq_cst);
@@ -116,8 +131,14 @@ RingConsumer::Entry RingConsumer::next(std::string& corrupt) {
                             read_, max_payload_, to_end, head_ - read_);
       return {};
     }
+    const std::uint64_t kind = load_length(bytes_ + position + sizeof(std::uint64_t));
+    if (kind > static_cast<std::uint64_t>(EntryKind::area_reference)) {
+      corrupt = fmt::format("an entry at {} of unknown kind {}", read_, kind);
+      return {};
+    }
     const std::size_t needed = entry_size(length);
-    Entry entry{std::span<std::byte>(bytes_ + position + entry_header_size, length), read_ + needed};
+    Entry entry{std::span<std::byte>(bytes_ + position + entry_header_size, length), read_ + needed,
+                static_cast<EntryKind>(kind)};
     read_ += needed;
     high_water_ = std::max(high_water_, position + needed);
     return entry;

@@ -2,7 +2,7 @@
 // A single-producer/single-consumer ring of variable-sized entries in shared memory, one
 // process on each end (segment.hpp). Indices count bytes since the start and only grow:
 // head (produced) is the producer's, tail (freed) the consumer's; position = index %
-// capacity. An entry is a 16-byte header (u64 payload length) and the payload, padded to
+// capacity. An entry is a 16-byte header (u64 payload length, u64 EntryKind) and the payload, padded to
 // 64 bytes, always contiguous: an entry that would cross the end is preceded by a pad
 // marker, and starts again at position 0. So the consumer can lend a payload in place
 // (the receiver parses it where the sender wrote it) and free entries out of the order it
@@ -40,6 +40,10 @@ constexpr std::size_t entry_header_size = 16;
 constexpr std::size_t entry_alignment = 64;
 constexpr std::uint64_t pad_marker = ~std::uint64_t{0};
 
+// What an entry's payload is: the bytes themselves, or where they are in the sender's
+// SendArea (AreaReference), which the receiver lends in place like an entry.
+enum class EntryKind : std::uint64_t { bytes = 0, area_reference = 1 };
+
 // The bytes an entry of `payload` bytes takes in a ring.
 constexpr std::size_t entry_size(std::size_t payload) noexcept {
   return (entry_header_size + payload + entry_alignment - 1) / entry_alignment * entry_alignment;
@@ -54,7 +58,13 @@ class RingProducer {
   // Copies `payload` in as one entry and publishes it. False when there is no room now
   // (call wait_for_space() before sleeping). Sets `corrupt` (and returns false) when the
   // consumer's tail makes no sense. `payload` must be at most capacity / 2 - header.
-  bool push(std::span<const std::byte> payload, std::string& corrupt);
+  bool push(std::span<const std::byte> payload, std::string& corrupt, EntryKind kind = EntryKind::bytes);
+  // Everything the consumer freed so far (at least where it last was); sets `corrupt` (and
+  // returns the old value) when its tail makes no sense.
+  std::uint64_t freed(std::string& corrupt);
+  // Announces that the producer will sleep until the consumer frees up to `index`; false
+  // when it did meanwhile (the flag is withdrawn).
+  bool wait_for_free(std::uint64_t index, std::string& corrupt);
   // Announces that the producer will sleep until the consumer frees space; false when
   // space freed meanwhile (the flag is withdrawn: go on pushing).
   bool wait_for_space(std::size_t payload, std::string& corrupt);
@@ -79,6 +89,7 @@ class RingConsumer {
   struct Entry {
     std::span<std::byte> payload;  // empty span with end == 0: none
     std::uint64_t end = 0;         // the index after it: free up to here once done with it
+    EntryKind kind = EntryKind::bytes;
   };
 
   RingConsumer() = default;
@@ -92,6 +103,7 @@ class RingConsumer {
   // Frees every byte before `index` (an Entry::end, or read_index() once nothing is lent).
   void free_to(std::uint64_t index) noexcept;
   std::uint64_t read_index() const noexcept { return read_; }
+  std::size_t max_payload() const noexcept { return max_payload_; }
   // Announces that the consumer will sleep until data comes; false when some came meanwhile
   // (the flag is withdrawn).
   bool wait_for_data(std::string& corrupt);

@@ -2,13 +2,12 @@
 #include "backends/shm/segment.hpp"
 
 #include "backends/shm/ring.hpp"
+#include "backends/shm/sealed_file.hpp"
 #include "netio/error.hpp"
 
 #include <fmt/format.h>
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,14 +17,7 @@
 namespace netio::shm {
 namespace {
 
-constexpr unsigned required_seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
-
 std::size_t round_up(std::size_t value, std::size_t unit) { return (value + unit - 1) / unit * unit; }
-
-std::byte* map(int fd, std::size_t size) {
-  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  return base == MAP_FAILED ? nullptr : static_cast<std::byte*>(base);
-}
 
 }  // namespace
 
@@ -38,13 +30,8 @@ std::size_t ring_capacity(std::size_t max_entry, std::size_t count, std::size_t 
 
 std::shared_ptr<Segment> Segment::create(std::size_t data_capacity, std::size_t reply_capacity) {
   const std::size_t size = data_offset + data_capacity + reply_capacity;
-  posix::SocketFd fd(::memfd_create("netio-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd) throw system_error(errno, "memfd_create() failed");
-  if (::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
-    throw system_error(errno, fmt::format("sizing a {}-byte shared segment failed", size));
-  }
-  if (::fcntl(fd.get(), F_ADD_SEALS, required_seals) != 0) throw system_error(errno, "sealing a shared segment failed");
-  std::byte* base = map(fd.get(), size);
+  posix::SocketFd fd = create_sealed_file("netio-shm", "a shared segment", size);
+  std::byte* base = map_shared(fd.get(), size);
   if (base == nullptr) throw system_error(errno, fmt::format("mapping a {}-byte shared segment failed", size));
   auto* header = reinterpret_cast<SegmentHeader*>(base);
   *header = SegmentHeader{segment_magic, segment_version, data_capacity, reply_capacity};
@@ -55,18 +42,17 @@ std::shared_ptr<Segment> Segment::create(std::size_t data_capacity, std::size_t 
 
 std::shared_ptr<Segment> Segment::attach(posix::SocketFd fd, std::size_t max_data_capacity,
                                          std::size_t max_reply_capacity, std::string& why) {
-  const int seals = ::fcntl(fd.get(), F_GET_SEALS);
-  if (seals < 0 || (static_cast<unsigned>(seals) & required_seals) != required_seals) {
-    why = "the segment is not sealed against resizing (not a memfd from a netio listener)";
+  std::string unsealed;
+  const std::size_t size = sealed_file_size(fd.get(), unsealed);
+  if (!unsealed.empty()) {
+    why = "the segment: " + unsealed;
     return nullptr;
   }
-  struct stat status {};
-  if (::fstat(fd.get(), &status) != 0 || status.st_size < static_cast<off_t>(data_offset)) {
+  if (size < data_offset) {
     why = "the segment is smaller than its header";
     return nullptr;
   }
-  const auto size = static_cast<std::size_t>(status.st_size);
-  std::byte* base = map(fd.get(), size);
+  std::byte* base = map_shared(fd.get(), size);
   if (base == nullptr) {
     why = fmt::format("mapping the {}-byte segment failed: {}", size, posix::errno_text(errno));
     return nullptr;

@@ -16,10 +16,8 @@ namespace {
 constexpr int max_descriptors = 4;  // room to receive (and close) a few more than the one expected
 }  // namespace
 
-void send_segment(int fd, const Segment& segment) {
-  char payload[sizeof segment_message];
-  std::memcpy(payload, segment_message, sizeof payload);
-  iovec iov{payload, sizeof payload};
+int pass_descriptor(int fd, int descriptor, std::span<const char> bytes) noexcept {
+  iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr message{};
   message.msg_iov = &iov;
@@ -30,11 +28,29 @@ void send_segment(int fd, const Segment& segment) {
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
   header->cmsg_len = CMSG_LEN(sizeof(int));
-  const int descriptor = segment.fd();
   std::memcpy(CMSG_DATA(header), &descriptor, sizeof descriptor);
   const ssize_t n = ::sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (n != static_cast<ssize_t>(sizeof payload)) {
-    throw system_error(n < 0 ? errno : EAGAIN, "passing the shared segment failed");
+  if (n < 0) return errno;
+  return n == static_cast<ssize_t>(bytes.size()) ? 0 : EAGAIN;
+}
+
+std::vector<posix::SocketFd> received_descriptors(msghdr& message) {
+  std::vector<posix::SocketFd> descriptors;
+  for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr; header = CMSG_NXTHDR(&message, header)) {
+    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int descriptor = -1;
+      std::memcpy(&descriptor, CMSG_DATA(header) + i * sizeof(int), sizeof descriptor);
+      descriptors.emplace_back(descriptor);
+    }
+  }
+  return descriptors;
+}
+
+void send_segment(int fd, const Segment& segment) {
+  if (const int error = pass_descriptor(fd, segment.fd(), segment_message); error != 0) {
+    throw system_error(error, "passing the shared segment failed");
   }
 }
 
@@ -63,16 +79,7 @@ ReceivedSegment receive_segment(int fd) {
     return result;
   }
   // Every descriptor that came is owned (and closed) whatever else is wrong.
-  std::vector<posix::SocketFd> descriptors;
-  for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr; header = CMSG_NXTHDR(&message, header)) {
-    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int descriptor = -1;
-      std::memcpy(&descriptor, CMSG_DATA(header) + i * sizeof(int), sizeof descriptor);
-      descriptors.emplace_back(descriptor);
-    }
-  }
+  std::vector<posix::SocketFd> descriptors = received_descriptors(message);
   if (n != static_cast<ssize_t>(sizeof segment_message) || std::memcmp(payload, segment_message, sizeof segment_message) != 0 ||
       descriptors.size() != 1 || (message.msg_flags & MSG_CTRUNC) != 0) {
     result.status = ReceivedSegment::Status::failed;

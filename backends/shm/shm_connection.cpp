@@ -2,6 +2,7 @@
 #include "backends/shm/shm_connection.hpp"
 
 #include "backends/shm/in_place_lender.hpp"
+#include "backends/shm/segment_passing.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>
@@ -11,10 +12,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace netio::shm {
 namespace {
 constexpr int max_deliveries_per_pump = 256;  // then other connections get the loop
+// Below this a buffer is copied: a reference holds the sender's buffer until the receiver
+// is done with it, which a small message's copy does not pay for.
+constexpr std::size_t min_referenced_size = 16 * 1024;
 }  // namespace
 
 ShmConnection::ShmConnection(EventLoop& loop, posix::SocketFd fd, std::shared_ptr<Segment> segment,
@@ -49,25 +54,56 @@ void ShmConnection::start(Callbacks callbacks) {
 
 void ShmConnection::on_events(std::uint32_t events) {
   if (closed_) return;
-  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-    // Wake-up bytes carry nothing but "look": drain them, then look.
-    std::byte scratch[256];
-    for (;;) {
-      const ssize_t n = ::recv(fd_.get(), scratch, sizeof scratch, 0);
-      if (n > 0) continue;
-      if (n == 0) {
-        peer_closed_ = true;
-      } else if (errno == EINTR) {
-        continue;
-      } else if (errno != EAGAIN) {
-        peer_closed_ = true;
-        peer_error_ = errno;
-      }
-      break;
-    }
-    if (peer_closed_) registration_.remove();  // nothing more to hear; a hang-up would spin
+  std::string corrupt;
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_socket(corrupt);
+  if (!corrupt.empty()) {
+    fail(Errc::protocol_error, fmt::format("{} {}: {}", peer_, link_, corrupt));
+    return;
   }
   pump();
+}
+
+void ShmConnection::read_socket(std::string& corrupt) {
+  if (peer_closed_) return;
+  // Wake-up bytes carry nothing but "look": drain them, then look. One of them may carry
+  // the peer's send area.
+  char scratch[256];
+  for (;;) {
+    iovec iov{scratch, sizeof scratch};
+    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+    msghdr message{};
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(fd_.get(), &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n > 0) {
+      auto descriptors = received_descriptors(message);
+      if (descriptors.empty() && (message.msg_flags & MSG_CTRUNC) == 0) continue;
+      if (descriptors.size() != 1 || peer_area_ || (message.msg_flags & MSG_CTRUNC) != 0) {
+        corrupt = fmt::format("passed {} more descriptor(s) after its send area", descriptors.size());
+        return;
+      }
+      std::string why;
+      peer_area_ = SendArea::attach(std::move(descriptors.front()), max_send_area_capacity, why);
+      if (!peer_area_) {
+        corrupt = why;
+        return;
+      }
+      lender_->hold(peer_area_);
+      continue;
+    }
+    if (n == 0) {
+      peer_closed_ = true;
+    } else if (errno == EINTR) {
+      continue;
+    } else if (errno != EAGAIN) {
+      peer_closed_ = true;
+      peer_error_ = errno;
+    }
+    break;
+  }
+  if (peer_closed_) registration_.remove();  // nothing more to hear; a hang-up would spin
 }
 
 void ShmConnection::send(Buffer* buffer) {
@@ -110,17 +146,29 @@ void ShmConnection::pump_outbound() {
   writing_ = true;
   bool pushed = false;
   std::string corrupt;
-  while (!queue_.empty() && !closed_) {
-    Buffer* buffer = queue_.front();
-    if (outbound_.push(buffer->bytes(), corrupt)) {
-      queue_.pop_front();
-      pushed = true;
-      if (callbacks_.on_written) callbacks_.on_written(buffer);
-      continue;
+  for (;;) {
+    complete_returned(corrupt);
+    while (!queue_.empty() && !closed_ && corrupt.empty()) {
+      Buffer* buffer = queue_.front();
+      bool referenced = false;
+      if (push(buffer, referenced, corrupt)) {
+        queue_.pop_front();
+        pushed = true;
+        if (referenced) {
+          in_flight_.push_back(InFlight{outbound_.head(), buffer});
+          if (callbacks_.on_sent_in_place) callbacks_.on_sent_in_place(buffer);
+        } else if (callbacks_.on_written) {
+          callbacks_.on_written(buffer);
+        }
+        continue;
+      }
+      if (!corrupt.empty()) break;
+      if (busy_poll_ || peer_closed_ || outbound_.wait_for_space(buffer->size, corrupt)) break;  // woken when freed
     }
-    if (!corrupt.empty()) break;
-    if (busy_poll_ || peer_closed_ || outbound_.wait_for_space(buffer->size, corrupt)) break;  // woken when freed
-    if (!corrupt.empty()) break;
+    // Lent pages come back as the receiver frees their entries: sleep until the oldest
+    // does, unless it did meanwhile.
+    if (closed_ || !corrupt.empty() || in_flight_.empty() || busy_poll_ || peer_closed_) break;
+    if (outbound_.wait_for_free(in_flight_.front().end, corrupt) || !corrupt.empty()) break;
   }
   writing_ = false;
   if (closed_) return;
@@ -129,6 +177,43 @@ void ShmConnection::pump_outbound() {
     return;
   }
   if (pushed && outbound_.consumer_needs_wake()) wake_peer();
+}
+
+// Copies `buffer` into the ring, or, when it is a page of our send area and large enough
+// for a reference to pay off, pushes where it is (`referenced`: it completes once given back).
+bool ShmConnection::push(Buffer* buffer, bool& referenced, std::string& corrupt) {
+  if (area_ && buffer->size >= min_referenced_size) {
+    if (const auto reference = area_->reference_to(buffer->bytes()); reference && (area_passed_ || pass_area())) {
+      referenced = true;
+      return outbound_.push(std::as_bytes(std::span(&*reference, 1)), corrupt, EntryKind::area_reference);
+    }
+  }
+  return outbound_.push(buffer->bytes(), corrupt);
+}
+
+// Passes the send area's descriptor beside a wake-up byte, before the first reference to
+// it: the peer finds it in its socket when it meets that reference. False when the socket
+// is full now (the buffer is copied instead, and the next one tries again).
+bool ShmConnection::pass_area() {
+  const char byte = 2;
+  const int error = pass_descriptor(fd_.get(), area_->fd(), std::span(&byte, 1));
+  if (error == 0) {
+    area_passed_ = true;
+  } else if (error != EAGAIN && error != EPIPE && error != ECONNRESET) {
+    log(LogLevel::info, "shm: passing the send area {} failed ({}): copying instead", link_, posix::errno_text(error));
+    area_.reset();
+  }
+  return area_passed_;
+}
+
+void ShmConnection::complete_returned(std::string& corrupt) {
+  if (in_flight_.empty()) return;
+  const std::uint64_t freed = outbound_.freed(corrupt);
+  while (!in_flight_.empty() && in_flight_.front().end <= freed && !closed_) {
+    Buffer* buffer = in_flight_.front().buffer;
+    in_flight_.pop_front();
+    if (callbacks_.on_written) callbacks_.on_written(buffer);
+  }
 }
 
 void ShmConnection::pump_inbound() {
@@ -154,7 +239,9 @@ void ShmConnection::pump_inbound() {
       continue;
     }
     ++delivered;
-    Buffer* buffer = lender_->lend(entry.payload, entry.end);
+    Buffer* buffer = entry.kind == EntryKind::area_reference ? lend_referenced(entry, corrupt)
+                                                            : lender_->lend(entry.payload, entry.end);
+    if (buffer == nullptr) break;
     lending_ = true;
     if (callbacks_.on_message) callbacks_.on_message(ReceivedBuffer(buffer, lender_));
     lending_ = false;
@@ -165,6 +252,29 @@ void ShmConnection::pump_inbound() {
     return;
   }
   if (inbound_->producer_needs_wake()) wake_peer();
+}
+
+// An entry that names bytes of the peer's send area: lent where they are, checked first.
+Buffer* ShmConnection::lend_referenced(const RingConsumer::Entry& entry, std::string& corrupt) {
+  AreaReference reference{};
+  if (entry.payload.size() != sizeof reference) {
+    corrupt = fmt::format("a reference entry of {} bytes (not {})", entry.payload.size(), sizeof reference);
+    return nullptr;
+  }
+  std::memcpy(&reference, entry.payload.data(), sizeof reference);  // read once
+  if (!peer_area_) read_socket(corrupt);  // passed before the first reference: it is there
+  if (!corrupt.empty()) return nullptr;
+  if (!peer_area_) {
+    corrupt = "it referred to its send area before passing it";
+    return nullptr;
+  }
+  const auto bytes = peer_area_->resolve(reference);
+  if (!bytes || bytes->size() > inbound_->max_payload()) {
+    corrupt = fmt::format("a reference to {} bytes at {} (the area has {}, the most is {})", reference.length,
+                          reference.offset, peer_area_->capacity(), inbound_->max_payload());
+    return nullptr;
+  }
+  return lender_->lend(*bytes, entry.end);
 }
 
 void ShmConnection::resume() {
@@ -208,6 +318,7 @@ void ShmConnection::silence() noexcept {
   if (poller_ != 0) loop_.remove_poller(std::exchange(poller_, 0));
   registration_.remove();
   queue_.clear();
+  in_flight_.clear();  // the caller's again (the layer above reclaims what did not complete)
 }
 
 void ShmConnection::close() noexcept {

@@ -12,6 +12,11 @@
 // The end: the peer's close (or shutdown for writing, or death) shows as the socket's end
 // of file; what it wrote before is delivered first, then on_peer_closed runs.
 //
+// Zero copy: a sender whose buffer lies in its SendArea (its own pool's pages) pushes only
+// a reference to it (EntryKind::area_reference), having passed the area's descriptor once
+// beside a wake-up byte; the buffer completes when the receiver frees that entry, i.e. when
+// it gave the page back. Smaller buffers, and any buffer elsewhere, are copied.
+//
 // A corrupt index or length read from the segment fails the connection (on_failed with
 // Errc::protocol_error and what was wrong), as does a failed wake-up.
 //
@@ -23,6 +28,7 @@
 #include "backends/posix/socket_fd.hpp"
 #include "backends/shm/ring.hpp"
 #include "backends/shm/segment.hpp"
+#include "backends/shm/send_area.hpp"
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
 
@@ -41,7 +47,8 @@ class ShmConnection {
  public:
   struct Callbacks {
     std::function<void(ReceivedBuffer)> on_message;  // an inbound entry, lent in place
-    std::function<void(Buffer*)> on_written;         // an outbound buffer is copied: the caller's again
+    std::function<void(Buffer*)> on_written;         // an outbound buffer is copied, or given back: the caller's again
+    std::function<void(Buffer*)> on_sent_in_place;   // an outbound buffer is referenced (on_written follows)
     // The peer's end of file, after everything it sent was delivered: error_number 0 for a
     // close, else the socket's error (ECONNRESET).
     std::function<void(int error_number)> on_peer_closed;
@@ -56,6 +63,9 @@ class ShmConnection {
   ShmConnection(const ShmConnection&) = delete;
   ShmConnection& operator=(const ShmConnection&) = delete;
 
+  // The memory this side's buffers may be referenced in instead of copied (the send
+  // socket's); before start().
+  void use_send_area(std::shared_ptr<SendArea> area) noexcept { area_ = std::move(area); }
   void start(Callbacks callbacks);
   // Queues `buffer` behind the others and copies what fits now.
   void send(Buffer* buffer);
@@ -86,6 +96,13 @@ class ShmConnection {
   void pump();
   void pump_outbound();
   void pump_inbound();
+  bool push(Buffer* buffer, bool& referenced, std::string& corrupt);
+  bool pass_area();
+  void complete_returned(std::string& corrupt);
+  Buffer* lend_referenced(const RingConsumer::Entry& entry, std::string& corrupt);
+  // Drains the socket's wake-up bytes (and takes the peer's send area when it comes);
+  // notes the peer's end.
+  void read_socket(std::string& corrupt);
   void resume();  // a lent entry came back
   void wake_peer();
   void fail(Errc code, const std::string& why);
@@ -102,6 +119,14 @@ class ShmConnection {
   EventLoop::PollerId poller_ = 0;
   Callbacks callbacks_;
   std::deque<Buffer*> queue_;
+  std::shared_ptr<SendArea> area_;       // ours, for outbound references
+  bool area_passed_ = false;
+  struct InFlight {
+    std::uint64_t end;  // the reference's ring entry ends here: freed, the buffer is back
+    Buffer* buffer;
+  };
+  std::deque<InFlight> in_flight_;       // referenced, not yet given back, oldest first
+  std::shared_ptr<SendArea> peer_area_;  // the peer's, for inbound references
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   bool busy_poll_ = false;
   bool started_ = false;

@@ -80,6 +80,7 @@ void ShmSendSocket::on_segment_readable() {
   const auto peer = remote_.to_string();
   connection_ = std::make_unique<ShmConnection>(loop_, std::move(fd_), segment, data, replies, window_.credits, peer,
                                                 fmt::format("to {}", peer));
+  connection_->use_send_area(area_);
   state_ = State::connected;
   ShmConnection::Callbacks connection_callbacks;
   connection_callbacks.on_message = [this](ReceivedBuffer buffer) {
@@ -87,6 +88,9 @@ void ShmSendSocket::on_segment_readable() {
   };
   connection_callbacks.on_written = [this](Buffer* buffer) {
     if (callbacks_.on_send_completed) callbacks_.on_send_completed(buffer);
+  };
+  connection_callbacks.on_sent_in_place = [this](Buffer* buffer) {
+    if (callbacks_.on_sent_in_place) callbacks_.on_sent_in_place(buffer);
   };
   connection_callbacks.on_peer_closed = [this](int error_number) { on_peer_closed(error_number); };
   connection_callbacks.on_failed = [this](Errc code, const std::string& why) { fail_connected(Error(code, why)); };
@@ -99,6 +103,18 @@ void ShmSendSocket::on_segment_readable() {
     early_.pop_front();
     send(buffer);
   }
+}
+
+BufferMemory* ShmSendSocket::send_memory() noexcept {
+  if (!area_) {
+    try {
+      area_ = SendArea::create();
+    } catch (const std::exception& e) {
+      log(LogLevel::warn, "send socket to {}: no send area, pages are copied: {}", remote_.to_string(), e.what());
+      return nullptr;
+    }
+  }
+  return area_.get();
 }
 
 void ShmSendSocket::send(Buffer* buffer) {

@@ -29,12 +29,16 @@ class ShmSendSocket final : public LowLevelSendSocket {
 
   void accept_replies(ReplyWindow window) override;
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
-  // Copies the buffer into the data ring (queued while the ring is full, or before the
-  // segment came); it completes once copied. Never throws: a buffer larger than the peer
+  // Copies the buffer into the data ring, or references it there when it is a page of the
+  // send area (queued while the ring is full, or before the segment came); it completes once
+  // copied, or once the receiver gave the page back. Never throws: a buffer larger than the peer
   // takes fails the connection with Error(message_too_large), from inside this call.
   void send(Buffer* buffer) override;
   // Plain memory, copied: nothing to register, and no size slower than another.
   MemoryRegistrar* registrar() noexcept override { return nullptr; }
+  // The socket's SendArea (made on the first call; nullptr when that fails, logged): pages
+  // from it go by reference, without a copy.
+  BufferMemory* send_memory() noexcept override;
   bool sends_unregistered_memory() const noexcept override { return true; }
   std::size_t efficient_buffer_size() const noexcept override { return std::numeric_limits<std::size_t>::max(); }
   // Shuts the socket for writing once every buffer is in the ring; the receiver delivers
@@ -61,6 +65,7 @@ class ShmSendSocket final : public LowLevelSendSocket {
   posix::FdRegistration registration_;
   ConnectionInfo info_;
   std::deque<Buffer*> early_;  // sent before the segment came
+  std::shared_ptr<SendArea> area_;
   std::unique_ptr<ShmConnection> connection_;
   bool stream_ended_ = false;
 };

@@ -20,10 +20,12 @@ std::size_t round_up(std::size_t n) { return (std::max<std::size_t>(n, 1) + alig
 
 struct BufferPool::Slot : Buffer {
   bool allocated = false;
+  bool lent = false;  // from memory_, not the heap
 };
 
-BufferPool::BufferPool(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar)
-    : buffer_size_(buffer_size), registrar_(registrar), wake_batch_(std::max<std::size_t>(1, count / 4)) {
+BufferPool::BufferPool(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar,
+                       BufferMemory* memory)
+    : buffer_size_(buffer_size), registrar_(registrar), memory_(memory), wake_batch_(std::max<std::size_t>(1, count / 4)) {
   if (count == 0) throw Error(Errc::invalid_option, "buffer_count 0: a socket needs at least 1 buffer");
   buffers_.reserve(count);
   free_.reserve(count);
@@ -39,17 +41,23 @@ BufferPool::~BufferPool() {
 
 void BufferPool::allocate(Slot& slot, std::size_t capacity) {
   const std::size_t bytes = round_up(capacity);
-  void* memory = std::aligned_alloc(alignment, bytes);
+  std::byte* lent = memory_ != nullptr ? memory_->allocate(bytes) : nullptr;
+  void* memory = lent != nullptr ? lent : std::aligned_alloc(alignment, bytes);
   if (memory == nullptr) throw std::bad_alloc();
   slot.data = static_cast<std::byte*>(memory);
   slot.capacity = bytes;
   slot.size = 0;
   slot.allocated = true;
+  slot.lent = lent != nullptr;
   if (registrar_ != nullptr) {
     try {
       registrar_->register_buffer(slot);
     } catch (...) {
-      std::free(memory);
+      if (slot.lent) {
+        memory_->deallocate(lent, bytes);
+      } else {
+        std::free(memory);
+      }
       slot = Slot{};
       throw;
     }
@@ -61,9 +69,14 @@ void BufferPool::free_slot(Slot& slot) noexcept {
   if (!slot.allocated) return;
   bytes_allocated_.fetch_sub(slot.capacity, std::memory_order_relaxed);
   if (registrar_ != nullptr) registrar_->deregister_buffer(slot);
-  std::free(slot.data);
+  if (slot.lent) {
+    memory_->deallocate(slot.data, slot.capacity);
+  } else {
+    std::free(slot.data);
+  }
   static_cast<Buffer&>(slot) = Buffer{};
   slot.allocated = false;
+  slot.lent = false;
 }
 
 Buffer* BufferPool::try_acquire() {

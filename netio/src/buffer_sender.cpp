@@ -75,7 +75,17 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello
       on_failed(error);
       maybe_finish_close();
     };
+    callbacks.on_sent_in_place = [this](Buffer* buffer) {
+      lent_.push_back(buffer);  // the pool gets it back at its on_send_completed
+      on_completed(buffer);
+      maybe_finish_close();
+    };
     callbacks.on_send_completed = [this](Buffer* buffer) {
+      if (const auto it = std::find(lent_.begin(), lent_.end(), buffer); it != lent_.end()) {
+        lent_.erase(it);  // sent and counted already: now the caller's again
+        pool_->release(buffer);
+        return;
+      }
       on_completed(buffer);
       maybe_finish_close();
     };
@@ -84,7 +94,9 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello
     socket_->connect(remote, hello_bytes, std::move(callbacks));
     // After connect(): only then does a back-end know which device (domain) to register
     // with. No callback runs before this task returns, so nothing needs the pool yet.
-    if (!pool_) pool_ = std::make_unique<OwnedPages>(buffer_count, buffer_size, socket_->registrar());
+    if (!pool_) {
+      pool_ = std::make_unique<OwnedPages>(buffer_count, buffer_size, socket_->registrar(), socket_->send_memory());
+    }
     efficient_buffer_size_ = socket_->efficient_buffer_size();
     // The introduction goes first, from a buffer of its own (the pool's are the caller's),
     // queued until the connection is up like anything submitted now.
@@ -288,7 +300,8 @@ void BufferSender::on_failed(const Error& error) {
 void BufferSender::on_completed(Buffer* buffer) {
   if (!in_flight_.empty() && in_flight_.front() == buffer) in_flight_.pop_front();
   const bool borrowed = is_borrowed(buffer);
-  if (!borrowed && buffer != &introduction_) pool_->release(buffer);
+  const bool lent = !lent_.empty() && lent_.back() == buffer;  // on_sent_in_place: not back yet
+  if (!borrowed && !lent && buffer != &introduction_) pool_->release(buffer);
   // Sequentially consistent with wait_idle()'s announcement: either it sees the count at 0
   // or this sees it waiting; the lock then orders the wake-up after its wait began.
   bool wake = ((outstanding_.fetch_sub(1, std::memory_order_seq_cst) - 1) & ~closing_bit) == 0 &&
@@ -312,6 +325,9 @@ void BufferSender::reclaim_all() {
     has_submitted_.store(false, std::memory_order_relaxed);
   }
   unconnected_.insert(unconnected_.end(), submitted.begin(), submitted.end());
+  // Sent and counted, still with the receiver: the closed back-end drops them, so they are
+  // the pool's again.
+  for (Buffer* buffer : std::exchange(lent_, {})) pool_->release(buffer);
   for (auto* queue : {&in_flight_, &unconnected_}) {
     while (!queue->empty()) {
       Buffer* buffer = queue->front();

@@ -157,6 +157,7 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
 
   std::deque<Buffer*> unconnected_;             // loop thread: waiting for the connection
   std::deque<Buffer*> in_flight_;               // loop thread: with the back-end, in order
+  std::vector<Buffer*> lent_;                   // loop thread: sent in place, not given back yet
 
   // The asynchronous close (loop thread, except outstanding_ and what idle_mutex_ guards).
   bool close_started_ = false;                  // start_close() ran

@@ -142,11 +142,18 @@ class HighThroughputReceiveSocket::Impl {
         auto& parser = *current_parser_;
         // The Message points at the Peer of the page its keep-alive holds.
         const Peer& peer = current_.page->peer;
-        if (parser.reassembled()) return reassembled_message(parser, peer);
-        if (const auto& joined = parser.joined_page()) {
-          return Message(parser.view(), joined, &static_cast<const HeldPage*>(joined.get())->peer);
+        std::optional<Message> message;
+        if (parser.reassembled()) {
+          message.emplace(reassembled_message(parser, peer));
+        } else if (const auto& joined = parser.joined_page()) {
+          message.emplace(parser.view(), joined, &static_cast<const HeldPage*>(joined.get())->peer);
+        } else {
+          message.emplace(parser.view(), std::shared_ptr<const void>(current_.page), &peer);
         }
-        return Message(parser.view(), std::shared_ptr<const void>(current_.page), &peer);
+        // The page goes back with its last message, not at the next recv(): over shm:// it
+        // is the sender's, which waits for it.
+        if (parser.release_finished_page()) current_.page.reset();
+        return message;
       }
       if (!pop_page(deadline)) return std::nullopt;
     }
@@ -165,6 +172,7 @@ class HighThroughputReceiveSocket::Impl {
         const Peer& peer = current_.page->peer;
         const bool more = handler(parser.view(), peer);
         if (parser.reassembled()) parser.recycle_reassembled();
+        if (parser.release_finished_page()) current_.page.reset();
         if (!more) break;
         continue;
       }

@@ -74,6 +74,14 @@ class PageParser {
   void recycle_reassembled() noexcept;
 
   bool mid_message() const noexcept { return assembling_; }
+  // After a message: when it ended the page, lets go of the page's owner (the caller may
+  // drop its own hold too, so that the page goes back while its last message is out) and
+  // returns true; the next next() asks for a page.
+  bool release_finished_page() noexcept {
+    if (assembling_ || offset_ != page_.size()) return false;
+    owner_.reset();
+    return true;
+  }
   const std::string& error() const noexcept { return error_; }
 
  private:

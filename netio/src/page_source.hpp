@@ -38,8 +38,8 @@ class PageSource {
 // A pool of the socket's own.
 class OwnedPages final : public PageSource {
  public:
-  OwnedPages(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar)
-      : pool_(count, buffer_size, registrar) {}
+  OwnedPages(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar, BufferMemory* memory = nullptr)
+      : pool_(count, buffer_size, registrar, memory) {}
   Buffer* try_acquire() override { return pool_.try_acquire(); }
   Buffer* acquire(std::chrono::nanoseconds timeout) override { return pool_.acquire(timeout); }
   void release(Buffer* buffer) noexcept override { pool_.release(buffer); }

@@ -51,6 +51,7 @@ class CountingSendSocket final : public LowLevelSendSocket {
     inner_->send(buffer);
   }
   MemoryRegistrar* registrar() noexcept override { return inner_->registrar(); }
+  BufferMemory* send_memory() noexcept override { return inner_->send_memory(); }
   bool sends_unregistered_memory() const noexcept override { return inner_->sends_unregistered_memory(); }
   std::size_t efficient_buffer_size() const noexcept override { return inner_->efficient_buffer_size(); }
   bool end_stream() override { return inner_->end_stream(); }

@@ -142,6 +142,9 @@ class LowLevelSendSocket {
     std::function<void(const Error&)> on_connect_failed;  ///< refused, rejected (with reason), unreachable
     std::function<void(const Error&)> on_disconnected;    ///< after on_connected only
     std::function<void(Buffer*)> on_send_completed;       ///< the buffer may be reused
+    /// A buffer from send_memory() is sent (this counts as its completion, in FIFO order),
+    /// but its memory stays the receiver's until on_send_completed reports it again.
+    std::function<void(Buffer*)> on_sent_in_place;
     /// A reply from the receive socket, in the order sent. Holding it holds a reply credit.
     std::function<void(ReceivedBuffer)> on_reply;
   };
@@ -161,6 +164,13 @@ class LowLevelSendSocket {
   /// on_send_completed), so that large messages can go out without a copy. Known once
   /// on_connected has run (a libfabric provider needing FI_MR_LOCAL says no).
   virtual bool sends_unregistered_memory() const noexcept = 0;
+  /// Memory this socket sends from without copying it (shm://: a segment its receiver maps
+  /// and reads in place), for the pool of the socket's own buffers; nullptr (the default)
+  /// where every buffer is moved alike. A buffer sent from it is reported twice: sent
+  /// (Callbacks::on_sent_in_place, in order with the other completions), then the caller's
+  /// again (on_send_completed) once the receiver is done with it. Asked once, when the
+  /// socket's pool is made; lives as long as the socket.
+  virtual BufferMemory* send_memory() noexcept { return nullptr; }
   /// The largest buffer this connection sends at full speed: larger ones are sent as well,
   /// only slower (a libfabric provider over kernel TCP writes each buffer with one system
   /// call, and Linux slows down calls past 16 skbs). Senders free to choose their buffer

@@ -40,12 +40,28 @@ class MemoryRegistrar {
   virtual void deregister_buffer(Buffer& buffer) noexcept = 0;
 };
 
+/// Memory for a pool's buffers that a back-end hands out: memory its send() moves without
+/// a copy (shm:// lends pages of a segment its receiver maps, which reads a page where the
+/// sender wrote it). Called on any thread; implementations must be thread-safe. It must
+/// outlive the pools that use it.
+class BufferMemory {
+ public:
+  virtual ~BufferMemory() = default;
+  /// `bytes` (a multiple of 4096), 4096-aligned; nullptr when there is no room (the pool
+  /// then allocates the buffer itself, which the back-end copies).
+  virtual std::byte* allocate(std::size_t bytes) noexcept = 0;
+  /// Takes back what allocate() returned, with the same `bytes`.
+  virtual void deallocate(std::byte* memory, std::size_t bytes) noexcept = 0;
+};
+
 /// A fixed number of buffers, allocated and registered when first needed and reused after
 /// that: memory is bounded by count × the largest size asked for.
 /// Thread-safe: acquire/release from any thread. The registrar must outlive the pool.
 class BufferPool {
  public:
-  BufferPool(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar = nullptr);
+  /// Buffers come from `memory` when it has room, else from the heap.
+  BufferPool(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar = nullptr,
+             BufferMemory* memory = nullptr);
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
@@ -86,6 +102,7 @@ class BufferPool {
 
   std::size_t buffer_size_;
   MemoryRegistrar* registrar_;
+  BufferMemory* memory_;
   std::size_t wake_batch_;  ///< waiters are woken when this many buffers are free (or all are)
   std::vector<std::unique_ptr<Slot>> buffers_;
   mutable std::mutex mutex_;

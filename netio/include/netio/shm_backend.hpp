@@ -2,8 +2,9 @@
 /// @file
 /// The node-local back-end, `shm://NAME:PORT`: connections between processes of one host,
 /// set up over abstract Unix-domain sockets, the data and replies through a memory segment
-/// shared by the two processes (an anonymous memfd per connection: the sender copies a
-/// buffer in once, the receiver reads it in place). No file is ever created: the name
+/// shared by the two processes (an anonymous memfd per connection: the receiver reads a
+/// buffer in place; a high-throughput page, written into the sender's send area, is never
+/// copied, other buffers are copied in once). No file is ever created: the name
 /// and the segment vanish with the last descriptor, whichever way the process ends. NAME is a service name (letters,
 /// digits, '.', '-', '_'; at most 64 characters), PORT tells its listeners apart; a listener
 /// on port 0 picks a free one and reports it (LowLevelListenSocket::local_endpoint()). A
