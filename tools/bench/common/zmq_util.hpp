@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Thin RAII wrappers over libzmq's C API for the ZeroMQ reference programs, plus what they
-// share: binding to 127.0.0.1 (port 0: an ephemeral one) and reporting it via --port-file.
+// share: binding to 127.0.0.1 (port 0: an ephemeral one) or to any endpoint, and reporting it via
+// --port-file.
 #pragma once
 
 #include "bench/common/bench_common.hpp"
@@ -82,6 +83,15 @@ inline void bind_and_announce(ZmqSocket& socket, const char* tool, std::uint16_t
   const std::uint16_t bound = socket.bind_loopback(port);
   fmt::print(stderr, "{}: listening on tcp://127.0.0.1:{}\n", tool, bound);
   if (!port_file.empty()) netio::tools::write_port_file(port_file, bound);
+}
+
+// Binds any ZeroMQ endpoint (e.g. ipc://@name), prints it, and writes port 0 to the port
+// file: scripts wait for that file to know the socket is bound, whatever the transport.
+inline void bind_and_announce(ZmqSocket& socket, const char* tool, const std::string& endpoint,
+                              const std::string& port_file) {
+  zmq_check(zmq_bind(socket.get(), endpoint.c_str()), fmt::format("zmq_bind {}", endpoint).c_str());
+  fmt::print(stderr, "{}: listening on {}\n", tool, endpoint);
+  if (!port_file.empty()) netio::tools::write_port_file(port_file, 0);
 }
 
 }  // namespace netio::bench
