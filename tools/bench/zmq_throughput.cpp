@@ -39,8 +39,10 @@ int run(const Options& o) {
   push.set(ZMQ_LINGER, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                             std::max(deadline - Clock::now(), Clock::duration::zero()))
                                             .count()));
+  DisconnectWatch receiver_gone(context, push);
   push.connect(o.endpoint);
   const auto result = send_stream(push, {o.size, o.messages, o.time, deadline});
+  receiver_gone.wait(deadline);  // the receiver has read everything then
   if (o.json) print_throughput(result, true);
   else fmt::print(stderr, "{}: sent {} messages of {} B\n", kTool, result.messages, o.size);
   return 0;
