@@ -500,7 +500,9 @@ start_time=$(date +%s)
 load_before="$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/')"
 awk '$1 > 0.5 { exit 1 }' /proc/loadavg ||
   echo "compare.sh: warning: load average ${load_before}: other work is running, expect noisy results" >&2
-echo "compare.sh: load before: ${load_before}; sizes ${sizes}; ${repeat} repeats of ${per_point}, ${rtt_repeat} of ${iterations} round trips" >&2
+shown_sizes="$sizes"
+[ "$shm_only" = 0 ] || shown_sizes="$shm_sizes"
+echo "compare.sh: load before: ${load_before}; sizes ${shown_sizes}; ${repeat} repeats of ${per_point}, ${rtt_repeat} of ${iterations} round trips" >&2
 # The first --repeat repetitions run everything; further ones (--rtt-repeat above --repeat)
 # only the round trips.
 reps="$repeat"
