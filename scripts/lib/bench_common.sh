@@ -7,9 +7,10 @@
 #
 #   bench_endpoint TRANSPORT PORT
 #       Prints the loopback endpoint of a transport: tcp://127.0.0.1:PORT for tcp,
-#       fabric://127.0.0.1:PORT?provider=tcp (libfabric's tcp provider) for fabric. PORT may
-#       be 0 (listen on any port) or a placeholder such as @PORT@. Any other transport:
-#       "SCRIPT: unknown transport 'X' (tcp or fabric)" on stderr and status 2.
+#       fabric://127.0.0.1:PORT?provider=tcp (libfabric's tcp provider) for fabric,
+#       shm://netio-bench:PORT (this node's shared memory) for shm. PORT may be 0 (listen on
+#       any port) or a placeholder such as @PORT@. Any other transport:
+#       "SCRIPT: unknown transport 'X' (tcp, fabric or shm)" on stderr and status 2.
 #   bench_wait_for_port [--print] FILE [MESSAGE]
 #       Waits up to 10 s for FILE, the --port-file of a tool starting to listen, to hold
 #       something (the port); returns 0 as soon as it does, with --print after printing it
@@ -31,7 +32,8 @@ bench_endpoint() {  # TRANSPORT PORT
   case "$1" in
     tcp) echo "tcp://127.0.0.1:$2" ;;
     fabric) echo "fabric://127.0.0.1:$2?provider=tcp" ;;
-    *) echo "${0##*/}: unknown transport '$1' (tcp or fabric)" >&2; return 2 ;;
+    shm) echo "shm://netio-bench:$2" ;;
+    *) echo "${0##*/}: unknown transport '$1' (tcp, fabric or shm)" >&2; return 2 ;;
   esac
 }
 

@@ -25,18 +25,32 @@ NETIO_GBPS = {1: 20.0, 2: 30.0, 3: 25.0}
 TCP_GBPS = {1: 24.0, 2: 36.0, 3: 20.0}
 
 
-def tput_line(system, size, rep, gbps):
+def tput_line(system, size, rep, gbps, kind="tput"):
     result = {"size": size, "messages": 1, "bytes": size, "seconds": 1.0, "msgs_per_s": gbps * 1e9 / 8 / size,
               "gbps": gbps}
-    return {"kind": "tput", "system": system, "size": size, "rep": rep, "data": {"results": [result]}}
+    return {"kind": kind, "system": system, "size": size, "rep": rep, "data": {"results": [result]}}
 
 
-def rtt_line(system, size, rep, median, p99=None, mean=None):
+def rtt_line(system, size, rep, median, p99=None, mean=None, kind="rtt"):
     stats = {"min": median / 2, "median": median, "mean": mean if mean is not None else median,
              "p90": median, "p99": p99 if p99 is not None else median * 1.5, "p999": median * 2,
              "max": median * 3, "stddev": 1.0}
-    return {"kind": "rtt", "system": system, "size": size, "rep": rep,
+    return {"kind": kind, "system": system, "size": size, "rep": rep,
             "data": {"size": size, "iterations": 100, "rtt_us": stats}}
+
+
+def shm_memory_line(sender, receiver, interval=1.0, slack=1024):
+    """memory_check.sh --scheme shm's JSON (the parts aggregate.py reads), from both series."""
+    n = len(sender)
+    baseline = max(1, min(int(10 / interval), n // 3))
+
+    def flat(rss):
+        first, last = max(rss[:baseline]), max(rss[n // 2:])
+        return {"baseline_max_kib": first, "second_half_max_kib": last, "ok": last <= first + slack}
+    data = {"scheme": "shm", "samples": n, "interval_s": interval, "rss_kib": {"sender": sender, "receiver": receiver},
+            "flat": {"baseline_samples": baseline, "slack_kib": slack, "sender": flat(sender),
+                     "receiver": flat(receiver)}}
+    return {"kind": "shm_memory", "system": "shm", "size": 64, "rep": 1, "data": data}
 
 
 def alt_line(system, size, rep, pairs, netio_median, tcp_median):
@@ -198,6 +212,65 @@ class AlternatingChunks(AggregatedRun):
         self.assertIn("Failed runs (left out): alt alt_busy 1 KiB run 2", self.markdown)
         self.assertIn("| netio busy-poll/raw busy-poll RTT median, alternating chunks | 1 KiB | **1.2** (1.15–1.3) |",
                       self.markdown)
+
+
+class ShmSection(AggregatedRun):
+    """compare.sh's shm section (issue 39): its own kinds, paired like the rest, its own targets."""
+
+    def lines(self):
+        lines = []
+        for rep in (1, 2, 3):
+            # 1 MiB: shm:// 2.5x tcp:// in every repetition; 0.625, 0.417 and 0.6x the cold memcpy
+            lines.append(tput_line("shm", 1 << 20, rep, {1: 100.0, 2: 50.0, 3: 75.0}[rep], kind="shm_tput"))
+            lines.append(tput_line("tcp", 1 << 20, rep, {1: 40.0, 2: 20.0, 3: 30.0}[rep], kind="shm_tput"))
+            lines.append(tput_line("memcpy", 1 << 20, rep, {1: 160.0, 2: 120.0, 3: 125.0}[rep], kind="shm_tput"))
+            # 64 B: 1.4x tcp://, 4x ZeroMQ ipc://
+            lines.append(tput_line("shm", 64, rep, 14.0, kind="shm_tput"))
+            lines.append(tput_line("tcp", 64, rep, 10.0, kind="shm_tput"))
+            lines.append(tput_line("zmq_ipc", 64, rep, 3.5, kind="shm_tput"))
+            lines.append(rtt_line("shm_busy", 8, rep, 0.5, kind="shm_rtt"))
+            lines.append(rtt_line("tcp_busy", 8, rep, 5.0, kind="shm_rtt"))
+            lines.append(rtt_line("shm", 8, rep, 20.0, kind="shm_rtt"))
+            lines.append(rtt_line("tcp", 8, rep, 21.0, kind="shm_rtt"))
+        # the same netio system names in the main section stay apart from these
+        lines.append(tput_line("tcp", 1 << 20, 1, 1.0))
+        # the receiver grows by 2 MiB in the second half: not flat
+        lines.append(shm_memory_line([28000] * 12, [12000] * 6 + [14048] * 6))
+        return lines
+
+    def test_throughput_targets(self):
+        t = self.target("shm:// / tcp:// Gb/s", 1 << 20)
+        self.assertAlmostEqual(t["ratio"], 2.5)
+        self.assertEqual(t["status"], "met")
+        t = self.target("shm:// / cold memcpy Gb/s", 1 << 20)
+        self.assertAlmostEqual(t["ratio"], 0.6)  # the median of 100/160, 50/120, 75/125
+        self.assertEqual(t["paired"]["pairs"], 3)
+        self.assertEqual(t["status"], "met")
+        self.assertEqual(self.target("shm:// / tcp:// msg/s", 64)["status"], "missed")  # 1.4 < 1.5
+        self.assertAlmostEqual(self.target("shm:// / ZeroMQ ipc:// msg/s", 64)["ratio"], 4.0)
+        self.assertEqual(self.results["shm"]["throughput"]["tcp"]["1048576"]["gbps"]["runs"], 3)
+
+    def test_round_trip_targets(self):
+        busy = self.target("shm:// / tcp:// busy-poll RTT median", 8)
+        self.assertAlmostEqual(busy["ratio"], 0.1)
+        self.assertEqual(busy["status"], "met")
+        sleeping = self.target("shm:// / tcp:// sleeping RTT median", 8)
+        self.assertAlmostEqual(sleeping["ratio"], 20 / 21)
+        self.assertEqual(sleeping["status"], "missed")  # at most 0.8
+
+    def test_memory_is_judged_on_both_sides_flatness(self):
+        t = self.target("memory: shm:// sender and receiver RSS flat (memory_check.sh --scheme shm)", 64)
+        self.assertEqual(t["status"], "missed")
+        self.assertIn("receiver 11.7 → 13.7 MiB", t["measured"])
+        self.assertEqual(self.results["shm"]["memory"]["rss_kib"]["sender"], [28000] * 12)
+
+    def test_markdown_section(self):
+        self.assertIn("### `shm://` against `tcp://`, the cold `memcpy` and ZeroMQ over `ipc://` (issue 39)",
+                      self.markdown)
+        self.assertIn("| 1 MiB | 8941 (5960–11.9k) | 3576 (2384–4768) | – | 75 (50–100) | 30 (20–40) | 125 (120–160) | "
+                      "**2.5** (2.5–2.5) | – | **0.6** (0.417–0.625) |", self.markdown)
+        self.assertIn("| busy-poll | 8 B | 0.5 (0.5–0.5) | 5 (5–5) |", self.markdown)
+        self.assertIn("NOT flat", self.markdown)
 
 
 class PlotScript(unittest.TestCase):

@@ -30,6 +30,12 @@ RTT_NAMES = {"netio": "netio POSIX", "netio_busy": "netio POSIX busy-poll", "net
              "zmq": "ZeroMQ REQ/REP", "fi_pingpong": "fi_pingpong -p tcp -e msg",
              "fi_twoway": "libfabric tcp, one connection (fi_oneway_pingpong)",
              "fi_oneway": "libfabric tcp, one-way connections (fi_oneway_pingpong --one-way)"}
+# compare.sh's shm section (issue 39): kind shm_tput and shm_rtt, netio's tools over shm:// and over
+# tcp:// run back to back, beside the cold memcpy bandwidth and ZeroMQ over ipc://.
+SHM_TPUT_NAMES = {"shm": "netio shm://", "tcp": "netio tcp://", "memcpy": "cold memcpy (cold_memcpy)",
+                  "zmq_ipc": "ZeroMQ PUSH/PULL ipc://"}
+SHM_RTT_NAMES = {"shm": "netio shm:// sleeping", "tcp": "netio tcp:// sleeping", "shm_busy": "netio shm:// busy-poll",
+                 "tcp_busy": "netio tcp:// busy-poll"}
 PERCENTILES = ["min", "median", "mean", "p90", "p99", "p999", "max", "stddev"]
 
 
@@ -104,15 +110,21 @@ def paired_text(p):
     return f"**{num(p['median'])}** ({num(p['min'])}–{num(p['max'])})"
 
 
+THROUGHPUT_KINDS = ("tput", "pubsub", "shm_tput")  # msgs_per_s and gbps; the other kinds are round trips
+MEMORY_KINDS = ("memory", "shm_memory")  # memory_check.sh's JSON, one run each
+
+
 def load(raw_path):
-    """Reads results.jsonl. Returns (runs, memory, failed): runs["tput"|"rtt"|"pubsub"][system][size]
-    [metric] is {repetition: value} (msgs_per_s and gbps; or the PERCENTILES, µs, None where
-    a program does not give one), runs["alt"][system][size] is {repetition: alternating_pingpong's
-    JSON}, memory the memory check's JSON, failed the runs without data."""
-    runs = {"tput": defaultdict(lambda: defaultdict(dict)), "rtt": defaultdict(lambda: defaultdict(dict)),
-            "pubsub": defaultdict(lambda: defaultdict(dict)), "alt": defaultdict(lambda: defaultdict(dict))}
+    """Reads results.jsonl. Returns (runs, memory, failed): runs[kind][system][size][metric] is
+    {repetition: value} for the kinds "tput", "pubsub" and "shm_tput" (msgs_per_s and gbps) and
+    "rtt" and "shm_rtt" (the PERCENTILES, µs, None where a program does not give one),
+    runs["alt"][system][size] is {repetition: alternating_pingpong's JSON}; memory maps "memory"
+    (tcp://) and "shm_memory" (shm://) to the memory check's JSON where it ran; failed lists the
+    runs without data."""
+    runs = {kind: defaultdict(lambda: defaultdict(dict)) for kind in ("tput", "rtt", "pubsub", "alt", "shm_tput",
+                                                                       "shm_rtt")}
     failed = []
-    memory = None
+    memory = {}
     for line in Path(raw_path).read_text().splitlines():
         if not line.strip():
             continue
@@ -121,13 +133,13 @@ def load(raw_path):
         if data is None:
             failed.append(f"{kind} {system} {size_text(size)} run {rep}")
             continue
-        if kind == "memory":  # memory_check.sh's one JSON line
-            memory = data
+        if kind in MEMORY_KINDS:  # memory_check.sh's one JSON line
+            memory[kind] = data
             continue
         if kind == "alt":  # alternating_pingpong's JSON, kept whole: runs["alt"][system][size][rep]
             runs["alt"][system][size][rep] = data
             continue
-        if kind in ("tput", "pubsub"):  # pubsub: msg/s per subscriber, Gb/s over all subscribers
+        if kind in THROUGHPUT_KINDS:  # pubsub: msg/s per subscriber, Gb/s over all subscribers
             r = data["results"][0]
             values = {"msgs_per_s": r["msgs_per_s"], "gbps": r["gbps"]}
         else:
@@ -160,8 +172,24 @@ def get(table, system, size, key):
 UNITS = {"msgs_per_s": "msg/s", "gbps": "Gb/s"}  # the RTT percentiles are in µs
 
 
-def build_targets(runs, memory=None, small_pages="smaller"):
-    """The targets of issues 5 and 14, each judged met/missed on its paired ratio ("ratio": the median
+def shm_memory_text(memory):
+    """memory_check.sh --scheme shm's flatness, in words: each side's largest RSS in the first
+    10 s and in the second half."""
+    def mib(kib):
+        return f"{kib / 1024:.1f}"
+    flat = memory["flat"]
+    sides = "; ".join(f"{side} {mib(flat[side]['baseline_max_kib'])} → {mib(flat[side]['second_half_max_kib'])} MiB"
+                      for side in ("sender", "receiver"))
+    return (f"RSS max, first {flat['baseline_samples'] * memory['interval_s']:g} s → second half, over "
+            f"{memory['samples'] * memory['interval_s']:g} s: {sides}")
+
+
+def shm_memory_flat(memory):
+    return all(memory["flat"][side]["ok"] for side in ("sender", "receiver"))
+
+
+def build_targets(runs, memory=None, small_pages="smaller", shm_memory=None):
+    """The targets of issues 5, 14, 15 and 39, each judged met/missed on its paired ratio ("ratio": the median
     of the per-repetition ratios; "paired": paired_ratio()'s summary), with the medians of
     both systems and the ratio of those medians beside it."""
     tput, rtt = summarise(runs["tput"]), summarise(runs["rtt"])
@@ -199,6 +227,28 @@ def build_targets(runs, memory=None, small_pages="smaller"):
         if size >= 65536:
             add("netio pub/sub aggregate Gb/s, 4 subscribers/1 subscriber", "pubsub", "netio_pubsub_4",
                 "netio_pubsub_1", size, "gbps", 0.8, True)
+    # Issue 39: shm:// against netio over tcp://, the cold memcpy bandwidth and ZeroMQ over ipc://.
+    for size in sorted(summarise(runs.get("shm_tput", {})).get("shm", {})):
+        if size < 16384:
+            add("shm:// / tcp:// msg/s", "shm_tput", "shm", "tcp", size, "msgs_per_s", 1.5, True)
+            add("shm:// / ZeroMQ ipc:// msg/s", "shm_tput", "shm", "zmq_ipc", size, "msgs_per_s", 3, True)
+        else:
+            add("shm:// / tcp:// Gb/s", "shm_tput", "shm", "tcp", size, "gbps", 2, True)
+            add("shm:// / cold memcpy Gb/s", "shm_tput", "shm", "memcpy", size, "gbps", 0.5, True)
+    shm_rtt = summarise(runs.get("shm_rtt", {}))
+    for size in sorted(set(shm_rtt.get("shm", {})) | set(shm_rtt.get("shm_busy", {}))):
+        add("shm:// / tcp:// busy-poll RTT median", "shm_rtt", "shm_busy", "tcp_busy", size, "median", 0.3, False)
+        add("shm:// / tcp:// sleeping RTT median", "shm_rtt", "shm", "tcp", size, "median", 0.8, False)
+    if shm_memory is not None or runs.get("shm_tput") or runs.get("shm_rtt"):
+        name = "memory: shm:// sender and receiver RSS flat (memory_check.sh --scheme shm)"
+        if shm_memory is None:
+            targets.append({"target": name, "size": 64, "ratio": None, "threshold": "–", "status": "not measured"})
+        else:
+            flat = shm_memory["flat"]
+            baseline_s = flat["baseline_samples"] * shm_memory["interval_s"]
+            targets.append({"target": name, "size": 64, "ratio": None, "measured": shm_memory_text(shm_memory),
+                            "threshold": f"second half ≤ first {baseline_s:g} s + {flat['slack_kib']} KiB",
+                            "status": "met" if shm_memory_flat(shm_memory) else "missed"})
     for size in sorted(rtt.get("netio", {})):
         # Issue 14: one connection (pings and pongs share it, as replies).
         add("netio/raw blocking RTT median", "rtt", "netio", "tcp", size, "median", 1.05, False)
@@ -333,7 +383,46 @@ def build_bounds(runs):
     return rows
 
 
-def markdown(runs, targets, bounds, failed, machine, settings):
+def shm_markdown(runs, shm_memory):
+    """compare.sh's shm section (issue 39), or nothing when it did not run."""
+    tput, rtt = summarise(runs.get("shm_tput", {})), summarise(runs.get("shm_rtt", {}))
+    if not tput and not rtt and shm_memory is None:
+        return []
+    md = ["### `shm://` against `tcp://`, the cold `memcpy` and ZeroMQ over `ipc://` (issue 39)", "",
+          "netio's tools over `shm://` and over `tcp://`, `cold_memcpy` (calls of the message size between two "
+          "buffers much larger than the last-level cache, on the sender's CPU) and `zmq_throughput` over "
+          "`ipc://`, back to back in each repetition.", ""]
+    if tput:
+        md += ["| size | shm:// msg/s | tcp:// msg/s | ZeroMQ ipc:// msg/s | shm:// Gb/s | tcp:// Gb/s | memcpy Gb/s | "
+               "shm/tcp paired | shm/ZeroMQ ipc paired (msg/s) | shm/memcpy paired (Gb/s) |",
+               "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for size in sorted(set().union(*(d.keys() for d in tput.values()))):
+            cells = [with_spread(get(tput, system, size, metric)) for system, metric in
+                     (("shm", "msgs_per_s"), ("tcp", "msgs_per_s"), ("zmq_ipc", "msgs_per_s"), ("shm", "gbps"),
+                      ("tcp", "gbps"), ("memcpy", "gbps"))]
+            cells += [paired_text(paired(runs, "shm_tput", "shm", b, size, metric)) for b, metric in
+                      (("tcp", "msgs_per_s"), ("zmq_ipc", "msgs_per_s"), ("memcpy", "gbps"))]
+            md.append(f"| {size_text(size)} | " + " | ".join(cells) + " |")
+        md.append("")
+    if rtt:
+        md += ["| round trip | size | shm:// median µs | tcp:// median µs | shm:// p99 µs | tcp:// p99 µs | "
+               "shm/tcp median paired |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for mode, a, b in (("sleeping", "shm", "tcp"), ("busy-poll", "shm_busy", "tcp_busy")):
+            for size in sorted(set(rtt.get(a, {})) | set(rtt.get(b, {}))):
+                md.append(f"| {mode} | {size_text(size)} | {with_spread(get(rtt, a, size, 'median'))} | "
+                          f"{with_spread(get(rtt, b, size, 'median'))} | {with_spread(get(rtt, a, size, 'p99'))} | "
+                          f"{with_spread(get(rtt, b, size, 'p99'))} | "
+                          f"{paired_text(paired(runs, 'shm_rtt', a, b, size, 'median'))} |")
+        md.append("")
+    if shm_memory is not None:
+        md += [f"Memory over `shm://` (64 B stream): {shm_memory_text(shm_memory)}; "
+               f"{'flat' if shm_memory_flat(shm_memory) else 'NOT flat'}. Samples (KiB, every "
+               f"{shm_memory['interval_s']:g} s): sender {shm_memory['rss_kib']['sender']}, "
+               f"receiver {shm_memory['rss_kib']['receiver']}.", ""]
+    return md
+
+
+def markdown(runs, targets, bounds, failed, machine, settings, shm_memory=None):
     tput, rtt = summarise(runs["tput"]), summarise(runs["rtt"])
     md = [f"Machine: {machine}  ", f"Settings: {settings}", ""]
     md += ["Cells: median over the repetitions (min–max over the repetitions). Ratios *paired*: the two "
@@ -382,6 +471,7 @@ def markdown(runs, targets, bounds, failed, machine, settings):
                 md.append(f"| {size_text(size)} | 4 vs 1 | | | netio Gb/s 4/1 paired: "
                           f"{paired_text(paired(runs, 'pubsub', 'netio_pubsub_4', 'netio_pubsub_1', size, 'gbps'))} | | | |")
         md.append("")
+    md += shm_markdown(runs, shm_memory)
     md += ["### Round-trip time, µs", "",
            "| size | system | min | median | mean | p90 | p99 | p99.9 | max | stddev |",
            "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -411,7 +501,7 @@ def markdown(runs, targets, bounds, failed, machine, settings):
         md.append("")
     md += ["fi_pingpong always spins: the libfabric target compares netio busy-poll with it; the blocking "
            "ratio is for information."]
-    md += ["", "### Targets (issues 5 and 14)", "",
+    md += ["", "### Targets (issues 5, 14, 15 and 39)", "",
            "Judged on the paired ratio: the median over the repetitions of the ratio within each repetition "
            "(min–max of those ratios); beside it the medians of both systems and their ratio. *Alternating "
            "chunks* (alternating_pingpong): the median over every pair of chunks of every repetition of "
@@ -517,21 +607,27 @@ def main():
     parser.add_argument("--small-pages", default="smaller", help="the page size of netio_small_pages, for labels")
     args = parser.parse_args()
     out = Path(args.out)
-    runs, memory, failed = load(args.raw)
+    runs, memories, failed = load(args.raw)
+    memory, shm_memory = memories.get("memory"), memories.get("shm_memory")
     tput, rtt = summarise(runs["tput"]), summarise(runs["rtt"])
     if args.small_pages != "smaller":
         TPUT_NAMES["netio_small_pages"] = f"netio POSIX, {args.small_pages} pages"
-    targets = build_targets(runs, memory, args.small_pages)
+    targets = build_targets(runs, memory, args.small_pages, shm_memory)
     bounds = build_bounds(runs)
 
+    def json_keys(summary):  # JSON object keys are strings: the sizes as text
+        return {s: {str(k): v for k, v in d.items()} for s, d in summary.items()}
+
     result = {"machine": args.machine, "settings": args.settings,
-              "throughput": {s: {str(k): v for k, v in d.items()} for s, d in tput.items()},
-              "rtt_us": {s: {str(k): v for k, v in d.items()} for s, d in rtt.items()},
-              "pubsub": {s: {str(k): v for k, v in d.items()} for s, d in summarise(runs["pubsub"]).items()},
+              "throughput": json_keys(tput), "rtt_us": json_keys(rtt), "pubsub": json_keys(summarise(runs["pubsub"])),
               "systems": {"throughput": TPUT_NAMES, "rtt": RTT_NAMES},
-              "memory": memory, "targets": targets, "bounds": bounds, "failed_runs": failed}
+              "memory": memory,
+              "shm": {"throughput": json_keys(summarise(runs["shm_tput"])),
+                      "rtt_us": json_keys(summarise(runs["shm_rtt"])),
+                      "memory": shm_memory, "systems": {"throughput": SHM_TPUT_NAMES, "rtt": SHM_RTT_NAMES}},
+              "targets": targets, "bounds": bounds, "failed_runs": failed}
     (out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-    (out / "results.md").write_text(markdown(runs, targets, bounds, failed, args.machine, args.settings))
+    (out / "results.md").write_text(markdown(runs, targets, bounds, failed, args.machine, args.settings, shm_memory))
     plots(out, tput, rtt)
 
 

@@ -16,6 +16,10 @@
 # medians of both systems; the targets are judged on it. Use --repeat 3 or more (1: no spread).
 # The POSIX round-trip targets are also judged on alternating_pingpong (netio and raw TCP in
 # alternating chunks between the same two processes): the median of every chunk pair's ratio.
+# The shm section (issue 39) pairs the same way: netio's tools over shm:// next to the same tools
+# over tcp://, next to cold_memcpy (the cold memory bandwidth, from 16 KiB) or next to ZeroMQ
+# over ipc:// (below 16 KiB), and shm:// round trips next to tcp:// ones, sleeping and
+# busy-polling; then memory_check.sh streams over shm:// and samples both processes' RSS.
 # Options:
 #   --out DIR            output directory (default build/bench)
 #   --repeat N           repetitions, i.e. runs per point and ratios per pair (default 3, at least 1)
@@ -37,7 +41,16 @@
 #   --small-pages SIZE   also run netio with this page size from 16 KiB on (default 512KiB,
 #                        0 skips): what HighThroughputSendOptions::page_size buys over the default
 #   --memory-time D      run memory_check.sh (the memory target) for D (default 20s; 0 skips)
-# Quick look (no figures to quote): --no-build --no-fabric --no-pubsub --small-pages 0
+#   --no-shm             skip the shm:// section (issue 39)
+#   --shm-only           only the shm:// section (no other throughput, publish/subscribe, round trips or memory)
+#   --shm-sizes LIST     its throughput sizes (default 8,64,1KiB,64KiB,1MiB): msg/s against tcp:// and
+#                        ZeroMQ ipc:// below 16 KiB, Gb/s against tcp:// and cold memcpy from 16 KiB
+#   --memcpy-buffer SIZE each of cold_memcpy's two buffers (default 1GiB: several times the last-level
+#                        cache; faulting them in costs a few seconds per run)
+#   --shm-memory-time D  stream over shm:// for D with memory_check.sh --scheme shm (default 60s; 0 skips)
+#   --shm-memory-interval S  its RSS sampling interval in seconds (default 1)
+#   --build DIR          use DIR's tools (a build dir such as build/release; implies --no-build)
+# Quick look (no figures to quote): --no-build --no-fabric --no-pubsub --no-shm --small-pages 0
 #   --memory-time 0 --repeat 2 --time 100ms --iterations 1000 --sizes 64,16KiB
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -60,6 +73,13 @@ pubsub_page=()
 rtt_only=0
 small_pages=512KiB
 memory_time=20s
+shm=1
+shm_only=0
+shm_sizes="8,64,1KiB,64KiB,1MiB"
+memcpy_buffer=1GiB
+shm_memory_time=60s
+shm_memory_interval=1
+build_dir="$root/build/release"
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -73,10 +93,17 @@ while [ $# -gt 0 ]; do
     --no-pubsub) pubsub=0; shift ;;
     --pubsub-sizes) pubsub_sizes="$2"; shift 2 ;;
     --pubsub-page-size) pubsub_page=(--page-size "$2"); shift 2 ;;
-    --pubsub-only) pubsub_only=1; memory_time=0; shift ;;
-    --rtt-only) rtt_only=1; pubsub=0; memory_time=0; small_pages=0; shift ;;
+    --pubsub-only) pubsub_only=1; memory_time=0; shm=0; shift ;;
+    --rtt-only) rtt_only=1; pubsub=0; memory_time=0; small_pages=0; shm=0; shift ;;
     --small-pages) small_pages="$2"; shift 2 ;;
     --memory-time) memory_time="$2"; shift 2 ;;
+    --no-shm) shm=0; shift ;;
+    --shm-only) shm_only=1; shm=1; pubsub=0; memory_time=0; small_pages=0; shift ;;
+    --shm-sizes) shm_sizes="$2"; shift 2 ;;
+    --memcpy-buffer) memcpy_buffer="$2"; shift 2 ;;
+    --shm-memory-time) shm_memory_time="$2"; shift 2 ;;
+    --shm-memory-interval) shm_memory_interval="$2"; shift 2 ;;
+    --build) build_dir="$(cd "$2" && pwd)"; build=0; shift 2 ;;
     -h|--help) sed -n '3,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -92,11 +119,17 @@ if [ "$build" = 1 ]; then
   cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DNETIO_BUILD_TESTS=OFF >/dev/null
   cmake --build build/release -j"$(nproc)" >/dev/null
 fi
-bin="$root/build/release/tools"
-for b in netio_recv netio_throughput netio_pingpong bench/tcp_throughput bench/tcp_pingpong bench/zmq_throughput \
-         bench/zmq_reqrep bench/zmq_pubsub bench/fi_oneway_pingpong bench/alternating_pingpong; do
+bin="$build_dir/tools"
+required=(netio_recv netio_throughput netio_pingpong)
+[ "$shm_only" = 1 ] || required+=(bench/tcp_throughput bench/tcp_pingpong bench/zmq_throughput bench/zmq_reqrep
+                                  bench/zmq_pubsub bench/fi_oneway_pingpong bench/alternating_pingpong)
+[ "$shm" = 0 ] || required+=(bench/cold_memcpy)
+for b in "${required[@]}"; do
   [ -x "$bin/$b" ] || { echo "compare.sh: $bin/$b is missing (libzmq3-dev? build?)" >&2; exit 1; }
 done
+have_zmq=0
+[ -x "$bin/bench/zmq_throughput" ] && have_zmq=1
+[ "$shm" = 0 ] || [ "$have_zmq" = 1 ] || echo "compare.sh: no zmq_throughput (libzmq3-dev): no ZeroMQ ipc:// rows" >&2
 have_fi_pingpong=0
 [ "$fabric" = 1 ] && command -v fi_pingpong >/dev/null && have_fi_pingpong=1
 export FI_SOCKETS_PE_WAITTIME=0
@@ -156,24 +189,30 @@ pair() {
   server_pid=""
 }
 
-to_bytes() { python3 -c 'import sys
-s=sys.argv[1].strip(); u={"":1,"b":1,"k":1024,"kib":1024,"m":1<<20,"mib":1<<20}
-i=len(s.rstrip("KiBMkibm")); print(int(float(s[:i])*u[s[i:].lower()]))' "$1"; }
+# to_bytes SIZE: 64, 1KiB, 1.5MiB (B, K/KiB, M/MiB) in bytes. awk, not python: it runs per size.
+to_bytes() { awk -v s="$1" 'BEGIN {
+  s = tolower(s); gsub(/[ \t]/, "", s); unit = s; sub(/^[0-9.]+/, "", unit)
+  f = (unit == "" || unit == "b") ? 1 : (unit == "k" || unit == "kib") ? 1024 : 0
+  if (unit == "m" || unit == "mib") f = 1048576
+  if (f == 0 || s == unit) { print "compare.sh: bad size \"" s "\"" > "/dev/stderr"; exit 1 }
+  printf "%d\n", (s + 0) * f }'; }
 size_list=()
 for s in ${sizes//,/ }; do size_list+=("$(to_bytes "$s")"); done
 pubsub_size_list=()
 for s in ${pubsub_sizes//,/ }; do pubsub_size_list+=("$(to_bytes "$s")"); done
+shm_size_list=()
+for s in ${shm_sizes//,/ }; do shm_size_list+=("$(to_bytes "$s")"); done
 
 # netio_recv + netio_throughput at one size (netio_recv reports it like tcp_throughput does):
-# netio_throughput SYSTEM SIZE REP LISTEN_ENDPOINT CONNECT_ENDPOINT [SENDER_OPTION...]
+# netio_throughput KIND SYSTEM SIZE REP LISTEN_ENDPOINT CONNECT_ENDPOINT [SENDER_OPTION...]
 netio_throughput() {
-  local system="$1" size="$2" rep="$3" listen="$4" connect="$5"
-  shift 5
+  local kind="$1" system="$2" size="$3" rep="$4" listen="$5" connect="$6"
+  shift 6
   report=server
   pair "$bin/netio_recv" -e "$listen" --interval 0 --json --cpu "$recv_cpu" --timeout "$timeout" -- \
        "$bin/netio_throughput" -e "$connect" -s "$size" -t "$per_point" --cpu "$send_cpu" \
        --timeout "$timeout" "$@"
-  record tput "$system" "$size" "$rep" "$scratch/out.json"
+  record "$kind" "$system" "$size" "$rep" "$scratch/out.json"
 }
 
 # One function per system and kind: tput_SYSTEM SIZE REP and rtt_SYSTEM SIZE REP run one point
@@ -182,18 +221,18 @@ netio_throughput() {
 # so that the two systems of each target are neighbours and the aggregate can take their ratio
 # within the repetition (paired ratios).
 tput_netio() {
-  netio_throughput netio "$1" "$2" "tcp://127.0.0.1:0" "tcp://127.0.0.1:@PORT@"
+  netio_throughput tput netio "$1" "$2" "tcp://127.0.0.1:0" "tcp://127.0.0.1:@PORT@"
 }
 tput_netio_small_pages() {
   [ "$small_pages" != 0 ] && [ "$1" -ge 16384 ] || return 0
   # The same with smaller pages: on the 1 MiB-L2 test box 512 KiB pages measured 10-25 %
   # faster than the default 1 MiB from 16 KiB messages on (tools/bench/README.md).
-  netio_throughput netio_small_pages "$1" "$2" "tcp://127.0.0.1:0" "tcp://127.0.0.1:@PORT@" \
+  netio_throughput tput netio_small_pages "$1" "$2" "tcp://127.0.0.1:0" "tcp://127.0.0.1:@PORT@" \
       --page-size "$small_pages"
 }
 tput_netio_fabric() {
   [ "$fabric" = 1 ] && [ "$1" -ge 16384 ] || return 0
-  netio_throughput netio_fabric "$1" "$2" "$(bench_endpoint fabric 0)" "$(bench_endpoint fabric @PORT@)"
+  netio_throughput tput netio_fabric "$1" "$2" "$(bench_endpoint fabric 0)" "$(bench_endpoint fabric @PORT@)"
 }
 tput_zmq() {
   report=server
@@ -220,6 +259,46 @@ tput_tcp_paged() {
        -t "$per_point" --cpu "$send_cpu" --timeout "$timeout"
   record tput tcp_paged "$1" "$2" "$scratch/out.json"
 }
+
+# The shm section (issue 39), kinds shm_tput and shm_rtt: netio's tools over shm:// and over
+# tcp:// (the same tools, the same options), cold_memcpy from 16 KiB, ZeroMQ over ipc:// below.
+shm_tput_shm() {
+  netio_throughput shm_tput shm "$1" "$2" "$(bench_endpoint shm 0)" "$(bench_endpoint shm @PORT@)"
+}
+shm_tput_tcp() {
+  netio_throughput shm_tput tcp "$1" "$2" "$(bench_endpoint tcp 0)" "$(bench_endpoint tcp @PORT@)"
+}
+shm_tput_memcpy() {
+  [ "$1" -ge 16384 ] || return 0
+  # On the sender's CPU, in calls of the message size: the copy into the ring the sender makes.
+  "$bin/bench/cold_memcpy" -s "$1" --buffer-size "$memcpy_buffer" -t "$per_point" --json --cpu "$send_cpu" \
+      >"$scratch/out.json" 2>"$scratch/client.err" || true
+  record shm_tput memcpy "$1" "$2" "$scratch/out.json"
+}
+shm_tput_zmq_ipc() {
+  [ "$1" -lt 16384 ] && [ "$have_zmq" = 1 ] || return 0
+  # An abstract Unix socket, as shm:// uses: no file to remove.
+  local endpoint="ipc://@netio-bench-zmq-$$"
+  report=server
+  pair "$bin/bench/zmq_throughput" --recv --bind "$endpoint" --json --cpu "$recv_cpu" --timeout "$timeout" -- \
+       "$bin/bench/zmq_throughput" -e "$endpoint" -s "$1" -t "$per_point" --cpu "$send_cpu" --timeout "$timeout"
+  record shm_tput zmq_ipc "$1" "$2" "$scratch/out.json"
+}
+# shm_rtt_SYSTEM SIZE REP: netio_pingpong over shm:// or tcp://, sleeping or busy-polling
+# (--busy-poll on both sides), $rtt being the client's common options.
+shm_pingpong() {  # SYSTEM SIZE REP SCHEME [--busy-poll]
+  local system="$1" size="$2" rep="$3" scheme="$4"
+  shift 4
+  report=client
+  pair "$bin/netio_pingpong" --server "$@" -e "$(bench_endpoint "$scheme" 0)" --cpu "$recv_cpu" \
+       --timeout "$timeout" -- \
+       "$bin/netio_pingpong" "$@" -e "$(bench_endpoint "$scheme" @PORT@)" "${rtt[@]}"
+  record shm_rtt "$system" "$size" "$rep" "$scratch/out.json"
+}
+shm_rtt_shm() { shm_pingpong shm "$1" "$2" shm; }
+shm_rtt_tcp() { shm_pingpong tcp "$1" "$2" tcp; }
+shm_rtt_shm_busy() { shm_pingpong shm_busy "$1" "$2" shm --busy-poll; }
+shm_rtt_tcp_busy() { shm_pingpong tcp_busy "$1" "$2" tcp --busy-poll; }
 
 # Publish/subscribe (issue 15): one publisher (sender CPU) and K subscriber processes (all on
 # the receiver CPU), high-throughput subscriptions; each subscriber reports its own msg/s.
@@ -400,6 +479,11 @@ rtt_fi_pingpong() {
 small_sequence=(tcp tcp_paged netio zmq)
 large_sequence=(netio_fabric netio tcp netio_small_pages tcp_paged zmq)
 pubsub_sequence=(netio_1 zmq_1 netio_4 zmq_4)
+# shm:// is the neighbour of each of its references: tcp:// and ZeroMQ ipc:// below 16 KiB, tcp://
+# and cold memcpy from 16 KiB; sleeping and busy-polling round trips in pairs.
+shm_small_sequence=(tcp shm zmq_ipc)
+shm_large_sequence=(tcp shm memcpy)
+shm_rtt_sequence=(tcp shm shm_busy tcp_busy)
 rtt_sequence=(alt_sleep alt_busy zmq tcp_oneway netio_2c netio tcp tcp_oneway_busy netio_busy_2c netio_busy tcp_busy
               netio_fabric fi_oneway netio_fabric_busy_2c netio_fabric_busy fi_pingpong fi_twoway)
 
@@ -416,17 +500,19 @@ start_time=$(date +%s)
 load_before="$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/')"
 awk '$1 > 0.5 { exit 1 }' /proc/loadavg ||
   echo "compare.sh: warning: load average ${load_before}: other work is running, expect noisy results" >&2
-echo "compare.sh: load before: ${load_before}; sizes ${sizes}; ${repeat} repeats of ${per_point}, ${rtt_repeat} of ${iterations} round trips" >&2
+shown_sizes="$sizes"
+[ "$shm_only" = 0 ] || shown_sizes="$shm_sizes"
+echo "compare.sh: load before: ${load_before}; sizes ${shown_sizes}; ${repeat} repeats of ${per_point}, ${rtt_repeat} of ${iterations} round trips" >&2
 # The first --repeat repetitions run everything; further ones (--rtt-repeat above --repeat)
 # only the round trips.
 reps="$repeat"
-[ "$pubsub_only" = 1 ] || [ "$rtt_repeat" -le "$reps" ] || reps="$rtt_repeat"
+[ "$pubsub_only" = 1 ] || [ "$shm_only" = 1 ] || [ "$rtt_repeat" -le "$reps" ] || reps="$rtt_repeat"
 for rep in $(seq "$reps"); do
   order="forwards"; [ $(( rep % 2 )) = 0 ] && order="backwards"
-  [ "$pubsub_only" = 1 ] || [ "$rtt_only" = 1 ] || [ "$rep" -gt "$repeat" ] ||
+  [ "$pubsub_only" = 1 ] || [ "$rtt_only" = 1 ] || [ "$shm_only" = 1 ] || [ "$rep" -gt "$repeat" ] ||
     echo "== repeat $rep/$repeat: throughput (run order $order)" >&2
   for size in "${size_list[@]}"; do
-    [ "$pubsub_only" = 0 ] && [ "$rtt_only" = 0 ] && [ "$rep" -le "$repeat" ] || break
+    [ "$pubsub_only" = 0 ] && [ "$rtt_only" = 0 ] && [ "$shm_only" = 0 ] && [ "$rep" -le "$repeat" ] || break
     if [ "$size" -ge 16384 ]; then
       run_sequence tput "$size" "$rep" "${large_sequence[@]}"
     else
@@ -439,11 +525,24 @@ for rep in $(seq "$reps"); do
     for size in "${pubsub_size_list[@]}"; do run_sequence pubsub "$size" "$rep" "${pubsub_sequence[@]}"; done
   fi
 
-  [ "$pubsub_only" = 1 ] || [ "$rep" -gt "$rtt_repeat" ] ||
+  if [ "$shm" = 1 ] && [ "$rep" -le "$repeat" ]; then
+    echo "== repeat $rep/$repeat: shm:// against tcp://, cold memcpy and ZeroMQ ipc:// (run order $order)" >&2
+    for size in "${shm_size_list[@]}"; do
+      if [ "$size" -ge 16384 ]; then
+        run_sequence shm_tput "$size" "$rep" "${shm_large_sequence[@]}"
+      else
+        run_sequence shm_tput "$size" "$rep" "${shm_small_sequence[@]}"
+      fi
+    done
+    rtt=(-s 8 -n "$iterations" -w "$warmup" --json --cpu "$send_cpu" --timeout "$timeout")
+    run_sequence shm_rtt 8 "$rep" "${shm_rtt_sequence[@]}"
+  fi
+
+  [ "$pubsub_only" = 1 ] || [ "$shm_only" = 1 ] || [ "$rep" -gt "$rtt_repeat" ] ||
     echo "== repeat $rep/$rtt_repeat: round-trip time (run order $order)" >&2
   report=client
   for size in 8 1024; do
-    [ "$pubsub_only" = 0 ] && [ "$rep" -le "$rtt_repeat" ] || break
+    [ "$pubsub_only" = 0 ] && [ "$shm_only" = 0 ] && [ "$rep" -le "$rtt_repeat" ] || break
     rtt=(-s "$size" -n "$iterations" -w "$warmup" --json --cpu "$send_cpu" --timeout "$timeout")
     run_sequence rtt "$size" "$rep" "${rtt_sequence[@]}"
   done
@@ -451,15 +550,26 @@ done
 if [ "$memory_time" != 0 ]; then
   echo "== memory: memory_check.sh --time $memory_time" >&2
   # Its exit status says met or missed; the aggregate reads that from the JSON.
-  "$root/tools/bench/memory_check.sh" --build "$root/build/release" --time "$memory_time" \
+  "$root/tools/bench/memory_check.sh" --build "$build_dir" --time "$memory_time" \
       >"$scratch/out.json" 2>"$scratch/client.err" || true
   record memory netio 64 1 "$scratch/out.json"
 fi
+if [ "$shm" = 1 ] && [ "$shm_memory_time" != 0 ]; then
+  echo "== memory over shm://: memory_check.sh --scheme shm --time $shm_memory_time" >&2
+  # Its exit status says met or missed; the aggregate reads flatness from the JSON.
+  "$root/tools/bench/memory_check.sh" --build "$build_dir" --scheme shm --time "$shm_memory_time" \
+      --interval "$shm_memory_interval" >"$scratch/out.json" 2>"$scratch/client.err" || true
+  record shm_memory shm 64 1 "$scratch/out.json"
+fi
 elapsed=$(( $(date +%s) - start_time ))
 
+shm_settings=" --no-shm"
+[ "$shm" = 0 ] ||
+  shm_settings=" --shm-sizes $shm_sizes --memcpy-buffer $memcpy_buffer --shm-memory-time $shm_memory_time"
+[ "$shm_only" = 0 ] || shm_settings=" --shm-only$shm_settings"
 machine="$(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), L2 $(lscpu 2>/dev/null | sed -n 's/^L2 cache: *//p'), $(uname -sr), libzmq $(pkg-config --modversion libzmq 2>/dev/null || echo '?'), libfabric $(pkg-config --modversion libfabric 2>/dev/null || echo '?')"
 python3 "$root/tools/bench/aggregate.py" --raw "$raw" --out "$out" --machine "$machine" --small-pages "$small_pages" \
-    --settings "compare.sh --repeat $repeat --rtt-repeat $rtt_repeat --time $per_point --iterations $iterations --sizes $sizes --pubsub-sizes $pubsub_sizes ${pubsub_page[*]:+--pubsub-page-size ${pubsub_page[1]}} --small-pages $small_pages --memory-time $memory_time; receiver CPU $recv_cpu, sender CPU $send_cpu; ${elapsed} s of measurement; load (1/5/15 min) ${load_before} before, $(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') after"
+    --settings "compare.sh --repeat $repeat --rtt-repeat $rtt_repeat --time $per_point --iterations $iterations --sizes $sizes --pubsub-sizes $pubsub_sizes ${pubsub_page[*]:+--pubsub-page-size ${pubsub_page[1]}} --small-pages $small_pages --memory-time $memory_time$shm_settings; receiver CPU $recv_cpu, sender CPU $send_cpu; ${elapsed} s of measurement; load (1/5/15 min) ${load_before} before, $(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') after"
 if command -v gnuplot >/dev/null; then
   (cd "$out" && gnuplot plots.gp) || echo "compare.sh: gnuplot failed; no plots" >&2
 else

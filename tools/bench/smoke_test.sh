@@ -36,7 +36,17 @@ PY
   echo "smoke_test: ok: $3"
 }
 
-for p in tcp_throughput tcp_pingpong fi_oneway_pingpong alternating_pingpong subscribe_time; do "$bin/$p" --help >/dev/null || fail "$p --help"; done
+for p in tcp_throughput tcp_pingpong fi_oneway_pingpong alternating_pingpong subscribe_time cold_memcpy; do
+  "$bin/$p" --help >/dev/null || fail "$p --help"
+done
+
+# the cold memcpy reference: two passes over small buffers (cold only when large; not here)
+"$bin/cold_memcpy" -s 64KiB --buffer-size 4MiB -n 2 --json >"$scratch/client.out" 2>"$scratch/client.err" \
+  || fail "cold_memcpy"
+check_json "$scratch/client.out" tput cold_memcpy
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["passes"] == 2 and
+  d["results"][0]["bytes"] == 2 * d["buffer_bytes"] == 2 * 4 * 2**20 and d["results"][0]["messages"] == 128))' \
+  "$scratch/client.out" || fail "cold_memcpy: not 2 passes of 64 calls: $(cat "$scratch/client.out")"
 
 # raw TCP throughput: the receiver reports; --paged (netio's sender shape) must deliver every
 # byte too, also with messages that span its pages (1 MiB, or --page-size)
@@ -112,6 +122,15 @@ start_server "$bin/zmq_throughput" --recv --json --timeout 20s
   || fail "zmq_throughput sender"
 wait "$server_pid" || fail "zmq_throughput receiver"; server_pid=""
 check_json "$scratch/server.out" tput zmq_throughput
+
+# over ipc:// (an abstract socket: --bind), every message delivered before the sender closes
+start_server "$bin/zmq_throughput" --recv --bind "ipc://@netio-bench-smoke-$$" --json --timeout 20s
+"$bin/zmq_throughput" -e "ipc://@netio-bench-smoke-$$" -s 8 -n 20000 --timeout 20s 2>"$scratch/client.err" \
+  || fail "zmq_throughput sender (ipc://)"
+wait "$server_pid" || fail "zmq_throughput receiver (ipc://)"; server_pid=""
+check_json "$scratch/server.out" tput "zmq_throughput ipc://"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; sys.exit(r["messages"] != 20000)' \
+  "$scratch/server.out" || fail "zmq_throughput ipc://: not 20000 messages: $(cat "$scratch/server.out")"
 
 start_server "$bin/zmq_pubsub" --publish -s 64 -n 10000 --timeout 20s
 "$bin/zmq_pubsub" -e "tcp://127.0.0.1:$(cat "$scratch/port")" --json --timeout 20s \

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // zmq_throughput: the ZeroMQ reference for throughput (tools/bench/README.md): PUSH/PULL over
-// tcp://, fixed-size messages, ended by an empty message. The receiver (PULL) binds and
-// reports msg/s and Gb/s of payload; the sender (PUSH) connects.
+// tcp:// (or, with --bind, any ZeroMQ transport such as ipc://), fixed-size messages, ended by
+// an empty message. The receiver (PULL) binds and reports msg/s and Gb/s of payload; the
+// sender (PUSH) connects.
 //
-//   zmq_throughput --recv [--port N] [--port-file FILE] [--json] [--cpu N] [--timeout D]
-//   zmq_throughput -e tcp://HOST:PORT -s SIZE (-n MESSAGES | -t DURATION) [--json] [--cpu N]
+//   zmq_throughput --recv [--port N | --bind ENDPOINT] [--port-file FILE] [--json] [--cpu N] [--timeout D]
+//   zmq_throughput -e ENDPOINT -s SIZE (-n MESSAGES | -t DURATION) [--json] [--cpu N]
 #include "bench/common/zmq_stream.hpp"
 #include "common/cli_options.hpp"
 
@@ -17,6 +18,7 @@ struct Options : netio::bench::RoleOptions {
   std::uint64_t size = 64;
   std::uint64_t messages = 0;
   std::chrono::nanoseconds time{std::chrono::seconds(2)};
+  std::string bind;  // the receiver's endpoint, instead of tcp://127.0.0.1:PORT
 };
 
 int run(const Options& o) {
@@ -26,7 +28,8 @@ int run(const Options& o) {
     ZmqSocket pull(context, ZMQ_PULL);
     pull.set(ZMQ_RCVTIMEO, 100);
     pull.set(ZMQ_LINGER, 0);
-    bind_and_announce(pull, kTool, o.port, o.port_file);
+    if (o.bind.empty()) bind_and_announce(pull, kTool, o.port, o.port_file);
+    else bind_and_announce(pull, kTool, o.bind, o.port_file);
     print_throughput(receive_stream(pull, deadline), o.json);
     return 0;
   }
@@ -36,8 +39,10 @@ int run(const Options& o) {
   push.set(ZMQ_LINGER, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                             std::max(deadline - Clock::now(), Clock::duration::zero()))
                                             .count()));
+  DisconnectWatch receiver_gone(context, push);
   push.connect(o.endpoint);
   const auto result = send_stream(push, {o.size, o.messages, o.time, deadline});
+  receiver_gone.wait(deadline);  // the receiver has read everything then
   if (o.json) print_throughput(result, true);
   else fmt::print(stderr, "{}: sent {} messages of {} B\n", kTool, result.messages, o.size);
   return 0;
@@ -51,9 +56,15 @@ int main(int argc, char** argv) {
                kTool};
   Options o;
   static constexpr netio::bench::RoleNames names{
-      "--recv", "Receive (PULL, binds 127.0.0.1) until the sender's end, then report", "Receiver",
-      "Sender: the receiver, tcp://HOST:PORT", "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}"};
+      "--recv", "Receive (PULL, binds 127.0.0.1 or --bind) until the sender's end, then report", "Receiver",
+      "Sender: the receiver, tcp://HOST:PORT (or the receiver's --bind endpoint)",
+      "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}"};
   auto* recv = netio::bench::add_role_options(app, o, names);
+  app.add_option("--bind", o.bind,
+                 "Receiver: bind this ZeroMQ endpoint (e.g. ipc://@name, an abstract Unix socket) instead of "
+                 "tcp://127.0.0.1:PORT; --port-file then gets 0 once bound")
+      ->needs(recv)
+      ->excludes("--port");
   netio::tools::add_size_option(app, "-s,--size", o.size, "Sender: message size")->excludes(recv);
   auto* n = app.add_option("-n,--messages", o.messages, "Sender: messages to send")->excludes(recv);
   netio::tools::add_duration_option(app, "-t,--time", o.time, "Sender: how long to send (unless -n)")->excludes(n);

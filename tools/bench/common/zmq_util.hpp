@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: MIT
 // Thin RAII wrappers over libzmq's C API for the ZeroMQ reference programs, plus what they
-// share: binding to 127.0.0.1 (port 0: an ephemeral one) and reporting it via --port-file.
+// share: binding to 127.0.0.1 (port 0: an ephemeral one) or to any endpoint, and reporting it via
+// --port-file.
 #pragma once
 
 #include "bench/common/bench_common.hpp"
+#include "common/termination.hpp"
 #include "common/tool_main.hpp"
 
 #include <fmt/format.h>
 #include <zmq.h>
 
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -77,11 +80,59 @@ class ZmqMessage {
 
 inline bool zmq_again() { return zmq_errno() == EAGAIN || zmq_errno() == EINTR; }
 
+// Watches a socket for its peer's disconnect (zmq_socket_monitor over inproc). A sender that
+// closes while the receiver still has data to read can lose that data over ipc:// (libzmq
+// 4.3.4: the receiver, paused at its high-water mark, never reads the rest), so the sender
+// waits for the receiver to hang up first, as tcp_throughput's sender does. Create it before
+// connecting, on the socket's context; not thread-safe (one thread, like the socket).
+class DisconnectWatch {
+ public:
+  DisconnectWatch(const ZmqContext& context, ZmqSocket& socket)
+      : endpoint_(fmt::format("inproc://disconnect-watch-{}", static_cast<const void*>(&socket))) {
+    zmq_check(zmq_socket_monitor(socket.get(), endpoint_.c_str(), ZMQ_EVENT_DISCONNECTED), "zmq_socket_monitor");
+    events_ = zmq_socket(context.get(), ZMQ_PAIR);
+    if (events_ == nullptr) zmq_check(-1, "zmq_socket");
+    const int timeout_ms = 100;
+    zmq_setsockopt(events_, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
+    zmq_check(zmq_connect(events_, endpoint_.c_str()), "zmq_connect (monitor)");
+  }
+  ~DisconnectWatch() { zmq_close(events_); }
+  DisconnectWatch(const DisconnectWatch&) = delete;
+  DisconnectWatch& operator=(const DisconnectWatch&) = delete;
+
+  // True once the peer disconnected; false when `deadline` passed or Ctrl-C came first.
+  bool wait(Clock::time_point deadline) {
+    while (Clock::now() < deadline && !netio::tools::stop_requested()) {
+      ZmqMessage event;  // two frames: {uint16 event, uint32 value}, then the endpoint
+      if (zmq_msg_recv(event.get(), events_, 0) < 0) continue;
+      std::uint16_t id = 0;
+      if (event.size() >= sizeof id) std::memcpy(&id, zmq_msg_data(event.get()), sizeof id);
+      ZmqMessage address;
+      zmq_msg_recv(address.get(), events_, 0);
+      if (id == ZMQ_EVENT_DISCONNECTED) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::string endpoint_;
+  void* events_ = nullptr;
+};
+
 // Binds, prints where, writes the port file.
 inline void bind_and_announce(ZmqSocket& socket, const char* tool, std::uint16_t port, const std::string& port_file) {
   const std::uint16_t bound = socket.bind_loopback(port);
   fmt::print(stderr, "{}: listening on tcp://127.0.0.1:{}\n", tool, bound);
   if (!port_file.empty()) netio::tools::write_port_file(port_file, bound);
+}
+
+// Binds any ZeroMQ endpoint (e.g. ipc://@name), prints it, and writes port 0 to the port
+// file: scripts wait for that file to know the socket is bound, whatever the transport.
+inline void bind_and_announce(ZmqSocket& socket, const char* tool, const std::string& endpoint,
+                              const std::string& port_file) {
+  zmq_check(zmq_bind(socket.get(), endpoint.c_str()), fmt::format("zmq_bind {}", endpoint).c_str());
+  fmt::print(stderr, "{}: listening on {}\n", tool, endpoint);
+  if (!port_file.empty()) netio::tools::write_port_file(port_file, 0);
 }
 
 }  // namespace netio::bench
