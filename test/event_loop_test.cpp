@@ -204,6 +204,26 @@ TEST_CASE("pollers run every round while busy-polling, and may remove themselves
   CHECK(forever == after);
 }
 
+TEST_CASE("a loop kept awake looks every round until its deadline, then sleeps again", "[event_loop]") {
+  netio::Context context;  // not busy-polling
+  netio::EventLoop& loop = context.loop();
+  std::atomic<int> rounds{0};
+  loop.run_sync([&] { loop.add_poller([&] { ++rounds; }); });
+  // Asleep: the poller runs only when something wakes the loop.
+  std::this_thread::sleep_for(20ms);
+  const int asleep = rounds;
+  CHECK(asleep < 10);
+  // Awake for 100 ms: round after round with nothing to wake it.
+  loop.run_sync([&] { loop.stay_awake_until(std::chrono::steady_clock::now() + 100ms); });
+  REQUIRE(eventually([&] { return rounds > asleep + 1'000; }));
+  // Past the deadline it sleeps again (an earlier deadline does not shorten a later one).
+  loop.run_sync([&] { loop.stay_awake_until(std::chrono::steady_clock::now()); });
+  std::this_thread::sleep_for(150ms);
+  const int settled = rounds;
+  std::this_thread::sleep_for(50ms);
+  CHECK(rounds < settled + 10);
+}
+
 TEST_CASE("spinning fds are reported every round for what they ask, without epoll, until removed", "[event_loop]") {
   netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
   netio::EventLoop& loop = context.loop();

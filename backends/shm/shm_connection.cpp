@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace netio::shm {
@@ -20,6 +21,9 @@ constexpr int max_deliveries_per_pump = 256;  // then other connections get the 
 // Below this a buffer is copied: a reference holds the sender's buffer until the receiver
 // is done with it, which a small message's copy does not pay for.
 constexpr std::size_t min_referenced_size = 16 * 1024;
+// How long the loop stays awake after a side answered what came in (EventLoop::
+// stay_awake_until): a round trip on one node, with time to spare.
+constexpr std::chrono::microseconds answer_window{20};
 }  // namespace
 
 ShmConnection::ShmConnection(EventLoop& loop, posix::SocketFd fd, std::shared_ptr<Segment> segment,
@@ -177,6 +181,11 @@ void ShmConnection::pump_outbound() {
     return;
   }
   if (pushed && outbound_.consumer_needs_wake()) wake_peer();
+  // An answer to what came in (a reply, a reply's next request) is likely answered soon:
+  // stay awake for it rather than sleep and be woken (a one-way stream never does this).
+  if (pushed && std::exchange(answering_, false) && !busy_poll_) {
+    loop_.stay_awake_until(std::chrono::steady_clock::now() + answer_window);
+  }
 }
 
 // Copies `buffer` into the ring, or, when it is a page of our send area and large enough
@@ -239,6 +248,7 @@ void ShmConnection::pump_inbound() {
       continue;
     }
     ++delivered;
+    answering_ = true;
     Buffer* buffer = entry.kind == EntryKind::area_reference ? lend_referenced(entry, corrupt)
                                                             : lender_->lend(entry.payload, entry.end);
     if (buffer == nullptr) break;

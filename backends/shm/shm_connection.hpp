@@ -7,7 +7,9 @@
 // handshake, and the end: a side that has nothing to do sets its ring's waiting flag, and
 // the other side writes a byte only when it finds that flag set (ring.hpp). A busy-polling
 // loop (EventLoop::busy_poll() when the connection starts) looks at the rings every round
-// instead, and never asks to be woken.
+// instead, and never asks to be woken. A side that answers what came in (a reply, the next
+// request) keeps its loop awake for 20 us (EventLoop::stay_awake_until()): an answer that
+// comes by then is seen without the thread sleeping and being woken.
 //
 // The end: the peer's close (or shutdown for writing, or death) shows as the socket's end
 // of file; what it wrote before is delivered first, then on_peer_closed runs.
@@ -137,6 +139,7 @@ class ShmConnection {
   bool writing_ = false;          // pump_outbound() is on the stack
   bool lending_ = false;          // on_message is running (pump_inbound reclaims after it)
   bool inbound_drained_ = false;  // the last look found the inbound ring empty
+  bool answering_ = false;        // something came in since the last push
   bool end_reported_ = false;
   bool shut_down_ = false;        // shut_down_writing() ran
 };

@@ -158,8 +158,13 @@ void EventLoop::run() {
     const bool busy = busy_poll_.load(std::memory_order_seq_cst);
     if (busy && wake_pending_.load(std::memory_order_seq_cst)) drain_posted(false);
     const bool spinning = !pollers_.empty() || !spinning_fds_.empty();
+    bool awake = busy;
+    if (!busy && awake_until_ != Clock::time_point::min()) {
+      awake = Clock::now() < awake_until_;
+      if (!awake) awake_until_ = Clock::time_point::min();
+    }
     if (!busy || !spinning || ++round % fd_look_every == 0) {
-      const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), busy ? 0 : -1);
+      const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), awake ? 0 : -1);
       if (n < 0) {
         if (errno == EINTR) continue;
         log(LogLevel::error, "event loop: epoll_wait failed: {}", std::strerror(errno));

@@ -60,6 +60,15 @@ class EventLoop {
   }
   bool busy_poll() const noexcept { return busy_poll_.load(std::memory_order_relaxed); }
 
+  /// Keeps the loop awake until `deadline` when it does not busy-poll: epoll_wait with a zero
+  /// timeout (and the pollers) every round instead of sleeping, so that what comes by then
+  /// is handled without the thread being woken (a few microseconds each time). For a
+  /// back-end that has just written and expects the answer soon (shm://: a request's reply,
+  /// a reply's next request). A later deadline extends an earlier one. Loop thread only.
+  void stay_awake_until(std::chrono::steady_clock::time_point deadline) noexcept {
+    if (deadline > awake_until_) awake_until_ = deadline;
+  }
+
   /// A poller runs once per round of the loop: all the time when busy-polling, otherwise
   /// after each wake-up. It is for sources with no file descriptor worth sleeping on while
   /// the loop spins anyway (libfabric completion queues, read the way fi_pingpong does).
@@ -155,6 +164,7 @@ class EventLoop {
   TimerQueue timer_queue_;
   std::unordered_map<TimerId, TimerQueue::iterator> timer_index_;  ///< pending timers by id
   Clock::time_point timer_fd_deadline_ = Clock::time_point::max();  ///< max: disarmed
+  Clock::time_point awake_until_ = Clock::time_point::min();  ///< loop thread; see stay_awake_until()
   std::uint64_t timer_queue_seq_ = 0;  ///< counts (re)queued timers
   bool running_timers_ = false;       ///< in run_due_timers(): arm once, at its end
   TimerId running_timer_ = 0;         ///< the timer whose callback is running, 0 if none
