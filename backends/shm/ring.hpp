@@ -73,6 +73,7 @@ class RingProducer {
   // Every byte produced has been delivered to the consumer (for the end of a stream).
   bool all_delivered() const noexcept;
   std::uint64_t head() const noexcept { return head_; }
+  std::size_t capacity() const noexcept { return capacity_; }
 
  private:
   bool room_for(std::size_t needed, std::string& corrupt);

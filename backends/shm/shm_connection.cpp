@@ -160,13 +160,14 @@ void ShmConnection::pump_outbound() {
         pushed = true;
         if (referenced) {
           in_flight_.push_back(InFlight{outbound_.head(), buffer});
+          referenced_bytes_ += buffer->size;
           if (callbacks_.on_sent_in_place) callbacks_.on_sent_in_place(buffer);
         } else if (callbacks_.on_written) {
           callbacks_.on_written(buffer);
         }
         continue;
       }
-      if (!corrupt.empty()) break;
+      if (!corrupt.empty() || referenced) break;  // a reference waits for pages to come back (below)
       if (busy_poll_ || peer_closed_ || outbound_.wait_for_space(buffer->size, corrupt)) break;  // woken when freed
     }
     // Lent pages come back as the receiver frees their entries: sleep until the oldest
@@ -194,6 +195,9 @@ bool ShmConnection::push(Buffer* buffer, bool& referenced, std::string& corrupt)
   if (area_ && buffer->size >= min_referenced_size) {
     if (const auto reference = area_->reference_to(buffer->bytes()); reference && (area_passed_ || pass_area())) {
       referenced = true;
+      // What is referenced counts as if it were in the ring: the receiver's window (its
+      // credits x its largest buffer, the ring's size) bounds it as it bounds copies.
+      if (referenced_bytes_ + buffer->size > outbound_.capacity()) return false;
       return outbound_.push(std::as_bytes(std::span(&*reference, 1)), corrupt, EntryKind::area_reference);
     }
   }
@@ -221,6 +225,7 @@ void ShmConnection::complete_returned(std::string& corrupt) {
   while (!in_flight_.empty() && in_flight_.front().end <= freed && !closed_) {
     Buffer* buffer = in_flight_.front().buffer;
     in_flight_.pop_front();
+    referenced_bytes_ -= buffer->size;
     if (callbacks_.on_written) callbacks_.on_written(buffer);
   }
 }
@@ -329,6 +334,7 @@ void ShmConnection::silence() noexcept {
   registration_.remove();
   queue_.clear();
   in_flight_.clear();  // the caller's again (the layer above reclaims what did not complete)
+  referenced_bytes_ = 0;
 }
 
 void ShmConnection::close() noexcept {

@@ -128,6 +128,7 @@ class ShmConnection {
     Buffer* buffer;
   };
   std::deque<InFlight> in_flight_;       // referenced, not yet given back, oldest first
+  std::size_t referenced_bytes_ = 0;     // their sizes
   std::shared_ptr<SendArea> peer_area_;  // the peer's, for inbound references
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   bool busy_poll_ = false;

@@ -9,10 +9,12 @@
 //      the file.
 //   2: a ring whose control and bytes are the input's, read and written through a sequence
 //      of the peer's moves: every entry handed out lies inside the ring, within the largest
-//      payload and what was produced; neither side reads or writes outside the ring (ASan).
+//      payload and what was produced; neither side reads or writes outside the ring (ASan),
+//      and a reference entry resolves only inside the sender's area.
 #include "backends/shm/ring.hpp"
 #include "backends/shm/segment.hpp"
 #include "backends/shm/segment_passing.hpp"
+#include "backends/shm/send_area.hpp"
 
 #include "fuzz_check.hpp"
 
@@ -150,6 +152,18 @@ void ring(Reader& in) {
         FUZZ_CHECK(entry.payload.data() + entry.payload.size() <= bytes.data() + capacity);
         FUZZ_CHECK(entry.end <= max_head);
         for (const std::byte b : entry.payload) (void)static_cast<volatile std::byte>(b);
+        FUZZ_CHECK(entry.kind == shm::EntryKind::bytes || entry.kind == shm::EntryKind::area_reference);
+        if (entry.kind == shm::EntryKind::area_reference && entry.payload.size() == sizeof(shm::AreaReference)) {
+          // What a reference names is resolved only inside the sender's area.
+          static const auto area = shm::SendArea::create(64 * 1024);
+          shm::AreaReference reference{};
+          std::memcpy(&reference, entry.payload.data(), sizeof reference);
+          const auto base = area->resolve({0, 0})->data();
+          if (const auto named = area->resolve(reference)) {
+            FUZZ_CHECK(named->data() >= base && named->data() + named->size() <= base + area->capacity());
+            for (const std::byte b : *named) (void)static_cast<volatile std::byte>(b);
+          }
+        }
         if (move & 0x80) consumer.free_to(entry.end);
         break;
       }
