@@ -1,46 +1,57 @@
 // SPDX-License-Identifier: MIT
 #include "backends/shm/in_place_lender.hpp"
 
+#include "backends/shm/send_area.hpp"
+
 #include <algorithm>
 
 namespace netio::shm {
 
 InPlaceLender::InPlaceLender(std::shared_ptr<Segment> segment, std::size_t credits)
-    : segment_(std::move(segment)), slots_(std::max<std::size_t>(credits, 1)), ends_(slots_.size()),
+    : segment_(std::move(segment)), slots_(std::max<std::size_t>(credits, 1)), sequence_of_slot_(slots_.size()),
+      returned_flags_(slots_.size(), nullptr),
       returned_(slots_.size(), 0) {
   free_.reserve(slots_.size());
   for (std::size_t i = slots_.size(); i > 0; --i) free_.push_back(i - 1);
 }
 
-Buffer* InPlaceLender::lend(std::span<std::byte> payload, std::uint64_t end) {
+Buffer* InPlaceLender::lend(std::span<std::byte> payload, std::uint64_t end, std::byte* returned) {
   if (free_.empty()) return nullptr;
   const std::size_t slot = free_.back();
   free_.pop_back();
   // capacity == size: the bytes after the entry are the ring's, not the holder's (spare()).
   slots_[slot] = Buffer{payload.data(), payload.size(), payload.size(), nullptr, nullptr};
-  ends_[slot] = end;
-  order_.push_back(slot);
+  returned_flags_[slot] = returned;
+  sequence_of_slot_[slot] = first_sequence_ + order_.size();
+  order_.push_back(Lent{end, false});
   return &slots_[slot];
 }
 
 std::uint64_t InPlaceLender::reclaim(std::uint64_t read_index) {
   std::lock_guard lock(mutex_);
-  while (!order_.empty() && returned_[order_.front()] != 0) {
-    const std::size_t slot = order_.front();
-    order_.pop_front();
+  // A slot is free again as soon as its buffer is back, in whatever order...
+  for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
+    if (returned_[slot] == 0) continue;
     returned_[slot] = 0;
-    freed_to_ = ends_[slot];
+    order_[sequence_of_slot_[slot] - first_sequence_].back = true;
     free_.push_back(slot);
   }
-  // An entry returned behind one still lent keeps its slot and its bytes until that one is
-  // back: the ring frees in order.
+  // ...but the ring frees in order: up to the end of the entries back without a gap.
+  while (!order_.empty() && order_.front().back) {
+    freed_to_ = order_.front().end;
+    order_.pop_front();
+    ++first_sequence_;
+  }
   if (order_.empty()) freed_to_ = read_index;
   return freed_to_;
 }
 
 void InPlaceLender::give_back(Buffer* buffer) noexcept {
   std::lock_guard lock(mutex_);
-  returned_[static_cast<std::size_t>(buffer - slots_.data())] = 1;
+  const auto slot = static_cast<std::size_t>(buffer - slots_.data());
+  // Sequentially consistent, against the sender's waiting flag (ShmConnection).
+  if (returned_flags_[slot] != nullptr) returned_flag(returned_flags_[slot]).store(1, std::memory_order_seq_cst);
+  returned_[slot] = 1;
   if (waker_) waker_();
 }
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The entries of an inbound ring lent out in place as ReceivedBuffers (the receiver parses
 // a page where the sender wrote it), at most `credits` at a time. Entries come back in any
-// order and on any thread; the ring is freed up to the end of the longest prefix of
-// entries (in the order lent) that came back (reclaim()).
+// order and on any thread, and their credit with them; the ring is freed up to the end of
+// the longest prefix of entries (in the order lent) that came back (reclaim()).
 //
 // Shared by every ReceivedBuffer it lent, and holding the segment: a buffer outlives the
 // connection and keeps its bytes mapped. lend()/reclaim() on the loop thread only;
@@ -29,8 +29,10 @@ class InPlaceLender final : public ReceiveBufferOwner {
   InPlaceLender(std::shared_ptr<Segment> segment, std::size_t credits);
 
   // A Buffer over `payload` (which the ring frees up to `end` once it is back); nullptr
-  // when every credit is out.
-  Buffer* lend(std::span<std::byte> payload, std::uint64_t end);
+  // when every credit is out. `returned`, when given (a page of the sender's area), is set
+  // to 1 as soon as the buffer comes back, in whatever order: the sender's page is its own
+  // again then, while the ring still frees in order.
+  Buffer* lend(std::span<std::byte> payload, std::uint64_t end, std::byte* returned = nullptr);
   bool exhausted() const noexcept { return free_.empty(); }
   bool none_lent() const noexcept { return order_.empty(); }
   // Takes back what came back; returns the index the ring may be freed to: the end of the
@@ -46,8 +48,14 @@ class InPlaceLender final : public ReceiveBufferOwner {
   std::shared_ptr<Segment> segment_;
   std::shared_ptr<const void> held_;
   std::vector<Buffer> slots_;
-  std::vector<std::uint64_t> ends_;  // loop thread
-  std::deque<std::size_t> order_;    // lent slots, oldest first; loop thread
+  struct Lent {
+    std::uint64_t end;  // the ring frees up to here once this and all before it are back
+    bool back;
+  };
+  std::deque<Lent> order_;                       // lent entries in ring order; loop thread
+  std::uint64_t first_sequence_ = 0;             // order_.front()'s number; loop thread
+  std::vector<std::uint64_t> sequence_of_slot_;  // loop thread
+  std::vector<std::byte*> returned_flags_;  // set at lend() on the loop thread, read at give_back()
   std::vector<std::size_t> free_;    // loop thread
   std::uint64_t freed_to_ = 0;       // loop thread
   std::mutex mutex_;

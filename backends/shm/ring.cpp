@@ -78,7 +78,8 @@ bool RingProducer::push(std::span<const std::byte> payload, std::string& corrupt
   }
   store_length(bytes_ + position, payload.size());
   store_length(bytes_ + position + sizeof(std::uint64_t), static_cast<std::uint64_t>(kind));
-  if (!payload.empty()) std::memcpy(bytes_ + position + entry_header_size, payload.data(), payload.size());
+  last_payload_ = bytes_ + position + entry_header_size;
+  if (!payload.empty()) std::memcpy(last_payload_, payload.data(), payload.size());
   head_ += needed;
   control_->head.store(head_, std::memory_order_seq_cst);
   return true;

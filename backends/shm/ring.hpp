@@ -74,6 +74,8 @@ class RingProducer {
   bool all_delivered() const noexcept;
   std::uint64_t head() const noexcept { return head_; }
   std::size_t capacity() const noexcept { return capacity_; }
+  // Where the last entry pushed has its payload (its padding follows, up to 64 bytes in all).
+  std::byte* last_payload() const noexcept { return last_payload_; }
 
  private:
   bool room_for(std::size_t needed, std::string& corrupt);
@@ -83,6 +85,7 @@ class RingProducer {
   std::size_t capacity_ = 0;
   std::uint64_t head_ = 0;  // ours; the shared copy is only written
   std::uint64_t tail_ = 0;  // the consumer's, as last read and checked
+  std::byte* last_payload_ = nullptr;
 };
 
 class RingConsumer {

@@ -16,6 +16,7 @@
 #include "backends/posix/socket_fd.hpp"
 #include "netio/buffer.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -27,11 +28,21 @@
 
 namespace netio::shm {
 
-// What a ring entry of EntryKind::area_reference carries (little-endian on the node).
+// What a ring entry of EntryKind::area_reference carries (little-endian on the node), then
+// the returned flag (reference_payload_size in all): 0 when pushed, set by the receiver when
+// the page comes back (returned_flag()), so that the sender has its page again before the
+// ring, which frees in order, gets that far.
 struct AreaReference {
   std::uint64_t offset;
   std::uint64_t length;
 };
+constexpr std::size_t returned_flag_offset = sizeof(AreaReference);  // in the entry's payload
+constexpr std::size_t reference_payload_size = returned_flag_offset + sizeof(std::uint64_t);
+
+// The returned flag at `at` (8-aligned, in a mapping both sides share).
+inline std::atomic_ref<std::uint64_t> returned_flag(std::byte* at) noexcept {
+  return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(at));
+}
 
 // What a sender's area is at most (virtual: memory is backed as written), and what a
 // receiver maps at most.

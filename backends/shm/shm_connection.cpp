@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -159,7 +160,7 @@ void ShmConnection::pump_outbound() {
         queue_.pop_front();
         pushed = true;
         if (referenced) {
-          in_flight_.push_back(InFlight{outbound_.head(), buffer});
+          in_flight_.push_back(InFlight{outbound_.head(), buffer, outbound_.last_payload() + returned_flag_offset});
           referenced_bytes_ += buffer->size;
           if (callbacks_.on_sent_in_place) callbacks_.on_sent_in_place(buffer);
         } else if (callbacks_.on_written) {
@@ -170,10 +171,12 @@ void ShmConnection::pump_outbound() {
       if (!corrupt.empty() || referenced) break;  // a reference waits for pages to come back (below)
       if (busy_poll_ || peer_closed_ || outbound_.wait_for_space(buffer->size, corrupt)) break;  // woken when freed
     }
-    // Lent pages come back as the receiver frees their entries: sleep until the oldest
-    // does, unless it did meanwhile.
+    // Lent pages come back in any order: sleep until one does, unless one did meanwhile (the
+    // receiver sets a page's flag, then reads our waiting flag; we set that, then read the
+    // pages' flags: one of the two sees the other).
     if (closed_ || !corrupt.empty() || in_flight_.empty() || busy_poll_ || peer_closed_) break;
-    if (outbound_.wait_for_free(in_flight_.front().end, corrupt) || !corrupt.empty()) break;
+    if (outbound_.wait_for_free(in_flight_.front().end, corrupt) && !any_returned()) break;
+    if (!corrupt.empty()) break;
   }
   writing_ = false;
   if (closed_) return;
@@ -198,7 +201,9 @@ bool ShmConnection::push(Buffer* buffer, bool& referenced, std::string& corrupt)
       // What is referenced counts as if it were in the ring: the receiver's window (its
       // credits x its largest buffer, the ring's size) bounds it as it bounds copies.
       if (referenced_bytes_ + buffer->size > outbound_.capacity()) return false;
-      return outbound_.push(std::as_bytes(std::span(&*reference, 1)), corrupt, EntryKind::area_reference);
+      std::array<std::byte, reference_payload_size> payload{};  // the returned flag 0
+      std::memcpy(payload.data(), &*reference, sizeof *reference);
+      return outbound_.push(payload, corrupt, EntryKind::area_reference);
     }
   }
   return outbound_.push(buffer->bytes(), corrupt);
@@ -219,15 +224,27 @@ bool ShmConnection::pass_area() {
   return area_passed_;
 }
 
+// Pages come back in any order (their flags), and with the ring's tail (everything before
+// it was freed, hence given back).
 void ShmConnection::complete_returned(std::string& corrupt) {
   if (in_flight_.empty()) return;
   const std::uint64_t freed = outbound_.freed(corrupt);
-  while (!in_flight_.empty() && in_flight_.front().end <= freed && !closed_) {
-    Buffer* buffer = in_flight_.front().buffer;
-    in_flight_.pop_front();
-    referenced_bytes_ -= buffer->size;
-    if (callbacks_.on_written) callbacks_.on_written(buffer);
+  for (std::size_t i = 0; i < in_flight_.size() && !closed_;) {
+    const InFlight page = in_flight_[i];
+    if (page.end > freed && returned_flag(page.returned).load(std::memory_order_seq_cst) == 0) {
+      ++i;
+      continue;
+    }
+    in_flight_.erase(in_flight_.begin() + static_cast<std::ptrdiff_t>(i));
+    referenced_bytes_ -= page.buffer->size;
+    if (callbacks_.on_written) callbacks_.on_written(page.buffer);
   }
+}
+
+bool ShmConnection::any_returned() const noexcept {
+  return std::any_of(in_flight_.begin(), in_flight_.end(), [](const InFlight& page) {
+    return returned_flag(page.returned).load(std::memory_order_seq_cst) != 0;
+  });
 }
 
 void ShmConnection::pump_inbound() {
@@ -272,8 +289,8 @@ void ShmConnection::pump_inbound() {
 // An entry that names bytes of the peer's send area: lent where they are, checked first.
 Buffer* ShmConnection::lend_referenced(const RingConsumer::Entry& entry, std::string& corrupt) {
   AreaReference reference{};
-  if (entry.payload.size() != sizeof reference) {
-    corrupt = fmt::format("a reference entry of {} bytes (not {})", entry.payload.size(), sizeof reference);
+  if (entry.payload.size() != reference_payload_size) {
+    corrupt = fmt::format("a reference entry of {} bytes (not {})", entry.payload.size(), reference_payload_size);
     return nullptr;
   }
   std::memcpy(&reference, entry.payload.data(), sizeof reference);  // read once
@@ -289,7 +306,7 @@ Buffer* ShmConnection::lend_referenced(const RingConsumer::Entry& entry, std::st
                           reference.offset, peer_area_->capacity(), inbound_->max_payload());
     return nullptr;
   }
-  return lender_->lend(*bytes, entry.end);
+  return lender_->lend(*bytes, entry.end, entry.payload.data() + returned_flag_offset);
 }
 
 void ShmConnection::resume() {

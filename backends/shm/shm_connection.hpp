@@ -101,6 +101,7 @@ class ShmConnection {
   bool push(Buffer* buffer, bool& referenced, std::string& corrupt);
   bool pass_area();
   void complete_returned(std::string& corrupt);
+  bool any_returned() const noexcept;
   Buffer* lend_referenced(const RingConsumer::Entry& entry, std::string& corrupt);
   // Drains the socket's wake-up bytes (and takes the peer's send area when it comes);
   // notes the peer's end.
@@ -126,6 +127,7 @@ class ShmConnection {
   struct InFlight {
     std::uint64_t end;  // the reference's ring entry ends here: freed, the buffer is back
     Buffer* buffer;
+    std::byte* returned;  // the entry's returned flag: set, the buffer is back
   };
   std::deque<InFlight> in_flight_;       // referenced, not yet given back, oldest first
   std::size_t referenced_bytes_ = 0;     // their sizes

@@ -153,7 +153,7 @@ void ring(Reader& in) {
         FUZZ_CHECK(entry.end <= max_head);
         for (const std::byte b : entry.payload) (void)static_cast<volatile std::byte>(b);
         FUZZ_CHECK(entry.kind == shm::EntryKind::bytes || entry.kind == shm::EntryKind::area_reference);
-        if (entry.kind == shm::EntryKind::area_reference && entry.payload.size() == sizeof(shm::AreaReference)) {
+        if (entry.kind == shm::EntryKind::area_reference && entry.payload.size() == shm::reference_payload_size) {
           // What a reference names is resolved only inside the sender's area.
           static const auto area = shm::SendArea::create(64 * 1024);
           shm::AreaReference reference{};
