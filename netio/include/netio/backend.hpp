@@ -22,7 +22,9 @@
 ///
 /// The contract every back-end keeps (netio's test suite checks it on each built-in one):
 ///   - completions in FIFO order: on_send_completed reports buffers in the order send()
-///     took them, whatever their sizes (0 bytes included);
+///     took them, whatever their sizes (0 bytes included); a buffer sent from send_memory()
+///     is reported in that order by on_sent_in_place, and by on_send_completed later, in
+///     any order, when the receiver is done with it;
 ///   - no callback after close(): once close() returns, no callback of that socket runs,
 ///     whether close() was called from inside a callback or from a later task, and however
 ///     much the peer still sends;
@@ -42,7 +44,8 @@
 /// 48 bytes on verbs): keep it at most max_hello_size bytes.
 ///
 /// Ownership: send buffers belong to the caller; the back-end borrows a buffer from send()
-/// until on_send_completed (after which the caller may reuse it) or until close().
+/// until on_send_completed (after which the caller may reuse it) or until close() (a buffer
+/// sent in place may still be read by the receiver then: its memory must stay mapped).
 /// Receive buffers belong to the back-end and are lent to the caller as a ReceivedBuffer,
 /// which gives them back when destroyed (on any thread).
 #pragma once
