@@ -83,6 +83,13 @@ std::vector<std::pair<std::uintptr_t, std::uintptr_t>> send_areas_mapped() {
   return ranges;
 }
 
+netio::HighThroughputSendOptions four_pages(std::size_t page_size) {
+  netio::HighThroughputSendOptions options;
+  options.page_size = page_size;
+  options.page_count = 4;
+  return options;
+}
+
 std::size_t files_in_dev_shm() {
   const auto entries = std::filesystem::directory_iterator("/dev/shm");
   return static_cast<std::size_t>(std::distance(std::filesystem::begin(entries), std::filesystem::end(entries)));
@@ -392,10 +399,7 @@ TEST_CASE("shm: a page of the sender's pool goes by reference, read in place, an
   netio::Context receiving;
   netio::Context sending;
   netio::HighThroughputReceiveSocket receiver(receiving, Endpoint::parse("shm://netio-test:0"));
-  netio::HighThroughputSendOptions options;
-  options.page_size = 128 * 1024;  // one message a page
-  options.page_count = 4;
-  netio::HighThroughputSendSocket sender(sending, receiver.local_endpoint(), options);
+  netio::HighThroughputSendSocket sender(sending, receiver.local_endpoint(), four_pages(128 * 1024));  // a message each
   REQUIRE(sender.wait_connected(5s));
   const std::vector<std::byte> message(100 * 1024, std::byte{42});
   sender.send(message);
@@ -451,10 +455,7 @@ TEST_CASE("shm: a reference outside the sender's send area disconnects the recei
     reason = error.what();
   };
   netio::HighThroughputReceiveSocket receiver(receiving, Endpoint::parse("shm://netio-test:0"), receive_options);
-  netio::HighThroughputSendOptions options;
-  options.page_size = 256 * 1024;
-  options.page_count = 4;
-  netio::HighThroughputSendSocket sender(sending, receiver.local_endpoint(), options);
+  netio::HighThroughputSendSocket sender(sending, receiver.local_endpoint(), four_pages(256 * 1024));
   REQUIRE(sender.wait_connected(5s));
   const std::vector<std::byte> message(64 * 1024, std::byte{42});
   sender.send(message);
