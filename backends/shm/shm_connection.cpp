@@ -241,6 +241,8 @@ void ShmConnection::complete_returned(std::string& corrupt) {
   }
 }
 
+// A page whose entry the receiver freed since complete_returned() looked may have had its
+// flag's bytes reused by a later push: whatever they read then, that page is back.
 bool ShmConnection::any_returned() const noexcept {
   return std::any_of(in_flight_.begin(), in_flight_.end(), [](const InFlight& page) {
     return returned_flag(page.returned).load(std::memory_order_seq_cst) != 0;
