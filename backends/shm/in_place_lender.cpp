@@ -9,9 +9,9 @@ namespace netio::shm {
 
 InPlaceLender::InPlaceLender(std::shared_ptr<Segment> segment, std::size_t credits)
     : segment_(std::move(segment)), slots_(std::max<std::size_t>(credits, 1)), sequence_of_slot_(slots_.size()),
-      returned_flags_(slots_.size(), nullptr),
-      returned_(slots_.size(), 0) {
+      returned_flags_(slots_.size(), nullptr) {
   free_.reserve(slots_.size());
+  returned_.reserve(slots_.size());  // a slot is given back once per lend: never more
   for (std::size_t i = slots_.size(); i > 0; --i) free_.push_back(i - 1);
 }
 
@@ -30,12 +30,11 @@ Buffer* InPlaceLender::lend(std::span<std::byte> payload, std::uint64_t end, std
 std::uint64_t InPlaceLender::reclaim(std::uint64_t read_index) {
   std::lock_guard lock(mutex_);
   // A slot is free again as soon as its buffer is back, in whatever order...
-  for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
-    if (returned_[slot] == 0) continue;
-    returned_[slot] = 0;
+  for (const std::size_t slot : returned_) {
     order_[sequence_of_slot_[slot] - first_sequence_].back = true;
     free_.push_back(slot);
   }
+  returned_.clear();
   // ...but the ring frees in order: up to the end of the entries back without a gap.
   while (!order_.empty() && order_.front().back) {
     freed_to_ = order_.front().end;
@@ -51,7 +50,7 @@ void InPlaceLender::give_back(Buffer* buffer) noexcept {
   const auto slot = static_cast<std::size_t>(buffer - slots_.data());
   // Sequentially consistent, against the sender's waiting flag (ShmConnection).
   if (returned_flags_[slot] != nullptr) returned_flag(returned_flags_[slot]).store(1, std::memory_order_seq_cst);
-  returned_[slot] = 1;
+  returned_.push_back(slot);
   if (waker_) waker_();
 }
 

@@ -59,7 +59,7 @@ class InPlaceLender final : public ReceiveBufferOwner {
   std::vector<std::size_t> free_;    // loop thread
   std::uint64_t freed_to_ = 0;       // loop thread
   std::mutex mutex_;
-  std::vector<char> returned_;       // guarded by mutex_
+  std::vector<std::size_t> returned_;  // slots given back since the last reclaim(); guarded by mutex_
   std::function<void()> waker_;      // guarded by mutex_
 };
 
