@@ -178,8 +178,15 @@ TEST_CASE("scheduler control messages: the clock handshake's probe and echo", "[
   bad[2] = std::byte{0};  // a round trip without its flag
   require_bad_message(decode_clock_probe, bad, "without its flag");
   bad = bytes;
-  bad[2] = std::byte{2};
-  require_bad_message(decode_clock_probe, bad, "unknown flags 2");
+  bad[2] = std::byte{4};
+  require_bad_message(decode_clock_probe, bad, "unknown flags 4");
+  bad = bytes;
+  bad[2] = std::byte{3};  // an interval-start sample carries no round trip
+  require_bad_message(decode_clock_probe, bad, "a sample with a round trip");
+  // an interval-start clock sample (extension 9): flag bit 1
+  const ClockProbe sample{7, 12, Time{5'000}, std::nullopt, true};
+  CHECK(bytes_of(encode(sample))[2] == std::byte{2});
+  CHECK(decode_clock_probe(bytes_of(encode(sample))) == sample);
   bad = bytes;
   bad.pop_back();
   require_bad_message(decode_clock_probe, bad, "27 bytes, expected 28");

@@ -189,6 +189,31 @@ TEST_CASE("scheduler IE: stale, far-off and repeated proposals are ignored", "[s
   CHECK_FALSE(ie.plan(0));  // and ran best-effort
 }
 
+TEST_CASE("scheduler IE: a proposal too late for its interval still paces the ones after it", "[scheduler]") {
+  // Reports and proposals that queue behind contributions (a FIFO port) reach an IE after
+  // the interval they are for has started. Ignoring them left such an IE without a plan for
+  // good, sending every interval in a burst that kept the ports' queues long.
+  InputEngine ie(config(2, 1.0), 0);  // n = 2: one round
+  send(ie, 0, 0);                      // interval 0 starts best-effort
+  CHECK_FALSE(ie.on_proposal(Proposal{0, Time{1000}, 400ns}));  // not taken for interval 0 ...
+  CHECK_FALSE(ie.plan(0));
+  // ... but interval 1 follows it: tp 1000 + 400, durp 400
+  CHECK(*ie.plan(1) == IntervalPlan{1, Time{1400}, 400ns, false});
+  send(ie, 1, 10);
+  ie.on_acknowledged(0, Time{500});
+  ie.on_acknowledged(1, Time{600});
+  const SendDecision d = ie.next_send(Time{600});
+  CHECK(d.action == Action::wait_until);
+  CHECK(d.due == Time{1400});
+  // a later late one (interval 1, after interval 1 started) moves the basis on; an older one does not
+  send(ie, 2, 1400);
+  CHECK_FALSE(ie.on_proposal(Proposal{1, Time{1500}, 300ns}));
+  CHECK_FALSE(ie.on_proposal(Proposal{0, Time{900}, 500ns}));
+  // interval 1's own proposal replaces the plan derived for it: 1500 + the DDE's spacing of
+  // starts (1500 - 1000), durp 300
+  CHECK(*ie.plan(2) == IntervalPlan{2, Time{2000}, 300ns, false});
+}
+
 TEST_CASE("scheduler IE: a faulty driver or peer gets a clear error", "[scheduler]") {
   InputEngine ie(config(4, 1.0), 0);
   CHECK_THROWS_AS(ie.on_sent(1, Time{0}), netio::Error);  // the next one is 0

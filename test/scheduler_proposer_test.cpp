@@ -159,8 +159,23 @@ TEST_CASE("scheduler proposer: the tracking rule steps down after an interval th
   SECTION("w's acknowledgement latency counts as kept up") {
     auto w = window(1, {1000ns, 1000ns, 1050ns}, {1000ns, 1000ns, 1000ns});
     CHECK(proposer.propose(5, w).duration == 950ns);  // not kept up: 0.95 * median(1000, 1000, 1050)
-    w.back().ack_latency = 40ns;  // 1050 <= 1000 + 40 + 10
+    for (auto& i : w) i.ack_latency = 40ns;  // 1050 <= 1000 + 40 + 10, and not rising
     CHECK(proposer.propose(5, w).duration == 903ns);
+  }
+  SECTION("rising acknowledgement latency is a queue, not room: the proposal holds (extension 6)") {
+    // w took 1050 for its 1000: within its acknowledgement latency of 40, so it "kept up";
+    // but that latency rose from 20 in the interval before (by more than ssu_pct): hold 1000
+    auto w = window(1, {1000ns, 1000ns, 1050ns}, {1000ns, 1000ns, 1000ns});
+    w[0].ack_latency = 20ns;
+    w[1].ack_latency = 20ns;
+    w[2].ack_latency = 40ns;
+    CHECK(proposer.propose(5, w).duration == 1000ns);
+    w[1].ack_latency = 39ns;  // 40 <= 39 x 1.05: not rising, two steps down
+    CHECK(proposer.propose(5, w).duration == 903ns);
+    auto before = c;
+    before.hold_on_rising_latency = false;  // the rule without extension 6
+    w[1].ack_latency = 20ns;
+    CHECK(Proposer(before).propose(5, w).duration == 903ns);
   }
   SECTION("w did not keep up: 0.95 x the median of the last 3") {
     auto w = window(1, {1200ns, 1300ns, 1250ns}, {900ns, 900ns, 900ns});

@@ -31,7 +31,8 @@ constexpr IntervalIndex kSlowUntil = 40;  // exclusive
 // durp of every interval from 0 to `count`, as the DDE proposed them (none: best-effort).
 std::map<IntervalIndex, std::optional<Duration>> run(std::uint32_t history, double speed_up_percent,
                                                      IntervalIndex count,
-                                                     DurationRule rule = DurationRule::paper) {
+                                                     DurationRule rule = DurationRule::paper,
+                                                     bool faster_recovery = true) {
   SchedulerConfig c;
   c.input_count = 1;
   c.compute_count = 1;
@@ -39,6 +40,8 @@ std::map<IntervalIndex, std::optional<Duration>> run(std::uint32_t history, doub
   c.history_length = history;
   c.speed_up_percent = speed_up_percent;
   c.duration_rule = rule;
+  c.fallback = false;  // the duration rules alone: this model's IE paces whatever the flag says
+  c.faster_recovery = faster_recovery;
   DeterministicEngine dde(c);
   std::map<IntervalIndex, std::optional<Duration>> proposed;
   std::map<IntervalIndex, Duration> proposals;
@@ -92,14 +95,20 @@ TEST_CASE("scheduler recovery: after a slow-down the proposals come down by the 
 
 // Our extension (DurationRule::tracking), the same link and slow-down, worked out with the
 // rule of proposer.hpp (ssu_pct 5: a kept-up interval w lets k = w + 2 be 0.95² = 0.9025 of
-// durp_w; one that did not keep up sets 0.95 × the median of the last 3 durations; "kept up"
-// is durm ≤ durp × 1.01, the acknowledgement latency being 0 here):
+// durp_w, 0.95⁴ when w-1 kept up too and w's measured duration fell with its proposal by at
+// least 2.5 % (extension 8); one that did not keep up sets 0.95 × the median of the last 3
+// durations; "kept up" is durm ≤ durp × 1.01, the acknowledgement latency being 0 here):
 //   - before: paced at 285, the intervals take 300, not kept up: 0.95 × 300 = 285;
 //   - slow-down (30–39): 33 on, the median of 3 is 400: 380, and 380 does not keep up with 400;
 //   - after it (40 on), paced at 380 the intervals take 380: kept up. 42 and 43: 380 × 0.9025
-//     = 342.95; 44, 45: 309.51; 46, 47: 279.33 (within 5 % of the 285 before, 6 intervals
-//     after the end); 46 takes 300, not kept up: 48 is 0.95 × median(309.51, 309.51, 300)
-//     = 294.04, 49 is 0.95 × median(309.51, 300, 300) = 285, and 285 from then on.
+//     = 342.95 (41's proposal was no shorter than 40's: one step each);
+//   - 44 from 42: 342.95 kept up and fell from 41's 380 with its proposal: 342.95 × 0.95⁴
+//     = 279.33 (within 5 % of the 285 before, 4 intervals after the end); 45 from 43 (its
+//     proposal no shorter than 42's): 309.51;
+//   - 44 takes 300, not kept up: 46 is 0.95 × median(342.95, 342.95, 300) = 325.80; 47 from 45
+//     (kept up, 44 did not): 279.33; 48 from 46 (kept up, its proposal longer than 45's):
+//     325.80 × 0.9025 = 294.04; 47 took 300: 49 is 0.95 × median(309.51, 325.80, 300) = 294.04;
+//     48 and 49 took 300 against 294.04: not kept up (296.98), 0.95 × 300 = 285 from 50 on.
 TEST_CASE("scheduler recovery: the tracking rule is back within 10 intervals and never undershoots", "[scheduler]") {
   const auto p = run(10, 5, 80, DurationRule::tracking);
   const auto near = [](std::optional<Duration> d, Duration expected) {
@@ -112,10 +121,13 @@ TEST_CASE("scheduler recovery: the tracking rule is back within 10 intervals and
   CHECK(near(p.at(41), 380ms));
   CHECK(near(p.at(42), 342'950us));
   CHECK(near(p.at(43), 342'950us));
-  CHECK(near(p.at(44), 309'512us));
-  CHECK(near(p.at(46), 279'335us));
-  CHECK(near(p.at(48), 294'037us));
-  for (IntervalIndex j = 49; j < 80; ++j) {
+  CHECK(near(p.at(44), 279'334us));
+  CHECK(near(p.at(45), 309'512us));
+  CHECK(near(p.at(46), 325'802us));
+  CHECK(near(p.at(47), 279'334us));
+  CHECK(near(p.at(48), 294'036us));
+  CHECK(near(p.at(49), 294'036us));
+  for (IntervalIndex j = 50; j < 80; ++j) {
     INFO("interval " << j);
     CHECK(near(p.at(j), before));  // settled: no creep, no oscillation
   }
@@ -128,6 +140,26 @@ TEST_CASE("scheduler recovery: the tracking rule is back within 10 intervals and
     CHECK(d >= before * 95 / 100);
     if (back == 0 && d <= before * 105 / 100) back = j;
   }
-  CHECK(back == 46);
+  CHECK(back == 44);
   CHECK(back - kSlowUntil <= 10);
+}
+
+// Without extension 8 (single steps after every kept-up interval): 42, 43: 342.95; 44, 45:
+// 309.51; 46, 47: 279.33 (within 5 %, 6 intervals after the end); 46 takes 300, not kept up:
+// 48 is 0.95 × median(309.51, 309.51, 300) = 294.04, 49 is 0.95 × median(309.51, 300, 300) = 285.
+TEST_CASE("scheduler recovery: the tracking rule without the faster recovery steps once per interval", "[scheduler]") {
+  const auto p = run(10, 5, 80, DurationRule::tracking, false);
+  const auto near = [](std::optional<Duration> d, Duration expected) {
+    return d && std::chrono::abs(*d - expected) < 1us;
+  };
+  CHECK(near(p.at(42), 342'950us));
+  CHECK(near(p.at(43), 342'950us));
+  CHECK(near(p.at(44), 309'512us));
+  CHECK(near(p.at(45), 309'512us));
+  CHECK(near(p.at(46), 279'335us));
+  CHECK(near(p.at(48), 294'037us));
+  for (IntervalIndex j = 49; j < 80; ++j) {
+    INFO("interval " << j);
+    CHECK(near(p.at(j), 285ms));
+  }
 }

@@ -96,6 +96,9 @@ void add_options(CLI::App& app, Options& o) {
                     {{"filtered", ns::ClockRule::filtered}, {"paper", ns::ClockRule::paper}},
                     "How the DDE estimates each input's clock offset: filtered (ours: the least-queued of the last 8 "
                     "reports) or paper (every report's own, less half the input's acknowledgement time)");
+  add_choice_option(app, "--fallback", b.fallback, {{"on", true}, {"off", false}},
+                    "DFS's safety net: on (ours: the DDE runs intervals best-effort for a while when paced ones take "
+                    "longer than best-effort ones, and counts it) or off (the paper's DDE)");
   app.add_option("--speed-up-threshold", b.speed_up_threshold, "ssu_TH, in %²")->capture_default_str();
   app.add_option("--speed-up-percent", b.speed_up_percent, "ssu_pct: the staged speed-up's step, in %")
       ->capture_default_str();

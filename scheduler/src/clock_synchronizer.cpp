@@ -97,7 +97,6 @@ bool ClockSynchronizer::on_report(InputIndex i, IntervalIndex interval, Time int
   if (rule_ == ClockRule::filtered) {
     filter(in, interval_end, received_at - interval_end);
     in.last_interval = interval;
-    in.last_end = interval_end;
     update_common_drift();
     return true;
   }
@@ -116,23 +115,40 @@ bool ClockSynchronizer::on_report(InputIndex i, IntervalIndex interval, Time int
   return true;
 }
 
-void ClockSynchronizer::filter(Input& in, Time interval_end, Duration sample) const {
+bool ClockSynchronizer::on_sample(InputIndex i, Time sent_at, Time received_at) {
+  input(i);  // range check
+  if (rule_ != ClockRule::filtered) return false;
+  Input& in = inputs_[i];
+  // Older than every kept sample (it queued for longer than filter_length reports): no news.
+  if (in.samples.size() >= 4 * std::size_t{filter_length_} && sent_at < in.samples.front().end) return false;
+  filter(in, sent_at, received_at - sent_at);
+  update_common_drift();
+  return true;
+}
+
+void ClockSynchronizer::filter(Input& in, Time at, Duration sample) const {
   auto& kept = in.samples;
-  kept.push_back({interval_end, sample});
+  // In the IE's time order: an interval's start sample is older than the report of the
+  // interval before it, which its last acknowledgement held back.
+  auto place = kept.end();
+  while (place != kept.begin() && std::prev(place)->end > at) --place;
+  kept.insert(place, Sample{at, sample});
   if (kept.size() > 4 * std::size_t{filter_length_}) kept.pop_front();
+  const Time newest = kept.back().end;
   in.slope.reset();
-  if (kept.size() >= kSlopeSamples && interval_end > kept.front().end) {
+  if (kept.size() >= kSlopeSamples && newest > kept.front().end) {
     in.slope = std::clamp(lower_envelope_slope(kept, max_drift_), -max_drift_, max_drift_);
   }
   if (kept.size() >= 2 * std::size_t{filter_length_} && in.slope) in.drift = *in.slope;
-  // The newest filter_length samples, each moved to this report's time by the drift (the
+  // The newest filter_length samples, each moved to the newest one's time by the drift (the
   // common one until this IE's own is known); the least.
   const double drift = in.drift ? *in.drift : common_drift_;
-  Duration offset = sample;
+  Duration offset = kept.back().offset;
   for (auto it = kept.end() - std::min<std::ptrdiff_t>(filter_length_, std::ssize(kept)); it != kept.end(); ++it) {
-    offset = std::min(offset, it->offset + scaled(drift, interval_end - it->end));
+    offset = std::min(offset, it->offset + scaled(drift, newest - it->end));
   }
   in.offset = offset;
+  in.last_end = newest;
 }
 
 void ClockSynchronizer::update_common_drift() {

@@ -54,6 +54,11 @@ void validate(const SchedulerConfig& c) {
   }
   if (c.clock_filter_length == 0) reject("clock_filter_length must be at least 1, not 0");
   if (c.recent_length == 0) reject("recent_length must be at least 1, not 0");
+  if (!(c.fallback_margin >= 0 && c.fallback_margin <= 1)) {
+    reject("fallback_margin must be in [0, 1], not " + number(c.fallback_margin));
+  }
+  if (c.fallback_window == 0) reject("fallback_window must be at least 1, not 0");
+  if (c.fallback_hold == 0) reject("fallback_hold must be at least 1, not 0");
   if (c.proposal_distance < 2) {
     reject("proposal_distance (k - j) must be at least 2, not " + std::to_string(c.proposal_distance));
   }

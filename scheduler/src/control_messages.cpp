@@ -12,6 +12,8 @@ namespace {
 constexpr std::uint8_t kVersion = 1;
 constexpr std::uint8_t kHasProposedDuration = 0x01;  // metadata report flag
 constexpr std::uint8_t kHasRoundTrip = 0x01;         // clock probe flag
+constexpr std::uint8_t kIsSample = 0x02;             // clock probe flag: an interval-start sample
+constexpr std::uint8_t kBestEffort = 0x01;           // proposal flag: the fallback (extension 7)
 constexpr std::size_t kHeaderSize = 4;
 
 [[noreturn]] void reject(const char* message, const std::string& what) {
@@ -110,7 +112,7 @@ std::array<std::byte, kProposalRequestSize> encode(const ProposalRequest& m) {
 }
 
 std::array<std::byte, kProposalSize> encode(const Proposal& m) {
-  Writer<kProposalSize> w(MessageType::proposal, 0);
+  Writer<kProposalSize> w(MessageType::proposal, m.best_effort ? kBestEffort : 0);
   w.u64(m.interval);
   w.i64(m.start.count());
   w.i64(m.duration.count());
@@ -119,7 +121,8 @@ std::array<std::byte, kProposalSize> encode(const Proposal& m) {
 
 // Clock probe: u32 input, u32 sequence, i64 sent_at, i64 previous round trip (flag bit 0).
 std::array<std::byte, kClockProbeSize> encode(const ClockProbe& m) {
-  Writer<kClockProbeSize> w(MessageType::clock_probe, m.previous_round_trip ? kHasRoundTrip : 0);
+  Writer<kClockProbeSize> w(MessageType::clock_probe, static_cast<std::uint8_t>((m.previous_round_trip ? kHasRoundTrip : 0) |
+                                                                              (m.sample ? kIsSample : 0)));
   w.u32(m.input);
   w.u32(m.sequence);
   w.i64(m.sent_at.count());
@@ -176,8 +179,9 @@ ProposalRequest decode_proposal_request(std::span<const std::byte> bytes) {
 Proposal decode_proposal(std::span<const std::byte> bytes) {
   const char* name = "DFS proposal";
   Reader r(name, bytes, MessageType::proposal, kProposalSize);
-  if (r.flags() != 0) reject(name, "unknown flags " + std::to_string(r.flags()));
+  if ((r.flags() & ~kBestEffort) != 0) reject(name, "unknown flags " + std::to_string(r.flags()));
   Proposal m;
+  m.best_effort = (r.flags() & kBestEffort) != 0;
   m.interval = r.u64();
   m.start = Time{r.i64()};
   m.duration = r.duration("duration");
@@ -188,8 +192,10 @@ Proposal decode_proposal(std::span<const std::byte> bytes) {
 ClockProbe decode_clock_probe(std::span<const std::byte> bytes) {
   const char* name = "DFS clock probe";
   Reader r(name, bytes, MessageType::clock_probe, kClockProbeSize);
-  if ((r.flags() & ~kHasRoundTrip) != 0) reject(name, "unknown flags " + std::to_string(r.flags()));
+  if ((r.flags() & ~(kHasRoundTrip | kIsSample)) != 0) reject(name, "unknown flags " + std::to_string(r.flags()));
+  if ((r.flags() & kHasRoundTrip) && (r.flags() & kIsSample)) reject(name, "a sample with a round trip");
   ClockProbe m;
+  m.sample = (r.flags() & kIsSample) != 0;
   m.input = r.u32();
   m.sequence = r.u32();
   m.sent_at = Time{r.i64()};

@@ -15,6 +15,7 @@ DeterministicEngine::DeterministicEngine(const SchedulerConfig& config)
       // enough for the window of a request that waited while a few more intervals completed
       history_(config.input_count, 2 * config.history_length + config.proposal_distance),
       proposer_(config),
+      guard_(config),
       waiting_(config.input_count),
       last_probe_(config.input_count) {}
 
@@ -67,6 +68,7 @@ std::vector<AddressedProposal> DeterministicEngine::on_request(const ProposalReq
 
 ClockEcho DeterministicEngine::on_clock_probe(const ClockProbe& probe, Time received_at) {
   check_input(probe.input);
+  if (probe.sample) throw Error(Errc::invalid_option, "DDE: an interval's clock sample where a start-handshake probe belongs");
   const auto& previous = last_probe_[probe.input];
   if (probe.previous_round_trip && previous && previous->sequence + 1 == probe.sequence) {
     // The previous probe arrived half a round trip after it left (symmetric paths).
@@ -75,6 +77,12 @@ ClockEcho DeterministicEngine::on_clock_probe(const ClockProbe& probe, Time rece
   }
   last_probe_[probe.input] = ProbeSeen{probe.sequence, probe.sent_at, received_at};
   return ClockEcho{probe.sequence, probe.sent_at, received_at};
+}
+
+void DeterministicEngine::on_clock_sample(const ClockProbe& sample, Time received_at) {
+  check_input(sample.input);
+  if (!sample.sample) throw Error(Errc::invalid_option, "DDE: a start-handshake probe where an interval's clock sample belongs");
+  (void)clocks_.on_sample(sample.input, sample.sent_at, received_at);
 }
 
 std::optional<ProposedInterval> DeterministicEngine::proposal(IntervalIndex k) const {
@@ -93,10 +101,11 @@ std::optional<ProposedInterval> DeterministicEngine::proposal(IntervalIndex k) c
   return p;
 }
 
-std::optional<AddressedProposal> DeterministicEngine::answer(InputIndex i, IntervalIndex k) const {
+std::optional<AddressedProposal> DeterministicEngine::answer(InputIndex i, IntervalIndex k) {
   const auto p = proposal(k);
   if (!p || !clocks_.knows(i)) return std::nullopt;
-  return AddressedProposal{i, Proposal{k, clocks_.to_remote(i, p->start), p->duration}};
+  const bool best_effort = guard_.best_effort(k, history_);  // decided once per k, in the order asked
+  return AddressedProposal{i, Proposal{k, clocks_.to_remote(i, p->start), p->duration, best_effort}};
 }
 
 }  // namespace netio::scheduler

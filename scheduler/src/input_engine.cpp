@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 namespace netio::scheduler {
 namespace {
@@ -33,12 +34,13 @@ InputEngine::InputEngine(const SchedulerConfig& config, InputIndex self)
 std::optional<IntervalPlan> InputEngine::plan(IntervalIndex interval) const {
   if (const auto it = in_flight_.find(interval); it != in_flight_.end() && it->second.sent > 0) return it->second.plan;
   if (const auto it = proposals_.find(interval); it != proposals_.end()) {
-    return IntervalPlan{interval, it->second.start, it->second.duration, true};
+    return IntervalPlan{interval, it->second.start, it->second.duration, true, it->second.best_effort};
   }
   if (last_plan_ && last_plan_->interval < interval) {
     const auto intervals = static_cast<Duration::rep>(interval - last_plan_->interval);
     const Duration spacing = spacing_.value_or(last_plan_->duration);
-    return IntervalPlan{interval, last_plan_->start + intervals * spacing, last_plan_->duration, false};
+    return IntervalPlan{interval, last_plan_->start + intervals * spacing, last_plan_->duration, false,
+                        last_plan_->best_effort};
   }
   return std::nullopt;
 }
@@ -69,7 +71,7 @@ SendDecision InputEngine::next_send(Time now) const {
 
   if (place == 0) {  // the interval has not started: it starts at tp_j, or at once
     const auto p = plan(current_);
-    if (!p || now >= p->end()) {
+    if (!p || p->best_effort || now >= p->end()) {
       d.best_effort = true;
       d.due = now;
       return d;
@@ -77,7 +79,7 @@ SendDecision InputEngine::next_send(Time now) const {
     d.due = p->start;
   } else {
     const InFlight& interval = it->second;
-    if (!interval.plan || now >= interval.plan->end()) {
+    if (!interval.plan || interval.plan->best_effort || now >= interval.plan->end()) {
       d.best_effort = true;
       d.due = now;
       return d;
@@ -100,7 +102,13 @@ void InputEngine::on_sent(TimesliceIndex timeslice, Time now) {
   }
   InFlight& interval = in_flight_[current_];
   if (interval.sent == 0) {  // the interval starts: tm_j, and its plan is fixed now
+    if (current_ > 0) {
+      if (const auto before = in_flight_.find(current_ - 1); before != in_flight_.end()) before->second.next_start = now;
+    }
     interval.start = now;
+    if (config_.clock_start_samples) {
+      clock_sample_ = ClockProbe{self_, static_cast<std::uint32_t>(current_), now, std::nullopt, true};
+    }
     interval.plan = plan(current_);
     if (interval.plan) last_plan_ = interval.plan;
     interval.sent_at.assign(layout_.timeslices_per_interval(), Time{0});
@@ -116,7 +124,9 @@ void InputEngine::advance_if_released() {
   const auto it = in_flight_.find(current_);
   if (it == in_flight_.end()) return;
   const InFlight& interval = it->second;
-  if (interval.sent == layout_.timeslices_per_interval() && interval.acknowledged >= threshold_) ++current_;
+  if (interval.sent != layout_.timeslices_per_interval()) return;
+  const bool fallback = interval.plan && interval.plan->best_effort;  // no θ gate: as best-effort sends
+  if (fallback || interval.acknowledged >= threshold_) ++current_;
 }
 
 std::optional<IntervalCompletion> InputEngine::on_acknowledged(TimesliceIndex timeslice, Time now) {
@@ -142,28 +152,48 @@ std::optional<IntervalCompletion> InputEngine::on_acknowledged(TimesliceIndex ti
   done.report.input = self_;
   done.report.interval = j;
   done.report.start = interval.start;
-  done.report.duration = now - interval.start;
+  const bool fallback = interval.plan && interval.plan->best_effort;
+  // A fallback interval overlaps the next one: what it took is until the next one started.
+  done.report.duration = (fallback && interval.next_start ? *interval.next_start : now) - interval.start;
   done.report.median_ack_latency = median(std::move(interval.latencies));
-  if (interval.plan) done.report.proposed_duration = interval.plan->duration;
+  if (interval.plan && !fallback) done.report.proposed_duration = interval.plan->duration;
   done.request = ProposalRequest{self_, j + config_.proposal_distance};
   in_flight_.erase(it);
   return done;
 }
 
+std::optional<ClockProbe> InputEngine::take_clock_sample() { return std::exchange(clock_sample_, std::nullopt); }
+
 bool InputEngine::on_proposal(const Proposal& proposal) {
   if (proposal.duration <= Duration::zero()) return false;
   const auto it = in_flight_.find(current_);
   const bool current_started = it != in_flight_.end() && it->second.sent > 0;
-  if (proposal.interval < current_ || (proposal.interval == current_ && current_started)) return false;
   if (proposal.interval > current_ + config_.proposal_distance) return false;
+  if (proposal.interval < current_ || (proposal.interval == current_ && current_started)) {
+    // Too late for its own interval, but still the DDE's newest word on the schedule: the
+    // intervals that follow are extrapolated from it (plan()). Without this an IE whose
+    // proposals all arrive late (reports and proposals queued behind data at a FIFO port)
+    // never paces, and its unpaced intervals keep the ports' queues long: it never catches up.
+    const bool newer = !last_plan_ || proposal.interval > last_plan_->interval ||
+                       (proposal.interval == last_plan_->interval && !last_plan_->from_proposal);
+    if (newer) {
+      note_spacing(proposal);
+      last_plan_ = IntervalPlan{proposal.interval, proposal.start, proposal.duration, true, proposal.best_effort};
+    }
+    return false;
+  }
   if (!proposals_.emplace(proposal.interval, proposal).second) return false;
+  note_spacing(proposal);
+  return true;
+}
+
+void InputEngine::note_spacing(const Proposal& proposal) {
   if (newest_taken_ && newest_taken_->interval != proposal.interval) {
     const auto apart = static_cast<Duration::rep>(proposal.interval) - static_cast<Duration::rep>(newest_taken_->interval);
     const Duration spacing = (proposal.start - newest_taken_->start) / apart;
     if (spacing > Duration::zero()) spacing_ = spacing;
   }
   if (!newest_taken_ || proposal.interval > newest_taken_->interval) newest_taken_ = proposal;
-  return true;
 }
 
 }  // namespace netio::scheduler

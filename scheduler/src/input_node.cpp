@@ -175,6 +175,10 @@ std::optional<IntervalCompletion> InputNode::on_acknowledged(TimesliceIndex time
   return engine_->on_acknowledged(timeslice, now);
 }
 
+std::optional<ClockProbe> InputNode::take_clock_sample() {
+  return engine_ ? engine_->take_clock_sample() : std::nullopt;
+}
+
 bool InputNode::on_proposal(const Proposal& proposal) { return engine_ ? engine_->on_proposal(proposal) : false; }
 
 std::vector<IntervalCompletion> InputNode::on_compute_lost(ComputeIndex c, Time now) {

@@ -63,7 +63,7 @@ ProposedInterval Proposer::propose(IntervalIndex k, std::span<const UnifiedInter
   const auto median_ns = static_cast<double>(p.median_duration.count());
   if (tracking) {
     const double step = (100.0 - config_.speed_up_percent) / 100.0;  // one ssu_pct shorter
-    p.duration = at_least_1ns(tracked_duration(k, last, median_ns, step));
+    p.duration = at_least_1ns(tracked_duration(k, window, median_ns, step));
     return p;
   }
   p.duration = std::max(p.median_duration, Duration{1});  // a proposal lasts at least 1 ns
@@ -74,20 +74,56 @@ ProposedInterval Proposer::propose(IntervalIndex k, std::span<const UnifiedInter
   return p;
 }
 
-double Proposer::tracked_duration(IntervalIndex k, const UnifiedInterval& last, double median_ns, double step) const {
-  if (last.proposed_duration) {
+double Proposer::tracked_duration(IntervalIndex k, std::span<const UnifiedInterval> window, double median_ns,
+                                  double step) const {
+  const UnifiedInterval& last = window.back();
+  if (kept_up(last)) {
     const auto paced = static_cast<double>(last.proposed_duration->count());
-    // Kept up: it took what it was paced at, plus the last contribution's way there and back,
-    // within ssu_pct/5 of its length (1 % at the default). Then the network had room: shorten
-    // by ssu_pct for each interval since w (up to proposal_distance of them), so that the
-    // proposals come down as fast as they would stepping interval by interval.
-    const double tail = static_cast<double>(last.ack_latency.count()) + paced * config_.speed_up_percent / 500.0;
-    if (static_cast<double>(last.duration.count()) <= paced + tail) {
-      const auto steps = std::min<IntervalIndex>(k - last.interval, config_.proposal_distance);
-      return paced * std::pow(step, static_cast<double>(steps));
+    // The network had room: shorten by ssu_pct for each interval since w (up to
+    // proposal_distance of them), so that the proposals come down as fast as they would
+    // stepping interval by interval ...
+    // ... unless the acknowledgements took longer than in the interval before: then the
+    // slack kept_up() allows is a queue that this pace is building, not room (extension 6). Hold.
+    if (rising_latency(window)) return paced;
+    auto steps = static_cast<double>(std::min<IntervalIndex>(k - last.interval, config_.proposal_distance));
+    // ... and twice as fast for each interval before w that kept up while its measured
+    // duration came down with its proposal: the network follows, so it has more room than
+    // one step (a slow-down over). At the network's capacity the measured durations stop
+    // falling, and the steps are single again (extension 8).
+    if (config_.faster_recovery) {
+      for (std::size_t n = window.size() - 1; n > 0 && followed(window[n - 1], window[n]); --n) steps *= 2;
     }
+    return paced * std::pow(step, steps);
   }
   return median_ns * step;  // w ran best-effort, or longer than paced: ssu_pct under med_recent
+}
+
+bool Proposer::kept_up(const UnifiedInterval& i) const {
+  if (!i.proposed_duration) return false;
+  // Kept up: it took what it was paced at, plus the last contribution's way there and back,
+  // within ssu_pct/5 of its length (1 % at the default).
+  const auto paced = static_cast<double>(i.proposed_duration->count());
+  const double tail = static_cast<double>(i.ack_latency.count()) + paced * config_.speed_up_percent / 500.0;
+  return static_cast<double>(i.duration.count()) <= paced + tail;
+}
+
+bool Proposer::followed(const UnifiedInterval& before, const UnifiedInterval& after) const {
+  // Both kept up, and the measured duration fell by at least half a step of ssu_pct.
+  return kept_up(before) && kept_up(after) && after.proposed_duration < before.proposed_duration &&
+         static_cast<double>(after.duration.count()) <=
+             static_cast<double>(before.duration.count()) * (1.0 - config_.speed_up_percent / 200.0);
+}
+
+bool Proposer::rising_latency(std::span<const UnifiedInterval> window) const {
+  if (config_.duration_rule != DurationRule::tracking || !config_.hold_on_rising_latency || window.size() < 2) return false;
+  const UnifiedInterval& last = window.back();
+  if (!last.proposed_duration) return false;
+  const auto now = static_cast<double>(last.ack_latency.count());
+  const auto before = static_cast<double>(window[window.size() - 2].ack_latency.count());
+  // Rising: by more than ssu_pct of itself, and by more than the share of the interval that
+  // kept_up() allows (ssu_pct/5 %): a jitter of microseconds in long intervals is no queue.
+  const double paced = static_cast<double>(last.proposed_duration->count());
+  return now - before > std::max(before * config_.speed_up_percent / 100.0, paced * config_.speed_up_percent / 500.0);
 }
 
 }  // namespace netio::scheduler

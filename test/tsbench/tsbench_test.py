@@ -43,8 +43,18 @@ def fail(message, *outputs):
     sys.exit(1)
 
 
-def check_summary(name, summary, timeslices=None, incomplete=0):
+def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None):
+    """fallback: True when the DDE's safety-net counts must be there (DFS, local and simulated runs),
+    None when they may be (a role run's compute node 0 has them, the others not)."""
     keys = {"timeslices", "incomplete", "spread_us", "gbps", "buffer_fill_pct"}
+    if "fallback" in summary and fallback is not False:
+        keys.add("fallback")
+        if set(summary["fallback"]) != {"engaged", "best_effort_intervals"}:
+            fail(f"{name}: fallback keys {sorted(summary['fallback'])}")
+        if not all(isinstance(v, int) and v >= 0 for v in summary["fallback"].values()):
+            fail(f"{name}: fallback counts {summary['fallback']}")
+    elif fallback:
+        fail(f"{name}: no fallback counts, keys {sorted(summary)}")
     if set(summary) != keys:
         fail(f"{name}: keys {sorted(summary)}, expected {sorted(keys)}")
     if set(summary["spread_us"]) != {"median", "p90", "max"}:
@@ -80,7 +90,7 @@ def run_local(tsbench, transport):
         if set(doc) != {"best_effort", "dfs", "ratios"}:
             fail(f"top-level keys {sorted(doc)}", p.stdout)
         for name in ("best_effort", "dfs"):
-            check_summary(name, doc[name], timeslices=count)
+            check_summary(name, doc[name], timeslices=count, fallback=name == "dfs" or False)
         if set(doc["ratios"]) != {"spread_median", "gbps"} or not all(v > 0 for v in doc["ratios"].values()):
             fail(f"ratios {doc['ratios']}", p.stdout)
         # the CSV files: one row per time-slice, DFS intervals with proposals once the DDE has history
@@ -279,7 +289,7 @@ def run_simulate(tsbench):
         if set(doc) != {"best_effort", "dfs", "ratios"}:
             fail(f"top-level keys {sorted(doc)}", outputs[0])
         for name in ("best_effort", "dfs"):
-            check_summary(name, doc[name], timeslices=count)
+            check_summary(name, doc[name], timeslices=count, fallback=name == "dfs" or False)
             for f in ("timeslices.csv", "intervals.csv", "buffer_fill.csv", "bandwidth.csv"):
                 if not os.path.isfile(os.path.join(csv, name, f)):
                     fail(f"no {name}/{f}")

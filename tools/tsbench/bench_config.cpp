@@ -30,6 +30,7 @@ scheduler::SchedulerConfig BenchConfig::scheduler_config() const {
   config.speed_up_percent = speed_up_percent;
   config.duration_rule = duration_rule;
   config.clock_rule = clock_rule;
+  config.fallback = fallback;
   return config;
 }
 

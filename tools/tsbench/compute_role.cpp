@@ -70,6 +70,12 @@ void ComputeRole::sample_fill() {
 RunRecords ComputeRole::take_records() {
   context_.loop().run_sync([this] { context_.loop().cancel_timer(sampler_); });
   const auto peak = receiver_->stats().peak_held_bytes;
+  if (const auto dde = receiver_->dde_stats()) {
+    scheduler::FallbackStats fallback;
+    fallback.engaged = dde->fallbacks;
+    fallback.best_effort_intervals = dde->best_effort_intervals;
+    records_.fallback = fallback;
+  }
   receiver_.reset();  // no handler runs after this
   records_.peak_fill_percent = 100.0 * static_cast<double>(peak) / static_cast<double>(records_.buffer_bytes);
   return std::move(records_);

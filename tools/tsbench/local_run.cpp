@@ -127,6 +127,7 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
     all.fill.insert(all.fill.end(), r.fill.begin(), r.fill.end());
     all.peak_fill_percent = std::max(all.peak_fill_percent, r.peak_fill_percent);
     all.corrupt += r.corrupt;
+    if (r.fallback) all.fallback = r.fallback;  // the DDE's, on compute node 0
     all.buffer_bytes = r.buffer_bytes;
     all.timeslices_per_interval = r.timeslices_per_interval;
     all.warmup_intervals = r.warmup_intervals;

@@ -17,6 +17,7 @@ double micros(ns::Duration d) { return static_cast<double>(d.count()) / 1e3; }
 
 RunSummary summarize(const RunRecords& records, ClockBasis basis) {
   RunSummary s;
+  s.fallback = records.fallback;
   struct Span {
     ns::Time begin = ns::Time::max();
     ns::Time end = ns::Time::min();

@@ -9,6 +9,8 @@
 
 #include "netio/scheduler/time.hpp"
 
+#include "netio/scheduler/fallback_guard.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -55,6 +57,8 @@ struct RunRecords {
   std::uint64_t corrupt = 0;          // contributions whose stamp did not match
   std::uint64_t timeslices_per_interval = 1;
   std::uint32_t warmup_intervals = 0;  // left out of the statistics
+  // DFS: the DDE's safety net (its replica on compute node 0), when known.
+  std::optional<ns::FallbackStats> fallback;
 };
 
 // The summary's keys per scheduler (netio_tsbench --json).
@@ -65,6 +69,7 @@ struct RunSummary {
   double gbps = 0;  // contribution bytes after the warm-up / the time they took to arrive
   double fill_median_pct = 0, fill_max_pct = 0;
   std::uint64_t measured = 0;  // time-slices the statistics cover
+  std::optional<ns::FallbackStats> fallback;  // DFS: how often the DDE fell back to best-effort
 };
 
 // Which times may be compared: `shared`, every node's records are on one clock (a local or

@@ -69,6 +69,12 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
                cell(measured(s, s.spread_max_us), 12, 1), cell(measured(s, s.gbps), 8, 3), s.fill_median_pct,
                s.fill_max_pct);
   }
+  for (const auto& [name, s] : runs) {
+    if (s.fallback && s.fallback->engaged > 0) {
+      fmt::print(out, "{}: pacing lost to best-effort {} time(s); the DDE ran {} interval(s) best-effort\n", name,
+                 s.fallback->engaged, s.fallback->best_effort_intervals);
+    }
+  }
   if (const auto r = ratios(runs)) {
     if (std::isnan(r->spread_median)) {
       fmt::print(out, "DFS against best-effort: nothing measured (every time-slice within the warm-up)\n");
@@ -94,6 +100,11 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
     json.key("buffer_fill_pct").begin_object();
     json.field("median", s.fill_median_pct).field("max", s.fill_max_pct);
     json.end_object();
+    if (s.fallback) {
+      json.key("fallback").begin_object();
+      json.field("engaged", s.fallback->engaged).field("best_effort_intervals", s.fallback->best_effort_intervals);
+      json.end_object();
+    }
     json.end_object();
   }
   if (const auto r = ratios(runs)) {

@@ -42,7 +42,13 @@ struct DdeService::State {
           break;
         }
         case ns::MessageType::clock_probe: {
-          const auto echo = engine.on_clock_probe(ns::decode_clock_probe(bytes), now);
+          const auto probe = ns::decode_clock_probe(bytes);
+          if (probe.sample) {  // an interval's start (extension 9): nothing to answer
+            engine.on_clock_sample(probe, now);
+            count(&DdeServiceStats::clock_samples);
+            return;
+          }
+          const auto echo = engine.on_clock_probe(probe, now);
           count(&DdeServiceStats::clock_probes);
           try {
             (void)peer.try_reply(ns::encode(echo));  // a probe whose echo does not fit is simply not answered
@@ -63,6 +69,10 @@ struct DdeService::State {
       return;
     }
     for (const auto& [input, proposal] : proposals) send(input, proposal);
+    const auto& fallback = engine.fallback().stats();
+    std::lock_guard lock(stats_mutex);
+    stats.fallbacks = fallback.engaged;
+    stats.best_effort_intervals = fallback.best_effort_intervals;
   }
 
   void check_input(ns::InputIndex i) const {

@@ -474,6 +474,10 @@ std::optional<Endpoint> TimesliceReceiver::dde_endpoint() const {
   if (!state_->dde) return std::nullopt;
   return state_->dde->local_endpoint();
 }
+std::optional<DdeServiceStats> TimesliceReceiver::dde_stats() const {
+  if (!state_->dde) return std::nullopt;
+  return state_->dde->stats();
+}
 std::uint32_t TimesliceReceiver::credits_per_input() const noexcept { return state_->credits; }
 std::uint64_t TimesliceReceiver::receive_buffer_bytes() const noexcept { return state_->sizing.buffer_bytes; }
 TimesliceReceiverStats TimesliceReceiver::stats() const {

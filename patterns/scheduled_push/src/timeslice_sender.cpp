@@ -167,6 +167,22 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     }
   }
 
+  // DFS: the clock sample of an interval that has just started (InputEngine::take_clock_sample),
+  // to every DDE connected. Never waits: a sample that does not go now is skipped.
+  void send_clock_sample() {
+    const auto sample = node.take_clock_sample();
+    if (!sample) return;
+    const auto bytes = ns::encode(*sample);
+    for (std::size_t d = 0; d < ddes.size(); ++d) {
+      if (ddes[d].lost || !ddes[d].socket->connected()) continue;
+      try {
+        (void)ddes[d].socket->try_send(bytes);
+      } catch (const Error& e) {
+        lose_dde(d, e.what());
+      }
+    }
+  }
+
   void on_proposal(std::size_t d, std::span<const std::byte> reply) {
     if (stopped || ddes[d].lost) return;
     try {
@@ -191,7 +207,10 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     const auto* engine = node.engine();
     if (engine == nullptr || !options.on_interval) return;
     const auto j = engine->layout().interval_of(t);
-    if (!plans.contains(j)) plans.emplace(j, engine->plan(j));
+    if (plans.contains(j)) return;
+    auto plan = engine->plan(j);
+    if (plan && plan->best_effort) plan.reset();  // the DDE's fallback: sent best-effort
+    plans.emplace(j, plan);
   }
 
   void report(const ns::IntervalCompletion& done) {
@@ -317,12 +336,14 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       }
       if (sent) {
         node.on_sent(next.timeslice, t_now);
+        send_clock_sample();
         note_plan(next.timeslice);
         std::lock_guard lock(stats_mutex);
         ++stats.sent;
         continue;
       }
       if (auto done = node.on_skipped(next.timeslice, t_now)) report(*done);
+      send_clock_sample();
       if (options.on_undeliverable) options.on_undeliverable(next.timeslice, next.compute);
       std::lock_guard lock(stats_mutex);
       ++stats.undeliverable;

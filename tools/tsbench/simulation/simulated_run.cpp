@@ -241,6 +241,7 @@ class Simulator {
   void on_report(const ns::IntervalCompletion& done);
   void send_proposals(const std::vector<ns::AddressedProposal>& proposals);
   void on_replica_report(const ns::IntervalCompletion& done);
+  void send_clock_sample(ns::InputIndex i, const ns::ClockProbe& sample);
   void compare_with_other_replica(ns::InputIndex input, const ns::Proposal& proposal);
   void sample_fill();
   void end_of_duration();
@@ -597,6 +598,7 @@ void Simulator::drive(ns::InputIndex i) {
     if (next.what != What::send) break;   // a credit or an acknowledgement calls again
     if (next.timeslice >= limit_) break;  // not pushed: the run ends below it
     in.node.on_sent(next.timeslice, local);
+    if (const auto sample = in.node.take_clock_sample()) send_clock_sample(i, *sample);
     note_plan(in, next.timeslice);
     if (options_.network == NetworkModel::lossless) {
       network_.post(i, next.compute, bench_.contribution_bytes, next.timeslice, now_);
@@ -625,7 +627,10 @@ void Simulator::note_plan(Input& in, ns::TimesliceIndex t) {
   const auto* engine = in.node.engine();
   if (engine == nullptr) return;
   const auto j = engine->layout().interval_of(t);
-  if (!in.plans.contains(j)) in.plans.emplace(j, engine->plan(j));
+  if (in.plans.contains(j)) return;
+  auto plan = engine->plan(j);
+  if (plan && plan->best_effort) plan.reset();  // the DDE's fallback: no pace to record
+  in.plans.emplace(j, plan);
 }
 
 void Simulator::report(ns::InputIndex i, const ns::IntervalCompletion& done) {
@@ -667,6 +672,18 @@ void Simulator::on_credit(ns::InputIndex i, ns::ComputeIndex c) {
 void Simulator::on_proposal(ns::InputIndex i, const ns::Proposal& proposal) {
   (void)inputs_[i].node.on_proposal(proposal);
   drive(i);
+}
+
+void Simulator::send_clock_sample(ns::InputIndex i, const ns::ClockProbe& sample) {
+  // On the control connections, as the pattern sends it, to both replicas.
+  if (!dde_) return;
+  auto& in = inputs_[i];
+  transmit(*in.control, i, bench_.inputs, kProbeBytes, true, in.sender,
+           [this, sample] { dde_->on_clock_sample(sample, computes_.front().clock.local(now_)); });
+  if (replica_) {
+    transmit(*in.replica_control, i, bench_.inputs + 1, kProbeBytes, true, in.sender,
+             [this, sample] { replica_->on_clock_sample(sample, computes_[1].clock.local(now_)); });
+  }
 }
 
 void Simulator::send_clock_probe(ns::InputIndex i, std::uint32_t sequence, std::optional<Duration> round_trip) {
@@ -855,6 +872,7 @@ SimulationResult Simulator::run() {
   std::stable_sort(records_.intervals.begin(), records_.intervals.end(), [](const auto& a, const auto& b) {
     return a.input != b.input ? a.input < b.input : a.interval < b.interval;
   });
+  if (dde_) records_.fallback = dde_->fallback().stats();
   result.records = std::move(records_);
   result.replica_gaps = std::move(replica_gaps_);
   return result;

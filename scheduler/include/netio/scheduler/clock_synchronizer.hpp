@@ -70,6 +70,11 @@ class ClockSynchronizer {
   /// not newer than the last one of i. Throws netio::Error (Errc::invalid_option) for i out of range.
   bool on_report(InputIndex i, IntervalIndex interval, Time interval_end, Duration latency, Time received_at);
 
+  /// filtered: a clock sample of input i sent at IE time sent_at as an interval started
+  /// (extension 9), arrived at local time received_at: one more sample for the filter and the
+  /// envelope, in the IE's time order with the reports'. paper: ignored. Returns false when
+  /// ignored (the paper's rule, or older than every sample kept).
+  bool on_sample(InputIndex i, Time sent_at, Time received_at);
   /// The start handshake's estimate (control_messages.hpp): local = remote + offset around IE
   /// time `remote_at`. Taken only before i's first report (a report's offset is newer).
   /// Throws (Errc::invalid_option) for i out of range.
@@ -99,7 +104,7 @@ class ClockSynchronizer {
   struct Input {
     std::optional<IntervalIndex> last_interval;
     bool handshake = false;  ///< the offset comes from the start handshake (no report yet)
-    Time last_end{0};  ///< tmend of the last report, IE clock
+    Time last_end{0};  ///< the IE time the offset refers to: the newest sample's (filtered), tmend of the last report (paper)
     Duration offset{0};
     std::deque<double> drifts;  ///< paper: the last history_length drift samples, oldest first
     double paper_drift = 0;     ///< paper: the median of drifts

@@ -68,6 +68,26 @@ struct SchedulerConfig {
   /// tracking: how many of the latest complete intervals the measured duration is the median
   /// of, ≥ 1 (at most history_length of them count).
   std::uint32_t recent_length = 3;
+  /// tracking: no step down after an interval whose median acknowledgement latency rose by
+  /// more than ssu_pct over the interval before (our extension 6): the slack the rule reads
+  /// as room is then a queue the pace is building. false: the rule as before it.
+  bool hold_on_rising_latency = true;
+  /// tracking: after an interval that kept up, the step down doubles for each interval
+  /// before it that kept up while its measured duration fell with its proposal (our
+  /// extension 8): the network follows, so it has more room than one step. false: single steps.
+  bool faster_recovery = true;
+
+  /// The safety net (our extension 7, fallback_guard.hpp): the DDE switches to best-effort
+  /// for a while when paced intervals take longer than best-effort ones. false: the paper.
+  bool fallback = true;
+  /// How much longer (fraction) the paced intervals' median duration may be than the
+  /// best-effort reference before the guard engages, [0, 1].
+  double fallback_margin = 0.02;
+  /// How many intervals each median of the guard is taken over, ≥ 1.
+  std::uint32_t fallback_window = 3;
+  /// Intervals the guard runs best-effort before pacing tries again, ≥ 1; doubles (up to 8×)
+  /// while retries lose at once.
+  std::uint32_t fallback_hold = 8;
 
   /// θ: the fraction of an interval's contributions that must be acknowledged before the
   /// Input Engine starts the next interval, (0, 1].
@@ -93,6 +113,10 @@ struct SchedulerConfig {
   ClockRule clock_rule = ClockRule::filtered;
   /// filtered: how many of an IE's latest reports its offset is the smallest sample of, ≥ 1.
   std::uint32_t clock_filter_length = 8;
+  /// filtered: every IE also sends a clock sample as each interval starts (extension 9,
+  /// InputEngine::take_clock_sample): the DDE's filter then holds samples taken where the
+  /// queues are short, not only at the intervals' ends where they are long (FIFO ports).
+  bool clock_start_samples = true;
 
   /// The consecutive complete intervals a proposal is computed from: history_length under the
   /// paper's rule (Eq. 1 takes the variance over them), min(recent_length, history_length)

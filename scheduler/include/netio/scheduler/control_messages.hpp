@@ -64,6 +64,9 @@ struct Proposal {
   IntervalIndex interval = 0;
   Time start{0};         ///< tp_k
   Duration duration{0};  ///< durp_k, > 0
+  /// The DDE's safety net (extension 7, fallback_guard.hpp): run interval k best-effort,
+  /// unpaced and without waiting for θ of the interval before. Flag bit 0 on the wire.
+  bool best_effort = false;
 
   friend bool operator==(const Proposal&, const Proposal&) = default;
 };
@@ -75,6 +78,9 @@ struct ClockProbe {
   std::uint32_t sequence = 0;  ///< 0, 1, ...
   Time sent_at{0};             ///< IE clock
   std::optional<Duration> previous_round_trip;  ///< of probe sequence - 1, measured by the IE
+  /// A clock sample sent as an interval starts (flag bit 1; extension 9, input_engine.hpp):
+  /// not answered, `sequence` is the interval's low 32 bits, no round trip.
+  bool sample = false;
 
   friend bool operator==(const ClockProbe&, const ClockProbe&) = default;
 };

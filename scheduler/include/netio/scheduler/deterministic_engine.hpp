@@ -33,6 +33,7 @@
 #include "netio/scheduler/clock_synchronizer.hpp"
 #include "netio/scheduler/config.hpp"
 #include "netio/scheduler/control_messages.hpp"
+#include "netio/scheduler/fallback_guard.hpp"
 #include "netio/scheduler/history_manager.hpp"
 #include "netio/scheduler/proposer.hpp"
 
@@ -66,21 +67,29 @@ class DeterministicEngine {
   /// to send back. A probe carrying the round trip of the previous one sets the IE's initial
   /// offset (ClockSynchronizer::on_handshake). Throws (Errc::invalid_option) for an input out of range.
   ClockEcho on_clock_probe(const ClockProbe& probe, Time received_at);
+  /// An interval-start clock sample (ClockProbe::sample, extension 9) arrived at local time
+  /// received_at: one more sample for the Clock Synchronizer; nothing to answer. Throws
+  /// (Errc::invalid_option) for an input out of range or a probe that is not a sample.
+  void on_clock_sample(const ClockProbe& sample, Time received_at);
 
   /// The proposal of interval k in this DDE's clock, when the history allows it now.
   std::optional<ProposedInterval> proposal(IntervalIndex k) const;
 
   const HistoryManager& history() const noexcept { return history_; }
   const ClockSynchronizer& clocks() const noexcept { return clocks_; }
+  /// The safety net (extension 7): whether and how often it switched to best-effort. A
+  /// proposal of an interval it decided best-effort carries Proposal::best_effort.
+  const FallbackGuard& fallback() const noexcept { return guard_; }
 
  private:
   void check_input(InputIndex i) const;
-  std::optional<AddressedProposal> answer(InputIndex i, IntervalIndex k) const;
+  std::optional<AddressedProposal> answer(InputIndex i, IntervalIndex k);
 
   SchedulerConfig config_;
   ClockSynchronizer clocks_;
   HistoryManager history_;
   Proposer proposer_;
+  FallbackGuard guard_;
   std::vector<std::optional<IntervalIndex>> waiting_;  ///< per IE: the interval it asked for
   struct ProbeSeen {
     std::uint32_t sequence = 0;

@@ -72,6 +72,10 @@ struct IntervalPlan {
   Time start{0};  ///< tp_j
   Duration duration{0};  ///< durp_j
   bool from_proposal = false;  ///< false: derived from an earlier proposal
+  /// The DDE's fallback (Proposal::best_effort): unpaced, and the next interval starts once
+  /// this one is sent, without waiting for θ of its acknowledgements. Its report's duration
+  /// is then tm_{j+1} - tm_j, the time the network took to carry it, as a paced interval's is.
+  bool best_effort = false;
 
   Time end() const { return start + duration; }
   friend bool operator==(const IntervalPlan&, const IntervalPlan&) = default;
@@ -93,8 +97,19 @@ class InputEngine {
   std::optional<IntervalCompletion> on_acknowledged(TimesliceIndex timeslice, Time now);
   /// A DDE's proposal. Returns true when taken: the first proposal of an interval that has
   /// not started and is at most proposal_distance ahead of the current one; later copies
-  /// (other replicas) and stale or far-off proposals are ignored.
+  /// (other replicas) and stale or far-off proposals are ignored. A proposal that comes after
+  /// its interval started is not taken (false) but, when it is the newest word on the
+  /// schedule, the intervals after it are derived from it (plan()): reports and proposals
+  /// that queue behind contributions must not leave an IE unpaced for good.
   bool on_proposal(const Proposal& proposal);
+
+  /// Extension 9: the clock sample of the interval that started with the last on_sent(), once
+  /// (none after that, or when SchedulerConfig::clock_start_samples is off). The driver sends
+  /// it to every DDE on the control connection, ahead of the contribution if it can. An
+  /// interval starts when the ports' queues are at their shortest (a paced interval after
+  /// the gap its proposed start leaves), where a report, sent at the interval's last
+  /// acknowledgement, meets them at their longest.
+  std::optional<ClockProbe> take_clock_sample();
 
   IntervalIndex current_interval() const noexcept { return current_; }
   /// The plan the current interval runs (or would start) with; none: best-effort.
@@ -109,9 +124,11 @@ class InputEngine {
     std::uint64_t acknowledged = 0;
     std::vector<Time> sent_at;  ///< per place in the interval; acknowledged ones are kAcknowledged
     std::vector<Duration> latencies;
+    std::optional<Time> next_start;  ///< tm_{j+1}, once the next interval started
   };
 
   void advance_if_released();
+  void note_spacing(const Proposal& proposal);
   Time due_time(const InFlight& interval, std::uint64_t place) const;
 
   SchedulerConfig config_;
@@ -121,9 +138,10 @@ class InputEngine {
   IntervalIndex current_ = 0;    ///< the interval being sent (or waiting to start)
   std::map<IntervalIndex, InFlight> in_flight_;
   std::map<IntervalIndex, Proposal> proposals_;  ///< received, for intervals not started
-  std::optional<IntervalPlan> last_plan_;        ///< of the newest started interval that had one
+  std::optional<IntervalPlan> last_plan_;        ///< the newest plan: of a started interval, or a late proposal
   std::optional<Proposal> newest_taken_;         ///< the taken proposal of the highest interval
   std::optional<Duration> spacing_;              ///< the DDE's between starts, from two proposals
+  std::optional<ClockProbe> clock_sample_;       ///< of the interval just started, not taken yet
 };
 
 }  // namespace netio::scheduler

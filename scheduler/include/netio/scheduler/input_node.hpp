@@ -59,6 +59,8 @@ class InputNode {
   /// `timeslice` (named with skip) was dropped: in DFS mode it counts as sent and
   /// acknowledged at once, which may end an interval (the report then goes to the DDEs).
   std::optional<IntervalCompletion> on_skipped(TimesliceIndex timeslice, Time now);
+  /// DFS: InputEngine::take_clock_sample(); none in best-effort mode.
+  std::optional<ClockProbe> take_clock_sample();
 
   /// The credits compute node c grants this input (its welcome). Throws netio::Error
   /// (Errc::invalid_option) for c out of range, 0 credits, or a second grant.

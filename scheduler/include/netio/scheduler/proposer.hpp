@@ -85,7 +85,14 @@ class Proposer {
 
  private:
   /// DurationRule::tracking: durp_k from w and med_recent (ns), `step` = 1 - ssu_pct.
-  double tracked_duration(IntervalIndex k, const UnifiedInterval& last, double median_ns, double step) const;
+  double tracked_duration(IntervalIndex k, std::span<const UnifiedInterval> window, double median_ns, double step) const;
+
+  /// Extension 6: w's median acknowledgement latency exceeds w-1's by more than ssu_pct.
+  bool rising_latency(std::span<const UnifiedInterval> window) const;
+  /// The tracking rule's test: a paced interval took its proposal plus its tail.
+  bool kept_up(const UnifiedInterval& interval) const;
+  /// Extension 8: both kept up and `after`'s measured duration fell with its proposal.
+  bool followed(const UnifiedInterval& before, const UnifiedInterval& after) const;
 
   SchedulerConfig config_;
 };

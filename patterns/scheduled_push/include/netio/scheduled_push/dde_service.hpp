@@ -37,6 +37,11 @@ struct DdeServiceStats {
   std::uint64_t proposals_dropped = 0;  ///< the input's reply window was full, or it was gone
   std::uint64_t bad_messages = 0;
   std::uint64_t clock_probes = 0;  ///< start handshake probes answered
+  std::uint64_t clock_samples = 0;  ///< interval-start clock samples taken (extension 9)
+  /// The safety net (extension 7, netio/scheduler/fallback_guard.hpp): how often pacing lost
+  /// and this DDE switched to best-effort, and how many intervals it proposed best-effort.
+  std::uint64_t fallbacks = 0;
+  std::uint64_t best_effort_intervals = 0;
 };
 
 class DdeService {

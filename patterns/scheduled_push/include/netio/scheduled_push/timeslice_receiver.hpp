@@ -128,6 +128,7 @@ class TimesliceReceiver {
 
   Endpoint local_endpoint() const;
   std::optional<Endpoint> dde_endpoint() const;  ///< run_dde only
+  std::optional<DdeServiceStats> dde_stats() const;  ///< run_dde only; any thread
   std::uint32_t credits_per_input() const noexcept;
   /// The receive buffer: the bound on held_bytes (given, or derived from the credits).
   std::uint64_t receive_buffer_bytes() const noexcept;

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// The DDE's safety net (our extension 7): pacing that carries less than best-effort would is
+/// switched off for a while.
+///
+/// DFS must never make event building worse than FLESnet's best-effort, but whether pacing
+/// wins depends on what the engines cannot see: a busy host whose timers fire late, a port
+/// that serves first come first served, a slow compute node that holds every interval's
+/// tail. The guard watches what the DDE does see, the measured duration of every interval (the
+/// time the network took to carry it), and compares the paced intervals with the latest
+/// best-effort ones:
+///
+///   reference   = median duration of the latest `fallback_window` best-effort intervals
+///                 (the warm-up before the first proposal, then the fallback intervals; the
+///                 first of each run left out: it starts from the state pacing left)
+///   paced       = median duration of the latest `fallback_window` paced intervals of the
+///                 current pacing run, its first left out (it may still run on what was
+///                 proposed before the run)
+///   engage when   paced > reference · (1 + fallback_margin)
+///
+/// Engaged, every interval decided runs best-effort (Proposal::best_effort: unpaced, no θ
+/// gate), which also measures a fresh reference; after `hold` intervals the guard lets pacing
+/// try again. The hold starts at `fallback_hold` and doubles (up to 8×) each time a retry
+/// loses at its first check, so that pacing that keeps losing costs ever fewer intervals;
+/// a retry that holds resets it (hysteresis). A reference measured before conditions changed
+/// (a slow-down that hits both schedulers) engages the guard once, which then measures the
+/// reference anew.
+///
+/// The guard decides interval k once, when the DDE first proposes it, from the history up to
+/// w = k − proposal_distance and its own earlier decisions: replicas fed the same reports
+/// decide the same. A replica started late starts pacing and agrees once the other's hold
+/// has run out. The decisions, how often the guard engaged and how many intervals it ran
+/// best-effort are kept for statistics.
+#pragma once
+
+#include "netio/scheduler/config.hpp"
+#include "netio/scheduler/history_manager.hpp"
+#include "netio/scheduler/time.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+
+namespace netio::scheduler {
+
+struct FallbackStats {
+  std::uint64_t engaged = 0;    ///< times pacing lost and the guard switched to best-effort
+  std::uint64_t released = 0;   ///< times it let pacing try again
+  std::uint64_t best_effort_intervals = 0;  ///< intervals decided best-effort
+  bool active = false;          ///< the latest decision was best-effort
+
+  friend bool operator==(const FallbackStats&, const FallbackStats&) = default;
+};
+
+class FallbackGuard {
+ public:
+  explicit FallbackGuard(const SchedulerConfig& config);  ///< validates config
+
+  /// Whether interval k runs best-effort. Decided on the first call for k (later calls return
+  /// the same), from `history` up to k − proposal_distance; call with k in increasing order
+  /// (an older k that is no longer remembered gets the current state). Always false when
+  /// SchedulerConfig::fallback is off.
+  bool best_effort(IntervalIndex k, const HistoryManager& history);
+  /// The decision for k, when made and still remembered.
+  std::optional<bool> decided(IntervalIndex k) const;
+
+  const FallbackStats& stats() const noexcept { return stats_; }
+  /// The best-effort reference the latest decision compared with (median duration).
+  std::optional<Duration> reference() const noexcept { return reference_; }
+
+ private:
+  bool ran_best_effort(IntervalIndex j) const;
+  void update_reference(IntervalIndex w, const HistoryManager& history);
+  std::optional<Duration> paced_median(IntervalIndex w, const HistoryManager& history) const;
+
+  SchedulerConfig config_;
+  std::map<IntervalIndex, bool> decisions_;  ///< the latest 4·window + hold·8 or so
+  std::optional<IntervalIndex> first_decided_;
+  bool falling_back_ = false;
+  IntervalIndex run_start_ = 0;  ///< first interval of the current run (pacing or best-effort)
+  std::uint32_t hold_;
+  bool retrying_ = false;        ///< the current pacing run is a retry after a fallback
+  std::optional<Duration> reference_;
+  FallbackStats stats_;
+};
+
+}  // namespace netio::scheduler

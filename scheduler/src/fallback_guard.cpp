@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+#include "netio/scheduler/fallback_guard.hpp"
+
+#include "netio/scheduler/statistics.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace netio::scheduler {
+namespace {
+
+constexpr std::uint32_t kMaxHoldFactor = 8;         // the hold doubles up to 8 × fallback_hold
+constexpr IntervalIndex kRemembered = 256;          // decisions kept, far more than any window
+
+}  // namespace
+
+FallbackGuard::FallbackGuard(const SchedulerConfig& config)
+    : config_((validate(config), config)), hold_(config.fallback_hold) {}
+
+std::optional<bool> FallbackGuard::decided(IntervalIndex k) const {
+  const auto it = decisions_.find(k);
+  if (it == decisions_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool FallbackGuard::ran_best_effort(IntervalIndex j) const {
+  if (const auto d = decided(j)) return *d;
+  return !first_decided_ || j < *first_decided_;  // before the first proposal: the warm-up
+}
+
+void FallbackGuard::update_reference(IntervalIndex w, const HistoryManager& history) {
+  std::vector<Duration> durations;
+  for (IntervalIndex j = w; j >= 1 && durations.size() < config_.fallback_window; --j) {
+    const UnifiedInterval* u = history.find(j);
+    if (u == nullptr) {
+      if (history.last_complete() && j + 2 * config_.history_length < *history.last_complete()) break;  // forgotten
+      continue;
+    }
+    // the first interval of a best-effort run starts from the state pacing left: left out
+    if (ran_best_effort(j) && ran_best_effort(j - 1) && !u->proposed_duration) durations.push_back(u->duration);
+  }
+  if (!durations.empty()) reference_ = median(std::move(durations));
+}
+
+std::optional<Duration> FallbackGuard::paced_median(IntervalIndex w, const HistoryManager& history) const {
+  // The run's first interval may still have run on what was proposed before it (a proposal
+  // that came late): it does not count.
+  const IntervalIndex first = run_start_ + 1;
+  std::vector<Duration> durations;
+  for (IntervalIndex j = w; j >= first && durations.size() < config_.fallback_window; --j) {
+    const UnifiedInterval* u = history.find(j);
+    if (u != nullptr && !ran_best_effort(j) && u->proposed_duration) durations.push_back(u->duration);
+    if (j == 0) break;
+  }
+  if (durations.size() < config_.fallback_window) return std::nullopt;
+  return median(std::move(durations));
+}
+
+bool FallbackGuard::best_effort(IntervalIndex k, const HistoryManager& history) {
+  if (!config_.fallback) return false;
+  if (const auto d = decided(k)) return *d;
+  if (!decisions_.empty() && k < decisions_.rbegin()->first) return falling_back_;
+  if (!first_decided_) {
+    first_decided_ = k;
+    run_start_ = k;
+  }
+  const IntervalIndex w = k >= config_.proposal_distance ? k - config_.proposal_distance : 0;
+  update_reference(w, history);
+  // The first interval at which a pacing run can be judged: its first interval skipped,
+  // fallback_window paced ones complete, proposal_distance more to wait.
+  const IntervalIndex first_check = run_start_ + config_.proposal_distance + config_.fallback_window;
+  if (falling_back_) {
+    if (k - run_start_ >= hold_) {
+      falling_back_ = false;
+      run_start_ = k;
+      retrying_ = true;
+      ++stats_.released;
+    }
+  } else if (const auto paced = paced_median(w, history);
+             paced && reference_ &&
+             static_cast<double>(paced->count()) >
+                 static_cast<double>(reference_->count()) * (1.0 + config_.fallback_margin)) {
+    // A retry that loses at once doubles the hold; one that held for a while starts it afresh.
+    const bool lost_at_once = retrying_ && k <= first_check + 1;
+    hold_ = lost_at_once ? std::min(hold_ * 2, config_.fallback_hold * kMaxHoldFactor) : config_.fallback_hold;
+    falling_back_ = true;
+    run_start_ = k;
+    retrying_ = false;
+    ++stats_.engaged;
+  } else if (retrying_ && k > first_check + 1) {
+    retrying_ = false;
+  }
+  decisions_[k] = falling_back_;
+  if (falling_back_) ++stats_.best_effort_intervals;
+  stats_.active = falling_back_;
+  while (!decisions_.empty() && decisions_.begin()->first + kRemembered < k) decisions_.erase(decisions_.begin());
+  return falling_back_;
+}
+
+}  // namespace netio::scheduler
