@@ -413,8 +413,13 @@ TEST_CASE("out of descriptors, the connection idle longest goes for a newcomer, 
   const std::string log((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   std::remove(log_path.c_str());
   INFO("the child's log:\n" << log);
-  // One warning for the episode, naming the peer evicted and why.
+  // One warning for the episode (the flood of attackers), naming the peer evicted and why.
   CHECK_THAT(log, Catch::Contains("has sent no data (idle for") && Catch::Contains("out of file descriptors"));
+  std::size_t evictions_logged = 0;
+  for (auto at = log.find("has sent no data"); at != std::string::npos; at = log.find("has sent no data", at + 1)) {
+    ++evictions_logged;
+  }
+  CHECK(evictions_logged == 1);
 }
 
 TEST_CASE("a peer accepted with the last free descriptor is kept, though the next accept finds none",

@@ -90,7 +90,6 @@ void ReceiveConnections::close() noexcept {
 }
 
 AcceptDecision ReceiveConnections::on_request(const Endpoint& peer, std::span<const std::byte> hello) {
-  const std::size_t evictions_before = evictions_;
   AcceptDecision decision;
   try {
     decision = fit_to_budget(peer, admit(peer, expect_hello(hello, expected_, receiver_kind_)));
@@ -98,7 +97,10 @@ AcceptDecision ReceiveConnections::on_request(const Endpoint& peer, std::span<co
     log(LogLevel::warn, "receive socket {}: rejecting {}: {}", local_.to_string(), peer.to_string(), e.what());
     decision = AcceptDecision::reject(e.what());
   }
-  if (evictions_ == evictions_before) evicting_ = false;  // an episode of evictions ends with a newcomer that needed none
+  // An episode of evictions ends with a newcomer that needed none, neither for its hello nor
+  // for its accept (the listener evicts for descriptors before the hello is read).
+  if (evictions_ == evictions_seen_) evicting_ = false;
+  evictions_seen_ = evictions_;
   return decision;
 }
 

@@ -177,6 +177,7 @@ class ReceiveConnections {
   bool budget_refusing_ = false;  // refusals are logged once until a connection fits again
   bool evicting_ = false;         // an eviction was logged (at warn; the next ones at debug)
   std::size_t evictions_ = 0;
+  std::size_t evictions_seen_ = 0;  // evictions_ when the last request was answered
   bool charge_as_held_ = false;   // the back-end allocates as bytes arrive: charge bytes_held()
   // Tasks this object posts hold a weak_ptr to this: a callback can post one after the
   // destructor's run_sync() was queued, so FIFO order alone does not protect them.
