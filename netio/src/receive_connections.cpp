@@ -255,13 +255,13 @@ bool ReceiveConnections::evict_silent(std::size_t bytes, const std::string& why,
     const LogLevel level = std::exchange(evicting_, true) ? LogLevel::debug : LogLevel::warn;
     ++evictions_;
     const auto it = connections_.find(victim);
-    const auto idle_ms = it == connections_.end() || !it->second.state
+    const auto silence = it == connections_.end() || !it->second.state
                              ? std::string("not introduced")
                              : fmt::format("idle for {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                  std::chrono::steady_clock::now() - it->second.last_data)
                                                                  .count());
     drop_now(victim, fmt::format("it holds {} bytes of the memory budget and has sent no data ({}): evicted, as {}",
-                                 it != connections_.end() ? it->second.buffers.bytes() : 0, idle_ms, why),
+                                 it != connections_.end() ? it->second.buffers.bytes() : 0, silence, why),
              level);
     evicted = true;
   }
