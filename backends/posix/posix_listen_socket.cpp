@@ -8,10 +8,12 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <utility>
@@ -78,6 +80,21 @@ bool PosixListenSocket::peer_waiting() const {
   return ::poll(&listener, 1, 0) > 0 && (listener.revents & POLLIN) != 0;
 }
 
+void PosixListenSocket::make_room_to_set_up() {
+  for (int needed = family_->descriptors_to_set_up(); needed > 0 && !closed_; --needed) {
+    const int probe = ::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0);
+    if (probe >= 0) {
+      ::close(probe);
+      continue;
+    }
+    if (errno != EMFILE && errno != ENFILE) return;  // the set-up reports what else went wrong
+    if (!drop_oldest_pending("out of file descriptors, making room for new peers") &&
+        !(callbacks_.on_out_of_descriptors && callbacks_.on_out_of_descriptors())) {
+      return;
+    }
+  }
+}
+
 void PosixListenSocket::end_pressure_episode() {
   // An episode (out of descriptors, or evicting waiting connections) ends once a quiet
   // period passed without either (checked when the queue is drained and when pressure comes
@@ -103,8 +120,8 @@ bool PosixListenSocket::make_room_for_descriptors(int error) {
     out_of_descriptors_ = true;
     // Once per episode: a flood would otherwise write a line per connection attempt.
     const auto failure = system_error(
-        error, fmt::format("accept on {} failed; dropping the oldest connections still in their handshake, else "
-                           "pausing accepts for {} ms at a time, until descriptors are free again",
+        error, fmt::format("accept on {} failed; dropping the oldest connections still in their handshake, then idle "
+                           "ones, else pausing accepts for {} ms at a time, until descriptors are free again",
                            local_.to_string(),
                            std::chrono::duration_cast<std::chrono::milliseconds>(limits_.accept_backoff).count()));
     if (callbacks_.on_error) callbacks_.on_error(failure);  // which logs it
@@ -112,6 +129,8 @@ bool PosixListenSocket::make_room_for_descriptors(int error) {
     if (closed_) return false;
   }
   if (drop_oldest_pending("out of file descriptors, making room for new peers")) return true;
+  // An idle connection of the layer above goes for the newcomer (it logs which).
+  if (callbacks_.on_out_of_descriptors && callbacks_.on_out_of_descriptors()) return !closed_;
   ++backoffs_;
   loop_.remove_fd(fd_.get());
   backoff_timer_ = loop_.add_timer(limits_.accept_backoff, {}, [this] { resume_accepting(); });
@@ -227,6 +246,7 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
         decision.reject_reason);
     return;  // closing the descriptor ends the connection after the reply
   }
+  make_room_to_set_up();
   std::unique_ptr<LowLevelReceiveSocket> socket;
   try {
     socket = family_->make_receive_socket(loop_, std::move(pending->fd), local_, pending->peer, decision.max_buffer_size,

@@ -7,9 +7,10 @@
 // the listener keeps serving everyone else. At most ListenLimits::max_pending_handshakes
 // connections wait for their hello: a new one beyond that drops the oldest. Out of
 // descriptors (EMFILE, ENFILE) while a peer waits to be accepted, the listener first drops
-// the oldest connection waiting for its handshake to make room; with none waiting it stops
-// polling its descriptor for accept_backoff (a loop timer), then tries again: no spinning,
-// one log line per episode.
+// the oldest connection waiting for its handshake to make room, then asks the layer above to
+// close an idle one (Callbacks::on_out_of_descriptors); with neither it stops polling its
+// descriptor for accept_backoff (a loop timer), then tries again: no spinning, one log line
+// per episode.
 #pragma once
 
 #include "backends/posix/handshake_reader.hpp"
@@ -50,6 +51,9 @@ class PosixListenSocket final : public LowLevelListenSocket {
   // backs off when there is none (false).
   bool make_room_for_descriptors(int error);
   bool peer_waiting() const;  // a connection in the kernel's accept queue
+  // Frees what the family needs to set an accepted connection up (StreamFamily::
+  // descriptors_to_set_up()) when the process is out of descriptors, as for an accept.
+  void make_room_to_set_up();
   void resume_accepting();
   void end_pressure_episode();
   // A connection the family does not admit: answered with a reject naming `why`, then closed.

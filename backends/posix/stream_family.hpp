@@ -54,6 +54,10 @@ class StreamFamily {
                                                                      std::size_t credits, std::size_t max_reply_size,
                                                                      std::chrono::nanoseconds progress_timeout) const;
 
+  // Descriptors make_receive_socket() opens besides the connection's (shm://: its segment's
+  // memfd, for a moment): the listener makes room for them as for an accept.
+  virtual int descriptors_to_set_up() const noexcept { return 0; }
+
   // Whether readers peek and then discard (posix::FrameReader): it saves a TCP
   // acknowledgement per small message, and costs a second copy elsewhere.
   virtual bool peek_reads() const noexcept = 0;

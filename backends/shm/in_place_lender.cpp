@@ -22,6 +22,7 @@ Buffer* InPlaceLender::lend(std::span<std::byte> payload, std::uint64_t end, std
   // capacity == size: the bytes after the entry are the ring's, not the holder's (spare()).
   slots_[slot] = Buffer{payload.data(), payload.size(), payload.size(), nullptr, nullptr};
   returned_flags_[slot] = returned;
+  if (returned != nullptr && residency_) residency_->lent(payload);
   sequence_of_slot_[slot] = first_sequence_ + order_.size();
   order_.push_back(Lent{end, false});
   return &slots_[slot];
@@ -32,6 +33,7 @@ std::uint64_t InPlaceLender::reclaim(std::uint64_t read_index) {
   // A slot is free again as soon as its buffer is back, in whatever order...
   for (const std::size_t slot : returned_) {
     order_[sequence_of_slot_[slot] - first_sequence_].back = true;
+    if (returned_flags_[slot] != nullptr && residency_) residency_->returned(slots_[slot].bytes());
     free_.push_back(slot);
   }
   returned_.clear();
@@ -52,6 +54,11 @@ void InPlaceLender::give_back(Buffer* buffer) noexcept {
   if (returned_flags_[slot] != nullptr) returned_flag(returned_flags_[slot]).store(1, std::memory_order_seq_cst);
   returned_.push_back(slot);
   if (waker_) waker_();
+}
+
+void InPlaceLender::hold_area(std::shared_ptr<SendArea> area, std::size_t window) {
+  if (const auto whole = area->resolve({0, area->capacity()})) residency_.emplace(*whole, window);
+  area_ = std::move(area);
 }
 
 void InPlaceLender::set_waker(std::function<void()> waker) {

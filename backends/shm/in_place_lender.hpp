@@ -10,6 +10,7 @@
 // closes) so the loop thread reclaims.
 #pragma once
 
+#include "backends/shm/area_residency.hpp"
 #include "backends/shm/segment.hpp"
 #include "netio/backend.hpp"
 
@@ -19,10 +20,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
 namespace netio::shm {
+
+class SendArea;
 
 class InPlaceLender final : public ReceiveBufferOwner {
  public:
@@ -40,13 +44,18 @@ class InPlaceLender final : public ReceiveBufferOwner {
   std::uint64_t reclaim(std::uint64_t read_index);
   void give_back(Buffer* buffer) noexcept override;
   void set_waker(std::function<void()> waker);
-  // Keeps `memory` mapped as long as this lender (and so every buffer it lent): the peer's
-  // send area, whose pages are lent too. Once, on the loop thread.
-  void hold(std::shared_ptr<const void> memory) { held_ = std::move(memory); }
+  // Keeps the peer's send area, whose pages are lent too, mapped as long as this lender (and
+  // so every buffer it lent), and keeps at most `window` bytes of it resident besides what
+  // is lent (AreaResidency). Once, on the loop thread.
+  void hold_area(std::shared_ptr<SendArea> area, std::size_t window);
+  // Bytes of the peer's area resident now, and blocks of it released so far. Loop thread.
+  std::size_t area_resident() const noexcept { return residency_ ? residency_->resident() : 0; }
+  std::uint64_t area_released() const noexcept { return residency_ ? residency_->released() : 0; }
 
  private:
   std::shared_ptr<Segment> segment_;
-  std::shared_ptr<const void> held_;
+  std::shared_ptr<SendArea> area_;
+  std::optional<AreaResidency> residency_;  // loop thread
   std::vector<Buffer> slots_;
   struct Lent {
     std::uint64_t end;  // the ring frees up to here once this and all before it are back

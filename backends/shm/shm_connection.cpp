@@ -25,6 +25,15 @@ constexpr std::size_t min_referenced_size = 16 * 1024;
 // How long the loop stays awake after a side answered what came in (EventLoop::
 // stay_awake_until): a round trip on one node, with time to spare.
 constexpr std::chrono::microseconds answer_window{20};
+// Wake-up bytes are drained this many at a time: a flood costs one system call per 64 KiB.
+constexpr std::size_t wake_up_read_size = 64 * 1024;
+// A peer writes a wake-up byte only when it finds a waiting flag this side set (and clears
+// it): at most one per wait announced, and one beside its send area. Beyond twice that and
+// this slack it floods, and is dropped (issue 49).
+constexpr std::uint64_t wake_up_slack = 1024;
+std::size_t saturated_product(std::size_t a, std::size_t b) noexcept {
+  return b != 0 && a > SIZE_MAX / b ? SIZE_MAX : a * b;
+}
 }  // namespace
 
 ShmConnection::ShmConnection(EventLoop& loop, posix::SocketFd fd, std::shared_ptr<Segment> segment,
@@ -36,6 +45,7 @@ ShmConnection::ShmConnection(EventLoop& loop, posix::SocketFd fd, std::shared_pt
       outbound_(outbound),
       inbound_(inbound),
       lender_(std::make_shared<InPlaceLender>(segment_, inbound_credits)),
+      area_window_(inbound ? saturated_product(2 * std::max<std::size_t>(inbound_credits, 1), inbound->max_payload()) : 0),
       peer_(std::move(peer)),
       link_(std::move(link)),
       registration_(loop) {}
@@ -71,10 +81,10 @@ void ShmConnection::on_events(std::uint32_t events) {
 void ShmConnection::read_socket(std::string& corrupt) {
   if (peer_closed_) return;
   // Wake-up bytes carry nothing but "look": drain them, then look. One of them may carry
-  // the peer's send area.
-  char scratch[256];
+  // the peer's send area. One buffer per loop thread, large: a flood is read in few calls.
+  thread_local std::array<char, wake_up_read_size> scratch;
   for (;;) {
-    iovec iov{scratch, sizeof scratch};
+    iovec iov{scratch.data(), scratch.size()};
     alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
     msghdr message{};
     message.msg_iov = &iov;
@@ -83,6 +93,12 @@ void ShmConnection::read_socket(std::string& corrupt) {
     message.msg_controllen = sizeof control;
     const ssize_t n = ::recvmsg(fd_.get(), &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n > 0) {
+      wake_ups_read_ += static_cast<std::uint64_t>(n);
+      if (wake_ups_read_ > 2 * waits_announced_ + wake_up_slack) {
+        corrupt = fmt::format("sent {} wake-up bytes though this side waited only {} times (a wake-up flood)",
+                              wake_ups_read_, waits_announced_);
+        return;
+      }
       auto descriptors = received_descriptors(message);
       if (descriptors.empty() && (message.msg_flags & MSG_CTRUNC) == 0) continue;
       if (descriptors.size() != 1 || peer_area_ || (message.msg_flags & MSG_CTRUNC) != 0) {
@@ -95,7 +111,7 @@ void ShmConnection::read_socket(std::string& corrupt) {
         corrupt = why;
         return;
       }
-      lender_->hold(peer_area_);
+      lender_->hold_area(peer_area_, area_window_);
       continue;
     }
     if (n == 0) {
@@ -169,13 +185,13 @@ void ShmConnection::pump_outbound() {
         continue;
       }
       if (!corrupt.empty() || referenced) break;  // a reference waits for pages to come back (below)
-      if (busy_poll_ || peer_closed_ || outbound_.wait_for_space(buffer->size, corrupt)) break;  // woken when freed
+      if (busy_poll_ || peer_closed_ || announce_wait(outbound_.wait_for_space(buffer->size, corrupt))) break;  // woken when freed
     }
     // Lent pages come back in any order: sleep until one does, unless one did meanwhile (the
     // receiver sets a page's flag, then reads our waiting flag; we set that, then read the
     // pages' flags: one of the two sees the other).
     if (closed_ || !corrupt.empty() || in_flight_.empty() || busy_poll_ || peer_closed_) break;
-    if (outbound_.wait_for_free(in_flight_.front().end, corrupt) && !any_returned()) break;
+    if (announce_wait(outbound_.wait_for_free(in_flight_.front().end, corrupt)) && !any_returned()) break;
     if (!corrupt.empty()) break;
   }
   writing_ = false;
@@ -267,7 +283,7 @@ void ShmConnection::pump_inbound() {
     if (entry.end == 0) {
       inbound_drained_ = corrupt.empty();
       if (!corrupt.empty() || busy_poll_ || peer_closed_) break;
-      if (inbound_->wait_for_data(corrupt) || !corrupt.empty()) break;  // the peer wakes us
+      if (announce_wait(inbound_->wait_for_data(corrupt)) || !corrupt.empty()) break;  // the peer wakes us
       inbound_drained_ = false;
       continue;
     }
@@ -308,8 +324,17 @@ Buffer* ShmConnection::lend_referenced(const RingConsumer::Entry& entry, std::st
                           reference.offset, peer_area_->capacity(), inbound_->max_payload());
     return nullptr;
   }
-  return lender_->lend(*bytes, entry.end, entry.payload.data() + returned_flag_offset);
+  Buffer* buffer = lender_->lend(*bytes, entry.end, entry.payload.data() + returned_flag_offset);
+  if (!area_release_logged_ && lender_->area_released() != 0) {
+    area_release_logged_ = true;
+    log(LogLevel::warn, "shm: the send area {} has had more of its pages read than this side keeps mapped ({} bytes "
+        "besides what is lent): the pages given back longest ago are released as others are read (not logged again "
+        "for this connection)", link_, area_window_);
+  }
+  return buffer;
 }
+
+std::size_t ShmConnection::area_bytes_resident() const noexcept { return lender_->area_resident(); }
 
 void ShmConnection::resume() {
   if (!closed_) pump();

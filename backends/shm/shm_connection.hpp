@@ -20,7 +20,10 @@
 // it gave the page back. Smaller buffers, and any buffer elsewhere, are copied.
 //
 // A corrupt index or length read from the segment fails the connection (on_failed with
-// Errc::protocol_error and what was wrong), as does a failed wake-up.
+// Errc::protocol_error and what was wrong), as does a failed wake-up, and a wake-up flood:
+// a peer writes a wake-up byte only for a waiting flag this side set, so one that sends
+// more than twice as many (and some slack) is not a netio peer. Wake-up bytes are drained
+// 64 KiB at a time.
 //
 // Loop thread only, except that lent buffers may be given back on any thread. Lent buffers
 // keep the segment mapped (they hold it) after the connection is gone.
@@ -85,6 +88,10 @@ class ShmConnection {
   // Inbound memory touched so far: the pages of the ring up to the furthest entry this side
   // has read (what the peer filled and published; the layer above charges it as it grows).
   std::size_t bytes_held() const noexcept;
+  // Bytes of the peer's send area resident in this side's mapping (pages of it lent, and
+  // the ones read most recently, up to twice the inbound credits x the largest entry: see
+  // AreaResidency). The layer above charges them as it charges bytes_held().
+  std::size_t area_bytes_resident() const noexcept;
   int fd() const noexcept { return fd_.get(); }
   // No callback after this, nothing more read or written; the descriptor stays open (the
   // peer sees the close only at close()). Idempotent.
@@ -106,6 +113,12 @@ class ShmConnection {
   // Drains the socket's wake-up bytes (and takes the peer's send area when it comes);
   // notes the peer's end.
   void read_socket(std::string& corrupt);
+  // Counts a waiting flag set (whatever the wait returned: the peer may have seen the flag
+  // before it was withdrawn), for the wake-ups the peer may send.
+  bool announce_wait(bool sleeping) noexcept {
+    ++waits_announced_;
+    return sleeping;
+  }
   void resume();  // a lent entry came back
   void wake_peer();
   void fail(Errc code, const std::string& why);
@@ -116,6 +129,8 @@ class ShmConnection {
   RingProducer outbound_;
   std::optional<RingConsumer> inbound_;
   std::shared_ptr<InPlaceLender> lender_;
+  std::size_t area_window_;  // of the peer's send area, resident besides what is lent (AreaResidency)
+  bool area_release_logged_ = false;
   std::string peer_;
   std::string link_;
   posix::FdRegistration registration_;
@@ -145,6 +160,8 @@ class ShmConnection {
   bool answering_ = false;        // something came in since the last push
   bool end_reported_ = false;
   bool shut_down_ = false;        // shut_down_writing() ran
+  std::uint64_t waits_announced_ = 0;  // waiting flags set: the wake-ups the peer may send
+  std::uint64_t wake_ups_read_ = 0;    // wake-up bytes it sent
 };
 
 }  // namespace netio::shm

@@ -9,7 +9,10 @@
 // connection costs the 64 KiB every connection is charged, not its ring. It counts at most
 // the receiver's buffers (credits x the largest): what the ring takes beyond them (64 bytes
 // of header per entry, rounding to pages, the second entry of a one-credit ring) is its
-// overhead, as a TCP socket's kernel buffers are.
+// overhead, as a TCP socket's kernel buffers are. Added to it: the pages of the sender's send
+// area resident in this process (read in place; at most twice the buffers besides what is
+// lent, ShmConnection::area_bytes_resident()), so that a sender referencing page after page
+// of a large area is charged what it makes this process map in.
 // Loop thread only, except that lent buffers may be given back on any thread.
 #pragma once
 
@@ -32,7 +35,9 @@ class ShmReceiveSocket final : public LowLevelReceiveSocket {
 
   void start(Callbacks callbacks) override;
   const Endpoint& peer() const noexcept override { return peer_; }
-  std::size_t bytes_held() const noexcept override { return std::min(connection_->bytes_held(), buffers_size_); }
+  std::size_t bytes_held() const noexcept override {
+    return std::min(connection_->bytes_held(), buffers_size_) + connection_->area_bytes_resident();
+  }
   std::size_t max_reply_size() const noexcept override { return max_reply_size_; }
   MemoryRegistrar* reply_registrar() noexcept override { return nullptr; }
   void send_reply(Buffer* buffer) override;

@@ -39,6 +39,7 @@ class UnixFamily final : public posix::StreamFamily {
                                                              const Endpoint& peer, std::size_t max_buffer_size,
                                                              std::size_t credits, std::size_t max_reply_size,
                                                              std::chrono::nanoseconds progress_timeout) const override;
+  int descriptors_to_set_up() const noexcept override { return 1; }  // the segment's memfd
   // No stream reads (the data is in the segment).
   bool peek_reads() const noexcept override { return false; }
 

@@ -31,6 +31,7 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
       admission_(std::move(admission)),
       budget_(std::move(budget)),
       reassembly_buffer_(reassembly_buffer) {
+  admission_.max_connections = admission_.connection_limit();  // from the descriptor limit now, by default
   if (admission_.key) require_auth_support(fmt::format("the receive socket at {}", local.to_string()));
   Backend& backend = context.backend(local);
   loop_.run_sync([&] {
@@ -44,6 +45,9 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
     };
     listen_callbacks.on_error = [this](const Error& error) {
       log(LogLevel::warn, "receive socket {}: {}", local_.to_string(), error.what());
+    };
+    listen_callbacks.on_out_of_descriptors = [this] {
+      return evict_silent(0, "the process is out of file descriptors and a new peer waits to be accepted");
     };
     ListenLimits limits;
     limits.max_pending_handshakes = admission_.max_pending_handshakes;
@@ -86,7 +90,6 @@ void ReceiveConnections::close() noexcept {
 }
 
 AcceptDecision ReceiveConnections::on_request(const Endpoint& peer, std::span<const std::byte> hello) {
-  const std::size_t evictions_before = evictions_;
   AcceptDecision decision;
   try {
     decision = fit_to_budget(peer, admit(peer, expect_hello(hello, expected_, receiver_kind_)));
@@ -94,7 +97,10 @@ AcceptDecision ReceiveConnections::on_request(const Endpoint& peer, std::span<co
     log(LogLevel::warn, "receive socket {}: rejecting {}: {}", local_.to_string(), peer.to_string(), e.what());
     decision = AcceptDecision::reject(e.what());
   }
-  if (evictions_ == evictions_before) evicting_ = false;  // an episode of evictions ends with a newcomer that needed none
+  // An episode of evictions ends with a newcomer that needed none, neither for its hello nor
+  // for its accept (the listener evicts for descriptors before the hello is read).
+  if (evictions_ == evictions_seen_) evicting_ = false;
+  evictions_seen_ = evictions_;
   return decision;
 }
 
@@ -211,7 +217,10 @@ AcceptDecision ReceiveConnections::fit_to_budget(const Endpoint& peer, AcceptDec
 }
 
 bool ReceiveConnections::evict_silent(std::size_t bytes, const std::string& why, std::uint64_t keep) {
-  auto silent = [&](std::uint64_t id, const Connection& c) { return id != keep && !c.gone && !c.delivered; };
+  // A peer that proved the key is trusted to hold its connection, sending or not.
+  auto silent = [&](std::uint64_t id, const Connection& c) {
+    return id != keep && !c.gone && !c.delivered && !(admission_.key && c.state);
+  };
   if (bytes != 0) {
     // Evicting helps only when what the silent ones hold makes room (a shared budget may be
     // held by other sockets): otherwise none goes.
@@ -231,15 +240,28 @@ bool ReceiveConnections::evict_silent(std::size_t bytes, const std::string& why,
         break;
       }
     }
-    for (auto it = connections_.begin(); victim == 0 && it != connections_.end(); ++it) {
-      if (silent(it->first, it->second)) victim = it->first;
+    // Then the introduced one idle longest (its introduction the oldest).
+    if (victim == 0) {
+      std::optional<std::chrono::steady_clock::time_point> since;
+      for (const auto& [id, connection] : connections_) {
+        if (silent(id, connection) && (!since || connection.last_data < *since)) {
+          victim = id;
+          since = connection.last_data;
+        }
+      }
     }
     if (victim == 0) return false;
     // One warning per episode of evictions (a flood of silent peers is one), the rest at debug.
     const LogLevel level = std::exchange(evicting_, true) ? LogLevel::debug : LogLevel::warn;
     ++evictions_;
-    drop_now(victim, fmt::format("it holds {} bytes of the memory budget and has sent no data: evicted, as {}",
-                                 connections_.count(victim) != 0 ? connections_.at(victim).buffers.bytes() : 0, why),
+    const auto it = connections_.find(victim);
+    const auto silence = it == connections_.end() || !it->second.state
+                             ? std::string("not introduced")
+                             : fmt::format("idle for {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                 std::chrono::steady_clock::now() - it->second.last_data)
+                                                                 .count());
+    drop_now(victim, fmt::format("it holds {} bytes of the memory budget and has sent no data ({}): evicted, as {}",
+                                 it != connections_.end() ? it->second.buffers.bytes() : 0, silence, why),
              level);
     evicted = true;
   }

@@ -71,9 +71,11 @@ class ReceiveConnections {
   //   with `reassembly_buffer`, one buffer more for joining a message that spans two of them
   //   (PeerState::reassembly_allowance); a connection that does not fit whole gets fewer
   //   credits.
-  // When a newcomer does not fit (the budget or max_connections), connections that hold
-  // budget and have sent no data are evicted first, unintroduced ones first, oldest first;
-  // only when none is left is the newcomer cut or rejected with the reason.
+  // When a newcomer does not fit (the budget, max_connections, or the process's descriptors:
+  // the listener's on_out_of_descriptors), connections that have sent no data since their
+  // introduction are evicted first: unintroduced ones oldest first, then introduced ones idle
+  // longest first (with a key, an introduced peer proved it and is not evicted); only when
+  // none is left is the newcomer cut, rejected with the reason, or left in the backlog.
   // Throws netio::Error when the endpoint cannot be bound, or for a key this build cannot use.
   ReceiveConnections(Context& context, const Endpoint& local, SocketKind expected, std::string_view receiver_kind,
                      Callbacks callbacks, ConnectionEvents events, StatsCounters& stats, std::size_t reply_window,
@@ -103,7 +105,7 @@ class ReceiveConnections {
     std::size_t reassembly_allowance = 0;
     EventLoop::TimerId handshake_timer = 0;  // until the introduction
     std::optional<std::pair<AuthNonce, AuthNonce>> challenge;  // (sender's, listener's) nonce, with a key
-    std::chrono::steady_clock::time_point last_data{};        // for the idle timeout
+    std::chrono::steady_clock::time_point last_data{};        // for the idle timeout and evictions
     bool delivered = false;  // data came after the introduction: not evicted for a newcomer
   };
   // Buffers counted for an accepted handshake whose connection has not been handed over
@@ -175,6 +177,7 @@ class ReceiveConnections {
   bool budget_refusing_ = false;  // refusals are logged once until a connection fits again
   bool evicting_ = false;         // an eviction was logged (at warn; the next ones at debug)
   std::size_t evictions_ = 0;
+  std::size_t evictions_seen_ = 0;  // evictions_ when the last request was answered
   bool charge_as_held_ = false;   // the back-end allocates as bytes arrive: charge bytes_held()
   // Tasks this object posts hold a weak_ptr to this: a callback can post one after the
   // destructor's run_sync() was queued, so FIFO order alone does not protect them.

@@ -36,7 +36,7 @@ int main() {
              ht.page_size, ht.page_count, ms(ht.flush_timeout), htr.max_page_size, htr.page_credits, htr.memory_budget);
   const netio::AdmissionOptions admission;
   fmt::print("admission: max_connections {}, max_pending_handshakes {}, handshake_timeout {}, progress_timeout {}\n",
-             admission.max_connections, admission.max_pending_handshakes, ms(admission.handshake_timeout),
+             admission.connection_limit(), admission.max_pending_handshakes, ms(admission.handshake_timeout),
              ms(admission.progress_timeout));
   const netio::pubsub::PublishOptions pub;
   const netio::pubsub::SubscribeOptions sub;

@@ -47,10 +47,28 @@ class PeerNetwork {
 /// and for an empty list.
 std::vector<PeerNetwork> parse_peer_networks(std::string_view list);
 
+/// Descriptors default_max_connections() leaves to the rest of the process at least.
+constexpr std::size_t connection_limit_headroom = 64;
+/// The connection limit for the process's soft descriptor limit now (getrlimit(RLIMIT_NOFILE)):
+/// 1024, or the limit less a headroom (an eighth of it, at least connection_limit_headroom)
+/// when that is smaller, at least 1. So the listener keeps descriptors for the accepts that
+/// let a newcomer evict an idle connection, and the process keeps some for everything else.
+/// A tcp:// or shm:// connection costs the receiver one descriptor; a libfabric one several
+/// (its provider's).
+std::size_t default_max_connections() noexcept;
+/// AdmissionOptions::max_connections's default: default_max_connections(), read when the
+/// receive socket is made.
+constexpr std::size_t max_connections_from_descriptors = SIZE_MAX;
+
 struct AdmissionOptions {
-  /// Connections accepted at once (introduced or not); beyond it a new peer is rejected with
-  /// a reason (its send socket's error says so).
-  std::size_t max_connections = 1024;
+  /// Connections accepted at once (introduced or not). A newcomer beyond it evicts the
+  /// connection idle longest among those that have sent no data since their introduction
+  /// (and did not authenticate with a key), logged; with none of those, it is rejected with a
+  /// reason (its send socket's error says so). The same eviction makes room when the process
+  /// runs out of descriptors (EMFILE, ENFILE) with a newcomer waiting. 0: no limit. The
+  /// default (max_connections_from_descriptors) is default_max_connections() when the receive
+  /// socket is made: 1024 unless the process's descriptor limit is lower.
+  std::size_t max_connections = max_connections_from_descriptors;
   /// Connections whose handshake (hello, then the sender's introduction and, with a key, its
   /// proof) is not complete yet. When a new one would exceed it, the oldest is dropped: a
   /// flood of silent connections delays new peers by at most this many, it never locks them out.
@@ -79,8 +97,9 @@ struct AdmissionOptions {
   /// A peer that takes none of the replies queued to it for this long (its window stays
   /// full, or the budget has no room for more) is dropped, logged once. Zero: never.
   std::chrono::nanoseconds reply_timeout = std::chrono::seconds(30);
-  /// When accept() runs out of descriptors (EMFILE, ENFILE), the listener stops taking
-  /// connections for this long, then tries again by itself (logged once per episode).
+  /// When accept() runs out of descriptors (EMFILE, ENFILE) and no connection can be evicted
+  /// for the newcomer (none still in its handshake, none idle as above), the listener stops
+  /// taking connections for this long, then tries again by itself (logged once per episode).
   std::chrono::nanoseconds accept_backoff = std::chrono::milliseconds(100);
   /// Peers allowed to connect, by source address; empty: everyone. Others are rejected after
   /// their hello, with a reason.
@@ -89,6 +108,12 @@ struct AdmissionOptions {
   /// see netio/preshared_key.hpp). Unset: no authentication, and a sender that brings a key
   /// is rejected (it would not learn whether its listener is the right one).
   std::optional<PreSharedKey> key;
+
+  /// The connection limit these options set: max_connections, or for
+  /// max_connections_from_descriptors, default_max_connections() now.
+  std::size_t connection_limit() const noexcept {
+    return max_connections == max_connections_from_descriptors ? default_max_connections() : max_connections;
+  }
 };
 
 }  // namespace netio

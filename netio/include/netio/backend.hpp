@@ -265,7 +265,8 @@ struct ListenLimits {
   /// A receive socket in the middle of a buffer that completes none for this long, while it
   /// is reading, fails with Errc::protocol_error (where the back-end sees partial buffers).
   std::chrono::nanoseconds progress_timeout = std::chrono::seconds(30);
-  /// Out of descriptors: how long the listener stops accepting before it tries again.
+  /// Out of descriptors with nothing to drop (Callbacks::on_out_of_descriptors closed
+  /// nothing): how long the listener stops accepting before it tries again.
   std::chrono::nanoseconds accept_backoff = std::chrono::milliseconds(100);
   /// Bytes of AcceptDecision::accept_data that accepted connections carry (the answer to a
   /// pre-shared key's challenge; at most max_accept_data_size; 0: none). listen() throws when
@@ -279,6 +280,11 @@ class LowLevelListenSocket {
     std::function<AcceptDecision(const Endpoint& peer, std::span<const std::byte> hello)> on_request;
     std::function<void(std::unique_ptr<LowLevelReceiveSocket>)> on_accepted;
     std::function<void(const Error&)> on_error;  ///< a failed accept; the listener keeps listening
+    /// Out of descriptors (EMFILE, ENFILE) with a peer waiting to be accepted, and nothing of
+    /// the listener's own to drop: the layer above may close one of the connections it was
+    /// handed (an idle one) to make room. Returns whether it closed one, whose descriptor is
+    /// free when it returns; the listener then accepts again at once, else it backs off.
+    std::function<bool()> on_out_of_descriptors;
   };
 
   virtual ~LowLevelListenSocket() = default;
