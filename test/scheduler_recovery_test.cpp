@@ -60,6 +60,9 @@ std::map<IntervalIndex, std::optional<Duration>> run(std::uint32_t history, doub
   return proposed;
 }
 
+// Within a microsecond of `expected` (the proposals are rounded to the nanosecond).
+bool near(std::optional<Duration> d, Duration expected) { return d && std::chrono::abs(*d - expected) < 1us; }
+
 // The first interval from the end of the slow-down on whose proposal is within 5 % of the link.
 IntervalIndex recovered(const std::map<IntervalIndex, std::optional<Duration>>& proposed) {
   for (const auto& [j, durp] : proposed) {
@@ -111,9 +114,6 @@ TEST_CASE("scheduler recovery: after a slow-down the proposals come down by the 
 //     48 and 49 took 300 against 294.04: not kept up (296.98), 0.95 × 300 = 285 from 50 on.
 TEST_CASE("scheduler recovery: the tracking rule is back within 10 intervals and never undershoots", "[scheduler]") {
   const auto p = run(10, 5, 80, DurationRule::tracking);
-  const auto near = [](std::optional<Duration> d, Duration expected) {
-    return d && std::chrono::abs(*d - expected) < 1us;
-  };
   const Duration before = 285ms;
   CHECK(near(p.at(29), before));
   CHECK(near(p.at(32), before));   // the median of 3 holds one slow interval
@@ -149,9 +149,6 @@ TEST_CASE("scheduler recovery: the tracking rule is back within 10 intervals and
 // 48 is 0.95 × median(309.51, 309.51, 300) = 294.04, 49 is 0.95 × median(309.51, 300, 300) = 285.
 TEST_CASE("scheduler recovery: the tracking rule without the faster recovery steps once per interval", "[scheduler]") {
   const auto p = run(10, 5, 80, DurationRule::tracking, false);
-  const auto near = [](std::optional<Duration> d, Duration expected) {
-    return d && std::chrono::abs(*d - expected) < 1us;
-  };
   CHECK(near(p.at(42), 342'950us));
   CHECK(near(p.at(43), 342'950us));
   CHECK(near(p.at(44), 309'512us));
