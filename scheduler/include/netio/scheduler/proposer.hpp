@@ -36,7 +36,11 @@
 ///          = med_recent * (1 - ssu_pct)   otherwise (w ran best-effort, or longer than paced)
 /// so the proposals sit ssu_pct under what the network takes (as the paper's speed-up keeps
 /// them), follow a slow-down within recent_length intervals, and come down after one by
-/// ssu_pct per interval. speed_up stays empty (Eq. 1 is not used). The window is the last
+/// ssu_pct per interval. Two refinements (config.hpp): hold_on_rising_latency keeps durp_w
+/// when w's median acknowledgement latency rose over w-1's (extension 6: the slack that
+/// "kept up" allows is then a queue), and faster_recovery doubles the number of steps for
+/// each interval before w that kept up while its measured duration fell with its proposal
+/// (extension 8). speed_up stays empty (Eq. 1 is not used). The window is the last
 /// recent_length intervals only (at most hist_cnt): the rule reads nothing older, so a DDE
 /// proposes from interval recent_length + proposal_distance - 1 on (counted from 0), where
 /// the paper's rule leaves hist_cnt + proposal_distance - 1 intervals best-effort.
