@@ -8,6 +8,15 @@
 #include "netio/low_latency_socket.hpp"
 #include "support/transports.hpp"
 
+#include "address.hpp"
+#include "backends/shm/unix_family.hpp"
+#include "little_endian.hpp"
+#include "rejection_log.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -16,6 +25,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 using namespace std::chrono_literals;
 
@@ -81,4 +91,78 @@ TEST_CASE("a rejected connection is logged once on each side", "[faults][integra
   CHECK(count(log, "rejecting ") == 1);
   // The sender: "... rejected the connection: the peer is a low-latency send socket, ...".
   CHECK(count(log, "rejected the connection") == 1);
+}
+
+namespace {
+
+// A raw stream connection to the listener of a tcp:// or shm:// endpoint (the POSIX listener).
+int raw_connect(const netio::Endpoint& endpoint) {
+  netio::detail::SocketAddress address;
+  if (endpoint.scheme == "shm") {
+    address = netio::shm::abstract_address(endpoint);
+  } else {
+    auto* in = reinterpret_cast<sockaddr_in*>(&address.storage);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(endpoint.port);
+    in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.length = sizeof(sockaddr_in);
+  }
+  const int fd = ::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  REQUIRE(::connect(fd, address.get(), address.length) == 0);
+  return fd;
+}
+
+}  // namespace
+
+TEST_CASE("a connect request too short to read is rejected with one warning naming the peer and the reason",
+          "[faults][integration]") {
+  // tcp:// and shm:// (the POSIX listener); fabric:// has a listener of its own.
+  const auto base = netio::Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  if (base.scheme == "fabric") return;
+  const auto level = netio::log_level();
+  netio::set_log_level(netio::LogLevel::info);
+  std::string log;
+  {
+    CapturedStderr captured;
+    {
+      netio::Context context;
+      netio::LowLatencyReceiveSocket receiver(context, base, [](std::span<const std::byte>, const netio::Peer&) {});
+      // A frame of 4 bytes: the length (8 bytes, little-endian), then 4 bytes of request.
+      std::byte frame[12]{};
+      netio::detail::store_le<std::uint64_t>(frame, 4);
+      const int fd = raw_connect(receiver.local_endpoint());
+      REQUIRE(::send(fd, frame, sizeof frame, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof frame));
+      // The listener answers (a rejection) and closes: wait for the end of the stream.
+      std::byte sink[256];
+      for (int i = 0; i < 500 && ::recv(fd, sink, sizeof sink, 0) > 0; ++i) {
+      }
+      ::close(fd);
+    }
+    log = captured.text();
+  }
+  netio::set_log_level(level);
+  INFO(log);
+  CHECK(count(log, "netio warn: listen socket ") == 1);
+  CHECK(count(log, "rejecting ") == 1);
+  CHECK(count(log, "malformed connection request of 4 bytes") == 1);
+}
+
+TEST_CASE("rejections are logged at most a burst per period, and the next line counts the ones left out", "[faults]") {
+  const auto level = netio::log_level();
+  netio::set_log_level(netio::LogLevel::warn);
+  std::string log;
+  {
+    CapturedStderr captured;
+    netio::RejectionLog rejections(std::chrono::seconds(1), 3);
+    const auto start = netio::RejectionLog::Clock::now();
+    for (int i = 0; i < 10; ++i) rejections.reject("tcp://127.0.0.1:1", "127.0.0.1:2", "junk", start);
+    CHECK(rejections.left_out() == 7);
+    rejections.reject("tcp://127.0.0.1:1", "127.0.0.1:2", "junk", start + std::chrono::seconds(1));
+    log = captured.text();
+  }
+  netio::set_log_level(level);
+  INFO(log);
+  CHECK(count(log, "listen socket tcp://127.0.0.1:1: rejecting 127.0.0.1:2: junk") == 4);
+  CHECK(count(log, "(7 more rejection(s) not logged before this one)") == 1);
 }
