@@ -23,6 +23,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -68,24 +69,39 @@ std::size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// What netio writes to stderr at `level` while `body` runs (the level restored after).
+std::string log_of(netio::LogLevel level, const std::function<void()>& body) {
+  const auto saved = netio::log_level();
+  netio::set_log_level(level);
+  std::string log;
+  {
+    CapturedStderr captured;
+    body();
+    log = captured.text();
+  }
+  netio::set_log_level(saved);
+  return log;
+}
+
+// A high-throughput receiver on `base` and a low-latency sender to it, which it rejects;
+// `with_sender` runs while both live.
+std::string log_of_rejected_sender(const netio::Endpoint& base,
+                                   const std::function<void(netio::LowLatencySendSocket&)>& with_sender) {
+  return log_of(netio::LogLevel::warn, [&] {
+    netio::Context context;
+    netio::HighThroughputReceiveSocket receiver(context, base);
+    netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
+    with_sender(sender);
+  });
+}
+
 }  // namespace
 
 TEST_CASE("a rejected connection is logged once on each side", "[faults][integration]") {
   const auto base = netio::Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
-  const auto level = netio::log_level();
-  netio::set_log_level(netio::LogLevel::warn);
-  std::string log;
-  {
-    CapturedStderr captured;
-    {
-      netio::Context context;
-      netio::HighThroughputReceiveSocket receiver(context, base);
-      netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
-      CHECK_THROWS_WITH(sender.wait_connected(10s), Catch::Contains("rejected the connection"));
-    }
-    log = captured.text();
-  }
-  netio::set_log_level(level);
+  const std::string log = log_of_rejected_sender(base, [](netio::LowLatencySendSocket& sender) {
+    CHECK_THROWS_WITH(sender.wait_connected(10s), Catch::Contains("rejected the connection"));
+  });
   INFO(log);
   // The receiver: "rejecting <peer>: the peer is a low-latency send socket, but ...".
   CHECK(count(log, "rejecting ") == 1);
@@ -97,28 +113,17 @@ TEST_CASE("a send socket's connect failure is said once: to the caller, else in 
           "[faults][integration]") {
   const auto base = netio::Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   const bool asked = GENERATE(false, true);
-  const auto level = netio::log_level();
-  netio::set_log_level(netio::LogLevel::warn);
-  std::string log;
-  {
-    CapturedStderr captured;
-    {
-      netio::Context context;
-      netio::HighThroughputReceiveSocket receiver(context, base);
-      netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
-      if (asked) {
-        const auto deadline = std::chrono::steady_clock::now() + 10s;
-        while (!sender.failure() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
-        CHECK(sender.failure());
-      } else {
-        // Nothing on the socket tells of a failure without telling its caller: give the
-        // rejection (a loopback round trip) ample time.
-        std::this_thread::sleep_for(1s);
-      }
+  const std::string log = log_of_rejected_sender(base, [asked](netio::LowLatencySendSocket& sender) {
+    if (asked) {
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (!sender.failure() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+      CHECK(sender.failure());
+    } else {
+      // Nothing on the socket tells of a failure without telling its caller: give the
+      // rejection (a loopback round trip) ample time.
+      std::this_thread::sleep_for(1s);
     }
-    log = captured.text();
-  }
-  netio::set_log_level(level);
+  });
   INFO(log);
   CHECK(count(log, "rejected the connection") == (asked ? 0 : 1));
 }
@@ -150,28 +155,20 @@ TEST_CASE("a connect request too short to read is rejected with one warning nami
   // tcp:// and shm:// (the POSIX listener); fabric:// has a listener of its own.
   const auto base = netio::Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   if (base.scheme == "fabric") return;
-  const auto level = netio::log_level();
-  netio::set_log_level(netio::LogLevel::info);
-  std::string log;
-  {
-    CapturedStderr captured;
-    {
-      netio::Context context;
-      netio::LowLatencyReceiveSocket receiver(context, base, [](std::span<const std::byte>, const netio::Peer&) {});
-      // A frame of 4 bytes: the length (8 bytes, little-endian), then 4 bytes of request.
-      std::byte frame[12]{};
-      netio::detail::store_le<std::uint64_t>(frame, 4);
-      const int fd = raw_connect(receiver.local_endpoint());
-      REQUIRE(::send(fd, frame, sizeof frame, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof frame));
-      // The listener answers (a rejection) and closes: wait for the end of the stream.
-      std::byte sink[256];
-      for (int i = 0; i < 500 && ::recv(fd, sink, sizeof sink, 0) > 0; ++i) {
-      }
-      ::close(fd);
+  const std::string log = log_of(netio::LogLevel::info, [&] {
+    netio::Context context;
+    netio::LowLatencyReceiveSocket receiver(context, base, [](std::span<const std::byte>, const netio::Peer&) {});
+    // A frame of 4 bytes: the length (8 bytes, little-endian), then 4 bytes of request.
+    std::byte frame[12]{};
+    netio::detail::store_le<std::uint64_t>(frame, 4);
+    const int fd = raw_connect(receiver.local_endpoint());
+    REQUIRE(::send(fd, frame, sizeof frame, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof frame));
+    // The listener answers (a rejection) and closes: wait for the end of the stream.
+    std::byte sink[256];
+    for (int i = 0; i < 500 && ::recv(fd, sink, sizeof sink, 0) > 0; ++i) {
     }
-    log = captured.text();
-  }
-  netio::set_log_level(level);
+    ::close(fd);
+  });
   INFO(log);
   CHECK(count(log, "netio warn: listen socket ") == 1);
   CHECK(count(log, "rejecting ") == 1);
@@ -179,19 +176,13 @@ TEST_CASE("a connect request too short to read is rejected with one warning nami
 }
 
 TEST_CASE("rejections are logged at most a burst per period, and the next line counts the ones left out", "[faults]") {
-  const auto level = netio::log_level();
-  netio::set_log_level(netio::LogLevel::warn);
-  std::string log;
-  {
-    CapturedStderr captured;
+  const std::string log = log_of(netio::LogLevel::warn, [] {
     netio::RejectionLog rejections(std::chrono::seconds(1), 3);
     const auto start = netio::RejectionLog::Clock::now();
     for (int i = 0; i < 10; ++i) rejections.reject("tcp://127.0.0.1:1", "127.0.0.1:2", "junk", start);
     CHECK(rejections.left_out() == 7);
     rejections.reject("tcp://127.0.0.1:1", "127.0.0.1:2", "junk", start + std::chrono::seconds(1));
-    log = captured.text();
-  }
-  netio::set_log_level(level);
+  });
   INFO(log);
   CHECK(count(log, "listen socket tcp://127.0.0.1:1: rejecting 127.0.0.1:2: junk") == 4);
   CHECK(count(log, "(7 more rejection(s) not logged before this one)") == 1);
