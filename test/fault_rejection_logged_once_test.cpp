@@ -22,6 +22,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -186,4 +187,60 @@ TEST_CASE("rejections are logged at most a burst per period, and the next line c
   INFO(log);
   CHECK(count(log, "listen socket tcp://127.0.0.1:1: rejecting 127.0.0.1:2: junk") == 4);
   CHECK(count(log, "(7 more rejection(s) not logged before this one)") == 1);
+}
+
+namespace {
+
+// The descriptor of this process's Unix socket connected to the shm:// listener of `listener`
+// (the sender's end of the connection), or -1.
+int shm_connector_socket(const netio::Endpoint& listener) {
+  const auto expected = netio::shm::abstract_address(listener);
+  for (int fd = 3; fd < 4096; ++fd) {
+    netio::detail::SocketAddress peer;
+    peer.length = sizeof peer.storage;
+    if (::getpeername(fd, peer.get(), &peer.length) != 0 || peer.family() != AF_UNIX) continue;
+    if (peer.length == expected.length && std::memcmp(&peer.storage, &expected.storage, peer.length) == 0) return fd;
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("shm: a peer passing two descriptors in one message is dropped, the reason naming it once", "[faults][shm]") {
+  const std::string log = log_of(netio::LogLevel::warn, [] {
+    netio::Context context;
+    netio::HighThroughputReceiveSocket receiver(context, netio::Endpoint::parse("shm://netio-test:0"));
+    netio::HighThroughputSendSocket sender(context, receiver.local_endpoint());
+    REQUIRE(sender.wait_connected(5s));
+    const int fd = shm_connector_socket(receiver.local_endpoint());
+    REQUIRE(fd >= 0);
+    // Nothing sent yet, so no send area passed: one wake-up byte carrying two descriptors.
+    const int passed[2] = {::dup(0), ::dup(0)};
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof passed)]{};
+    msghdr message{};
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof passed);
+    std::memcpy(CMSG_DATA(header), passed, sizeof passed);
+    REQUIRE(::sendmsg(fd, &message, MSG_NOSIGNAL) == 1);
+    ::close(passed[0]);
+    ::close(passed[1]);
+    // The receiver drops the connection: the sender sees it go.
+    CHECK(netio::test::eventually([&] { return sender.failure().has_value(); }));
+  });
+  INFO(log);
+  const auto at = log.find("shm connection from ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = log.substr(at, log.find('\n', at) - at);
+  CHECK_THAT(line, Catch::Contains("the peer passed 2 descriptors in one message (a send area is one)"));
+  // The peer named once: "shm connection from PEER to LOCAL: ...".
+  const std::string peer = line.substr(20, line.find(" to ") - 20);
+  CHECK(count(line, peer) == 1);
 }
