@@ -46,7 +46,7 @@ for transport in ${transports//,/ }; do
   sweep() {  # title, duration per size, extra sender options
     echo "== $1"
     rm -f "$scratch/port"
-    "$bin/netio_recv" -e "$listen" --verify --interval 0 --port-file "$scratch/port" --cpu "$recv_cpu" \
+    "$bin/netio_recv" -e "$listen" --verify --report-interval 0 --port-file "$scratch/port" --cpu "$recv_cpu" \
         --timeout 300s >"$scratch/recv.txt" &
     pids+=($!)
     bench_wait_for_port "$scratch/port" "$not_listening"

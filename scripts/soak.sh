@@ -52,7 +52,7 @@ comers=$((seconds / churn - 1))
 [ "$comers" -ge 0 ] || comers=0
 streams=$((1 + comers))
 "$recv" -e "$(bench_endpoint "$transport" 0)" --mode "$mode" --senders "$streams" --verify --json \
-  --interval 0 --port-file "$work/port" --timeout "$((seconds + 120))s" >"$work/recv.json" 2>"$work/recv.err" &
+  --report-interval 0 --port-file "$work/port" --timeout "$((seconds + 120))s" >"$work/recv.json" 2>"$work/recv.err" &
 recv_pid=$!
 pids+=("$recv_pid")
 port=$(bench_wait_for_port --print "$work/port" "soak.sh: netio_recv did not start listening")

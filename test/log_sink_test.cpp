@@ -7,6 +7,8 @@
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
 
+#include "log_line.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -128,4 +130,15 @@ TEST_CASE("the log sink is thread-safe: lines from many threads while the sink i
   netio::set_log_level(saved_level);
   CHECK(first > 0);
   CHECK(second > 0);
+}
+
+TEST_CASE("netio's own stderr line begins with an ISO 8601 time in UTC with microseconds", "[log]") {
+  // 2026-11-29T00:31:02.123456Z, written as epoch seconds and microseconds.
+  const std::chrono::system_clock::time_point when{std::chrono::seconds(1795912262) + std::chrono::microseconds(123456)};
+  CHECK(netio::format_log_line(netio::LogLevel::warn, "the message", when) ==
+        "2026-11-29T00:31:02.123456Z netio warn: the message\n");
+  // Leading zeros kept in the fraction: 7 us is .000007, not .7.
+  CHECK(netio::format_log_line(netio::LogLevel::error, "x", std::chrono::system_clock::time_point{
+                                                                std::chrono::microseconds(7)}) ==
+        "1970-01-01T00:00:00.000007Z netio error: x\n");
 }

@@ -116,6 +116,13 @@ int run_sub(const SubOptions& o) {
       last_interval = Clock::now();
     }
   }
+  if (stop_requested() && mode == netio::pubsub::Mode::high_throughput) {
+    // Stopped by a signal: what already arrived is printed too, not dropped with the socket.
+    while (auto m = subscriber.recv(std::chrono::milliseconds(0))) {
+      std::lock_guard lock(mutex);
+      printer.print(m->tag(), m->data(), m->publisher().name());
+    }
+  }
   std::lock_guard lock(mutex);
   printer.print_totals();
   std::fflush(stdout);

@@ -3,7 +3,7 @@
 // status are documented in docs/man/netio_recv.1.md (man netio_recv).
 //
 //   netio_recv -e ENDPOINT [--mode ht|ll] [-n MESSAGES | -t DURATION] [--verify] [--json]
-//              [--senders K] [--interval DURATION] [--port-file FILE] [--cpu N[,M]] [--timeout DURATION]
+//              [--senders K] [--report-interval DURATION] [--port-file FILE] [--cpu N[,M]] [--timeout DURATION]
 //   netio_recv --subscribe -e PUBLISHER --tags T[,T...] [--mode ll|ht] [...the same]
 //
 // Listens (or subscribes to netio_throughput --publish), reports each interval on stderr
@@ -70,8 +70,8 @@ void add_options(CLI::App& app, Options& o) {
                                        "the stream");
   messages->excludes(duration);
   app.add_flag("--verify", o.verify,
-               "Check every message: report lost, duplicated and corrupt ones per size (see "
-               "tools/common/bench_message.hpp; at 8-15 B the check is 16 bits wide)");
+               "Check every message: report lost, duplicated and corrupt ones per size (at 8-15 B the check is "
+               "16 bits wide; man netio_recv)");
   app.add_flag("--json", o.json,
                "Print one JSON document on stdout: {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps, "
                "lost, duplicated, corrupt}]}; lost/duplicated/corrupt are null without --verify");
@@ -81,7 +81,14 @@ void add_options(CLI::App& app, Options& o) {
                  "stream and ends nothing: its control messages are ignored, logged once and counted)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  add_duration_option(app, "--interval", o.interval, "Interval of the progress report on stderr (0: none)");
+  add_duration_option(app, "--report-interval", o.interval, "Period of the progress report on stderr (0: none)");
+  // The old name of --report-interval (netio_tsbench's --interval means something else), kept
+  // for one release: hidden from --help, and a note when used.
+  add_duration_option(app, "--interval", o.interval, "")
+      ->group("")
+      ->each([](const std::string&) {
+        fmt::print(stderr, "netio_recv: --interval is deprecated and goes in the next release: use --report-interval\n");
+      });
   app.add_option("--port-file", o.port_file,
                  "Write the port listened on to FILE once listening (for scripts using port 0)")
       ->type_name("FILE");
@@ -239,6 +246,11 @@ int run(const Options& o) {
     JsonWriter json;
     write_results_json(json, report.results, VerificationColumns::reported);
     fmt::print("{}\n", json.str());
+  } else if (report.results.empty()) {
+    // Not an empty table: say why there is nothing to show.
+    fmt::print("no data received{}\n", report.end == ReceiveEnd::signal     ? " (stopped before the first message)"
+                                       : report.end == ReceiveEnd::timeout ? " (--timeout passed before the first message)"
+                                                                           : "");
   } else if (report.per_stream.size() <= 1) {
     fmt::print("{}", results_table(report.results, VerificationColumns::reported));
   } else {

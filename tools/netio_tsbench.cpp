@@ -127,7 +127,7 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--csv", o.csv,
                  "Write DIR/SCHEDULER/{timeslices,intervals,buffer_fill,bandwidth}.csv and DIR/summary.json "
-                 "(plot them with tools/tsbench/plot_tsbench.sh DIR)")
+                 "(their columns: man netio_tsbench)")
       ->type_name("DIR");
   app.add_flag("--json", o.json,
                "Print one JSON document: {best_effort|dfs: {timeslices, incomplete, spread_us: {median, p90, max}, "
@@ -431,10 +431,10 @@ int main(int argc, char** argv) {
     if (options.role.empty() && options.collect.empty()) options.bench.resolve();
     if (options.simulate) simulation::check_simulatable(options.bench, simulation_options(options));
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return exit_for_parse_error(app, e);
   } catch (const netio::Error& e) {
     fmt::print(stderr, "{}: {}\n", kTool, e.what());
-    return 2;
+    return kExitUsage;
   }
   return run_tool(kTool, [&] { return run(options); });
 }

@@ -223,7 +223,11 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
   AcceptDecision decision = AcceptDecision::reject("the listener takes no connections");
   const auto request = decode_request(pending->reader.payload());
   if (!request) {
-    decision = AcceptDecision::reject("malformed connection request (not a netio peer, or an old version)");
+    decision = AcceptDecision::reject(
+        fmt::format("malformed connection request of {} bytes (not a netio peer, or an old version)",
+                    pending->reader.payload().size()));
+    // The layer above never sees it: the one line about it is here.
+    rejections_.reject(local_.to_string(), pending->peer.to_string(), decision.reject_reason);
   } else if (callbacks_.on_request) {
     try {
       decision = callbacks_.on_request(pending->peer, request->hello);
@@ -241,7 +245,8 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
     return;
   }
   if (!decision.accepted) {
-    // The layer above logged why (once); this is the back-end's trace of it.
+    // The layer above logged why (once), or the malformed request above; this is the
+    // back-end's trace of it.
     log(LogLevel::debug, "listen socket {}: rejected {}: {}", local_.to_string(), pending->peer.to_string(),
         decision.reject_reason);
     return;  // closing the descriptor ends the connection after the reply
@@ -272,8 +277,7 @@ std::unique_ptr<LowLevelReceiveSocket> StreamFamily::make_receive_socket(EventLo
 void PosixListenSocket::drop_pending(int fd, const std::string& why) {
   const auto it = pending_.find(fd);
   if (it == pending_.end()) return;
-  log(LogLevel::warn, "listen socket {}: dropping connection from {}: {}", local_.to_string(),
-      it->second->peer.to_string(), why);
+  rejections_.reject(local_.to_string(), it->second->peer.to_string(), why);
   forget_pending(it);
 }
 

@@ -18,6 +18,7 @@
 #include "backends/posix/stream_family.hpp"
 #include "netio/backend.hpp"
 #include "netio/event_loop.hpp"
+#include "rejection_log.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -79,6 +80,7 @@ class PosixListenSocket final : public LowLevelListenSocket {
   std::uint64_t next_arrival_ = 1;
   // Pressure episodes, each logged once at its start and once at its end (end_pressure_episode()).
   static constexpr std::chrono::seconds episode_quiet_period{1};
+  RejectionLog rejections_;  // malformed requests, handshakes dropped: rate-limited warnings
   bool evicting_ = false;  // dropping the oldest waiting connections
   std::uint64_t evictions_ = 0;
   std::chrono::steady_clock::time_point last_eviction_{};

@@ -72,7 +72,7 @@ void ShmConnection::on_events(std::uint32_t events) {
   std::string corrupt;
   if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_socket(corrupt);
   if (!corrupt.empty()) {
-    fail(Errc::protocol_error, fmt::format("{} {}: {}", peer_, link_, corrupt));
+    fail(Errc::protocol_error, fmt::format("shm connection {}: {}", link_, corrupt));  // link_ names the peer
     return;
   }
   pump();
@@ -102,7 +102,15 @@ void ShmConnection::read_socket(std::string& corrupt) {
       auto descriptors = received_descriptors(message);
       if (descriptors.empty() && (message.msg_flags & MSG_CTRUNC) == 0) continue;
       if (descriptors.size() != 1 || peer_area_ || (message.msg_flags & MSG_CTRUNC) != 0) {
-        corrupt = fmt::format("passed {} more descriptor(s) after its send area", descriptors.size());
+        // Say what the peer did: a send area is one descriptor, passed once.
+        if (peer_area_) {
+          corrupt = fmt::format("the peer passed {} descriptor(s) after its send area (one send area, passed once)",
+                                descriptors.size());
+        } else if ((message.msg_flags & MSG_CTRUNC) != 0) {
+          corrupt = "the peer passed more descriptors in one message than the one of a send area";
+        } else {
+          corrupt = fmt::format("the peer passed {} descriptors in one message (a send area is one)", descriptors.size());
+        }
         return;
       }
       std::string why;
@@ -197,7 +205,7 @@ void ShmConnection::pump_outbound() {
   writing_ = false;
   if (closed_) return;
   if (!corrupt.empty()) {
-    fail(Errc::protocol_error, fmt::format("{} corrupted the shared segment {}: {}", peer_, link_, corrupt));
+    fail(Errc::protocol_error, fmt::format("shm connection {}: the peer corrupted the shared segment: {}", link_, corrupt));
     return;
   }
   if (pushed && outbound_.consumer_needs_wake()) wake_peer();
@@ -298,7 +306,7 @@ void ShmConnection::pump_inbound() {
   }
   if (closed_) return;
   if (!corrupt.empty()) {
-    fail(Errc::protocol_error, fmt::format("{} corrupted the shared segment {}: {}", peer_, link_, corrupt));
+    fail(Errc::protocol_error, fmt::format("shm connection {}: the peer corrupted the shared segment: {}", link_, corrupt));
     return;
   }
   if (inbound_->producer_needs_wake()) wake_peer();
@@ -345,7 +353,7 @@ void ShmConnection::wake_peer() {
   // A full socket buffer holds wake-ups the peer has not read yet: it will look anyway.
   if (::send(fd_.get(), &wake, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN && errno != EPIPE &&
       errno != ECONNRESET) {
-    fail(Errc::disconnected, fmt::format("waking {} {} failed: {}", peer_, link_, posix::errno_text(errno)));
+    fail(Errc::disconnected, fmt::format("shm connection {}: waking the peer failed: {}", link_, posix::errno_text(errno)));
   }
 }
 

@@ -284,10 +284,19 @@ void BufferSender::on_failed(const Error& error) {
   closed_ = true;
   // A peer that went away, or an abandon() the owner asked for, is no warning.
   const bool expected = error.code() == Errc::disconnected || error.code() == Errc::closed;
-  log(expected ? LogLevel::info : LogLevel::warn, "send socket: {}", error.what());
+  const bool was_connected = state_.connected();
+  if (was_connected) stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
+  // Said once. A caller waiting for the connection throws it. A connection that never came
+  // up is the owner's next call's exception (send(), wait_connected()): logged at close only
+  // if nobody was told. A connection lost while up is logged now.
+  if (!state_.set_failed(error)) {
+    if (was_connected) {
+      log(expected ? LogLevel::info : LogLevel::warn, "send socket: {}", error.what());
+    } else {
+      untold_failure_ = expected ? LogLevel::info : LogLevel::warn;
+    }
+  }
   failure_logged_ = true;
-  if (state_.connected()) stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
-  state_.set_failed(error);
   // Closed before the buffers in flight come back (reclaim_all), so that a sender waiting
   // for one wakes to the failure rather than taking one of them for a message that would
   // then be lost without a word.
@@ -510,6 +519,9 @@ void BufferSender::finish_close(std::optional<Error> error) noexcept {
     close_result_ = error;
   }
   idle_changed_.notify_all();
+  if (untold_failure_ && on_closed_.empty() && !state_.failure_told()) {  // on_closed is told
+    if (const auto failure = state_.failure()) log(*untold_failure_, "send socket: {}", failure->what());
+  }
   // Said once: to whoever asked (on_closed), else (a destructor's close) to the log.
   if (error && on_closed_.empty() && !failure_logged_) {
     log(LogLevel::warn, "send socket to {}: closed with messages unsent: {}", remote_.to_string(), error->what());

@@ -22,6 +22,7 @@
 #include "netio/backend.hpp"
 #include "netio/buffer.hpp"
 #include "netio/context.hpp"
+#include "netio/log.hpp"
 #include "netio/stats.hpp"
 
 #include <array>
@@ -145,6 +146,7 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   Buffer introduction_{};
   MemoryRegistrar* registrar_ = nullptr;        // the introduction's, if the back-end registers
   bool closed_ = false;                         // loop thread only
+  std::optional<LogLevel> untold_failure_;  // loop thread only: a connect failure to log at close if nobody was told
   bool failure_logged_ = false;                 // loop thread only: on_failed() said why, once
 
   std::mutex submit_mutex_;

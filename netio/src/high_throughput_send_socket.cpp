@@ -366,7 +366,7 @@ bool HighThroughputSendSocket::wait_connected(std::chrono::nanoseconds timeout) 
   return impl_->sender_->state().wait_connected(timeout);
 }
 bool HighThroughputSendSocket::connected() const noexcept { return impl_->sender_->state().connected(); }
-std::optional<Error> HighThroughputSendSocket::failure() const { return impl_->sender_->state().failure(); }
+std::optional<Error> HighThroughputSendSocket::failure() const { return impl_->sender_->state().tell_failure(); }
 void HighThroughputSendSocket::send(std::span<const std::byte> message) {
   const std::span<const std::byte> parts[] = {message};
   impl_->send(parts, true);

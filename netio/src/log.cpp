@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
-#include "netio/log.hpp"
+#include "log_line.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -71,6 +75,18 @@ void set_log_sink(LogSink sink) {
   // `previous` is destroyed here, outside the lock (or by the last line still using it).
 }
 
+std::string format_log_line(LogLevel level, std::string_view message, std::chrono::system_clock::time_point when) {
+  // Seconds and microseconds apart: fmt's %S would print the fraction in the clock's own
+  // precision (nanoseconds on Linux).
+  const auto since_epoch = std::chrono::duration_cast<std::chrono::microseconds>(when.time_since_epoch());
+  const auto seconds = std::chrono::floor<std::chrono::seconds>(since_epoch);
+  const auto micros = (since_epoch - seconds).count();
+  const std::time_t time = static_cast<std::time_t>(seconds.count());
+  std::tm utc{};
+  gmtime_r(&time, &utc);
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:06d}Z netio {}: {}\n", utc, micros, to_string(level), message);
+}
+
 void log_write(LogLevel level, std::string_view message) noexcept {
   try {
     std::shared_ptr<const LogSink> sink;
@@ -83,9 +99,8 @@ void log_write(LogLevel level, std::string_view message) noexcept {
       (*sink)(level, message);
       return;
     }
-    const auto now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     // One fwrite per message keeps lines from different threads whole.
-    const std::string line = fmt::format("[{:.6f}] netio {}: {}\n", now, to_string(level), message);
+    const std::string line = format_log_line(level, message, std::chrono::system_clock::now());
     std::fwrite(line.data(), 1, line.size(), stderr);
   } catch (...) {
     // Logging must never take the program down (nor a sink that throws).

@@ -106,7 +106,7 @@ bool LowLatencySendSocket::wait_connected(std::chrono::nanoseconds timeout) {
   return impl_->sender_->state().wait_connected(timeout);
 }
 bool LowLatencySendSocket::connected() const noexcept { return impl_->sender_->state().connected(); }
-std::optional<Error> LowLatencySendSocket::failure() const { return impl_->sender_->state().failure(); }
+std::optional<Error> LowLatencySendSocket::failure() const { return impl_->sender_->state().tell_failure(); }
 void LowLatencySendSocket::send(std::span<const std::byte> message) {
   const std::span<const std::byte> parts[] = {message};
   impl_->send(parts, true);

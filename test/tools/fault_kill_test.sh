@@ -28,7 +28,7 @@ wait_exit() {  # PID SECONDS WHAT
 }
 
 # 1. The receiver killed.
-"$recv" -e "$(endpoint_for "$transport" 0)" --interval 200ms --port-file "$WORK/port1" --timeout 60s \
+"$recv" -e "$(endpoint_for "$transport" 0)" --report-interval 200ms --port-file "$WORK/port1" --timeout 60s \
   >"$WORK/recv1.out" 2>"$WORK/recv1.err" &
 recv_pid=$!
 BACKGROUND_PIDS+=("$recv_pid")
@@ -48,7 +48,7 @@ grep -q "$(host_port_for "$transport" "$port")" "$WORK/send1.err" || fail "netio
 pub_pid=$!
 BACKGROUND_PIDS+=("$pub_pid")
 port=$(wait_for_port_file "$WORK/port2" "$pub_pid")
-"$recv" --subscribe -e "$(endpoint_for "$transport" "$port")" --tags 1 --interval 200ms --timeout 60s \
+"$recv" --subscribe -e "$(endpoint_for "$transport" "$port")" --tags 1 --report-interval 200ms --timeout 60s \
   >"$WORK/sub2.out" 2>"$WORK/sub2.err" &
 sub_pid=$!
 BACKGROUND_PIDS+=("$sub_pid")
@@ -65,10 +65,10 @@ pub_pid=$!
 BACKGROUND_PIDS+=("$pub_pid")
 port=$(wait_for_port_file "$WORK/port3" "$pub_pid")
 publisher=$(endpoint_for "$transport" "$port")
-"$recv" --subscribe -e "$publisher" --tags 2 --interval 200ms --timeout 60s >"$WORK/victim.out" 2>"$WORK/victim.err" &
+"$recv" --subscribe -e "$publisher" --tags 2 --report-interval 200ms --timeout 60s >"$WORK/victim.out" 2>"$WORK/victim.err" &
 victim=$!
 BACKGROUND_PIDS+=("$victim")
-"$recv" --subscribe -e "$publisher" --tags 1 --verify --json --interval 0 --timeout 60s \
+"$recv" --subscribe -e "$publisher" --tags 1 --verify --json --report-interval 0 --timeout 60s \
   >"$WORK/survivor.json" 2>"$WORK/survivor.err" &
 survivor=$!
 BACKGROUND_PIDS+=("$survivor")
@@ -87,7 +87,7 @@ for r in results:
     assert (r["lost"], r["duplicated"], r["corrupt"]) == (0, 0, 0), r
 PY
 # 4. The receiver stalls for 3 s and resumes.
-"$recv" -e "$(endpoint_for "$transport" 0)" --verify --json --interval 200ms --port-file "$WORK/port4" --timeout 60s \
+"$recv" -e "$(endpoint_for "$transport" 0)" --verify --json --report-interval 200ms --port-file "$WORK/port4" --timeout 60s \
   >"$WORK/recv4.json" 2>"$WORK/recv4.err" &
 recv_pid=$!
 BACKGROUND_PIDS+=("$recv_pid")

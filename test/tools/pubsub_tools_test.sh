@@ -19,12 +19,12 @@ pub_pid=$!
 BACKGROUND_PIDS+=("$pub_pid")
 port=$(wait_for_port_file "$WORK/port" "$pub_pid")
 publisher=$(endpoint_for "$transport" "$port")
-"$recv" --subscribe -e "$publisher" --tags 2 --verify --json --interval 0 --timeout 60s \
+"$recv" --subscribe -e "$publisher" --tags 2 --verify --json --report-interval 0 --timeout 60s \
   >"$WORK/ht.json" 2>"$WORK/ht.err" &
 ht_pid=$!
 BACKGROUND_PIDS+=("$ht_pid")
 ll_status=0
-"$recv" --subscribe -e "$publisher" --tags 1,3 --mode ll --verify --json --interval 0 --timeout 60s \
+"$recv" --subscribe -e "$publisher" --tags 1,3 --mode ll --verify --json --report-interval 0 --timeout 60s \
   >"$WORK/ll.json" 2>"$WORK/ll.err" || ll_status=$?
 [ "$ll_status" -eq 0 ] || fail "netio_recv --subscribe --mode ll exited with $ll_status"
 ht_status=0
@@ -73,7 +73,7 @@ port=$(wait_for_port_file "$WORK/port_limited" "$pub_pid")
 publisher=$(endpoint_for "$transport" "$port")
 sub_pids=()
 for tag in 1 2 3; do
-  "$recv" --subscribe -e "$publisher" --tags "$tag" --verify --json --interval 0 --timeout 60s \
+  "$recv" --subscribe -e "$publisher" --tags "$tag" --verify --json --report-interval 0 --timeout 60s \
     >"$WORK/limited_$tag.json" 2>"$WORK/limited_$tag.err" &
   sub_pids+=("$!")
   BACKGROUND_PIDS+=("$!")
@@ -166,7 +166,7 @@ rm -f "$WORK/port"
 orphan_pid=$!
 BACKGROUND_PIDS+=("$orphan_pid")
 port=$(wait_for_port_file "$WORK/port" "$orphan_pid")
-"$recv" --subscribe -e "$(endpoint_for "$transport" "$port")" --tags 1 --interval 0 --timeout 60s >/dev/null 2>&1 &
+"$recv" --subscribe -e "$(endpoint_for "$transport" "$port")" --tags 1 --report-interval 0 --timeout 60s >/dev/null 2>&1 &
 sub_pid=$!
 BACKGROUND_PIDS+=("$sub_pid")
 sleep 1.5

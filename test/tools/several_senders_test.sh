@@ -14,7 +14,7 @@ recv=$1 send=$2 transport=$3 mode=$4
 source "$(dirname "$0")/tool_test_lib.sh"
 
 per_size=3000
-"$recv" -e "$(endpoint_for "$transport" 0)" --mode "$mode" --senders 2 --verify --json --interval 0 \
+"$recv" -e "$(endpoint_for "$transport" 0)" --mode "$mode" --senders 2 --verify --json --report-interval 0 \
   --port-file "$WORK/port" --timeout 60s >"$WORK/recv.json" 2>"$WORK/recv.err" &
 recv_pid=$!
 BACKGROUND_PIDS+=("$recv_pid")
@@ -68,7 +68,7 @@ for r in results:
 PY
 
 # 3. One of two senders killed mid-stream.
-"$recv" -e "$(endpoint_for "$transport" 0)" --mode "$mode" --senders 2 --verify --interval 200ms \
+"$recv" -e "$(endpoint_for "$transport" 0)" --mode "$mode" --senders 2 --verify --report-interval 200ms \
   --port-file "$WORK/port3" --timeout 60s >"$WORK/recv3.out" 2>"$WORK/recv3.err" &
 recv_pid=$!
 BACKGROUND_PIDS+=("$recv_pid")

@@ -8,7 +8,7 @@ set -euo pipefail
 recv=$1 send=$2 transport=$3 mode=$4 checker=$5
 source "$(dirname "$0")/tool_test_lib.sh"
 
-"$recv" -e "$(endpoint_for "$transport" 0)" --mode "$mode" --verify --json --interval 0 \
+"$recv" -e "$(endpoint_for "$transport" 0)" --mode "$mode" --verify --json --report-interval 0 \
   --port-file "$WORK/port" --timeout 60s >"$WORK/recv.json" 2>"$WORK/recv.err" &
 recv_pid=$!
 BACKGROUND_PIDS+=("$recv_pid")

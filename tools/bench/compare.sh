@@ -209,7 +209,7 @@ netio_throughput() {
   local kind="$1" system="$2" size="$3" rep="$4" listen="$5" connect="$6"
   shift 6
   report=server
-  pair "$bin/netio_recv" -e "$listen" --interval 0 --json --cpu "$recv_cpu" --timeout "$timeout" -- \
+  pair "$bin/netio_recv" -e "$listen" --report-interval 0 --json --cpu "$recv_cpu" --timeout "$timeout" -- \
        "$bin/netio_throughput" -e "$connect" -s "$size" -t "$per_point" --cpu "$send_cpu" \
        --timeout "$timeout" "$@"
   record "$kind" "$system" "$size" "$rep" "$scratch/out.json"
@@ -337,7 +337,7 @@ pubsub_netio() {  # SIZE REP K
   fan_out "netio_pubsub_$3" "$1" "$2" "$3" \
       "$bin/netio_throughput" --publish -e tcp://127.0.0.1:0 --tags 1 --subscribers "$3" -s "$1" -t "$per_point" \
       "${pubsub_page[@]}" --cpu "$send_cpu" --timeout "$timeout" -- \
-      "$bin/netio_recv" --subscribe -e "tcp://127.0.0.1:@PORT@" --tags 1 --interval 0 --json --cpu "$recv_cpu" \
+      "$bin/netio_recv" --subscribe -e "tcp://127.0.0.1:@PORT@" --tags 1 --report-interval 0 --json --cpu "$recv_cpu" \
       --timeout "$timeout"
 }
 pubsub_zmq() {  # SIZE REP K

@@ -34,7 +34,7 @@ pingpong() {
 
 rate() {
   local spec="rate=${RATE:-2Gbps}"
-  "$tools/netio_recv" -e tcp://127.0.0.1:0 --port-file "$work/rate.port" --json --interval 0 --timeout 120s \
+  "$tools/netio_recv" -e tcp://127.0.0.1:0 --port-file "$work/rate.port" --json --report-interval 0 --timeout 120s \
       > "$work/rate.json" &
   local recv=$!
   local port
@@ -50,7 +50,7 @@ shared() {
   # netio_recv counts one stream and ends with the first end-of-stream it sees, which would
   # cut off the other senders: here it only receives (and shapes), and the senders stop at
   # their --timeout (reporting what they sent, without an end of stream; exit status 1).
-  "$tools/netio_recv" -e tcp://127.0.0.1:0 --port-file "$work/shared.port" --interval 0 -n 1000000000000 \
+  "$tools/netio_recv" -e tcp://127.0.0.1:0 --port-file "$work/shared.port" --report-interval 0 -n 1000000000000 \
       --timeout 120s --emulate "$spec" > /dev/null 2>&1 &
   local recv=$!
   pids+=("$recv")

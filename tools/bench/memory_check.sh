@@ -52,7 +52,7 @@ scratch="$(mktemp -d)"
 pids=()
 trap 'bench_cleanup "$scratch" "${pids[@]}"' EXIT
 
-"$bin/netio_recv" -e "$(bench_endpoint "$scheme" 0)" --interval 0 --port-file "$scratch/port" --timeout 600s \
+"$bin/netio_recv" -e "$(bench_endpoint "$scheme" 0)" --report-interval 0 --port-file "$scratch/port" --timeout 600s \
     >/dev/null 2>&1 &
 receiver=$!
 pids+=("$receiver")

@@ -15,12 +15,14 @@ void RecordPrinter::print(pubsub::Tag tag, std::span<const std::byte> data, std:
   switch (format_) {
     case CatFormat::raw:
       std::fwrite(data.data(), 1, data.size(), out_);
+      std::fflush(out_);  // a record as it arrives, to a file or pipe too: nothing held if the tool is killed
       break;
     case CatFormat::hex: {
       std::string hex;
       hex.reserve(data.size() * 2);
       for (const std::byte b : data) fmt::format_to(std::back_inserter(hex), "{:02x}", std::to_integer<unsigned>(b));
       fmt::print(out_, "tag {} size {} from {}: {}\n", tag, data.size(), printable(publisher), hex);
+      std::fflush(out_);
       break;
     }
     case CatFormat::count:

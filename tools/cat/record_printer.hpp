@@ -23,6 +23,8 @@ class RecordPrinter {
  public:
   RecordPrinter(CatFormat format, std::FILE* out) : format_(format), out_(out) {}
 
+  // hex and raw: written and flushed at once (a terminal, file or pipe sees each record as it
+  // arrives; a tool killed afterwards has lost nothing it printed).
   void print(pubsub::Tag tag, std::span<const std::byte> data, std::string_view publisher);
   // count: the counts since the last call, one line per tag (on stderr, so stdout stays the result).
   void print_interval(double seconds);

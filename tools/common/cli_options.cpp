@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli_options.hpp"
 
+#include "build_facts.hpp"
 #include "cpu_affinity.hpp"
 #include "tool_main.hpp"
 #include "units.hpp"
@@ -22,9 +23,52 @@ int parse_and_run(CLI::App& app, int argc, char** argv, const std::function<void
     app.parse(argc, argv);
     if (validate) validate();
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return exit_for_parse_error(app, e);
   }
   return run_tool(app.get_name(), run);
+}
+
+namespace {
+
+// Options one tool of a sender/receiver pair has and the other has not: a user who gives
+// netio_recv --size meant netio_throughput.
+struct ForeignOption {
+  std::string_view tool;   // where it was given
+  std::string_view owner;  // where it belongs
+  std::string_view option;
+};
+constexpr ForeignOption kForeignOptions[] = {
+    {"netio_recv", "netio_throughput", "--size"},      {"netio_recv", "netio_throughput", "-s"},
+    {"netio_recv", "netio_throughput", "--sweep"},     {"netio_recv", "netio_throughput", "--page-size"},
+    {"netio_recv", "netio_throughput", "--pages"},     {"netio_recv", "netio_throughput", "--zero-copy-threshold"},
+    {"netio_recv", "netio_throughput", "--flush-timeout"}, {"netio_recv", "netio_throughput", "--publish"},
+    {"netio_recv", "netio_throughput", "--subscribers"},   {"netio_recv", "netio_throughput", "--max-connections"},
+    {"netio_recv", "netio_throughput", "--policy"},
+    {"netio_throughput", "netio_recv", "--senders"},   {"netio_throughput", "netio_recv", "--subscribe"},
+    {"netio_throughput", "netio_recv", "--report-interval"}, {"netio_throughput", "netio_recv", "--interval"},
+};
+
+void name_foreign_options(const CLI::App& app, const std::vector<std::string>& extras) {
+  for (const std::string& extra : extras) {
+    const std::string option = extra.substr(0, extra.find('='));
+    for (const ForeignOption& foreign : kForeignOptions) {
+      if (foreign.tool == app.get_name() && foreign.option == option) {
+        fmt::print(stderr, "{}: {} is an option of {}, not of {} (man {})\n", app.get_name(), option, foreign.owner,
+                   app.get_name(), foreign.owner);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int exit_for_parse_error(CLI::App& app, const CLI::ParseError& error) {
+  const int code = app.exit(error);
+  if (code == 0) return kExitOk;  // --help, --version
+  // Whatever the error CLI11 names first (a missing --endpoint, say), the arguments it did not
+  // know are still listed: one of the sibling tool's is the likelier mistake.
+  name_foreign_options(app, app.remaining());
+  return kExitUsage;
 }
 
 CLI::Validator size_transformer() {
@@ -112,8 +156,8 @@ CLI::Option* add_timeout_option(CLI::App& app, std::chrono::nanoseconds& target)
 }
 
 CLI::Option* add_version_flag(CLI::App& app) {
-  return app.set_version_flag("--version", app.get_name() + " " + std::string(netio::version()),
-                              "Print the tool's name and netio's version, then exit");
+  return app.set_version_flag("-V,--version", version_text(app.get_name()),
+                              "Print the version, git commit, build type, back-ends and optional features, then exit");
 }
 
 }  // namespace netio::tools

@@ -24,9 +24,16 @@ inline constexpr const char* endpoint_forms =
 // A tool's main() after its options were declared on `app`: parses the command line, runs
 // `validate` (which throws CLI::ValidationError, or another CLI::ParseError, for arguments
 // that do not go together), and on success `run` under run_tool() (tool_main.hpp). Bad
-// arguments print CLI11's message and give its exit code; --help prints the help and gives 0.
+// arguments print the parser's message and give kExitUsage (2); --help and --version print
+// and give 0.
 int parse_and_run(CLI::App& app, int argc, char** argv, const std::function<void()>& validate,
                   const std::function<int()>& run);
+
+// What every tool does with a CLI::ParseError: prints it as CLI11 does (help and version on
+// stdout) and returns 0 for --help/--version, kExitUsage for every real usage error. An
+// argument that is an option of the sibling tool (netio_recv's --size belongs to
+// netio_throughput) is named with the tool it belongs to.
+int exit_for_parse_error(CLI::App& app, const CLI::ParseError& error);
 
 // Transformers: rewrite "4KiB" to "4096" and "2s" to "2000000000" (nanoseconds), or reject
 // the input with the parser's message. Use them on integer options:
@@ -76,7 +83,8 @@ CLI::Option* add_cpu_option(CLI::App& app, CpuChoice& target);
 // --timeout DURATION: the last-resort bound on the whole run (0: none).
 CLI::Option* add_timeout_option(CLI::App& app, std::chrono::nanoseconds& target);
 
-// --version: prints "<tool> <netio's version>" (e.g. "netio_recv 0.1.0") on stdout and exits 0.
+// --version and -V: prints the tool's name and netio's version, the git commit, the build
+// type, the back-ends built in and the optional features (build_facts.hpp), and exits 0.
 CLI::Option* add_version_flag(CLI::App& app);
 
 // The text used in every tool's --help for sizes and durations.

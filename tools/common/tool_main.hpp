@@ -10,9 +10,10 @@
 
 namespace netio::tools {
 
-// Exit codes of the tools (CLI11's own codes, all non-zero, for bad arguments).
+// Exit codes of the tools.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;             // connection failed, timed out, peer vanished...
+inline constexpr int kExitUsage = 2;               // bad arguments: every parse or validation error
 inline constexpr int kExitVerificationFailed = 3;  // --verify found lost, duplicated or corrupt messages
 
 // Runs `body` and returns its exit code; an escaping netio::Error or other exception is

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// One encoding and one rate limit for the lines a listener writes about connections it
+// rejects or drops before they are admitted:
+//   "listen socket LOCAL: rejecting PEER: REASON"
+// at `warn`, at most `burst` lines per `period`; the rest are counted and the next line that
+// is written says how many were left out. A hostile peer that reconnects without end thus
+// costs a few lines a second, and every rejection of a well-behaved one is seen.
+// Not thread-safe: one per listener, used on its loop thread.
+#pragma once
+
+#include "netio/log.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+namespace netio {
+
+class RejectionLog {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit RejectionLog(Clock::duration period = std::chrono::seconds(1), std::uint32_t burst = 10) noexcept
+      : period_(period), burst_(burst) {}
+
+  void reject(std::string_view local, std::string_view peer, std::string_view reason, Clock::time_point now = Clock::now()) {
+    if (now - window_start_ >= period_) {
+      window_start_ = now;
+      written_ = 0;
+    }
+    if (written_ >= burst_) {
+      ++left_out_;
+      return;
+    }
+    ++written_;
+    if (left_out_ > 0) {
+      log(LogLevel::warn, "listen socket {}: rejecting {}: {} ({} more rejection(s) not logged before this one)", local,
+          peer, reason, left_out_);
+      left_out_ = 0;
+    } else {
+      log(LogLevel::warn, "listen socket {}: rejecting {}: {}", local, peer, reason);
+    }
+  }
+  std::uint64_t left_out() const noexcept { return left_out_; }
+
+ private:
+  Clock::duration period_;
+  std::uint32_t burst_;
+  Clock::time_point window_start_{};
+  std::uint32_t written_ = 0;
+  std::uint64_t left_out_ = 0;
+};
+
+}  // namespace netio
