@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     // The handler runs on the event-loop thread; the view is valid during the call only.
     netio::LowLatencyReceiveSocket receiver(
         context, netio::Endpoint::parse(argc > 1 ? argv[1] : "tcp://127.0.0.1:0"),
-        [&](std::span<const std::byte> message, const netio::Endpoint& peer) {
+        [&](std::span<const std::byte> message, const netio::Peer& peer) {
           fmt::print("from {}: {}\n", peer.to_string(),
                      std::string_view(reinterpret_cast<const char*>(message.data()), message.size()));
           ++received;

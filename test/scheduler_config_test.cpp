@@ -55,12 +55,23 @@ TEST_CASE("scheduler config: the paper's defaults (Table I) and θ of its code",
 
 TEST_CASE("scheduler config: an interval holds whole rounds", "[scheduler]") {
   SchedulerConfig c = layout(2, 3);
-  c.timeslices_per_interval = 10'000;
-  CHECK(c.rounds_per_interval() == 3333);          // 10000 / 3
-  CHECK(c.timeslices_in_interval() == 9999);       // 3333 * 3, the remainder dropped
+  c.timeslices_per_interval = 9'999;
+  CHECK(c.rounds_per_interval() == 3333);
+  CHECK(c.timeslices_in_interval() == 9999);
+  CHECK_NOTHROW(validate(c));
   c.timeslices_per_interval = 3;
   CHECK(c.rounds_per_interval() == 1);
   CHECK_NOTHROW(validate(c));
+}
+
+TEST_CASE("scheduler config: a remainder of time-slices per interval is refused, not dropped", "[scheduler]") {
+  SchedulerConfig c = layout(2, 3);
+  c.timeslices_per_interval = 10'000;  // the default: 3333 rounds and one time-slice over
+  require_rejected(c, "timeslices_per_interval (10000) must be a multiple of compute_count (3)");
+  require_rejected(c, "9999 or 10002");
+  c = layout(2, 2);
+  c.timeslices_per_interval = 3;  // netio_tsbench --interval 3 --computes 2
+  require_rejected(c, "timeslices_per_interval (3) must be a multiple of compute_count (2)");
 }
 
 TEST_CASE("scheduler config: bad values are rejected with the field and the value", "[scheduler]") {

@@ -67,7 +67,10 @@ class InPlaceLender final : public ReceiveBufferOwner {
   std::vector<std::byte*> returned_flags_;  // set at lend() on the loop thread, read at give_back()
   std::vector<std::size_t> free_;    // loop thread
   std::uint64_t freed_to_ = 0;       // loop thread
-  std::mutex mutex_;
+  // Recursive: give_back() wakes the connection under it, and once the loop has stopped
+  // (a receive socket outliving its Context) post() runs the wake-up's reclaim() at once,
+  // on the same thread.
+  std::recursive_mutex mutex_;
   std::vector<std::size_t> returned_;  // slots given back since the last reclaim(); guarded by mutex_
   std::function<void()> waker_;      // guarded by mutex_
 };

@@ -16,8 +16,9 @@ namespace netio::detail {
 BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello, const Identity& identity,
                            const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count,
                            std::size_t buffer_size, std::shared_ptr<PagePool> shared_pages, bool close_awaits_receiver)
-    : loop_(context.loop()),
-      closing_senders_(*context.closing_),
+    : context_(share_context(context)),
+      loop_(context_.loop()),
+      closing_senders_(*context.core_->closing),
       remote_(remote),
       replies_(std::make_shared<ReplyReceiver>(std::move(replies), remote.to_string())),
       introduction_bytes_(encode_introduction(identity)),  // throws before anything is set up
@@ -145,7 +146,12 @@ void BufferSender::refuse_on_loop_thread(std::string_view call, std::string_view
   if (loop_.in_loop_thread()) throw would_block(call, advice);
 }
 
+void BufferSender::throw_if_context_gone() const {
+  detail::throw_if_context_gone(context_, [this] { return fmt::format("the send socket to {}", remote_.to_string()); });
+}
+
 void BufferSender::throw_if_unusable() const {
+  throw_if_context_gone();
   if (closing()) throw closed_error();
   state_.throw_if_failed();
 }

@@ -112,8 +112,12 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   Error would_block(std::string_view call, std::string_view advice) const;
   // Throws would_block(call, advice) when called on the event-loop thread.
   void refuse_on_loop_thread(std::string_view call, std::string_view advice) const;
-  // Throws Errc::closed once close_async() started, or the connection's failure.
+  // Throws Errc::closed once close_async() started or the Context was destroyed, or the
+  // connection's failure.
   void throw_if_unusable() const;
+  // Throws Errc::closed naming the socket when its Context was destroyed.
+  void throw_if_context_gone() const;
+  bool context_gone() const noexcept { return detail::context_gone(context_); }
   // Errc::closed for a send after close().
   Error closed_error() const;
 
@@ -131,6 +135,7 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   void finish_close(std::optional<Error> error) noexcept;                 // loop thread
   void report_closed(const std::optional<Error>& result) noexcept;         // loop thread: runs on_closed_
 
+  Context context_;  // first, so it goes last: keeps the loop and back-end allocated if the Context went
   EventLoop& loop_;
   ClosingSenders& closing_senders_;  // the context's: keeps this alive while it closes unowned
   Endpoint remote_;

@@ -32,13 +32,32 @@ void pin_current_thread(int cpu) {
 
 }  // namespace
 
-Context::Context(ContextOptions options)
-    : closing_(std::make_unique<detail::ClosingSenders>()), options_(std::move(options)) {
-  if (options_.emulation) emulation_ = std::make_unique<NetworkEmulation>(std::move(*options_.emulation));
-  loop_.set_busy_poll(options_.busy_poll);
+namespace detail {
+
+ContextCore::ContextCore(ContextOptions options_in)
+    : closing(std::make_unique<ClosingSenders>()), options(std::move(options_in)) {}
+
+ContextCore::~ContextCore() = default;
+
+Context share_context(const Context& context) { return Context(Context::Shared{}, context.core_); }
+
+bool context_gone(const Context& context) noexcept { return context.core_->gone.load(std::memory_order_acquire); }
+
+void throw_context_gone(const std::string& socket) {
+  throw Error(Errc::closed, fmt::format("{}: its Context was destroyed (destroy every socket before the Context "
+                                        "it was made from)",
+                                        socket));
+}
+
+}  // namespace detail
+
+Context::Context(ContextOptions options) : core_(std::make_shared<detail::ContextCore>(std::move(options))) {
+  auto& core = *core_;
+  if (core.options.emulation) core.emulation = std::make_unique<NetworkEmulation>(std::move(*core.options.emulation));
+  core.loop.set_busy_poll(core.options.busy_poll);
   std::promise<void> started;
   auto started_future = started.get_future();
-  thread_ = std::thread([this, cpu = options_.cpu, &started] {
+  core.thread = std::thread([&core, cpu = core.options.cpu, &started] {
     try {
       if (cpu) pin_current_thread(*cpu);
     } catch (...) {
@@ -46,18 +65,23 @@ Context::Context(ContextOptions options)
       return;
     }
     // run() marks the loop running before it waits; post a task that reports it is up.
-    loop_.post([&started] { started.set_value(); });
-    loop_.run();
+    core.loop.post([&started] { started.set_value(); });
+    core.loop.run();
   });
   try {
     started_future.get();
   } catch (...) {
-    thread_.join();
+    core.thread.join();
     throw;
   }
 }
 
-Context::~Context() { stop(); }
+Context::~Context() {
+  if (!owner_) return;  // a socket's handle: the sockets' last one frees what the context owned
+  stop();
+  core_->gone.store(true, std::memory_order_release);
+}
+
 
 Backend& Context::backend(const Endpoint& endpoint) {
   if (Backend* found = find_backend(endpoint.scheme)) return *found;
@@ -70,25 +94,26 @@ Backend& Context::backend(std::string_view scheme) {
 }
 
 Backend* Context::find_backend(std::string_view scheme) {
-  std::lock_guard lock(backends_mutex_);
-  const auto it = backends_.find(scheme);
-  return it == backends_.end() ? nullptr : it->second.get();
+  std::lock_guard lock(core_->backends_mutex);
+  const auto it = core_->backends.find(scheme);
+  return it == core_->backends.end() ? nullptr : it->second.get();
 }
 
 Backend& Context::make_backend(std::string_view scheme, std::string_view what_for) {
   // Made on the loop thread, which serialises the making: no lock is held across the round
   // trip, so a loop callback asking for a back-end never waits for a thread waiting for it.
   Backend* result = nullptr;
-  loop_.run_sync([&] {
+  auto& core = *core_;
+  core.loop.run_sync([&] {
     if ((result = find_backend(scheme)) != nullptr) return;  // made by a task queued earlier
-    auto made = make_registered_backend(scheme, loop_, what_for);
-    if (emulation_) made = emulation_->wrap(std::move(made), loop_);
-    if (options_.wrap_backend) made = options_.wrap_backend(scheme, std::move(made), loop_);
+    auto made = make_registered_backend(scheme, core.loop, what_for);
+    if (core.emulation) made = core.emulation->wrap(std::move(made), core.loop);
+    if (core.options.wrap_backend) made = core.options.wrap_backend(scheme, std::move(made), core.loop);
     if (!made) throw Error(Errc::backend_error, fmt::format("cannot use {}: wrap_backend returned no back-end", what_for));
-    std::lock_guard lock(backends_mutex_);
+    std::lock_guard lock(core.backends_mutex);
     // Once the loop has stopped, run_sync() runs here on the caller's thread: two callers may
     // race, and the first one's back-end stays.
-    auto& slot = backends_[std::string(scheme)];
+    auto& slot = core.backends[std::string(scheme)];
     if (!slot) slot = std::move(made);
     result = slot.get();
   });
@@ -96,11 +121,11 @@ Backend& Context::make_backend(std::string_view scheme, std::string_view what_fo
 }
 
 void Context::stop() {
-  if (!thread_.joinable()) return;
-  loop_.stop();
-  thread_.join();
+  if (!owner_ || !core_->thread.joinable()) return;
+  core_->loop.stop();
+  core_->thread.join();
   // Send sockets still closing asynchronously end now, while their back-ends exist.
-  closing_->finish();
+  core_->closing->finish();
 }
 
 }  // namespace netio

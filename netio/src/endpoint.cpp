@@ -63,8 +63,12 @@ Endpoint Endpoint::parse(std::string_view text) {
     if (host.find(':') != std::string_view::npos) malformed(text, "IPv6 addresses must be written in brackets, e.g. [::1]:5000");
     port = rest.substr(colon + 1);
   }
-  if (host.empty()) malformed(text, "missing host");
-  if (host.find_first_of(" /\t") != std::string_view::npos) malformed(text, fmt::format("invalid host '{}'", host));
+  // What the field before ':PORT' is called in that scheme's form (shm://NAME:PORT).
+  const std::string_view field = endpoint.scheme == "shm" ? "name" : "host";
+  if (host.empty()) malformed(text, fmt::format("missing {}", field));
+  if (host.find_first_of(" /\t") != std::string_view::npos) {
+    malformed(text, fmt::format("invalid {} '{}': no spaces, tabs or '/'", field, host));
+  }
   endpoint.host = std::string(host);
   endpoint.port = parse_port(text, port);
 

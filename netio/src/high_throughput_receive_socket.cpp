@@ -25,11 +25,18 @@ namespace netio {
 class HighThroughputReceiveSocket::Impl {
  public:
   Impl(Context& context, const Endpoint& local, const HighThroughputReceiveOptions& options)
-      : options_(options),
+      : context_(detail::share_context(context)),
+        options_(options),
         budget_(detail::budget_from(options.shared_budget, options.memory_budget)),
         connections_(context, local, detail::SocketKind::high_throughput_send, "a high-throughput receive socket",
                      callbacks(), options.events, stats_, options.reply_window, budget_,
                      /*reassembly_buffer=*/true, options.admission) {}
+
+  void throw_if_context_gone() const {
+    detail::throw_if_context_gone(context_, [this] {
+      return fmt::format("the high-throughput receive socket at {}", connections_.local_endpoint().to_string());
+    });
+  }
 
   ~Impl() {
     // Pages still queued go back to the back-end before the connections close.
@@ -259,6 +266,8 @@ class HighThroughputReceiveSocket::Impl {
     return Message(view, std::move(owned), owned_peer);
   }
 
+  // First, so it goes last: the pages queued below go back to a back-end that still exists.
+  Context context_;
   HighThroughputReceiveOptions options_;
   std::shared_ptr<ReceiveBudget> budget_;
   StatsCounters stats_;
@@ -297,15 +306,21 @@ HighThroughputReceiveSocket::~HighThroughputReceiveSocket() {
 }
 
 std::optional<Message> HighThroughputReceiveSocket::recv(std::chrono::nanoseconds timeout) {
+  impl_->throw_if_context_gone();
   return impl_->recv(timeout);
 }
-std::optional<Message> HighThroughputReceiveSocket::try_recv() { return impl_->recv(std::chrono::nanoseconds::zero()); }
+std::optional<Message> HighThroughputReceiveSocket::try_recv() {
+  impl_->throw_if_context_gone();
+  return impl_->recv(std::chrono::nanoseconds::zero());
+}
 std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout,
                                                    const PeerMessageHandler& handler) {
+  impl_->throw_if_context_gone();
   return impl_->recv_each(max, timeout, handler);
 }
 std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout,
                                                    const MessageHandler& handler) {
+  impl_->throw_if_context_gone();
   return impl_->recv_each(max, timeout, [&handler](std::span<const std::byte> message, const Peer&) {
     return handler(message);
   });

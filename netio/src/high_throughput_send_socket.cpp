@@ -88,6 +88,10 @@ class HighThroughputSendSocket::Impl {
   // close), asynchronous on the loop thread (sender_ lives on until its close ends).
   void close_for_destructor() noexcept {
     try {
+      if (sender_->context_gone()) {  // nothing can be sent any more: do not wait for it
+        sender_->abandon("the Context it was made from was destroyed before it");
+        return;
+      }
       close({});
       if (sender_->loop().in_loop_thread()) return;
       (void)sender_->close_and_wait(options_.send_timeout);  // what was lost is logged there
@@ -362,6 +366,7 @@ HighThroughputSendSocket::HighThroughputSendSocket(Context& context, const Endpo
 HighThroughputSendSocket::~HighThroughputSendSocket() { impl_->close_for_destructor(); }
 
 bool HighThroughputSendSocket::wait_connected(std::chrono::nanoseconds timeout) {
+  impl_->sender_->throw_if_context_gone();
   impl_->sender_->refuse_on_loop_thread("wait_connected()", "use connected() there");
   return impl_->sender_->state().wait_connected(timeout);
 }
@@ -379,17 +384,28 @@ void HighThroughputSendSocket::send_parts(std::span<const std::span<const std::b
 bool HighThroughputSendSocket::try_send_parts(std::span<const std::span<const std::byte>> parts) {
   return impl_->send(parts, false);
 }
-void HighThroughputSendSocket::flush() { impl_->flush_page(impl_->stats_.flushes_explicit()); }
+void HighThroughputSendSocket::flush() {
+  impl_->sender_->throw_if_context_gone();
+  impl_->flush_page(impl_->stats_.flushes_explicit());
+}
 bool HighThroughputSendSocket::flush_and_wait(std::chrono::nanoseconds timeout) {
+  impl_->sender_->throw_if_context_gone();
   impl_->sender_->refuse_on_loop_thread("flush_and_wait()", "use flush(), or close(on_closed) to learn when everything was sent");
   flush();
   return impl_->sender_->wait_idle(timeout);
 }
 std::optional<Message> HighThroughputSendSocket::recv_reply(std::chrono::nanoseconds timeout) {
+  impl_->sender_->throw_if_context_gone();
   return impl_->sender_->replies().recv(timeout);
 }
-void HighThroughputSendSocket::close(std::function<void(const Error*)> on_closed) { impl_->close(std::move(on_closed)); }
-void HighThroughputSendSocket::abort(std::string_view reason) { impl_->abort(reason); }
+void HighThroughputSendSocket::close(std::function<void(const Error*)> on_closed) {
+  impl_->sender_->throw_if_context_gone();
+  impl_->close(std::move(on_closed));
+}
+void HighThroughputSendSocket::abort(std::string_view reason) {
+  impl_->sender_->throw_if_context_gone();
+  impl_->abort(reason);
+}
 const Endpoint& HighThroughputSendSocket::remote() const noexcept { return impl_->sender_->remote(); }
 SocketStats HighThroughputSendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
 std::size_t HighThroughputSendSocket::buffer_bytes() const { return impl_->sender_->pool().bytes_allocated(); }

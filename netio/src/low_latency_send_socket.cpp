@@ -80,6 +80,10 @@ class LowLatencySendSocket::Impl {
   // (sender_ lives on until its close ends).
   void close_for_destructor() noexcept {
     try {
+      if (sender_->context_gone()) {  // nothing can be sent any more: do not wait for it
+        sender_->abandon("the Context it was made from was destroyed before it");
+        return;
+      }
       if (sender_->loop().in_loop_thread()) {
         sender_->close_async(options_.send_timeout, {});
         return;
@@ -102,6 +106,7 @@ LowLatencySendSocket::LowLatencySendSocket(Context& context, const Endpoint& rem
 LowLatencySendSocket::~LowLatencySendSocket() { impl_->close_for_destructor(); }
 
 bool LowLatencySendSocket::wait_connected(std::chrono::nanoseconds timeout) {
+  impl_->sender_->throw_if_context_gone();
   impl_->sender_->refuse_on_loop_thread("wait_connected()", "use connected() there");
   return impl_->sender_->state().wait_connected(timeout);
 }
@@ -120,16 +125,22 @@ bool LowLatencySendSocket::try_send_parts(std::span<const std::span<const std::b
   return impl_->send(parts, false);
 }
 std::optional<Message> LowLatencySendSocket::recv_reply(std::chrono::nanoseconds timeout) {
+  impl_->sender_->throw_if_context_gone();
   return impl_->sender_->replies().recv(timeout);
 }
 bool LowLatencySendSocket::wait_sent(std::chrono::nanoseconds timeout) {
+  impl_->sender_->throw_if_context_gone();
   impl_->sender_->refuse_on_loop_thread("wait_sent()", "use close(on_closed) to learn when everything was sent");
   return impl_->sender_->wait_idle(timeout);
 }
 void LowLatencySendSocket::close(std::function<void(const Error*)> on_closed) {
+  impl_->sender_->throw_if_context_gone();
   impl_->sender_->close_async(impl_->options_.send_timeout, std::move(on_closed));
 }
-void LowLatencySendSocket::abort(std::string_view reason) { impl_->sender_->abandon(reason); }
+void LowLatencySendSocket::abort(std::string_view reason) {
+  impl_->sender_->throw_if_context_gone();
+  impl_->sender_->abandon(reason);
+}
 const Endpoint& LowLatencySendSocket::remote() const noexcept { return impl_->sender_->remote(); }
 SocketStats LowLatencySendSocket::stats() const noexcept { return impl_->stats_.snapshot(); }
 std::size_t LowLatencySendSocket::buffer_bytes() const { return impl_->sender_->pool().bytes_allocated(); }

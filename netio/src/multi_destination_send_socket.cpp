@@ -67,7 +67,7 @@ bool is_connection_failure(const Error& e) {
 class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(Context& context, MultiDestinationSendOptions options)
-      : context_(context), options_(std::move(options)), selector_(options_.policy) {}
+      : context_(detail::share_context(context)), options_(std::move(options)), selector_(options_.policy) {}
 
   using Parts = std::span<const std::span<const std::byte>>;
 
@@ -223,6 +223,11 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   }
 
   SocketStats stats() const noexcept { return stats_.snapshot(); }
+
+  bool context_gone() const noexcept { return detail::context_gone(context_); }
+  void throw_if_context_gone() const {
+    detail::throw_if_context_gone(context_, [] { return std::string("the multi-destination send socket"); });
+  }
 
  private:
   enum class State { closed, awaiting_slot, opening, open, closing };
@@ -522,7 +527,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     if (now > counters_.peak_connection_bytes) counters_.peak_connection_bytes = now;
   }
 
-  Context& context_;
+  Context context_;  // first, so it goes last: keeps the loop and back-ends allocated if the Context went
   const MultiDestinationSendOptions options_;
   std::mutex mutex_;
   std::condition_variable changed_;  // a state, a slot or a sender count changed
@@ -547,6 +552,8 @@ MultiDestinationSendSocket::MultiDestinationSendSocket(Context& context, MultiDe
 }
 
 MultiDestinationSendSocket::~MultiDestinationSendSocket() {
+  // Nothing can be flushed once the Context went: the connections are dropped with impl_.
+  if (impl_->context_gone()) return;
   try {
     (void)impl_->close();  // what went wrong is logged
   } catch (const std::exception& e) {
@@ -555,24 +562,38 @@ MultiDestinationSendSocket::~MultiDestinationSendSocket() {
 }
 
 void MultiDestinationSendSocket::send(const Endpoint& destination, std::span<const std::byte> message) {
+  impl_->throw_if_context_gone();
   const std::span<const std::byte> parts[] = {message};
   (void)impl_->send(destination, parts, true, true, true);
 }
 bool MultiDestinationSendSocket::try_send(const Endpoint& destination, std::span<const std::byte> message) {
+  impl_->throw_if_context_gone();
   const std::span<const std::byte> parts[] = {message};
   return impl_->send(destination, parts, false, false, false) == SendOutcome::sent;
 }
 SendOutcome MultiDestinationSendSocket::send_parts(const Endpoint& destination,
                                                    std::span<const std::span<const std::byte>> parts, SendWait wait) {
+  impl_->throw_if_context_gone();
   return impl_->send(destination, parts, wait != SendWait::nothing, wait == SendWait::connection_and_room, false);
 }
-bool MultiDestinationSendSocket::try_connect(const Endpoint& destination) { return impl_->try_connect(destination); }
-void MultiDestinationSendSocket::disconnect(const Endpoint& destination) { impl_->disconnect(destination); }
+bool MultiDestinationSendSocket::try_connect(const Endpoint& destination) {
+  impl_->throw_if_context_gone();
+  return impl_->try_connect(destination);
+}
+void MultiDestinationSendSocket::disconnect(const Endpoint& destination) {
+  impl_->throw_if_context_gone();
+  impl_->disconnect(destination);
+}
 void MultiDestinationSendSocket::abort(const Endpoint& destination, std::string_view reason) {
+  impl_->throw_if_context_gone();
   impl_->abort(destination, reason);
 }
-void MultiDestinationSendSocket::flush() { impl_->flush(); }
+void MultiDestinationSendSocket::flush() {
+  impl_->throw_if_context_gone();
+  impl_->flush();
+}
 void MultiDestinationSendSocket::close() {
+  impl_->throw_if_context_gone();
   if (auto error = impl_->close()) throw std::move(*error);
 }
 ConnectionStats MultiDestinationSendSocket::connection_stats() const { return impl_->connection_stats(); }

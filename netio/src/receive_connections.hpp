@@ -86,6 +86,8 @@ class ReceiveConnections {
 
   Endpoint local_endpoint() const { return local_; }
   EventLoop& loop() noexcept { return loop_; }
+  // Whether the Context this was made from was destroyed (the socket's calls throw Errc::closed).
+  bool context_gone() const noexcept { return detail::context_gone(context_); }
   // Disconnects a peer that broke the protocol; logged with `why`. Any thread.
   void drop(std::uint64_t connection, const std::string& why);
   // Closes the listener and every connection: no callback runs after this. Loop thread
@@ -156,6 +158,7 @@ class ReceiveConnections {
   template <typename Call>
   void notify(const char* event, const Endpoint& peer, Call call) noexcept;
 
+  Context context_;  // first, so it goes last: keeps the loop and back-end allocated if the Context went
   EventLoop& loop_;
   SocketKind expected_;
   std::string receiver_kind_;

@@ -32,6 +32,13 @@ void validate(const SchedulerConfig& c) {
     reject("timeslices_per_interval (" + std::to_string(c.timeslices_per_interval) +
            ") must be at least compute_count (" + std::to_string(c.compute_count) + "): an interval holds whole rounds");
   }
+  if (c.timeslices_per_interval % c.compute_count != 0) {
+    const std::uint64_t below = c.timeslices_per_interval - c.timeslices_per_interval % c.compute_count;
+    reject("timeslices_per_interval (" + std::to_string(c.timeslices_per_interval) +
+           ") must be a multiple of compute_count (" + std::to_string(c.compute_count) +
+           "): an interval holds whole rounds, one time-slice per compute node (e.g. " + std::to_string(below) +
+           " or " + std::to_string(below + c.compute_count) + ")");
+  }
   if (c.history_length == 0) reject("history_length (hist_cnt) must be at least 1, not 0");
   if (!std::isfinite(c.speed_up_variance_threshold) || c.speed_up_variance_threshold < 0) {
     reject("speed_up_variance_threshold (ssu_TH) must be a finite number ≥ 0, not " +

@@ -10,7 +10,7 @@ int main() {
   netio::Context context;
   std::atomic<bool> got{false};
   netio::LowLatencyReceiveSocket receiver(context, netio::Endpoint::parse("tcp://127.0.0.1:0"),
-                                          [&](std::span<const std::byte>, const netio::Endpoint&) { got = true; });
+                                          [&](std::span<const std::byte>, const netio::Peer&) { got = true; });
   netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
   const char text[] = "installed";
   sender.send(std::as_bytes(std::span(text)));

@@ -21,7 +21,7 @@ int main() {
   config.input_count = 2;
   config.compute_count = 2;
   config.timeslices_per_interval = 20;  // default 10,000: small intervals for a short run
-  config.history_length = 4;            // default 10; proposals from the 5th interval on
+  config.history_length = 4;            // default 10: intervals the clocks' drift median looks back on
   constexpr ns::TimesliceIndex kTimeslices = 1000;
 
   std::vector<std::unique_ptr<netio::Context>> contexts;

@@ -3,9 +3,16 @@
 /// A netio context: one event loop, its thread, and the back-ends that run on it.
 ///
 /// Create one per process (or per independent part of it); every socket is made from a
-/// context and must be destroyed before it. The destructor stops the loop, closes what is
+/// context and should be destroyed before it. The destructor stops the loop, closes what is
 /// still open and joins the thread; send sockets still closing asynchronously (close(), or
 /// destroyed on the loop thread) end their close there, dropping what is unsent.
+///
+/// A socket that outlives its context (members declared in the wrong order, say) is safe,
+/// not useful: every call on it that would do something throws netio::Error with
+/// Errc::closed naming the socket's endpoint (the noexcept observers, e.g. remote() and
+/// stats(), still answer), and its destructor returns at once, dropping what is unsent.
+/// The loop and back-ends the socket used stay allocated, stopped, until the last such
+/// socket is gone.
 /// Thread-safety: all methods may be called from any thread.
 #pragma once
 
@@ -14,6 +21,7 @@
 #include "netio/endpoint.hpp"
 #include "netio/event_loop.hpp"
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,9 +33,23 @@
 
 namespace netio {
 
+class Context;
+
 namespace detail {
 class BufferSender;
 class ClosingSenders;
+
+/// A handle on `context`'s loop and back-ends for a socket to hold (declared first among
+/// its members, so that it goes last): it keeps them allocated while the socket lives, and
+/// its destruction stops nothing.
+Context share_context(const Context& context);
+/// Whether the Context the handle `context` shares was destroyed.
+bool context_gone(const Context& context) noexcept;
+/// Throws Errc::closed for a call on `socket` (e.g. "the send socket to tcp://…") whose
+/// Context was destroyed; `socket` is only made when it throws.
+template <typename Describe>
+void throw_if_context_gone(const Context& context, Describe socket);
+[[noreturn]] void throw_context_gone(const std::string& socket);
 }  // namespace detail
 
 struct ContextOptions {
@@ -48,6 +70,29 @@ struct ContextOptions {
   std::optional<EmulationConfig> emulation;
 };
 
+namespace detail {
+/// What a Context owns, shared with the sockets made from it (see detail::share_context), so
+/// that a socket outliving its Context refers to a stopped loop, not to freed memory.
+struct ContextCore {
+  explicit ContextCore(ContextOptions options);
+  ~ContextCore();
+  ContextCore(const ContextCore&) = delete;
+  ContextCore& operator=(const ContextCore&) = delete;
+
+  EventLoop loop;
+  /// Send connections closing after their sockets went, ended by stop(); outlives the back-ends.
+  std::unique_ptr<ClosingSenders> closing;
+  ContextOptions options;
+  std::unique_ptr<NetworkEmulation> emulation;  ///< destroyed after the back-ends, before the loop
+  std::mutex backends_mutex;  ///< guards the map, never held while a back-end is made
+  std::map<std::string, std::unique_ptr<Backend>, std::less<>> backends;
+  std::thread thread;
+  /// Set once the user's Context was destroyed: the sockets' calls throw Errc::closed.
+  std::atomic<bool> gone{false};
+};
+
+}  // namespace detail
+
 class Context {
  public:
   explicit Context(ContextOptions options = {});
@@ -55,7 +100,7 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  EventLoop& loop() noexcept { return loop_; }
+  EventLoop& loop() noexcept { return core_->loop; }
   /// The back-end for an endpoint's scheme (or a scheme), made on first use from the
   /// registry, on the loop thread, wrapped by ContextOptions::wrap_backend. Holds no lock
   /// while it waits for the loop, so a loop callback may call it while other threads do.
@@ -66,26 +111,33 @@ class Context {
 
   /// The emulation of ContextOptions::emulation, to change while running (later buffers use
   /// the new configuration); nullptr when the context was made without one.
-  NetworkEmulation* emulation() noexcept { return emulation_.get(); }
+  NetworkEmulation* emulation() noexcept { return core_->emulation.get(); }
 
   /// Stops the loop and joins its thread; sockets still alive are closed from here on.
-  /// Idempotent. Called by the destructor.
+  /// Idempotent. Called by the destructor (of the Context the user made, not of a
+  /// detail::share_context handle).
   void stop();
 
  private:
-  friend class detail::BufferSender;  ///< closes asynchronously under closing_
+  friend class detail::BufferSender;  ///< closes asynchronously under core_->closing
+  friend Context detail::share_context(const Context& context);
+  friend bool detail::context_gone(const Context& context) noexcept;
+
+  struct Shared {};
+  Context(Shared, std::shared_ptr<detail::ContextCore> core) noexcept : core_(std::move(core)), owner_(false) {}
 
   Backend* find_backend(std::string_view scheme);
   Backend& make_backend(std::string_view scheme, std::string_view what_for);
 
-  EventLoop loop_;
-  /// Send connections closing after their sockets went, ended by stop(); outlives the back-ends.
-  std::unique_ptr<detail::ClosingSenders> closing_;
-  ContextOptions options_;
-  std::unique_ptr<NetworkEmulation> emulation_;  ///< destroyed after the back-ends, before the loop
-  std::mutex backends_mutex_;  ///< guards the map, never held while a back-end is made
-  std::map<std::string, std::unique_ptr<Backend>, std::less<>> backends_;
-  std::thread thread_;
+  std::shared_ptr<detail::ContextCore> core_;
+  bool owner_ = true;  ///< the user's Context (stops the loop when destroyed), not a socket's handle
 };
+
+namespace detail {
+template <typename Describe>
+void throw_if_context_gone(const Context& context, Describe socket) {
+  if (context_gone(context)) [[unlikely]] throw_context_gone(socket());
+}
+}  // namespace detail
 
 }  // namespace netio

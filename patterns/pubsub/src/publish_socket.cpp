@@ -73,7 +73,7 @@ bool unspecified_host(const std::string& host) { return host.empty() || host == 
 class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::Impl> {
  public:
   Impl(Context& context, PublishOptions options)
-      : context_(context),
+      : context_(netio::detail::share_context(context)),
         options_(std::move(options)),
         pool_(std::make_shared<PagePool>(options_.pages)) {}
 
@@ -288,6 +288,10 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   ConnectionStats connection_stats(Mode mode) const {
     const auto& limited = limited_[mode == Mode::low_latency ? 0 : 1];
     return limited ? limited->connection_stats() : ConnectionStats{};
+  }
+
+  void throw_if_context_gone() const {
+    netio::detail::throw_if_context_gone(context_, [this] { return fmt::format("the publish socket at {}", local().to_string()); });
   }
 
  private:
@@ -592,7 +596,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     });
   }
 
-  Context& context_;
+  Context context_;  // first, so it goes last: keeps the loop and back-ends allocated if the Context went
   PublishOptions options_;
   std::shared_ptr<PagePool> pool_;
   // Under max_connections: the data connections of each mode (low-latency, high-throughput).
@@ -640,7 +644,10 @@ PublishSocket::~PublishSocket() {
   }
 }
 
-void PublishSocket::publish(Tag tag, std::span<const std::byte> data) { impl_->publish(tag, data); }
+void PublishSocket::publish(Tag tag, std::span<const std::byte> data) {
+  impl_->throw_if_context_gone();
+  impl_->publish(tag, data);
+}
 
 struct PublishSocket::Publisher::Kept {
   explicit Kept(std::shared_ptr<Impl> socket) : impl(std::move(socket)), counters(impl->add_publisher()) {}
@@ -661,11 +668,13 @@ PublishSocket::Publisher& PublishSocket::Publisher::operator=(Publisher&&) noexc
 PublishSocket::Publisher::~Publisher() = default;
 
 void PublishSocket::Publisher::publish(Tag tag, std::span<const std::byte> data) {
+  kept_->impl->throw_if_context_gone();
   Impl& impl = *kept_->impl;
   impl.publish_on(impl.current_routes(kept_->routes), tag, data, kept_->counters.get());
 }
 
 bool PublishSocket::Publisher::try_publish(Tag tag, std::span<const std::byte> data, PublishProgress& progress) {
+  kept_->impl->throw_if_context_gone();
   Impl& impl = *kept_->impl;
   const auto& routes = impl.current_routes(kept_->routes);
   const bool started = progress.started_;
@@ -674,18 +683,24 @@ bool PublishSocket::Publisher::try_publish(Tag tag, std::span<const std::byte> d
 }
 
 bool PublishSocket::try_publish(Tag tag, std::span<const std::byte> data, PublishProgress& progress) {
+  impl_->throw_if_context_gone();
   const bool started = progress.started_;
   progress.started_ = true;
   return impl_->try_publish(tag, data, progress.pending_, started);
 }
 
-void PublishSocket::flush() { impl_->flush(); }
+void PublishSocket::flush() {
+  impl_->throw_if_context_gone();
+  impl_->flush();
+}
 
 bool PublishSocket::wait_for_subscriptions(std::size_t count, std::chrono::nanoseconds timeout) const {
+  impl_->throw_if_context_gone();
   return impl_->wait_for_subscriptions(count, timeout);
 }
 
 bool PublishSocket::wait_for_subscribers(std::size_t count, std::chrono::nanoseconds timeout) const {
+  impl_->throw_if_context_gone();
   return impl_->wait_for_subscribers(count, timeout);
 }
 

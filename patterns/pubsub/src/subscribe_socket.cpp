@@ -60,7 +60,7 @@ class RequestGroup {
 class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocket::Impl> {
  public:
   Impl(Context& context, MessageHandler on_message, SubscribeOptions options)
-      : context_(context), on_message_(std::move(on_message)), options_(std::move(options)) {}
+      : context_(netio::detail::share_context(context)), on_message_(std::move(on_message)), options_(std::move(options)) {}
 
   void start() {
     const auto tick = std::clamp<std::chrono::nanoseconds>(options_.resubscribe_interval / 2, std::chrono::milliseconds(5),
@@ -197,6 +197,10 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
 
   Context& context() noexcept { return context_; }
   const SubscribeOptions& options() const noexcept { return options_; }
+
+  void throw_if_context_gone() const {
+    netio::detail::throw_if_context_gone(context_, [] { return std::string("the subscribe socket"); });
+  }
 
  private:
   // The control connection to one publisher and what this socket subscribed to there.
@@ -496,7 +500,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
 
   static constexpr std::size_t control_buffers = 32;  // requests on the wire per publisher
 
-  Context& context_;
+  Context context_;  // first, so it goes last: keeps the loop and back-ends allocated if the Context went
   MessageHandler on_message_;  // low-latency subscriptions; may be empty
   SubscribeOptions options_;
   // Event-loop thread only:
@@ -545,6 +549,7 @@ struct Waiter {
 
 void SubscribeSocket::subscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode, Backpressure backpressure,
                                 Done done) {
+  impl_->throw_if_context_gone();
   auto impl = impl_;
   impl->context().loop().post([impl, publisher, tags = std::vector<Tag>(tags.begin(), tags.end()), mode, backpressure,
                                done = std::move(done)]() mutable {
@@ -553,6 +558,7 @@ void SubscribeSocket::subscribe(const Endpoint& publisher, std::span<const Tag> 
 }
 
 void SubscribeSocket::unsubscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode, Done done) {
+  impl_->throw_if_context_gone();
   auto impl = impl_;
   impl->context().loop().post(
       [impl, publisher, tags = std::vector<Tag>(tags.begin(), tags.end()), mode, done = std::move(done)]() mutable {
@@ -601,11 +607,13 @@ void wait_for_answer(Context& context, std::chrono::nanoseconds timeout, const s
 }  // namespace
 
 void SubscribeSocket::subscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode, Backpressure backpressure) {
+  impl_->throw_if_context_gone();
   wait_for_answer(impl_->context(), impl_->options().ack_timeout, describe(publisher, tags, mode),
                   [&](Done done) { subscribe(publisher, tags, mode, backpressure, std::move(done)); });
 }
 
 void SubscribeSocket::unsubscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode) {
+  impl_->throw_if_context_gone();
   wait_for_answer(impl_->context(), impl_->options().ack_timeout, "unsubscribe from " + describe(publisher, tags, mode),
                   [&](Done done) { unsubscribe(publisher, tags, mode, std::move(done)); });
 }
@@ -618,9 +626,13 @@ void SubscribeSocket::unsubscribe(const Endpoint& publisher, Tag tag, Mode mode)
   unsubscribe(publisher, std::span<const Tag>(&tag, 1), mode);
 }
 
-std::optional<Publication> SubscribeSocket::recv(std::chrono::nanoseconds timeout) { return impl_->recv(timeout); }
+std::optional<Publication> SubscribeSocket::recv(std::chrono::nanoseconds timeout) {
+  impl_->throw_if_context_gone();
+  return impl_->recv(timeout);
+}
 
 std::size_t SubscribeSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Handler& handler) {
+  impl_->throw_if_context_gone();
   return impl_->recv_each(max, timeout, handler);
 }
 

@@ -46,8 +46,8 @@ struct SchedulerConfig {
   std::uint32_t compute_count = 0;  ///< M compute nodes; required, ≥ 1
 
   /// ts_per_intvl. A round is one contribution to each compute node (M time-slices), so an
-  /// interval holds rounds_per_interval() = timeslices_per_interval / M whole rounds; the
-  /// remainder is dropped (as the paper's code does): see timeslices_in_interval().
+  /// interval holds rounds_per_interval() = timeslices_per_interval / M whole rounds. Must be
+  /// a multiple of M: validate() refuses a remainder (the paper's code dropped it silently).
   std::uint64_t timeslices_per_interval = 10'000;
 
   /// hist_cnt: complete intervals the Proposer and the Clock Synchronizer look back on. Under
@@ -133,7 +133,8 @@ struct SchedulerConfig {
 };
 
 /// Throws netio::Error(Errc::invalid_option) naming the first bad field and its
-/// value: counts of 0, fewer time-slices per interval than compute nodes, history_length 0,
+/// value: counts of 0, fewer time-slices per interval than compute nodes or not a multiple of
+/// them, history_length 0,
 /// thresholds or percentages out of range, proposal_distance < 2.
 void validate(const SchedulerConfig& config);
 
