@@ -123,3 +123,23 @@ TEST_CASE("tsbench config: fewer than 2 credits per pair are refused, saying how
     CHECK_THAT(refusal(b), Catch::Contains("--credits 4 and --buffer-size 1MiB both size the receive buffer"));
   }
 }
+
+TEST_CASE("tsbench config: the default interval is whole rounds; a given one must be", "[tsbench]") {
+  // Not given: 1000 rounded down to whole rounds of M (as the engines did before they refused
+  // a remainder), so that `--inputs 24 --computes 24` runs as it always did.
+  auto b = system_of(24, 24);
+  b.resolve();
+  CHECK(b.interval_timeslices == 984);  // 41 rounds
+  auto wide = system_of(4, 1500);
+  wide.resolve();
+  CHECK(wide.interval_timeslices == 1500);  // at least one round
+  // Given: refused with what to give instead.
+  auto given = system_of(24, 24);
+  given.interval_timeslices = 1000;
+  given.interval_given = true;
+  const auto message = refusal(given);
+  CHECK_THAT(message, Catch::Contains("--interval 1000 is not whole rounds of 24 compute nodes"));
+  CHECK_THAT(message, Catch::Contains("give 984 or 1008"));
+  given.interval_timeslices = 984;
+  CHECK_NOTHROW(given.resolve());
+}

@@ -83,8 +83,14 @@ void add_options(CLI::App& app, Options& o) {
                   "Receive buffer of every compute node instead of --credits; each input then gets buffer / N / "
                   "contribution-size credits (at least 2)")
       ->default_str("");
-  app.add_option("--interval", b.interval_timeslices, "Time-slices per DFS interval (whole rounds of M)")
-      ->capture_default_str();
+  app.add_option_function<std::uint64_t>(
+         "--interval",
+         [&b](std::uint64_t n) {
+           b.interval_timeslices = n;
+           b.interval_given = true;
+         },
+         "Time-slices per DFS interval, a multiple of M (whole rounds); default 1000 rounded down to whole rounds")
+      ->type_name("UINT");
   app.add_option("--history", b.history_length, "hist_cnt: complete intervals the DDE looks back on (the paper's duration rule, the clock drift)")
       ->capture_default_str();
   add_choice_option(app, "--duration-rule", b.duration_rule,

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace netio::tools::tsbench {
@@ -49,6 +50,9 @@ std::optional<EmulationConfig> BenchConfig::node_emulation(std::uint32_t rank) c
 
 void BenchConfig::resolve() {
   if (inputs == 0 || computes == 0) reject("--inputs and --computes must be at least 1");
+  if (!interval_given) {
+    interval_timeslices = std::max<std::uint64_t>(computes, kDefaultIntervalTimeslices - kDefaultIntervalTimeslices % computes);
+  }
   if (contribution_bytes == 0) reject("--contribution-size must be at least 1 byte");
   if (buffer_bytes == 0) {
     const auto n = credits.value_or(scheduler::kDefaultCreditsPerInput);
@@ -85,6 +89,11 @@ void BenchConfig::validate() const {
   }
   if (interval_timeslices < computes) {
     reject(fmt::format("--interval {} is shorter than a round ({} compute nodes)", interval_timeslices, computes));
+  }
+  if (interval_timeslices % computes != 0) {
+    const auto below = interval_timeslices - interval_timeslices % computes;
+    reject(fmt::format("--interval {} is not whole rounds of {} compute nodes (one time-slice each): give {} or {}",
+                       interval_timeslices, computes, below, below + computes));
   }
   if (!timeslices && duration <= std::chrono::nanoseconds::zero()) reject("-t/--time must be more than 0");
   const std::uint64_t warmup_timeslices = interval_timeslices * warmup_intervals;

@@ -35,7 +35,12 @@ struct BenchConfig {
   // read it. Fewer than scheduler::kMinCreditsPerInput (2) per pair are refused.
   std::optional<std::uint32_t> credits;
   std::uint64_t buffer_bytes = 0;  // 0: derived from credits by resolve()
-  std::uint64_t interval_timeslices = 1000;  // time-slices per interval (whole rounds of M): ~0.35 s by default
+  // Time-slices per interval, whole rounds of M (~0.35 s at 4 x 4). Given (--interval): must be
+  // a multiple of M. Not given: resolve() rounds kDefaultIntervalTimeslices down to whole
+  // rounds (at least one), as the engines did before they refused a remainder.
+  static constexpr std::uint64_t kDefaultIntervalTimeslices = 1000;
+  std::uint64_t interval_timeslices = kDefaultIntervalTimeslices;
+  bool interval_given = false;
   std::uint32_t history_length = 10;         // hist_cnt
   double speed_up_threshold = 10.0;          // ssu_TH, %²
   double speed_up_percent = 5.0;             // ssu_pct
