@@ -106,6 +106,25 @@ TEST_CASE("fat-tree fabric: incast onto one port shares its rate", "[ns3]") {
   }
 }
 
+TEST_CASE("fat-tree fabric: oversubscription divides what crosses the spines", "[ns3]") {
+  // Hosts 0-3 (leaf 0) send 500 kB each to hosts 4-7 (leaf 1). With 4 spines (1:1) every flow
+  // has an uplink of its own; with 2 (2:1) two flows share each (D-mod-k: 4 and 6 to spine 0,
+  // 5 and 7 to spine 1); with 1 (4:1) all four share one.
+  const std::uint64_t bytes = 500'000;
+  const double alone = bytes * kWireBytesPerPayloadByte * 8 / kGbps;
+  for (std::size_t spines : {4, 2, 1}) {
+    FatTreeFabric fabric(gigabit(2, 4, spines));
+    CHECK(fabric.oversubscription() == Approx(4.0 / static_cast<double>(spines)));
+    double last = 0;
+    for (std::size_t h = 0; h < 4; ++h) {
+      fabric.send(h, h + 4, bytes, [&](SimTime at) { last = std::max(last, seconds(at)); });
+    }
+    fabric.run_until(1s);
+    INFO(spines << " spines");
+    CHECK(last == Approx(alone * fabric.oversubscription()).epsilon(0.05));
+  }
+}
+
 namespace {
 
 // Leaves of 4 hosts, 4 spines (1:1), D-mod-k routing: traffic to host d climbs to spine d % 4.
