@@ -72,9 +72,11 @@ class FatTreeFabric {
   // Runs `action` at simulated time `at` (not before now()).
   void at(SimTime at, std::function<void()> action);
 
-  // Runs every event up to and including `until`; now() is `until` afterwards.
+  // Runs the events before `until`, and those at `until` scheduled before this call; now() is
+  // `until` afterwards, unless a callback called stop(). An `until` before now() does nothing.
   void run_until(SimTime until);
-  // Runs until no event is left (every message delivered, every connection idle) or stop().
+  // Runs until no event is left or stop(). ns-3's TCP keeps timers after the last delivery
+  // (now() may end seconds later): to follow messages, prefer run_until() or stop().
   void run();
   // From inside a callback: run() / run_until() return after the current event.
   void stop();
