@@ -180,6 +180,28 @@ TEST_CASE("fat-tree fabric: a seed gives the same run", "[ns3]") {
   CHECK(run() == first);
 }
 
+TEST_CASE("fat-tree fabric: timers and stop() drive the clock", "[ns3]") {
+  FatTreeFabric fabric(gigabit(1, 2, 1));
+  std::vector<double> fired;
+  fabric.at(SimTime(5ms), [&] {
+    fired.push_back(seconds(fabric.now()));
+    fabric.stop();
+  });
+  fabric.at(SimTime(7ms), [&] { fired.push_back(seconds(fabric.now())); });
+  fabric.run_until(1s);
+  CHECK(fabric.now() == SimTime(5ms));  // stopped by the first timer
+  REQUIRE(fired.size() == 1);
+  // The stop that run_until(1s) had scheduled is gone: this run goes on to 2 s.
+  double delivered = -1;
+  fabric.send(0, 1, 1000, [&](SimTime at) { delivered = seconds(at); });
+  fabric.run_until(2s);
+  CHECK(fabric.now() == SimTime(2s));
+  REQUIRE(fired.size() == 2);
+  CHECK(fired[1] == Approx(0.007));
+  CHECK(delivered > 0.005);
+  CHECK(delivered < 0.006);
+}
+
 TEST_CASE("fat-tree fabric: a wrong configuration or message is refused", "[ns3]") {
   auto config = gigabit(1, 2, 1);
   config.port_buffer_bytes = 1000;  // less than one 1500-byte packet
