@@ -3,6 +3,8 @@
 # Installs the Debian 12 packages netio needs, if any are missing. Safe to run again.
 #   scripts/install-deps.sh          what the build, the tests and the benchmarks need
 #   scripts/install-deps.sh --fuzz   also clang and libFuzzer's runtime (scripts/fuzz.sh)
+#   scripts/install-deps.sh --ns3    also ns-3 (the optional packet-level fat-tree model,
+#                                    docs/design/fabric-model.md; not for CI by default)
 set -euo pipefail
 
 packages=(g++ cmake make pkg-config python3 libfabric-dev libfabric-bin librdmacm-dev libibverbs-dev
@@ -10,9 +12,13 @@ packages=(g++ cmake make pkg-config python3 libfabric-dev libfabric-bin librdmac
           valgrind  # tools/bench/rtt_instructions.sh and its test
           pandoc    # the man pages (docs/man)
           doxygen)  # the API reference (docs/api)
-if [ "${1:-}" = "--fuzz" ]; then
-  packages+=(clang libclang-rt-14-dev)
-fi
+for option in "$@"; do
+  case "$option" in
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    --ns3) packages+=(libns3-dev) ;;
+    *) echo "install-deps: unknown option $option (--fuzz, --ns3)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
