@@ -346,6 +346,7 @@ TEST_CASE("out of descriptors, the connection idle longest goes for a newcomer, 
       netio::test::prepare_for_descriptor_exhaustion(receiver.context.loop());
       rlimit limit{};
       ::getrlimit(RLIMIT_NOFILE, &limit);
+      const rlimit original = limit;
       limit.rlim_cur = limit_leaving(24);
       if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(5);
       const std::uint16_t port = receiver.socket.local_endpoint().port;
@@ -355,6 +356,10 @@ TEST_CASE("out of descriptors, the connection idle longest goes for a newcomer, 
         return receiver.stream.received("legit-1") == count && receiver.stream.received("legit-2") == count;
       }, 60s);
       status = all && receiver.stream.corrupt() == 0 ? 0 : 3;
+      // The receiver is destroyed with descriptors to spare: UBSan opens files to check a type
+      // it meets for the first time (the socket's shared state at its destruction), and reports
+      // a false "invalid vptr" when it cannot.
+      ::setrlimit(RLIMIT_NOFILE, &original);
     } catch (...) {
       status = 4;
     }
@@ -413,8 +418,11 @@ TEST_CASE("out of descriptors, the connection idle longest goes for a newcomer, 
   const std::string log((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   std::remove(log_path.c_str());
   INFO("the child's log:\n" << log);
-  // One warning for the episode (the flood of attackers), naming the peer evicted and why.
-  CHECK_THAT(log, Catch::Contains("has sent no data (idle for") && Catch::Contains("out of file descriptors"));
+  // One warning for the episode (the flood of attackers), naming the peer evicted and why:
+  // an attacker still to introduce itself goes first ("not introduced"; under a sanitizer or
+  // load some have not when the descriptors run out), else the one idle longest ("idle for").
+  CHECK_THAT(log, Catch::Contains("has sent no data (") && Catch::Contains("out of file descriptors"));
+  CHECK_THAT(log, Catch::Contains("has sent no data (idle for") || Catch::Contains("has sent no data (not introduced)"));
   std::size_t evictions_logged = 0;
   for (auto at = log.find("has sent no data"); at != std::string::npos; at = log.find("has sent no data", at + 1)) {
     ++evictions_logged;
