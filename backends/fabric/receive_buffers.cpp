@@ -70,15 +70,20 @@ void ReceiveBuffers::lend(Buffer* buffer) noexcept {
 
 void ReceiveBuffers::give_back(Buffer* buffer) noexcept {
   auto& slot = *static_cast<Slot*>(buffer);
-  std::lock_guard lock(mutex_);
-  slot.lent = false;
-  if (detached_) {
-    free_slot(slot);
-    return;
+  std::shared_ptr<ProgressDriver> driver;
+  {
+    std::lock_guard lock(mutex_);
+    slot.lent = false;
+    if (detached_) {
+      free_slot(slot);
+      return;
+    }
+    returned_.push_back(buffer);
+    driver = driver_;  // a reference of our own: detach() cannot drop it while we use it
   }
-  returned_.push_back(buffer);
-  // Under the lock: detach() cannot drop the driver while we use it.
-  if (driver_) driver_->kick();
+  // Outside the lock: on a stopped loop kick() runs the progress here, under the loop's serial
+  // lock, which a stopped loop's run_sync() (detach() among its tasks) takes before this one.
+  if (driver) driver->kick();
 }
 
 void ReceiveBuffers::take_returned(std::vector<Buffer*>& out) {

@@ -58,6 +58,10 @@ void ShmConnection::start(Callbacks callbacks) {
   busy_poll_ = loop_.busy_poll();
   lender_->set_waker([this, alive = std::weak_ptr<int>(alive_)] {
     if (loop_.in_loop_thread() && lending_) return;  // pump_inbound() reclaims after the callback
+    // A stopped loop (its Context gone) has nothing left to resume, and posting to it would
+    // run the task here, under the lender's lock, with the loop's serial lock taken after
+    // it: the reverse of a stopped loop's run_sync() (TSan: lock-order inversion).
+    if (!loop_.running()) return;
     loop_.post([this, alive] {
       if (!alive.expired()) resume();
     });
