@@ -56,7 +56,10 @@ TEST_CASE("scheduled push: the admission limit's worth of idle peers at the comp
   };
   System system(base, options);
 
-  constexpr ns::TimesliceIndex count = 48;
+  // DFS: long enough (30 intervals) that every input's DDE connection, which has to make room
+  // among the idle peers too, is up before the last report (under TSan on fabric 6 intervals
+  // were over first, once: no report sent).
+  const ns::TimesliceIndex count = mode == ns::Mode::dfs ? 240 : 48;
   REQUIRE(system.push_all(count).empty());
   for (ns::InputIndex i = 0; i < options.config.input_count; ++i) CHECK(system.sender(i).wait_finished(60s));
   CHECK(wait_all_delivered(system, options.config.compute_count, count));
