@@ -13,7 +13,6 @@
 #include "common/cli_options.hpp"
 #include "common/json_writer.hpp"
 #include "common/termination.hpp"
-#include "common/tool_main.hpp"
 #include "common/units.hpp"
 
 #include "backends/posix/socket_fd.hpp"
@@ -144,12 +143,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "Print {\"seconds\", \"connections\", \"dropped\", \"refused\", \"bytes\"}");
   add_cpu_option(app, o.cpu);
   app.footer(netio::tools::kUnitsHelp);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return netio::tools::run_tool(kTool, [&] {
+  return netio::tools::parse_and_run(app, argc, argv, [] {}, [&] {
     netio::tools::install_termination_handlers();
     pin_if_asked(o.cpu);
     return run(o);

@@ -12,7 +12,6 @@
 #include "common/cli_options.hpp"
 #include "common/cpu_affinity.hpp"
 #include "common/json_writer.hpp"
-#include "common/tool_main.hpp"
 
 #include <fmt/format.h>
 
@@ -106,10 +105,5 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json,
                "Print {\"seconds\", \"cpus\": [{cpu, gaps_over_20us, gaps_over_1ms, longest_us}]}");
   app.footer(netio::tools::kUnitsHelp);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return netio::tools::run_tool(kTool, [&] { return run(o); });
+  return netio::tools::parse_and_run(app, argc, argv, [] {}, [&] { return run(o); });
 }
