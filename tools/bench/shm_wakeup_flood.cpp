@@ -93,8 +93,8 @@ bool flood(int fd, Clock::time_point until, std::uint64_t& bytes) {
 
 int run(const Options& o) {
   const auto remote = netio::Endpoint::parse(o.endpoint);
-  const auto kind = o.mode == "ll" ? netio::detail::SocketKind::low_latency_send
-                                   : netio::detail::SocketKind::high_throughput_send;
+  const auto kind =
+      o.mode == "ll" ? netio::detail::SocketKind::low_latency_send : netio::detail::SocketKind::high_throughput_send;
   const auto start = Clock::now();
   const auto until = start + o.time;
   Tally tally;
@@ -130,9 +130,10 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"shm_wakeup_flood: a hostile shm:// peer that writes wake-up bytes without end, reconnecting "
-               "whenever the receiver drops it (issue 49's wake-up flood).",
-               kTool};
+  CLI::App app{
+      "shm_wakeup_flood: a hostile shm:// peer that writes wake-up bytes without end, reconnecting "
+      "whenever the receiver drops it (issue 49's wake-up flood).",
+      kTool};
   Options o;
   app.add_option("-e,--endpoint", o.endpoint, "The receiver, shm://NAME:PORT")->required();
   app.add_option("--mode", o.mode, "The receive socket's mode: ht (high-throughput) or ll (low-latency)")
@@ -143,9 +144,11 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "Print {\"seconds\", \"connections\", \"dropped\", \"refused\", \"bytes\"}");
   add_cpu_option(app, o.cpu);
   app.footer(netio::tools::kUnitsHelp);
-  return netio::tools::parse_and_run(app, argc, argv, [] {}, [&] {
-    netio::tools::install_termination_handlers();
-    pin_if_asked(o.cpu);
-    return run(o);
-  });
+  return netio::tools::parse_and_run(
+      app, argc, argv, [] {},
+      [&] {
+        netio::tools::install_termination_handlers();
+        pin_if_asked(o.cpu);
+        return run(o);
+      });
 }

@@ -96,14 +96,15 @@ int run(Options o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"spin_gaps: one spinning thread pinned to each CPU counts the gaps in its running (another task "
-               "took the core): the floor under busy-polling round trips' tail.",
-               kTool};
+  CLI::App app{
+      "spin_gaps: one spinning thread pinned to each CPU counts the gaps in its running (another task "
+      "took the core): the floor under busy-polling round trips' tail.",
+      kTool};
   Options o;
   netio::tools::add_duration_option(app, "-t,--time", o.time, "Spin for DURATION");
   app.add_option("--cpus", o.cpus, "CPUs to spin on (default: every online CPU)")->delimiter(',');
-  app.add_flag("--json", o.json,
-               "Print {\"seconds\", \"cpus\": [{cpu, gaps_over_20us, gaps_over_1ms, longest_us}]}");
+  app.add_flag("--json", o.json, "Print {\"seconds\", \"cpus\": [{cpu, gaps_over_20us, gaps_over_1ms, longest_us}]}");
   app.footer(netio::tools::kUnitsHelp);
-  return netio::tools::parse_and_run(app, argc, argv, [] {}, [&] { return run(o); });
+  return netio::tools::parse_and_run(
+      app, argc, argv, [] {}, [&] { return run(o); });
 }
