@@ -33,7 +33,7 @@ bool is_loopback(const std::string& host) {
 
 // The ping-pong itself runs on the event-loop thread: each reply's callback takes the time,
 // records it and sends the next ping from there (straight to the back-end, no thread
-// switch). So does the watch for the other ends of a run (see watch()): the main thread
+// switch). So does the watch for the other ends of a run (see Watch): the main thread
 // only starts it, sleeps until it has ended and collects the result.
 class PingLoop {
  public:
@@ -80,15 +80,17 @@ class PingLoop {
     context.loop().run_sync([] {});
   }
 
-  // Loop thread: ends the run early, for a signal or the deadline (`why` empty) or a failure.
+  // Loop thread: ends the run early, for a signal or the deadline (`why` empty) or a failure;
+  // nothing once the last reply has come.
   void end_early(std::optional<std::string> why) {
-    if (why) {
-      fail(std::move(*why));
-      return;
-    }
     pinging_.store(false, std::memory_order_relaxed);
-    set([this] {
-      interrupted_ = true;
+    set([&] {
+      if (finished_) return;
+      if (why) {
+        error_ = std::move(*why);
+      } else {
+        interrupted_ = true;
+      }
       finished_ = true;
     });
   }
