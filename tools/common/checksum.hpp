@@ -23,8 +23,8 @@ constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
 }
 
 // XXH3_64bits of `bytes` (seed 0; libxxhash, inlined), position-sensitive (shifted data
-// gives another value): 4 to 9 GB/s per core here, so that --verify costs little next to the
-// network (docs/performance.md, "The verification checksum").
+// gives another value): 3.5 to 10 GB/s per core on the 2-core VM, so that --verify costs
+// little next to the network (docs/performance.md, "The verification checksum").
 std::uint64_t checksum64(std::span<const std::byte> bytes) noexcept;
 
 }  // namespace netio::tools
