@@ -33,14 +33,7 @@ std::uint64_t load64(const std::byte* p) {
   std::memcpy(&v, p, 8);
   return v;
 }
-constexpr std::uint64_t mix64(std::uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
+using netio::tools::mix64;
 constexpr std::uint64_t lane_round(std::uint64_t lane, std::uint64_t input) {
   lane += input * kPrime2;
   lane = std::rotl(lane, 31);
