@@ -9,7 +9,7 @@ Reads the tree, no list of folders of its own:
   (a room: netio/, scheduler/, tools/, ...), is named in docs/design/layers.md as `path/`;
 - a public header (one a CMakeLists.txt installs with install(DIRECTORY ...)) includes only
   public headers, the standard library and third-party headers: never a header of a src/
-  folder, a back-end, internal/ or the tools, which are not installed (a consumer's build
+  folder, a back-end, netio/internal/ or the tools, which are not installed (a consumer's build
   would break on it).
 The suite runs it (ctest -R docs.layers); it takes well under a second.
 """
