@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
-#include "tsbench/simulation/simulated_run.hpp"
+#include "netio/scheduler/simulation/simulate.hpp"
 
-#include "tsbench/simulation/due_timers.hpp"
-#include "tsbench/simulation/event_heap.hpp"
-#include "tsbench/simulation/packed_pool.hpp"
+#include "due_timers.hpp"
+#include "netio/scheduler/simulation/event_heap.hpp"
+#include "netio/scheduler/simulation/packed_pool.hpp"
 
 // The emulator's own delay draws and slow-down windows (pure parts of the emulated
 // back-end), so that --delay and --slowdown mean the same in both runs.
-#include "backends/emulated/delay_sampler.hpp"
-#include "backends/emulated/slowdown_schedule.hpp"
+#include "netio/emulated/delay_sampler.hpp"
+#include "netio/emulated/slowdown_schedule.hpp"
 
 #include "netio/error.hpp"
 #include "netio/scheduler/compute_node.hpp"
@@ -25,7 +25,7 @@
 #include <optional>
 #include <vector>
 
-namespace netio::tools::tsbench::simulation {
+namespace netio::scheduler::simulation {
 
 namespace {
 
@@ -154,7 +154,7 @@ struct Port {
 
 class Simulator {
  public:
-  Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOptions& options);
+  Simulator(const SimulatedSystem& system, ns::Mode mode, const SimulationOptions& options);
   SimulationResult run();
 
  private:
@@ -251,7 +251,7 @@ class Simulator {
     return count / m + (count % m > c ? 1 : 0);
   }
 
-  BenchConfig bench_;
+  SimulatedSystem system_;
   ns::Mode mode_;
   SimulationOptions options_;
   ns::SchedulerConfig config_;
@@ -283,18 +283,17 @@ class Simulator {
   RunRecords records_;
 };
 
-Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOptions& options)
-    : bench_(bench),
+Simulator::Simulator(const SimulatedSystem& system, ns::Mode mode, const SimulationOptions& options)
+    : system_(system),
       mode_(mode),
       options_(options),
-      config_(bench.scheduler_config()),
-      credits_(ns::credits_per_input(bench.buffer_bytes, bench.inputs, bench.contribution_bytes)),
-      network_(bench.inputs, bench.computes, options.sharing),
-      timers_(bench.inputs) {
-  check_simulatable(bench_, options_);
-  const auto base = bench_.node_emulation(0);
-  // Clocks: one draw of offset and drift per node, from the spec's seed.
-  emulated::Xoshiro256 clocks(base->seed ^ 0x636c6f636b73ULL);  // "clocks"
+      config_(system.scheduler),
+      credits_(ns::credits_per_input(system.buffer_bytes, system.inputs(), system.contribution_bytes)),
+      network_(system.inputs(), system.computes(), options.sharing),
+      timers_(system.inputs()) {
+  check_simulatable(system_, options_);
+    // Clocks: one draw of offset and drift per node, from the spec's seed.
+  emulated::Xoshiro256 clocks(system_.nodes[0].seed ^ 0x636c6f636b73ULL);  // "clocks"
   auto draw_clock = [&] {
     NodeClock clock;
     clock.offset = Duration{static_cast<Duration::rep>(
@@ -305,30 +304,30 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
   // A port without its own figure gets the other one (identical network cards).
   auto line_rate = [](const EmulationConfig& e) { return e.node_in ? bytes_per_ns(e.node_in) : bytes_per_ns(e.node_out); };
 
-  inputs_.reserve(bench_.inputs);
-  for (ns::InputIndex i = 0; i < bench_.inputs; ++i) {
-    const auto e = *bench_.node_emulation(i);
+  inputs_.reserve(system_.inputs());
+  for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
+    const auto e = system_.nodes[i];
     Input& in = inputs_.emplace_back(config_, i, mode_);
     in.clock = draw_clock();
     if (options_.timer_late.kind != DelayKind::none) in.late.emplace(e.seed, kTimerStream + i);
     in.sender = Sender{e.delay, emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0})};
     // Connections at the core: data i -> c, its replies, control i -> DDE, its replies, control
     // i -> second replica. At a node's ports: by the peer, the control connections after.
-    const std::uint32_t n = bench_.inputs, m = bench_.computes;
+    const std::uint32_t n = system_.inputs(), m = system_.computes();
     for (ns::ComputeIndex c = 0; c < m; ++c) in.data.emplace_back(e, c, Flows{c, i * m + c, i});
     in.control.emplace(e, m, Flows{m, 2 * n * m + i, n + i});
     if (m >= 2) in.replica_control.emplace(e, m + 1, Flows{m + 1, 2 * n * m + 2 * n + i, 2 * n + i});
     in.out_capacity = e.node_out ? bytes_per_ns(e.node_out) : line_rate(e);
     if (e.connection_rate) in.transfer_cap = bytes_per_ns(e.connection_rate);
   }
-  computes_.reserve(bench_.computes);
-  for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) {
-    const auto e = *bench_.node_emulation(bench_.inputs + c);
+  computes_.reserve(system_.computes());
+  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
+    const auto e = system_.nodes[system_.inputs() + c];
     Compute& compute = computes_.emplace_back(config_, c, credits_);
     compute.clock = draw_clock();
     compute.sender = Sender{e.delay, emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0})};
     compute.in_capacity = e.node_in ? bytes_per_ns(e.node_in) : line_rate(e);
-    const std::uint32_t n = bench_.inputs, m = bench_.computes;
+    const std::uint32_t n = system_.inputs(), m = system_.computes();
     for (ns::InputIndex i = 0; i < n; ++i) {
       compute.replies.emplace_back(e, i, Flows{i, n * m + i * m + c, c});
       if (c == 0) compute.control_replies.emplace_back(e, n + i, Flows{n + i, 2 * n * m + n + i, m});
@@ -336,47 +335,47 @@ Simulator::Simulator(const BenchConfig& bench, ns::Mode mode, const SimulationOp
   }
   // The ports model: every node's out= and in= as the emulator shapes them (a node without
   // one is not limited there), and the core. The lossless model keeps its ports in network_.
-  out_ports_.resize(bench_.inputs + bench_.computes);
-  in_ports_.resize(bench_.inputs + bench_.computes);
+  out_ports_.resize(system_.inputs() + system_.computes());
+  in_ports_.resize(system_.inputs() + system_.computes());
   if (options_.network == NetworkModel::ports) {
-    for (std::uint32_t rank = 0; rank < bench_.inputs + bench_.computes; ++rank) {
-      const auto e = *bench_.node_emulation(rank);
+    for (std::uint32_t rank = 0; rank < system_.inputs() + system_.computes(); ++rank) {
+      const auto e = system_.nodes[rank];
       const auto windows = emulated::SlowdownSchedule::node_windows(e);
       if (e.node_out) out_ports_[rank].shape = SharedPort<Message>(e.node_out, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
       if (e.node_in) in_ports_[rank].shape = SharedPort<Message>(e.node_in, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
     }
     // The core: --core, or the spec's core= (as the emulator's, one for every node).
-    const RateLimit core = options_.core ? options_.core : bench_.node_emulation(0)->core;
+    const RateLimit core = options_.core ? options_.core : system_.nodes[0].core;
     if (core) core_.shape = SharedPort<Message>(core, emulated::SlowdownSchedule{}, options_.sharing);
     if (options_.port_late.kind != DelayKind::none) {
       // Each port's own stream, from its node's seed (the core: node 0's).
       for (std::uint32_t index = 0; index <= core_index(); ++index) {
         const auto rank = index < core_index() ? index % static_cast<std::uint32_t>(out_ports_.size()) : 0;
-        port(index).late.emplace(bench_.node_emulation(rank)->seed, kPortTimerStream + index);
+        port(index).late.emplace(system_.nodes[rank].seed, kPortTimerStream + index);
       }
     }
   }
   if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
-  if (mode_ == ns::Mode::dfs && bench_.computes >= 2) replica_.emplace(config_);
+  if (mode_ == ns::Mode::dfs && system_.computes() >= 2) replica_.emplace(config_);
 
-  records_.buffer_bytes = bench_.buffer_bytes;
+  records_.buffer_bytes = system_.buffer_bytes;
   records_.timeslices_per_interval = config_.timeslices_in_interval();
-  records_.warmup_intervals = bench_.warmup_intervals;
+  records_.warmup_intervals = system_.warmup_intervals;
 }
 
 void Simulator::start() {
   if (options_.network == NetworkModel::lossless) apply_capacities();
-  if (bench_.timeslices) {
-    limit_ = *bench_.timeslices;
+  if (system_.timeslices) {
+    limit_ = *system_.timeslices;
     limit_set_ = true;
   } else {
-    at(Time{bench_.duration}, [this] { end_of_duration(); });
+    at(Time{system_.duration}, [this] { end_of_duration(); });
   }
-  const std::uint32_t n = bench_.inputs;
+  const std::uint32_t n = system_.inputs();
   for (ns::InputIndex i = 0; i < n; ++i) {
     auto& in = inputs_[i];
     // The hello on every data connection; the welcome comes back as a reply with the credits.
-    for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) {
+    for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
       transmit(in.data[c], i, n + c, kHelloBytes, true, in.sender, [this, i, c, n] {
         transmit(computes_[c].replies[i], n + c, i, kReplyBytes, false, computes_[c].sender, [this, i, c] {
           inputs_[i].node.grant(c, credits_);
@@ -389,7 +388,7 @@ void Simulator::start() {
       send_clock_probe(i, 0, std::nullopt);
     }
   }
-  at(Time{bench_.sample_period}, [this] { sample_fill(); });
+  at(Time{system_.sample_period}, [this] { sample_fill(); });
 }
 
 void Simulator::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
@@ -512,10 +511,10 @@ void Simulator::serve(std::uint32_t index) {
 void Simulator::deliver_message(const Message& message) {
   switch (message.kind) {
     case Message::Kind::contribution:
-      on_contribution(message.from, message.to - bench_.inputs, message.subject, message.bytes - kContributionHeader);
+      on_contribution(message.from, message.to - system_.inputs(), message.subject, message.bytes - kContributionHeader);
       break;
     case Message::Kind::acknowledgement: on_acknowledged(message.to, message.subject); break;
-    case Message::Kind::credit: on_credit(message.to, message.from - bench_.inputs); break;
+    case Message::Kind::credit: on_credit(message.to, message.from - system_.inputs()); break;
     case Message::Kind::closure: {
       const auto run = closures_.take(static_cast<std::uint32_t>(message.subject));
       run();
@@ -548,14 +547,14 @@ void Simulator::apply_capacities() {
   auto consider = [&](const emulated::SlowdownSchedule& s) {
     if (const auto t = s.next_change_after(now_); t && (!next_change || *t < *next_change)) next_change = *t;
   };
-  for (ns::InputIndex i = 0; i < bench_.inputs; ++i) {
+  for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
     const auto& in = inputs_[i];
     const double factor = in.sender.slowdown.rate_factor(now_);
     network_.set_out_capacity(i, in.out_capacity * factor, now_);
     network_.set_transfer_cap(i, in.transfer_cap * factor, now_);
     consider(in.sender.slowdown);
   }
-  for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) {
+  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
     const auto& compute = computes_[c];
     network_.set_in_capacity(c, compute.in_capacity * compute.sender.slowdown.rate_factor(now_), now_);
     consider(compute.sender.slowdown);
@@ -577,7 +576,7 @@ void Simulator::on_network() {
   for (const Transfer& t : network_.advance(now_)) {
     auto& in = inputs_[t.input];
     // The ports were crossed in network_: the delay and the latency remain.
-    transmit(in.data[t.compute], t.input, bench_.inputs + t.compute, kContributionHeader, false, in.sender,
+    transmit(in.data[t.compute], t.input, system_.inputs() + t.compute, kContributionHeader, false, in.sender,
              [this, t] { on_contribution(t.input, t.compute, t.tag, t.bytes); });
   }
   network_changed();
@@ -601,7 +600,7 @@ void Simulator::drive(ns::InputIndex i) {
     if (const auto sample = in.node.take_clock_sample()) send_clock_sample(i, *sample);
     note_plan(in, next.timeslice);
     if (options_.network == NetworkModel::lossless) {
-      network_.post(i, next.compute, bench_.contribution_bytes, next.timeslice, now_);
+      network_.post(i, next.compute, system_.contribution_bytes, next.timeslice, now_);
       posted = true;
     } else {
       const auto c = next.compute;
@@ -609,7 +608,7 @@ void Simulator::drive(ns::InputIndex i) {
       Message message;
       message.kind = Message::Kind::contribution;
       message.subject = t;
-      transmit(in.data[c], i, bench_.inputs + c, kContributionHeader + bench_.contribution_bytes, true, in.sender,
+      transmit(in.data[c], i, system_.inputs() + c, kContributionHeader + system_.contribution_bytes, true, in.sender,
                message);
     }
   }
@@ -650,9 +649,9 @@ void Simulator::report(ns::InputIndex i, const ns::IntervalCompletion& done) {
   records_.intervals.push_back(r);
   if (!dde_) return;
   // The report and the request, one after the other on the control connection.
-  transmit(*in.control, i, bench_.inputs, kReportBytes, true, in.sender, [this, done] { on_report(done); });
+  transmit(*in.control, i, system_.inputs(), kReportBytes, true, in.sender, [this, done] { on_report(done); });
   if (replica_) {
-    transmit(*in.replica_control, i, bench_.inputs + 1, kReportBytes, true, in.sender,
+    transmit(*in.replica_control, i, system_.inputs() + 1, kReportBytes, true, in.sender,
              [this, done] { on_replica_report(done); });
   }
 }
@@ -678,10 +677,10 @@ void Simulator::send_clock_sample(ns::InputIndex i, const ns::ClockProbe& sample
   // On the control connections, as the pattern sends it, to both replicas.
   if (!dde_) return;
   auto& in = inputs_[i];
-  transmit(*in.control, i, bench_.inputs, kProbeBytes, true, in.sender,
+  transmit(*in.control, i, system_.inputs(), kProbeBytes, true, in.sender,
            [this, sample] { dde_->on_clock_sample(sample, computes_.front().clock.local(now_)); });
   if (replica_) {
-    transmit(*in.replica_control, i, bench_.inputs + 1, kProbeBytes, true, in.sender,
+    transmit(*in.replica_control, i, system_.inputs() + 1, kProbeBytes, true, in.sender,
              [this, sample] { replica_->on_clock_sample(sample, computes_[1].clock.local(now_)); });
   }
 }
@@ -689,10 +688,10 @@ void Simulator::send_clock_sample(ns::InputIndex i, const ns::ClockProbe& sample
 void Simulator::send_clock_probe(ns::InputIndex i, std::uint32_t sequence, std::optional<Duration> round_trip) {
   auto& in = inputs_[i];
   const ns::ClockProbe probe{i, sequence, in.clock.local(now_), round_trip};
-  transmit(*in.control, i, bench_.inputs, kProbeBytes, true, in.sender, [this, probe] {
+  transmit(*in.control, i, system_.inputs(), kProbeBytes, true, in.sender, [this, probe] {
     const auto echo = dde_->on_clock_probe(probe, computes_.front().clock.local(now_));
     auto& dde_node = computes_.front();
-    transmit(dde_node.control_replies[probe.input], bench_.inputs, probe.input, kProbeBytes, false, dde_node.sender,
+    transmit(dde_node.control_replies[probe.input], system_.inputs(), probe.input, kProbeBytes, false, dde_node.sender,
              [this, probe, echo] {
                if (echo.sequence == 0) {
                  send_clock_probe(probe.input, 1, inputs_[probe.input].clock.local(now_) - echo.probe_sent_at);
@@ -720,7 +719,7 @@ void Simulator::on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::Timesl
     Message ack;
     ack.kind = Message::Kind::acknowledgement;
     ack.subject = t;
-    transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.sender, ack);
+    transmit(compute.replies[i], system_.inputs() + c, i, kReplyBytes, false, compute.sender, ack);
   }
   deliver(c);
 }
@@ -749,7 +748,7 @@ void Simulator::deliver(ns::ComputeIndex c) {
     for (const ns::InputIndex i : compute.node.release(t)) {
       Message credit;
       credit.kind = Message::Kind::credit;
-      transmit(compute.replies[i], bench_.inputs + c, i, kReplyBytes, false, compute.sender, credit);
+      transmit(compute.replies[i], system_.inputs() + c, i, kReplyBytes, false, compute.sender, credit);
     }
   }
   check_done();
@@ -784,19 +783,19 @@ void Simulator::send_proposals(const std::vector<ns::AddressedProposal>& proposa
   for (const auto& [input, proposal] : proposals) {
     if (replica_) compare_with_other_replica(input, proposal);
     auto& dde_node = computes_.front();
-    transmit(dde_node.control_replies[input], bench_.inputs, input, kProbeBytes, false, dde_node.sender,
+    transmit(dde_node.control_replies[input], system_.inputs(), input, kProbeBytes, false, dde_node.sender,
              [this, i = input, p = proposal] { on_proposal(i, p); });
   }
 }
 
 void Simulator::sample_fill() {
   if (done_) return;
-  for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) {
+  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
     records_.fill.push_back(FillSample{now_, c,
                                        100.0 * static_cast<double>(computes_[c].held_bytes) /
-                                           static_cast<double>(bench_.buffer_bytes)});
+                                           static_cast<double>(system_.buffer_bytes)});
   }
-  at(now_ + bench_.sample_period, [this] { sample_fill(); });
+  at(now_ + system_.sample_period, [this] { sample_fill(); });
 }
 
 void Simulator::end_of_duration() {
@@ -813,11 +812,11 @@ void Simulator::check_done() {
   // As the socket run ends: every time-slice handed over, and every input holds all its
   // credits again (so it has every acknowledgement, and reported its last interval).
   if (!limit_set_ || done_) return;
-  for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) {
+  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
     if (computes_[c].handed_over < share_of(c, limit_)) return;
   }
   for (const auto& in : inputs_) {
-    for (ns::ComputeIndex c = 0; c < bench_.computes; ++c) {
+    for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
       if (in.node.available(c) != in.node.granted(c)) return;
     }
   }
@@ -865,7 +864,7 @@ SimulationResult Simulator::run() {
   result.end = now_;
   for (const auto& c : computes_) {
     records_.peak_fill_percent = std::max(
-        records_.peak_fill_percent, 100.0 * static_cast<double>(c.peak_held_bytes) / static_cast<double>(bench_.buffer_bytes));
+        records_.peak_fill_percent, 100.0 * static_cast<double>(c.peak_held_bytes) / static_cast<double>(system_.buffer_bytes));
   }
   std::sort(records_.timeslices.begin(), records_.timeslices.end(),
             [](const auto& a, const auto& b) { return a.timeslice < b.timeslice; });
@@ -880,32 +879,18 @@ SimulationResult Simulator::run() {
 
 }  // namespace
 
-// One clause of an emulation spec given to an option of its own (--core RATE, --timer-late
-// DIST): the spec parser's rule, so that it reads as in --emulate; an error names the option.
-static EmulationConfig parse_clause(const char* option, const char* key, const std::string& text) {
-  try {
-    return parse_emulation_spec(fmt::format("{}={}", key, text));
-  } catch (const std::exception& e) {
-    reject(fmt::format("{} '{}': {}", option, text, e.what()));
-  }
-}
-
-RateLimit parse_core(const std::string& text) { return parse_clause("--core", "core", text).core; }
-
-DelayDistribution parse_timer_late(const std::string& text) {
-  return parse_clause("--timer-late", "delay", text).delay;
-}
-
-DelayDistribution parse_port_late(const std::string& text) { return parse_clause("--port-late", "delay", text).delay; }
-
 const char* to_string(NetworkModel model) noexcept { return model == NetworkModel::lossless ? "lossless" : "ports"; }
 
-void check_simulatable(const BenchConfig& bench, const SimulationOptions& options) {
-  ns::validate(bench.scheduler_config());
-  const auto base = bench.node_emulation(0);
-  if (!base) reject("--simulate needs a network to model: --emulate with in= or out= (it is 'none')");
-  if (!base->node_in && !base->node_out) {
-    reject(fmt::format("--simulate needs a port capacity: in= or out= in --emulate '{}'", bench.emulate));
+void check_simulatable(const SimulatedSystem& system, const SimulationOptions& options) {
+  ns::validate(system.scheduler);
+  if (system.nodes.empty()) reject("--simulate needs a network to model: --emulate with in= or out= (it is 'none')");
+  if (system.nodes.size() != std::size_t{system.inputs()} + system.computes()) {
+    reject(fmt::format("the simulated system has {} nodes' emulations for {} nodes", system.nodes.size(),
+                       std::size_t{system.inputs()} + system.computes()));
+  }
+  const auto& base = system.nodes.front();
+  if (!base.node_in && !base.node_out) {
+    reject(fmt::format("--simulate needs a port capacity: in= or out= in --emulate '{}'", system.emulate));
   }
   if (options.max_clock_drift < 0 || options.max_clock_drift > 0.01) {
     reject("the simulated clock drift must be within [0, 1 %] (0 .. 10000 ppm)");
@@ -919,9 +904,9 @@ void check_simulatable(const BenchConfig& bench, const SimulationOptions& option
   }
 }
 
-SimulationResult simulate(const BenchConfig& bench, ns::Mode mode, const SimulationOptions& options) {
-  Simulator simulator(bench, mode, options);
+SimulationResult simulate(const SimulatedSystem& system, ns::Mode mode, const SimulationOptions& options) {
+  Simulator simulator(system, mode, options);
   return simulator.run();
 }
 
-}  // namespace netio::tools::tsbench::simulation
+}  // namespace netio::scheduler::simulation
