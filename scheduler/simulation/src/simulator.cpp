@@ -2,6 +2,7 @@
 #include "netio/scheduler/simulation/simulate.hpp"
 
 #include "due_timers.hpp"
+#include "run_recorder.hpp"
 #include "netio/scheduler/simulation/event_heap.hpp"
 #include "netio/scheduler/simulation/packed_pool.hpp"
 
@@ -264,8 +265,6 @@ class Simulator {
   // connections, so they reach it at other times; what it would propose is compared with
   // what the first one proposed, not sent.
   std::optional<ns::DeterministicEngine> replica_;
-  std::map<std::pair<ns::InputIndex, ns::IntervalIndex>, Time> proposed_starts_;  // first replica's, true time
-  std::vector<Duration> replica_gaps_;  // |second - first|, true time, per proposal both made
   std::vector<Port> out_ports_;  // by rank (inputs, then compute nodes)
   std::vector<Port> in_ports_;
   Port core_;
@@ -280,7 +279,7 @@ class Simulator {
   bool limit_set_ = false;
   bool done_ = false;
   std::string error_;
-  RunRecords records_;
+  RunRecorder recorder_;
 };
 
 Simulator::Simulator(const SimulatedSystem& system, ns::Mode mode, const SimulationOptions& options)
@@ -290,7 +289,8 @@ Simulator::Simulator(const SimulatedSystem& system, ns::Mode mode, const Simulat
       config_(system.scheduler),
       credits_(ns::credits_per_input(system.buffer_bytes, system.inputs(), system.contribution_bytes)),
       network_(system.inputs(), system.computes(), options.sharing),
-      timers_(system.inputs()) {
+      timers_(system.inputs()),
+      recorder_(system.buffer_bytes, config_.timeslices_in_interval(), system.warmup_intervals) {
   check_simulatable(system_, options_);
     // Clocks: one draw of offset and drift per node, from the spec's seed.
   emulated::Xoshiro256 clocks(system_.nodes[0].seed ^ 0x636c6f636b73ULL);  // "clocks"
@@ -357,10 +357,6 @@ Simulator::Simulator(const SimulatedSystem& system, ns::Mode mode, const Simulat
   }
   if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
   if (mode_ == ns::Mode::dfs && system_.computes() >= 2) replica_.emplace(config_);
-
-  records_.buffer_bytes = system_.buffer_bytes;
-  records_.timeslices_per_interval = config_.timeslices_in_interval();
-  records_.warmup_intervals = system_.warmup_intervals;
 }
 
 void Simulator::start() {
@@ -646,7 +642,7 @@ void Simulator::report(ns::InputIndex i, const ns::IntervalCompletion& done) {
     }
     in.plans.erase(in.plans.begin(), std::next(it));
   }
-  records_.intervals.push_back(r);
+  recorder_.interval(r);
   if (!dde_) return;
   // The report and the request, one after the other on the control connection.
   transmit(*in.control, i, system_.inputs(), kReportBytes, true, in.sender, [this, done] { on_report(done); });
@@ -737,7 +733,7 @@ void Simulator::deliver(ns::ComputeIndex c) {
     r.last_arrival = held.last;
     r.handed_over = now_;
     r.bytes = held.bytes;
-    records_.timeslices.push_back(r);
+    recorder_.timeslice(r);
     compute.held_bytes -= held.bytes;
     held = Held{};
     while (!compute.held.empty() && !compute.held.front().present) {
@@ -768,15 +764,7 @@ void Simulator::on_replica_report(const ns::IntervalCompletion& done) {
 }
 
 void Simulator::compare_with_other_replica(ns::InputIndex input, const ns::Proposal& proposal) {
-  // The first of the two replicas to propose leaves its start here; the second takes it.
-  const Time start = inputs_[input].clock.true_time(proposal.start);
-  const auto it = proposed_starts_.find({input, proposal.interval});
-  if (it == proposed_starts_.end()) {
-    proposed_starts_.emplace(std::pair{input, proposal.interval}, start);
-    return;
-  }
-  replica_gaps_.push_back(start > it->second ? start - it->second : it->second - start);
-  proposed_starts_.erase(it);
+  recorder_.proposed(input, proposal.interval, inputs_[input].clock.true_time(proposal.start));
 }
 
 void Simulator::send_proposals(const std::vector<ns::AddressedProposal>& proposals) {
@@ -790,11 +778,7 @@ void Simulator::send_proposals(const std::vector<ns::AddressedProposal>& proposa
 
 void Simulator::sample_fill() {
   if (done_) return;
-  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
-    records_.fill.push_back(FillSample{now_, c,
-                                       100.0 * static_cast<double>(computes_[c].held_bytes) /
-                                           static_cast<double>(system_.buffer_bytes)});
-  }
+  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) recorder_.fill(now_, c, computes_[c].held_bytes);
   at(now_ + system_.sample_period, [this] { sample_fill(); });
 }
 
@@ -862,18 +846,8 @@ SimulationResult Simulator::run() {
                                static_cast<double>(now_.count()) / 1e9, handed_over, limit_);
   }
   result.end = now_;
-  for (const auto& c : computes_) {
-    records_.peak_fill_percent = std::max(
-        records_.peak_fill_percent, 100.0 * static_cast<double>(c.peak_held_bytes) / static_cast<double>(system_.buffer_bytes));
-  }
-  std::sort(records_.timeslices.begin(), records_.timeslices.end(),
-            [](const auto& a, const auto& b) { return a.timeslice < b.timeslice; });
-  std::stable_sort(records_.intervals.begin(), records_.intervals.end(), [](const auto& a, const auto& b) {
-    return a.input != b.input ? a.input < b.input : a.interval < b.interval;
-  });
-  if (dde_) records_.fallback = dde_->fallback().stats();
-  result.records = std::move(records_);
-  result.replica_gaps = std::move(replica_gaps_);
+  for (const auto& c : computes_) recorder_.peak(c.peak_held_bytes);
+  recorder_.finish(result, dde_ ? std::optional{dde_->fallback().stats()} : std::nullopt);
   return result;
 }
 
