@@ -26,7 +26,7 @@ SimulatedSystem simulated_system(const BenchConfig& bench) {
   return system;
 }
 
-SimulationResult simulate(const BenchConfig& bench, ns::Mode mode, const SimulationOptions& options) {
+SimulationResult simulate(const BenchConfig& bench, scheduler::Mode mode, const SimulationOptions& options) {
   return scheduler::simulation::simulate(simulated_system(bench), mode, options);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "tsbench/bench_config.hpp"
+#include "tsbench/records.hpp"  // summarize() for what simulate() recorded
 
 #include "netio/scheduler/simulation/simulate.hpp"
 
@@ -24,7 +25,7 @@ using scheduler::simulation::to_string;
 SimulatedSystem simulated_system(const BenchConfig& bench);
 
 // scheduler::simulation::simulate() and check_simulatable() on simulated_system(bench).
-SimulationResult simulate(const BenchConfig& bench, ns::Mode mode, const SimulationOptions& options);
+SimulationResult simulate(const BenchConfig& bench, scheduler::Mode mode, const SimulationOptions& options);
 void check_simulatable(const BenchConfig& bench, const SimulationOptions& options);
 
 // The core's capacity from "RATE[,burst=SIZE]" ("10Gbps", as in= and out=; burst as their
