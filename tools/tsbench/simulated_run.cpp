@@ -2,6 +2,7 @@
 #include "tsbench/simulated_run.hpp"
 
 #include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
 
 #include <fmt/format.h>
 
@@ -40,7 +41,7 @@ static EmulationConfig parse_clause(const char* option, const char* key, const s
   try {
     return parse_emulation_spec(fmt::format("{}={}", key, text));
   } catch (const std::exception& e) {
-    throw Error(Errc::invalid_option, fmt::format("{} '{}': {}", option, text, e.what()));
+    detail::reject(Errc::invalid_option, "", fmt::format("{} '{}': {}", option, text, e.what()));
   }
 }
 

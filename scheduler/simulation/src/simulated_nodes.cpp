@@ -2,6 +2,7 @@
 #include "simulated_nodes.hpp"
 
 #include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
 #include "netio/scheduler/credits.hpp"
 
 #include <fmt/format.h>
@@ -12,9 +13,7 @@ namespace netio::scheduler::simulation {
 
 namespace {
 
-[[noreturn]] void reject(const std::string& what) {
-  throw Error(Errc::invalid_option, what);
-}
+constexpr detail::Rejecter reject{Errc::invalid_option, ""};
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include "simulated_nodes.hpp"
 
 #include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
 
 #include <fmt/format.h>
 
@@ -17,9 +18,7 @@ namespace netio::scheduler::simulation {
 
 namespace {
 
-[[noreturn]] void reject(const std::string& what) {
-  throw Error(Errc::invalid_option, what);
-}
+constexpr detail::Rejecter reject{Errc::invalid_option, ""};
 
 SimulationResult run(SimulatedNetwork& network, SimulatedNodes& nodes, const SimulationOptions& options) {
   SimulationResult result;
