@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "backends/emulated/shared_capacity.hpp"
+#include "netio/emulated/shared_capacity.hpp"
 
 #include <algorithm>
 

@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: MIT
-// netio_tsbench --simulate: the same engines as the socket run (netio::scheduler's
-// InputNode, ComputeNode and DeterministicEngine), driven exactly as the scheduled-push
-// pattern drives them (TimesliceSender::drive, TimesliceReceiver::deliver, DdeService), but
-// in a discrete-event model of the network instead of over sockets.
+// The simulator (netio::scheduler_simulation; netio_tsbench --simulate is its command line):
+// the same engines as a socket run (netio::scheduler's InputNode, ComputeNode and
+// DeterministicEngine), driven exactly as the scheduled-push pattern drives them
+// (TimesliceSender::drive, TimesliceReceiver::deliver, DdeService), but in a discrete-event
+// model of the network instead of over sockets.
+//
+// Its parts (src/): the network (simulated_network: the event queue, the ports or the fluid
+// model, every message's way), the nodes (simulated_nodes: the engines, as the pattern drives
+// them) and the recording (run_recorder: what a run records). The model's own parts (delay
+// draws, slow-down windows, token buckets, fair sharing) are the emulated back-end's
+// (netio::network_model), so that a spec means the same in both.
 //
 // The model (docs/design/scheduled-push.md, "The simulator"):
 //   - N input nodes, M compute nodes (ranks 0..N-1 and N..N+M-1, as in the socket run); a
@@ -24,18 +31,21 @@
 // Deterministic: the same options and seed give the same records.
 #pragma once
 
-#include "tsbench/bench_config.hpp"
-#include "tsbench/records.hpp"
-#include "tsbench/simulation/fluid_network.hpp"
+#include "netio/scheduler/simulation/fluid_network.hpp"
+#include "netio/scheduler/simulation/records.hpp"
 
+#include "netio/emulation.hpp"
+#include "netio/scheduler/config.hpp"
 #include "netio/scheduler/input_node.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
-namespace netio::tools::tsbench::simulation {
+namespace netio::scheduler::simulation {
 
 // What carries the contributions (docs/design/scheduled-push.md, "The simulator"):
 //   - ports: as the emulated back-end. Every connection has its own queue; a node's out= and
@@ -46,6 +56,27 @@ namespace netio::tools::tsbench::simulation {
 //     single queue: an out-port sends one contribution at a time at the rate the receiving
 //     port gives it, and whatever follows waits behind it (head-of-line blocking).
 enum class NetworkModel { ports, lossless };
+
+// The system a run models: N inputs, M compute nodes, their sizes, and the emulated network
+// every node sits on (netio_tsbench builds it from its BenchConfig).
+struct SimulatedSystem {
+  SchedulerConfig scheduler;  // input_count N and compute_count M among it
+  std::uint64_t contribution_bytes = 0;
+  std::uint64_t buffer_bytes = 0;  // every compute node's receive buffer
+  // Every node's emulation, by rank (inputs 0 .. N-1, computes N .. N+M-1): the spec with
+  // node= set to the rank (and its slowdown= windows). Empty: nothing is shaped (which the
+  // simulator refuses: it needs a capacity).
+  std::vector<EmulationConfig> nodes;
+  std::string emulate;  // the spec's text, for the messages that quote it
+  // How long: a count of time-slices, or else `duration` of model time.
+  std::optional<std::uint64_t> timeslices;
+  ns::Duration duration = std::chrono::seconds(12);
+  ns::Duration sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
+  std::uint32_t warmup_intervals = 0;  // left out of the statistics (RunRecords)
+
+  std::uint32_t inputs() const noexcept { return scheduler.input_count; }
+  std::uint32_t computes() const noexcept { return scheduler.compute_count; }
+};
 
 const char* to_string(NetworkModel model) noexcept;
 
@@ -86,23 +117,12 @@ struct SimulationResult {
   std::vector<ns::Duration> replica_gaps;
 };
 
-// Runs one scheduler for bench.duration of model time (or bench.timeslices), then lets every
+// Runs one scheduler for system.duration of model time (or system.timeslices), then lets every
 // input finish the interval it is in (as the socket run does). Throws netio::Error
 // (Errc::invalid_option) for a configuration it cannot model (no capacity in the spec).
-SimulationResult simulate(const BenchConfig& bench, ns::Mode mode, const SimulationOptions& options);
+SimulationResult simulate(const SimulatedSystem& system, ns::Mode mode, const SimulationOptions& options);
 
-// The core's capacity from "RATE[,burst=SIZE]" ("10Gbps", as in= and out=; burst as their
-// default: 4 ms at the rate, at least 64 KiB). Throws netio::Error (Errc::invalid_option) naming
-// --core and the text.
-RateLimit parse_core(const std::string& text);
+// Throws as simulate() does when `system` cannot be modelled (for a command line's checks).
+void check_simulatable(const SimulatedSystem& system, const SimulationOptions& options);
 
-// A distribution as delay= in an emulation spec ("lognormal:mean=100us,sigma=1"; "none").
-// Throws netio::Error (Errc::invalid_option) naming --timer-late and the text.
-DelayDistribution parse_timer_late(const std::string& text);
-// The same, naming --port-late.
-DelayDistribution parse_port_late(const std::string& text);
-
-// Throws as simulate() does when `bench` cannot be modelled (for the command line's checks).
-void check_simulatable(const BenchConfig& bench, const SimulationOptions& options);
-
-}  // namespace netio::tools::tsbench::simulation
+}  // namespace netio::scheduler::simulation

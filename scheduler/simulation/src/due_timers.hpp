@@ -15,7 +15,7 @@
 #include <limits>
 #include <vector>
 
-namespace netio::tools::tsbench::simulation {
+namespace netio::scheduler::simulation {
 
 class DueTimers {
  public:
@@ -96,4 +96,4 @@ class DueTimers {
   std::vector<std::uint32_t> heap_;   // owners, the earliest key on top
 };
 
-}  // namespace netio::tools::tsbench::simulation
+}  // namespace netio::scheduler::simulation

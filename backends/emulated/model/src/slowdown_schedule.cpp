@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "backends/emulated/slowdown_schedule.hpp"
+#include "netio/emulated/slowdown_schedule.hpp"
 
 #include <algorithm>
 

@@ -24,7 +24,7 @@
 #pragma once
 
 #include "netio/scheduler/time.hpp"
-#include "tsbench/simulation/shared_port.hpp"
+#include "netio/scheduler/simulation/shared_port.hpp"
 
 #include <cstdint>
 #include <deque>
@@ -32,7 +32,7 @@
 #include <optional>
 #include <vector>
 
-namespace netio::tools::tsbench::simulation {
+namespace netio::scheduler::simulation {
 
 namespace ns = netio::scheduler;
 
@@ -106,4 +106,4 @@ class FluidNetwork {
   std::uint64_t next_arrival_order_ = 0;
 };
 
-}  // namespace netio::tools::tsbench::simulation
+}  // namespace netio::scheduler::simulation

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace netio::tools::tsbench::simulation {
+namespace netio::scheduler::simulation {
 
 template <typename T>
 class PackedPool {
@@ -60,4 +60,4 @@ class PackedPool {
   std::size_t first_ = 0;            // no word below it has a free index
 };
 
-}  // namespace netio::tools::tsbench::simulation
+}  // namespace netio::scheduler::simulation

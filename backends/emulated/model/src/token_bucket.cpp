@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "backends/emulated/token_bucket.hpp"
+#include "netio/emulated/token_bucket.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "backends/emulated/delay_sampler.hpp"
+#include "netio/emulated/delay_sampler.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -120,25 +120,3 @@ double DelayStream::next_ns(const DelayDistribution& d) noexcept {
 }
 
 }  // namespace netio::emulated
-
-namespace netio {
-
-double DelayDistribution::expected_mean() const {
-  switch (kind) {
-    case DelayKind::none: return 0;
-    case DelayKind::constant: return value;
-    case DelayKind::uniform: return (min + max) / 2;
-    case DelayKind::normal: return mean;  // before the draws below 0 are counted as 0
-    case DelayKind::lognormal: return std::exp(mu + shape * shape / 2);
-    case DelayKind::exponential: return 1 / lambda;
-    case DelayKind::pareto: return alpha > 1 ? alpha * scale / (alpha - 1) : std::numeric_limits<double>::infinity();
-    case DelayKind::table: {
-      double sum = 0;
-      for (double v : table) sum += std::max(v, 0.0);
-      return table.empty() ? 0 : sum / static_cast<double>(table.size());
-    }
-  }
-  return 0;
-}
-
-}  // namespace netio

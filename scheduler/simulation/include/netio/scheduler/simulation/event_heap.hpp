@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace netio::tools::tsbench::simulation {
+namespace netio::scheduler::simulation {
 
 template <typename T, typename Before>
 class EventHeap {
@@ -58,4 +58,4 @@ class EventHeap {
   [[no_unique_address]] Before before_;
 };
 
-}  // namespace netio::tools::tsbench::simulation
+}  // namespace netio::scheduler::simulation

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "tsbench/simulation/fluid_network.hpp"
+#include "netio/scheduler/simulation/fluid_network.hpp"
 
 #include "netio/error.hpp"
 
@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace netio::tools::tsbench::simulation {
+namespace netio::scheduler::simulation {
 
 namespace {
 
@@ -187,4 +187,4 @@ void FluidNetwork::allocate() {
   }
 }
 
-}  // namespace netio::tools::tsbench::simulation
+}  // namespace netio::scheduler::simulation

@@ -14,7 +14,7 @@
 // allocation once the queues have grown.
 #pragma once
 
-#include "backends/emulated/shared_capacity.hpp"
+#include "netio/emulated/shared_capacity.hpp"
 
 #include "netio/scheduler/time.hpp"
 
@@ -23,7 +23,7 @@
 #include <optional>
 #include <vector>
 
-namespace netio::tools::tsbench::simulation {
+namespace netio::scheduler::simulation {
 
 enum class PortSharing { fair, fifo };
 
@@ -151,4 +151,4 @@ class SharedPort {
   std::deque<Waiting> fifo_;
 };
 
-}  // namespace netio::tools::tsbench::simulation
+}  // namespace netio::scheduler::simulation

@@ -15,7 +15,7 @@
 // connection closing).
 #pragma once
 
-#include "backends/emulated/token_bucket.hpp"
+#include "netio/emulated/token_bucket.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -4,7 +4,7 @@
 // level may go below zero), so buffers larger than the burst pass at the exact long-run rate.
 #pragma once
 
-#include "backends/emulated/slowdown_schedule.hpp"
+#include "netio/emulated/slowdown_schedule.hpp"
 
 #include <cstddef>
 
