@@ -36,7 +36,8 @@ PY
   echo "smoke_test: ok: $3"
 }
 
-for p in tcp_throughput tcp_pingpong fi_oneway_pingpong alternating_pingpong subscribe_time cold_memcpy; do
+for p in tcp_throughput tcp_pingpong fi_oneway_pingpong alternating_pingpong subscribe_time cold_memcpy spin_gaps \
+         shm_wakeup_flood; do
   "$bin/$p" --help >/dev/null || fail "$p --help"
 done
 
@@ -143,4 +144,18 @@ start_server "$bin/zmq_reqrep" --server --timeout 20s
   >"$scratch/client.out" 2>"$scratch/client.err" || fail "zmq_reqrep client"
 stop_server
 check_json "$scratch/client.out" rtt zmq_reqrep
+"$bin/spin_gaps" -t 100ms --json >"$scratch/gaps.json" 2>"$scratch/gaps.err" || fail "spin_gaps"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["cpus"] and d["seconds"] > 0))' \
+  "$scratch/gaps.json" || fail "spin_gaps: bad JSON: $(cat "$scratch/gaps.json")"
+echo "smoke_test: ok: spin_gaps"
+
+# A wake-up flooder against netio_recv over shm://: dropped after its first bytes, logged.
+start_server "$bin/../netio_recv" -e "shm://netio-bench-smoke-$$:0" --report-interval 0 --timeout 20s
+"$bin/shm_wakeup_flood" -e "shm://netio-bench-smoke-$$:$(cat "$scratch/port")" --once -t 5s --json \
+  >"$scratch/flood.json" 2>"$scratch/flood.err" || fail "shm_wakeup_flood"
+stop_server
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["connections"] == 1 and d["dropped"] == 1))' \
+  "$scratch/flood.json" || fail "shm_wakeup_flood: not dropped once: $(cat "$scratch/flood.json")"
+grep -q "wake-up flood" "$scratch/server.err" || fail "netio_recv did not log the wake-up flood"
+echo "smoke_test: ok: shm_wakeup_flood"
 echo "smoke_test: all passed"

@@ -14,14 +14,16 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <string>
 #include <thread>
 
 namespace netio::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kTick = std::chrono::milliseconds(100);
+constexpr auto kTick = std::chrono::milliseconds(100);  // how often the loop looks for the run's end
 constexpr auto kGoodbyeTimeout = std::chrono::seconds(1);
 constexpr auto kPoll = std::chrono::milliseconds(5);
 
@@ -31,7 +33,8 @@ bool is_loopback(const std::string& host) {
 
 // The ping-pong itself runs on the event-loop thread: each reply's callback takes the time,
 // records it and sends the next ping from there (straight to the back-end, no thread
-// switch). The main thread only starts it, watches it and collects the result.
+// switch). So does the watch for the other ends of a run (see Watch): the main thread
+// only starts it, sleeps until it has ended and collects the result.
 class PingLoop {
  public:
   PingLoop(const PingpongClientOptions& options, std::uint64_t session)
@@ -77,6 +80,21 @@ class PingLoop {
     context.loop().run_sync([] {});
   }
 
+  // Loop thread: ends the run early, for a signal or the deadline (`why` empty) or a failure;
+  // nothing once the last reply has come.
+  void end_early(std::optional<std::string> why) {
+    pinging_.store(false, std::memory_order_relaxed);
+    set([&] {
+      if (finished_) return;
+      if (why) {
+        error_ = std::move(*why);
+      } else {
+        interrupted_ = true;
+      }
+      finished_ = true;
+    });
+  }
+
   // Main thread: waits up to `timeout` for `what` (welcome, finished, goodbye acknowledged).
   enum class Milestone { welcomed, finished, goodbye_acknowledged };
   bool wait_for(Milestone what, std::chrono::nanoseconds timeout) {
@@ -91,6 +109,10 @@ class PingLoop {
   std::optional<std::string> error() {
     std::lock_guard lock(mutex_);
     return error_;
+  }
+  bool interrupted() {
+    std::lock_guard lock(mutex_);
+    return interrupted_;
   }
 
  private:
@@ -161,6 +183,7 @@ class PingLoop {
   bool welcomed_ = false;      // guarded by mutex_
   bool finished_ = false;      // guarded by mutex_
   bool acknowledged_ = false;  // guarded by mutex_
+  bool interrupted_ = false;   // guarded by mutex_
   std::optional<std::string> error_;  // guarded by mutex_
 };
 
@@ -169,32 +192,64 @@ std::uint64_t random_session() {
   return (std::uint64_t{device()} << 32) | device();
 }
 
-// Main thread: waits for the end of the ping-pong, a signal, the deadline, the ping
-// connection failing (the server went away) or a stall.
-void watch(PingLoop& loop, const LowLatencySendSocket& pings, const PingpongClientOptions& options,
-           const Deadline& deadline, PingpongClientResult& result) {
-  std::uint64_t last_progress = 0;
-  auto last_change = Clock::now();
-  for (;;) {
-    if (loop.wait_for(PingLoop::Milestone::finished, kTick)) return;
-    if (stop_requested() || deadline.expired()) {
-      result.interrupted = true;
+std::string stall_message(std::uint64_t progress, std::chrono::nanoseconds stall_timeout) {
+  return fmt::format("no reply to ping {} within {} s: a message was lost or the server stopped", progress,
+                     std::chrono::duration_cast<std::chrono::seconds>(stall_timeout).count());
+}
+
+// The ends of a run other than its last reply: a signal, the deadline, the ping connection
+// failing (the server went away) or a stall. Looked for by a timer on the event-loop thread,
+// not by the main thread: with --cpu N the main thread shares the loop's core, and a
+// thread woken there every 100 ms preempts a busy-polling loop each time (the round trip
+// under way waits for the switch and what the woken thread runs, tens of microseconds, up
+// to a scheduler tick). A timer of a busy-polling loop runs inline, without a switch.
+class Watch {
+ public:
+  Watch(PingLoop& loop, const LowLatencySendSocket& pings, const PingpongClientOptions& options,
+        const Deadline& deadline)
+      : loop_(loop), pings_(pings), options_(options), deadline_(deadline) {}
+
+  // Loop thread, every kTick.
+  void look() {
+    if (ended_) return;
+    if (stop_requested() || deadline_.expired()) {
+      end(std::nullopt);
+    } else if (const auto failure = pings_.failure()) {
+      end(fmt::format("the connection to the server failed after {} round trips: {}", loop_.progress(),
+                      failure->what()));
+    } else if (const auto progress = loop_.progress(); progress != last_progress_) {
+      last_progress_ = progress;
+      last_change_ = Clock::now();
+    } else if (Clock::now() - last_change_ >= options_.stall_timeout) {
+      end(stall_message(progress, options_.stall_timeout));
+    }
+  }
+
+ private:
+  void end(std::optional<std::string> why) {
+    ended_ = true;
+    loop_.end_early(std::move(why));
+  }
+
+  PingLoop& loop_;
+  const LowLatencySendSocket& pings_;
+  const PingpongClientOptions& options_;
+  const Deadline& deadline_;
+  bool ended_ = false;
+  std::uint64_t last_progress_ = 0;
+  Clock::time_point last_change_ = Clock::now();
+};
+
+// Main thread: sleeps until the run has ended. The watch ends it on the loop thread; only a
+// loop thread that stopped running altogether (its timer with it) is caught here.
+void wait_for_end(PingLoop& loop, const PingpongClientOptions& options, PingpongClientResult& result) {
+  std::uint64_t seen = loop.progress();
+  while (!loop.wait_for(PingLoop::Milestone::finished, options.stall_timeout + kTick)) {
+    if (loop.progress() == seen) {
+      result.error = stall_message(seen, options.stall_timeout);
       return;
     }
-    if (const auto failure = pings.failure()) {
-      result.error = fmt::format("the connection to the server failed after {} round trips: {}", loop.progress(),
-                                 failure->what());
-      return;
-    }
-    const auto now = Clock::now();
-    if (const auto progress = loop.progress(); progress != last_progress) {
-      last_progress = progress;
-      last_change = now;
-    } else if (now - last_change >= options.stall_timeout) {
-      result.error = fmt::format("no reply to ping {} within {} s: a message was lost or the server stopped",
-                                 progress, std::chrono::duration_cast<std::chrono::seconds>(options.stall_timeout).count());
-      return;
-    }
+    seen = loop.progress();
   }
 }
 
@@ -252,10 +307,14 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
   }
 
   PingpongClientResult result;
+  Watch watch(loop, pings, options, deadline);
+  const auto watch_timer = context.loop().add_timer(kTick, kTick, [&watch] { watch.look(); });
   context.loop().post([&loop] { loop.start(); });
-  watch(loop, pings, options, deadline, result);
+  wait_for_end(loop, options, result);
+  context.loop().cancel_timer(watch_timer);  // posted: runs before stop()'s round trip
   loop.stop(context);
   if (auto error = loop.error()) result.error = error;
+  result.interrupted = loop.interrupted();
   result.rtt_us = loop.take_samples();
 
   // Tell the server we are done, so it can forget this client; it acknowledges, so the

@@ -21,7 +21,10 @@ namespace netio::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kTick = std::chrono::milliseconds(100);
+constexpr auto kTick = std::chrono::milliseconds(100);  // how often the loop asks whether to stop
+// The main thread's longest sleep: stopping is its wake-up (see serve()); this only bounds a
+// loop thread that stopped running altogether.
+constexpr auto kIdleWait = std::chrono::seconds(10);
 constexpr auto kConnectBackPoll = std::chrono::milliseconds(1);
 constexpr auto kConnectBackTimeout = std::chrono::seconds(5);
 
@@ -60,11 +63,21 @@ class EchoServer {
   Endpoint local_endpoint() const { return socket_.local_endpoint(); }
 
   void serve(const Deadline& deadline, const std::function<bool()>& should_stop) {
-    while (!stop_requested() && !deadline.expired() && !(should_stop && should_stop())) {
+    // Whether to stop is asked by a timer on the event-loop thread, which wakes the main
+    // thread only then: with --cpu N the main thread shares the loop's core, and a thread
+    // woken there every 100 ms preempts a busy-polling loop each time (the round trip under
+    // way waits for the switch, up to a scheduler tick). A busy-polling loop runs its timers
+    // inline.
+    const auto stop = [&] { return stop_requested() || deadline.expired() || (should_stop && should_stop()); };
+    const auto stop_timer = context_.loop().add_timer(kTick, kTick, [this, &stop] {
+      if (stop()) push_stop();
+    });
+    while (!stopping() && !stop()) {
       // While connections back are being made, look at them often: a welcome waits on them.
-      if (auto event = next_event(connecting_back_.empty() ? kTick : kConnectBackPoll)) handle(*event);
+      if (auto event = next_event(connecting_back_.empty() ? kIdleWait : kConnectBackPoll)) handle(*event);
       progress_connections_back();
     }
+    context_.loop().cancel_timer(stop_timer);  // posted: runs before the run_sync() below
     connecting_back_.clear();
     std::map<ConnectionId, std::unique_ptr<Client>> clients;
     context_.loop().run_sync([&] { clients.swap(clients_); });
@@ -122,9 +135,23 @@ class EchoServer {
     events_changed_.notify_one();
   }
 
+  // Loop thread: wakes the main thread to stop.
+  void push_stop() {
+    {
+      std::lock_guard lock(events_mutex_);
+      stopping_ = true;
+    }
+    events_changed_.notify_one();
+  }
+
+  bool stopping() {
+    std::lock_guard lock(events_mutex_);
+    return stopping_;
+  }
+
   std::optional<Event> next_event(std::chrono::nanoseconds at_most) {
     std::unique_lock lock(events_mutex_);
-    events_changed_.wait_for(lock, at_most, [this] { return !events_.empty(); });
+    events_changed_.wait_for(lock, at_most, [this] { return !events_.empty() || stopping_; });
     if (events_.empty()) return std::nullopt;
     Event event = std::move(events_.front());
     events_.pop_front();
@@ -265,6 +292,7 @@ class EchoServer {
   std::mutex events_mutex_;
   std::condition_variable events_changed_;
   std::deque<Event> events_;        // guarded by events_mutex_
+  bool stopping_ = false;           // guarded by events_mutex_
   LowLatencyReceiveSocket socket_;  // last: destroyed first, so no callback outlives the rest
 };
 

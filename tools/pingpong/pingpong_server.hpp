@@ -15,7 +15,8 @@ namespace netio::tools {
 
 struct PingpongServerCallbacks {
   std::function<void(const Endpoint&)> on_listening;  // the bound endpoint (real port)
-  // Asked between events (at least every 100 ms): true stops the server as a signal does.
+  // Asked every 100 ms on the Context's event-loop thread (and between events on the
+  // caller's): true stops the server as a signal does.
   std::function<bool()> should_stop;
 };
 
