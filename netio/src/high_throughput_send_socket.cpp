@@ -37,11 +37,12 @@ class HighThroughputSendSocket::Impl {
         sender_(std::make_shared<detail::BufferSender>(
             context, remote, detail::Hello{detail::SocketKind::high_throughput_send, options_.page_size},
             options_.identity, options_.key, options_.replies, options_.page_count, options_.page_size, options_.shared_pages,
-            options_.close_awaits_receiver)),
+            options_.close_awaits_receiver, options_.connect_timeout)),
         stats_(sender_->stats()),
         page_capacity_(std::min(options_.page_size, sender_->efficient_buffer_size())),
         zero_copy_threshold_(zero_copy_threshold(options_, sender_->efficient_buffer_size(), page_capacity_)) {
     reserved_.reserve(options_.page_count);
+    sender_->start();
   }
 
   // Once `self` (this object) is owned: the timer holds a weak reference, so a tick never

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "netio/admission.hpp"
+#include "netio/connect_timeout.hpp"
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
@@ -56,6 +57,8 @@ struct HighThroughputSendOptions {
   /// A close ends only once the receiver has read everything, as
   /// LowLatencySendOptions::close_awaits_receiver.
   bool close_awaits_receiver = false;
+  /// As LowLatencySendOptions::connect_timeout (netio/connect_timeout.hpp).
+  std::chrono::nanoseconds connect_timeout = default_connect_timeout;
 };
 
 /// Connects to a HighThroughputReceiveSocket.
