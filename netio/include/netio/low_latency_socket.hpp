@@ -69,7 +69,8 @@ struct LowLatencySendOptions {
 /// was sent). send() there goes straight to the back-end without a thread switch.
 /// Lifetime: destroy before the Context. On a user thread the destructor is a blocking
 /// close: it sends what is queued, waits up to send_timeout for the back-end to complete it
-/// (logging what was lost), then closes. On the event-loop thread it waits for nothing: it
+/// (logging what was lost), then closes; a socket still retrying its connection (an attempt
+/// failed, netio/connect_timeout.hpp) drops what is queued at once instead. On the event-loop thread it waits for nothing: it
 /// starts close() and returns; the connection lives on inside netio until its close ends
 /// (everything sent, the connection failed, or send_timeout passed). A close still in
 /// progress when the Context stops ends there, dropping what is unsent.
