@@ -211,3 +211,24 @@ TEST_CASE("a subscriber started 2 s before its publisher gets every record publi
     REQUIRE(netio::test::pubsub_sequence(tag, publication->data()) == i);
   }
 }
+
+TEST_CASE("a send that finds every buffer queued for a receiver not there yet says so", "[connect_retry][integration]") {
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context(netio::test::context_options());
+  const LoopbackPort refusing(LoopbackPort::Kind::refusing);
+  netio::LowLatencySendOptions options;
+  options.buffer_count = 2;
+  options.send_timeout = 200ms;
+  options.connect_timeout = netio::connect_forever;
+  netio::LowLatencySendSocket sender(context, refusing.endpoint(base), options);
+  sender.send(numbered_message(1));  // the pool bounds what waits: two messages
+  sender.send(numbered_message(2));
+  try {
+    sender.send(numbered_message(3));
+    FAIL("a third message was queued");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::timeout);
+    CHECK_THAT(e.what(), Catch::Contains("not connected yet"));
+  }
+  CHECK_FALSE(sender.failure());  // back-pressure, not a failure: it still tries
+}

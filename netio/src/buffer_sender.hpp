@@ -135,6 +135,13 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   // that neither succeeds nor fails (a network that drops the request) ends then too, and the
   // retry of an attempt that failed before.
   void start();
+  // Why no buffer came back, for a send that waited in vain: the receiver is slow, or (not
+  // connected yet) not there.
+  std::string_view why_no_buffer() const noexcept {
+    return state_.connected() ? "the receiver is not keeping up"
+                              : "not connected yet: the receiver is not there, and connecting is retried until "
+                                "connect_timeout";
+  }
   // Whether the connection is being tried again: an attempt failed, none succeeded yet.
   bool retrying() const noexcept { return retrying_.load(std::memory_order_acquire); }
   // Errc::closed for a send after close().

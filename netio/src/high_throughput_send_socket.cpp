@@ -318,11 +318,10 @@ class HighThroughputSendSocket::Impl {
 
   Error page_timeout(std::string_view consequence) const {
     return Error(Errc::timeout,
-                 fmt::format("no free page for {} within {} ms: all {} pages are in flight (the receiver is not "
-                             "keeping up); {}",
+                 fmt::format("no free page for {} within {} ms: all {} pages are in flight ({}); {}",
                              sender_->remote().to_string(),
                              std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count(),
-                             options_.page_count, consequence));
+                             options_.page_count, sender_->why_no_buffer(), consequence));
   }
 
   void flush_page(std::atomic<std::uint64_t>& counter) {

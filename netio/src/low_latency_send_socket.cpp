@@ -54,9 +54,9 @@ class LowLatencySendSocket::Impl {
       if (buffer == nullptr) {
         sender_->state().throw_if_failed();  // a failed connection closes the pool
         throw Error(Errc::timeout,
-                    fmt::format("no send buffer to {} freed up within {} ms (the receiver is not keeping up)",
-                                sender_->remote().to_string(),
-                                std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count()));
+                    fmt::format("no send buffer to {} freed up within {} ms ({})", sender_->remote().to_string(),
+                                std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count(),
+                                sender_->why_no_buffer()));
       }
     }
     try {
