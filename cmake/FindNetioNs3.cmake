@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Finds ns-3 (Debian 12's libns3-dev, 3.37) for tools/tsbench/fabric: sets NS3_FOUND,
+# Finds ns-3 (Debian 12's libns3-dev, 3.37) for scheduler/simulation/fabric: sets NS3_FOUND,
 # NS3_INCLUDE_DIR and NS3_LIBRARIES (the modules the fat-tree uses).
 # Not through ns-3's own CMake package (find_package(ns3)) nor its pkg-config modules: both
 # link ns3-core against /usr/lib/x86_64-linux-gnu/libgsl.so, which only libgsl-dev installs

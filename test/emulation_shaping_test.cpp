@@ -4,9 +4,9 @@
 // concurrent senders, slow-down windows start and end on time, and the delay stage keeps the
 // order of a connection's buffers.
 #include "backends/emulated/link_shaper.hpp"
-#include "backends/emulated/shared_capacity.hpp"
-#include "backends/emulated/slowdown_schedule.hpp"
-#include "backends/emulated/token_bucket.hpp"
+#include "netio/emulated/shared_capacity.hpp"
+#include "netio/emulated/slowdown_schedule.hpp"
+#include "netio/emulated/token_bucket.hpp"
 #include "netio/emulation.hpp"
 
 #include <catch2/catch.hpp>

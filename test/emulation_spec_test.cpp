@@ -2,7 +2,7 @@
 // The emulation spec (netio/emulation.hpp) and the delay distributions: parsing, clear
 // errors for bad specs and bad table files, and sampling that is deterministic with a seed
 // and matches the configured distribution (mean and percentiles over many draws).
-#include "backends/emulated/delay_sampler.hpp"
+#include "netio/emulated/delay_sampler.hpp"
 #include "backends/emulated/spec_values.hpp"
 #include "netio/emulation.hpp"
 #include "netio/error.hpp"

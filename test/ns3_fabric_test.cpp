@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The packet-level fat-tree on ns-3 (tools/tsbench/fabric/fat_tree_fabric.hpp) against
+// The packet-level fat-tree on ns-3 (scheduler/simulation/fabric/fat_tree_fabric.hpp) against
 // hand-computed cases. Built only with NETIO_WITH_NS3. Each case simulates a few
 // milliseconds of 1 Gb/s links: well under a second of CPU.
 #include <fat_tree_fabric.hpp>

@@ -4,11 +4,12 @@
 // time-slices under a known capacity), fair against first-come-first-served ports, replies
 // crossing the network with their delay, the core, ports releasing late (--port-late), and
 // determinism for a seed; the event queue's order.
-#include "tsbench/simulation/event_heap.hpp"
-#include "tsbench/simulation/fluid_network.hpp"
-#include "tsbench/simulation/packed_pool.hpp"
-#include "tsbench/simulation/shared_port.hpp"
-#include "tsbench/simulation/simulated_run.hpp"
+#include "tsbench/simulated_run.hpp"
+
+#include "netio/scheduler/simulation/event_heap.hpp"
+#include "netio/scheduler/simulation/fluid_network.hpp"
+#include "netio/scheduler/simulation/packed_pool.hpp"
+#include "netio/scheduler/simulation/shared_port.hpp"
 
 #include "support/invalid_option.hpp"
 
@@ -25,6 +26,7 @@
 
 using namespace netio::tools::tsbench;
 using namespace netio::tools::tsbench::simulation;
+using namespace netio::scheduler::simulation;
 using namespace std::chrono_literals;
 namespace ns = netio::scheduler;
 

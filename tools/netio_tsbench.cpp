@@ -15,7 +15,7 @@
 #include "tsbench/local_run.hpp"
 #include "tsbench/report.hpp"
 #include "tsbench/role_run.hpp"
-#include "tsbench/simulation/simulated_run.hpp"
+#include "tsbench/simulated_run.hpp"
 
 #include "common/cli_options.hpp"
 #include "common/cpu_affinity.hpp"

@@ -15,7 +15,7 @@
 // destructor stops the thread (waiting buffers are dropped: their connections are gone).
 #pragma once
 
-#include "backends/emulated/shared_capacity.hpp"
+#include "netio/emulated/shared_capacity.hpp"
 
 #include "netio/emulation.hpp"
 

@@ -4,9 +4,9 @@
 // per-connection rate. Pure: time is passed in.
 #pragma once
 
-#include "backends/emulated/delay_sampler.hpp"
-#include "backends/emulated/slowdown_schedule.hpp"
-#include "backends/emulated/token_bucket.hpp"
+#include "netio/emulated/delay_sampler.hpp"
+#include "netio/emulated/slowdown_schedule.hpp"
+#include "netio/emulated/token_bucket.hpp"
 
 #include <cstddef>
 

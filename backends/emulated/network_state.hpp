@@ -5,7 +5,7 @@
 
 #include "netio/emulation.hpp"
 #include "netio/event_loop.hpp"
-#include "backends/emulated/shared_capacity.hpp"
+#include "netio/emulated/shared_capacity.hpp"
 
 #include <atomic>
 #include <map>

@@ -3,7 +3,7 @@
 
 #include "closing_senders.hpp"
 #include "introduction.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>

@@ -7,6 +7,7 @@
 // process records and summarises its own share.
 #pragma once
 
+#include "netio/scheduler/simulation/records.hpp"
 #include "netio/scheduler/time.hpp"
 
 #include "netio/scheduler/fallback_guard.hpp"
@@ -20,46 +21,12 @@ namespace netio::tools::tsbench {
 
 namespace ns = netio::scheduler;
 
-// One time-slice as its compute node saw it.
-struct TimesliceRecord {
-  ns::TimesliceIndex timeslice = 0;
-  ns::ComputeIndex compute = 0;
-  bool complete = true;
-  ns::Time first_arrival{0};  // its first contribution arrived
-  ns::Time last_arrival{0};   // its last one (completion spread = last - first)
-  ns::Time handed_over{0};    // the handler ran
-  std::uint64_t bytes = 0;    // its contributions' bytes
-};
-
-// One DFS interval as one input measured it, and the plan it was paced by.
-struct IntervalRecord {
-  ns::InputIndex input = 0;
-  ns::IntervalIndex interval = 0;
-  ns::Time actual_start{0};
-  ns::Duration actual_duration{0};
-  std::optional<ns::Time> proposed_start;  // none: best-effort (no proposal yet)
-  std::optional<ns::Duration> proposed_duration;
-};
-
-// A receive buffer's fill level at one moment.
-struct FillSample {
-  ns::Time at{0};
-  ns::ComputeIndex compute = 0;
-  double percent = 0;
-};
-
-struct RunRecords {
-  std::vector<TimesliceRecord> timeslices;
-  std::vector<IntervalRecord> intervals;
-  std::vector<FillSample> fill;
-  std::uint64_t buffer_bytes = 0;     // per compute node
-  double peak_fill_percent = 0;       // the most any receive buffer held at once (warm-up included)
-  std::uint64_t corrupt = 0;          // contributions whose stamp did not match
-  std::uint64_t timeslices_per_interval = 1;
-  std::uint32_t warmup_intervals = 0;  // left out of the statistics
-  // DFS: the DDE's safety net (its replica on compute node 0), when known.
-  std::optional<ns::FallbackStats> fallback;
-};
+// The records themselves (TimesliceRecord, IntervalRecord, FillSample, RunRecords) are the
+// simulator's (netio/scheduler/simulation/records.hpp): the socket runs record the same.
+using scheduler::simulation::FillSample;
+using scheduler::simulation::IntervalRecord;
+using scheduler::simulation::RunRecords;
+using scheduler::simulation::TimesliceRecord;
 
 // The summary's keys per scheduler (netio_tsbench --json).
 struct RunSummary {

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+// What a run of the scheduled-push system records: every time-slice as its compute node saw
+// it, every DFS interval as its input measured it, and the receive buffers' fill. The
+// simulator (simulate.hpp) fills them in; netio_tsbench's socket runs record the same, so
+// that one summary (tools/tsbench/records.hpp) reads both.
+//
+// Times are nanoseconds relative to the run's origin. In the simulator that is the model's
+// true time; in a socket run the recording node's steady clock.
+#pragma once
+
+#include "netio/scheduler/fallback_guard.hpp"
+#include "netio/scheduler/time.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace netio::scheduler::simulation {
+
+namespace ns = netio::scheduler;
+
+// One time-slice as its compute node saw it.
+struct TimesliceRecord {
+  ns::TimesliceIndex timeslice = 0;
+  ns::ComputeIndex compute = 0;
+  bool complete = true;
+  ns::Time first_arrival{0};  // its first contribution arrived
+  ns::Time last_arrival{0};   // its last one (completion spread = last - first)
+  ns::Time handed_over{0};    // the handler ran
+  std::uint64_t bytes = 0;    // its contributions' bytes
+};
+
+// One DFS interval as one input measured it, and the plan it was paced by.
+struct IntervalRecord {
+  ns::InputIndex input = 0;
+  ns::IntervalIndex interval = 0;
+  ns::Time actual_start{0};
+  ns::Duration actual_duration{0};
+  std::optional<ns::Time> proposed_start;  // none: best-effort (no proposal yet)
+  std::optional<ns::Duration> proposed_duration;
+};
+
+// A receive buffer's fill level at one moment.
+struct FillSample {
+  ns::Time at{0};
+  ns::ComputeIndex compute = 0;
+  double percent = 0;
+};
+
+struct RunRecords {
+  std::vector<TimesliceRecord> timeslices;
+  std::vector<IntervalRecord> intervals;
+  std::vector<FillSample> fill;
+  std::uint64_t buffer_bytes = 0;     // per compute node
+  double peak_fill_percent = 0;       // the most any receive buffer held at once (warm-up included)
+  std::uint64_t corrupt = 0;          // contributions whose stamp did not match
+  std::uint64_t timeslices_per_interval = 1;
+  std::uint32_t warmup_intervals = 0;  // left out of the statistics
+  // DFS: the DDE's safety net (its replica on compute node 0), when known.
+  std::optional<ns::FallbackStats> fallback;
+};
+
+}  // namespace netio::scheduler::simulation

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+// The simulator (netio::scheduler_simulation; netio_tsbench --simulate is its command line):
+// the same engines as a socket run (netio::scheduler's InputNode, ComputeNode and
+// DeterministicEngine), driven exactly as the scheduled-push pattern drives them
+// (TimesliceSender::drive, TimesliceReceiver::deliver, DdeService), but in a discrete-event
+// model of the network instead of over sockets.
+//
+// Its parts (src/): the network (simulated_network: the event queue, the ports or the fluid
+// model, every message's way), the nodes (simulated_nodes: the engines, as the pattern drives
+// them) and the recording (run_recorder: what a run records). The model's own parts (delay
+// draws, slow-down windows, token buckets, fair sharing) are the emulated back-end's
+// (netio::network_model), so that a spec means the same in both.
+//
+// The model (docs/design/scheduled-push.md, "The simulator"):
+//   - N input nodes, M compute nodes (ranks 0..N-1 and N..N+M-1, as in the socket run); a
+//     DDE replica on compute node 0 (DFS), and a second on compute node 1 whose proposals
+//     are compared with the first's (SimulationResult::replica_gaps), not sent;
+//   - the network: NetworkModel below (ports, as the emulated back-end shapes it, or the
+//     lossless fluid model), capacities from the --emulate spec;
+//   - latency: every message a draw of the spec's delay= on its connection (one stream per
+//     connection and direction, as the emulator), replies included, then base_latency. A
+//     connection keeps its order;
+//   - --slowdown: the spec's slowdown= windows scale the node's ports and add their delay to
+//     what it sends, counted from the start of the run;
+//   - clocks: every node's clock runs at (1 + drift) with an offset, both drawn from the
+//     spec's seed within ±max_clock_offset and ±max_clock_drift; the engines see only their
+//     node's clock. Records (CSV) are in the model's true time;
+//   - no processing time: a complete time-slice is handed over and freed when it completes.
+//     Timers run on time unless SimulationOptions::timer_late (the inputs' due timers) and
+//     port_late (the ports' releases) say how late. No faults.
+// Deterministic: the same options and seed give the same records.
+#pragma once
+
+#include "netio/scheduler/simulation/fluid_network.hpp"
+#include "netio/scheduler/simulation/records.hpp"
+
+#include "netio/emulation.hpp"
+#include "netio/scheduler/config.hpp"
+#include "netio/scheduler/input_node.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netio::scheduler::simulation {
+
+// What carries the contributions (docs/design/scheduled-push.md, "The simulator"):
+//   - ports: as the emulated back-end. Every connection has its own queue; a node's out= and
+//     in= ports (and the core, when given) each pass whole buffers through a token bucket,
+//     fair between the connections that have one waiting: an input sends to several compute
+//     nodes at once, and a busy receiver port delays only what goes to it;
+//   - lossless: a fluid model (FluidNetwork) of a lossless network whose input ports have a
+//     single queue: an out-port sends one contribution at a time at the rate the receiving
+//     port gives it, and whatever follows waits behind it (head-of-line blocking).
+enum class NetworkModel { ports, lossless };
+
+// The system a run models: N inputs, M compute nodes, their sizes, and the emulated network
+// every node sits on (netio_tsbench builds it from its BenchConfig).
+struct SimulatedSystem {
+  SchedulerConfig scheduler;  // input_count N and compute_count M among it
+  std::uint64_t contribution_bytes = 0;
+  std::uint64_t buffer_bytes = 0;  // every compute node's receive buffer
+  // Every node's emulation, by rank (inputs 0 .. N-1, computes N .. N+M-1): the spec with
+  // node= set to the rank (and its slowdown= windows). Empty: nothing is shaped (which the
+  // simulator refuses: it needs a capacity).
+  std::vector<EmulationConfig> nodes;
+  std::string emulate;  // the spec's text, for the messages that quote it
+  // How long: a count of time-slices, or else `duration` of model time.
+  std::optional<std::uint64_t> timeslices;
+  ns::Duration duration = std::chrono::seconds(12);
+  ns::Duration sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
+  std::uint32_t warmup_intervals = 0;  // left out of the statistics (RunRecords)
+
+  std::uint32_t inputs() const noexcept { return scheduler.input_count; }
+  std::uint32_t computes() const noexcept { return scheduler.compute_count; }
+};
+
+const char* to_string(NetworkModel model) noexcept;
+
+struct SimulationOptions {
+  NetworkModel network = NetworkModel::ports;
+  PortSharing sharing = PortSharing::fair;
+  // The switch core (ports model): a capacity shared by every buffer between nodes; 0: none.
+  RateLimit core;
+  ns::Duration base_latency = std::chrono::microseconds(5);
+  ns::Duration max_clock_offset = std::chrono::milliseconds(1);  // |offset| of every node's clock, at most
+  double max_clock_drift = 20e-6;                                 // |drift|, at most (20 ppm)
+  // How late an input's timer fires (the pattern's due timer: DFS's paced sends and interval
+  // starts), a draw per firing from the spec's seed; none: on time. What a busy host adds:
+  // an event-loop thread that is not on a core when its timer expires.
+  DelayDistribution timer_late;
+  // How late a node's port (out=, in=, the core) releases a buffer it had to wait for: the
+  // emulator's ports release on event-loop timers, which fire late as the inputs' do. A draw
+  // per such release from the port's own stream (spec's seed); the port releases whatever
+  // comes due before that late time with it (its loop is behind until then). The port's
+  // schedule does not move (its bucket refills meanwhile); a port's buffers stay in the order
+  // released. none: on time.
+  DelayDistribution port_late;
+  // Model time after which a run that has not finished is an error.
+  ns::Duration time_limit = std::chrono::hours(2);
+  // Asked every few thousand events; true stops the run (interrupted).
+  std::function<bool()> should_stop;
+};
+
+struct SimulationResult {
+  RunRecords records;
+  std::string error;  // empty when every time-slice was built
+  bool interrupted = false;
+  std::uint64_t events = 0;
+  ns::Time end{0};  // model time when the last time-slice was handed over
+  // DFS with M ≥ 2: for every proposal both DDE replicas made (compute nodes 0 and 1, each
+  // receiving the reports over its own connections), how far apart the starts they proposed
+  // are, in true time.
+  std::vector<ns::Duration> replica_gaps;
+};
+
+// Runs one scheduler for system.duration of model time (or system.timeslices), then lets every
+// input finish the interval it is in (as the socket run does). Throws netio::Error
+// (Errc::invalid_option) for a configuration it cannot model (no capacity in the spec).
+SimulationResult simulate(const SimulatedSystem& system, ns::Mode mode, const SimulationOptions& options);
+
+// Throws as simulate() does when `system` cannot be modelled (for a command line's checks).
+void check_simulatable(const SimulatedSystem& system, const SimulationOptions& options);
+
+}  // namespace netio::scheduler::simulation

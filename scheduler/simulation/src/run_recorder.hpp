@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// The simulator's recording: what a run records (RunRecords) as the nodes report it, and how
+// far apart the two DDE replicas' proposals are. It knows no event, no port and no engine:
+// the nodes (simulator.cpp) tell it what happened and when, in the model's true time.
+#pragma once
+
+#include "netio/scheduler/simulation/records.hpp"
+#include "netio/scheduler/simulation/simulate.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace netio::scheduler::simulation {
+
+class RunRecorder {
+ public:
+  RunRecorder(std::uint64_t buffer_bytes, std::uint64_t timeslices_per_interval, std::uint32_t warmup_intervals);
+
+  void timeslice(const TimesliceRecord& record) { records_.timeslices.push_back(record); }
+  void interval(const IntervalRecord& record) { records_.intervals.push_back(record); }
+  // Compute node c's receive buffer holds `held_bytes` at `at`.
+  void fill(Time at, ComputeIndex c, std::uint64_t held_bytes);
+  // The most compute node's buffer held at once during the run (called once per node at the end).
+  void peak(std::uint64_t held_bytes);
+  // One DDE replica proposed `start` (true time) for the input's interval: the first of the
+  // two to propose leaves it here, the second takes it and records how far apart they are.
+  void proposed(InputIndex input, IntervalIndex interval, Time start);
+
+  // Hands the records over, in order (time-slices by index, intervals by input then index),
+  // with the DDE's fallback statistics when there is a DDE.
+  void finish(SimulationResult& result, std::optional<FallbackStats> fallback);
+
+ private:
+  RunRecords records_;
+  std::map<std::pair<InputIndex, IntervalIndex>, Time> proposed_starts_;  // the first replica's, true time
+  std::vector<Duration> replica_gaps_;  // |second - first|, true time, per proposal both made
+};
+
+}  // namespace netio::scheduler::simulation

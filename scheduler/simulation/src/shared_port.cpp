@@ -1,0 +1,8 @@
+// SPDX-License-Identifier: MIT
+#include "netio/scheduler/simulation/shared_port.hpp"
+
+namespace netio::scheduler::simulation {
+
+const char* to_string(PortSharing sharing) noexcept { return sharing == PortSharing::fifo ? "fifo" : "fair"; }
+
+}  // namespace netio::scheduler::simulation

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: MIT
+#include "simulated_nodes.hpp"
+
+#include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
+#include "netio/scheduler/credits.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace netio::scheduler::simulation {
+
+namespace {
+
+constexpr detail::Rejecter reject{Errc::invalid_option, ""};
+
+}  // namespace
+
+SimulatedNodes::SimulatedNodes(const SimulatedSystem& system, ns::Mode mode, const SimulationOptions& options,
+                               SimulatedNetwork& network, RunRecorder& recorder)
+    : system_(system),
+      mode_(mode),
+      options_(options),
+      network_(network),
+      recorder_(recorder),
+      config_(system.scheduler),
+      credits_(ns::credits_per_input(system.buffer_bytes, system.inputs(), system.contribution_bytes)) {
+  // Clocks: one draw of offset and drift per node, from the spec's seed.
+  emulated::Xoshiro256 clocks(system_.nodes[0].seed ^ 0x636c6f636b73ULL);  // "clocks"
+  auto draw_clock = [&] {
+    NodeClock clock;
+    clock.offset = Duration{static_cast<Duration::rep>(
+        std::llround((2 * clocks.uniform_open() - 1) * static_cast<double>(options_.max_clock_offset.count())))};
+    clock.drift = (2 * clocks.uniform_open() - 1) * options_.max_clock_drift;
+    return clock;
+  };
+  inputs_.reserve(system_.inputs());
+  for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
+    Input& in = inputs_.emplace_back(config_, i, mode_);
+    in.clock = draw_clock();
+    if (options_.timer_late.kind != DelayKind::none) in.late.emplace(system_.nodes[i].seed, kTimerStream + i);
+  }
+  computes_.reserve(system_.computes());
+  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
+    Compute& compute = computes_.emplace_back(config_, c, credits_);
+    compute.clock = draw_clock();
+  }
+  if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
+  if (mode_ == ns::Mode::dfs && system_.computes() >= 2) replica_.emplace(config_);
+}
+
+std::uint64_t SimulatedNodes::handed_over() const {
+  std::uint64_t count = 0;
+  for (const auto& c : computes_) count += c.handed_over;
+  return count;
+}
+
+void SimulatedNodes::finish(SimulationResult& result) {
+  for (const auto& c : computes_) recorder_.peak(c.peak_held_bytes);
+  recorder_.finish(result, dde_ ? std::optional{dde_->fallback().stats()} : std::nullopt);
+}
+
+void SimulatedNodes::start() {
+  if (system_.timeslices) {
+    limit_ = *system_.timeslices;
+    limit_set_ = true;
+  } else {
+    network_.at(Time{system_.duration}, [this] { end_of_duration(); });
+  }
+  const std::uint32_t n = system_.inputs();
+  for (ns::InputIndex i = 0; i < n; ++i) {
+    // The hello on every data connection; the welcome comes back as a reply with the credits.
+    for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
+      network_.transmit(network_.data(i, c), i, n + c, kHelloBytes, true, [this, i, c, n] {
+        network_.transmit(network_.reply(c, i), n + c, i, kReplyBytes, false, [this, i, c] {
+          inputs_[i].node.grant(c, credits_);
+          drive(i);
+        });
+      });
+    }
+    if (dde_) {
+      // The start handshake once the control connection is up.
+      send_clock_probe(i, 0, std::nullopt);
+    }
+  }
+  network_.at(Time{system_.sample_period}, [this] { sample_fill(); });
+}
+
+void SimulatedNodes::drive(ns::InputIndex i) {
+  using What = ns::InputNode::Next::What;
+  auto& in = inputs_[i];
+  bool posted = false;
+  for (;;) {
+    const Time local = in.clock.local(network_.now());
+    const auto next = in.node.next(local);
+    if (next.what == What::wait_until) {
+      arm(i, next.due);
+      break;
+    }
+    if (next.what == What::skip) reject("simulation: a compute node was lost, which the model never does");
+    if (next.what != What::send) break;   // a credit or an acknowledgement calls again
+    if (next.timeslice >= limit_) break;  // not pushed: the run ends below it
+    in.node.on_sent(next.timeslice, local);
+    if (const auto sample = in.node.take_clock_sample()) send_clock_sample(i, *sample);
+    note_plan(in, next.timeslice);
+    if (options_.network == NetworkModel::lossless) {
+      network_.post(i, next.compute, system_.contribution_bytes, next.timeslice);
+      posted = true;
+    } else {
+      const auto c = next.compute;
+      const auto t = next.timeslice;
+      Message message;
+      message.kind = Message::Kind::contribution;
+      message.subject = t;
+      network_.transmit(network_.data(i, c), i, system_.inputs() + c,
+                        kContributionHeader + system_.contribution_bytes, true, message);
+    }
+  }
+  if (posted) network_.network_changed();
+}
+
+void SimulatedNodes::arm(ns::InputIndex i, Time due) {
+  auto& in = inputs_[i];
+  // The pattern's due timer: a newer one replaces the older.
+  const Duration late = in.late ? draw(*in.late, options_.timer_late) : Duration{0};
+  network_.arm_due(i, in.clock.true_time(due) + late);
+}
+
+void SimulatedNodes::note_plan(Input& in, ns::TimesliceIndex t) {
+  const auto* engine = in.node.engine();
+  if (engine == nullptr) return;
+  const auto j = engine->layout().interval_of(t);
+  if (in.plans.contains(j)) return;
+  auto plan = engine->plan(j);
+  if (plan && plan->best_effort) plan.reset();  // the DDE's fallback: no pace to record
+  in.plans.emplace(j, plan);
+}
+
+void SimulatedNodes::report(ns::InputIndex i, const ns::IntervalCompletion& done) {
+  auto& in = inputs_[i];
+  IntervalRecord r;
+  r.input = i;
+  r.interval = done.report.interval;
+  r.actual_start = in.clock.true_time(done.report.start);
+  r.actual_duration = done.report.duration;
+  if (const auto it = in.plans.find(done.report.interval); it != in.plans.end()) {
+    if (it->second) {
+      r.proposed_start = in.clock.true_time(it->second->start);
+      r.proposed_duration = it->second->duration;
+    }
+    in.plans.erase(in.plans.begin(), std::next(it));
+  }
+  recorder_.interval(r);
+  if (!dde_) return;
+  // The report and the request, one after the other on the control connection.
+  network_.transmit(network_.control(i), i, system_.inputs(), kReportBytes, true, [this, done] { on_report(done); });
+  if (replica_) {
+    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, kReportBytes, true,
+                      [this, done] { on_replica_report(done); });
+  }
+}
+
+void SimulatedNodes::on_acknowledged(ns::InputIndex i, ns::TimesliceIndex t) {
+  auto& in = inputs_[i];
+  if (auto done = in.node.on_acknowledged(t, in.clock.local(network_.now()))) report(i, *done);
+  drive(i);
+}
+
+void SimulatedNodes::on_credit(ns::InputIndex i, ns::ComputeIndex c) {
+  inputs_[i].node.on_credit(c);
+  drive(i);
+  check_done();
+}
+
+void SimulatedNodes::on_proposal(ns::InputIndex i, const ns::Proposal& proposal) {
+  (void)inputs_[i].node.on_proposal(proposal);
+  drive(i);
+}
+
+void SimulatedNodes::send_clock_sample(ns::InputIndex i, const ns::ClockProbe& sample) {
+  // On the control connections, as the pattern sends it, to both replicas.
+  if (!dde_) return;
+  network_.transmit(network_.control(i), i, system_.inputs(), kProbeBytes, true,
+                    [this, sample] { dde_->on_clock_sample(sample, computes_.front().clock.local(network_.now())); });
+  if (replica_) {
+    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, kProbeBytes, true,
+                      [this, sample] { replica_->on_clock_sample(sample, computes_[1].clock.local(network_.now())); });
+  }
+}
+
+void SimulatedNodes::send_clock_probe(ns::InputIndex i, std::uint32_t sequence, std::optional<Duration> round_trip) {
+  auto& in = inputs_[i];
+  const ns::ClockProbe probe{i, sequence, in.clock.local(network_.now()), round_trip};
+  network_.transmit(network_.control(i), i, system_.inputs(), kProbeBytes, true, [this, probe] {
+    const auto echo = dde_->on_clock_probe(probe, computes_.front().clock.local(network_.now()));
+    network_.transmit(network_.control_reply(probe.input), system_.inputs(), probe.input, kProbeBytes, false,
+                      [this, probe, echo] {
+               if (echo.sequence == 0) {
+                 send_clock_probe(probe.input, 1, inputs_[probe.input].clock.local(network_.now()) - echo.probe_sent_at);
+               }
+             });
+  });
+}
+
+void SimulatedNodes::on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t, std::uint64_t bytes) {
+  auto& compute = computes_[c];
+  const auto arrival = compute.node.on_contribution(i, t, compute.clock.local(network_.now()));
+  if (arrival != ns::ComputeNode::Arrival::accepted && arrival != ns::ComputeNode::Arrival::completes) {
+    reject(fmt::format("simulation: compute node {} refused input {}'s contribution to time-slice {}", c, i, t));
+  }
+  const std::uint64_t k = t / config_.compute_count - compute.held_base;
+  if (k >= compute.held.size()) compute.held.resize(k + 1);
+  auto& held = compute.held[k];
+  held.present = true;
+  if (held.bytes == 0) held.first = network_.now();
+  held.last = network_.now();
+  held.bytes += bytes;
+  compute.held_bytes += bytes;
+  compute.peak_held_bytes = std::max(compute.peak_held_bytes, compute.held_bytes);
+  if (mode_ == ns::Mode::dfs) {
+    Message ack;
+    ack.kind = Message::Kind::acknowledgement;
+    ack.subject = t;
+    network_.transmit(network_.reply(c, i), system_.inputs() + c, i, kReplyBytes, false, ack);
+  }
+  deliver(c);
+}
+
+void SimulatedNodes::deliver(ns::ComputeIndex c) {
+  auto& compute = computes_[c];
+  while (const auto ready = compute.node.next_ready(compute.clock.local(network_.now()), Duration{0})) {
+    const auto t = ready->timeslice;
+    Held& held = compute.held[t / config_.compute_count - compute.held_base];  // complete: present
+    TimesliceRecord r;
+    r.timeslice = t;
+    r.compute = c;
+    r.complete = ready->complete;
+    r.first_arrival = held.first;
+    r.last_arrival = held.last;
+    r.handed_over = network_.now();
+    r.bytes = held.bytes;
+    recorder_.timeslice(r);
+    compute.held_bytes -= held.bytes;
+    held = Held{};
+    while (!compute.held.empty() && !compute.held.front().present) {
+      compute.held.pop_front();
+      ++compute.held_base;
+    }
+    ++compute.handed_over;
+    for (const ns::InputIndex i : compute.node.release(t)) {
+      Message credit;
+      credit.kind = Message::Kind::credit;
+      network_.transmit(network_.reply(c, i), system_.inputs() + c, i, kReplyBytes, false, credit);
+    }
+  }
+  check_done();
+}
+
+void SimulatedNodes::on_report(const ns::IntervalCompletion& done) {
+  const Time local = computes_.front().clock.local(network_.now());
+  send_proposals(dde_->on_report(done.report, local));
+  send_proposals(dde_->on_request(done.request));
+}
+
+void SimulatedNodes::on_replica_report(const ns::IntervalCompletion& done) {
+  const Time local = computes_[1].clock.local(network_.now());
+  auto proposals = replica_->on_report(done.report, local);
+  for (auto& p : replica_->on_request(done.request)) proposals.push_back(p);
+  for (const auto& [input, proposal] : proposals) compare_with_other_replica(input, proposal);
+}
+
+void SimulatedNodes::compare_with_other_replica(ns::InputIndex input, const ns::Proposal& proposal) {
+  recorder_.proposed(input, proposal.interval, inputs_[input].clock.true_time(proposal.start));
+}
+
+void SimulatedNodes::send_proposals(const std::vector<ns::AddressedProposal>& proposals) {
+  for (const auto& [input, proposal] : proposals) {
+    if (replica_) compare_with_other_replica(input, proposal);
+    network_.transmit(network_.control_reply(input), system_.inputs(), input, kProbeBytes, false,
+                      [this, i = input, p = proposal] { on_proposal(i, p); });
+  }
+}
+
+void SimulatedNodes::sample_fill() {
+  if (done_) return;
+  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) recorder_.fill(network_.now(), c, computes_[c].held_bytes);
+  network_.at(network_.now() + system_.sample_period, [this] { sample_fill(); });
+}
+
+void SimulatedNodes::end_of_duration() {
+  // As the socket run: the furthest any input has come, rounded up to a whole interval, plus one.
+  std::uint64_t furthest = 0;
+  for (const auto& in : inputs_) furthest = std::max(furthest, in.node.sent_count());
+  const auto interval = config_.timeslices_in_interval();
+  limit_ = (furthest / interval + 2) * interval;
+  limit_set_ = true;
+  check_done();
+}
+
+void SimulatedNodes::check_done() {
+  // As the socket run ends: every time-slice handed over, and every input holds all its
+  // credits again (so it has every acknowledgement, and reported its last interval).
+  if (!limit_set_ || done_) return;
+  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
+    if (computes_[c].handed_over < share_of(c, limit_)) return;
+  }
+  for (const auto& in : inputs_) {
+    for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
+      if (in.node.available(c) != in.node.granted(c)) return;
+    }
+  }
+  done_ = true;
+}
+
+}  // namespace netio::scheduler::simulation

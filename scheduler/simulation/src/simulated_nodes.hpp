@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+// The simulator's nodes: N inputs and M compute nodes, each with its engine (InputNode,
+// ComputeNode; DFS: the DDE on compute node 0 and a second replica on compute node 1) and its
+// clock, driven exactly as the scheduled-push pattern drives them (TimesliceSender::drive,
+// TimesliceReceiver::deliver, DdeService). They send through the network (SimulatedNetwork),
+// take what it delivers (NetworkReceiver), and tell the recorder (RunRecorder) what happened.
+#pragma once
+
+#include "run_recorder.hpp"
+#include "simulated_network.hpp"
+
+#include "netio/scheduler/compute_node.hpp"
+#include "netio/scheduler/control_messages.hpp"
+#include "netio/scheduler/deterministic_engine.hpp"
+#include "netio/scheduler/input_node.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace netio::scheduler::simulation {
+
+// A node's clock: it reads true + offset + drift × true.
+struct NodeClock {
+  Duration offset{0};
+  double drift = 0;
+
+  Time local(Time t) const {
+    return t + offset + Duration{static_cast<Duration::rep>(std::llround(drift * static_cast<double>(t.count())))};
+  }
+  // The first true time at which this clock reads `reading` or more.
+  Time true_time(Time reading) const {
+    Time t{static_cast<Duration::rep>(std::llround(static_cast<double>((reading - offset).count()) / (1.0 + drift)))};
+    while (local(t) < reading) t += Duration{1};
+    return t;
+  }
+};
+
+class SimulatedNodes final : public NetworkReceiver {
+ public:
+  SimulatedNodes(const SimulatedSystem& system, ns::Mode mode, const SimulationOptions& options,
+                 SimulatedNetwork& network, RunRecorder& recorder);
+
+  // The connections' hellos, the DDE's start handshake, the end of the run and the fill samples.
+  void start();
+  // Every time-slice below the run's end handed over, and every input holds all its credits.
+  bool done() const noexcept { return done_; }
+  std::uint64_t handed_over() const;          // time-slices, by all compute nodes
+  std::uint64_t limit() const noexcept { return limit_; }  // the run's end (time-slices)
+  // Hands the peaks and the DDE's fallback statistics to the recorder, and its records to `result`.
+  void finish(SimulationResult& result);
+
+  // NetworkReceiver
+  void on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t, std::uint64_t bytes) override;
+  void on_acknowledged(ns::InputIndex i, ns::TimesliceIndex t) override;
+  void on_credit(ns::InputIndex i, ns::ComputeIndex c) override;
+  void on_due(ns::InputIndex i) override { drive(i); }
+
+ private:
+  struct Input {
+    Input(const ns::SchedulerConfig& config, ns::InputIndex i, ns::Mode mode) : node(config, i, mode) {}
+    ns::InputNode node;
+    NodeClock clock;
+    std::optional<emulated::DelayStream> late;  // how late its due timer fires (draws of options' timer_late)
+    std::map<ns::IntervalIndex, std::optional<ns::IntervalPlan>> plans;  // started, not reported
+  };
+  struct Held {
+    Time first{0};
+    Time last{0};
+    std::uint64_t bytes = 0;
+    bool present = false;
+  };
+  struct Compute {
+    Compute(const ns::SchedulerConfig& config, ns::ComputeIndex c, std::uint32_t credits) : node(config, c, credits) {}
+    ns::ComputeNode node;
+    NodeClock clock;
+    // What it holds, by time-slice: its k-th (c + k M) at held[k - held_base]. Handed over
+    // in order, so the front goes first: no search, no tree.
+    std::deque<Held> held;
+    std::uint64_t held_base = 0;
+    std::uint64_t held_bytes = 0;
+    std::uint64_t peak_held_bytes = 0;
+    std::uint64_t handed_over = 0;
+  };
+
+  // Input side, as TimesliceSender::State.
+  void drive(ns::InputIndex i);
+  void arm(ns::InputIndex i, Time due);
+  void note_plan(Input& in, ns::TimesliceIndex t);
+  void report(ns::InputIndex i, const ns::IntervalCompletion& done);
+  void on_proposal(ns::InputIndex i, const ns::Proposal& proposal);
+  void send_clock_probe(ns::InputIndex i, std::uint32_t sequence, std::optional<Duration> round_trip);
+  // Compute side, as TimesliceReceiver::State and DdeService::State.
+  void deliver(ns::ComputeIndex c);
+  void on_report(const ns::IntervalCompletion& done);
+  void send_proposals(const std::vector<ns::AddressedProposal>& proposals);
+  void on_replica_report(const ns::IntervalCompletion& done);
+  void send_clock_sample(ns::InputIndex i, const ns::ClockProbe& sample);
+  void compare_with_other_replica(ns::InputIndex input, const ns::Proposal& proposal);
+  void sample_fill();
+  void end_of_duration();
+  void check_done();
+  std::uint64_t share_of(ns::ComputeIndex c, std::uint64_t count) const {
+    const auto m = config_.compute_count;
+    return count / m + (count % m > c ? 1 : 0);
+  }
+
+  const SimulatedSystem& system_;
+  ns::Mode mode_;
+  const SimulationOptions& options_;
+  SimulatedNetwork& network_;
+  RunRecorder& recorder_;
+  ns::SchedulerConfig config_;
+  std::uint32_t credits_;
+  std::vector<Input> inputs_;
+  std::vector<Compute> computes_;
+  std::optional<ns::DeterministicEngine> dde_;  // on compute node 0 (DFS)
+  // A second replica on compute node 1 (DFS, M ≥ 2): fed the same reports over its own
+  // connections, so they reach it at other times; what it would propose is compared with
+  // what the first one proposed, not sent.
+  std::optional<ns::DeterministicEngine> replica_;
+  std::uint64_t limit_ = UINT64_MAX;  // inputs send the time-slices below it
+  bool limit_set_ = false;
+  bool done_ = false;
+};
+
+}  // namespace netio::scheduler::simulation
