@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     fmt::print("listening on {}\n", receiver.local_endpoint().to_string());
 
     netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
-    if (!sender.wait_connected(5s)) {  // false on timeout; throws netio::Error if refused or rejected
+    if (!sender.wait_connected(5s)) {  // false on timeout (it keeps trying); throws netio::Error if rejected
       fmt::print(stderr, "no connection within 5 s\n");
       return 1;
     }

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
         netio::LowLatencySendOptions options;
         options.identity.name = fmt::format("client-{}", c);
         netio::LowLatencySendSocket client(context, service.local_endpoint(), options);
-        // False on timeout; throws netio::Error if refused or rejected.
+        // False on timeout (it keeps trying); throws netio::Error if rejected.
         if (!client.wait_connected(5s)) throw netio::Error(netio::Errc::timeout, "no connection within 5 s");
         for (int r = 0; r < requests; ++r) {
           const auto request = fmt::format("request {} from client {}", r, c);

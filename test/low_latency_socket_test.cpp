@@ -100,7 +100,9 @@ TEST_CASE("a refused connection is reported with the endpoint", "[low_latency][i
   netio::Context context(netio::test::context_options());
   const netio::test::LoopbackPort refusing(netio::test::LoopbackPort::Kind::refusing);  // nobody listens there
   const Endpoint closed_port = refusing.endpoint(base);
-  netio::LowLatencySendSocket sender(context, closed_port);
+  netio::LowLatencySendOptions options;
+  options.connect_timeout = netio::connect_once;  // one attempt: its refusal (retrying: connect_retry_test.cpp)
+  netio::LowLatencySendSocket sender(context, closed_port, options);
   try {
     if (!sender.wait_connected(10s)) FAIL("timed out");
     FAIL("connected to a closed port");

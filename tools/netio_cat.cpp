@@ -47,6 +47,7 @@ struct SubOptions {
   std::optional<std::uint64_t> messages;
   std::optional<std::chrono::nanoseconds> duration;
   std::chrono::nanoseconds timeout{0};
+  std::chrono::nanoseconds connect_timeout = netio::default_connect_timeout;
   std::optional<netio::EmulationConfig> emulate;
   PeerAccess access;  // which publishers may connect back, the key
   CpuChoice cpu;
@@ -79,6 +80,7 @@ int run_sub(const SubOptions& o) {
   netio::pubsub::SubscribeOptions options;
   options.identity.name = "netio_cat";
   options.admission = o.access.admission();
+  options.connect_timeout = o.connect_timeout;  // a publisher started later is waited for
   auto on_message = [&](netio::pubsub::Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
     std::lock_guard lock(mutex);
     printer.print(tag, data, publisher.name());
@@ -212,6 +214,7 @@ int main(int argc, char** argv) {
   messages->excludes(duration);
   add_cpu_option(*sub, sub_options.cpu);
   add_timeout_option(*sub, sub_options.timeout);
+  add_connect_timeout_option(*sub, sub_options.connect_timeout);
   add_emulate_option(*sub, sub_options.emulate);
   add_peer_access_options(*sub, sub_options.access, /*listens=*/true);
   sub->footer(std::string(kUnitsHelp) + "\n\nRuns until -n/-t, Ctrl-C or --timeout; a publisher that restarts is "

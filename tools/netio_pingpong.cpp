@@ -45,6 +45,7 @@ struct Options {
   std::optional<netio::EmulationConfig> emulate;
   PeerAccess access;
   std::chrono::nanoseconds timeout{0};
+  std::chrono::nanoseconds connect_timeout = netio::default_connect_timeout;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -81,6 +82,7 @@ void add_options(CLI::App& app, Options& o) {
   add_emulate_option(app, o.emulate);
   add_peer_access_options(app, o.access, true);
   add_timeout_option(app, o.timeout);
+  add_connect_timeout_option(app, o.connect_timeout)->excludes(server);
   app.footer(std::string(kUnitsHelp) +
              "\n\nPings and pongs share one connection: the server answers each ping with a reply on the\n"
              "connection it came on. With --two-connections the client listens for the pongs on port 0 of the\n"
@@ -131,6 +133,7 @@ int run_client(netio::Context& context, const Options& o, const Deadline& deadli
   client.warmup = o.warmup;
   client.two_connections = o.two_connections;
   client.key = o.access.key;
+  client.connect_timeout = o.connect_timeout;
   const PingpongClientResult result = run_pingpong_client(context, client, deadline);
 
   if (!result.rtt_us.empty()) {

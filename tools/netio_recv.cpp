@@ -51,6 +51,7 @@ struct Options {
   std::size_t senders = 1;
   bool subscribe = false;  // publish/subscribe: -e is the publisher
   std::vector<std::uint64_t> tags;
+  std::chrono::nanoseconds connect_timeout = netio::default_connect_timeout;  // --subscribe
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -103,6 +104,7 @@ void add_options(CLI::App& app, Options& o) {
       ->delimiter(',')
       ->type_name("T[,T...]")
       ->needs(subscribe);
+  add_connect_timeout_option(app, o.connect_timeout)->needs(subscribe);
   app.footer(std::string(kUnitsHelp) +
              "\n\nThe receiver's time for a size runs from the arrival of the run's begin marker to that of its\n"
              "end marker. Exit status: 0 when the stream ended (or -n/-t was reached) and, with --verify, all was\n"
@@ -164,7 +166,8 @@ int run_subscriber(const Options& o) {
   subscriber.duration = o.duration;
   subscriber.interval = o.interval;
   subscriber.consumer_cpu = o.cpu.tool_thread;
-  subscriber.admission = o.access.admission();  // --subscribe: the publishers that may connect back
+  subscriber.admission = o.access.admission();
+  subscriber.connect_timeout = o.connect_timeout;  // --subscribe: the publishers that may connect back
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   netio::Context context(context_options(o));
   BenchReceiverCallbacks callbacks;

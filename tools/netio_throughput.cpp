@@ -53,6 +53,7 @@ struct Options {
   std::optional<netio::EmulationConfig> emulate;
   PeerAccess access;
   std::chrono::nanoseconds timeout{0};
+  std::chrono::nanoseconds connect_timeout = netio::default_connect_timeout;
   bool publish = false;  // publish/subscribe: -e is where the publisher binds
   std::vector<std::uint64_t> tags;
   std::uint64_t subscribers = 1;
@@ -104,11 +105,13 @@ void add_options(CLI::App& app, Options& o) {
   add_emulate_option(app, o.emulate);
   add_peer_access_options(app, o.access, /*listens=*/true);  // --allow: with --publish only (who may subscribe)
   add_timeout_option(app, o.timeout);
+  auto* connect_timeout = add_connect_timeout_option(app, o.connect_timeout);
   auto* publish = app.add_flag("--publish", o.publish,
                                "Publish instead of sending to one receiver: bind a publish socket at -e and, once "
                                "--subscribers subscribers are in (netio_recv --subscribe), publish round-robin over "
                                "--tags; each subscription's mode is the subscriber's choice. --pages is the shared "
                                "pool of all subscribers");
+  connect_timeout->excludes(publish);  // a publisher listens: its subscribers connect to it
   app.add_option("--tags", o.tags, "With --publish: the tags to publish under, round-robin (64-bit integers)")
       ->delimiter(',')
       ->type_name("T[,T...]")
@@ -226,6 +229,7 @@ int run(const Options& o) {
   sender.page_count = o.pages;
   if (o.zero_copy_threshold_given) sender.zero_copy_threshold = o.zero_copy_threshold;
   sender.flush_timeout = o.flush_timeout;
+  sender.connect_timeout = o.connect_timeout;
 
   netio::ContextOptions context_options;
   context_options.cpu = o.cpu.loop_thread;

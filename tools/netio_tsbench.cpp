@@ -43,6 +43,7 @@ constexpr const char* kTool = "netio_tsbench";
 
 struct Options {
   BenchConfig bench;
+  std::chrono::nanoseconds connect_timeout = std::chrono::seconds(120);  // role mode: for the other nodes
   std::string scheduler = "dfs";
   bool compare = false;
   std::string csv;
@@ -148,6 +149,7 @@ void add_options(CLI::App& app, Options& o) {
       ->type_name("FILE")
       ->needs(role);
   role->needs("--config");
+  add_connect_timeout_option(app, o.connect_timeout)->needs(role);
   auto* simulate =
       app.add_flag("--simulate", o.simulate,
                    "Run the same engines in a discrete-event model of the network instead of over sockets "
@@ -326,7 +328,7 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
     }
   }
   const auto mode = mode_of(o.scheduler);
-  auto result = run_role(o.bench, mode, cluster, rank, deadline);
+  auto result = run_role(o.bench, mode, cluster, rank, o.connect_timeout, deadline);
   if (!o.csv.empty()) {
     auto dir = o.csv + "/" + key_of(mode) + "/rank-" + std::to_string(rank);
     write_csv(dir, result.records);

@@ -331,7 +331,7 @@ void PosixSendSocket::update_interest() {
 }
 
 void PosixSendSocket::fail_connect(Errc code, const std::string& why) {
-  log(LogLevel::info, "send socket: {}", why);
+  log(LogLevel::debug, "send socket: {}", why);  // the layer above reports it (once, or rate-limited while retrying)
   auto callback = callbacks_.on_connect_failed;
   close();
   if (callback) callback(Error(code, why));

@@ -15,11 +15,15 @@ namespace netio::detail {
 
 BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello, const Identity& identity,
                            const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count,
-                           std::size_t buffer_size, std::shared_ptr<PagePool> shared_pages, bool close_awaits_receiver)
+                           std::size_t buffer_size, std::shared_ptr<PagePool> shared_pages, bool close_awaits_receiver,
+                           std::chrono::nanoseconds connect_timeout)
     : context_(share_context(context)),
       loop_(context_.loop()),
       closing_senders_(*context.core_->closing),
       remote_(remote),
+      backend_(context.backend(remote)),
+      name_(identity.name.empty() ? default_name() : identity.name),
+      connect_timeout_(connect_timeout),
       replies_(std::make_shared<ReplyReceiver>(std::move(replies), remote.to_string())),
       introduction_bytes_(encode_introduction(identity)),  // throws before anything is set up
       key_(key),
@@ -36,63 +40,22 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello
     introduction_bytes_.insert(introduction_bytes_.begin(), auth_block_size, std::byte{0});
     store_le<std::uint32_t>(introduction_bytes_.data(), auth_block_magic);
   }
-  Backend& backend = context.backend(remote);
+  if (connect_timeout_ >= std::chrono::nanoseconds::zero()) {
+    backoff_.emplace(ConnectBackoff::Clock::now(), connect_timeout_,
+                     static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(this)) ^
+                         static_cast<std::uint64_t>(ConnectBackoff::Clock::now().time_since_epoch().count()));
+  }
   submitted_.reserve(buffer_count + 1);
   draining_.reserve(buffer_count + 1);
+  hello_bytes_ = encode_hello(hello);
+  reply_window_ = ReplyWindow{replies_->options().max_size, replies_->options().credits};
   loop_.run_sync([&] {
-    socket_ = backend.make_send_socket();
-    socket_->accept_replies(ReplyWindow{replies_->options().max_size, replies_->options().credits});
+    socket_ = backend_.make_send_socket();
+    socket_->accept_replies(reply_window_);
     // A shared pool registers with the back-end's registrar from before connect(), the same
     // for every socket of the back-end (see LowLevelSendSocket::registrar()).
     if (shared_pages) pool_ = share_of(shared_pages, socket_->registrar(), remote_.to_string());
-    LowLevelSendSocket::Callbacks callbacks;
-    callbacks.on_connected = [this](const ConnectionInfo& info) {
-      on_connected(info);
-      maybe_finish_close();
-    };
-    // `this` is safe here: the socket is closed before this object goes, and a closed
-    // back-end socket calls nothing.
-    callbacks.on_connect_failed = [this](const Error& error) {
-      on_failed(error);
-      maybe_finish_close();
-    };
-    callbacks.on_disconnected = [this](const Error& error) {
-      if (stream_ended_ && error.code() == Errc::disconnected) {
-        // The receiver closed after the end of the stream: it has read everything.
-        log(LogLevel::debug, "send socket to {}: the receiver closed after the end of the stream ({})",
-            remote_.to_string(), error.what());
-        finish_close(std::nullopt);
-        return;
-      }
-      if (stream_ended_) {
-        // Everything was sent, but the receiver reset the connection: it closed with bytes
-        // unread (or vanished), and those are lost.
-        finish_close(Error(Errc::disconnected,
-                           fmt::format("closing the send socket to {}: everything was sent, but the receiver closed the "
-                                       "connection before reading it all ({}); what it had not read is lost",
-                                       remote_.to_string(), error.what())));
-        return;
-      }
-      on_failed(error);
-      maybe_finish_close();
-    };
-    callbacks.on_sent_in_place = [this](Buffer* buffer) {
-      lent_.push_back(buffer);  // the pool gets it back at its on_send_completed
-      on_completed(buffer);
-      maybe_finish_close();
-    };
-    callbacks.on_send_completed = [this](Buffer* buffer) {
-      if (const auto it = std::find(lent_.begin(), lent_.end(), buffer); it != lent_.end()) {
-        lent_.erase(it);  // sent and counted already: now the caller's again
-        pool_->release(buffer);
-        return;
-      }
-      on_completed(buffer);
-      maybe_finish_close();
-    };
-    callbacks.on_reply = [replies = replies_](ReceivedBuffer reply) { replies->deliver(std::move(reply)); };
-    const auto hello_bytes = encode_hello(hello);
-    socket_->connect(remote, hello_bytes, std::move(callbacks));
+    socket_->connect(remote, hello_bytes_, make_callbacks());
     // After connect(): only then does a back-end know which device (domain) to register
     // with. No callback runs before this task returns, so nothing needs the pool yet.
     if (!pool_) {
@@ -109,6 +72,56 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello
   });
 }
 
+LowLevelSendSocket::Callbacks BufferSender::make_callbacks() {
+  LowLevelSendSocket::Callbacks callbacks;
+  callbacks.on_connected = [this](const ConnectionInfo& info) {
+    on_connected(info);
+    maybe_finish_close();
+  };
+  // `this` is safe here: the socket is closed before this object goes, and a closed
+  // back-end socket calls nothing.
+  callbacks.on_connect_failed = [this](const Error& error) {
+    on_connect_failed(error);
+    maybe_finish_close();
+  };
+  callbacks.on_disconnected = [this](const Error& error) {
+    if (stream_ended_ && error.code() == Errc::disconnected) {
+      // The receiver closed after the end of the stream: it has read everything.
+      log(LogLevel::debug, "send socket to {}: the receiver closed after the end of the stream ({})",
+          remote_.to_string(), error.what());
+      finish_close(std::nullopt);
+      return;
+    }
+    if (stream_ended_) {
+      // Everything was sent, but the receiver reset the connection: it closed with bytes
+      // unread (or vanished), and those are lost.
+      finish_close(Error(Errc::disconnected,
+                         fmt::format("closing the send socket to {}: everything was sent, but the receiver closed the "
+                                     "connection before reading it all ({}); what it had not read is lost",
+                                     remote_.to_string(), error.what())));
+      return;
+    }
+    on_failed(error);
+    maybe_finish_close();
+  };
+  callbacks.on_sent_in_place = [this](Buffer* buffer) {
+    lent_.push_back(buffer);  // the pool gets it back at its on_send_completed
+    on_completed(buffer);
+    maybe_finish_close();
+  };
+  callbacks.on_send_completed = [this](Buffer* buffer) {
+    if (const auto it = std::find(lent_.begin(), lent_.end(), buffer); it != lent_.end()) {
+      lent_.erase(it);  // sent and counted already: now the caller's again
+      pool_->release(buffer);
+      return;
+    }
+    on_completed(buffer);
+    maybe_finish_close();
+  };
+  callbacks.on_reply = [replies = replies_](ReceivedBuffer reply) { replies->deliver(std::move(reply)); };
+  return callbacks;
+}
+
 BufferSender::~BufferSender() {
   // The last reference goes on the loop thread (a posted task, the end of an asynchronous
   // close) or on a user thread (the socket's destructor, after its blocking close).
@@ -122,6 +135,8 @@ BufferSender::~BufferSender() {
 
 void BufferSender::close_now() noexcept {
   if (close_timer_ != 0) loop_.cancel_timer(std::exchange(close_timer_, 0));
+  if (retry_timer_ != 0) loop_.cancel_timer(std::exchange(retry_timer_, 0));
+  if (deadline_timer_ != 0) loop_.cancel_timer(std::exchange(deadline_timer_, 0));
   if (closed_) return;
   closed_ = true;
   state_.set_failed(closed_error());
@@ -247,7 +262,131 @@ void BufferSender::send_to_socket(Buffer* buffer) {
   }
 }
 
+namespace {
+
+// Whether a failed attempt may succeed later: nobody listening yet, a network that did not
+// answer, a listener that went away mid-handshake. A listener that answered with a refusal
+// (not admitted, a wrong key, not a netio socket) says the same the next time.
+bool worth_retrying(const Error& error) {
+  const auto& code = error.code();
+  if (code.category() != error_category()) return true;  // a system error
+  switch (static_cast<Errc>(code.value())) {
+    case Errc::connection_refused:
+    case Errc::disconnected:
+    case Errc::timeout:
+    case Errc::backend_error:
+      return true;
+    default:
+      return false;
+  }
+}
+
+long long retry_ms(std::chrono::nanoseconds duration) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
+}
+
+}  // namespace
+
+void BufferSender::on_connect_failed(const Error& error) {
+  if (closed_) return;
+  // A close (or destruction) that started while the first attempt was under way ends with
+  // its failure, as does a socket told to try once.
+  if (!backoff_ || close_started_ || !worth_retrying(error)) {
+    on_failed(error);
+    return;
+  }
+  const auto now = ConnectBackoff::Clock::now();
+  const auto delay = backoff_->next_delay(now);
+  last_connect_error_ = error.what();
+  if (!delay) {
+    give_up_connecting();
+    return;
+  }
+  retrying_.store(true, std::memory_order_release);
+  socket_->close();  // destroyed at the next attempt: not inside its own callback
+  if (backoff_->worth_logging()) {
+    const auto left = backoff_->remaining(now);
+    log(LogLevel::info, "send socket {} to {}: connecting failed (attempt {}): {}; trying again in {} ms, {}",
+        name_, remote_.to_string(), backoff_->attempts(), error.what(), retry_ms(*delay),
+        left ? fmt::format("for {} ms more (connect_timeout)", retry_ms(*left)) : std::string("without end"));
+  }
+  if (!started_) {
+    // Failed before the owner holds this object (a refusal the loop thread saw while the
+    // constructor's caller was still making the shared_ptr): start() schedules the retry.
+    pending_retry_ = *delay;
+    return;
+  }
+  arm_connect_deadline();
+  schedule_retry(*delay);
+}
+
+void BufferSender::schedule_retry(std::chrono::nanoseconds delay) {
+  retry_timer_ = loop_.add_timer(delay, std::chrono::nanoseconds::zero(), [weak = weak_from_this()] {
+    if (const auto self = weak.lock()) {
+      self->retry_timer_ = 0;
+      self->connect_again();
+      self->maybe_finish_close();
+    }
+  });
+}
+
+void BufferSender::start() {
+  if (!backoff_) return;
+  loop_.post([weak = weak_from_this()] {
+    const auto self = weak.lock();
+    if (!self || self->started_) return;
+    self->started_ = true;
+    if (self->closed_ || self->state_.connected()) return;
+    self->arm_connect_deadline();
+    if (const auto delay = std::exchange(self->pending_retry_, std::nullopt)) self->schedule_retry(*delay);
+  });
+}
+
+void BufferSender::arm_connect_deadline() {
+  if (closed_ || state_.connected() || deadline_timer_ != 0 || !backoff_) return;
+  const auto left = backoff_->remaining(ConnectBackoff::Clock::now());
+  if (!left) return;
+  deadline_timer_ = loop_.add_timer(*left, std::chrono::nanoseconds::zero(), [weak = weak_from_this()] {
+    if (const auto self = weak.lock()) {
+      self->deadline_timer_ = 0;
+      self->give_up_connecting();
+      self->maybe_finish_close();
+    }
+  });
+}
+
+void BufferSender::connect_again() {
+  if (closed_ || state_.connected()) return;
+  std::unique_ptr<LowLevelSendSocket> previous = std::move(socket_);  // closed in its callback
+  try {
+    socket_ = backend_.make_send_socket();
+  } catch (const Error& error) {
+    socket_ = std::move(previous);
+    on_failed(error);
+    return;
+  }
+  if (!first_socket_) first_socket_ = std::move(previous);  // else destroyed here, a task of its own
+  try {
+    socket_->accept_replies(reply_window_);
+    socket_->connect(remote_, hello_bytes_, make_callbacks());
+  } catch (const Error& error) {
+    on_failed(error);
+  }
+}
+
+void BufferSender::give_up_connecting() {
+  if (closed_ || state_.connected() || !backoff_) return;
+  on_failed(Error(Errc::timeout,
+                  fmt::format("the send socket {} could not connect to {} within {} ms (connect_timeout): {} attempt(s), "
+                              "the last failed: {}",
+                              name_, remote_.to_string(), retry_ms(connect_timeout_),
+                              std::max<std::uint64_t>(backoff_->attempts(), 1),
+                              last_connect_error_.empty() ? std::string("it was still under way") : last_connect_error_)));
+}
+
 void BufferSender::on_connected(const ConnectionInfo& info) {
+  retrying_.store(false, std::memory_order_release);
+  if (deadline_timer_ != 0) loop_.cancel_timer(std::exchange(deadline_timer_, 0));
   if (key_) {
     // The listener proves it holds the key before anything (the introduction) goes out.
     const auto data = std::span<const std::byte>(info.accept_data);
@@ -439,6 +578,13 @@ void BufferSender::start_close(std::chrono::nanoseconds timeout, OnClosed on_clo
   }
   if (std::exchange(close_started_, true)) return;
   drain_submitted();  // what user threads handed over before the close goes first
+  if (retrying_.load(std::memory_order_acquire) && !closed_) {
+    // Waiting for a receiver that may never come: the close ends now, not after `timeout`
+    // (nor a destructor's wait), and drops what was queued for it.
+    on_failed(Error(Errc::closed, fmt::format("the send socket {} to {} was closed while connecting ({} attempt(s) "
+                                              "failed, the last: {}); what was queued for it was dropped",
+                                              name_, remote_.to_string(), backoff_->attempts(), last_connect_error_)));
+  }
   if (!loop_.in_loop_thread()) {
     // The loop has stopped: nothing will complete any more.
     end_close_at_stop();

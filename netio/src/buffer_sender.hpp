@@ -15,12 +15,14 @@
 #pragma once
 
 #include "authentication.hpp"
+#include "connect_backoff.hpp"
 #include "handshake.hpp"
 #include "page_source.hpp"
 #include "reply_receiver.hpp"
 #include "send_connection_state.hpp"
 #include "netio/backend.hpp"
 #include "netio/buffer.hpp"
+#include "netio/connect_timeout.hpp"
 #include "netio/context.hpp"
 #include "netio/log.hpp"
 #include "netio/stats.hpp"
@@ -55,9 +57,19 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   // or a shared pool of another back-end. With `close_awaits_receiver`, a close ends only
   // once the receiver has read everything, where the back-end can tell
   // (LowLevelSendSocket::end_stream), not once the back-end has sent it.
+  //
+  // A connection that was never up and fails to connect (nobody listens yet, the network
+  // does not answer: anything but a listener's refusal with a reason, Errc::handshake_rejected)
+  // is tried again with a fresh back-end socket after a back-off (connect_backoff.hpp) until
+  // `connect_timeout` has passed since construction (0: for ever); then it fails with
+  // Errc::timeout naming the receiver, this side's name, the attempts and the last error.
+  // Negative `connect_timeout`: one attempt, whose failure is the connection's. Meanwhile
+  // submitted buffers wait as before the first attempt (bounded by the pool); a close
+  // started while retrying ends at once, dropping them. A lost connection is never retried.
   BufferSender(Context& context, const Endpoint& remote, Hello hello, const Identity& identity,
                const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size,
-               std::shared_ptr<PagePool> shared_pages = nullptr, bool close_awaits_receiver = false);
+               std::shared_ptr<PagePool> shared_pages = nullptr, bool close_awaits_receiver = false,
+               std::chrono::nanoseconds connect_timeout = std::chrono::nanoseconds(-1));
   ~BufferSender();
   BufferSender(const BufferSender&) = delete;
   BufferSender& operator=(const BufferSender&) = delete;
@@ -118,6 +130,20 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   // Throws Errc::closed naming the socket when its Context was destroyed.
   void throw_if_context_gone() const;
   bool context_gone() const noexcept { return detail::context_gone(context_); }
+  // To be called once the owner holds this object (the retries' timers need
+  // shared_from_this()), from any thread: starts the connect_timeout timer, so that an attempt
+  // that neither succeeds nor fails (a network that drops the request) ends then too, and the
+  // retry of an attempt that failed before.
+  void start();
+  // Why no buffer came back, for a send that waited in vain: the receiver is slow, or (not
+  // connected yet) not there.
+  std::string_view why_no_buffer() const noexcept {
+    return state_.connected() ? "the receiver is not keeping up"
+                              : "not connected yet: the receiver is not there, and connecting is retried until "
+                                "connect_timeout";
+  }
+  // Whether the connection is being tried again: an attempt failed, none succeeded yet.
+  bool retrying() const noexcept { return retrying_.load(std::memory_order_acquire); }
   // Errc::closed for a send after close().
   Error closed_error() const;
 
@@ -125,7 +151,13 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   void drain_submitted();             // loop thread
   void send_on_loop(Buffer* buffer);    // loop thread
   void send_to_socket(Buffer* buffer);  // loop thread; an exception fails the connection
+  LowLevelSendSocket::Callbacks make_callbacks();  // for each attempt's socket; they call back `this`
   void on_connected(const ConnectionInfo& info);
+  void on_connect_failed(const Error& error);  // loop thread: retries (after a back-off) or fails
+  void connect_again();                        // loop thread: the next attempt, on a fresh socket
+  void give_up_connecting();                   // loop thread: connect_timeout passed
+  void arm_connect_deadline();                 // loop thread
+  void schedule_retry(std::chrono::nanoseconds delay);  // loop thread
   void on_failed(const Error& error);
   void on_completed(Buffer* buffer);
   void reclaim_all();  // loop thread: every buffer the back-end held goes back to the pool
@@ -141,7 +173,23 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   Endpoint remote_;
   StatsCounters stats_;
   SendConnectionState state_;
-  std::unique_ptr<LowLevelSendSocket> socket_;  // loop thread only
+  std::unique_ptr<LowLevelSendSocket> socket_;  // loop thread only: this attempt's
+  // Retrying (loop thread only, but retrying_): the first attempt's socket stays, closed, while
+  // a later one's is used, since the pool's memory and registrations may be its (shm://'s
+  // send area: a later attempt's socket copies pages from it instead of lending them).
+  Backend& backend_;
+  std::vector<std::byte> hello_bytes_;
+  ReplyWindow reply_window_;
+  std::string name_;                            // this side's name, for the messages
+  std::unique_ptr<LowLevelSendSocket> first_socket_;
+  std::optional<ConnectBackoff> backoff_;       // unset: one attempt only
+  std::chrono::nanoseconds connect_timeout_;
+  std::string last_connect_error_;
+  EventLoop::TimerId retry_timer_ = 0;
+  EventLoop::TimerId deadline_timer_ = 0;
+  std::atomic<bool> retrying_{false};           // an attempt failed, none succeeded yet
+  bool started_ = false;                        // start() ran (loop thread)
+  std::optional<std::chrono::nanoseconds> pending_retry_;  // failed before start(): its delay
   std::unique_ptr<PageSource> pool_;
   std::size_t efficient_buffer_size_ = 0;       // set in the constructor, then constant
   std::shared_ptr<ReplyReceiver> replies_;      // shared with the back-end's on_reply callback

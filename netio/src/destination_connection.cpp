@@ -6,14 +6,17 @@ namespace netio::detail {
 DestinationConnection::DestinationConnection(Context& context, const Endpoint& destination,
                                              const MultiDestinationSendOptions& options, std::shared_ptr<PagePool> pages) {
   // A destination torn down and opened again must not see the new connection overtake the
-  // old one's last messages: its close ends only once the receiver has read them.
+  // old one's last messages: its close ends only once the receiver has read them. A refused
+  // destination fails at once: the connection manager retries it (failed_peer_retry).
   if (options.mode == SendMode::low_latency) {
     LowLatencySendOptions o = options.low_latency;
     o.close_awaits_receiver = true;
+    o.connect_timeout = connect_once;
     low_latency_ = std::make_unique<LowLatencySendSocket>(context, destination, o);
   } else {
     HighThroughputSendOptions o = options.high_throughput;
     o.close_awaits_receiver = true;
+    o.connect_timeout = connect_once;
     if (pages) o.shared_pages = std::move(pages);
     high_throughput_ = std::make_unique<HighThroughputSendSocket>(context, destination, o);
   }

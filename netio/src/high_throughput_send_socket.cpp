@@ -37,11 +37,12 @@ class HighThroughputSendSocket::Impl {
         sender_(std::make_shared<detail::BufferSender>(
             context, remote, detail::Hello{detail::SocketKind::high_throughput_send, options_.page_size},
             options_.identity, options_.key, options_.replies, options_.page_count, options_.page_size, options_.shared_pages,
-            options_.close_awaits_receiver)),
+            options_.close_awaits_receiver, options_.connect_timeout)),
         stats_(sender_->stats()),
         page_capacity_(std::min(options_.page_size, sender_->efficient_buffer_size())),
         zero_copy_threshold_(zero_copy_threshold(options_, sender_->efficient_buffer_size(), page_capacity_)) {
     reserved_.reserve(options_.page_count);
+    sender_->start();
   }
 
   // Once `self` (this object) is owned: the timer holds a weak reference, so a tick never
@@ -317,11 +318,10 @@ class HighThroughputSendSocket::Impl {
 
   Error page_timeout(std::string_view consequence) const {
     return Error(Errc::timeout,
-                 fmt::format("no free page for {} within {} ms: all {} pages are in flight (the receiver is not "
-                             "keeping up); {}",
+                 fmt::format("no free page for {} within {} ms: all {} pages are in flight ({}); {}",
                              sender_->remote().to_string(),
                              std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count(),
-                             options_.page_count, consequence));
+                             options_.page_count, sender_->why_no_buffer(), consequence));
   }
 
   void flush_page(std::atomic<std::uint64_t>& counter) {

@@ -19,8 +19,11 @@ class LowLatencySendSocket::Impl {
       : options_(validated(options)),
         sender_(std::make_shared<detail::BufferSender>(
             context, remote, detail::Hello{detail::SocketKind::low_latency_send, 0}, options.identity, options.key,
-            options.replies, options.buffer_count, options.buffer_size, nullptr, options.close_awaits_receiver)),
-        stats_(sender_->stats()) {}
+            options.replies, options.buffer_count, options.buffer_size, nullptr, options.close_awaits_receiver,
+            options.connect_timeout)),
+        stats_(sender_->stats()) {
+    sender_->start();
+  }
 
   static const LowLatencySendOptions& validated(const LowLatencySendOptions& options) {
     if (options.buffer_count == 0) {
@@ -51,9 +54,9 @@ class LowLatencySendSocket::Impl {
       if (buffer == nullptr) {
         sender_->state().throw_if_failed();  // a failed connection closes the pool
         throw Error(Errc::timeout,
-                    fmt::format("no send buffer to {} freed up within {} ms (the receiver is not keeping up)",
-                                sender_->remote().to_string(),
-                                std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count()));
+                    fmt::format("no send buffer to {} freed up within {} ms ({})", sender_->remote().to_string(),
+                                std::chrono::duration_cast<std::chrono::milliseconds>(options_.send_timeout).count(),
+                                sender_->why_no_buffer()));
       }
     }
     try {

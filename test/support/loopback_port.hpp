@@ -21,6 +21,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <utility>
 
 namespace netio::test {
 
@@ -39,11 +40,16 @@ class LoopbackPort {
     REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0);
     port_ = ntohs(address.sin_port);
   }
-  ~LoopbackPort() { ::close(fd_); }
+  ~LoopbackPort() { release(); }
   LoopbackPort(const LoopbackPort&) = delete;
   LoopbackPort& operator=(const LoopbackPort&) = delete;
 
   std::uint16_t port() const noexcept { return port_; }
+  // Lets go of the port, for a listener of the test to bind it now (a peer that starts
+  // late); port() stays what it was.
+  void release() {
+    if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+  }
   // `base` (any scheme, on 127.0.0.1) with this port.
   Endpoint endpoint(const Endpoint& base) const { return base.with_port(port_); }
 

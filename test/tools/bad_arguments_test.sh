@@ -30,10 +30,10 @@ expect_failure "--mode ht only" "$send" -e tcp://127.0.0.1:5000 -s 64 --mode ll 
 expect_failure "is not a duration" "$send" -e tcp://127.0.0.1:5000 -s 64 -t soon
 expect_failure "CPU 100000" "$send" -e tcp://127.0.0.1:5000 -s 64 --cpu 100000
 expect_failure "malformed endpoint" "$send" -e tcp:/nowhere -s 64 -n 1
-expect_failure "refused" "$send" -e "tcp://127.0.0.1:$closed_port" -s 64 -n 1
+expect_failure "refused" "$send" -e "tcp://127.0.0.1:$closed_port" -s 64 -n 1 --connect-timeout 300ms
 expect_failure "malformed endpoint" "$recv" -e 127.0.0.1:5000
 expect_failure "ht,ll" "$recv" -e tcp://127.0.0.1:0 --mode fast
-expect_failure "refused" "$pingpong" -e "tcp://127.0.0.1:$closed_port" -n 10
+expect_failure "refused" "$pingpong" -e "tcp://127.0.0.1:$closed_port" -n 10 --connect-timeout 300ms
 expect_failure "excludes" "$pingpong" --server -e tcp://127.0.0.1:0 -s 64
 expect_failure "iterations" "$pingpong" -e tcp://127.0.0.1:5000 -n 0
 expect_failure "emulation spec 'delay=lognormal:mean=50us'" "$pingpong" -e tcp://127.0.0.1:5000 --emulate 'delay=lognormal:mean=50us'

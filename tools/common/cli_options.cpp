@@ -155,6 +155,12 @@ CLI::Option* add_timeout_option(CLI::App& app, std::chrono::nanoseconds& target)
                              "and exits non-zero (0: no limit)");
 }
 
+CLI::Option* add_connect_timeout_option(CLI::App& app, std::chrono::nanoseconds& target) {
+  return add_duration_option(app, "--connect-timeout", target,
+                             "How long to wait for the peer to start: connecting is tried again in the background "
+                             "until then (0: without end)");
+}
+
 CLI::Option* add_version_flag(CLI::App& app) {
   return app.set_version_flag("-V,--version", version_text(app.get_name()),
                               "Print the version, git commit, build type, back-ends and optional features, then exit");

@@ -83,6 +83,10 @@ CLI::Option* add_cpu_option(CLI::App& app, CpuChoice& target);
 // --timeout DURATION: the last-resort bound on the whole run (0: none).
 CLI::Option* add_timeout_option(CLI::App& app, std::chrono::nanoseconds& target);
 
+// --connect-timeout DURATION: how long a tool that connects waits for its peer to start,
+// trying again in the background (netio/connect_timeout.hpp; 0: without end).
+CLI::Option* add_connect_timeout_option(CLI::App& app, std::chrono::nanoseconds& target);
+
 // --version and -V: prints the tool's name and netio's version, the git commit, the build
 // type, the back-ends built in and the optional features (build_facts.hpp), and exits 0.
 CLI::Option* add_version_flag(CLI::App& app);

@@ -34,6 +34,14 @@ class Deadline {
   Clock::time_point at_;
 };
 
+// How long to wait for a connection that gives up by itself after `connect_timeout`
+// (--connect-timeout; 0: never): a little longer, so that its own error, naming the peer and
+// the attempts, is what is seen.
+inline std::chrono::nanoseconds connect_wait(std::chrono::nanoseconds connect_timeout) {
+  if (connect_timeout <= std::chrono::nanoseconds::zero()) return std::chrono::hours(24 * 365);
+  return connect_timeout + std::chrono::seconds(5);
+}
+
 // Prints "<tool>: still running <grace> after --timeout <d>; giving up" and ends the process
 // with exit code 124 (as timeout(1) does) unless destroyed first. Does nothing when the
 // duration is zero.

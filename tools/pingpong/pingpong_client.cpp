@@ -284,6 +284,7 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
   send_options.buffer_count = 64;
   send_options.identity.name = "netio_pingpong client";
   send_options.key = options.key;
+  send_options.connect_timeout = options.connect_timeout;
   if (!options.two_connections) {
     send_options.replies.max_size = largest;
     send_options.replies.credits = 16;
@@ -291,17 +292,18 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
   }
   LowLatencySendSocket pings(context, options.server, send_options);
   loop.attach(pings);
-  if (!pings.wait_connected(deadline.remaining(options.connect_timeout))) {
+  if (!pings.wait_connected(deadline.remaining(connect_wait(options.connect_timeout)))) {
     throw Error(Errc::timeout, fmt::format("no connection to {} in time", options.server.to_string()));
   }
 
   const std::uint16_t reply_port = pongs ? pongs->local_endpoint().port : 0;
   pings.send(encode_control_frame({ControlKind::ping_hello, reply_port, loop.session(), options.size}));
-  if (!loop.wait_for(PingLoop::Milestone::welcomed, deadline.remaining(options.connect_timeout))) {
+  constexpr auto welcome_timeout = std::chrono::seconds(10);  // once connected
+  if (!loop.wait_for(PingLoop::Milestone::welcomed, deadline.remaining(welcome_timeout))) {
     throw Error(Errc::timeout,
                 fmt::format("{} did not answer within {} s: is it `netio_pingpong --server`{}?",
                             options.server.to_string(),
-                            std::chrono::duration_cast<std::chrono::seconds>(options.connect_timeout).count(),
+                            std::chrono::duration_cast<std::chrono::seconds>(welcome_timeout).count(),
                             pongs ? fmt::format(", and can it connect back to this host on port {}", reply_port)
                                   : std::string()));
   }

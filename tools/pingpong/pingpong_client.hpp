@@ -5,6 +5,7 @@
 
 #include "common/deadline.hpp"
 
+#include "netio/connect_timeout.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/preshared_key.hpp"
@@ -23,7 +24,8 @@ struct PingpongClientOptions {
   std::size_t size = 64;
   std::uint64_t iterations = 10000;
   std::uint64_t warmup = 1000;
-  std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
+  // How long the server may take to appear (netio/connect_timeout.hpp; 0: without end).
+  std::chrono::nanoseconds connect_timeout = netio::default_connect_timeout;
   // No reply for this long: the server or the network lost a message; give up.
   std::chrono::nanoseconds stall_timeout = std::chrono::seconds(10);
   // Pongs on a second connection, from the server back to a receive socket of the client,

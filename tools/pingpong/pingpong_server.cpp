@@ -39,6 +39,7 @@ LowLatencySendOptions connect_back_options(const std::optional<PreSharedKey>& ke
   options.identity.name = "netio_pingpong server";
   // Closing it (destroyed on the main thread) waits at most this for a client not reading.
   options.send_timeout = std::chrono::seconds(1);
+  options.connect_timeout = connect_once;  // the client listens before it asks for this
   return options;
 }
 

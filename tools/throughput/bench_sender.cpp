@@ -43,6 +43,7 @@ class HighThroughputStream {
     o.zero_copy_threshold = options.zero_copy_threshold;
     o.flush_timeout = options.flush_timeout;
     o.key = options.key;
+    o.connect_timeout = options.connect_timeout;
     return o;
   }
   HighThroughputSendSocket socket_;
@@ -65,6 +66,7 @@ class LowLatencyStream {
   static LowLatencySendOptions low_latency_options(const BenchSenderOptions& options) {
     LowLatencySendOptions o;
     o.key = options.key;
+    o.connect_timeout = options.connect_timeout;
     return o;
   }
   Context& context_;
@@ -125,7 +127,7 @@ void send_run(Stream& stream, const RunKey& key, const BenchSenderOptions& optio
 template <typename Stream>
 BenchSenderReport send_stream(Stream& stream, const BenchSenderOptions& options, const Deadline& deadline,
                               const std::function<void(const ThroughputResult&)>& on_run_done) {
-  stream.wait_connected(deadline.remaining(options.connect_timeout));
+  stream.wait_connected(deadline.remaining(connect_wait(options.connect_timeout)));
   BenchSenderReport report;
   std::uint64_t run = 0;
   for (; run < options.sizes.size() && !report.interrupted; ++run) {

@@ -39,7 +39,8 @@ struct BenchSenderOptions {
   std::uint64_t page_count = netio::HighThroughputSendOptions{}.page_count;
   std::optional<std::uint64_t> zero_copy_threshold;  // unset: the socket's default
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);
-  std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
+  // How long the receiver may take to appear (netio/connect_timeout.hpp; 0: without end).
+  std::chrono::nanoseconds connect_timeout = netio::default_connect_timeout;
   std::optional<PreSharedKey> key;  // --key-file
 };
 

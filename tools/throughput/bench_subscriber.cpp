@@ -73,6 +73,7 @@ BenchSubscriberReport run_bench_subscriber(Context& context, const BenchSubscrib
   pubsub::SubscribeOptions subscribe_options;
   subscribe_options.identity.name = "netio_recv";
   subscribe_options.admission = options.admission;
+  subscribe_options.connect_timeout = options.connect_timeout;
   subscribe_options.on_subscriptions_lost = [&](const Endpoint&) { publisher_gone = true; };
   // The loop thread is the consumer in low-latency mode (a message per callback).
   auto on_message = [&](pubsub::Tag tag, std::span<const std::byte> data, const Peer&) { trackers.feed(tag, data); };

@@ -8,6 +8,7 @@
 
 #include "bench_receiver.hpp"  // IntervalReport, ReceiveEnd, BenchReceiverCallbacks
 
+#include "netio/connect_timeout.hpp"
 #include "netio/pubsub/subscription.hpp"
 
 #include <utility>
@@ -28,6 +29,7 @@ struct BenchSubscriberOptions {
   std::chrono::nanoseconds publisher_gone_grace = std::chrono::seconds(1);
   std::optional<int> consumer_cpu;  // --mode ht: the thread calling recv()
   AdmissionOptions admission;       // which publishers may connect back (--allow), the key (--key-file)
+  std::chrono::nanoseconds connect_timeout = default_connect_timeout;  // for the publisher to appear
 };
 
 struct TagResults {

@@ -22,21 +22,23 @@ namespace {
 using namespace std::chrono_literals;
 
 // The nodes of a role run start in any order, and a sender does not reconnect: an input
-// waits until every endpoint it needs accepts a connection (a probe, closed at once).
-std::string wait_reachable(Context& context, const std::vector<Endpoint>& endpoints, const Deadline& deadline) {
-  const auto give_up = std::chrono::steady_clock::now() + deadline.remaining(120s);
+// waits until every endpoint it needs accepts a connection (a probe, closed at once; the
+// probe itself tries again in the background until `connect_timeout`).
+std::string wait_reachable(Context& context, const std::vector<Endpoint>& endpoints,
+                           std::chrono::nanoseconds connect_timeout, const Deadline& deadline) {
+  const auto give_up = std::chrono::steady_clock::now() + deadline.remaining(connect_wait(connect_timeout));
   for (const auto& endpoint : endpoints) {
-    for (;;) {
-      try {
-        LowLatencySendSocket probe(context, endpoint);
-        if (!probe.wait_connected(2s)) throw Error(Errc::timeout, "no connection within 2 s");
-        break;
-      } catch (const Error& e) {
+    LowLatencySendOptions options;
+    options.connect_timeout = connect_timeout;
+    try {
+      LowLatencySendSocket probe(context, endpoint, options);
+      while (!probe.wait_connected(100ms)) {
         if (std::chrono::steady_clock::now() >= give_up || stop_requested()) {
-          return fmt::format("{} did not accept a connection: {}", endpoint.to_string(), e.what());
+          return fmt::format("{} did not accept a connection in time", endpoint.to_string());
         }
       }
-      std::this_thread::sleep_for(100ms);
+    } catch (const Error& e) {
+      return fmt::format("{} did not accept a connection: {}", endpoint.to_string(), e.what());
     }
   }
   return {};
@@ -45,7 +47,7 @@ std::string wait_reachable(Context& context, const std::vector<Endpoint>& endpoi
 }  // namespace
 
 RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterConfig& cluster, std::uint32_t rank,
-                       const Deadline& deadline) {
+                       std::chrono::nanoseconds connect_timeout, const Deadline& deadline) {
   if (!bench.timeslices) {
     throw Error(Errc::invalid_option, "--role needs --timeslices COUNT (the same on every node)");
   }
@@ -99,7 +101,7 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   if (mode == scheduler::Mode::dfs) {
     for (const auto& dde : cluster.dde_endpoints()) needed.push_back(dde);
   }
-  if (auto error = wait_reachable(context, needed, deadline); !error.empty()) {
+  if (auto error = wait_reachable(context, needed, connect_timeout, deadline); !error.empty()) {
     result.error = fmt::format("input {}: {}", self.index, error);
     return result;
   }

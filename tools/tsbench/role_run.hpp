@@ -25,8 +25,9 @@ struct RoleRunResult {
 };
 
 // bench.timeslices must be set (the processes cannot agree on where a duration ends).
-// The counts of the file override bench.inputs and bench.computes.
+// The counts of the file override bench.inputs and bench.computes. An input waits up to
+// `connect_timeout` for each node it sends to (0: without end).
 RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterConfig& cluster, std::uint32_t rank,
-                       const Deadline& deadline);
+                       std::chrono::nanoseconds connect_timeout, const Deadline& deadline);
 
 }  // namespace netio::tools::tsbench

@@ -27,7 +27,7 @@ int main() {
 
     // Port 0 picked a free port; local_endpoint() says which.
     netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
-    if (!sender.wait_connected(5s)) return 1;  // false on timeout; throws when refused or rejected
+    if (!sender.wait_connected(5s)) return 1;  // false on timeout (it keeps trying); throws when rejected
     for (int i = 0; i < 3; ++i) {
       const std::string text = "hello #" + std::to_string(i);
       sender.send(std::as_bytes(std::span(text)));  // copied: text may go at once

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "netio/admission.hpp"
+#include "netio/connect_timeout.hpp"
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
@@ -56,6 +57,8 @@ struct HighThroughputSendOptions {
   /// A close ends only once the receiver has read everything, as
   /// LowLatencySendOptions::close_awaits_receiver.
   bool close_awaits_receiver = false;
+  /// As LowLatencySendOptions::connect_timeout (netio/connect_timeout.hpp).
+  std::chrono::nanoseconds connect_timeout = default_connect_timeout;
 };
 
 /// Connects to a HighThroughputReceiveSocket.
@@ -85,7 +88,7 @@ struct HighThroughputSendOptions {
 /// wait_connected() always throw Errc::would_block there (use flush(), or close(on_closed)).
 /// Lifetime: destroy before the Context. On a user thread the destructor is a blocking
 /// close: it flushes, waits up to send_timeout for the pages to be sent (logging what was
-/// lost), then closes. On the event-loop thread it waits for nothing: it starts close() and
+/// lost), then closes; a socket still retrying its connection drops them at once instead. On the event-loop thread it waits for nothing: it starts close() and
 /// returns; the connection lives on inside netio until its close ends (everything sent, the
 /// connection failed, or send_timeout passed). A close still in progress when the Context
 /// stops ends there, dropping what is unsent.

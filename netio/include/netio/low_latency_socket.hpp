@@ -5,6 +5,7 @@
 #pragma once
 
 #include "netio/admission.hpp"
+#include "netio/connect_timeout.hpp"
 #include "netio/connection_events.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
@@ -48,10 +49,14 @@ struct LowLatencySendOptions {
   /// the emulated network over it; on libfabric a close ends as without it (sends there
   /// only go into receive buffers posted for them, which the receiver takes by itself).
   bool close_awaits_receiver = false;
+  /// How long a connection that was never up is tried again while nobody listens at the
+  /// remote end (netio/connect_timeout.hpp): 0 for ever, connect_once for one attempt.
+  std::chrono::nanoseconds connect_timeout = default_connect_timeout;
 };
 
 /// Connects to a LowLatencyReceiveSocket. Construction starts connecting and returns at
-/// once; messages sent before the connection is up wait in the socket's buffers.
+/// once; messages sent before the connection is up wait in the socket's buffers. Nobody
+/// listening yet is no error: it tries again until connect_timeout (netio/connect_timeout.hpp).
 ///
 /// Thread-safety: every method may be called from any number of threads at once, user
 /// threads and the event-loop thread (inside any callback) alike; each message stays whole
@@ -64,7 +69,8 @@ struct LowLatencySendOptions {
 /// was sent). send() there goes straight to the back-end without a thread switch.
 /// Lifetime: destroy before the Context. On a user thread the destructor is a blocking
 /// close: it sends what is queued, waits up to send_timeout for the back-end to complete it
-/// (logging what was lost), then closes. On the event-loop thread it waits for nothing: it
+/// (logging what was lost), then closes; a socket still retrying its connection (an attempt
+/// failed, netio/connect_timeout.hpp) drops what is queued at once instead. On the event-loop thread it waits for nothing: it
 /// starts close() and returns; the connection lives on inside netio until its close ends
 /// (everything sent, the connection failed, or send_timeout passed). A close still in
 /// progress when the Context stops ends there, dropping what is unsent.
@@ -76,8 +82,8 @@ class LowLatencySendSocket {
   LowLatencySendSocket& operator=(const LowLatencySendSocket&) = delete;
 
   /// Waits until the receiver accepted the connection: true, or false on timeout (the socket
-  /// keeps trying). Throws netio::Error when it was refused or rejected; Errc::would_block on
-  /// the event-loop thread.
+  /// keeps trying). Throws netio::Error when it was rejected, or not accepted within
+  /// connect_timeout (Errc::timeout); Errc::would_block on the event-loop thread.
   [[nodiscard]] bool wait_connected(std::chrono::nanoseconds timeout);
   bool connected() const noexcept;
   /// The error the connection failed with (refused, rejected, lost), if it did; from any

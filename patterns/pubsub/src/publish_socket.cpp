@@ -458,6 +458,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       o.identity = identity;
       o.key = options_.admission.key;
       o.replies.max_size = 0;
+      o.connect_timeout = connect_once;  // the subscriber listens already: a refusal fails the subscription at once
       return std::make_shared<DataConnection>(info, peer, std::make_unique<HighThroughputSendSocket>(context_, remote, o));
     }
     LowLatencySendOptions o;
@@ -466,6 +467,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     o.identity = identity;
     o.key = options_.admission.key;
     o.replies.max_size = 0;
+    o.connect_timeout = connect_once;
     return std::make_shared<DataConnection>(info, peer, std::make_unique<LowLatencySendSocket>(context_, remote, o));
   }
 

@@ -217,6 +217,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     Clock::time_point created = Clock::now();
     std::size_t outstanding = 0;  // requests made and not answered (queued ones included)
     std::deque<std::uint64_t> queued;  // requests waiting for a free control buffer, in order
+    std::vector<std::uint64_t> unarmed;  // sent before the control connection was up: no ack timer yet
   };
   struct Request {
     std::string link;
@@ -242,6 +243,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     o.key = options_.admission.key;
     o.buffer_count = control_buffers;
     o.buffer_size = 1024;
+    o.connect_timeout = options_.connect_timeout;  // a publisher started later: requests wait for it
     std::weak_ptr<Impl> weak = weak_from_this();
     o.replies.on_reply = [weak, key = link.publisher.to_string()](std::span<const std::byte> reply) {
       if (auto self = weak.lock()) self->on_reply(key, reply);
@@ -249,6 +251,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     o.replies.credits = 64;
     link.control = std::make_unique<LowLatencySendSocket>(context_, link.publisher, o);
     link.queued.clear();  // requests of the old connection: failed by the caller
+    link.unarmed.clear();
     link.was_connected = false;
     link.created = Clock::now();
   }
@@ -307,7 +310,10 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     auto& r = requests_.emplace(id, Request{link.publisher.to_string(), std::move(request), std::move(done), 0}).first->second;
     // Beyond the control connection's buffers, requests wait in order (send_queued()).
     if (link.queued.empty() && link.control->try_send(detail::encode(r.request))) {
-      arm_timeout(id, r);
+      // Sent into a control connection still connecting (a publisher not started yet, until
+      // connect_timeout): its ack_timeout starts once it is up (watch_links()).
+      if (link.control->connected()) arm_timeout(id, r);
+      else link.unarmed.push_back(id);
     } else {
       link.queued.push_back(id);
     }
@@ -347,7 +353,8 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
       const auto id = link.queued.front();
       if (const auto it = requests_.find(id); it != requests_.end()) {  // else ended meanwhile (failed)
         if (!link.control->try_send(detail::encode(it->second.request))) return;
-        arm_timeout(id, it->second);
+        if (link.control->connected()) arm_timeout(id, it->second);
+        else link.unarmed.push_back(id);
       }
       link.queued.pop_front();
     }
@@ -398,6 +405,9 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
       if (!link.lost) {
         if (link.control->connected()) {
           link.was_connected = true;
+          for (const auto id : std::exchange(link.unarmed, {})) {
+            if (const auto r = requests_.find(id); r != requests_.end()) arm_timeout(id, r->second);
+          }
           send_queued(link);
         } else if (auto failure = link.control->failure(); failure && !link.was_connected) {
           // Refused or rejected before it was ever up (no publisher there, not admitted, a
@@ -408,7 +418,9 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
             it = links_.erase(it);  // a later subscribe starts afresh
             continue;
           }
-        } else if (link.was_connected || now - link.created > options_.ack_timeout) {
+        } else if (link.was_connected || (options_.connect_timeout < std::chrono::nanoseconds::zero() &&
+                                          now - link.created > options_.ack_timeout)) {
+          // (A control connection that retries fails by itself at connect_timeout.)
           if (!link.was_connected && !link.queued.empty()) {
             // Never up: the requests waiting for a control buffer would wait for ever.
             fail_requests_of(it->first, Error(Errc::timeout, fmt::format("publisher {}: not connected within {} ms", it->first,
@@ -443,6 +455,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     link.lost = true;
     link.control.reset();  // closes asynchronously
     link.queued.clear();
+    link.unarmed.clear();
     link.backoff = options_.resubscribe_interval;
     link.next_attempt = Clock::now() + link.backoff;
     fail_requests_of(key, Error(Errc::disconnected, fmt::format("publisher {} went away", key)));
@@ -576,8 +589,16 @@ void SubscribeSocket::unsubscribe(const Endpoint& publisher, Tag tag, Mode mode,
 
 namespace {
 
+// How long a blocking call waits for its answer at most: the publisher's connection, then
+// its acknowledgement (nothing: without end, connect_timeout 0).
+std::optional<std::chrono::nanoseconds> answer_limit(const SubscribeOptions& options) {
+  if (options.connect_timeout == connect_forever) return std::nullopt;
+  return std::max(options.connect_timeout, std::chrono::nanoseconds::zero()) + options.ack_timeout;
+}
+
 template <typename Start>
-void wait_for_answer(Context& context, std::chrono::nanoseconds timeout, const std::string& what, Start start) {
+void wait_for_answer(Context& context, std::optional<std::chrono::nanoseconds> timeout, const std::string& what,
+                     Start start) {
   if (context.loop().in_loop_thread()) {
     throw Error(Errc::would_block, fmt::format("{}: cannot wait for the acknowledgement on the event-loop thread; use "
                                                "the form taking a callback there", what));
@@ -597,7 +618,9 @@ void wait_for_answer(Context& context, std::chrono::nanoseconds timeout, const s
   });
   std::unique_lock lock(waiter->mutex);
   // The request's own timer ends it after `timeout`; the margin covers a busy loop.
-  if (!waiter->changed.wait_for(lock, timeout + std::chrono::seconds(5), [&] { return waiter->done; })) {
+  if (!timeout) {
+    waiter->changed.wait(lock, [&] { return waiter->done; });
+  } else if (!waiter->changed.wait_for(lock, *timeout + std::chrono::seconds(5), [&] { return waiter->done; })) {
     throw Error(Errc::timeout, fmt::format("{}: no answer", what));
   }
   // Again a message of its own, for the waiter may be released last on the loop thread.
@@ -608,13 +631,13 @@ void wait_for_answer(Context& context, std::chrono::nanoseconds timeout, const s
 
 void SubscribeSocket::subscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode, Backpressure backpressure) {
   impl_->throw_if_context_gone();
-  wait_for_answer(impl_->context(), impl_->options().ack_timeout, describe(publisher, tags, mode),
+  wait_for_answer(impl_->context(), answer_limit(impl_->options()), describe(publisher, tags, mode),
                   [&](Done done) { subscribe(publisher, tags, mode, backpressure, std::move(done)); });
 }
 
 void SubscribeSocket::unsubscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode) {
   impl_->throw_if_context_gone();
-  wait_for_answer(impl_->context(), impl_->options().ack_timeout, "unsubscribe from " + describe(publisher, tags, mode),
+  wait_for_answer(impl_->context(), answer_limit(impl_->options()), "unsubscribe from " + describe(publisher, tags, mode),
                   [&](Done done) { unsubscribe(publisher, tags, mode, std::move(done)); });
 }
 

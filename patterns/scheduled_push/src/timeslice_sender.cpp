@@ -67,6 +67,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       socket_options.buffer_count = 16;
       socket_options.buffer_size = kContributionHeaderSize + options.max_contribution_bytes;
       socket_options.identity.name = name;
+      socket_options.connect_timeout = connect_once;  // a node not there is this input's health check's to judge
       socket_options.replies.credits = 64;
       socket_options.replies.on_reply = [weak, c](std::span<const std::byte> reply) {
         if (auto state = weak.lock()) state->on_data_reply(c, reply);
@@ -93,6 +94,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         socket_options.buffer_count = 16;
         socket_options.buffer_size = 256;
         socket_options.identity.name = name;
+        socket_options.connect_timeout = connect_once;
         socket_options.replies.credits = 64;
         socket_options.replies.on_reply = [weak, d](std::span<const std::byte> reply) {
           if (auto state = weak.lock()) state->on_proposal(d, reply);

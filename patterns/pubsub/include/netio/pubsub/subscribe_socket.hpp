@@ -24,6 +24,7 @@
 /// taken out stay valid after it.
 #pragma once
 
+#include "netio/connect_timeout.hpp"
 #include "netio/connection_events.hpp"
 #include "netio/admission.hpp"
 #include "netio/context.hpp"
@@ -54,8 +55,14 @@ struct SubscribeOptions {
   std::optional<std::string> data_host;
   /// Per subscription, unless given to subscribe().
   Backpressure backpressure = Backpressure::publisher_default;
-  /// How long subscribe() and unsubscribe() wait for the acknowledgement.
+  /// How long subscribe() and unsubscribe() wait for the acknowledgement, counted once the
+  /// control connection is up.
   std::chrono::nanoseconds ack_timeout = std::chrono::seconds(10);
+  /// How long a control connection to a publisher not there yet is tried again
+  /// (netio/connect_timeout.hpp: 0 for ever, connect_once for one attempt). A subscription
+  /// made before its publisher started waits for it that long (then fails with
+  /// Errc::timeout naming the publisher and the attempts) and is acknowledged once it is up.
+  std::chrono::nanoseconds connect_timeout = default_connect_timeout;
   /// After a publisher is lost: the first retry waits this long, each further one twice as
   /// long as the one before, but never more than max_resubscribe_interval.
   std::chrono::nanoseconds resubscribe_interval = std::chrono::milliseconds(100);
@@ -103,10 +110,11 @@ class SubscribeSocket {
   SubscribeSocket(const SubscribeSocket&) = delete;
   SubscribeSocket& operator=(const SubscribeSocket&) = delete;
 
-  /// Subscribes to `tag` on `publisher` and waits for the acknowledgement. Subscribing again
+  /// Subscribes to `tag` on `publisher` and waits for the acknowledgement (a publisher not
+  /// started yet: up to connect_timeout for it, then up to ack_timeout). Subscribing again
   /// to what is already subscribed only changes its back-pressure. Throws netio::Error: the
   /// publisher's refusal (Errc::handshake_rejected, naming it and why), Errc::timeout
-  /// (ack_timeout), Errc::would_block on the event-loop thread, Errc::invalid_option for a
+  /// (connect_timeout, ack_timeout), Errc::would_block on the event-loop thread, Errc::invalid_option for a
   /// low-latency subscription on a socket constructed without a message handler.
   void subscribe(const Endpoint& publisher, Tag tag, Mode mode = Mode::high_throughput,
                  Backpressure backpressure = Backpressure::publisher_default);
