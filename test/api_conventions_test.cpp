@@ -3,6 +3,7 @@
 // publish/subscribe, message handlers as constructor arguments, Message move-only, and the
 // waiting rule (wait_* returns false on timeout, a blocking call that must complete throws).
 #include "netio/high_throughput_socket.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "netio/message.hpp"
 #include "netio/multi_destination_send_socket.hpp"

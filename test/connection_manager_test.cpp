@@ -4,6 +4,7 @@
 // destination failing only its own messages.
 #include "netio/multi_destination_send_socket.hpp"
 
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"

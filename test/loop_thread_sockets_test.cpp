@@ -2,6 +2,7 @@
 // Sockets created, used and destroyed on the event-loop thread (inside callbacks), the
 // asynchronous close, and the calls that must not wait there; on every back-end.
 #include "netio/high_throughput_socket.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "support/sanitizers.hpp"
 #include "support/transports.hpp"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Low-latency sockets over real loopback connections, on every back-end.
 #include "netio/low_latency_socket.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "support/test_context.hpp"
 #include "support/loopback_port.hpp"

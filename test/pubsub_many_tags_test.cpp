@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 #include <vector>
+#include "netio/backend/event_loop.hpp"
 
 namespace {
 

@@ -24,7 +24,7 @@
 #include "backends/fabric/fabric_domain.hpp"
 #include "backends/fabric/fabric_endpoint.hpp"
 #include "backends/fabric/registered_block.hpp"
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 
 #include <array>
 #include <chrono>

@@ -3,6 +3,7 @@
 
 #include "budget_charge.hpp"
 #include "introduction.hpp"
+#include "message_access.hpp"
 #include "netio/log.hpp"
 #include "page_format.hpp"
 #include "peer_state.hpp"
@@ -153,9 +154,9 @@ class HighThroughputReceiveSocket::Impl {
         if (parser.reassembled()) {
           message.emplace(reassembled_message(parser, peer));
         } else if (const auto& joined = parser.joined_page()) {
-          message.emplace(parser.view(), joined, &static_cast<const HeldPage*>(joined.get())->peer);
+          message.emplace(detail::MessageAccess::make(parser.view(), joined, &static_cast<const HeldPage*>(joined.get())->peer));
         } else {
-          message.emplace(parser.view(), std::shared_ptr<const void>(current_.page), &peer);
+          message.emplace(detail::MessageAccess::make(parser.view(), std::shared_ptr<const void>(current_.page), &peer));
         }
         // The page goes back with its last message, not at the next recv(): over shm:// it
         // is the sender's, which waits for it.
@@ -263,7 +264,7 @@ class HighThroughputReceiveSocket::Impl {
     owned->budget = budget_;
     const std::span<const std::byte> view(owned->bytes);
     const Peer* owned_peer = &owned->peer;
-    return Message(view, std::move(owned), owned_peer);
+    return detail::MessageAccess::make(view, std::move(owned), owned_peer);
   }
 
   // First, so it goes last: the pages queued below go back to a back-end that still exists.

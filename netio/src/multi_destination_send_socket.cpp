@@ -20,6 +20,7 @@
 #include "netio/multi_destination_send_socket.hpp"
 
 #include "destination_connection.hpp"
+#include "stats_counters.hpp"
 #include "netio/log.hpp"
 #include "victim_selector.hpp"
 

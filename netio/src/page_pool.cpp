@@ -132,11 +132,16 @@ std::size_t PagePool::peak_pages_in_use() const { return impl_->peak(); }
 std::size_t PagePool::bytes_allocated() const { return impl_->bytes_allocated(); }
 
 namespace detail {
+
+struct PagePoolAccess {
+  static PagePool::Impl& impl(PagePool& pool) noexcept { return *pool.impl_; }
+};
+
 namespace {
 
 class SharedPages final : public PageSource {
  public:
-  explicit SharedPages(std::shared_ptr<PagePool> pool) : pool_(std::move(pool)), impl_(pool_->impl()) {}
+  explicit SharedPages(std::shared_ptr<PagePool> pool) : pool_(std::move(pool)), impl_(PagePoolAccess::impl(*pool_)) {}
 
   Buffer* try_acquire() override {
     if (closed_.load()) return nullptr;
@@ -164,7 +169,7 @@ class SharedPages final : public PageSource {
 
 std::unique_ptr<PageSource> share_of(const std::shared_ptr<PagePool>& pool, MemoryRegistrar* registrar,
                                      const std::string& remote) {
-  pool->impl().attach(registrar, remote);
+  PagePoolAccess::impl(*pool).attach(registrar, remote);
   return std::make_unique<SharedPages>(pool);
 }
 

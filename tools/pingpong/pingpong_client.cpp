@@ -5,6 +5,7 @@
 #include "common/pingpong_protocol.hpp"
 #include "common/termination.hpp"
 
+#include "netio/backend/event_loop.hpp"
 #include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"
 

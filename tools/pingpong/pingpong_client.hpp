@@ -7,7 +7,7 @@
 
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
-#include "netio/preshared_key.hpp"
+#include "netio/socket_options.hpp"
 
 #include <chrono>
 #include <cstddef>

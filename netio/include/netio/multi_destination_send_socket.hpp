@@ -9,7 +9,7 @@
 /// of its own, opened when the first message to it is sent. With max_connections set, at
 /// most that many are open at once (connections being torn down count until their close
 /// ends). When a message needs a connection and none is free, a victim is chosen by
-/// options.policy (LRU or LRU-M, connection_policy.hpp) among the connections nobody is
+/// options.policy (LRU or LRU-M, socket_options.hpp) among the connections nobody is
 /// sending on right now, and torn down one-sidedly: its queued messages (a high-throughput
 /// socket's partly filled page included) go out, their completions are awaited, then it
 /// closes, and only then does the new connection open in its place. Every connection closes
@@ -44,13 +44,9 @@
 /// thread it starts those closes and returns.
 #pragma once
 
-#include "netio/connection_policy.hpp"
-#include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
-#include "netio/high_throughput_socket.hpp"
-#include "netio/low_latency_socket.hpp"
-#include "netio/page_pool.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
@@ -63,7 +59,8 @@
 
 namespace netio {
 
-enum class SendMode { low_latency, high_throughput };
+class Context;        // netio/context.hpp
+class ReceiveBudget;  // netio/receive_budget.hpp
 
 /// What a send_parts() call may wait for (on user threads; on the event-loop thread it waits
 /// for nothing).
@@ -79,23 +76,6 @@ enum class SendOutcome {
   no_room,        ///< the connection is there, but its buffers (pages) are all in flight now
   no_connection,  ///< the connection is being made (or a victim is being torn down for it, or
                   ///< every open connection is busy sending): it was started, try again later
-};
-
-struct MultiDestinationSendOptions {
-  SendMode mode = SendMode::low_latency;
-  /// Open connections at most; 0: no limit (every destination stays open once used).
-  std::size_t max_connections = 0;
-  ConnectionPolicy policy = ConnectionPolicy::lru;
-  /// The options of each connection, by mode. Their send_timeout bounds a close's flush.
-  LowLatencySendOptions low_latency;
-  HighThroughputSendOptions high_throughput;
-  /// How long send() waits in all for a connection (tear-downs of others, re-connects).
-  std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
-  /// After a destination failed, sends to it throw the failure at once for this long.
-  std::chrono::nanoseconds failed_peer_retry = std::chrono::seconds(1);
-  /// Called once per failure of a destination's connection, on the thread that found it
-  /// (the loop thread for a failure found while tearing down). Must not call into this socket.
-  std::function<void(const Endpoint& peer, const Error& error)> on_peer_failed;
 };
 
 /// Counters of the connection manager. Relaxed snapshot, cheap to read.

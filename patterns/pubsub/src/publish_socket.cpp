@@ -6,6 +6,8 @@
 #include "pending_delivery.hpp"
 #include "subscription_table.hpp"
 
+#include "netio/backend/event_loop.hpp"
+#include "netio/context.hpp"
 #include "netio/log.hpp"
 #include "netio/printable.hpp"
 #include "netio/low_latency_socket.hpp"

@@ -3,6 +3,8 @@
 
 #include "control_message.hpp"
 
+#include "netio/backend/event_loop.hpp"
+#include "netio/context.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
@@ -255,7 +257,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
 
   // The receive socket of `mode` (made on first use), as the endpoint the publisher connects to.
   std::string receive_endpoint(const Endpoint& publisher, Mode mode) {
-    if (transport_ && (transport_->scheme != publisher.scheme || transport_->provider != publisher.provider)) {
+    if (transport_ && (transport_->scheme != publisher.scheme || transport_->options != publisher.options)) {
       throw Error(Errc::malformed_endpoint,
                   fmt::format("{}: this subscribe socket receives over {}; use another one for publishers of another "
                               "transport", publisher.to_string(), transport_->to_string()));

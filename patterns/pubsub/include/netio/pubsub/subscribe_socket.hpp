@@ -24,8 +24,7 @@
 /// taken out stay valid after it.
 #pragma once
 
-#include "netio/connection_events.hpp"
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
@@ -73,7 +72,7 @@ struct SubscribeOptions {
   /// What the data receive sockets hold for publishers at most (netio/receive_budget.hpp):
   /// both count against this one when set, else each against a budget of its own of 1 GiB.
   std::shared_ptr<ReceiveBudget> receive_budget;
-  /// Which publishers may connect the data connections (netio/admission.hpp): limits on the
+  /// Which publishers may connect the data connections (netio/socket_options.hpp): limits on the
   /// data receive sockets, allowed networks, and a pre-shared key. With a key, publishers
   /// must hold it too, and the control connections prove it (PublishOptions::admission.key).
   AdmissionOptions admission;
