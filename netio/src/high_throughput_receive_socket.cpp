@@ -167,7 +167,7 @@ class HighThroughputReceiveSocket::Impl {
     }
   }
 
-  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const PeerMessageHandler& handler) {
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const PeerVisitor& handler) {
     LazyDeadline deadline(waitable(timeout));
     const ConsumerTurn turn(*this, deadline);
     if (!turn.acquired()) return 0;
@@ -315,12 +315,12 @@ std::optional<Message> HighThroughputReceiveSocket::try_recv() {
   return impl_->recv(std::chrono::nanoseconds::zero());
 }
 std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout,
-                                                   const PeerMessageHandler& handler) {
+                                                   const PeerVisitor& handler) {
   impl_->throw_if_context_gone();
   return impl_->recv_each(max, timeout, handler);
 }
 std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout,
-                                                   const MessageHandler& handler) {
+                                                   const Visitor& handler) {
   impl_->throw_if_context_gone();
   return impl_->recv_each(max, timeout, [&handler](std::span<const std::byte> message, const Peer&) {
     return handler(message);

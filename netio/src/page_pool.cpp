@@ -36,7 +36,7 @@ class PagePool::Impl {
       return;
     }
     if (registrar != registrar_) {
-      throw Error(Errc::backend_error,
+      throw Error(Errc::invalid_option,
                   fmt::format("the send socket to {} uses another back-end than the sockets already drawing from its "
                               "page pool: a PagePool serves the sockets of one Context and one scheme", remote));
     }

@@ -143,16 +143,16 @@ class HighThroughputReceiveSocket {
 
   /// Returns false to stop the batch after this message. `peer` is the connection the
   /// message came from (copy it to keep it).
-  using PeerMessageHandler = std::function<bool(std::span<const std::byte> message, const Peer& peer)>;
-  using MessageHandler = std::function<bool(std::span<const std::byte> message)>;
+  using PeerVisitor = std::function<bool(std::span<const std::byte> message, const Peer& peer)>;
+  using Visitor = std::function<bool(std::span<const std::byte> message)>;
   /// The batch form, for small messages: hands up to `max` messages to `handler` on the
   /// calling thread, waiting up to `timeout` for the first and taking the rest only if they
   /// are already there. Each view is valid during the call only (nothing keeps its page
   /// alive afterwards); one consumer turn serves the whole batch. Returns how many messages
   /// the handler was given. If the handler throws, the message it was given counts as
   /// received and the exception propagates.
-  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const PeerMessageHandler& handler);
-  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const MessageHandler& handler);
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const PeerVisitor& visitor);
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Visitor& visitor);
 
   Endpoint local_endpoint() const;
   SocketStats stats() const noexcept;

@@ -118,8 +118,7 @@ class LowLatencySendSocket {
 /// stack in a later loop task.
 class LowLatencyReceiveSocket {
  public:
-  /// A handler taking `const Endpoint&` as its second parameter still works: a Peer converts
-  /// to its source address.
+  /// The push handler: called for every message (a Peer, not its address: Peer::address()).
   using Handler = std::function<void(std::span<const std::byte> message, const Peer& peer)>;
 
   /// Binds and listens; throws netio::Error if the endpoint cannot be bound,

@@ -15,7 +15,7 @@
 /// closes, and only then does the new connection open in its place. Every connection closes
 /// with close_awaits_receiver (low_latency_socket.hpp): where the back-end can tell (TCP),
 /// the close ends once the receiver has read everything, so a re-opened connection is read
-/// after the old one's last message, and a close (tear-down, disconnect(), close()) waits up
+/// after the old one's last message, and a close (tear-down, disconnect(), close_and_wait()) waits up
 /// to the connection's send_timeout for a receiver whose user does not read.
 ///
 /// Nothing queued is lost to a tear-down: a message to a destination whose connection is
@@ -107,7 +107,7 @@ class MultiDestinationSendSocket {
   /// connection (and tearing down a victim) when needed. Throws netio::Error: the
   /// destination's failure (naming it), Errc::timeout (no connection within send_timeout, or
   /// no free buffer), Errc::would_block (on the loop thread, see above), Errc::closed (after
-  /// close()), Errc::message_too_large.
+  /// close_and_wait()), Errc::message_too_large.
   void send(const Endpoint& destination, std::span<const std::byte> message);
   /// As send(), but false instead of waiting (for a connection, a tear-down or a buffer).
   bool try_send(const Endpoint& destination, std::span<const std::byte> message);
@@ -134,11 +134,12 @@ class MultiDestinationSendSocket {
   /// High-throughput mode: sends the partly filled page of every open connection now.
   void flush();
   /// Closes every connection after what was sent went out and waits (user threads; on the
-  /// loop thread it only starts the closes). Sends afterwards throw Errc::closed. Throws
+  /// loop thread it only starts the closes): a close that waits says so in its name
+  /// (docs/design/conventions.md). Sends afterwards throw Errc::closed. Throws
   /// netio::Error: Errc::timeout when connections are still closing after send_timeout
   /// (logged), or the error of the first close that lost messages, naming its destination.
   /// Idempotent: a later call throws again what went wrong.
-  void close();
+  void close_and_wait();
 
   ConnectionStats connection_stats() const;
   /// Messages and bytes sent through this socket (the other SocketStats counters are those

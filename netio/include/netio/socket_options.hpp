@@ -293,7 +293,18 @@ std::string_view to_string(ConnectionPolicy policy) noexcept;
 /// naming the text.
 ConnectionPolicy parse_connection_policy(std::string_view text);
 
-enum class SendMode { low_latency, high_throughput };
+/// How messages go to a receiver: one at a time (the low-latency sockets) or packed into
+/// pages (the high-throughput sockets). Also a subscription's mode (netio::pubsub::Mode), whose
+/// control messages carry these values: they do not change.
+enum class SendMode : std::uint8_t {
+  low_latency = 1,      ///< each message goes out at once; a callback on the receiver's loop thread
+  high_throughput = 2,  ///< messages are packed into pages; the receiver takes them with recv()
+};
+
+/// "low-latency" or "high-throughput".
+constexpr std::string_view to_string(SendMode mode) noexcept {
+  return mode == SendMode::low_latency ? "low-latency" : "high-throughput";
+}
 
 struct MultiDestinationSendOptions {
   SendMode mode = SendMode::low_latency;

@@ -91,13 +91,13 @@ class SubscribeSocket {
   using Done = std::function<void(const Error* error)>;  ///< nullptr: acknowledged
   /// Low-latency subscriptions: called on the event-loop thread per message; `data` is valid
   /// during the call only. Must not block for long (it holds up the whole loop).
-  using MessageHandler = std::function<void(Tag tag, std::span<const std::byte> data, const Peer& publisher)>;
+  using Handler = std::function<void(Tag tag, std::span<const std::byte> data, const Peer& publisher)>;
 
   /// A socket for high-throughput subscriptions only (recv(), recv_each()).
   explicit SubscribeSocket(Context& context, SubscribeOptions options = {});
   /// A socket whose low-latency subscriptions deliver to `on_message` (high-throughput ones
   /// still go to recv()). An empty handler is as the constructor above.
-  SubscribeSocket(Context& context, MessageHandler on_message, SubscribeOptions options = {});
+  SubscribeSocket(Context& context, Handler on_message, SubscribeOptions options = {});
   ~SubscribeSocket();
   SubscribeSocket(const SubscribeSocket&) = delete;
   SubscribeSocket& operator=(const SubscribeSocket&) = delete;
@@ -139,8 +139,8 @@ class SubscribeSocket {
   /// calling thread, waiting up to `timeout` for the first and taking the rest only if they
   /// are there already; each view is valid during the call only. Returns how many the handler
   /// was given. The handler returns false to end the batch after that message.
-  using Handler = std::function<bool(Tag tag, std::span<const std::byte> data, const Peer& publisher)>;
-  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Handler& handler);
+  using Visitor = std::function<bool(Tag tag, std::span<const std::byte> data, const Peer& publisher)>;
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Visitor& visitor);
 
   SubscribeStats stats() const noexcept;
 
