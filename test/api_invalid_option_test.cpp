@@ -15,6 +15,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <sched.h>
+
 #include <chrono>
 #include <functional>
 #include <string>
@@ -47,6 +49,19 @@ TEST_CASE("a context pinned to no CPU is Errc::invalid_option naming the option 
   netio::ContextOptions options;
   options.cpu = -3;
   check_invalid_option([&] { netio::Context context(options); }, {"ContextOptions::cpu", "-3"});
+}
+
+TEST_CASE("a context pinned to a CPU outside the process's affinity mask is Errc::invalid_option naming the CPUs it may use",
+          "[api][errors][cpu]") {
+  cpu_set_t allowed;
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  int outside = 0;
+  while (outside < CPU_SETSIZE && CPU_ISSET(outside, &allowed)) ++outside;
+  if (outside == CPU_SETSIZE) return;  // every CPU there is may be used: nothing to refuse
+  netio::ContextOptions options;
+  options.cpu = outside;
+  check_invalid_option([&] { netio::Context context(options); },
+                       {"ContextOptions::cpu", "CPU " + std::to_string(outside), "may use CPUs"});
 }
 
 TEST_CASE("bad socket options are Errc::invalid_option naming the option and the value", "[api][errors]") {

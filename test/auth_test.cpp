@@ -5,7 +5,7 @@
 #include "authentication.hpp"
 #include "handshake.hpp"
 #include "introduction.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"

@@ -3,7 +3,7 @@
 // the low-level sockets a Context gets from the registry: completions in FIFO order, no
 // callback after close(), and a send() that cannot send reports through callbacks instead
 // of throwing. Run with NETIO_TEST_WRAP_BACKENDS=1, the same checks go through a decorator.
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "netio/backend/backend.hpp"
 #include "netio/backend/buffer.hpp"
 #include "netio/backend/event_loop.hpp"

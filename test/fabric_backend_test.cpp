@@ -19,7 +19,7 @@
 #include "netio/error.hpp"
 #include "support/loopback_port.hpp"
 #include "support/transports.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 
 #include <catch2/catch.hpp>
 

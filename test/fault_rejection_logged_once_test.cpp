@@ -10,7 +10,7 @@
 
 #include "address.hpp"
 #include "backends/shm/unix_family.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "rejection_log.hpp"
 
 #include <arpa/inet.h>

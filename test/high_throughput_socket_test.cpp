@@ -2,7 +2,7 @@
 // High-throughput sockets over real loopback connections, on every back-end.
 #include "handshake.hpp"
 #include "kernel_tcp.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "page_format.hpp"
 #include "netio/backend/event_loop.hpp"
 #include "netio/high_throughput_socket.hpp"

@@ -4,7 +4,7 @@
 // bytes, both checked by the sender before it connects and by the receiver on what arrives;
 // whatever is printed passes through netio::printable().
 #include "introduction.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"

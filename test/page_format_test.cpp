@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "page_format.hpp"
 #include "support/transports.hpp"
 

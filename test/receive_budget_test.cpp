@@ -2,7 +2,7 @@
 // The receive-memory budget (netio/receive_budget.hpp): the receiver, not its senders,
 // bounds what it holds for them.
 #include "budget_charge.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "page_format.hpp"
 #include "support/pinned_buffers_backend.hpp"
 #include "support/test_context.hpp"

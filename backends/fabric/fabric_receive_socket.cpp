@@ -144,7 +144,7 @@ void FabricReceiveSocket::drain() {
     if (endpoint_->closed()) return;
     endpoint_->drain_events(*this);
     if (endpoint_->closed()) return;
-    if (canceled_at_ && std::chrono::steady_clock::now() - *canceled_at_ >= cancel_grace) {
+    if (canceled_.grace_over()) {
       fail(Errc::disconnected, fmt::format("{}: connection lost (the provider canceled the posted receives)", describe()));
       return;
     }
@@ -186,7 +186,7 @@ void FabricReceiveSocket::repost_returned() {
     ++credits_returned_;
   }
   repost_later_.erase(repost_later_.begin(), repost_later_.begin() + static_cast<std::ptrdiff_t>(posted));
-  if (!repost_later_.empty()) endpoint_->driver().kick_after(retry_delay);
+  if (!repost_later_.empty()) endpoint_->driver().kick_after(post_retry_delay);
   send_credits();
 }
 
@@ -196,12 +196,8 @@ void FabricReceiveSocket::send_credits() {
   wire::encode_credits(credit_block_->data(), credits_returned_);
   const ssize_t rc = ::fi_send(endpoint_->ep(), credit_block_->data(), wire::credit_message_size, credit_block_->desc(),
                                0, credit_operation_.as_context());
-  if (rc == -FI_EAGAIN) {
-    endpoint_->driver().kick_after(retry_delay);
-    return;
-  }
-  if (rc != 0) {
-    fail(Errc::disconnected, call_failed(describe(), "fi_send (credit message)", static_cast<int>(rc)).what());
+  if (check_post(rc, endpoint_->driver(), "fi_send (credit message)", [this] { return describe(); },
+                 [this](const std::string& why) { fail(Errc::disconnected, why); }) != PostOutcome::posted) {
     return;
   }
   credit_in_flight_ = true;
@@ -219,7 +215,7 @@ bool FabricReceiveSocket::repost(OperationContext& operation) {
     return false;
   }
   repost_later_.push_back(&operation);
-  endpoint_->driver().kick_after(retry_delay);
+  endpoint_->driver().kick_after(post_retry_delay);
   return true;
 }
 
@@ -273,14 +269,10 @@ void FabricReceiveSocket::pump_replies() {
       rc = ::fi_send(endpoint_->ep(), slot, total, reply_block_->desc(), 0, operation.as_context());
       if (rc == 0) free_reply_slots_.pop_back();
     }
-    if (rc == -FI_EAGAIN) {
-      endpoint_->driver().kick_after(retry_delay);
-      break;
-    }
-    if (rc != 0) {
-      fail_later(Errc::disconnected, call_failed(describe(), "sending a reply", static_cast<int>(rc)).what());
-      return;
-    }
+    const auto outcome = check_post(rc, endpoint_->driver(), "sending a reply", [this] { return describe(); },
+                                    [this](const std::string& why) { fail_later(Errc::disconnected, why); });
+    if (outcome == PostOutcome::queue_full) break;
+    if (outcome == PostOutcome::failed) return;
     posted = true;
     credits_announced_ = credits_returned_;
     --reply_credits_;
@@ -396,10 +388,8 @@ void FabricReceiveSocket::on_completion_error(const CompletionEntry& error) {
     credit_in_flight_ = false;
   }
   if (error.error == FI_ECANCELED) {
-    // The provider flushes posted receives when the connection goes down; the reason
-    // (FI_SHUTDOWN, usually) follows on the event queue. Wait for it a little.
-    if (!canceled_at_) canceled_at_ = std::chrono::steady_clock::now();
-    endpoint_->driver().kick_after(cancel_grace);
+    // The provider flushes posted receives when the connection goes down (posting.hpp).
+    canceled_.note(endpoint_->driver());
     return;
   }
   if (error.error == FI_ETRUNC) {

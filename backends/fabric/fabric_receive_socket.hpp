@@ -22,6 +22,7 @@
 #pragma once
 
 #include "backends/fabric/fabric_endpoint.hpp"
+#include "backends/fabric/posting.hpp"
 #include "backends/fabric/receive_buffers.hpp"
 #include "backends/fabric/registered_block.hpp"
 #include "netio/backend/backend.hpp"
@@ -69,8 +70,6 @@ class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEn
  private:
   enum class State { accepting, established, failed };
   static constexpr std::size_t completion_budget = 64;  // per drain, then others get a turn
-  static constexpr std::chrono::milliseconds cancel_grace{200};
-  static constexpr std::chrono::milliseconds retry_delay{1};
   static constexpr std::size_t max_reply_slots = 8;  // replies in flight that fi_inject cannot take
   static constexpr std::size_t max_reply_slot_memory = std::size_t{1} << 20;
 
@@ -116,7 +115,7 @@ class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEn
   std::uint64_t credits_announced_ = 0;  // the running total last sent to the peer
   std::uint64_t received_ = 0;           // data messages received since the connection started
   bool credit_in_flight_ = false;
-  std::optional<std::chrono::steady_clock::time_point> canceled_at_;
+  CanceledOperations canceled_;  // FI_ECANCELED seen: the grace for the reason to come
   // Replies.
   ReplyWindow replies_;
   std::size_t reply_slot_size_ = 0;

@@ -190,16 +190,13 @@ void FabricSendSocket::pump() {
       rc = inject ? ::fi_inject(endpoint_->ep(), buffer->data, buffer->size, 0)
                   : ::fi_send(endpoint_->ep(), buffer->data, buffer->size, desc, 0, operation.as_context());
     }
-    if (rc == -FI_EAGAIN) {
-      // The transmit queue is full: a completion will free it; the timer is the safety net.
-      endpoint_->driver().kick_after(retry_delay);
-      break;
-    }
-    if (rc != 0) {
-      pumping_ = false;
-      fail_connected(Errc::disconnected, call_failed(describe(), "fi_send", static_cast<int>(rc)).what());
-      return;
-    }
+    const auto outcome = check_post(rc, endpoint_->driver(), "fi_send", [this] { return describe(); },
+                                    [this](const std::string& why) {
+                                      pumping_ = false;
+                                      fail_connected(Errc::disconnected, why);
+                                    });
+    if (outcome == PostOutcome::queue_full) break;  // a completion or the retry timer goes on
+    if (outcome == PostOutcome::failed) return;
     if (inject) {
       injected_.push_back(buffer);
       queued_.pop_front();
@@ -253,7 +250,7 @@ void FabricSendSocket::drain() {
   if (endpoint_->closed()) return;
   endpoint_->drain_events(*this);
   if (endpoint_->closed()) return;
-  if (canceled_at_ && std::chrono::steady_clock::now() - *canceled_at_ >= cancel_grace) {
+  if (canceled_.grace_over()) {
     fail_connected(Errc::disconnected,
                    fmt::format("{}: connection lost (the provider canceled the posted operations)", describe()));
     return;
@@ -284,12 +281,8 @@ void FabricSendSocket::send_reply_credits() {
   // No payload, and no completion: the receiver re-posts the receive it took at once.
   const std::uint64_t data = wire::encode_forward_data(wire::ForwardKind::control, reply_credits_returned_);
   const ssize_t rc = ::fi_injectdata(endpoint_->ep(), nullptr, 0, data, 0);
-  if (rc == -FI_EAGAIN) {
-    endpoint_->driver().kick_after(retry_delay);
-    return;
-  }
-  if (rc != 0) {
-    fail_connected(Errc::disconnected, call_failed(describe(), "fi_injectdata (reply credits)", static_cast<int>(rc)).what());
+  if (check_post(rc, endpoint_->driver(), "fi_injectdata (reply credits)", [this] { return describe(); },
+                 [this](const std::string& why) { fail_connected(Errc::disconnected, why); }) != PostOutcome::posted) {
     return;
   }
   --credits_;
@@ -383,9 +376,8 @@ void FabricSendSocket::on_completion(OperationContext& operation, const Completi
 void FabricSendSocket::on_completion_error(const CompletionEntry& error) {
   if (state_ != State::connected && state_ != State::connecting) return;
   if (error.error == FI_ECANCELED) {
-    // Flushed because the connection went down; the reason follows on the event queue.
-    if (!canceled_at_) canceled_at_ = std::chrono::steady_clock::now();
-    endpoint_->driver().kick_after(cancel_grace);
+    // Flushed because the connection went down (posting.hpp).
+    canceled_.note(endpoint_->driver());
     return;
   }
   const bool data = error.operation != nullptr && error.operation->kind == OperationContext::Kind::data_send;

@@ -23,6 +23,7 @@
 #include "backends/fabric/backward_receives.hpp"
 #include "backends/fabric/fabric_domain.hpp"
 #include "backends/fabric/fabric_endpoint.hpp"
+#include "backends/fabric/posting.hpp"
 #include "backends/fabric/registered_block.hpp"
 #include "netio/backend/backend.hpp"
 
@@ -71,8 +72,6 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   static constexpr std::size_t credit_receives = 8;
   static constexpr std::size_t max_send_operations = 4096;  // cap on the provider's tx size
   static constexpr std::size_t completion_budget = 256;
-  static constexpr std::chrono::milliseconds retry_delay{1};
-  static constexpr std::chrono::milliseconds cancel_grace{200};
 
   void set_up(const Endpoint& remote, std::span<const std::byte> hello);
   void drain();
@@ -127,7 +126,7 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
     std::string why;
   };
   std::optional<Failure> pending_failure_;  // a connect() failure, reported from the loop
-  std::optional<std::chrono::steady_clock::time_point> canceled_at_;
+  CanceledOperations canceled_;  // FI_ECANCELED seen: the grace for the reason to come
   bool pumping_ = false;
 };
 

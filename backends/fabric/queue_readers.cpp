@@ -11,6 +11,19 @@
 #include <cstring>
 
 namespace netio::fabric {
+namespace {
+
+// An entry for a read of a queue that failed itself (`call` returned `rc` < 0), as opposed to
+// an error completion or event it read.
+template <typename Entry>
+bool read_failed(Entry& entry, const char* call, ssize_t rc) {
+  entry.is_error = true;
+  entry.error = static_cast<int>(-rc);
+  entry.error_text = fmt::format("{} failed: {}", call, fi_error_text(static_cast<int>(rc)));
+  return true;
+}
+
+}  // namespace
 
 bool EventQueueReader::next(fid_eq* queue, EventEntry& entry) {
   entry = EventEntry{};
@@ -24,11 +37,7 @@ bool EventQueueReader::next(fid_eq* queue, EventEntry& entry) {
     const ssize_t got = ::fi_eq_readerr(queue, &error, 0);
     if (got == -FI_EAGAIN) return false;
     entry.is_error = true;
-    if (got < 0) {
-      entry.error = static_cast<int>(-got);
-      entry.error_text = fmt::format("fi_eq_readerr failed: {}", fi_error_text(static_cast<int>(got)));
-      return true;
-    }
+    if (got < 0) return read_failed(entry, "fi_eq_readerr", got);
     entry.source = error.fid;
     entry.error = error.err;
     entry.data = std::span<const std::byte>(static_cast<const std::byte*>(error.err_data),
@@ -40,12 +49,7 @@ bool EventQueueReader::next(fid_eq* queue, EventEntry& entry) {
         error.err, error.prov_errno, ::fi_eq_strerror(queue, error.prov_errno, provider_data, text, sizeof text), sizeof text);
     return true;
   }
-  if (n < 0) {
-    entry.is_error = true;
-    entry.error = static_cast<int>(-n);
-    entry.error_text = fmt::format("fi_eq_read failed: {}", fi_error_text(static_cast<int>(n)));
-    return true;
-  }
+  if (n < 0) return read_failed(entry, "fi_eq_read", n);
   entry.event = event;
   if (event == FI_CONNREQ || event == FI_CONNECTED || event == FI_SHUTDOWN) {
     const auto* cm = reinterpret_cast<const fi_eq_cm_entry*>(storage_.data());
@@ -78,11 +82,7 @@ bool CompletionQueueReader::next(fid_cq* queue, CompletionEntry& entry) {
     const ssize_t got = ::fi_cq_readerr(queue, &error, 0);
     if (got == -FI_EAGAIN) return false;
     entry.is_error = true;
-    if (got < 0) {
-      entry.error = static_cast<int>(-got);
-      entry.error_text = fmt::format("fi_cq_readerr failed: {}", fi_error_text(static_cast<int>(got)));
-      return true;
-    }
+    if (got < 0) return read_failed(entry, "fi_cq_readerr", got);
     entry.operation = OperationContext::from_context(error.op_context);
     entry.length = error.len;
     entry.error = error.err;
@@ -92,12 +92,7 @@ bool CompletionQueueReader::next(fid_cq* queue, CompletionEntry& entry) {
     if (error.err == FI_ETRUNC) entry.error_text += fmt::format(" ({} bytes did not fit)", error.olen);
     return true;
   }
-  if (n < 0) {
-    entry.is_error = true;
-    entry.error = static_cast<int>(-n);
-    entry.error_text = fmt::format("fi_cq_read failed: {}", fi_error_text(static_cast<int>(n)));
-    return true;
-  }
+  if (n < 0) return read_failed(entry, "fi_cq_read", n);
   count_ = static_cast<std::size_t>(n);
   position_ = 0;
   return next(queue, entry);

@@ -5,7 +5,7 @@
 #include "backends/posix/socket_fd.hpp"
 #include "backends/posix/wire.hpp"
 #include "kernel_tcp.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 
 #include <sys/socket.h>
 #include <sys/uio.h>

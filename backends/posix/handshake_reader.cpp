@@ -3,7 +3,7 @@
 
 #include "backends/posix/socket_fd.hpp"
 #include "backends/posix/wire.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "backends/posix/wire.hpp"
 
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 #include "closing_senders.hpp"
 #include "context_core.hpp"
 #include "introduction.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>

@@ -7,9 +7,7 @@
 #include "netio/backend/registry.hpp"
 #include "closing_senders.hpp"
 #include "context_core.hpp"
-
-#include <pthread.h>
-#include <sched.h>
+#include "netio/internal/cpu_affinity.hpp"
 
 #include <fmt/format.h>
 
@@ -17,21 +15,6 @@
 #include <future>
 
 namespace netio {
-namespace {
-
-void pin_current_thread(int cpu) {
-  if (cpu < 0 || cpu >= CPU_SETSIZE) {
-    throw Error(Errc::invalid_option, fmt::format("ContextOptions::cpu {}: no such CPU", cpu));
-  }
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (const int rc = ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set); rc != 0) {
-    throw system_error(rc, fmt::format("cannot pin the event-loop thread to CPU {}", cpu));
-  }
-}
-
-}  // namespace
 
 namespace detail {
 
@@ -60,7 +43,7 @@ Context::Context(ContextOptions options) : core_(std::make_shared<detail::Contex
   auto started_future = started.get_future();
   core.thread = std::thread([&core, cpu = core.options.cpu, &started] {
     try {
-      if (cpu) pin_current_thread(*cpu);
+      if (cpu) detail::pin_current_thread(*cpu, "ContextOptions::cpu");
     } catch (...) {
       started.set_exception(std::current_exception());
       return;

@@ -4,7 +4,7 @@
 #include "buffer_sender.hpp"
 #include "handshake.hpp"
 #include "netio/log.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "page_format.hpp"
 
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "introduction.hpp"
 
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "netio/error.hpp"
 #include "netio/printable.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "page_format.hpp"
 
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 
 #include <fmt/format.h>
 

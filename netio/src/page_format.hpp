@@ -6,7 +6,7 @@
 #pragma once
 
 #include "budget_charge.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "reassembly_spare.hpp"
 #include "message_parts.hpp"
 

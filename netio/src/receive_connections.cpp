@@ -4,7 +4,7 @@
 #include "current_exception.hpp"
 
 #include "introduction.hpp"
-#include "little_endian.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "netio/log.hpp"
 #include "netio/printable.hpp"
 

@@ -2,15 +2,14 @@
 #include "netio/scheduler/compute_node.hpp"
 
 #include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
 
 #include <string>
 
 namespace netio::scheduler {
 namespace {
 
-[[noreturn]] void reject(const std::string& what) {
-  throw Error(Errc::invalid_option, "compute node: " + what);
-}
+constexpr netio::detail::Rejecter reject{Errc::invalid_option, "compute node"};
 
 }  // namespace
 

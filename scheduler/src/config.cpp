@@ -2,6 +2,7 @@
 #include "netio/scheduler/config.hpp"
 
 #include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
 
 #include <cmath>
 #include <string>
@@ -9,9 +10,7 @@
 namespace netio::scheduler {
 namespace {
 
-[[noreturn]] void reject(const std::string& what) {
-  throw Error(Errc::invalid_option, "scheduler config: " + what);
-}
+constexpr netio::detail::Rejecter reject{Errc::invalid_option, "scheduler config"};
 
 std::string number(double value) {
   std::string text = std::to_string(value);

@@ -2,6 +2,7 @@
 #include "netio/scheduler/credits.hpp"
 
 #include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
 
 #include <string>
 
@@ -9,14 +10,10 @@ namespace netio::scheduler {
 namespace {
 
 // A bad argument: misuse.
-[[noreturn]] void reject(const std::string& what) {
-  throw Error(Errc::invalid_option, what);
-}
+constexpr netio::detail::Rejecter reject{Errc::invalid_option, ""};
 
 // What a peer sent that it may not: a protocol fault.
-[[noreturn]] void reject_from_peer(const std::string& what) {
-  throw Error(Errc::protocol_error, what);
-}
+constexpr netio::detail::Rejecter reject_from_peer{Errc::protocol_error, ""};
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 
 #include "netio/error.hpp"
 #include "netio/scheduler/statistics.hpp"
+#include "netio/internal/reject.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +16,7 @@ namespace {
 constexpr Time kAcknowledged = Time::min();
 
 [[noreturn]] void reject(InputIndex self, const std::string& what) {
-  throw Error(Errc::invalid_option, "input engine " + std::to_string(self) + ": " + what);
+  netio::detail::reject(Errc::invalid_option, "input engine " + std::to_string(self), what);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "netio/scheduler/input_node.hpp"
 
 #include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
 
 #include <algorithm>
 #include <string>
@@ -18,9 +19,7 @@ std::size_t ring_slot(ComputeIndex c, std::uint32_t size, std::uint32_t head, st
   return c * std::size_t{size} + ((head + k) & (size - 1));
 }
 
-[[noreturn]] void reject(const std::string& what) {
-  throw Error(Errc::invalid_option, "input node: " + what);
-}
+constexpr netio::detail::Rejecter reject{Errc::invalid_option, "input node"};
 
 }  // namespace
 

@@ -28,6 +28,7 @@
 #include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "netio/low_latency_socket.hpp"
 
 #include <fmt/format.h>
@@ -55,14 +56,8 @@ constexpr std::array<char, 8> kRawChunkMagic{'N', 'I', 'O', 'A', 'L', 'T', 'R', 
 constexpr std::size_t kRequestSize = 24;
 
 // Little-endian, whatever the hosts are.
-void put_u64(std::byte* at, std::uint64_t value) {
-  for (int i = 0; i < 8; ++i) at[i] = static_cast<std::byte>(value >> (8 * i));
-}
-std::uint64_t get_u64(const std::byte* at) {
-  std::uint64_t value = 0;
-  for (int i = 0; i < 8; ++i) value |= std::uint64_t{std::to_integer<std::uint8_t>(at[i])} << (8 * i);
-  return value;
-}
+void put_u64(std::byte* at, std::uint64_t value) { netio::detail::store_le(at, value); }
+std::uint64_t get_u64(const std::byte* at) { return netio::detail::load_le<std::uint64_t>(at); }
 
 std::array<std::byte, kRequestSize> raw_chunk_request(std::uint64_t round_trips, std::uint64_t size) {
   std::array<std::byte, kRequestSize> request{};

@@ -40,7 +40,7 @@ DataMessageBuilder::DataMessageBuilder(RunKey key, PayloadMode mode)
 void DataMessageBuilder::rewrite_pattern(std::uint64_t sequence) noexcept {
   const std::uint64_t key = mix64(sequence ^ salt_);
   std::byte key_bytes[8];
-  store_le64(key_bytes, key);
+  detail::store_le<std::uint64_t>(key_bytes, key);
   for (std::size_t i = pattern_offset(buffer_.size()); i < buffer_.size(); ++i) {
     buffer_[i] = base_pattern_[i] ^ key_bytes[i % 8];
   }
@@ -50,20 +50,20 @@ void DataMessageBuilder::rewrite_pattern(std::uint64_t sequence) noexcept {
 std::span<const std::byte> DataMessageBuilder::stamp(std::uint64_t sequence) noexcept {
   if (mode_ == PayloadMode::per_message) rewrite_pattern(sequence);
   const std::uint64_t check = check64(sequence, salt_, pattern_checksum_);
-  store_le64(buffer_.data(), (sequence << 16) | fold16(check));
-  if (buffer_.size() >= 16) store_le64(buffer_.data() + 8, check);
+  detail::store_le<std::uint64_t>(buffer_.data(), (sequence << 16) | fold16(check));
+  if (buffer_.size() >= 16) detail::store_le<std::uint64_t>(buffer_.data() + 8, check);
   return buffer_;
 }
 
 std::optional<std::uint64_t> verify_data_message(std::span<const std::byte> message, const RunKey& key,
                                                  std::uint64_t salt) noexcept {
   if (message.size() != key.size || message.size() < kMinDataMessageSize) return std::nullopt;
-  const std::uint64_t header = load_le64(message.data());
+  const std::uint64_t header = detail::load_le<std::uint64_t>(message.data());
   if ((header >> 63) != 0) return std::nullopt;
   const std::uint64_t sequence = header >> 16;
   const std::uint64_t check = check64(sequence, salt, checksum64(message.subspan(pattern_offset(message.size()))));
   if ((header & 0xFFFF) != fold16(check)) return std::nullopt;
-  if (message.size() >= 16 && load_le64(message.data() + 8) != check) return std::nullopt;
+  if (message.size() >= 16 && detail::load_le<std::uint64_t>(message.data() + 8) != check) return std::nullopt;
   return sequence;
 }
 

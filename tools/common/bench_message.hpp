@@ -20,7 +20,7 @@
 // with
 //   salt    = mix64(run << 32 ^ size)                  binds the message to its run
 //   pattern = byte i is byte (i % 8) of mix64(salt + i / 8): depends on position, not sequence
-//   check64 = mix64(checksum64(pattern) ^ mix64(sequence ^ salt))
+//   check64 = mix64(checksum64(pattern) ^ mix64(sequence ^ salt))   checksum64: XXH3_64bits
 //   check16 = check64 folded to 16 bits (XOR of its four 16-bit quarters)
 // By default the pattern is fixed within a run, so the sender builds one message per run,
 // hashes the pattern once, and per message patches only the first 16 bytes (two mix64 and

@@ -1,40 +1,16 @@
 // SPDX-License-Identifier: MIT
-// Little-endian loads and stores and a fast non-cryptographic 64-bit checksum, for the
-// benchmark wire formats. The checksum detects transport bugs (flipped, shifted, stale or
-// truncated bytes), not tampering.
+// A fast non-cryptographic 64-bit checksum and a mixer, for the benchmark wire formats (whose
+// fields are little-endian: netio/internal/little_endian.hpp). The checksum detects transport
+// bugs (flipped, shifted, stale or truncated bytes), not tampering.
 #pragma once
 
-#include <bit>
+#include "netio/internal/little_endian.hpp"
+
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <span>
 
 namespace netio::tools {
-
-inline std::uint64_t load_le64(const std::byte* p) noexcept {
-  std::uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
-  return v;
-}
-
-inline void store_le64(std::byte* p, std::uint64_t v) noexcept {
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
-  std::memcpy(p, &v, sizeof v);
-}
-
-inline std::uint32_t load_le32(const std::byte* p) noexcept {
-  std::uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
-  return v;
-}
-
-inline void store_le32(std::byte* p, std::uint32_t v) noexcept {
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
-  std::memcpy(p, &v, sizeof v);
-}
 
 // The splitmix64 finaliser: every input bit affects every output bit.
 constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
@@ -46,9 +22,9 @@ constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
   return x;
 }
 
-// A checksum of `bytes`, position-sensitive (shifted data gives another value). Four
-// independent lanes keep the multiplier pipeline busy: several GB/s per core, so that
-// --verify costs little next to the network.
+// XXH3_64bits of `bytes` (seed 0; libxxhash, inlined), position-sensitive (shifted data
+// gives another value): 3.5 to 10 GB/s per core on the 2-core VM, so that --verify costs
+// little next to the network (docs/performance.md, "The verification checksum").
 std::uint64_t checksum64(std::span<const std::byte> bytes) noexcept;
 
 }  // namespace netio::tools

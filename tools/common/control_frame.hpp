@@ -9,7 +9,7 @@
 //   16..23  a       (a, b, c: meaning depends on the kind)
 //   24..31  b
 //   32..39  c
-//   40..47  check   checksum64 of bytes 0..39
+//   40..47  check   checksum64 (XXH3_64bits, checksum.hpp) of bytes 0..39
 //
 // Payload messages of the tools keep bit 63 of their first 8 bytes clear, or are shorter
 // than 8 bytes, so a frame is told apart by its first word whatever the payload size.
@@ -25,7 +25,7 @@ namespace netio::tools {
 
 inline constexpr std::size_t kControlFrameSize = 48;
 inline constexpr std::uint64_t kControlMagic = 0xCC54'434F'4954'454EULL;
-inline constexpr std::uint32_t kControlVersion = 1;
+inline constexpr std::uint32_t kControlVersion = 2;  // 2: check is XXH3_64bits (1: a hand-rolled checksum)
 
 enum class ControlKind : std::uint32_t {
   // netio_throughput → netio_recv (see bench_message.hpp)

@@ -1,20 +1,17 @@
 // SPDX-License-Identifier: MIT
-// Pinning threads to CPUs (--cpu), with errors that say which CPUs would have worked.
+// Pinning threads to CPUs (--cpu), with errors that say which CPUs would have worked: the
+// library's own (netio/internal/cpu_affinity.hpp), which pins the event-loop thread too.
+//   cpu_unavailable_reason(cpu)  why `cpu` cannot be used by this process, or nullopt
+//   allowed_cpus_text()          the CPUs this process may run on, as a list like "0-3,8"
+//   pin_current_thread(cpu)      pins the calling thread; throws netio::Error naming the CPU
 #pragma once
 
-#include <optional>
-#include <string>
+#include "netio/internal/cpu_affinity.hpp"
 
 namespace netio::tools {
 
-// Why `cpu` cannot be used by this process (negative, beyond CPU_SETSIZE, or outside the
-// process's affinity mask, e.g. under taskset or a container's cpuset), or nullopt.
-std::optional<std::string> cpu_unavailable_reason(int cpu);
-
-// The CPUs this process may run on, as a list like "0-3,8".
-std::string allowed_cpus_text();
-
-// Pins the calling thread to `cpu`. Throws std::runtime_error naming the CPU and the reason.
-void pin_current_thread(int cpu);
+using netio::detail::allowed_cpus_text;
+using netio::detail::cpu_unavailable_reason;
+using netio::detail::pin_current_thread;
 
 }  // namespace netio::tools

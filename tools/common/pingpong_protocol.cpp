@@ -18,7 +18,7 @@ PingMessage::PingMessage(std::size_t size) : buffer_(size) {
 std::span<const std::byte> PingMessage::stamp(std::uint64_t sequence) noexcept {
   // Bit 63 clear: a ping must never look like a control frame.
   std::byte word[8];
-  store_le64(word, sequence & ~(std::uint64_t{1} << 63));
+  detail::store_le<std::uint64_t>(word, sequence & ~(std::uint64_t{1} << 63));
   std::memcpy(buffer_.data(), word, std::min<std::size_t>(8, buffer_.size()));
   return buffer_;
 }
@@ -26,7 +26,7 @@ std::span<const std::byte> PingMessage::stamp(std::uint64_t sequence) noexcept {
 bool PingMessage::is_echo_of(std::span<const std::byte> reply, std::uint64_t sequence) const noexcept {
   if (reply.size() != buffer_.size()) return false;
   std::byte word[8];
-  store_le64(word, sequence & ~(std::uint64_t{1} << 63));
+  detail::store_le<std::uint64_t>(word, sequence & ~(std::uint64_t{1} << 63));
   const std::size_t head = std::min<std::size_t>(8, buffer_.size());
   return std::memcmp(reply.data(), word, head) == 0 &&
          std::memcmp(reply.data() + head, buffer_.data() + head, buffer_.size() - head) == 0;

@@ -5,6 +5,7 @@
 
 #include "netio/error.hpp"
 #include "netio/scheduler/credits.hpp"
+#include "netio/internal/reject.hpp"
 
 #include <fmt/format.h>
 
@@ -15,9 +16,7 @@ namespace netio::tools::tsbench {
 
 namespace {
 
-[[noreturn]] void reject(const std::string& what) {
-  throw Error(Errc::invalid_option, what);
-}
+constexpr netio::detail::Rejecter reject{Errc::invalid_option, ""};
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 #include "tsbench/cluster_config.hpp"
 
 #include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
 
 #include <fmt/format.h>
 
@@ -13,9 +14,7 @@ namespace netio::tools::tsbench {
 
 namespace {
 
-[[noreturn]] void reject(const std::string& what) {
-  throw Error(Errc::invalid_option, what);
-}
+constexpr netio::detail::Rejecter reject{Errc::invalid_option, ""};
 
 }  // namespace
 

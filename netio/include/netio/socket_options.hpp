@@ -154,7 +154,7 @@ struct AdmissionOptions {
   /// their hello, with a reason.
   std::vector<PeerNetwork> allow;
   /// A pre-shared key both sides must hold (challenge-response in the handshake, both ways;
-  /// see netio/preshared_key.hpp). Unset: no authentication, and a sender that brings a key
+  /// see PreSharedKey above). Unset: no authentication, and a sender that brings a key
   /// is rejected (it would not learn whether its listener is the right one).
   std::optional<PreSharedKey> key;
 
@@ -191,7 +191,7 @@ struct LowLatencySendOptions {
   Identity identity;     ///< declared to the receiver (its Peer); default name "HOST:PID"
   ReplyOptions replies;  ///< replies the receiver sends back on this connection
   /// Authenticate with this key: the receiver must hold the same (AdmissionOptions::key), and
-  /// each side proves it to the other (netio/preshared_key.hpp). Unset: no authentication.
+  /// each side proves it to the other (PreSharedKey above). Unset: no authentication.
   std::optional<PreSharedKey> key;
   /// A close (close(), the destructor) ends only once the receiver has read everything
   /// sent, not once the back-end handed it to the network: the stream's end goes after the
@@ -221,7 +221,7 @@ struct LowLatencyReceiveOptions {
   std::size_t memory_budget = std::size_t{1} << 30;
   std::shared_ptr<ReceiveBudget> shared_budget;  ///< counts here instead when set (memory_budget unused)
   ConnectionEvents events;          ///< optional: senders connecting and going away
-  AdmissionOptions admission;       ///< limits, allowed networks, key (netio/admission.hpp)
+  AdmissionOptions admission;       ///< limits, allowed networks, key (AdmissionOptions above)
 };
 
 // ---- High-throughput sockets (netio/high_throughput_socket.hpp)
@@ -269,7 +269,7 @@ struct HighThroughputReceiveOptions {
   std::size_t memory_budget = std::size_t{1} << 30;
   std::shared_ptr<ReceiveBudget> shared_budget;  ///< counts here instead when set (memory_budget unused)
   ConnectionEvents events;       ///< optional: senders connecting and going away
-  AdmissionOptions admission;    ///< limits, allowed networks, key (netio/admission.hpp)
+  AdmissionOptions admission;    ///< limits, allowed networks, key (AdmissionOptions above)
 };
 
 // ---- A send socket to many receivers (netio/multi_destination_send_socket.hpp)

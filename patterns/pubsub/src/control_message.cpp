@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "control_message.hpp"
 
-#include "wire.hpp"
+#include "netio/internal/wire_codec.hpp"
 
 #include <fmt/format.h>
 
 namespace netio::pubsub::detail {
 
 namespace {
+
+using netio::detail::WireReader;
+using netio::detail::WireWriter;
 
 constexpr std::uint8_t kind_subscribe = 1;
 constexpr std::uint8_t kind_unsubscribe = 2;
@@ -20,23 +23,22 @@ void put_preamble(WireWriter& out, std::uint8_t kind) {
   out.put(kind);
 }
 
-std::uint8_t get_preamble(WireReader& in, std::string_view what) {
+std::uint8_t get_preamble(WireReader& in) {
   const auto magic = in.get<std::uint32_t>("magic");
   if (magic != control_magic) {
-    throw Error(Errc::protocol_error, fmt::format("{}: magic {:#010x} is not a pub/sub control message's", what, magic));
+    in.fail(fmt::format("magic {:#010x} is not a pub/sub control message's", magic));
   }
   const auto version = in.get<std::uint8_t>("version");
   if (version != control_version) {
-    throw Error(Errc::protocol_error,
-                fmt::format("{}: protocol version {}, but this side speaks version {}", what, version, control_version));
+    in.fail(fmt::format("protocol version {}, but this side speaks version {}", version, control_version));
   }
   return in.get<std::uint8_t>("kind");
 }
 
-Mode get_mode(WireReader& in, std::string_view what) {
+Mode get_mode(WireReader& in) {
   const auto mode = in.get<std::uint8_t>("mode");
   if (mode != static_cast<std::uint8_t>(Mode::low_latency) && mode != static_cast<std::uint8_t>(Mode::high_throughput)) {
-    throw Error(Errc::protocol_error, fmt::format("{}: unknown mode {}", what, mode));
+    in.fail(fmt::format("unknown mode {}", mode));
   }
   return static_cast<Mode>(mode);
 }
@@ -80,22 +82,22 @@ std::vector<std::byte> encode(const DropReport& report) {
 SubscriptionRequest decode_request(std::span<const std::byte> bytes) {
   constexpr std::string_view what = "subscription request";
   WireReader in(bytes, what);
-  const auto kind = get_preamble(in, what);
+  const auto kind = get_preamble(in);
   if (kind != kind_subscribe && kind != kind_unsubscribe) {
-    throw Error(Errc::protocol_error, fmt::format("{}: kind {} is neither subscribe nor unsubscribe", what, kind));
+    in.fail(fmt::format("kind {} is neither subscribe nor unsubscribe", kind));
   }
   SubscriptionRequest request;
   request.subscribe = kind == kind_subscribe;
-  request.mode = get_mode(in, what);
+  request.mode = get_mode(in);
   const auto backpressure = in.get<std::uint8_t>("back-pressure");
   if (backpressure > static_cast<std::uint8_t>(Backpressure::drop)) {
-    throw Error(Errc::protocol_error, fmt::format("{}: unknown back-pressure policy {}", what, backpressure));
+    in.fail(fmt::format("unknown back-pressure policy {}", backpressure));
   }
   request.backpressure = static_cast<Backpressure>(backpressure);
   request.request_id = in.get<std::uint64_t>("request id");
   const auto count = in.get<std::uint16_t>("tag count");
   if (count == 0 || count > max_tags_per_request) {
-    throw Error(Errc::protocol_error, fmt::format("{}: {} tags; one request carries 1 to {}", what, count, max_tags_per_request));
+    in.fail(fmt::format("{} tags; one request carries 1 to {}", count, max_tags_per_request));
   }
   request.tags.reserve(count);
   for (std::uint16_t i = 0; i < count; ++i) request.tags.push_back(in.get<std::uint64_t>("tag"));
@@ -107,11 +109,11 @@ SubscriptionRequest decode_request(std::span<const std::byte> bytes) {
 std::variant<SubscriptionAnswer, DropReport> decode_reply(std::span<const std::byte> bytes) {
   constexpr std::string_view what = "publisher's reply";
   WireReader in(bytes, what);
-  const auto kind = get_preamble(in, what);
+  const auto kind = get_preamble(in);
   if (kind == kind_answer) {
     SubscriptionAnswer answer;
     const auto accepted = in.get<std::uint8_t>("accepted");
-    if (accepted > 1) throw Error(Errc::protocol_error, fmt::format("{}: accepted flag {} is neither 0 nor 1", what, accepted));
+    if (accepted > 1) in.fail(fmt::format("accepted flag {} is neither 0 nor 1", accepted));
     answer.accepted = accepted == 1;
     answer.request_id = in.get<std::uint64_t>("request id");
     answer.reason = in.get_string("reason", max_reason_text);
@@ -120,24 +122,20 @@ std::variant<SubscriptionAnswer, DropReport> decode_reply(std::span<const std::b
   }
   if (kind == kind_drops) {
     DropReport report;
-    report.mode = get_mode(in, what);
+    report.mode = get_mode(in);
     report.tag = in.get<std::uint64_t>("tag");
     report.dropped = in.get<std::uint64_t>("dropped");
     in.expect_end();
     return report;
   }
-  throw Error(Errc::protocol_error, fmt::format("{}: unknown kind {}", what, kind));
+  in.fail(fmt::format("unknown kind {}", kind));
 }
 
-void write_data_header(std::byte* out, Tag tag) noexcept {
-  for (std::size_t i = 0; i < data_header_size; ++i) out[i] = static_cast<std::byte>(tag >> (8 * i));
-}
+void write_data_header(std::byte* out, Tag tag) noexcept { netio::detail::store_le<Tag>(out, tag); }
 
 std::optional<Tag> read_data_header(std::span<const std::byte> message) noexcept {
   if (message.size() < data_header_size) return std::nullopt;
-  Tag tag = 0;
-  for (std::size_t i = 0; i < data_header_size; ++i) tag |= Tag{std::to_integer<std::uint8_t>(message[i])} << (8 * i);
-  return tag;
+  return netio::detail::load_le<Tag>(message.data());
 }
 
 }  // namespace netio::pubsub::detail

@@ -9,6 +9,7 @@
 #include "netio/scheduled_push/wire.hpp"
 #include "netio/scheduler/compute_node.hpp"
 #include "netio/scheduler/credits.hpp"
+#include "netio/internal/reject.hpp"
 
 #include <deque>
 #include <map>
@@ -30,9 +31,7 @@ std::chrono::nanoseconds housekeeping_period(std::chrono::nanoseconds timeout) {
   return std::clamp<std::chrono::nanoseconds>(timeout / 4, 1ms, 20ms);
 }
 
-[[noreturn]] void reject(const std::string& what) {
-  throw Error(Errc::invalid_option, "scheduled push receiver: " + what);
-}
+constexpr netio::detail::Rejecter reject{Errc::invalid_option, "scheduled push receiver"};
 
 // The receive buffer and the credits per input it gives, from the options: by
 // credits_per_input (default 16) or by receive_buffer_bytes. Throws for both, and for fewer

@@ -8,6 +8,7 @@
 #include "netio/low_latency_socket.hpp"
 #include "netio/scheduled_push/wire.hpp"
 #include "netio/scheduler/control_messages.hpp"
+#include "netio/internal/reject.hpp"
 
 #include <condition_variable>
 #include <map>
@@ -23,9 +24,7 @@ namespace {
 
 ns::Time now() { return std::chrono::steady_clock::now().time_since_epoch(); }
 
-[[noreturn]] void reject(const std::string& what) {
-  throw Error(Errc::invalid_option, "scheduled push sender: " + what);
-}
+constexpr netio::detail::Rejecter reject{Errc::invalid_option, "scheduled push sender"};
 
 constexpr auto kHealthPeriod = 10ms;  // how often connections and welcomes are checked
 constexpr auto kRetryDelay = 200us;   // after every send buffer was in flight

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "netio/scheduled_push/wire.hpp"
 
-#include "netio/error.hpp"
+#include "netio/internal/wire_codec.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -9,64 +9,38 @@
 namespace netio::scheduled_push {
 namespace {
 
+using detail::WireReader;
+using detail::WireWriter;
+
 constexpr std::uint8_t kVersion = 1;
 constexpr std::uint8_t kDfsFlag = 0x01;       // Hello: the input runs in DFS mode
 constexpr std::uint8_t kCompleteFlag = 0x01;  // Credit: the time-slice was complete
 
-[[noreturn]] void reject(const char* message, const std::string& what) {
-  throw Error(Errc::protocol_error, std::string("scheduled push ") + message + ": " + what);
-}
-
-class Writer {
+// The 4-byte header (wire_codec.hpp), then the fields.
+class Writer : public WireWriter {
  public:
-  Writer(std::span<std::byte> out, WireType type, std::uint8_t flags) : out_(out) {
-    put(static_cast<std::uint8_t>(type), 1);
-    put(kVersion, 1);
-    put(flags, 1);
-    put(0, 1);
+  Writer(std::span<std::byte> out, WireType type, std::uint8_t flags) : WireWriter(out) {
+    put_header(static_cast<std::uint8_t>(type), kVersion, flags);
   }
-  void put(std::uint64_t value, int width) {
-    for (int k = 0; k < width; ++k) out_[at_++] = std::byte{static_cast<std::uint8_t>(value >> (8 * k))};
-  }
-
- private:
-  std::span<std::byte> out_;
-  std::size_t at_ = 0;
 };
 
-// Checks type, version, reserved byte and (unless `at_least`) the exact size.
-class Reader {
+// Checks the size (exact, or at least `size` when `at_least`) and the header.
+class Reader : public WireReader {
  public:
   Reader(const char* message, std::span<const std::byte> bytes, WireType type, std::size_t size, std::uint8_t flags_allowed,
          bool at_least = false)
-      : message_(message), bytes_(bytes) {
-    if (at_least ? bytes.size() < size : bytes.size() != size) {
-      reject(message, std::to_string(bytes.size()) + " bytes, expected " + (at_least ? "at least " : "") + std::to_string(size));
+      : WireReader(bytes, message) {
+    if (at_least) {
+      expect_at_least(size);
+    } else {
+      expect_size(size);
     }
-    if (static_cast<std::uint8_t>(bytes[0]) != static_cast<std::uint8_t>(type)) {
-      reject(message, "type byte " + std::to_string(static_cast<unsigned>(bytes[0])));
-    }
-    if (static_cast<std::uint8_t>(bytes[1]) != kVersion) {
-      reject(message, "version " + std::to_string(static_cast<unsigned>(bytes[1])) + ", this side speaks 1");
-    }
-    if ((static_cast<std::uint8_t>(bytes[2]) & ~flags_allowed) != 0) {
-      reject(message, "unknown flags " + std::to_string(static_cast<unsigned>(bytes[2])));
-    }
-    if (bytes[3] != std::byte{0}) reject(message, "reserved byte is " + std::to_string(static_cast<unsigned>(bytes[3])));
-    at_ = 4;
+    flags_ = get_header(static_cast<std::uint8_t>(type), kVersion, flags_allowed);
   }
-  std::uint8_t flags() const { return static_cast<std::uint8_t>(bytes_[2]); }
-  std::uint64_t get(int width) {
-    std::uint64_t value = 0;
-    for (int k = 0; k < width; ++k) value |= std::uint64_t{static_cast<std::uint8_t>(bytes_[at_++])} << (8 * k);
-    return value;
-  }
-  const char* message() const { return message_; }
+  std::uint8_t flags() const { return flags_; }
 
  private:
-  const char* message_;
-  std::span<const std::byte> bytes_;
-  std::size_t at_ = 0;
+  std::uint8_t flags_ = 0;
 };
 
 }  // namespace
@@ -74,21 +48,21 @@ class Reader {
 std::array<std::byte, kHelloSize> encode(const Hello& hello) {
   std::array<std::byte, kHelloSize> out{};
   Writer w(out, WireType::hello, hello.mode == Mode::dfs ? kDfsFlag : 0);
-  w.put(hello.input, 4);
-  w.put(hello.compute, 4);
-  w.put(hello.input_count, 4);
-  w.put(hello.compute_count, 4);
-  w.put(hello.timeslices_per_interval, 8);
-  w.put(hello.max_contribution_bytes, 8);
+  w.put<std::uint32_t>(hello.input);
+  w.put<std::uint32_t>(hello.compute);
+  w.put<std::uint32_t>(hello.input_count);
+  w.put<std::uint32_t>(hello.compute_count);
+  w.put<std::uint64_t>(hello.timeslices_per_interval);
+  w.put<std::uint64_t>(hello.max_contribution_bytes);
   return out;
 }
 
 std::vector<std::byte> encode_contribution(InputIndex input, TimesliceIndex t, std::span<const std::byte> bytes) {
   std::vector<std::byte> out(kContributionHeaderSize + bytes.size());
   Writer w(out, WireType::contribution, 0);
-  w.put(input, 4);
-  w.put(t, 8);
-  w.put(bytes.size(), 8);
+  w.put<std::uint32_t>(input);
+  w.put<std::uint64_t>(t);
+  w.put<std::uint64_t>(bytes.size());
   if (!bytes.empty()) std::memcpy(out.data() + kContributionHeaderSize, bytes.data(), bytes.size());
   return out;
 }
@@ -96,8 +70,8 @@ std::vector<std::byte> encode_contribution(InputIndex input, TimesliceIndex t, s
 std::array<std::byte, kWelcomeSize> encode(const Welcome& welcome) {
   std::array<std::byte, kWelcomeSize> out{};
   Writer w(out, WireType::welcome, 0);
-  w.put(welcome.compute, 4);
-  w.put(welcome.credits, 4);
+  w.put<std::uint32_t>(welcome.compute);
+  w.put<std::uint32_t>(welcome.credits);
   return out;
 }
 
@@ -105,7 +79,7 @@ std::vector<std::byte> encode_refusal(const std::string& reason) {
   const std::size_t length = std::min(reason.size(), kMaxRefusalText);
   std::vector<std::byte> out(6 + length);
   Writer w(out, WireType::refusal, 0);
-  w.put(length, 2);
+  w.put<std::uint16_t>(length);
   std::memcpy(out.data() + 6, reason.data(), length);
   return out;
 }
@@ -113,80 +87,81 @@ std::vector<std::byte> encode_refusal(const std::string& reason) {
 std::array<std::byte, kAcknowledgementSize> encode_acknowledgement(TimesliceIndex t) {
   std::array<std::byte, kAcknowledgementSize> out{};
   Writer w(out, WireType::acknowledgement, 0);
-  w.put(t, 8);
+  w.put<std::uint64_t>(t);
   return out;
 }
 
 std::array<std::byte, kCreditSize> encode(const Credit& credit) {
   std::array<std::byte, kCreditSize> out{};
   Writer w(out, WireType::credit, credit.complete ? kCompleteFlag : 0);
-  w.put(credit.timeslice, 8);
+  w.put<std::uint64_t>(credit.timeslice);
   return out;
 }
 
 WireType wire_type(std::span<const std::byte> bytes) {
-  if (bytes.empty()) reject("message", "empty");
-  const auto type = static_cast<std::uint8_t>(bytes[0]);
+  WireReader r(bytes, "scheduled push message");
+  if (bytes.empty()) r.fail("empty");
+  const auto type = r.get<std::uint8_t>("type");
   if (type < static_cast<std::uint8_t>(WireType::hello) || type > static_cast<std::uint8_t>(WireType::credit)) {
-    reject("message", "unknown type byte " + std::to_string(type));
+    r.fail("unknown type byte " + std::to_string(type));
   }
   return static_cast<WireType>(type);
 }
 
 Hello decode_hello(std::span<const std::byte> bytes) {
-  Reader r("hello", bytes, WireType::hello, kHelloSize, kDfsFlag);
+  Reader r("scheduled push hello", bytes, WireType::hello, kHelloSize, kDfsFlag);
   Hello hello;
   hello.mode = (r.flags() & kDfsFlag) != 0 ? Mode::dfs : Mode::best_effort;
-  hello.input = static_cast<InputIndex>(r.get(4));
-  hello.compute = static_cast<ComputeIndex>(r.get(4));
-  hello.input_count = static_cast<std::uint32_t>(r.get(4));
-  hello.compute_count = static_cast<std::uint32_t>(r.get(4));
-  hello.timeslices_per_interval = r.get(8);
-  hello.max_contribution_bytes = r.get(8);
+  hello.input = static_cast<InputIndex>(r.get<std::uint32_t>("input"));
+  hello.compute = static_cast<ComputeIndex>(r.get<std::uint32_t>("compute"));
+  hello.input_count = r.get<std::uint32_t>("input count");
+  hello.compute_count = r.get<std::uint32_t>("compute count");
+  hello.timeslices_per_interval = r.get<std::uint64_t>("timeslices per interval");
+  hello.max_contribution_bytes = r.get<std::uint64_t>("max contribution bytes");
   return hello;
 }
 
 ContributionHeader decode_contribution(std::span<const std::byte> bytes) {
-  Reader r("contribution", bytes, WireType::contribution, kContributionHeaderSize, 0, true);
+  Reader r("scheduled push contribution", bytes, WireType::contribution, kContributionHeaderSize, 0, true);
   ContributionHeader header;
-  header.input = static_cast<InputIndex>(r.get(4));
-  header.timeslice = r.get(8);
-  header.length = r.get(8);
+  header.input = static_cast<InputIndex>(r.get<std::uint32_t>("input"));
+  header.timeslice = r.get<std::uint64_t>("timeslice");
+  header.length = r.get<std::uint64_t>("length");
   if (header.length != bytes.size() - kContributionHeaderSize) {
-    reject("contribution", "length field " + std::to_string(header.length) + " but " +
+    r.fail("length field " + std::to_string(header.length) + " but " +
                                std::to_string(bytes.size() - kContributionHeaderSize) + " bytes follow");
   }
   return header;
 }
 
 Welcome decode_welcome(std::span<const std::byte> bytes) {
-  Reader r("welcome", bytes, WireType::welcome, kWelcomeSize, 0);
+  Reader r("scheduled push welcome", bytes, WireType::welcome, kWelcomeSize, 0);
   Welcome welcome;
-  welcome.compute = static_cast<ComputeIndex>(r.get(4));
-  welcome.credits = static_cast<std::uint32_t>(r.get(4));
-  if (welcome.credits == 0) reject("welcome", "grants 0 credits");
+  welcome.compute = static_cast<ComputeIndex>(r.get<std::uint32_t>("compute"));
+  welcome.credits = r.get<std::uint32_t>("credits");
+  if (welcome.credits == 0) r.fail("grants 0 credits");
   return welcome;
 }
 
 std::string decode_refusal(std::span<const std::byte> bytes) {
-  Reader r("refusal", bytes, WireType::refusal, 6, 0, true);
-  const auto length = r.get(2);
+  Reader r("scheduled push refusal", bytes, WireType::refusal, 6, 0, true);
+  const auto length = r.get<std::uint16_t>("text length");
   if (length > kMaxRefusalText || length != bytes.size() - 6) {
-    reject("refusal", "text length " + std::to_string(length) + " but " + std::to_string(bytes.size() - 6) + " bytes follow");
+    r.fail("text length " + std::to_string(length) + " but " + std::to_string(bytes.size() - 6) + " bytes follow");
   }
   return {reinterpret_cast<const char*>(bytes.data() + 6), length};
 }
 
 TimesliceIndex decode_acknowledgement(std::span<const std::byte> bytes) {
-  Reader r("acknowledgement", bytes, WireType::acknowledgement, kAcknowledgementSize, 0);
-  return r.get(8);
+  Reader r("scheduled push acknowledgement", bytes, WireType::acknowledgement, kAcknowledgementSize, 0);
+  return r.get<std::uint64_t>("timeslice");
 }
 
 Credit decode_credit(std::span<const std::byte> bytes) {
-  Reader r("credit", bytes, WireType::credit, kCreditSize, kCompleteFlag);
+  Reader r("scheduled push credit", bytes, WireType::credit, kCreditSize, kCompleteFlag);
   Credit credit;
   credit.complete = (r.flags() & kCompleteFlag) != 0;
-  credit.timeslice = r.get(8);
+  credit.timeslice = r.get<std::uint64_t>("timeslice");
   return credit;
 }
 
