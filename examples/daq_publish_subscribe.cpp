@@ -7,6 +7,7 @@
 //   ./daq_publish_subscribe                     tcp://127.0.0.1 on a free port
 //   ./daq_publish_subscribe fabric://127.0.0.1:0?provider=tcp
 #include <netio/context.hpp>
+#include <netio/backend/event_loop.hpp>
 #include <netio/pubsub/publish_socket.hpp>
 #include <netio/pubsub/subscribe_socket.hpp>
 

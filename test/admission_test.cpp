@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Admission control on listen sockets (netio/admission.hpp): hostile peers that hold
+// Admission control on listen sockets (netio/socket_options.hpp): hostile peers that hold
 // connections (silent, half a frame, idle after the hello, idle after the introduction,
 // more than allowed, more than the descriptors) are dropped or refused, and a verified
 // stream from a legitimate peer running beside them loses nothing.
 #include "backends/posix/wire.hpp"
-#include "netio/admission.hpp"
+#include "netio/backend/event_loop.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/log.hpp"

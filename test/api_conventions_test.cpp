@@ -1,17 +1,28 @@
 // SPDX-License-Identifier: MIT
-// The API's conventions (docs/guide/errors.md): one Identity for point-to-point and
-// publish/subscribe, message handlers as constructor arguments, Message move-only, and the
+// The API's conventions (docs/design/conventions.md, docs/guide/errors.md), checked where the
+// compiler can: one Identity for point-to-point and publish/subscribe, message handlers as
+// constructor arguments, push handlers named Handler and visitors Visitor, a Peer that is no
+// Endpoint, failure callbacks taking const Error&, plain option structs, noexcept observers,
+// one send mode, Message move-only, one code for misuse and one for protocol faults, and the
 // waiting rule (wait_* returns false on timeout, a blocking call that must complete throws).
+#include "netio/backend/event_loop.hpp"
+#include "netio/context.hpp"
+#include "netio/emulation.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "netio/message.hpp"
 #include "netio/multi_destination_send_socket.hpp"
+#include "netio/page_pool.hpp"
+#include "netio/scheduled_push/timeslice_receiver.hpp"
+#include "netio/scheduled_push/timeslice_sender.hpp"
+#include "netio/scheduler/credits.hpp"
 #include "support/pubsub_test.hpp"
 #include "support/test_context.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -29,7 +40,92 @@ static_assert(std::is_same_v<decltype(std::declval<netio::LowLatencySendSocket&>
 static_assert(std::is_same_v<decltype(std::declval<netio::LowLatencySendSocket&>().wait_sent({})), bool>);
 static_assert(std::is_same_v<decltype(std::declval<netio::HighThroughputSendSocket&>().wait_connected({})), bool>);
 static_assert(std::is_same_v<decltype(std::declval<netio::HighThroughputSendSocket&>().flush_and_wait({})), bool>);
-static_assert(std::is_same_v<decltype(std::declval<netio::MultiDestinationSendSocket&>().close()), void>);
+static_assert(std::is_same_v<decltype(std::declval<netio::MultiDestinationSendSocket&>().close_and_wait()), void>);
+
+// Remotes: a Peer on the receiving side, and a Peer is not its address.
+static_assert(!std::is_convertible_v<const netio::Peer&, const netio::Endpoint&>);
+static_assert(std::is_invocable_v<netio::LowLatencyReceiveSocket::Handler, std::span<const std::byte>, const netio::Peer&>);
+
+// Push handlers (netio calls them for every message) are Handler and return nothing;
+// visitors (recv_each) are Visitor and return whether to go on.
+static_assert(std::is_same_v<netio::LowLatencyReceiveSocket::Handler::result_type, void>);
+static_assert(std::is_same_v<netio::pubsub::SubscribeSocket::Handler::result_type, void>);
+static_assert(std::is_same_v<netio::scheduled_push::TimesliceReceiver::Handler::result_type, void>);
+static_assert(std::is_same_v<netio::HighThroughputReceiveSocket::Visitor::result_type, bool>);
+static_assert(std::is_same_v<netio::HighThroughputReceiveSocket::PeerVisitor::result_type, bool>);
+static_assert(std::is_same_v<netio::pubsub::SubscribeSocket::Visitor::result_type, bool>);
+
+// A callback told of a failure takes const Error&.
+static_assert(std::is_same_v<decltype(netio::ConnectionEvents::on_disconnected),
+                             std::function<void(const netio::Peer&, const netio::Error&)>>);
+static_assert(std::is_same_v<decltype(netio::MultiDestinationSendOptions::on_peer_failed),
+                             std::function<void(const netio::Endpoint&, const netio::Error&)>>);
+
+// One send mode for sockets and subscriptions.
+static_assert(std::is_same_v<netio::pubsub::Mode, netio::SendMode>);
+
+// Observers answer from any thread without throwing.
+static_assert(noexcept(std::declval<const netio::LowLatencySendSocket&>().connected()));
+static_assert(noexcept(std::declval<const netio::LowLatencySendSocket&>().stats()));
+static_assert(noexcept(std::declval<const netio::LowLatencySendSocket&>().remote()));
+static_assert(noexcept(std::declval<const netio::HighThroughputSendSocket&>().connected()));
+static_assert(noexcept(std::declval<const netio::HighThroughputSendSocket&>().stats()));
+static_assert(noexcept(std::declval<const netio::LowLatencyReceiveSocket&>().stats()));
+static_assert(noexcept(std::declval<const netio::HighThroughputReceiveSocket&>().stats()));
+static_assert(noexcept(std::declval<const netio::MultiDestinationSendSocket&>().stats()));
+
+// Options are plain aggregates with a default for every member: `{}` is a working socket,
+// and designated initialisers name what differs.
+template <typename Options>
+constexpr bool plain_options = std::is_aggregate_v<Options> && std::is_default_constructible_v<Options> &&
+                               std::is_copy_constructible_v<Options>;
+static_assert(plain_options<netio::ContextOptions>);
+static_assert(plain_options<netio::LowLatencySendOptions>);
+static_assert(plain_options<netio::LowLatencyReceiveOptions>);
+static_assert(plain_options<netio::HighThroughputSendOptions>);
+static_assert(plain_options<netio::HighThroughputReceiveOptions>);
+static_assert(plain_options<netio::MultiDestinationSendOptions>);
+static_assert(plain_options<netio::AdmissionOptions>);
+static_assert(plain_options<netio::ReplyOptions>);
+static_assert(plain_options<netio::PagePoolOptions>);
+static_assert(plain_options<netio::pubsub::PublishOptions>);
+static_assert(plain_options<netio::pubsub::SubscribeOptions>);
+static_assert(plain_options<netio::scheduled_push::TimesliceSenderOptions>);
+static_assert(plain_options<netio::scheduled_push::TimesliceReceiverOptions>);
+
+TEST_CASE("misuse is Errc::invalid_option, a peer's protocol fault Errc::protocol_error", "[api]") {
+  auto code_of = [](auto&& call) {
+    try {
+      call();
+    } catch (const netio::Error& e) {
+      return e.code();
+    }
+    return std::error_code();
+  };
+  const std::byte reply[1]{};
+  CHECK(code_of([&] { (void)netio::Peer().try_reply(reply); }) == netio::Errc::invalid_option);
+  CHECK(code_of([&] { netio::Peer().reply(reply); }) == netio::Errc::invalid_option);
+  // A compute node giving back a credit it never got broke the protocol.
+  netio::scheduler::InputCredits credits(1, 1);
+  CHECK(code_of([&] { credits.give_back(0); }) == netio::Errc::protocol_error);
+  // Asking for one that does not exist is the caller's mistake.
+  CHECK(code_of([&] { (void)credits.try_take(5); }) == netio::Errc::invalid_option);
+}
+
+TEST_CASE("recv_reply() on a socket whose replies go to on_reply is misuse", "[api]") {
+  netio::Context context;
+  netio::LowLatencyReceiveSocket receiver(context, Endpoint::parse("tcp://127.0.0.1:0"),
+                                          [](std::span<const std::byte>, const netio::Peer&) {});
+  netio::LowLatencySendOptions options;
+  options.replies.on_reply = [](std::span<const std::byte>) {};
+  netio::LowLatencySendSocket sender(context, receiver.local_endpoint(), options);
+  try {
+    (void)sender.recv_reply(std::chrono::milliseconds(1));
+    FAIL("recv_reply() went through");
+  } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::invalid_option);
+  }
+}
 
 TEST_CASE("a moved-from Message is empty and the moved-to one keeps the bytes and the peer", "[api]") {
   netio::Message original(std::vector<std::byte>(10, std::byte{7}));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // One convention for a bad argument or option (docs/guide/errors.md): netio::Error with
 // Errc::invalid_option, whose message names the option and the value.
-#include "netio/connection_policy.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/emulation.hpp"
 #include "netio/error.hpp"

@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Who may connect: allow-lists of peer networks and pre-shared-key authentication
-// (netio/admission.hpp, netio/preshared_key.hpp), over both back-ends; and the parsers of
+// (netio/socket_options.hpp, netio/socket_options.hpp), over both back-ends; and the parsers of
 // their user-given strings (CIDR lists, key files).
 #include "authentication.hpp"
 #include "handshake.hpp"
 #include "introduction.hpp"
 #include "netio/internal/little_endian.hpp"
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"
-#include "netio/preshared_key.hpp"
 #include "support/admission_peers.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-// The back-end contract (netio/backend.hpp), checked on every registered back-end through
+// The back-end contract (netio/backend/backend.hpp), checked on every registered back-end through
 // the low-level sockets a Context gets from the registry: completions in FIFO order, no
 // callback after close(), and a send() that cannot send reports through callbacks instead
 // of throwing. Run with NETIO_TEST_WRAP_BACKENDS=1, the same checks go through a decorator.
 #include "netio/internal/little_endian.hpp"
-#include "netio/backend.hpp"
-#include "netio/buffer.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/buffer.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "support/counting_backend.hpp"

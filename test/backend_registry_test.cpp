@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Back-ends by scheme: the registry, how a Context uses it, and what it says when a scheme
 // has no back-end.
-#include "netio/backend_registry.hpp"
+#include "netio/backend/registry.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "netio/buffer.hpp"
+#include "netio/backend/buffer.hpp"
 
 #include <catch2/catch.hpp>
 

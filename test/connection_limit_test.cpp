@@ -5,9 +5,8 @@
 // back-end; a peer that proved the pre-shared key is not evicted. Running out of the
 // descriptors themselves is tested in admission_test.cpp (a child process).
 #include "introduction.hpp"
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/low_latency_socket.hpp"
-#include "netio/preshared_key.hpp"
 #include "support/admission_peers.hpp"
 #include "support/sanitizers.hpp"
 #include "support/test_context.hpp"

@@ -4,6 +4,7 @@
 // destination failing only its own messages.
 #include "netio/multi_destination_send_socket.hpp"
 
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
@@ -191,7 +192,7 @@ TEST_CASE("64 destinations through 8 connections: each message once, in order, n
     CHECK(s.failed == 0);
     CHECK(s.peak_connection_bytes > 0);
     CHECK(socket.stats().messages == std::accumulate(sent.begin(), sent.end(), std::uint64_t{0}));
-    CHECK_NOTHROW(socket.close());
+    CHECK_NOTHROW(socket.close_and_wait());
     CHECK(socket.connection_stats().open == 0);
   }
   CHECK(receivers.wait_for(sent));
@@ -219,7 +220,7 @@ TEST_CASE("A tear-down in the middle of a burst loses nothing", "[connections]")
   }
   CHECK(socket.connection_stats().torn_down == 11);
   CHECK(socket.connection_stats().peak_open == 1);
-  CHECK_NOTHROW(socket.close());  // the last burst too
+  CHECK_NOTHROW(socket.close_and_wait());  // the last burst too
   CHECK(receivers.wait_for(sent));
   CHECK(receivers.errors() == 0);
 }
@@ -300,7 +301,7 @@ TEST_CASE("A destination torn down and opened again keeps its order while its re
   CHECK(sent_all);
   CHECK(socket.connection_stats().torn_down == 2);
   CHECK(socket.connection_stats().failed == 0);
-  CHECK_NOTHROW(socket.close());
+  CHECK_NOTHROW(socket.close_and_wait());
 }
 
 TEST_CASE("An unreachable destination fails its own messages only", "[connections]") {
@@ -347,7 +348,7 @@ TEST_CASE("An unreachable destination fails its own messages only", "[connection
     // A message to the unreachable destination still queued when close() gives up on it is
     // lost, and close() says so, naming that destination; the others lose nothing.
     try {
-      socket.close();
+      socket.close_and_wait();
     } catch (const Error& e) {
       CHECK_THAT(std::string(e.what()), Catch::Contains(unreachable.to_string()));
     }
@@ -402,7 +403,7 @@ TEST_CASE("Multi-destination sends from the event-loop thread never wait", "[con
   REQUIRE(eventually([&] { return done.load(); }, 60s));
   INFO(would_block << " sends threw would_block");
   CHECK(socket.connection_stats().peak_open == 1);
-  CHECK_NOTHROW(socket.close());
+  CHECK_NOTHROW(socket.close_and_wait());
   CHECK(receivers.wait_for(sent));
   CHECK(receivers.errors() == 0);
 }
@@ -434,7 +435,7 @@ TEST_CASE("High-throughput connections under a limit draw from one pool: an idle
   CHECK(s.open == 2);
   CHECK(s.connection_bytes == page);  // counted whole: the pool's page, free or not
   CHECK(s.peak_connection_bytes == page);
-  CHECK_NOTHROW(socket.close());
+  CHECK_NOTHROW(socket.close_and_wait());
   CHECK(socket.connection_stats().connection_bytes == page);  // the pool keeps its page
   CHECK(receivers.errors() == 0);
 }

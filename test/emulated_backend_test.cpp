@@ -5,8 +5,9 @@
 // close() drops what waits with no callback after it, and a disconnection comes after the
 // data held before it. Timing is never asserted here (see emulation_shaping_test.cpp for
 // rates and windows against an injected clock).
-#include "netio/backend.hpp"
-#include "netio/buffer.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/buffer.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/emulation.hpp"
 #include "netio/error.hpp"

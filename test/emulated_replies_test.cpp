@@ -5,8 +5,9 @@
 // delay, a correctness property: no timing beyond it is asserted), replies keep their order
 // under random delays and complete in the order sent, and replies still waiting when the
 // connection closes or fails are dropped with no callback after it.
-#include "netio/backend.hpp"
-#include "netio/buffer.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/buffer.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/emulation.hpp"
 #include "netio/error.hpp"

@@ -24,12 +24,12 @@ TEST_CASE("well-formed endpoints parse", "[endpoint]") {
 
   e = Endpoint::parse("fabric://10.0.0.1:7000?provider=verbs");
   CHECK(e.scheme == "fabric");
-  CHECK(e.provider == "verbs");
+  CHECK(e.option("provider") == "verbs");
   CHECK(e.to_string() == "fabric://10.0.0.1:7000?provider=verbs");
   CHECK(Endpoint::parse(e.to_string()) == e);
 
   e = Endpoint::parse("fabric://node-07.cluster:1");
-  CHECK(e.provider.empty());
+  CHECK(e.options.empty());
   CHECK(e.with_port(9).port == 9);
 }
 
@@ -55,7 +55,7 @@ TEST_CASE("malformed endpoints give an error naming the string and the problem",
       {"tcp://[::1:5000", "closing ']'"},
       {"tcp://[::1]5000", "missing ':PORT'"},
       {"tcp://127.0.0.1:5000?provider=tcp", "unknown option 'provider'"},
-      {"fabric://127.0.0.1:5000?provider=", "empty provider"},
+      {"fabric://127.0.0.1:5000?provider=", "empty provider (write provider=VALUE)"},
       {"fabric://127.0.0.1:5000?color=blue", "unknown option 'color'"},
   };
   for (const auto& c : cases) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "netio/context.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>

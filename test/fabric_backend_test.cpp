@@ -11,8 +11,9 @@
 #include "backends/fabric/fabric_wire.hpp"
 #include "backends/fabric/provider_selection.hpp"
 #include "kernel_tcp.hpp"
-#include "netio/backend.hpp"
-#include "netio/buffer.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/buffer.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
@@ -536,7 +537,7 @@ TEST_CASE("fabric: listening on port 0 reports the bound port", "[fabric]") {
   CHECK(bound.port != 0);
   CHECK(bound.host == "127.0.0.1");
   CHECK(bound.scheme == "fabric");
-  CHECK(bound.provider == "tcp");
+  CHECK(bound.option("provider") == "tcp");
 }
 
 TEST_CASE("fabric: hello, accept and buffers from 0 B to 4 MiB arrive intact", "[fabric]") {

@@ -8,7 +8,7 @@
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"
-#include "netio/preshared_key.hpp"
+#include "netio/socket_options.hpp"
 #include "support/admission_peers.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"

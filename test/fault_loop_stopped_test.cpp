@@ -2,7 +2,7 @@
 // Work handed to a loop that has stopped (Context::stop(), or a socket outliving its
 // loop): it still runs, on the caller's thread, but one task at a time, as the loop would.
 #include "netio/context.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>

@@ -5,6 +5,7 @@
 // up, the event loop keeps running, and bookkeeping after the callback (forgetting a
 // connection that went away) still happens.
 #include "netio/context.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "support/test_context.hpp"

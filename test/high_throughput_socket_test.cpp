@@ -4,6 +4,7 @@
 #include "kernel_tcp.hpp"
 #include "netio/internal/little_endian.hpp"
 #include "page_format.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"

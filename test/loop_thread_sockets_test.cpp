@@ -2,6 +2,7 @@
 // Sockets created, used and destroyed on the event-loop thread (inside callbacks), the
 // asynchronous close, and the calls that must not wait there; on every back-end.
 #include "netio/high_throughput_socket.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "support/sanitizers.hpp"
 #include "support/transports.hpp"
@@ -123,7 +124,7 @@ TEST_CASE("send sockets are created, used and destroyed inside callbacks under t
     }
   };
   netio::LowLatencyReceiveSocket ll_receiver(
-      context, base, [&](std::span<const std::byte> message, const Endpoint&) {
+      context, base, [&](std::span<const std::byte> message, const netio::Peer&) {
         ll_checker.check(message);
         ll_received.fetch_add(1, std::memory_order_relaxed);
         if (std::exchange(live.destroy_in_handler, false)) destroy_oldest();
@@ -224,7 +225,7 @@ TEST_CASE("an asynchronous close sends everything queued, then reports success",
   netio::Context context;
   SequenceChecker ll_checker;  // loop thread
   std::atomic<std::uint64_t> ll_received{0};
-  netio::LowLatencyReceiveSocket ll_receiver(context, base, [&](std::span<const std::byte> message, const Endpoint&) {
+  netio::LowLatencyReceiveSocket ll_receiver(context, base, [&](std::span<const std::byte> message, const netio::Peer&) {
     ll_checker.check(message);
     ll_received.fetch_add(1);
   });
@@ -358,7 +359,7 @@ TEST_CASE("a low-latency send socket destroyed on a user thread sends what it qu
   netio::Context context;
   std::atomic<std::uint64_t> received{0};
   netio::LowLatencyReceiveSocket receiver(context, base,
-                                          [&](std::span<const std::byte>, const Endpoint&) { received.fetch_add(1); });
+                                          [&](std::span<const std::byte>, const netio::Peer&) { received.fetch_add(1); });
   constexpr std::uint64_t count = 64;
   {
     netio::LowLatencySendOptions options;
@@ -372,7 +373,7 @@ TEST_CASE("a low-latency send socket destroyed on a user thread sends what it qu
 TEST_CASE("on the loop thread, calls that would wait fail at once", "[loop_thread][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context;
-  netio::LowLatencyReceiveSocket ll_receiver(context, base, [](std::span<const std::byte>, const Endpoint&) {});
+  netio::LowLatencyReceiveSocket ll_receiver(context, base, [](std::span<const std::byte>, const netio::Peer&) {});
   netio::HighThroughputReceiveSocket ht_receiver(context, base);
   const auto would_block = [&base](const char* call) {
     return Catch::Predicate<netio::Error>(
@@ -428,7 +429,7 @@ TEST_CASE("receive sockets are destroyed on the loop thread, also inside their o
     std::atomic<bool> ll_gone{false};
     loop.run_sync([&] {
       ll_receiver = std::make_unique<netio::LowLatencyReceiveSocket>(
-          context, base, [&](std::span<const std::byte>, const Endpoint&) {
+          context, base, [&](std::span<const std::byte>, const netio::Peer&) {
             handled.fetch_add(1);
             ll_receiver.reset();
             ll_gone.store(true);
@@ -438,7 +439,7 @@ TEST_CASE("receive sockets are destroyed on the loop thread, also inside their o
     std::unique_ptr<netio::HighThroughputReceiveSocket> ht_receiver;
     std::atomic<bool> ht_gone{false};
     netio::HighThroughputReceiveOptions ht_options;
-    ht_options.events.on_connected = [&](const Endpoint&) {
+    ht_options.events.on_connected = [&](const netio::Peer&) {
       ht_receiver.reset();
       ht_gone.store(true);
     };
@@ -467,7 +468,7 @@ TEST_CASE("receive sockets are destroyed on the loop thread, also inside their o
   // And inside a timer, with a connection up.
   std::atomic<int> count{0};
   auto receiver = std::make_unique<netio::LowLatencyReceiveSocket>(
-      context, base, [&](std::span<const std::byte>, const Endpoint&) { count.fetch_add(1); });
+      context, base, [&](std::span<const std::byte>, const netio::Peer&) { count.fetch_add(1); });
   netio::LowLatencySendSocket sender(context, receiver->local_endpoint());
   sender.send(numbered(1, 0));
   REQUIRE(eventually([&] { return count.load() == 1; }));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Low-latency sockets over real loopback connections, on every back-end.
 #include "netio/low_latency_socket.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "support/test_context.hpp"
 #include "support/loopback_port.hpp"
@@ -36,7 +37,7 @@ struct Inbox {
   std::atomic<std::size_t> count{0};
 
   netio::LowLatencyReceiveSocket::Handler handler() {
-    return [this](std::span<const std::byte> m, const Endpoint&) {
+    return [this](std::span<const std::byte> m, const netio::Peer&) {
       std::lock_guard lock(mutex);
       messages.emplace_back(m.begin(), m.end());
       ++count;
@@ -78,7 +79,7 @@ TEST_CASE("10,000 low-latency messages arrive in order", "[low_latency][integrat
   netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
   std::vector<std::uint64_t> seen;  // loop thread only until the count is reached
   std::atomic<std::size_t> count{0};
-  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const Endpoint&) {
+  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const netio::Peer&) {
     std::uint64_t v = 0;
     std::memcpy(&v, m.data(), sizeof v);
     seen.push_back(v);
@@ -166,7 +167,7 @@ TEST_CASE("200 concurrent connections to one listener", "[low_latency][integrati
   netio::LowLatencyReceiveOptions options;
   options.max_message_size = 4096;
   options.receive_credits = 2;
-  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const Endpoint&) {
+  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const netio::Peer&) {
     std::uint64_t id = 0;
     std::memcpy(&id, m.data(), sizeof id);
     std::lock_guard lock(mutex);
@@ -203,7 +204,7 @@ TEST_CASE("send() from 4 threads: every message arrives intact, in order per thr
   std::array<std::uint64_t, threads> next{};  // loop thread only
   std::atomic<std::uint64_t> received{0};
   std::atomic<std::uint64_t> broken{0};
-  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const Endpoint&) {
+  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const netio::Peer&) {
     std::uint64_t header[2];
     std::memcpy(header, m.data(), sizeof header);
     const auto [thread, seq] = std::pair(header[0], header[1]);
@@ -292,13 +293,13 @@ TEST_CASE("receive sockets report senders connecting and leaving", "[low_latency
   std::mutex mutex;
   std::vector<std::string> events;
   netio::LowLatencyReceiveOptions options;
-  options.events.on_connected = [&](const Endpoint& peer) {
+  options.events.on_connected = [&](const netio::Peer& peer) {
     std::lock_guard lock(mutex);
-    events.push_back("connected " + peer.host);
+    events.push_back("connected " + peer.address().host);
   };
-  options.events.on_disconnected = [&](const Endpoint& peer, const netio::Error& why) {
+  options.events.on_disconnected = [&](const netio::Peer& peer, const netio::Error& why) {
     std::lock_guard lock(mutex);
-    events.push_back("disconnected " + peer.host + (why.code() == netio::Errc::disconnected ? " cleanly" : " badly"));
+    events.push_back("disconnected " + peer.address().host + (why.code() == netio::Errc::disconnected ? " cleanly" : " badly"));
   };
   Inbox inbox;
   netio::LowLatencyReceiveSocket receiver(context, base, inbox.handler(), options);
@@ -387,7 +388,7 @@ TEST_CASE("the POSIX receiver delivers small messages before it takes them from 
   std::atomic<std::uint16_t> port{0};
   netio::LowLatencyReceiveSocket receiver(
       context, Endpoint::parse("tcp://127.0.0.1:0"),
-      [&](std::span<const std::byte>, const Endpoint&) {
+      [&](std::span<const std::byte>, const netio::Peer&) {
         queued_during_delivery = kernel_receive_queue(port);
         ++delivered;
       });

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Faults of peers that the receiving side must count and report exactly once.
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"

@@ -2,6 +2,7 @@
 // Connection identity and replies on the same connection, over real loopback connections on
 // every back-end: who sent a message (netio::Peer), and answering exactly that sender.
 #include "netio/high_throughput_socket.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "handshake.hpp"
 #include "support/test_context.hpp"

@@ -6,7 +6,8 @@
 // names resolve to what depends on the machine's /etc/hosts.
 #include "address.hpp"
 #include "backends/posix/posix_send_socket.hpp"
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "support/test_context.hpp"

@@ -82,7 +82,7 @@ TEST_CASE("pub/sub admission: a subscriber without the key, with another key, or
 
   SubscribeOptions options;
   options.ack_timeout = 20s;  // a refusal must not wait for it
-  const SubscribeSocket::MessageHandler ignore = [](Tag, std::span<const std::byte>, const netio::Peer&) {};
+  const SubscribeSocket::Handler ignore = [](Tag, std::span<const std::byte>, const netio::Peer&) {};
   SECTION("no key") {
     SubscribeSocket subscriber(context, ignore, options);
     const auto [why, took] = refusal(subscriber, keyed.local_endpoint(), Mode::high_throughput);

@@ -48,7 +48,7 @@ struct Subscriber {
     SubscribeOptions o;
     o.identity.name = std::move(name);
     o.on_subscriptions_lost = [this](const Endpoint&) { ++lost; };
-    SubscribeSocket::MessageHandler on_message;
+    SubscribeSocket::Handler on_message;
     if (mode == Mode::low_latency) {
       on_message = [this](Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
         std::lock_guard lock(mutex);
@@ -183,7 +183,7 @@ TEST_CASE("pub/sub under a connection limit: 12 subscribers through 4 connection
     CHECK(subscribers[s]->socket->stats().subscriptions_lost == 0);
   }
   for (const Mode mode : {Mode::high_throughput, Mode::low_latency}) {
-    INFO(netio::pubsub::to_string(mode));
+    INFO(netio::to_string(mode));
     const ConnectionStats c = publisher.connection_stats(mode);
     CHECK(c.peak_open == kLimit);
     CHECK(c.open <= kLimit);
@@ -201,7 +201,7 @@ TEST_CASE("pub/sub under a connection limit: a subscriber that leaves while its 
           "[pubsub][connections]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   const auto mode = GENERATE(Mode::high_throughput, Mode::low_latency);
-  INFO(base << " " << netio::pubsub::to_string(mode));
+  INFO(base << " " << netio::to_string(mode));
   netio::Context publishing(netio::test::context_options());
   netio::Context subscribing(netio::test::context_options());
   PublishSocket publisher(publishing, Endpoint::parse(base), limited(1, ConnectionPolicy::lru));

@@ -232,7 +232,7 @@ TEST_CASE("pub/sub: a restarted publisher is subscribed to again, and the applic
   options.max_resubscribe_interval = 200ms;
   options.on_subscriptions_lost = [&](const Endpoint&) { ++lost; };
   options.on_resubscribed = [&](const Endpoint&) { ++resubscribed; };
-  SubscribeSocket::MessageHandler on_message = [&](Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
+  SubscribeSocket::Handler on_message = [&](Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
     std::lock_guard lock(mutex);
     ll_checker.check(publisher.name(), tag, data);
   };

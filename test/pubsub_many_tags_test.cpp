@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 #include <vector>
+#include "netio/backend/event_loop.hpp"
 
 namespace {
 
@@ -75,7 +76,7 @@ TEST_CASE("pub/sub: a low-latency subscription of several tags, made from the ev
   std::mutex mutex;
   std::multiset<Tag> arrived;
   SubscribeOptions options;
-  SubscribeSocket::MessageHandler on_message = [&](Tag tag, std::span<const std::byte>, const netio::Peer&) {
+  SubscribeSocket::Handler on_message = [&](Tag tag, std::span<const std::byte>, const netio::Peer&) {
     std::lock_guard lock(mutex);
     arrived.insert(tag);
   };

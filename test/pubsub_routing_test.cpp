@@ -25,7 +25,7 @@ struct LowLatencyInbox {
   std::set<Tag> tags_seen;
   std::atomic<std::uint64_t> count{0};
 
-  SubscribeSocket::MessageHandler handler() {
+  SubscribeSocket::Handler handler() {
     return [this](Tag tag, std::span<const std::byte> data, const netio::Peer& publisher) {
       std::lock_guard lock(mutex);
       checker.check(publisher.name(), tag, data);

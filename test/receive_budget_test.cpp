@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The receive-memory budget (netio/receive_budget.hpp): the receiver, not its senders,
 // bounds what it holds for them.
+#include "budget_charge.hpp"
 #include "netio/internal/little_endian.hpp"
 #include "page_format.hpp"
 #include "support/pinned_buffers_backend.hpp"
@@ -21,6 +22,7 @@
 #include <thread>
 
 using netio::Endpoint;
+using Accounting = netio::detail::BudgetAccounting;  // what the sockets count, which applications only read
 using netio::test::eventually;
 using netio::test::pattern;
 using namespace std::chrono_literals;
@@ -65,15 +67,15 @@ netio::HighThroughputSendOptions pages_of(std::size_t page_size, std::size_t cou
 
 TEST_CASE("a receive budget counts what fits, refuses what does not, and keeps its peak", "[budget]") {
   netio::ReceiveBudget budget(100);
-  CHECK(budget.try_take(60));
-  CHECK_FALSE(budget.try_take(41));
+  CHECK(Accounting::try_take(budget, 60));
+  CHECK_FALSE(Accounting::try_take(budget, 41));
   CHECK(budget.used() == 60);
-  CHECK(budget.try_take(40));
+  CHECK(Accounting::try_take(budget, 40));
   CHECK(budget.available() == 0);
-  budget.give_back(70);
+  Accounting::give_back(budget, 70);
   CHECK(budget.used() == 30);
   CHECK(budget.peak() == 100);
-  CHECK_FALSE(budget.try_take(std::size_t(-1)));  // no wrap-around
+  CHECK_FALSE(Accounting::try_take(budget, std::size_t(-1)));  // no wrap-around
 }
 
 TEST_CASE("reassembly memory grows with the bytes received, not with the length field", "[budget]") {
@@ -127,7 +129,7 @@ TEST_CASE("the memory a reassembly leaves as the spare is counted whole until a 
     begin_3000(parser);
     end_3000(parser);
     const std::size_t others = budget->available() - 10;  // others take nearly all that is left
-    REQUIRE(budget->try_take(others));
+    REQUIRE(Accounting::try_take(*budget, others));
     parser.recycle_reassembled();
     CHECK(spare.capacity() == 0);
     CHECK(budget->used() == others);  // the reassembly's own charge given back too

@@ -127,6 +127,7 @@ TEST_CASE("a page pool serves one back-end: a socket of another is refused, nami
     netio::HighThroughputSendSocket second(b, receiver.local_endpoint(), options);
     FAIL("a socket of another back-end drew from the pool");
   } catch (const netio::Error& e) {
+    CHECK(e.code() == netio::Errc::invalid_option);  // misuse (docs/design/conventions.md)
     CHECK_THAT(e.what(), Catch::Contains(receiver.local_endpoint().to_string()) && Catch::Contains("page pool"));
   }
 }

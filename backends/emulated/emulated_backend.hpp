@@ -4,7 +4,7 @@
 // buffers up at the node's incoming capacity. See netio/emulation.hpp.
 #pragma once
 
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 #include "backends/emulated/network_state.hpp"
 
 #include <memory>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The three sockets of the emulated back-end, each wrapping the real back-end's socket.
-// They keep the contract of netio/backend.hpp: completions in FIFO order (buffers reach the
+// They keep the contract of netio/backend/backend.hpp: completions in FIFO order (buffers reach the
 // real socket in the order sent), no callback after close() (close() drops what waits and
 // stops the timers), a failing connection gives every waiting buffer back (dropped, as after
 // close()). A receive socket's replies are buffers its node sends: they wait in a send-side
@@ -8,7 +8,7 @@
 // Loop thread only, as every socket.
 #pragma once
 
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 #include "backends/emulated/network_state.hpp"
 #include "backends/emulated/shaped_flow.hpp"
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "netio/emulation.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/emulated/shared_capacity.hpp"
 
 #include <atomic>

@@ -4,8 +4,8 @@
 // See backends/fabric/README.md for provider selection, memory registration and waiting.
 #pragma once
 
-#include "netio/backend.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include <memory>
 

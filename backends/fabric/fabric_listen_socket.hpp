@@ -11,7 +11,7 @@
 #include "backends/fabric/fabric_receive_socket.hpp"
 #include "backends/fabric/progress_driver.hpp"
 #include "backends/fabric/queue_readers.hpp"
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 
 #include <rdma/fi_endpoint.h>
 

@@ -10,7 +10,7 @@
 // Thread-safe: domains are opened with FI_THREAD_SAFE.
 #pragma once
 
-#include "netio/buffer.hpp"
+#include "netio/backend/buffer.hpp"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>

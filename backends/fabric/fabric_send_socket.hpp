@@ -25,7 +25,7 @@
 #include "backends/fabric/fabric_endpoint.hpp"
 #include "backends/fabric/posting.hpp"
 #include "backends/fabric/registered_block.hpp"
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 
 #include <array>
 #include <chrono>

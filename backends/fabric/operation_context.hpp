@@ -7,7 +7,7 @@
 // tells us what finished.
 #pragma once
 
-#include "netio/buffer.hpp"
+#include "netio/backend/buffer.hpp"
 
 #include <rdma/fabric.h>
 

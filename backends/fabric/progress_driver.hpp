@@ -17,7 +17,7 @@
 // a kick is pending; after stop() it never calls the drain function again.
 #pragma once
 
-#include "netio/event_loop.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include <rdma/fabric.h>
 

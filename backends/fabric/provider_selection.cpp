@@ -76,7 +76,7 @@ InfoPtr query(const Endpoint& endpoint, bool passive) {
 }  // namespace
 
 std::string requested_provider(const Endpoint& endpoint) {
-  if (!endpoint.provider.empty()) return endpoint.provider;
+  if (auto provider = endpoint.option("provider"); !provider.empty()) return provider;
   const char* from_environment = std::getenv("NETIO_FABRIC_PROVIDER");
   return from_environment != nullptr ? std::string(from_environment) : std::string();  // "" counts as unset
 }

@@ -15,7 +15,7 @@
 #include "backends/fabric/fabric_domain.hpp"
 #include "backends/fabric/operation_context.hpp"
 #include "backends/fabric/progress_driver.hpp"
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 
 #include <cstddef>
 #include <memory>

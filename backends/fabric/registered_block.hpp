@@ -4,7 +4,7 @@
 #pragma once
 
 #include "backends/fabric/fabric_domain.hpp"
-#include "netio/buffer.hpp"
+#include "netio/backend/buffer.hpp"
 
 #include <cstddef>
 #include <memory>

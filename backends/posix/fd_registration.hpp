@@ -11,7 +11,7 @@
 // Loop thread only. The owner keeps the descriptor open while registered.
 #pragma once
 
-#include "netio/event_loop.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include <cstdint>
 

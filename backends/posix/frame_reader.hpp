@@ -21,8 +21,8 @@
 // keeps the descriptor and its registration with the loop.
 #pragma once
 
-#include "netio/backend.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "netio/buffer.hpp"
+#include "netio/backend/buffer.hpp"
 
 namespace netio::posix {
 

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "backends/posix/stream_family.hpp"
-#include "netio/backend.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include <memory>
 

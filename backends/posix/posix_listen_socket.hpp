@@ -16,8 +16,8 @@
 #include "backends/posix/handshake_reader.hpp"
 #include "backends/posix/socket_fd.hpp"
 #include "backends/posix/stream_family.hpp"
-#include "netio/backend.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "rejection_log.hpp"
 
 #include <chrono>

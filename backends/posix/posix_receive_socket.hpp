@@ -14,8 +14,8 @@
 #include "backends/posix/frame_reader.hpp"
 #include "backends/posix/frame_writer.hpp"
 #include "backends/posix/socket_fd.hpp"
-#include "netio/backend.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include <chrono>
 #include <cstdint>

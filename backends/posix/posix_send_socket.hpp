@@ -11,8 +11,8 @@
 #include "backends/posix/socket_fd.hpp"
 #include "backends/posix/stream_family.hpp"
 #include "address.hpp"
-#include "netio/backend.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/log.hpp"
 
 #include <functional>

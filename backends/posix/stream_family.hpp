@@ -11,9 +11,9 @@
 
 #include "address.hpp"
 #include "backends/posix/socket_fd.hpp"
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 #include "netio/endpoint.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include <chrono>
 

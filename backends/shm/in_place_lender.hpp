@@ -12,7 +12,7 @@
 
 #include "backends/shm/area_residency.hpp"
 #include "backends/shm/segment.hpp"
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 
 #include <atomic>
 #include <cstdint>

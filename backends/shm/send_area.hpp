@@ -14,7 +14,7 @@
 #pragma once
 
 #include "backends/posix/socket_fd.hpp"
-#include "netio/buffer.hpp"
+#include "netio/backend/buffer.hpp"
 
 #include <atomic>
 #include <cstddef>

@@ -5,7 +5,7 @@
 #include "backends/posix/posix_listen_socket.hpp"
 #include "backends/shm/shm_send_socket.hpp"
 #include "backends/shm/unix_family.hpp"
-#include "netio/shm_backend.hpp"
+#include "netio/backends/shm.hpp"
 
 namespace netio {
 namespace {

@@ -34,8 +34,8 @@
 #include "backends/shm/ring.hpp"
 #include "backends/shm/segment.hpp"
 #include "backends/shm/send_area.hpp"
-#include "netio/backend.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include <deque>
 #include <functional>

@@ -18,8 +18,8 @@
 
 #include "backends/posix/socket_fd.hpp"
 #include "backends/shm/shm_connection.hpp"
-#include "netio/backend.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include <algorithm>
 #include <memory>

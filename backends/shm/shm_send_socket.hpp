@@ -13,8 +13,8 @@
 #include "backends/posix/posix_send_socket.hpp"
 #include "backends/posix/stream_family.hpp"
 #include "backends/shm/shm_connection.hpp"
-#include "netio/backend.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include <deque>
 #include <limits>

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "backends/posix/stream_family.hpp"
-#include "netio/shm_backend.hpp"
+#include "netio/backends/shm.hpp"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -19,7 +19,7 @@
 namespace netio::shm {
 
 // The abstract socket address of `endpoint`. Throws Error(Errc::resolve_failed) for a NAME
-// that is not one (see netio/shm_backend.hpp).
+// that is not one (see netio/backends/shm.hpp).
 detail::SocketAddress abstract_address(const Endpoint& endpoint);
 
 // Why the process with credentials `peer` is not trusted under `peers`, or empty.

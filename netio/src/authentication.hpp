@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The pre-shared-key challenge-response of the handshake (netio/preshared_key.hpp).
+// The pre-shared-key challenge-response of the handshake (netio/socket_options.hpp).
 //
 //   sender   -> listener : hello with flag 1 and nonce Ns (16 random bytes)      (handshake.hpp)
 //   listener -> sender   : accept data = nonce Nl (16 random bytes) | listener proof (16 bytes)
@@ -15,7 +15,7 @@
 // it cannot use that far: see require_support()).
 #pragma once
 
-#include "netio/preshared_key.hpp"
+#include "netio/socket_options.hpp"
 
 #include <array>
 #include <cstddef>

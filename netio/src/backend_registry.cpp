@@ -29,13 +29,18 @@ class Registry final : public detail::BuiltinBackendTable {
   using Entry = std::variant<BackendFactory, Unavailable>;
 
   // Both with `mutex` held (or from the constructor).
-  void add(std::string scheme, BackendFactory factory) override { entries[std::move(scheme)] = std::move(factory); }
-  void add_unavailable(std::string scheme, std::string reason) override {
+  void add(std::string scheme, BackendFactory factory, EndpointForm form) override {
+    forms[scheme] = std::move(form);
+    entries[std::move(scheme)] = std::move(factory);
+  }
+  void add_unavailable(std::string scheme, std::string reason, EndpointForm form) override {
+    forms[scheme] = std::move(form);
     entries[std::move(scheme)] = Unavailable{std::move(reason)};
   }
 
   std::mutex mutex;
-  std::map<std::string, Entry, std::less<>> entries;  // guarded by mutex
+  std::map<std::string, Entry, std::less<>> entries;      // guarded by mutex
+  std::map<std::string, EndpointForm, std::less<>> forms;  // guarded by mutex
 
  private:
   Registry() { detail::register_builtin_backends(*this); }
@@ -50,7 +55,7 @@ bool valid_scheme(std::string_view scheme) noexcept {
 
 }  // namespace
 
-void register_backend(std::string scheme, BackendFactory factory) {
+void register_backend(std::string scheme, BackendFactory factory, EndpointForm form) {
   if (!valid_scheme(scheme)) {
     throw Error(Errc::invalid_option,
                 fmt::format("register_backend: scheme '{}' is not letters, digits, '+', '-' and '.' starting "
@@ -60,7 +65,14 @@ void register_backend(std::string scheme, BackendFactory factory) {
   if (!factory) throw Error(Errc::invalid_option, fmt::format("register_backend: scheme '{}': the factory is empty", scheme));
   auto& registry = Registry::instance();
   std::lock_guard lock(registry.mutex);
-  registry.add(std::move(scheme), std::move(factory));
+  registry.add(std::move(scheme), std::move(factory), std::move(form));
+}
+
+EndpointForm endpoint_form(std::string_view scheme) {
+  auto& registry = Registry::instance();
+  std::lock_guard lock(registry.mutex);
+  const auto it = registry.forms.find(scheme);
+  return it == registry.forms.end() ? EndpointForm{} : it->second;
 }
 
 std::unique_ptr<Backend> make_registered_backend(std::string_view scheme, EventLoop& loop,

@@ -12,6 +12,13 @@
 
 namespace netio::detail {
 
+// The counting side of a ReceiveBudget, which applications only read.
+struct BudgetAccounting {
+  static bool try_take(ReceiveBudget& budget, std::size_t bytes) noexcept { return budget.try_take(bytes); }
+  static void give_back(ReceiveBudget& budget, std::size_t bytes) noexcept { budget.give_back(bytes); }
+  static void count_refusal(ReceiveBudget& budget) noexcept { budget.count_refusal(); }
+};
+
 class BudgetCharge {
  public:
   BudgetCharge() = default;
@@ -31,18 +38,18 @@ class BudgetCharge {
   // Counts `bytes` more; false (nothing more counted) when they do not fit. Without a
   // budget everything fits.
   bool grow(std::size_t bytes) noexcept {
-    if (budget_ && !budget_->try_take(bytes)) return false;
+    if (budget_ && !BudgetAccounting::try_take(*budget_, bytes)) return false;
     bytes_ += bytes;
     return true;
   }
   // Gives back what is counted beyond `bytes`.
   void shrink_to(std::size_t bytes) noexcept {
     if (bytes >= bytes_) return;
-    if (budget_) budget_->give_back(bytes_ - bytes);
+    if (budget_) BudgetAccounting::give_back(*budget_, bytes_ - bytes);
     bytes_ = bytes;
   }
   void release() noexcept {
-    if (budget_ && bytes_ != 0) budget_->give_back(bytes_);
+    if (budget_ && bytes_ != 0) BudgetAccounting::give_back(*budget_, bytes_);
     bytes_ = 0;
   }
   std::size_t bytes() const noexcept { return bytes_; }

@@ -2,6 +2,7 @@
 #include "buffer_sender.hpp"
 
 #include "closing_senders.hpp"
+#include "context_core.hpp"
 #include "introduction.hpp"
 #include "netio/internal/little_endian.hpp"
 #include "netio/log.hpp"

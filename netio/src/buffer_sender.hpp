@@ -20,12 +20,13 @@
 #include "page_source.hpp"
 #include "reply_receiver.hpp"
 #include "send_connection_state.hpp"
-#include "netio/backend.hpp"
-#include "netio/buffer.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/buffer.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/connect_timeout.hpp"
 #include "netio/context.hpp"
 #include "netio/log.hpp"
-#include "netio/stats.hpp"
+#include "stats_counters.hpp"
 
 #include <array>
 #include <atomic>

@@ -3,7 +3,7 @@
 // it, backends/builtin_backends.cpp defines it, and the registry calls it on first use.
 #pragma once
 
-#include "netio/backend_registry.hpp"
+#include "netio/backend/registry.hpp"
 
 #include <string>
 
@@ -16,9 +16,9 @@ namespace detail {
 class BuiltinBackendTable {
  public:
   virtual ~BuiltinBackendTable() = default;
-  virtual void add(std::string scheme, BackendFactory factory) = 0;
+  virtual void add(std::string scheme, BackendFactory factory, EndpointForm form = {}) = 0;
   // A scheme this build knows but cannot serve; using it throws Error(backend_error, reason).
-  virtual void add_unavailable(std::string scheme, std::string reason) = 0;
+  virtual void add_unavailable(std::string scheme, std::string reason, EndpointForm form = {}) = 0;
 };
 
 // Defined with the back-ends (backends/builtin_backends.cpp).

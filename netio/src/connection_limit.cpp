@@ -2,7 +2,7 @@
 // The default connection limit, from the process's descriptor limit: a listener that takes
 // as many connections as the process has descriptors leaves none for the accept that would
 // let a newcomer in, nor for the rest of the process (issue 49).
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 
 #include <sys/resource.h>
 

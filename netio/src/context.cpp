@@ -4,8 +4,9 @@
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 
-#include "netio/backend_registry.hpp"
+#include "netio/backend/registry.hpp"
 #include "closing_senders.hpp"
+#include "context_core.hpp"
 #include "netio/internal/cpu_affinity.hpp"
 
 #include <fmt/format.h>
@@ -65,6 +66,10 @@ Context::~Context() {
   core_->gone.store(true, std::memory_order_release);
 }
 
+
+EventLoop& Context::loop() noexcept { return core_->loop; }
+
+NetworkEmulation* Context::emulation() noexcept { return core_->emulation.get(); }
 
 Backend& Context::backend(const Endpoint& endpoint) {
   if (Backend* found = find_backend(endpoint.scheme)) return *found;

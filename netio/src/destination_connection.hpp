@@ -6,6 +6,8 @@
 // Lifetime: close() may be followed by destruction at any time; the close goes on.
 #pragma once
 
+#include "netio/high_throughput_socket.hpp"
+#include "netio/low_latency_socket.hpp"
 #include "netio/multi_destination_send_socket.hpp"
 
 #include <functional>

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "netio/endpoint.hpp"
 
-#include "netio/backend_registry.hpp"
+#include "netio/backend/registry.hpp"
 #include "netio/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace netio {
@@ -63,8 +64,10 @@ Endpoint Endpoint::parse(std::string_view text) {
     if (host.find(':') != std::string_view::npos) malformed(text, "IPv6 addresses must be written in brackets, e.g. [::1]:5000");
     port = rest.substr(colon + 1);
   }
-  // What the field before ':PORT' is called in that scheme's form (shm://NAME:PORT).
-  const std::string_view field = endpoint.scheme == "shm" ? "name" : "host";
+  // How the scheme's back-end writes its endpoints: what the field before ':PORT' is called
+  // (shm://NAME:PORT), which options it takes.
+  const EndpointForm form = endpoint_form(scheme);
+  const std::string_view field = form.host_field;
   if (host.empty()) malformed(text, fmt::format("missing {}", field));
   if (host.find_first_of(" /\t") != std::string_view::npos) {
     malformed(text, fmt::format("invalid {} '{}': no spaces, tabs or '/'", field, host));
@@ -79,12 +82,11 @@ Endpoint Endpoint::parse(std::string_view text) {
     const auto eq = item.find('=');
     const auto key = item.substr(0, eq);
     const auto value = eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
-    if (key == "provider" && endpoint.scheme == "fabric") {
-      if (value.empty()) malformed(text, "empty provider name");
-      endpoint.provider = std::string(value);
-    } else {
+    if (std::find(form.options.begin(), form.options.end(), key) == form.options.end()) {
       malformed(text, fmt::format("unknown option '{}' for {}://", key, scheme));
     }
+    if (value.empty()) malformed(text, fmt::format("empty {} (write {}=VALUE)", key, key));
+    endpoint.options.insert_or_assign(std::string(key), std::string(value));
   }
   return endpoint;
 }
@@ -92,8 +94,17 @@ Endpoint Endpoint::parse(std::string_view text) {
 std::string Endpoint::to_string() const {
   const bool ipv6 = host.find(':') != std::string::npos;
   std::string text = ipv6 ? fmt::format("{}://[{}]:{}", scheme, host, port) : fmt::format("{}://{}:{}", scheme, host, port);
-  if (!provider.empty()) text += fmt::format("?provider={}", provider);
+  char separator = '?';
+  for (const auto& [key, value] : options) {
+    text += fmt::format("{}{}={}", separator, key, value);
+    separator = '&';
+  }
   return text;
+}
+
+std::string Endpoint::option(std::string_view key) const {
+  const auto it = options.find(key);
+  return it == options.end() ? std::string() : it->second;
 }
 
 Endpoint Endpoint::with_port(std::uint16_t new_port) const {

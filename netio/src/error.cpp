@@ -21,7 +21,7 @@ class Category final : public std::error_category {
       case Errc::closed: return "closed";
       case Errc::message_too_large: return "message too large";
       case Errc::backend_error: return "back-end error";
-      case Errc::provider_unavailable: return "no matching libfabric provider";
+      case Errc::provider_unavailable: return "back-end unavailable";
       case Errc::would_block: return "would block the event-loop thread";
       case Errc::invalid_option: return "invalid option";
     }

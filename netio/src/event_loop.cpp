@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "netio/event_loop.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include "current_exception.hpp"
 

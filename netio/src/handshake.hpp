@@ -10,7 +10,7 @@
 #pragma once
 
 #include "authentication.hpp"
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 
 #include <array>
 #include <cstddef>

@@ -3,6 +3,7 @@
 
 #include "budget_charge.hpp"
 #include "introduction.hpp"
+#include "message_access.hpp"
 #include "netio/log.hpp"
 #include "page_format.hpp"
 #include "peer_state.hpp"
@@ -153,9 +154,9 @@ class HighThroughputReceiveSocket::Impl {
         if (parser.reassembled()) {
           message.emplace(reassembled_message(parser, peer));
         } else if (const auto& joined = parser.joined_page()) {
-          message.emplace(parser.view(), joined, &static_cast<const HeldPage*>(joined.get())->peer);
+          message.emplace(detail::MessageAccess::make(parser.view(), joined, &static_cast<const HeldPage*>(joined.get())->peer));
         } else {
-          message.emplace(parser.view(), std::shared_ptr<const void>(current_.page), &peer);
+          message.emplace(detail::MessageAccess::make(parser.view(), std::shared_ptr<const void>(current_.page), &peer));
         }
         // The page goes back with its last message, not at the next recv(): over shm:// it
         // is the sender's, which waits for it.
@@ -166,7 +167,7 @@ class HighThroughputReceiveSocket::Impl {
     }
   }
 
-  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const PeerMessageHandler& handler) {
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const PeerVisitor& handler) {
     LazyDeadline deadline(waitable(timeout));
     const ConsumerTurn turn(*this, deadline);
     if (!turn.acquired()) return 0;
@@ -263,7 +264,7 @@ class HighThroughputReceiveSocket::Impl {
     owned->budget = budget_;
     const std::span<const std::byte> view(owned->bytes);
     const Peer* owned_peer = &owned->peer;
-    return Message(view, std::move(owned), owned_peer);
+    return detail::MessageAccess::make(view, std::move(owned), owned_peer);
   }
 
   // First, so it goes last: the pages queued below go back to a back-end that still exists.
@@ -314,12 +315,12 @@ std::optional<Message> HighThroughputReceiveSocket::try_recv() {
   return impl_->recv(std::chrono::nanoseconds::zero());
 }
 std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout,
-                                                   const PeerMessageHandler& handler) {
+                                                   const PeerVisitor& handler) {
   impl_->throw_if_context_gone();
   return impl_->recv_each(max, timeout, handler);
 }
 std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout,
-                                                   const MessageHandler& handler) {
+                                                   const Visitor& handler) {
   impl_->throw_if_context_gone();
   return impl_->recv_each(max, timeout, [&handler](std::span<const std::byte> message, const Peer&) {
     return handler(message);

@@ -20,6 +20,7 @@
 #include "netio/multi_destination_send_socket.hpp"
 
 #include "destination_connection.hpp"
+#include "stats_counters.hpp"
 #include "netio/log.hpp"
 #include "victim_selector.hpp"
 
@@ -258,7 +259,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   }
 
   Error closed_error(const Endpoint& destination) const {
-    return Error(Errc::closed, fmt::format("multi-destination send socket: send() to {} after close()",
+    return Error(Errc::closed, fmt::format("multi-destination send socket: send() to {} after close_and_wait()",
                                            destination.to_string()));
   }
 
@@ -592,7 +593,7 @@ void MultiDestinationSendSocket::flush() {
   impl_->throw_if_context_gone();
   impl_->flush();
 }
-void MultiDestinationSendSocket::close() {
+void MultiDestinationSendSocket::close_and_wait() {
   impl_->throw_if_context_gone();
   if (auto error = impl_->close()) throw std::move(*error);
 }

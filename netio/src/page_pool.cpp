@@ -36,7 +36,7 @@ class PagePool::Impl {
       return;
     }
     if (registrar != registrar_) {
-      throw Error(Errc::backend_error,
+      throw Error(Errc::invalid_option,
                   fmt::format("the send socket to {} uses another back-end than the sockets already drawing from its "
                               "page pool: a PagePool serves the sockets of one Context and one scheme", remote));
     }
@@ -132,11 +132,16 @@ std::size_t PagePool::peak_pages_in_use() const { return impl_->peak(); }
 std::size_t PagePool::bytes_allocated() const { return impl_->bytes_allocated(); }
 
 namespace detail {
+
+struct PagePoolAccess {
+  static PagePool::Impl& impl(PagePool& pool) noexcept { return *pool.impl_; }
+};
+
 namespace {
 
 class SharedPages final : public PageSource {
  public:
-  explicit SharedPages(std::shared_ptr<PagePool> pool) : pool_(std::move(pool)), impl_(pool_->impl()) {}
+  explicit SharedPages(std::shared_ptr<PagePool> pool) : pool_(std::move(pool)), impl_(PagePoolAccess::impl(*pool_)) {}
 
   Buffer* try_acquire() override {
     if (closed_.load()) return nullptr;
@@ -164,7 +169,7 @@ class SharedPages final : public PageSource {
 
 std::unique_ptr<PageSource> share_of(const std::shared_ptr<PagePool>& pool, MemoryRegistrar* registrar,
                                      const std::string& remote) {
-  pool->impl().attach(registrar, remote);
+  PagePoolAccess::impl(*pool).attach(registrar, remote);
   return std::make_unique<SharedPages>(pool);
 }
 

@@ -6,7 +6,7 @@
 // Thread-safety: every method from any thread.
 #pragma once
 
-#include "netio/buffer.hpp"
+#include "netio/backend/buffer.hpp"
 #include "netio/page_pool.hpp"
 
 #include <chrono>

@@ -29,12 +29,12 @@ std::string Peer::to_string() const {
 }
 
 bool Peer::try_reply(std::span<const std::byte> message) const {
-  if (!state_) throw Error(Errc::closed, "try_reply() on an empty Peer");
+  if (!state_) throw Error(Errc::invalid_option, "try_reply() on an empty Peer");
   return state_->replies->send(message, false, {});
 }
 
 void Peer::reply(std::span<const std::byte> message, std::chrono::nanoseconds timeout) const {
-  if (!state_) throw Error(Errc::closed, "reply() on an empty Peer");
+  if (!state_) throw Error(Errc::invalid_option, "reply() on an empty Peer");
   state_->replies->send(message, true, timeout);
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/error.hpp"
 
 #include <fmt/format.h>

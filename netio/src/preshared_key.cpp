@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "netio/preshared_key.hpp"
+#include "netio/socket_options.hpp"
 
 #include "netio/error.hpp"
 

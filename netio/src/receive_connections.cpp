@@ -190,7 +190,7 @@ AcceptDecision ReceiveConnections::fit_to_budget(const Endpoint& peer, AcceptDec
   }
   // Logged once until connections fit whole again: a flood of peers is one episode.
   if (credits == 0) {
-    budget_->count_refusal();
+    detail::BudgetAccounting::count_refusal(*budget_);
     auto reason = fmt::format("the receiver's memory budget is used up: {} of {} bytes held by peers that are all "
                               "sending, and a connection needs {} bytes at least ({})", budget_->used(),
                               budget_->limit(), least,
@@ -277,7 +277,7 @@ bool ReceiveConnections::charge_held(std::uint64_t id, Connection& connection) {
                            "{} bytes held)", budget_->used(), budget_->limit()),
                id);
   if (connection.buffers.grow(held - charged)) return true;
-  budget_->count_refusal();
+  detail::BudgetAccounting::count_refusal(*budget_);
   return false;
 }
 

@@ -4,7 +4,7 @@
 // sender's introduction (introduction.hpp): it gives the connection its Peer, and only then
 // is the connection reported connected and its buffers handed on.
 //
-// Admission (netio/admission.hpp), the same on every back-end: the hello of a peer outside
+// Admission (netio/socket_options.hpp), the same on every back-end: the hello of a peer outside
 // the allow-list, beyond max_connections, or without the listener's key is rejected with a
 // reason; with a key, the accept answers the sender's challenge and the introduction must
 // carry the sender's proof (authentication.hpp). A connection accepted but not introduced
@@ -26,12 +26,11 @@
 #include "authentication.hpp"
 #include "handshake.hpp"
 #include "peer_state.hpp"
-#include "netio/admission.hpp"
-#include "netio/backend.hpp"
-#include "netio/connection_events.hpp"
+#include "netio/socket_options.hpp"
+#include "netio/backend/backend.hpp"
 #include "netio/context.hpp"
 #include "netio/log.hpp"
-#include "netio/stats.hpp"
+#include "stats_counters.hpp"
 
 #include <chrono>
 #include <cstdint>

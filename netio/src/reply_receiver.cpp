@@ -31,7 +31,7 @@ void ReplyReceiver::deliver(ReceivedBuffer reply) {
 
 std::optional<Message> ReplyReceiver::recv(std::chrono::nanoseconds timeout) {
   if (options_.on_reply) {
-    throw Error(Errc::closed, "recv_reply() on a send socket whose replies go to its on_reply callback");
+    throw Error(Errc::invalid_option, "recv_reply() on a send socket whose replies go to its on_reply callback");
   }
   std::unique_lock lock(mutex_);
   if (!changed_.wait_for(lock, timeout, [this] { return !queue_.empty() || closed_; }) || queue_.empty()) {

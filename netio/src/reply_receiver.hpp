@@ -8,7 +8,7 @@
 // Thread-safety: deliver() and close() on the loop thread; recv() from any thread.
 #pragma once
 
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 #include "netio/message.hpp"
 #include "netio/peer.hpp"
 

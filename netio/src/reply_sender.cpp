@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "reply_sender.hpp"
 
+#include "budget_charge.hpp"
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 
@@ -117,7 +118,7 @@ bool ReplySender::fill(Buffer* buffer, std::span<const std::byte> message) {
     throw;
   }
   if (!charge_pool()) {
-    budget_->count_refusal();
+    detail::BudgetAccounting::count_refusal(*budget_);
     pool_->discard(buffer);  // the buffer that grew for this reply: its memory goes
     charge_pool();           // gives back what that freed
     return false;
@@ -143,8 +144,8 @@ bool ReplySender::charge_pool() {
   std::lock_guard lock(charge_mutex_);
   const std::size_t held = pool_->bytes_allocated();
   if (held < charged_) {
-    budget_->give_back(charged_ - held);
-  } else if (held > charged_ && !budget_->try_take(held - charged_)) {
+    detail::BudgetAccounting::give_back(*budget_, charged_ - held);
+  } else if (held > charged_ && !detail::BudgetAccounting::try_take(*budget_, held - charged_)) {
     return false;
   }
   charged_ = held;
@@ -190,7 +191,7 @@ void ReplySender::close() noexcept {
   pool_.reset();  // the back-end dropped what it held: every buffer is ours again
   if (budget_) {
     std::lock_guard charge_lock(charge_mutex_);
-    budget_->give_back(std::exchange(charged_, 0));
+    detail::BudgetAccounting::give_back(*budget_, std::exchange(charged_, 0));
   }
   queued_.store(0, std::memory_order_relaxed);
   room_.notify_all();

@@ -19,9 +19,9 @@
 // no back-end memory.
 #pragma once
 
-#include "netio/backend.hpp"
-#include "netio/buffer.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/buffer.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/receive_budget.hpp"
 
 #include <atomic>

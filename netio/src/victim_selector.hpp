@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Victim selection for a bounded set of open connections, as pure logic: no sockets, no
 // threads, no clock. The connection manager tells it which peers open, are used and close;
-// it answers which open peer to tear down next under LRU or LRU-M (connection_policy.hpp).
+// it answers which open peer to tear down next under LRU or LRU-M (netio/socket_options.hpp).
 //
 // Peers are small integer ids chosen by the caller. Tear-down counts are kept per peer for
 // the selector's whole life (LRU-M orders its queues by them), also while a peer is closed.
@@ -10,7 +10,7 @@
 // O(log q) in the number of distinct tear-down counts.
 #pragma once
 
-#include "netio/connection_policy.hpp"
+#include "netio/socket_options.hpp"
 
 #include <cstddef>
 #include <cstdint>

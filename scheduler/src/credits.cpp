@@ -9,7 +9,11 @@
 namespace netio::scheduler {
 namespace {
 
+// A bad argument: misuse.
 constexpr netio::detail::Rejecter reject{Errc::invalid_option, ""};
+
+// What a peer sent that it may not: a protocol fault.
+constexpr netio::detail::Rejecter reject_from_peer{Errc::protocol_error, ""};
 
 }  // namespace
 
@@ -79,7 +83,7 @@ bool InputCredits::try_take(ComputeIndex c) {
 void InputCredits::give_back(ComputeIndex c, std::uint32_t count) {
   check(c);
   if (count > granted_ - available_[c]) {
-    reject("credits: compute node " + std::to_string(c) + " returned " + std::to_string(count) +
+    reject_from_peer("credits: compute node " + std::to_string(c) + " returned " + std::to_string(count) +
            " credits, but only " + std::to_string(granted_ - available_[c]) + " are out");
   }
   available_[c] += count;
@@ -95,17 +99,17 @@ TimesliceCompletion::TimesliceCompletion(const SchedulerConfig& config, ComputeI
 
 bool TimesliceCompletion::on_contribution(InputIndex i, TimesliceIndex t) {
   if (i >= input_count_) {
-    reject("time-slice completion: input " + std::to_string(i) + " out of range (" + std::to_string(input_count_) +
+    reject_from_peer("time-slice completion: input " + std::to_string(i) + " out of range (" + std::to_string(input_count_) +
            " inputs)");
   }
   if (t % compute_count_ != self_) {
-    reject("time-slice completion: time-slice " + std::to_string(t) + " belongs to compute node " +
+    reject_from_peer("time-slice completion: time-slice " + std::to_string(t) + " belongs to compute node " +
            std::to_string(t % compute_count_) + ", not " + std::to_string(self_));
   }
   Open& open = open_[t];
   if (open.contributed.empty()) open.contributed.assign(input_count_, false);
   if (open.contributed[i]) {
-    reject("time-slice completion: input " + std::to_string(i) + " contributed twice to time-slice " +
+    reject_from_peer("time-slice completion: input " + std::to_string(i) + " contributed twice to time-slice " +
            std::to_string(t));
   }
   open.contributed[i] = true;

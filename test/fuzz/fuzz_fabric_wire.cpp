@@ -5,8 +5,8 @@
 #include "backends/fabric/fabric_wire.hpp"
 
 #include "fuzz_check.hpp"
-#include "netio/admission.hpp"
-#include "netio/backend.hpp"
+#include "netio/socket_options.hpp"
+#include "netio/backend/backend.hpp"
 
 #include <cstddef>
 #include <cstdint>

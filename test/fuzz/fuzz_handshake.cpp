@@ -10,8 +10,8 @@
 #include "introduction.hpp"
 
 #include "fuzz_check.hpp"
-#include "netio/admission.hpp"
-#include "netio/backend.hpp"
+#include "netio/socket_options.hpp"
+#include "netio/backend/backend.hpp"
 #include "netio/error.hpp"
 #include "netio/printable.hpp"
 

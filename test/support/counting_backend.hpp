@@ -5,7 +5,7 @@
 // shared suites hold through one (see wrapped_context_options() in test_context.hpp).
 #pragma once
 
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 
 #include <atomic>
 #include <cstdint>

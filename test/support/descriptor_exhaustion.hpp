@@ -4,7 +4,7 @@
 #pragma once
 
 #include "netio/error.hpp"
-#include "netio/event_loop.hpp"
+#include "netio/backend/event_loop.hpp"
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>

@@ -7,7 +7,8 @@
 // Installed with pin_receive_buffers(options) (ContextOptions::wrap_backend).
 #pragma once
 
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 
 #include <memory>

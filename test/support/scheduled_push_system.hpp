@@ -6,7 +6,7 @@
 // the handlers see is collected under a mutex and checked on the test thread.
 #pragma once
 
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/scheduled_push/dde_service.hpp"
 #include "netio/scheduled_push/timeslice_receiver.hpp"

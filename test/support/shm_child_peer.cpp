@@ -11,10 +11,10 @@
 // With UID the process drops to that user (and group) first: the caller must be root. The
 // scheme "shm-trust-root" is shm:// trusting root as well (netio::ShmPeers), for the test
 // of an allow-list.
-#include <netio/backend_registry.hpp>
+#include <netio/backend/registry.hpp>
 #include <netio/context.hpp>
 #include <netio/low_latency_socket.hpp>
-#include <netio/shm_backend.hpp>
+#include <netio/backends/shm.hpp>
 
 #include <fmt/format.h>
 

@@ -7,6 +7,7 @@
 // *.emulated_backends entry).
 #pragma once
 
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "support/counting_backend.hpp"
 

@@ -5,7 +5,7 @@
 // A netio built without libfabric (NETIO_WITH_FABRIC=OFF) tests tcp only.
 #pragma once
 
-#include "netio/backend_registry.hpp"
+#include "netio/backend/registry.hpp"
 #include "netio/endpoint.hpp"
 
 #include <catch2/catch.hpp>

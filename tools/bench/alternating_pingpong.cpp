@@ -25,6 +25,7 @@
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
 
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/internal/little_endian.hpp"

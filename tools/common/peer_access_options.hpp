@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
 // --allow CIDR[,CIDR...] and --key-file FILE: who may connect to a tool's listening side
-// (netio/admission.hpp), and the pre-shared key both sides prove they hold
-// (netio/preshared_key.hpp). Bad values are refused at parse time with the parser's message
+// (netio/socket_options.hpp), and the pre-shared key both sides prove they hold
+// (netio/socket_options.hpp). Bad values are refused at parse time with the parser's message
 // (which names the network or the file). Use:
 //   add_peer_access_options(app, o.access, /*listens=*/true);
 //   ... receive_options.admission = o.access.admission(); send_options.key = o.access.key;
 #pragma once
 
-#include "netio/admission.hpp"
-#include "netio/preshared_key.hpp"
+#include "netio/socket_options.hpp"
 
 #include <CLI/CLI.hpp>
 

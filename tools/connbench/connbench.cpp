@@ -159,7 +159,7 @@ ConnbenchResult run_connbench(const ConnbenchConfig& config, const std::vector<s
   result.msgs_per_s = static_cast<double>(result.messages) / result.seconds;
   result.connections = socket.connection_stats();
   result.out_of_order = receivers.out_of_order();
-  socket.close();  // throws what went wrong
+  socket.close_and_wait();  // throws what went wrong
   return result;
 }
 

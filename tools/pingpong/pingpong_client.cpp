@@ -5,6 +5,7 @@
 #include "common/pingpong_protocol.hpp"
 #include "common/termination.hpp"
 
+#include "netio/backend/event_loop.hpp"
 #include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"
 
@@ -273,7 +274,7 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
     receive_options.max_message_size = largest;
     receive_options.admission.key = options.key;
     pongs.emplace(context, reply_endpoint_for(options.server),
-                  [&loop](std::span<const std::byte> message, const Endpoint&) { loop.on_message(message); },
+                  [&loop](std::span<const std::byte> message, const netio::Peer&) { loop.on_message(message); },
                   receive_options);
   }
 

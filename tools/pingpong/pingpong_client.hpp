@@ -8,7 +8,7 @@
 #include "netio/connect_timeout.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
-#include "netio/preshared_key.hpp"
+#include "netio/socket_options.hpp"
 
 #include <chrono>
 #include <cstddef>

@@ -4,6 +4,7 @@
 #include "common/control_frame.hpp"
 #include "common/termination.hpp"
 
+#include "netio/backend/event_loop.hpp"
 #include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"
 

@@ -5,7 +5,7 @@
 
 #include "common/deadline.hpp"
 
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 

@@ -142,7 +142,7 @@ BenchSenderReport run_bench_publisher(Context& context, const BenchPublisherOpti
       const ConnectionStats c = publisher.connection_stats(mode);
       if (c.opened == 0) continue;
       fmt::print(stderr, "netio_throughput: {} data connections: {} opened ({} re-opened), {} torn down, peak {} open of {}\n",
-                 pubsub::to_string(mode), c.opened, c.reopened, c.torn_down, c.peak_open, options.max_connections);
+                 netio::to_string(mode), c.opened, c.reopened, c.torn_down, c.peak_open, options.max_connections);
     }
   }
   return report;

@@ -10,7 +10,7 @@
 #include "common/deadline.hpp"
 #include "common/throughput_result.hpp"
 
-#include "netio/connection_policy.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/pubsub/subscription.hpp"

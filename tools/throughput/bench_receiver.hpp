@@ -13,7 +13,7 @@
 
 #include "common/deadline.hpp"
 #include "common/throughput_result.hpp"
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"

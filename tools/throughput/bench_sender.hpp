@@ -10,7 +10,7 @@
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/high_throughput_socket.hpp"
-#include "netio/preshared_key.hpp"
+#include "netio/socket_options.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -2,6 +2,7 @@
 #include "tsbench/compute_role.hpp"
 
 #include "tsbench/contribution_stamp.hpp"
+#include "netio/backend/event_loop.hpp"
 
 namespace netio::tools::tsbench {
 

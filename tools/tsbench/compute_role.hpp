@@ -11,6 +11,7 @@
 #include "tsbench/bench_config.hpp"
 #include "tsbench/records.hpp"
 
+#include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/scheduled_push/timeslice_receiver.hpp"
 

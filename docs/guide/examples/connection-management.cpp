@@ -41,7 +41,7 @@ int main() {
       sender.send(workers[w]->local_endpoint(), request);  // any thread
     }
   }
-  sender.close();  // everything out, every connection closed
+  sender.close_and_wait();  // everything out, every connection closed
 
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   while (received < 12 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The event loop: posted tasks, timers, and what the loop thread may and may not do.
+#include <netio/backend/event_loop.hpp>  // Context::loop(): posted tasks and timers
 #include <netio/context.hpp>
 #include <netio/low_latency_socket.hpp>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Endpoints, the back-end registry, a back-end decorator, and one program over every transport.
-#include <netio/backend_registry.hpp>
+#include <netio/backend/registry.hpp>
 #include <netio/context.hpp>
 #include <netio/low_latency_socket.hpp>
 
@@ -16,7 +16,7 @@ int main() {
   using namespace std::chrono_literals;
   const auto ib = netio::Endpoint::parse("fabric://10.10.0.2:5000?provider=verbs");
   fmt::print("{}: scheme {}, host {}, port {}, provider {}\n", ib.to_string(), ib.scheme, ib.host, ib.port,
-             ib.provider);
+             ib.option("provider"));
   try {
     netio::Endpoint::parse("tcp://node07");
   } catch (const netio::Error& e) {

@@ -3,6 +3,8 @@
 // and a large message sent from the caller's memory (zero copy).
 #include <netio/context.hpp>
 #include <netio/high_throughput_socket.hpp>
+#include <netio/page_pool.hpp>
+#include <netio/receive_budget.hpp>
 
 #include <fmt/format.h>
 

@@ -16,23 +16,19 @@
 /// Thread-safety: all methods may be called from any thread.
 #pragma once
 
-#include "netio/backend.hpp"
 #include "netio/emulation.hpp"
 #include "netio/endpoint.hpp"
-#include "netio/event_loop.hpp"
 
-#include <atomic>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
 namespace netio {
 
+class Backend;    // netio/backend/backend.hpp: what a back-end implements
+class EventLoop;  // netio/backend/event_loop.hpp
 class Context;
 
 namespace detail {
@@ -56,7 +52,7 @@ struct ContextOptions {
   bool busy_poll = false;         ///< see EventLoop::set_busy_poll
   std::optional<int> cpu;         ///< pin the loop thread to this CPU (the constructor throws if it cannot;
                                   ///< Errc::invalid_option for no such CPU)
-  ///< Applied to every back-end the context makes (from the registry, see backend_registry.hpp),
+  ///< Applied to every back-end the context makes (from the registry, see netio/backend/registry.hpp),
   ///< on the loop thread: returns what the context uses instead of `inner`, e.g. a decorator
   ///< that forwards to it (an emulated network, a test counting calls). Empty: no wrapping.
   ///< May throw netio::Error, which the call that needed the back-end throws.
@@ -71,26 +67,7 @@ struct ContextOptions {
 };
 
 namespace detail {
-/// What a Context owns, shared with the sockets made from it (see detail::share_context), so
-/// that a socket outliving its Context refers to a stopped loop, not to freed memory.
-struct ContextCore {
-  explicit ContextCore(ContextOptions options);
-  ~ContextCore();
-  ContextCore(const ContextCore&) = delete;
-  ContextCore& operator=(const ContextCore&) = delete;
-
-  EventLoop loop;
-  /// Send connections closing after their sockets went, ended by stop(); outlives the back-ends.
-  std::unique_ptr<ClosingSenders> closing;
-  ContextOptions options;
-  std::unique_ptr<NetworkEmulation> emulation;  ///< destroyed after the back-ends, before the loop
-  std::mutex backends_mutex;  ///< guards the map, never held while a back-end is made
-  std::map<std::string, std::unique_ptr<Backend>, std::less<>> backends;
-  std::thread thread;
-  /// Set once the user's Context was destroyed: the sockets' calls throw Errc::closed.
-  std::atomic<bool> gone{false};
-};
-
+struct ContextCore;  // what a Context owns (netio/src/context_core.hpp)
 }  // namespace detail
 
 class Context {
@@ -100,7 +77,9 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  EventLoop& loop() noexcept { return core_->loop; }
+  /// The context's event loop (netio/backend/event_loop.hpp): to post work or set timers on
+  /// its thread.
+  EventLoop& loop() noexcept;
   /// The back-end for an endpoint's scheme (or a scheme), made on first use from the
   /// registry, on the loop thread, wrapped by ContextOptions::wrap_backend. Holds no lock
   /// while it waits for the loop, so a loop callback may call it while other threads do.
@@ -111,7 +90,7 @@ class Context {
 
   /// The emulation of ContextOptions::emulation, to change while running (later buffers use
   /// the new configuration); nullptr when the context was made without one.
-  NetworkEmulation* emulation() noexcept { return core_->emulation.get(); }
+  NetworkEmulation* emulation() noexcept;
 
   /// Stops the loop and joins its thread; sockets still alive are closed from here on.
   /// Idempotent. Called by the destructor (of the Context the user made, not of a

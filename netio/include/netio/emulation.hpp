@@ -4,7 +4,7 @@
 /// It delays each buffer a send socket hands to the wire by a value drawn from a
 /// distribution, limits rates per connection and per node, and slows links or nodes down
 /// for windows of time. It wraps any back-end (tcp, fabric) through the wrap hook of
-/// ContextOptions, keeps the back-end contract (netio/backend.hpp) and needs no root rights.
+/// ContextOptions, keeps the back-end contract (netio/backend/backend.hpp) and needs no root rights.
 ///
 /// Select it with ContextOptions::emulation (or a tool's --emulate SPEC); change it while
 /// running with Context::emulation()->set_config(): later buffers use the new draws, rates
@@ -89,7 +89,6 @@
 /// loop's timers: nothing sleeps, nothing spins.
 #pragma once
 
-#include "netio/backend.hpp"
 #include "netio/endpoint.hpp"
 
 #include <chrono>
@@ -103,6 +102,8 @@
 
 namespace netio {
 
+class Backend;
+class Context;
 class EventLoop;
 
 enum class DelayKind { none, constant, uniform, normal, lognormal, exponential, pareto, table };
@@ -197,9 +198,6 @@ class NetworkEmulation {
   void set_link(const Endpoint& remote, std::optional<EmulationConfig> config);
   void set_link(const Endpoint& remote, std::string_view spec) { set_link(remote, parse_emulation_spec(spec)); }
 
-  /// Wraps a back-end (on `loop`'s thread): what Context does through the wrap hook.
-  std::unique_ptr<Backend> wrap(std::unique_ptr<Backend> inner, EventLoop& loop);
-
   /// Counters, for tests and tools (any thread).
   struct Counters {
     std::uint64_t buffers_delayed = 0;     ///< send buffers (replies too) that waited for a delay or a rate
@@ -210,9 +208,11 @@ class NetworkEmulation {
   };
   Counters counters() const;
 
-  emulated::NetworkState& state() noexcept { return *state_; }
-
  private:
+  friend class Context;
+  /// Wraps a back-end (on `loop`'s thread): what Context does through the wrap hook.
+  std::unique_ptr<Backend> wrap(std::unique_ptr<Backend> inner, EventLoop& loop);
+
   std::shared_ptr<emulated::NetworkState> state_;
 };
 

@@ -6,16 +6,11 @@
 /// on the user's thread.
 #pragma once
 
-#include "netio/admission.hpp"
-#include "netio/connect_timeout.hpp"
-#include "netio/connection_events.hpp"
-#include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
 #include "netio/message.hpp"
-#include "netio/page_pool.hpp"
 #include "netio/peer.hpp"
-#include "netio/receive_budget.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
@@ -29,37 +24,8 @@
 
 namespace netio {
 
-struct HighThroughputSendOptions {
-  /// Bytes per page. Where the back-end sends smaller buffers faster, pages are filled only
-  /// that far (libfabric's tcp and sockets providers: 768 KiB; see
-  /// LowLevelSendSocket::efficient_buffer_size()); the pool still holds page_size each.
-  std::size_t page_size = 1024 * 1024;
-  std::size_t page_count = 16;  ///< the pool: memory is page_size × page_count, never more
-  std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);  ///< a partly filled page waits at most this long
-  /// send() waits this long for a free page; a close waits this long for what is queued.
-  std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
-  /// send() of a message at least this large skips the copy into pages (see below).
-  /// std::numeric_limits<std::size_t>::max() turns that off. Unset (the default):
-  /// default_zero_copy_threshold, or two pages' capacity (1.5 MiB) where the back-end caps
-  /// pages (libfabric's tcp and sockets providers). There every buffer is a message of its
-  /// own, so a lent message costs one more, for its length, and a wait for its frames; below
-  /// two pages that costs more than the copy.
-  std::optional<std::size_t> zero_copy_threshold;
-  static constexpr std::size_t default_zero_copy_threshold = 256 * 1024;
-  Identity identity;     ///< declared to the receiver (its Peer); default name "HOST:PID"
-  ReplyOptions replies;  ///< replies the receiver sends back on this connection (low-latency)
-  /// Pages from a pool shared with other sockets instead of a pool of this socket's own:
-  /// page_size and page_count above are then the pool's page size and its per-connection
-  /// share (PagePool::per_connection()), and the pool bounds the memory of all its sockets.
-  std::shared_ptr<PagePool> shared_pages;
-  /// Authenticate with this key, as LowLatencySendOptions::key.
-  std::optional<PreSharedKey> key;
-  /// A close ends only once the receiver has read everything, as
-  /// LowLatencySendOptions::close_awaits_receiver.
-  bool close_awaits_receiver = false;
-  /// As LowLatencySendOptions::connect_timeout (netio/connect_timeout.hpp).
-  std::chrono::nanoseconds connect_timeout = default_connect_timeout;
-};
+class Context;        // netio/context.hpp
+class ReceiveBudget;  // netio/receive_budget.hpp
 
 /// Connects to a HighThroughputReceiveSocket.
 ///
@@ -152,22 +118,6 @@ class HighThroughputSendSocket {
   std::shared_ptr<Impl> impl_;
 };
 
-struct HighThroughputReceiveOptions {
-  std::size_t max_page_size = 16 * 1024 * 1024;     ///< senders with larger pages are rejected
-  std::size_t max_message_size = 256 * 1024 * 1024;  ///< a larger length disconnects the sender
-  std::size_t page_credits = 8;  ///< pages per connection queued at most before reading stalls
-  std::size_t reply_window = 16;  ///< replies per connection queued at most (Peer::try_reply)
-  /// Memory this socket holds for its senders at most (netio/receive_budget.hpp): every
-  /// connection counts the pages it holds (at most page_credits × its sender's page size; 64
-  /// KiB over TCP until they fill) and its queued replies, and messages being reassembled
-  /// count as their bytes arrive. Silent peers are evicted for a newcomer; a sender that
-  /// still does not fit is given fewer credits, or rejected with the reason.
-  std::size_t memory_budget = std::size_t{1} << 30;
-  std::shared_ptr<ReceiveBudget> shared_budget;  ///< counts here instead when set (memory_budget unused)
-  ConnectionEvents events;       ///< optional: senders connecting and going away
-  AdmissionOptions admission;    ///< limits, allowed networks, key (netio/admission.hpp)
-};
-
 /// Listens for HighThroughputSendSockets (any number; messages of one sender keep their
 /// order). Every message carries its Peer (Message::peer(), recv_each's handler), which
 /// answers the sender on the same connection (Peer::try_reply). A sender sending a length
@@ -193,16 +143,16 @@ class HighThroughputReceiveSocket {
 
   /// Returns false to stop the batch after this message. `peer` is the connection the
   /// message came from (copy it to keep it).
-  using PeerMessageHandler = std::function<bool(std::span<const std::byte> message, const Peer& peer)>;
-  using MessageHandler = std::function<bool(std::span<const std::byte> message)>;
+  using PeerVisitor = std::function<bool(std::span<const std::byte> message, const Peer& peer)>;
+  using Visitor = std::function<bool(std::span<const std::byte> message)>;
   /// The batch form, for small messages: hands up to `max` messages to `handler` on the
   /// calling thread, waiting up to `timeout` for the first and taking the rest only if they
   /// are already there. Each view is valid during the call only (nothing keeps its page
   /// alive afterwards); one consumer turn serves the whole batch. Returns how many messages
   /// the handler was given. If the handler throws, the message it was given counts as
   /// received and the exception propagates.
-  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const PeerMessageHandler& handler);
-  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const MessageHandler& handler);
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const PeerVisitor& visitor);
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Visitor& visitor);
 
   Endpoint local_endpoint() const;
   SocketStats stats() const noexcept;

@@ -4,15 +4,11 @@
 /// is called, and each received message is passed to a callback on the event-loop thread.
 #pragma once
 
-#include "netio/admission.hpp"
-#include "netio/connect_timeout.hpp"
-#include "netio/connection_events.hpp"
-#include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
 #include "netio/message.hpp"
 #include "netio/peer.hpp"
-#include "netio/receive_budget.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
@@ -25,34 +21,8 @@
 
 namespace netio {
 
-struct LowLatencySendOptions {
-  /// Messages in flight at most; send() waits (up to send_timeout) when all are in flight.
-  std::size_t buffer_count = 64;
-  /// Initial size of each send buffer; a buffer grows to the largest message it carried.
-  std::size_t buffer_size = 64 * 1024;
-  /// How long send() waits for a free buffer, and how long a close waits for what is queued.
-  std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
-  Identity identity;     ///< declared to the receiver (its Peer); default name "HOST:PID"
-  ReplyOptions replies;  ///< replies the receiver sends back on this connection
-  /// Authenticate with this key: the receiver must hold the same (AdmissionOptions::key), and
-  /// each side proves it to the other (netio/preshared_key.hpp). Unset: no authentication.
-  std::optional<PreSharedKey> key;
-  /// A close (close(), the destructor) ends only once the receiver has read everything
-  /// sent, not once the back-end handed it to the network: the stream's end goes after the
-  /// last message, and the receiver answers it by closing its side. So a new connection to
-  /// the same receiver, opened after the close ended, is read after this one's last message
-  /// (a receiver whose user holds its buffers stops reading a connection, while a new one
-  /// has fresh credits). Costs a round trip per close, and the close waits (up to
-  /// send_timeout) for the receiver's user to take what came before the end. A receiver
-  /// that closes with messages unread resets the connection: the close then fails
-  /// (Errc::disconnected), as what it had not read is lost. POSIX TCP and
-  /// the emulated network over it; on libfabric a close ends as without it (sends there
-  /// only go into receive buffers posted for them, which the receiver takes by itself).
-  bool close_awaits_receiver = false;
-  /// How long a connection that was never up is tried again while nobody listens at the
-  /// remote end (netio/connect_timeout.hpp): 0 for ever, connect_once for one attempt.
-  std::chrono::nanoseconds connect_timeout = default_connect_timeout;
-};
+class Context;        // netio/context.hpp
+class ReceiveBudget;  // netio/receive_budget.hpp
 
 /// Connects to a LowLatencyReceiveSocket. Construction starts connecting and returns at
 /// once; messages sent before the connection is up wait in the socket's buffers. Nobody
@@ -137,23 +107,6 @@ class LowLatencySendSocket {
   std::shared_ptr<Impl> impl_;
 };
 
-struct LowLatencyReceiveOptions {
-  /// Larger messages are refused (the sender learns the limit in the handshake). Back-ends
-  /// that pre-post receive buffers (libfabric) reserve credits × this per connection.
-  std::size_t max_message_size = 1024 * 1024;
-  std::size_t receive_credits = 4;  ///< buffers per connection the back-end may fill ahead
-  std::size_t reply_window = 16;    ///< replies per connection queued at most (Peer::try_reply)
-  /// Memory this socket holds for its senders at most (netio/receive_budget.hpp): every
-  /// connection counts the buffers it holds (at most receive_credits × max_message_size; 64
-  /// KiB over TCP until they fill) and its queued replies. Silent peers are evicted for a
-  /// newcomer; a sender that still does not fit is given fewer credits, or rejected with the
-  /// reason.
-  std::size_t memory_budget = std::size_t{1} << 30;
-  std::shared_ptr<ReceiveBudget> shared_budget;  ///< counts here instead when set (memory_budget unused)
-  ConnectionEvents events;          ///< optional: senders connecting and going away
-  AdmissionOptions admission;       ///< limits, allowed networks, key (netio/admission.hpp)
-};
-
 /// Listens for LowLatencySendSockets; calls `handler` for every message on the event-loop
 /// thread, with the Peer it came from (connection id, declared identity; peer.try_reply()
 /// answers on the same connection). The view passed to the handler is valid during the call
@@ -167,8 +120,7 @@ struct LowLatencyReceiveOptions {
 /// stack in a later loop task.
 class LowLatencyReceiveSocket {
  public:
-  /// A handler taking `const Endpoint&` as its second parameter still works: a Peer converts
-  /// to its source address.
+  /// The push handler: called for every message (a Peer, not its address: Peer::address()).
   using Handler = std::function<void(std::span<const std::byte> message, const Peer& peer)>;
 
   /// Binds and listens; throws netio::Error if the endpoint cannot be bound,

@@ -19,6 +19,10 @@
 
 namespace netio {
 
+namespace detail {
+struct MessageAccess;  // the receive sockets' constructor (netio/src/message_access.hpp)
+}
+
 class Message {
  public:
   Message() = default;
@@ -28,10 +32,6 @@ class Message {
       : owned_(std::make_shared<std::vector<std::byte>>(std::move(owned))) {
     view_ = std::span<const std::byte>(owned_->data(), owned_->size());
   }
-  /// As above, from `peer`: a raw pointer, kept valid by `keep_alive` (which holds a
-  /// reference to the peer's state), so that a message costs no extra reference count.
-  Message(std::span<const std::byte> view, std::shared_ptr<const void> keep_alive, const Peer* peer)
-      : view_(view), keep_alive_(std::move(keep_alive)), peer_(peer) {}
   Message(std::vector<std::byte> owned, Peer peer) : Message(std::move(owned)) {
     owned_peer_ = std::make_shared<Peer>(std::move(peer));
     peer_ = owned_peer_.get();
@@ -73,6 +73,12 @@ class Message {
   }
 
  private:
+  friend struct detail::MessageAccess;
+  /// As the view constructor, from `peer`: a raw pointer, kept valid by `keep_alive` (which
+  /// holds a reference to the peer's state), so that a message costs no extra reference count.
+  Message(std::span<const std::byte> view, std::shared_ptr<const void> keep_alive, const Peer* peer)
+      : view_(view), keep_alive_(std::move(keep_alive)), peer_(peer) {}
+
   std::span<const std::byte> view_;
   std::shared_ptr<const void> keep_alive_;
   std::shared_ptr<std::vector<std::byte>> owned_;

@@ -9,13 +9,13 @@
 /// of its own, opened when the first message to it is sent. With max_connections set, at
 /// most that many are open at once (connections being torn down count until their close
 /// ends). When a message needs a connection and none is free, a victim is chosen by
-/// options.policy (LRU or LRU-M, connection_policy.hpp) among the connections nobody is
+/// options.policy (LRU or LRU-M, socket_options.hpp) among the connections nobody is
 /// sending on right now, and torn down one-sidedly: its queued messages (a high-throughput
 /// socket's partly filled page included) go out, their completions are awaited, then it
 /// closes, and only then does the new connection open in its place. Every connection closes
 /// with close_awaits_receiver (low_latency_socket.hpp): where the back-end can tell (TCP),
 /// the close ends once the receiver has read everything, so a re-opened connection is read
-/// after the old one's last message, and a close (tear-down, disconnect(), close()) waits up
+/// after the old one's last message, and a close (tear-down, disconnect(), close_and_wait()) waits up
 /// to the connection's send_timeout for a receiver whose user does not read.
 ///
 /// Nothing queued is lost to a tear-down: a message to a destination whose connection is
@@ -44,13 +44,9 @@
 /// thread it starts those closes and returns.
 #pragma once
 
-#include "netio/connection_policy.hpp"
-#include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
-#include "netio/high_throughput_socket.hpp"
-#include "netio/low_latency_socket.hpp"
-#include "netio/page_pool.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/stats.hpp"
 
 #include <chrono>
@@ -63,7 +59,8 @@
 
 namespace netio {
 
-enum class SendMode { low_latency, high_throughput };
+class Context;        // netio/context.hpp
+class ReceiveBudget;  // netio/receive_budget.hpp
 
 /// What a send_parts() call may wait for (on user threads; on the event-loop thread it waits
 /// for nothing).
@@ -79,23 +76,6 @@ enum class SendOutcome {
   no_room,        ///< the connection is there, but its buffers (pages) are all in flight now
   no_connection,  ///< the connection is being made (or a victim is being torn down for it, or
                   ///< every open connection is busy sending): it was started, try again later
-};
-
-struct MultiDestinationSendOptions {
-  SendMode mode = SendMode::low_latency;
-  /// Open connections at most; 0: no limit (every destination stays open once used).
-  std::size_t max_connections = 0;
-  ConnectionPolicy policy = ConnectionPolicy::lru;
-  /// The options of each connection, by mode. Their send_timeout bounds a close's flush.
-  LowLatencySendOptions low_latency;
-  HighThroughputSendOptions high_throughput;
-  /// How long send() waits in all for a connection (tear-downs of others, re-connects).
-  std::chrono::nanoseconds send_timeout = std::chrono::seconds(10);
-  /// After a destination failed, sends to it throw the failure at once for this long.
-  std::chrono::nanoseconds failed_peer_retry = std::chrono::seconds(1);
-  /// Called once per failure of a destination's connection, on the thread that found it
-  /// (the loop thread for a failure found while tearing down). Must not call into this socket.
-  std::function<void(const Endpoint& peer, const Error& error)> on_peer_failed;
 };
 
 /// Counters of the connection manager. Relaxed snapshot, cheap to read.
@@ -127,7 +107,7 @@ class MultiDestinationSendSocket {
   /// connection (and tearing down a victim) when needed. Throws netio::Error: the
   /// destination's failure (naming it), Errc::timeout (no connection within send_timeout, or
   /// no free buffer), Errc::would_block (on the loop thread, see above), Errc::closed (after
-  /// close()), Errc::message_too_large.
+  /// close_and_wait()), Errc::message_too_large.
   void send(const Endpoint& destination, std::span<const std::byte> message);
   /// As send(), but false instead of waiting (for a connection, a tear-down or a buffer).
   bool try_send(const Endpoint& destination, std::span<const std::byte> message);
@@ -154,11 +134,12 @@ class MultiDestinationSendSocket {
   /// High-throughput mode: sends the partly filled page of every open connection now.
   void flush();
   /// Closes every connection after what was sent went out and waits (user threads; on the
-  /// loop thread it only starts the closes). Sends afterwards throw Errc::closed. Throws
+  /// loop thread it only starts the closes): a close that waits says so in its name
+  /// (docs/design/conventions.md). Sends afterwards throw Errc::closed. Throws
   /// netio::Error: Errc::timeout when connections are still closing after send_timeout
   /// (logged), or the error of the first close that lost messages, naming its destination.
   /// Idempotent: a later call throws again what went wrong.
-  void close();
+  void close_and_wait();
 
   ConnectionStats connection_stats() const;
   /// Messages and bytes sent through this socket (the other SocketStats counters are those

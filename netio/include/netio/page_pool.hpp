@@ -20,6 +20,10 @@
 
 namespace netio {
 
+namespace detail {
+struct PagePoolAccess;  // the sockets' way in (netio/src/page_pool.cpp)
+}
+
 struct PagePoolOptions {
   std::size_t page_count = 64;
   std::size_t page_size = 1024 * 1024;
@@ -44,9 +48,9 @@ class PagePool {
   std::size_t bytes_allocated() const;
 
   class Impl;
-  Impl& impl() noexcept { return *impl_; }
 
  private:
+  friend struct detail::PagePoolAccess;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -67,8 +67,6 @@ class Peer {
   /// "NAME (ADDRESS)", for messages and logs, passed through netio::printable() (a name
   /// is printable already; this holds whatever the bytes).
   std::string to_string() const;
-  /// The source address, so that handlers written for an Endpoint keep working.
-  operator const Endpoint&() const noexcept { return address(); }
 
   /// Sends `message` back to this peer on its connection, after the replies before it; any
   /// thread. False, with nothing sent, when the replies already queued to this peer fill its

@@ -34,6 +34,10 @@
 
 namespace netio {
 
+namespace detail {
+struct BudgetAccounting;  // what the sockets count (netio/src/budget_charge.hpp)
+}
+
 class ReceiveBudget {
  public:
   explicit ReceiveBudget(std::size_t limit_bytes) noexcept : limit_(limit_bytes) {}
@@ -48,12 +52,13 @@ class ReceiveBudget {
   /// Connections and messages turned away because they did not fit.
   std::size_t refusals() const noexcept { return refusals_.load(std::memory_order_relaxed); }
 
+ private:
+  friend struct detail::BudgetAccounting;
   /// Counts `bytes` if they fit under the limit; false (nothing counted) if not.
   bool try_take(std::size_t bytes) noexcept;
   void give_back(std::size_t bytes) noexcept;
   void count_refusal() noexcept { refusals_.fetch_add(1, std::memory_order_relaxed); }
 
- private:
   const std::size_t limit_;
   std::atomic<std::size_t> used_{0};
   std::atomic<std::size_t> peak_{0};

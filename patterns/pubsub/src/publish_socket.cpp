@@ -6,6 +6,8 @@
 #include "pending_delivery.hpp"
 #include "subscription_table.hpp"
 
+#include "netio/backend/event_loop.hpp"
+#include "netio/context.hpp"
 #include "netio/log.hpp"
 #include "netio/printable.hpp"
 #include "netio/low_latency_socket.hpp"
@@ -126,7 +128,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     for (const auto& limited : limited_) {
       if (!limited) continue;
       try {
-        limited->close();
+        limited->close_and_wait();
       } catch (const Error& e) {
         log(LogLevel::warn, "publisher {}: not every data connection closed cleanly: {}", local_.to_string(), e.what());
       }

@@ -3,6 +3,8 @@
 
 #include "control_message.hpp"
 
+#include "netio/backend/event_loop.hpp"
+#include "netio/context.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
@@ -59,7 +61,7 @@ class RequestGroup {
 
 class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocket::Impl> {
  public:
-  Impl(Context& context, MessageHandler on_message, SubscribeOptions options)
+  Impl(Context& context, Handler on_message, SubscribeOptions options)
       : context_(netio::detail::share_context(context)), on_message_(std::move(on_message)), options_(std::move(options)) {}
 
   void start() {
@@ -168,7 +170,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     }
   }
 
-  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Handler& handler) {
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Visitor& handler) {
     const auto socket = wait_for_high_throughput(Clock::now() + timeout);
     if (!socket) return 0;
     std::size_t given = 0;
@@ -258,8 +260,8 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
 
   // The receive socket of `mode` (made on first use), as the endpoint the publisher connects to.
   std::string receive_endpoint(const Endpoint& publisher, Mode mode) {
-    if (transport_ && (transport_->scheme != publisher.scheme || transport_->provider != publisher.provider)) {
-      throw Error(Errc::malformed_endpoint,
+    if (transport_ && (transport_->scheme != publisher.scheme || transport_->options != publisher.options)) {
+      throw Error(Errc::invalid_option,
                   fmt::format("{}: this subscribe socket receives over {}; use another one for publishers of another "
                               "transport", publisher.to_string(), transport_->to_string()));
     }
@@ -514,7 +516,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
   static constexpr std::size_t control_buffers = 32;  // requests on the wire per publisher
 
   Context context_;  // first, so it goes last: keeps the loop and back-ends allocated if the Context went
-  MessageHandler on_message_;  // low-latency subscriptions; may be empty
+  Handler on_message_;  // low-latency subscriptions; may be empty
   SubscribeOptions options_;
   // Event-loop thread only:
   std::map<std::string, std::unique_ptr<Link>> links_;
@@ -533,9 +535,9 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
 };
 
 SubscribeSocket::SubscribeSocket(Context& context, SubscribeOptions options)
-    : SubscribeSocket(context, MessageHandler{}, std::move(options)) {}
+    : SubscribeSocket(context, Handler{}, std::move(options)) {}
 
-SubscribeSocket::SubscribeSocket(Context& context, MessageHandler on_message, SubscribeOptions options)
+SubscribeSocket::SubscribeSocket(Context& context, Handler on_message, SubscribeOptions options)
     : impl_(std::make_shared<Impl>(context, std::move(on_message), std::move(options))) {
   impl_->start();
 }
@@ -654,7 +656,7 @@ std::optional<Publication> SubscribeSocket::recv(std::chrono::nanoseconds timeou
   return impl_->recv(timeout);
 }
 
-std::size_t SubscribeSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Handler& handler) {
+std::size_t SubscribeSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Visitor& handler) {
   impl_->throw_if_context_gone();
   return impl_->recv_each(max, timeout, handler);
 }

@@ -3,10 +3,6 @@
 
 namespace netio::pubsub {
 
-std::string_view to_string(Mode mode) noexcept {
-  return mode == Mode::low_latency ? "low-latency" : "high-throughput";
-}
-
 std::string_view to_string(Backpressure backpressure) noexcept {
   switch (backpressure) {
     case Backpressure::block: return "block";

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "netio/scheduled_push/dde_service.hpp"
 
+#include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "netio/scheduled_push/timeslice_receiver.hpp"
 
+#include "netio/backend/event_loop.hpp"
+#include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"

@@ -106,7 +106,7 @@ std::array<std::byte, kProposalSize> encode(const Proposal& message);
 std::array<std::byte, kClockProbeSize> encode(const ClockProbe& message);
 std::array<std::byte, kClockEchoSize> encode(const ClockEcho& message);
 
-/// The type of an encoded message, for dispatch; throws (bad_message) for an empty buffer or
+/// The type of an encoded message, for dispatch; throws netio::Error (Errc::protocol_error) for an empty buffer or
 /// an unknown type. The decoders check everything else.
 MessageType message_type(std::span<const std::byte> bytes);
 

@@ -55,7 +55,7 @@ class InputCredits {
   std::uint32_t available(ComputeIndex c) const;
   /// Spends a credit of c; false (nothing spent) when none is left.
   bool try_take(ComputeIndex c);
-  /// Credits c sent back. Throws netio::Error (Errc::invalid_option) when the input would hold
+  /// Credits c sent back. Throws netio::Error (Errc::protocol_error) when the input would hold
   /// more than it was granted: a compute node returning what it never got is a protocol fault.
   void give_back(ComputeIndex c, std::uint32_t count = 1);
 
@@ -71,7 +71,7 @@ class TimesliceCompletion {
   TimesliceCompletion(const SchedulerConfig& config, ComputeIndex self);
 
   /// Input i's contribution to t arrived. Returns true when t is complete with it. Throws
-  /// netio::Error (Errc::invalid_option) when t does not belong to this compute node, i is out of
+  /// netio::Error (Errc::protocol_error) when t does not belong to this compute node, i is out of
   /// range or the contribution is a duplicate. (A contribution to a t released already opens
   /// it anew: the receiver's buffer bookkeeping, not this class, rejects such a peer.)
   bool on_contribution(InputIndex i, TimesliceIndex t);

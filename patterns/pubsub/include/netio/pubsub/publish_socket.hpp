@@ -40,9 +40,8 @@
 /// on the loop thread it starts those closes and returns.
 #pragma once
 
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
-#include "netio/connection_policy.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/multi_destination_send_socket.hpp"
 #include "netio/page_pool.hpp"
@@ -76,7 +75,7 @@ struct PublishOptions {
   std::size_t low_latency_buffers = 64;  ///< messages in flight per low-latency subscriber
   /// How often drops are reported to the subscribers that lost messages.
   std::chrono::nanoseconds drop_report_interval = std::chrono::milliseconds(50);
-  /// Who may subscribe (netio/admission.hpp): limits on the control listener, allowed
+  /// Who may subscribe (netio/socket_options.hpp): limits on the control listener, allowed
   /// networks, and a pre-shared key. With a key, every subscriber must hold it, and the
   /// publisher proves it on its data connections too (SubscribeOptions::admission.key).
   AdmissionOptions admission;

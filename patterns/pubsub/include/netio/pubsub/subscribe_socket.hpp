@@ -24,9 +24,7 @@
 /// taken out stay valid after it.
 #pragma once
 
-#include "netio/connect_timeout.hpp"
-#include "netio/connection_events.hpp"
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
@@ -80,7 +78,7 @@ struct SubscribeOptions {
   /// What the data receive sockets hold for publishers at most (netio/receive_budget.hpp):
   /// both count against this one when set, else each against a budget of its own of 1 GiB.
   std::shared_ptr<ReceiveBudget> receive_budget;
-  /// Which publishers may connect the data connections (netio/admission.hpp): limits on the
+  /// Which publishers may connect the data connections (netio/socket_options.hpp): limits on the
   /// data receive sockets, allowed networks, and a pre-shared key. With a key, publishers
   /// must hold it too, and the control connections prove it (PublishOptions::admission.key).
   AdmissionOptions admission;
@@ -99,13 +97,13 @@ class SubscribeSocket {
   using Done = std::function<void(const Error* error)>;  ///< nullptr: acknowledged
   /// Low-latency subscriptions: called on the event-loop thread per message; `data` is valid
   /// during the call only. Must not block for long (it holds up the whole loop).
-  using MessageHandler = std::function<void(Tag tag, std::span<const std::byte> data, const Peer& publisher)>;
+  using Handler = std::function<void(Tag tag, std::span<const std::byte> data, const Peer& publisher)>;
 
   /// A socket for high-throughput subscriptions only (recv(), recv_each()).
   explicit SubscribeSocket(Context& context, SubscribeOptions options = {});
   /// A socket whose low-latency subscriptions deliver to `on_message` (high-throughput ones
   /// still go to recv()). An empty handler is as the constructor above.
-  SubscribeSocket(Context& context, MessageHandler on_message, SubscribeOptions options = {});
+  SubscribeSocket(Context& context, Handler on_message, SubscribeOptions options = {});
   ~SubscribeSocket();
   SubscribeSocket(const SubscribeSocket&) = delete;
   SubscribeSocket& operator=(const SubscribeSocket&) = delete;
@@ -148,8 +146,8 @@ class SubscribeSocket {
   /// calling thread, waiting up to `timeout` for the first and taking the rest only if they
   /// are there already; each view is valid during the call only. Returns how many the handler
   /// was given. The handler returns false to end the batch after that message.
-  using Handler = std::function<bool(Tag tag, std::span<const std::byte> data, const Peer& publisher)>;
-  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Handler& handler);
+  using Visitor = std::function<bool(Tag tag, std::span<const std::byte> data, const Peer& publisher)>;
+  std::size_t recv_each(std::size_t max, std::chrono::nanoseconds timeout, const Visitor& visitor);
 
   SubscribeStats stats() const noexcept;
 

@@ -6,6 +6,7 @@
 
 #include "netio/endpoint.hpp"
 #include "netio/peer.hpp"
+#include "netio/socket_options.hpp"
 
 #include <cstdint>
 #include <string>
@@ -16,10 +17,9 @@ namespace netio::pubsub {
 /// receive exactly the tags they subscribed to.
 using Tag = std::uint64_t;
 
-enum class Mode : std::uint8_t {
-  low_latency = 1,      ///< each message goes out at once; a callback on the subscriber's loop thread
-  high_throughput = 2,  ///< messages are packed into pages; the subscriber takes them with recv()
-};
+/// A subscription's mode: low-latency (a callback on the subscriber's loop thread) or
+/// high-throughput (the subscriber takes messages with recv()); netio::to_string names it.
+using Mode = SendMode;
 
 /// What the publisher does when a subscriber cannot take a message now (its connection's
 /// buffers or its share of the page pool are all in flight).
@@ -29,7 +29,6 @@ enum class Backpressure : std::uint8_t {
   drop = 2,               ///< the message is dropped for that subscriber only and counted on both sides
 };
 
-std::string_view to_string(Mode mode) noexcept;
 std::string_view to_string(Backpressure backpressure) noexcept;
 
 /// Who a data connection of a publisher goes to: for try_publish's list of skipped

@@ -18,7 +18,7 @@
 /// given the same reports they propose the same (see deterministic_engine.hpp).
 #pragma once
 
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/scheduler/config.hpp"
@@ -51,7 +51,7 @@ class DdeService {
   using ProposalObserver = std::function<void(scheduler::InputIndex, const scheduler::Proposal&)>;
 
   /// Listens at `local` (port 0 picks one), admitting input nodes within `admission`
-  /// (netio/admission.hpp: allow-list, connection limits, timeouts; input nodes bring no
+  /// (netio/socket_options.hpp: allow-list, connection limits, timeouts; input nodes bring no
   /// pre-shared key, so a `key` turns every one away). Throws netio::Error if it cannot bind,
   /// or Errc::invalid_option for a bad config.
   DdeService(Context& context, const Endpoint& local, const scheduler::SchedulerConfig& config,

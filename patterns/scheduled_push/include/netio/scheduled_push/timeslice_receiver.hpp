@@ -37,7 +37,7 @@
 /// own handlers; no handler runs after the destructor returned.
 #pragma once
 
-#include "netio/admission.hpp"
+#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/scheduled_push/dde_service.hpp"
@@ -92,7 +92,7 @@ struct TimesliceReceiverOptions {
   std::chrono::nanoseconds kept_stall_warning = std::chrono::seconds(10);
   bool run_dde = false;
   std::optional<Endpoint> dde_endpoint;  ///< run_dde: where it listens (default: the data endpoint's host, port 0)
-  /// Who may connect, to the data endpoint and to the DDE (netio/admission.hpp: allow-list,
+  /// Who may connect, to the data endpoint and to the DDE (netio/socket_options.hpp: allow-list,
   /// max_connections, timeouts; connections that have sent nothing are evicted first for a
   /// newcomer). Input nodes bring no pre-shared key: a `key` turns every one away.
   AdmissionOptions admission;

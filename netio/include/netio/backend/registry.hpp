@@ -13,7 +13,7 @@
 /// the back-end of a scheme keeps it: registering a new factory affects later lookups only.
 #pragma once
 
-#include "netio/backend.hpp"
+#include "netio/backend/backend.hpp"
 
 #include <functional>
 #include <memory>
@@ -29,11 +29,19 @@ class EventLoop;
 /// the back-end cannot start (e.g. no libfabric provider).
 using BackendFactory = std::function<std::unique_ptr<Backend>(EventLoop& loop)>;
 
+/// How endpoints of a scheme are written, for Endpoint::parse() and its messages.
+struct EndpointForm {
+  /// What the part before ":PORT" names, in messages (shm://NAME:PORT: "name").
+  std::string host_field = "host";
+  /// The query keys the back-end takes (Endpoint::options); any other key is malformed.
+  std::vector<std::string> options;
+};
+
 /// Enters (or replaces) the factory for `scheme`; from then on Endpoint::parse accepts
 /// "SCHEME://HOST:PORT" and sockets on such endpoints use this back-end. A scheme is letters,
 /// digits, '+', '-' and '.', starting with a letter (as in a URI). Throws
 /// Error(Errc::invalid_option) naming the scheme for a malformed scheme or an empty factory.
-void register_backend(std::string scheme, BackendFactory factory);
+void register_backend(std::string scheme, BackendFactory factory, EndpointForm form = {});
 
 /// True when `scheme` is in the registry: usable, or built in but unavailable in this build
 /// (fabric without libfabric; a socket on it fails with the reason).
@@ -44,6 +52,9 @@ bool backend_registered(std::string_view scheme);
 /// back-end: the reason it is unavailable, or the list of registered schemes.
 std::unique_ptr<Backend> make_registered_backend(std::string_view scheme, EventLoop& loop,
                                                  std::string_view what_for);
+
+/// How endpoints of `scheme` are written (the default form for a scheme not registered).
+EndpointForm endpoint_form(std::string_view scheme);
 
 /// The schemes with a usable back-end, sorted.
 std::vector<std::string> registered_backend_schemes();

@@ -24,7 +24,7 @@
 /// before its Contexts first use the scheme.
 #pragma once
 
-#include "netio/backend_registry.hpp"
+#include "netio/backend/registry.hpp"
 
 #include <cstdint>
 #include <vector>

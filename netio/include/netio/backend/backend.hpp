@@ -38,7 +38,7 @@
 /// on the network arrives through callbacks (refused, rejected, disconnected, protocol
 /// errors). After close() or a failure, send() ignores the buffer.
 ///
-/// Back-ends are found by scheme through the registry (netio/backend_registry.hpp).
+/// Back-ends are found by scheme through the registry (netio/backend/registry.hpp).
 ///
 /// The hello travels as connection data on some transports (libfabric CM data: as little as
 /// 48 bytes on verbs): keep it at most max_hello_size bytes.
@@ -50,7 +50,7 @@
 /// which gives them back when destroyed (on any thread).
 #pragma once
 
-#include "netio/buffer.hpp"
+#include "netio/backend/buffer.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
 
