@@ -244,3 +244,18 @@ TEST_CASE("shm: a peer passing two descriptors in one message is dropped, the re
   const std::string peer = line.substr(20, line.find(" to ") - 20);
   CHECK(count(line, peer) == 1);
 }
+
+TEST_CASE("connections dropped for what their peers sent are logged at most a burst per period, process-wide",
+          "[faults]") {
+  // A peer that floods and reconnects at once is dropped thousands of times a second: one
+  // line each filled the log (tools/bench/shm_flood.sh: 4,500-6,800 lines a second).
+  const std::string log = log_of(netio::LogLevel::warn, [] {
+    netio::DroppedConnectionLog drops(std::chrono::seconds(1), 3);
+    const auto start = netio::DroppedConnectionLog::Clock::now();
+    for (int i = 0; i < 10; ++i) drops.dropped("shm connection a -> b: a wake-up flood", start);
+    drops.dropped("shm connection a -> b: a wake-up flood", start + std::chrono::seconds(1));
+  });
+  INFO(log);
+  CHECK(count(log, "receive socket: shm connection a -> b: a wake-up flood; disconnecting") == 4);
+  CHECK(count(log, "(7 more connection(s) dropped and not logged before this one)") == 1);
+}

@@ -2,6 +2,7 @@
 #include "backends/posix/posix_receive_socket.hpp"
 
 #include "netio/log.hpp"
+#include "rejection_log.hpp"
 
 #include <fmt/format.h>
 
@@ -114,7 +115,7 @@ void PosixReceiveSocket::update_interest() {
 void PosixReceiveSocket::fail(Errc code, const std::string& why) {
   if (closed_) return;
   if (code == Errc::disconnected) log(LogLevel::info, "receive socket: {}", why);
-  else log(LogLevel::warn, "receive socket: {}; disconnecting", why);
+  else DroppedConnectionLog::instance().dropped(why);  // rate-limited: a peer may reconnect without end
   auto callback = callbacks_.on_disconnected;
   // Silent from now on, but the descriptor stays open until the owner's close(): a sender
   // that ended its stream (LowLevelSendSocket::end_stream) waits for this side's close, and

@@ -3,6 +3,7 @@
 
 #include "backends/shm/segment_passing.hpp"
 #include "netio/log.hpp"
+#include "rejection_log.hpp"
 
 #include <fmt/format.h>
 
@@ -58,7 +59,7 @@ void ShmReceiveSocket::send_reply(Buffer* buffer) {
 void ShmReceiveSocket::fail(Errc code, const std::string& why) {
   if (std::exchange(failed_, true)) return;
   if (code == Errc::disconnected) log(LogLevel::info, "receive socket: {}", why);
-  else log(LogLevel::warn, "receive socket: {}; disconnecting", why);
+  else DroppedConnectionLog::instance().dropped(why);  // rate-limited: a peer may reconnect without end
   auto callback = callbacks_.on_disconnected;
   // Silent from now on; the descriptor stays open until the owner's close(), which the
   // sender's end of stream waits for (as on tcp://).

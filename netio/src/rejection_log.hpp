@@ -12,7 +12,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string_view>
+#include <utility>
 
 namespace netio {
 
@@ -48,6 +50,54 @@ class RejectionLog {
   Clock::time_point window_start_{};
   std::uint32_t written_ = 0;
   std::uint64_t left_out_ = 0;
+};
+
+// The lines the receive sockets of every back-end write when they drop a connection for what
+// its peer sent ("receive socket: WHY; disconnecting"), limited as RejectionLog's but for the
+// whole process: a hostile peer that reconnects and misbehaves at once, thousands of times a
+// second, costs a few lines a second, not one per connection. Thread-safe.
+class DroppedConnectionLog {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit DroppedConnectionLog(Clock::duration period = std::chrono::seconds(1), std::uint32_t burst = 10) noexcept
+      : period_(period), burst_(burst) {}
+
+  /// The process's own, which the back-ends write to.
+  static DroppedConnectionLog& instance() {
+    static DroppedConnectionLog log;
+    return log;
+  }
+
+  void dropped(std::string_view why, Clock::time_point now = Clock::now()) {
+    std::uint64_t before = 0;
+    {
+      std::lock_guard lock(mutex_);
+      if (now - window_start_ >= period_) {
+        window_start_ = now;
+        written_ = 0;
+      }
+      if (written_ >= burst_) {
+        ++left_out_;
+        return;
+      }
+      ++written_;
+      before = std::exchange(left_out_, 0);
+    }
+    if (before > 0) {
+      log(LogLevel::warn, "receive socket: {}; disconnecting ({} more connection(s) dropped and not logged before this one)",
+          why, before);
+    } else {
+      log(LogLevel::warn, "receive socket: {}; disconnecting", why);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  Clock::duration period_;
+  std::uint32_t burst_;
+  Clock::time_point window_start_{};  // guarded by mutex_
+  std::uint32_t written_ = 0;         // guarded by mutex_
+  std::uint64_t left_out_ = 0;        // guarded by mutex_
 };
 
 }  // namespace netio
