@@ -16,9 +16,11 @@ void register_builtin_backends(BuiltinBackendTable& table) {
   // ?provider=NAME: the libfabric provider (backends/fabric/provider_selection.hpp).
   EndpointForm fabric_form{.host_field = "host", .options = {"provider"}};
 #ifdef NETIO_WITH_FABRIC
-  table.add("fabric", [](EventLoop& loop) { return fabric::make_backend(loop); }, std::move(fabric_form));
+  table.add(
+      "fabric", [](EventLoop& loop) { return fabric::make_backend(loop); }, std::move(fabric_form));
 #else
-  table.add_unavailable("fabric", "this netio was built without libfabric (NETIO_WITH_FABRIC=OFF)", std::move(fabric_form));
+  table.add_unavailable("fabric", "this netio was built without libfabric (NETIO_WITH_FABRIC=OFF)",
+                        std::move(fabric_form));
 #endif
 }
 

@@ -6,8 +6,8 @@
 //
 //   ./daq_publish_subscribe                     tcp://127.0.0.1 on a free port
 //   ./daq_publish_subscribe fabric://127.0.0.1:0?provider=tcp
-#include <netio/context.hpp>
 #include <netio/backend/event_loop.hpp>
+#include <netio/context.hpp>
 #include <netio/pubsub/publish_socket.hpp>
 #include <netio/pubsub/subscribe_socket.hpp>
 
@@ -98,13 +98,13 @@ int main(int argc, char** argv) {
       std::vector<std::uint64_t> next(links, 0);
       std::uint64_t stored = 0;
       while (stored < links * events) {
-        const auto n = storage.recv_each(4096, 5s, [&](netio::pubsub::Tag tag, std::span<const std::byte> fragment,
-                                                      const netio::Peer&) {
-          const auto header = header_of(fragment);
-          if (tag != tag_of(header.link) || header.event != next[header.link]++) ++out_of_order;
-          stored_bytes += fragment.size();  // a real writer appends the fragment to a file here
-          return true;
-        });
+        const auto n = storage.recv_each(
+            4096, 5s, [&](netio::pubsub::Tag tag, std::span<const std::byte> fragment, const netio::Peer&) {
+              const auto header = header_of(fragment);
+              if (tag != tag_of(header.link) || header.event != next[header.link]++) ++out_of_order;
+              stored_bytes += fragment.size();  // a real writer appends the fragment to a file here
+              return true;
+            });
         if (n == 0) break;  // nothing for 5 s: give up
         stored += n;
       }

@@ -18,9 +18,9 @@ int main() {
     netio::HighThroughputReceiveSocket receiver(context, netio::Endpoint::parse("tcp://127.0.0.1:0"));
 
     netio::HighThroughputSendOptions options;
-    options.page_size = 1 << 20;        // messages are packed into 1 MiB pages...
-    options.page_count = 8;             // ...from a pool of 8: a slow receiver blocks send()
-    options.flush_timeout = 100ms;      // a partly filled page waits at most this long
+    options.page_size = 1 << 20;    // messages are packed into 1 MiB pages...
+    options.page_count = 8;         // ...from a pool of 8: a slow receiver blocks send()
+    options.flush_timeout = 100ms;  // a partly filled page waits at most this long
     netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
 
     constexpr std::uint64_t count = 100'000;

@@ -12,7 +12,8 @@ packages=(g++ cmake make pkg-config python3 libfabric-dev libfabric-bin librdmac
           libxxhash-dev  # the tools' verification checksum (XXH3)
           valgrind  # tools/bench/rtt_instructions.sh and its test
           pandoc    # the man pages (docs/man)
-          doxygen)  # the API reference (docs/api)
+          doxygen   # the API reference (docs/api)
+          clang-format clang-tidy)  # scripts/format.sh (the suite's style.format test), scripts/tidy.sh
 for option in "$@"; do
   case "$option" in
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;

@@ -5,11 +5,11 @@
 // stream from a legitimate peer running beside them loses nothing.
 #include "backends/posix/wire.hpp"
 #include "netio/backend/event_loop.hpp"
-#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "netio/socket_options.hpp"
 #include "support/admission_peers.hpp"
 #include "support/descriptor_exhaustion.hpp"
 #include "support/sanitizers.hpp"
@@ -54,7 +54,8 @@ namespace {
 
 struct Receiver {
   Receiver(const Endpoint& base, netio::AdmissionOptions admission)
-      : context(netio::test::context_options()), socket(context, base, stream.handler(), options(std::move(admission))) {}
+      : context(netio::test::context_options()),
+        socket(context, base, stream.handler(), options(std::move(admission))) {}
 
   netio::LowLatencyReceiveOptions options(netio::AdmissionOptions admission) {
     netio::LowLatencyReceiveOptions o;
@@ -93,7 +94,7 @@ void legitimate_stream(Receiver& receiver, const std::string& name, std::uint64_
 // Starts `count` senders while the receiver's event loop is held, so that their requests
 // pile up and the listener answers them in one go once it is released.
 std::vector<std::unique_ptr<netio::LowLatencySendSocket>> connect_while_held(Receiver& receiver,
-                                                                            netio::Context& context, int count) {
+                                                                             netio::Context& context, int count) {
   std::promise<void> release;
   receiver.context.loop().post([held = release.get_future().share()] { held.wait(); });
   std::vector<std::unique_ptr<netio::LowLatencySendSocket>> peers;
@@ -155,8 +156,7 @@ TEST_CASE("slowloris: half a frame, then silence, is dropped by the progress tim
   legitimate_stream(receiver, "legit-after", 300);
 }
 
-TEST_CASE("a peer pausing between frames longer than the progress timeout is not dropped",
-          "[admission][integration]") {
+TEST_CASE("a peer pausing between frames longer than the progress timeout is not dropped", "[admission][integration]") {
   // Only a frame begun and not finished counts: between frames a peer may pause at will.
   netio::AdmissionOptions admission;
   admission.progress_timeout = 200ms;
@@ -190,9 +190,8 @@ TEST_CASE("peers that stop after a valid hello are dropped: the oldest beyond th
   for (int i = 0; i < 5; ++i) CHECK(idle[static_cast<std::size_t>(i)]->disconnected());
   legitimate_stream(receiver, "legit");
   // The timeout: the rest follow.
-  CHECK(eventually([&] {
-    return std::all_of(idle.begin(), idle.end(), [](const auto& peer) { return peer->disconnected(); });
-  }));
+  CHECK(eventually(
+      [&] { return std::all_of(idle.begin(), idle.end(), [](const auto& peer) { return peer->disconnected(); }); }));
   CHECK(receiver.connected == 1);
 }
 
@@ -324,8 +323,8 @@ TEST_CASE("out of descriptors, the connection idle longest goes for a newcomer, 
   // themselves and idle; a well-behaved sender must still get in within 2 s (issue 49: it
   // was refused for as long as the attackers stayed). The child reports through its exit
   // status, and its log must name an evicted peer.
-  const auto base = Endpoint::parse(GENERATE(filter([](const std::string& e) { return e.rfind("fabric", 0) != 0; },
-                                                    netio::test::loopback_endpoints())));
+  const auto base = Endpoint::parse(GENERATE(
+      filter([](const std::string& e) { return e.rfind("fabric", 0) != 0; }, netio::test::loopback_endpoints())));
   INFO(base.to_string());
   const std::string log_path = fmt::format("/tmp/netio_evict_test_{}.log", ::getpid());
   int port_pipe[2];
@@ -354,9 +353,9 @@ TEST_CASE("out of descriptors, the connection idle longest goes for a newcomer, 
       const std::uint16_t port = receiver.socket.local_endpoint().port;
       if (::write(port_pipe[1], &port, sizeof port) != sizeof port) ::_exit(2);
       ::close(port_pipe[1]);
-      const bool all = eventually([&] {
-        return receiver.stream.received("legit-1") == count && receiver.stream.received("legit-2") == count;
-      }, 60s);
+      const bool all = eventually(
+          [&] { return receiver.stream.received("legit-1") == count && receiver.stream.received("legit-2") == count; },
+          60s);
       status = all && receiver.stream.corrupt() == 0 ? 0 : 3;
       // The receiver is destroyed with descriptors to spare: UBSan opens files to check a type
       // it meets for the first time (the socket's shared state at its destruction), and reports
@@ -406,8 +405,9 @@ TEST_CASE("out of descriptors, the connection idle longest goes for a newcomer, 
     } catch (const netio::Error& e) {
       FAIL_CHECK(e.what());
     }
-    INFO("connected after " << std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::steady_clock::now() - start).count() << " ms");
+    INFO("connected after "
+         << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count()
+         << " ms");
     REQUIRE(second_connected);
     send_stream(second, 0, count);
     int status = 0;
@@ -424,7 +424,8 @@ TEST_CASE("out of descriptors, the connection idle longest goes for a newcomer, 
   // an attacker still to introduce itself goes first ("not introduced"; under a sanitizer or
   // load some have not when the descriptors run out), else the one idle longest ("idle for").
   CHECK_THAT(log, Catch::Contains("has sent no data (") && Catch::Contains("out of file descriptors"));
-  CHECK_THAT(log, Catch::Contains("has sent no data (idle for") || Catch::Contains("has sent no data (not introduced)"));
+  CHECK_THAT(log,
+             Catch::Contains("has sent no data (idle for") || Catch::Contains("has sent no data (not introduced)"));
   std::size_t evictions_logged = 0;
   for (auto at = log.find("has sent no data"); at != std::string::npos; at = log.find("has sent no data", at + 1)) {
     ++evictions_logged;
@@ -511,8 +512,8 @@ TEST_CASE("out of descriptors with nothing to drop, the back-off timer resumes a
   constexpr auto exhausted_for = 1500ms;
   const std::string log_path = fmt::format("/tmp/netio_backoff_test_{}.log", ::getpid());
   struct Report {
-    std::int64_t cpu_us = -1;       // the child's CPU time while out of descriptors
-    std::int64_t resumed_ms = -1;   // from freeing descriptors to the peer being in
+    std::int64_t cpu_us = -1;      // the child's CPU time while out of descriptors
+    std::int64_t resumed_ms = -1;  // from freeing descriptors to the peer being in
   };
   int to_child[2];  // a socket pair: a child gone early fails the parent's send, no SIGPIPE
   int to_parent[2];

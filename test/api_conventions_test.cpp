@@ -44,7 +44,8 @@ static_assert(std::is_same_v<decltype(std::declval<netio::MultiDestinationSendSo
 
 // Remotes: a Peer on the receiving side, and a Peer is not its address.
 static_assert(!std::is_convertible_v<const netio::Peer&, const netio::Endpoint&>);
-static_assert(std::is_invocable_v<netio::LowLatencyReceiveSocket::Handler, std::span<const std::byte>, const netio::Peer&>);
+static_assert(
+    std::is_invocable_v<netio::LowLatencyReceiveSocket::Handler, std::span<const std::byte>, const netio::Peer&>);
 
 // Push handlers (netio calls them for every message) are Handler and return nothing;
 // visitors (recv_each) are Visitor and return whether to go on.
@@ -77,8 +78,8 @@ static_assert(noexcept(std::declval<const netio::MultiDestinationSendSocket&>().
 // Options are plain aggregates with a default for every member: `{}` is a working socket,
 // and designated initialisers name what differs.
 template <typename Options>
-constexpr bool plain_options = std::is_aggregate_v<Options> && std::is_default_constructible_v<Options> &&
-                               std::is_copy_constructible_v<Options>;
+constexpr bool plain_options =
+    std::is_aggregate_v<Options>&& std::is_default_constructible_v<Options>&& std::is_copy_constructible_v<Options>;
 static_assert(plain_options<netio::ContextOptions>);
 static_assert(plain_options<netio::LowLatencySendOptions>);
 static_assert(plain_options<netio::LowLatencyReceiveOptions>);
@@ -176,8 +177,7 @@ TEST_CASE("pub/sub declares an Identity: the publisher's name and endpoint reach
   CHECK(*publication->publisher().identity().endpoint == publisher.local_endpoint());
 }
 
-TEST_CASE("a low-latency subscription on a socket without a message handler is Errc::invalid_option",
-          "[api][pubsub]") {
+TEST_CASE("a low-latency subscription on a socket without a message handler is Errc::invalid_option", "[api][pubsub]") {
   netio::Context context(netio::test::context_options());
   PublishSocket publisher(context, Endpoint::parse("tcp://127.0.0.1:0"));
   SubscribeSocket subscriber(context);  // no handler: high-throughput subscriptions only

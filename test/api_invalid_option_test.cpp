@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // One convention for a bad argument or option (docs/guide/errors.md): netio::Error with
 // Errc::invalid_option, whose message names the option and the value.
-#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/emulation.hpp"
 #include "netio/error.hpp"
@@ -10,6 +9,7 @@
 #include "netio/multi_destination_send_socket.hpp"
 #include "netio/page_pool.hpp"
 #include "netio/scheduled_push/timeslice_sender.hpp"
+#include "netio/socket_options.hpp"
 
 #include "support/invalid_option.hpp"
 
@@ -51,8 +51,9 @@ TEST_CASE("a context pinned to no CPU is Errc::invalid_option naming the option 
   check_invalid_option([&] { netio::Context context(options); }, {"ContextOptions::cpu", "-3"});
 }
 
-TEST_CASE("a context pinned to a CPU outside the process's affinity mask is Errc::invalid_option naming the CPUs it may use",
-          "[api][errors][cpu]") {
+TEST_CASE(
+    "a context pinned to a CPU outside the process's affinity mask is Errc::invalid_option naming the CPUs it may use",
+    "[api][errors][cpu]") {
   cpu_set_t allowed;
   REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
   int outside = 0;
@@ -86,9 +87,7 @@ TEST_CASE("bad socket options are Errc::invalid_option naming the option and the
                          {"buffer_count", "0"});
   }
   check_invalid_option(
-      [] {
-        netio::PagePool pool(netio::PagePoolOptions{.page_count = 0, .page_size = 4096, .per_connection = 0});
-      },
+      [] { netio::PagePool pool(netio::PagePoolOptions{.page_count = 0, .page_size = 4096, .per_connection = 0}); },
       {"page_count 0"});
 }
 

@@ -5,17 +5,17 @@
 #include "authentication.hpp"
 #include "handshake.hpp"
 #include "introduction.hpp"
-#include "netio/internal/little_endian.hpp"
-#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "netio/socket_options.hpp"
 #include "support/admission_peers.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -68,7 +68,8 @@ struct TempFile {
 
 struct Receiver {
   Receiver(const Endpoint& base, netio::AdmissionOptions admission)
-      : context(netio::test::context_options()), socket(context, base, stream.handler(), options(std::move(admission))) {}
+      : context(netio::test::context_options()),
+        socket(context, base, stream.handler(), options(std::move(admission))) {}
 
   netio::LowLatencyReceiveOptions options(netio::AdmissionOptions admission) {
     netio::LowLatencyReceiveOptions o;
@@ -116,9 +117,9 @@ TEST_CASE("networks in CIDR notation parse and match", "[admission][auth]") {
   CHECK(PeerNetwork::parse("[::1]/128").contains("::1"));
   CHECK(PeerNetwork::parse("fd00::/8").contains("fd12:3456::1"));
   CHECK_FALSE(PeerNetwork::parse("fd00::/8").contains("fe80::1"));
-  CHECK_FALSE(PeerNetwork::parse("::/0").contains("127.0.0.1"));  // families do not mix...
+  CHECK_FALSE(PeerNetwork::parse("::/0").contains("127.0.0.1"));          // families do not mix...
   CHECK(PeerNetwork::parse("127.0.0.0/8").contains("::ffff:127.0.0.1"));  // ...but mapped IPv4 is IPv4
-  CHECK_FALSE(PeerNetwork::parse("127.0.0.0/8").contains("localhost"));  // names never match
+  CHECK_FALSE(PeerNetwork::parse("127.0.0.0/8").contains("localhost"));   // names never match
   const auto list = netio::parse_peer_networks("127.0.0.0/8, ::1,10.0.0.0/8");
   REQUIRE(list.size() == 3);
   CHECK(list[1].to_string() == "::1/128");
@@ -170,7 +171,8 @@ TEST_CASE("the allow-list admits peers from its networks and refuses others with
     admission.allow = netio::parse_peer_networks("10.0.0.0/8,127.0.0.0/8");
     Receiver receiver(base, admission);
     CHECK_THAT(try_stream(receiver, named("local")),
-               Catch::Contains(fmt::format("{} is not in the networks this listener allows", netio::test::own_peer_host(base))));
+               Catch::Contains(
+                   fmt::format("{} is not in the networks this listener allows", netio::test::own_peer_host(base))));
     CHECK(receiver.connected == 0);
     return;
   }

@@ -3,12 +3,12 @@
 // the low-level sockets a Context gets from the registry: completions in FIFO order, no
 // callback after close(), and a send() that cannot send reports through callbacks instead
 // of throwing. Run with NETIO_TEST_WRAP_BACKENDS=1, the same checks go through a decorator.
-#include "netio/internal/little_endian.hpp"
 #include "netio/backend/backend.hpp"
 #include "netio/backend/buffer.hpp"
 #include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "support/counting_backend.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"
@@ -51,7 +51,9 @@ class Pair {
       callbacks.on_request = [max_buffer_size, receive_credits](const Endpoint&, std::span<const std::byte>) {
         return AcceptDecision::accept(max_buffer_size, receive_credits);
       };
-      callbacks.on_accepted = [this](std::unique_ptr<netio::LowLevelReceiveSocket> socket) { accept(std::move(socket)); };
+      callbacks.on_accepted = [this](std::unique_ptr<netio::LowLevelReceiveSocket> socket) {
+        accept(std::move(socket));
+      };
       listener->listen(base, std::move(callbacks));
       const Endpoint remote = listener->local_endpoint();
 

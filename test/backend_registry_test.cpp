@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Back-ends by scheme: the registry, how a Context uses it, and what it says when a scheme
 // has no back-end.
-#include "netio/backend/registry.hpp"
 #include "netio/backend/event_loop.hpp"
+#include "netio/backend/registry.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"
@@ -33,8 +33,8 @@ TEST_CASE("a scheme without a back-end is refused, naming it and the registered 
     context.backend("carrier-pigeon");
     FAIL("a back-end was made for an unregistered scheme");
   } catch (const netio::Error& e) {
-    CHECK_THAT(e.what(), Catch::Contains("'carrier-pigeon'") && Catch::Contains("registered: ") &&
-                             Catch::Contains("tcp"));
+    CHECK_THAT(e.what(),
+               Catch::Contains("'carrier-pigeon'") && Catch::Contains("registered: ") && Catch::Contains("tcp"));
   }
   if (!netio::test::fabric_built()) {
     const auto endpoint = netio::Endpoint::parse("fabric://127.0.0.1:5000");
@@ -61,7 +61,8 @@ TEST_CASE("a registered back-end is made once per context, on the loop thread, a
   auto counts = std::make_shared<netio::test::BackendCallCounts>();
   std::string wrapped_scheme;
   netio::ContextOptions options;
-  options.wrap_backend = [&, counts](std::string_view scheme, std::unique_ptr<netio::Backend> inner, netio::EventLoop&) {
+  options.wrap_backend = [&, counts](std::string_view scheme, std::unique_ptr<netio::Backend> inner,
+                                     netio::EventLoop&) {
     wrapped_scheme = scheme;
     return std::make_unique<netio::test::CountingBackend>(std::move(inner), counts);
   };
@@ -79,9 +80,8 @@ TEST_CASE("a registered back-end is made once per context, on the loop thread, a
   netio::Context other;  // each context makes its own
   other.backend("test-registry");
   CHECK(made == 2);
-  CHECK_THROWS_AS(netio::register_backend("", [](netio::EventLoop& loop) {
-                    return netio::make_registered_backend("tcp", loop, "x");
-                  }),
+  CHECK_THROWS_AS(netio::register_backend(
+                      "", [](netio::EventLoop& loop) { return netio::make_registered_backend("tcp", loop, "x"); }),
                   netio::Error);
 }
 

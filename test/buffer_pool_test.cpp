@@ -144,8 +144,7 @@ TEST_CASE("a buffer given back and kept aside for the next acquire is refused af
   CHECK(pool.available() == 2);
 }
 
-TEST_CASE("no buffer is handed to two holders at once, whichever way it is taken and given back",
-          "[buffer_pool]") {
+TEST_CASE("no buffer is handed to two holders at once, whichever way it is taken and given back", "[buffer_pool]") {
   constexpr std::size_t count = 3;
   netio::BufferPool pool(count, 64);
   std::vector<netio::Buffer*> all;

@@ -70,8 +70,10 @@ TEST_CASE("a send socket made before its receiver delivers everything once the r
     low_latency = std::make_unique<netio::LowLatencySendSocket>(context, remote, options);
   }
   for (std::uint64_t i = 0; i < count; ++i) {
-    if (pages) pages->send(numbered_message(i));
-    else low_latency->send(numbered_message(i));
+    if (pages)
+      pages->send(numbered_message(i));
+    else
+      low_latency->send(numbered_message(i));
   }
   if (pages) pages->flush();
   std::this_thread::sleep_for(300ms);  // several attempts refused
@@ -212,7 +214,8 @@ TEST_CASE("a subscriber started 2 s before its publisher gets every record publi
   }
 }
 
-TEST_CASE("a send that finds every buffer queued for a receiver not there yet says so", "[connect_retry][integration]") {
+TEST_CASE("a send that finds every buffer queued for a receiver not there yet says so",
+          "[connect_retry][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(netio::test::context_options());
   const LoopbackPort refusing(LoopbackPort::Kind::refusing);

@@ -5,8 +5,8 @@
 // back-end; a peer that proved the pre-shared key is not evicted. Running out of the
 // descriptors themselves is tested in admission_test.cpp (a child process).
 #include "introduction.hpp"
-#include "netio/socket_options.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "netio/socket_options.hpp"
 #include "support/admission_peers.hpp"
 #include "support/sanitizers.hpp"
 #include "support/test_context.hpp"
@@ -59,7 +59,8 @@ struct CountingReceiver {
 };
 
 // A peer that connects, introduces itself as `name` (none when empty) and idles.
-std::unique_ptr<HelloOnlyPeer> idle_peer(netio::Context& context, const netio::Endpoint& remote, const std::string& name) {
+std::unique_ptr<HelloOnlyPeer> idle_peer(netio::Context& context, const netio::Endpoint& remote,
+                                         const std::string& name) {
   auto peer = std::make_unique<HelloOnlyPeer>(context, remote);
   REQUIRE(eventually([&] { return peer->connected() || peer->failed(); }));
   REQUIRE(peer->connected());

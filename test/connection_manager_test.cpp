@@ -8,9 +8,9 @@
 #include "netio/context.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "support/loopback_port.hpp"
 #include "support/sanitizers.hpp"
 #include "support/test_context.hpp"
-#include "support/loopback_port.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
@@ -19,12 +19,12 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <numeric>
-#include <thread>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -48,8 +48,7 @@ std::vector<std::byte> message_for(std::uint64_t destination, std::uint64_t sequ
 // buffer behind them) a sender whose pages nobody reads waits for them, a tear-down too.
 class Receivers {
  public:
-  Receivers(Context& context, const std::string& base, std::size_t count, SendMode mode)
-      : mode_(mode), next_(count) {
+  Receivers(Context& context, const std::string& base, std::size_t count, SendMode mode) : mode_(mode), next_(count) {
     for (std::size_t i = 0; i < count; ++i) {
       const Endpoint local = Endpoint::parse(base);
       if (mode == SendMode::low_latency) {
@@ -117,8 +116,8 @@ class Receivers {
     if (destination != i || sequence != next_[i]) {
       ++errors_;
       if (errors_ <= 5) {
-        mismatches_.push_back("destination " + std::to_string(i) + " got message " + std::to_string(destination) +
-                              "/" + std::to_string(sequence) + ", expected " + std::to_string(i) + "/" +
+        mismatches_.push_back("destination " + std::to_string(i) + " got message " + std::to_string(destination) + "/" +
+                              std::to_string(sequence) + ", expected " + std::to_string(i) + "/" +
                               std::to_string(next_[i]));
       }
       return;
@@ -392,8 +391,10 @@ TEST_CASE("Multi-destination sends from the event-loop thread never wait", "[con
           ++sent[next];
           ++round;
         } catch (const Error& e) {
-          if (e.code() == make_error_code(Errc::would_block)) ++would_block;
-          else throw;
+          if (e.code() == make_error_code(Errc::would_block))
+            ++would_block;
+          else
+            throw;
         }
       }
     }
@@ -408,9 +409,10 @@ TEST_CASE("Multi-destination sends from the event-loop thread never wait", "[con
   CHECK(receivers.errors() == 0);
 }
 
-TEST_CASE("High-throughput connections under a limit draw from one pool: an idle or torn-down connection's pages "
-          "serve the next",
-          "[connections]") {
+TEST_CASE(
+    "High-throughput connections under a limit draw from one pool: an idle or torn-down connection's pages "
+    "serve the next",
+    "[connections]") {
   const std::string base = GENERATE(loopback_endpoints());
   INFO(base);
   Context receiving(context_options());

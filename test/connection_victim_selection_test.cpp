@@ -81,7 +81,7 @@ TEST_CASE("LRU-M tears down the least recently used of the peers torn down least
   m.opened(4);     // queue 0: 4 3 2
   m.used(2);
   m.used(3);
-  m.used(4);  // queue 0: 4 3 2; 1 is the least recently used of all
+  m.used(4);                // queue 0: 4 3 2; 1 is the least recently used of all
   CHECK(m.victim() == 2u);  // LRU would say 1
   m.torn_down(2);
   m.torn_down(3);

@@ -93,7 +93,7 @@ class Sink {
   netio::Context& context_;
   std::unique_ptr<netio::LowLevelListenSocket> listener_;
   std::vector<std::unique_ptr<netio::LowLevelReceiveSocket>> receivers_;  // loop thread
-  std::vector<std::vector<std::vector<std::byte>>> messages_;            // guarded by mutex_
+  std::vector<std::vector<std::vector<std::byte>>> messages_;             // guarded by mutex_
   std::mutex mutex_;
 };
 
@@ -193,7 +193,8 @@ void check_stream(const std::vector<std::vector<std::byte>>& got, std::size_t co
 
 }  // namespace
 
-TEST_CASE("emulated: order kept under random per-buffer delays, nothing lost or duplicated", "[emulated][integration]") {
+TEST_CASE("emulated: order kept under random per-buffer delays, nothing lost or duplicated",
+          "[emulated][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   // A long tail: many draws would overtake the buffer before them.
   netio::Context context(emulated("delay=pareto:scale=5us,shape=1.2,clip=3ms;seed=11"));
@@ -228,7 +229,8 @@ TEST_CASE("emulated: a shared incoming capacity holds every sender and delivers 
   CHECK(receiving.emulation()->counters().bytes_received > 0);
 }
 
-TEST_CASE("emulated: a switch core shared by two nodes carries both, in order, and delivers all", "[emulated][integration]") {
+TEST_CASE("emulated: a switch core shared by two nodes carries both, in order, and delivers all",
+          "[emulated][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   // Two sending nodes whose out= add up to twice the core: the core (one per process and
   // clause) holds both, and each connection keeps its order through it.

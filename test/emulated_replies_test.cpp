@@ -246,7 +246,8 @@ TEST_CASE("emulated: a round trip under delay=constant:D on both sides takes at 
     INFO("round trip " << k << ": " << round_trip.count() << " us (one way: " << delay.count() << " ms)");
     CHECK(round_trip.count() >= std::chrono::microseconds(2 * delay).count());
   }
-  CHECK(requester.replies() == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}});
+  CHECK(requester.replies() ==
+        std::vector<std::pair<std::uint64_t, std::uint64_t>>{{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}});
   CHECK(replying.emulation()->counters().buffers_delayed == round_trips);  // every reply waited its D
   CHECK(replier.late_callbacks == 0);
 }

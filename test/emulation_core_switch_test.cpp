@@ -53,7 +53,7 @@ TEST_CASE("a switch core releases the buffers of flows from several threads, eac
   auto stuck = netio::emulated::CoreSwitch::shared(slow);
   std::atomic<int> late{0};
   const auto a = stuck->open();
-  stuck->enqueue(a, 1, [&] {});      // takes the bucket's one byte
+  stuck->enqueue(a, 1, [&] {});  // takes the bucket's one byte
   const auto b = stuck->open();
   stuck->enqueue(b, 1000, [&] { ++late; });
   stuck->remove(b);

@@ -135,9 +135,9 @@ TEST_CASE("a removed flow leaves at once, and its number comes back as a new flo
   CHECK(capacity.release(t0) == 0);  // ties: the one waiting longest
   CHECK(capacity.release(t0) == 1);  // flow 1 has finished at 1000
   capacity.remove(1);
-  capacity.remove(3);                // waiting: its buffer goes with it
+  capacity.remove(3);  // waiting: its buffer goes with it
   CHECK_FALSE(capacity.waiting(3));
-  capacity.enqueue(0, 1000);         // backlogged: starts at 1000, finishes at 2000
+  capacity.enqueue(0, 1000);  // backlogged: starts at 1000, finishes at 2000
   // Number 1 again, a new flow: no history, so it starts level with the least-served waiting
   // buffer (flow 2's, at 0) and its 10 bytes finish first (flow 1's history would start it at 1000).
   capacity.enqueue(1, 10);
@@ -169,7 +169,8 @@ TEST_CASE("a slow-down window starts and ends on time", "[emulated]") {
     INFO("slot " << s);
     const bool slow = s >= 3 && s < 7;
     // 8 Gb/s is 100 MB per 100 ms slot; a quarter of it inside the window.
-    CHECK(slot_total == Approx(slow ? 25e6 : 100e6).margin(64 * 1024 + 2 * 16 * 1024));  // the first slot starts with a full bucket
+    CHECK(slot_total ==
+          Approx(slow ? 25e6 : 100e6).margin(64 * 1024 + 2 * 16 * 1024));  // the first slot starts with a full bucket
   }
 }
 

@@ -2,20 +2,20 @@
 // The emulation spec (netio/emulation.hpp) and the delay distributions: parsing, clear
 // errors for bad specs and bad table files, and sampling that is deterministic with a seed
 // and matches the configured distribution (mean and percentiles over many draws).
-#include "netio/emulated/delay_sampler.hpp"
 #include "backends/emulated/spec_values.hpp"
+#include "netio/emulated/delay_sampler.hpp"
 #include "netio/emulation.hpp"
 #include "netio/error.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <numeric>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 using netio::DelayKind;
@@ -115,8 +115,9 @@ TEST_CASE("every clause and distribution form parses to the values it names", "[
   CHECK(core.core.bytes_per_second == Approx(1.25e9));
   CHECK(core.core.burst_bytes == 256 * 1024);
   CHECK(core.shapes_anything());
-  const auto s = parse_emulation_spec("node=2;out=10Gbps;slowdown=node:2,at=10s,for=5s,rate=25%;"
-                                      "slowdown=link:127.0.0.1:5000,at=1s,for=100ms,every=1s,delay=2ms");
+  const auto s = parse_emulation_spec(
+      "node=2;out=10Gbps;slowdown=node:2,at=10s,for=5s,rate=25%;"
+      "slowdown=link:127.0.0.1:5000,at=1s,for=100ms,every=1s,delay=2ms");
   REQUIRE(s.slowdowns.size() == 2);
   CHECK(*s.node_id == 2);
   CHECK(*s.slowdowns[0].node_id == 2);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#include "netio/context.hpp"
 #include "netio/backend/event_loop.hpp"
+#include "netio/context.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
@@ -67,7 +67,8 @@ TEST_CASE("one-shot timers fire once, after their delay", "[event_loop]") {
   const auto start = std::chrono::steady_clock::now();
   std::atomic<std::int64_t> elapsed_ms{0};
   context.loop().add_timer(50ms, 0ms, [&] {
-    elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    elapsed_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
     ++fired;
   });
   REQUIRE(eventually([&] { return fired == 1; }));
@@ -173,14 +174,16 @@ TEST_CASE("stopping a context joins the loop; posting afterwards runs inline", "
 }
 
 TEST_CASE("busy polling delivers posted work too", "[event_loop]") {
-  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
+  netio::Context context(
+      netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
   std::atomic<int> ran{0};
   for (int i = 0; i < 1000; ++i) context.loop().post([&] { ++ran; });
   REQUIRE(eventually([&] { return ran == 1000; }));
 }
 
 TEST_CASE("pollers run every round while busy-polling, and may remove themselves", "[event_loop]") {
-  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
+  netio::Context context(
+      netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
   netio::EventLoop& loop = context.loop();
   std::atomic<int> forever{0}, limited{0};
   netio::EventLoop::PollerId forever_id = 0;
@@ -225,7 +228,8 @@ TEST_CASE("a loop kept awake looks every round until its deadline, then sleeps a
 }
 
 TEST_CASE("spinning fds are reported every round for what they ask, without epoll, until removed", "[event_loop]") {
-  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
+  netio::Context context(
+      netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
   netio::EventLoop& loop = context.loop();
   const int fd = ::eventfd(0, EFD_NONBLOCK);
   REQUIRE(fd >= 0);
@@ -236,8 +240,10 @@ TEST_CASE("spinning fds are reported every round for what they ask, without epol
       ++calls;
       if (events & EPOLLOUT) ++outputs;  // never asked for: must never be reported
       std::uint64_t value = 0;
-      if (::read(fd, &value, sizeof value) == sizeof value) read_total += value;
-      else ++empty;
+      if (::read(fd, &value, sizeof value) == sizeof value)
+        read_total += value;
+      else
+        ++empty;
     });
     loop.spin_fd(fd, EPOLLIN | EPOLLOUT);
   });
@@ -288,7 +294,8 @@ TEST_CASE("spin_fd is a no-op when the loop sleeps", "[event_loop]") {
 }
 
 TEST_CASE("work posted while busy-polling runs, also when busy polling is switched off", "[event_loop]") {
-  netio::Context context(netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
+  netio::Context context(
+      netio::ContextOptions{.busy_poll = true, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
   std::atomic<int> ran{0};
   for (int round = 0; round < 200; ++round) {
     context.loop().post([&] { ++ran; });
@@ -310,7 +317,8 @@ std::size_t open_fd_count() {
 // A sleeping loop (timers come from the timerfd), or a spinning one with a poller, which
 // looks at epoll only every 64th round (timers come from the check every round).
 std::unique_ptr<netio::Context> sleeping_or_spinning_context(bool spinning) {
-  auto context = std::make_unique<netio::Context>(netio::ContextOptions{.busy_poll = spinning, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
+  auto context = std::make_unique<netio::Context>(
+      netio::ContextOptions{.busy_poll = spinning, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}});
   if (spinning) context->loop().run_sync([&] { context->loop().add_poller([] {}); });
   return context;
 }
@@ -353,7 +361,8 @@ TEST_CASE("timers fire in deadline order, ties in the order they were added", "[
       CHECK(earliest[before] <= latest[after]);  // else `after` was certainly due first
     }
     std::vector<std::size_t> tie_order;
-    std::copy_if(fired.begin(), fired.end(), std::back_inserter(tie_order), [&](std::size_t i) { return i >= tie_index; });
+    std::copy_if(fired.begin(), fired.end(), std::back_inserter(tie_order),
+                 [&](std::size_t i) { return i >= tie_index; });
     std::vector<std::size_t> added_order(ties);
     std::iota(added_order.begin(), added_order.end(), tie_index);
     CHECK(tie_order == added_order);

@@ -17,9 +17,9 @@
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "support/loopback_port.hpp"
 #include "support/transports.hpp"
-#include "netio/internal/little_endian.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -117,10 +117,8 @@ struct Connection {
 // A listen socket whose accepted connections record what they receive.
 struct Receiver {
   std::mutex mutex;
-  std::function<AcceptDecision(const Endpoint&, std::span<const std::byte>)> decide = [](const Endpoint&,
-                                                                                            std::span<const std::byte>) {
-    return AcceptDecision::accept(1 << 20, 8);
-  };
+  std::function<AcceptDecision(const Endpoint&, std::span<const std::byte>)> decide =
+      [](const Endpoint&, std::span<const std::byte>) { return AcceptDecision::accept(1 << 20, 8); };
   bool hold = false;
   std::vector<std::pair<Endpoint, std::vector<std::byte>>> requests;
   std::vector<std::unique_ptr<Connection>> connections;
@@ -380,13 +378,13 @@ class RawConnector final : private netio::fabric::FabricEndpoint::Handler {
   RawConnector(netio::EventLoop& loop, const Endpoint& remote, std::vector<std::byte> connect_data)
       : loop_(loop), connect_data_(std::move(connect_data)) {
     const auto info = netio::fabric::query_connect_info(remote);
-    endpoint_ = std::make_unique<netio::fabric::FabricEndpoint>(loop, domains_.get(*info),
-                                                                *info, netio::fabric::FabricEndpoint::Depth{4, 4},
-                                                                "raw connector", [this] {
-                                                                  if (!endpoint_->drain_completions(*this, 64)) return;
-                                                                  endpoint_->drain_events(*this);
-                                                                });
-    const int rc = ::fi_connect(endpoint_->ep(), endpoint_->info().dest_addr, connect_data_.data(), connect_data_.size());
+    endpoint_ = std::make_unique<netio::fabric::FabricEndpoint>(
+        loop, domains_.get(*info), *info, netio::fabric::FabricEndpoint::Depth{4, 4}, "raw connector", [this] {
+          if (!endpoint_->drain_completions(*this, 64)) return;
+          endpoint_->drain_events(*this);
+        });
+    const int rc =
+        ::fi_connect(endpoint_->ep(), endpoint_->info().dest_addr, connect_data_.data(), connect_data_.size());
     REQUIRE(rc == 0);
     endpoint_->start();
   }
@@ -404,7 +402,8 @@ class RawConnector final : private netio::fabric::FabricEndpoint::Handler {
   // A message with remote CQ data (fi_senddata).
   void send_with_data(std::size_t size, std::uint64_t data) {
     payload_.assign(size, std::byte{0x5a});
-    REQUIRE(::fi_senddata(endpoint_->ep(), payload_.data(), payload_.size(), nullptr, data, 0, operation_.as_context()) == 0);
+    REQUIRE(::fi_senddata(endpoint_->ep(), payload_.data(), payload_.size(), nullptr, data, 0,
+                          operation_.as_context()) == 0);
     endpoint_->driver().kick();
   }
 
@@ -475,7 +474,8 @@ class RawReplier final : private netio::fabric::FabricEndpoint::Handler {
           endpoint_->drain_events(*this);
         });
     receive_.resize(4096);
-    REQUIRE(::fi_recv(endpoint_->ep(), receive_.data(), receive_.size(), nullptr, 0, receive_operation_.as_context()) == 0);
+    REQUIRE(::fi_recv(endpoint_->ep(), receive_.data(), receive_.size(), nullptr, 0, receive_operation_.as_context()) ==
+            0);
     accept_data_ = netio::fabric::wire::encode_accept({4096, 2});
     REQUIRE(::fi_accept(endpoint_->ep(), accept_data_.data(), accept_data_.size()) == 0);
     endpoint_->start();
@@ -484,7 +484,8 @@ class RawReplier final : private netio::fabric::FabricEndpoint::Handler {
 
   void send(std::vector<std::byte> message) {
     message_ = std::move(message);
-    REQUIRE(::fi_send(endpoint_->ep(), message_.data(), message_.size(), nullptr, 0, send_operation_.as_context()) == 0);
+    REQUIRE(::fi_send(endpoint_->ep(), message_.data(), message_.size(), nullptr, 0, send_operation_.as_context()) ==
+            0);
     endpoint_->driver().kick();
   }
 
@@ -516,8 +517,8 @@ class RawReplier final : private netio::fabric::FabricEndpoint::Handler {
 // A backward message as a FabricReceiveSocket would send it.
 std::vector<std::byte> reply_message(std::size_t payload, std::uint64_t credits_returned = 0) {
   std::vector<std::byte> message(netio::fabric::wire::backward_header_size + payload, std::byte{0x33});
-  netio::fabric::wire::encode_backward_header(
-      message.data(), {netio::fabric::wire::BackwardKind::reply, static_cast<std::uint32_t>(payload), credits_returned});
+  netio::fabric::wire::encode_backward_header(message.data(), {netio::fabric::wire::BackwardKind::reply,
+                                                               static_cast<std::uint32_t>(payload), credits_returned});
   return message;
 }
 
@@ -642,7 +643,8 @@ TEST_CASE("fabric: a rejected hello reaches the connector with the reason", "[fa
   FabricHarness h;
   auto& receiver = h.listen(local_endpoint());
   receiver.decide = [](const Endpoint&, std::span<const std::byte> hello) {
-    return AcceptDecision::reject("wrong hello: " + std::string(reinterpret_cast<const char*>(hello.data()), hello.size()));
+    return AcceptDecision::reject("wrong hello: " +
+                                  std::string(reinterpret_cast<const char*>(hello.data()), hello.size()));
   };
   const Endpoint remote = h.bound(receiver);
   auto& sender = h.connect(remote, bytes_of("version 0"));
@@ -734,12 +736,14 @@ TEST_CASE("fabric: 100 connections to one listener", "[fabric]") {
     const auto id = bytes_of("sender " + std::to_string(i));
     senders.push_back(&h.connect(remote, id, per_connection, 64));
   }
-  REQUIRE(eventually([&] {
-    for (auto* s : senders) {
-      if (!s->is_connected()) return false;
-    }
-    return true;
-  }, 30s));
+  REQUIRE(eventually(
+      [&] {
+        for (auto* s : senders) {
+          if (!s->is_connected()) return false;
+        }
+        return true;
+      },
+      30s));
   for (std::size_t i = 0; i < connections; ++i) {
     for (std::uint64_t k = 0; k < per_connection; ++k) {
       std::vector<std::byte> message(16);
@@ -839,7 +843,8 @@ TEST_CASE("fabric: received buffers given back after their socket closed are fre
     connection.held.clear();
     connection.socket.reset();  // closed and destroyed with five buffers lent out
   });
-  for (std::size_t i = 0; i < kept.size(); ++i) CHECK(std::vector<std::byte>(kept[i].bytes().begin(), kept[i].bytes().end()) == pattern(512, i));
+  for (std::size_t i = 0; i < kept.size(); ++i)
+    CHECK(std::vector<std::byte>(kept[i].bytes().begin(), kept[i].bytes().end()) == pattern(512, i));
   kept.clear();  // on this thread, long after the socket: ASan checks the rest
 }
 
@@ -1105,7 +1110,10 @@ TEST_CASE("fabric: a message larger than the receive buffers disconnects that pe
   REQUIRE(eventually([&] { return good.is_connected(); }));
 
   std::unique_ptr<RawConnector> raw;
-  h.run([&] { raw = std::make_unique<RawConnector>(h.context().loop(), remote, netio::fabric::wire::encode_connect(bytes_of("bad"))); });
+  h.run([&] {
+    raw = std::make_unique<RawConnector>(h.context().loop(), remote,
+                                         netio::fabric::wire::encode_connect(bytes_of("bad")));
+  });
   REQUIRE(eventually([&] { return raw->connected.load(); }));
   h.run([&] { raw->send(2000); });
   REQUIRE(eventually([&] { return receiver.connection_count() == 2 && receiver.disconnect_of(1).has_value(); }));
@@ -1157,7 +1165,7 @@ TEST_CASE("fabric: callbacks may close their own socket; nothing is called after
     netio::LowLevelListenSocket::Callbacks callbacks;
     callbacks.on_request = [&](const Endpoint&, std::span<const std::byte> hello) {
       if (hello.size() == 9) {  // "close-now"
-        listener->close();  // from inside on_request: this request is still answered
+        listener->close();      // from inside on_request: this request is still answered
         listener_closed = true;
       }
       return AcceptDecision::accept(1024, 4);
@@ -1168,7 +1176,8 @@ TEST_CASE("fabric: callbacks may close their own socket; nothing is called after
                          if (++messages == 2) accepted->close();
                          if (messages > 2) ++late_calls;
                        },
-                       [&](const Error&) { ++late_calls; }, {}});
+                       [&](const Error&) { ++late_calls; },
+                       {}});
     };
     listener->listen(local_endpoint(), callbacks);
     remote = listener->local_endpoint();
@@ -1216,7 +1225,8 @@ TEST_CASE("fabric: callbacks may close their own socket; nothing is called after
 
 // --- Replies on the same connection -------------------------------------------------------
 
-TEST_CASE("fabric: replies reach the sender intact and in order, interleaved with data both ways", "[fabric][replies][sockets]") {
+TEST_CASE("fabric: replies reach the sender intact and in order, interleaved with data both ways",
+          "[fabric][replies][sockets]") {
   const std::string provider = GENERATE(std::string("tcp"), std::string("sockets"));
   INFO("provider " << provider);
   FabricHarness h;
@@ -1449,7 +1459,7 @@ TEST_CASE("fabric: reply wire formats: window in the connect data, headers, CQ d
   const auto hello = bytes_of("0123456789abcdef");
   auto connect = wire::encode_connect(hello, {70000, 9});
   CHECK(connect.size() == wire::connect_replies_overhead + hello.size());
-  CHECK(connect.size() <= 48);  // verbs' connection data, with netio's 16-byte hello
+  CHECK(connect.size() <= 48);         // verbs' connection data, with netio's 16-byte hello
   connect.resize(connect.size() + 5);  // padding
   auto decoded = wire::decode_connect(connect);
   REQUIRE(decoded);
@@ -1487,7 +1497,8 @@ TEST_CASE("fabric: reply wire formats: window in the connect data, headers, CQ d
   REQUIRE(forward);
   CHECK(forward->kind == wire::ForwardKind::control);
   CHECK(forward->reply_credits_returned == 3u);
-  CHECK(wire::decode_forward_data(wire::encode_forward_data(wire::ForwardKind::data, 7))->kind == wire::ForwardKind::data);
+  CHECK(wire::decode_forward_data(wire::encode_forward_data(wire::ForwardKind::data, 7))->kind ==
+        wire::ForwardKind::data);
   CHECK(wire::decode_forward_data(0x5800'0001) == std::nullopt);       // unknown kind
   CHECK(wire::decode_forward_data(0x1'4400'0001ull) == std::nullopt);  // beyond 32 bits
   CHECK(wire::reply_credits_between(wire::reply_credit_modulus - 2, 3) == 5u);
@@ -1522,13 +1533,15 @@ TEST_CASE("fabric: the sender rejects replies it did not ask for, too large, or 
     netio::detail::store_le<std::uint32_t>(message.data() + 4, 9);  // says 9, carries 8
     return message;
   };
-  const Case c = GENERATE_COPY(
-      Case{"a reply to a sender that takes none", std::nullopt, reply_message(0), "takes no replies"},
-      Case{"a reply beyond the window, within the slot", netio::ReplyWindow{100, 2}, reply_message(110),
-           "larger than the 100 bytes"},
-      Case{"a reply beyond the receive slot", netio::ReplyWindow{100, 2}, reply_message(2000), "larger than a reply of 100"},
-      Case{"an unknown kind", netio::ReplyWindow{100, 2}, junk(), "neither a credit message nor a reply"},
-      Case{"a length that does not match", netio::ReplyWindow{100, 2}, lying(), "neither a credit message nor a reply"});
+  const Case c =
+      GENERATE_COPY(Case{"a reply to a sender that takes none", std::nullopt, reply_message(0), "takes no replies"},
+                    Case{"a reply beyond the window, within the slot", netio::ReplyWindow{100, 2}, reply_message(110),
+                         "larger than the 100 bytes"},
+                    Case{"a reply beyond the receive slot", netio::ReplyWindow{100, 2}, reply_message(2000),
+                         "larger than a reply of 100"},
+                    Case{"an unknown kind", netio::ReplyWindow{100, 2}, junk(), "neither a credit message nor a reply"},
+                    Case{"a length that does not match", netio::ReplyWindow{100, 2}, lying(),
+                         "neither a credit message nor a reply"});
   INFO(c.what);
   FabricHarness h;
   std::unique_ptr<RawReplier> raw;
@@ -1558,14 +1571,22 @@ TEST_CASE("fabric: the receiver rejects control data it cannot trust, naming the
     std::uint64_t data;
     const char* error;
   };
-  const Case c = GENERATE(
-      Case{"CQ data from a sender that takes no replies", {}, 8, wire::encode_forward_data(wire::ForwardKind::data, 0),
-           "takes no replies"},
-      Case{"an unknown kind", {64, 2}, 8, 0x5800'0000, "does not expect"},
-      Case{"a control message with a payload", {64, 2}, 8, wire::encode_forward_data(wire::ForwardKind::control, 0),
-           "does not expect"},
-      Case{"credits for replies never sent", {64, 2}, 0, wire::encode_forward_data(wire::ForwardKind::control, 1),
-           "more than the replies sent"});
+  const Case c = GENERATE(Case{"CQ data from a sender that takes no replies",
+                               {},
+                               8,
+                               wire::encode_forward_data(wire::ForwardKind::data, 0),
+                               "takes no replies"},
+                          Case{"an unknown kind", {64, 2}, 8, 0x5800'0000, "does not expect"},
+                          Case{"a control message with a payload",
+                               {64, 2},
+                               8,
+                               wire::encode_forward_data(wire::ForwardKind::control, 0),
+                               "does not expect"},
+                          Case{"credits for replies never sent",
+                               {64, 2},
+                               0,
+                               wire::encode_forward_data(wire::ForwardKind::control, 1),
+                               "more than the replies sent"});
   INFO(c.what);
   FabricHarness h;
   auto& receiver = h.listen(local_endpoint());

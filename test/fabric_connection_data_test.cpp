@@ -36,8 +36,7 @@ TEST_CASE("a keyed accept's connection data is checked against the provider's li
   CHECK_NOTHROW(require_accept_fits("fabric listen socket fabric://10.0.0.1:5000", "provider x", answer, 53));
   CHECK_NOTHROW(require_accept_fits("fabric listen socket fabric://10.0.0.1:5000", "provider x", answer, 256));
   try {
-    require_accept_fits("fabric listen socket fabric://10.0.0.1:5000", "provider verbs, fabric IB-0xfe80",
-                        answer, 48);
+    require_accept_fits("fabric listen socket fabric://10.0.0.1:5000", "provider verbs, fabric IB-0xfe80", answer, 48);
     FAIL("53 bytes of accept data passed a 48-byte limit");
   } catch (const netio::Error& e) {
     CHECK(e.code() == netio::Errc::invalid_option);

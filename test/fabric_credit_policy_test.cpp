@@ -109,8 +109,7 @@ TEST_CASE("credit policy: a ping-pong pays one credit message per window minus a
   CHECK(credit_messages_per_message_in_ping_pong(16) == Approx(1.0 / 12));
 }
 
-TEST_CASE("credit policy: a sender out of credits always gets them back, in any order of events",
-          "[fabric][credits]") {
+TEST_CASE("credit policy: a sender out of credits always gets them back, in any order of events", "[fabric][credits]") {
   for (const std::uint64_t window : {1u, 2u, 3u, 4u, 5u, 8u, 16u}) {
     CAPTURE(window);
     std::mt19937 random(static_cast<std::uint32_t>(window));

@@ -27,7 +27,8 @@ auto provider_unavailable_naming(std::vector<std::string> parts) {
       [parts](const netio::Error& e) {
         const std::string what = e.what();
         return e.code() == netio::Errc::provider_unavailable &&
-               std::all_of(parts.begin(), parts.end(), [&](const auto& part) { return what.find(part) != std::string::npos; });
+               std::all_of(parts.begin(), parts.end(),
+                           [&](const auto& part) { return what.find(part) != std::string::npos; });
       },
       description);
 }
@@ -42,7 +43,8 @@ TEST_CASE("a libfabric that cannot be loaded is named, with the reason", "[fabri
 }
 
 TEST_CASE("a library without libfabric's functions is refused, naming the function", "[fabric]") {
-  CHECK_THROWS_MATCHES(load_libfabric("libc.so.6"), netio::Error, provider_unavailable_naming({"libc.so.6 has no fi_getinfo"}));
+  CHECK_THROWS_MATCHES(load_libfabric("libc.so.6"), netio::Error,
+                       provider_unavailable_naming({"libc.so.6 has no fi_getinfo"}));
 }
 
 TEST_CASE("the loaded libfabric answers as the linked one would", "[fabric]") {

@@ -10,7 +10,8 @@
 #include <cstring>
 #include <vector>
 
-TEST_CASE("fuzz finding: an empty page in the middle of a message copies nothing from nowhere", "[faults][page_format]") {
+TEST_CASE("fuzz finding: an empty page in the middle of a message copies nothing from nowhere",
+          "[faults][page_format]") {
   // fuzz_page_parser: a message continuing over an empty page reached memcpy(dst, nullptr, 0),
   // undefined behaviour, when the page's span has no data pointer.
   std::vector<std::byte> first(8 + 4);

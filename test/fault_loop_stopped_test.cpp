@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Work handed to a loop that has stopped (Context::stop(), or a socket outliving its
 // loop): it still runs, on the caller's thread, but one task at a time, as the loop would.
-#include "netio/context.hpp"
 #include "netio/backend/event_loop.hpp"
+#include "netio/context.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>

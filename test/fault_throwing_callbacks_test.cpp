@@ -4,8 +4,8 @@
 // logged with the socket's endpoint; the message counts as delivered, the connection stays
 // up, the event loop keeps running, and bookkeeping after the callback (forgetting a
 // connection that went away) still happens.
-#include "netio/context.hpp"
 #include "netio/backend/event_loop.hpp"
+#include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "support/test_context.hpp"
@@ -40,7 +40,8 @@ TEST_CASE("a message handler that throws loses no later message and keeps the co
   netio::LowLatencyReceiveSocket receiver(
       context, base, [&](std::span<const std::byte> message, const netio::Peer& peer) {
         std::uint32_t n = 0;
-        for (int i = 0; i < 4; ++i) n |= std::to_integer<std::uint32_t>(message[static_cast<std::size_t>(i)]) << (8 * i);
+        for (int i = 0; i < 4; ++i)
+          n |= std::to_integer<std::uint32_t>(message[static_cast<std::size_t>(i)]) << (8 * i);
         if (n != next.load()) in_order = false;
         next = n + 1;
         ++calls;
@@ -100,9 +101,8 @@ TEST_CASE("connection events that throw leave the receiver serving and forgettin
 TEST_CASE("a reply handler that throws keeps taking replies", "[faults][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(netio::test::context_options());
-  netio::LowLatencyReceiveSocket receiver(context, base, [](std::span<const std::byte> message, const netio::Peer& peer) {
-    peer.try_reply(message);
-  });
+  netio::LowLatencyReceiveSocket receiver(
+      context, base, [](std::span<const std::byte> message, const netio::Peer& peer) { peer.try_reply(message); });
   std::atomic<int> replies{0};
   netio::LowLatencySendOptions options;
   options.replies.on_reply = [&](std::span<const std::byte>) {

@@ -74,8 +74,10 @@ TEST_CASE("messages sent as parts arrive joined, in order, on both kinds of sock
       std::mt19937_64 cuts(9);
       for (std::uint64_t i = 0; i < n; ++i) {
         const auto parts = cut(messages[i], cuts);
-        if (i % 2 == 0) sender.send_parts(parts);
-        else while (!sender.try_send_parts(parts)) std::this_thread::sleep_for(100us);
+        if (i % 2 == 0)
+          sender.send_parts(parts);
+        else
+          while (!sender.try_send_parts(parts)) std::this_thread::sleep_for(100us);
       }
       sender.flush();
     });
@@ -101,8 +103,10 @@ TEST_CASE("messages sent as parts arrive joined, in order, on both kinds of sock
     std::mt19937_64 cuts(9);
     for (std::uint64_t i = 0; i < n; ++i) {
       const auto parts = cut(messages[i], cuts);
-      if (i % 2 == 0) sender.send_parts(parts);
-      else while (!sender.try_send_parts(parts)) std::this_thread::sleep_for(100us);
+      if (i % 2 == 0)
+        sender.send_parts(parts);
+      else
+        while (!sender.try_send_parts(parts)) std::this_thread::sleep_for(100us);
     }
     REQUIRE(eventually([&] {
       std::lock_guard lock(mutex);

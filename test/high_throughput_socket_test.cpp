@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // High-throughput sockets over real loopback connections, on every back-end.
+#include "netio/high_throughput_socket.hpp"
 #include "handshake.hpp"
 #include "kernel_tcp.hpp"
+#include "netio/backend/event_loop.hpp"
 #include "netio/internal/little_endian.hpp"
 #include "page_format.hpp"
-#include "netio/backend/event_loop.hpp"
-#include "netio/high_throughput_socket.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"
 
@@ -126,7 +126,8 @@ TEST_CASE("messages of 3x the page size are split and reassembled", "[high_throu
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   const bool busy_poll = GENERATE(false, true);  // large frames read straight into their buffers
   INFO("busy polling: " << busy_poll);
-  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
+  netio::Context context(
+      netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
   netio::HighThroughputReceiveSocket receiver(context, base);
   const std::size_t page = 64 * 1024;
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), small_pages(page, 4));
@@ -146,7 +147,8 @@ TEST_CASE("large messages go out from the caller's memory, between small ones, i
   REQUIRE(sender.wait_connected(5s));
   // At and above the threshold: one frame, exactly a page, several pages, more frames than
   // the sender lends at once (8), and a page minus the length's 8 bytes.
-  const std::vector<std::size_t> sizes = {10, 32 * 1024, 100, page, 3 * page + 5, 0, 20 * page + 1, 7, page - 8, 31 * 1024};
+  const std::vector<std::size_t> sizes = {10, 32 * 1024,     100, page,     3 * page + 5,
+                                          0,  20 * page + 1, 7,   page - 8, 31 * 1024};
   std::size_t large = 0;
   auto producer = std::async(std::launch::async, [&] {
     std::vector<std::byte> buffer;
@@ -230,9 +232,8 @@ TEST_CASE("without a zero-copy threshold, what is lent follows the back-end", "[
   REQUIRE(sender.wait_connected(5s));
   // POSIX lends from 256 KiB on. libfabric's tcp provider fills pages to 768 KiB and lends
   // from two of those on: below, the extra buffer for the length costs more than the copy.
-  const std::size_t threshold = base.scheme == "fabric"
-                                    ? 2 * netio::detail::kernel_tcp_write_limit
-                                    : netio::HighThroughputSendOptions::default_zero_copy_threshold;
+  const std::size_t threshold = base.scheme == "fabric" ? 2 * netio::detail::kernel_tcp_write_limit
+                                                        : netio::HighThroughputSendOptions::default_zero_copy_threshold;
   const std::vector<std::size_t> sizes = {256 * 1024 - 1, 256 * 1024, page, 3 * page / 2 - 1, 3 * page / 2, 2 * page};
   std::size_t lent = 0;
   for (const std::size_t size : sizes) lent += size >= threshold ? 1 : 0;
@@ -319,7 +320,8 @@ TEST_CASE("a stalled receiver makes the sender wait with bounded memory; reading
   // Busy polling: the stalled reader leaves epoll and comes back to a spinning loop.
   const bool busy_poll = GENERATE(false, true);
   INFO("busy polling: " << busy_poll);
-  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
+  netio::Context context(
+      netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
   netio::HighThroughputReceiveOptions receive_options;
   receive_options.page_credits = 2;
   netio::HighThroughputReceiveSocket receiver(context, base, receive_options);
@@ -482,7 +484,10 @@ TEST_CASE("recv_each hands out batches in order, stops when the handler says so,
   };
   // A handler that stops after the third message: exactly three are taken.
   std::size_t calls = 0;
-  CHECK(receiver.recv_each(100, 5s, [&](std::span<const std::byte> m) { check(m); return ++calls < 3; }) == 3);
+  CHECK(receiver.recv_each(100, 5s, [&](std::span<const std::byte> m) {
+    check(m);
+    return ++calls < 3;
+  }) == 3);
   CHECK(next == 3);
   while (next < n) {
     const std::size_t got = receiver.recv_each(256, 5s, check);
@@ -505,7 +510,10 @@ TEST_CASE("recv_each hands out batches in order, stops when the handler says so,
   REQUIRE(first);
   CHECK(std::vector<std::byte>(first->bytes().begin(), first->bytes().end()) == pattern(16, 7));
   std::vector<std::byte> second;
-  CHECK(receiver.recv_each(10, 5s, [&](std::span<const std::byte> m) { second.assign(m.begin(), m.end()); return true; }) == 1);
+  CHECK(receiver.recv_each(10, 5s, [&](std::span<const std::byte> m) {
+    second.assign(m.begin(), m.end());
+    return true;
+  }) == 1);
   CHECK(second == pattern(16, 8));
 }
 
@@ -625,14 +633,16 @@ TEST_CASE("send() from 4 threads mixing small and page-spanning messages: all in
   netio::Context context(netio::test::context_options());
   netio::HighThroughputReceiveSocket receiver(context, base);
   auto options = small_pages(4096, 8);
-  options.flush_timeout = 1ms;  // the timer keeps taking partly filled pages away meanwhile
+  options.flush_timeout = 1ms;              // the timer keeps taking partly filled pages away meanwhile
   options.zero_copy_threshold = 12 * 1024;  // the largest go out from the callers' memory
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
   constexpr std::uint64_t threads = 4;
   constexpr std::uint64_t per_thread = 3000;
   // Small ones go through the one-lock path, every 7th spans pages (the reserving path, or
   // from 12 KiB on the zero-copy one).
-  auto size_of = [](std::uint64_t seq) -> std::size_t { return seq % 7 == 0 ? 16 + (seq * 977) % 20000 : 16 + seq % 100; };
+  auto size_of = [](std::uint64_t seq) -> std::size_t {
+    return seq % 7 == 0 ? 16 + (seq * 977) % 20000 : 16 + seq % 100;
+  };
   std::vector<std::thread> workers;
   for (std::uint64_t t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {

@@ -4,8 +4,8 @@
 // bytes, both checked by the sender before it connects and by the receiver on what arrives;
 // whatever is printed passes through netio::printable().
 #include "introduction.hpp"
-#include "netio/internal/little_endian.hpp"
 #include "netio/error.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "netio/printable.hpp"
@@ -16,10 +16,10 @@
 
 #include <atomic>
 #include <cstring>
-#include <optional>
-#include <system_error>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace {
@@ -77,9 +77,9 @@ TEST_CASE("printable() escapes control characters, invalid UTF-8 and the backsla
   CHECK(netio::printable("a\nFORGED-LINE") == "a\\x0AFORGED-LINE");
   CHECK(netio::printable("\x1B[31mred") == "\\x1B[31mred");
   CHECK(netio::printable("del\x7F") == "del\\x7F");
-  CHECK(netio::printable("c1\xC2\x85") == "c1\\xC2\\x85");      // NEL, a C1 control
-  CHECK(netio::printable("bad\xFF\xC3") == "bad\\xFF\\xC3");    // invalid and cut-short UTF-8
-  CHECK(netio::printable("\xC0\xAF") == "\\xC0\\xAF");          // an overlong '/'
+  CHECK(netio::printable("c1\xC2\x85") == "c1\\xC2\\x85");       // NEL, a C1 control
+  CHECK(netio::printable("bad\xFF\xC3") == "bad\\xFF\\xC3");     // invalid and cut-short UTF-8
+  CHECK(netio::printable("\xC0\xAF") == "\\xC0\\xAF");           // an overlong '/'
   CHECK(netio::printable("\xED\xA0\x80") == "\\xED\\xA0\\x80");  // a surrogate
   CHECK(netio::printable("back\\x0A") == "back\\\\x0A");         // an escape cannot be faked
   CHECK(netio::printable(std::string_view("nul\0x", 5)) == "nul\\x00x");
@@ -128,11 +128,12 @@ TEST_CASE("a receiver decodes only introductions within the documented limits", 
   CHECK_THAT(decode_error(raw_introduction("node", long_host)), Catch::Contains("beyond the 512"));
   const std::string just_over = "tcp://" + std::string(512 - 4 - 1 - 4 - 2 - 8 + 1, 'h') + ":1";
   CHECK_THAT(decode_error(raw_introduction("node", just_over)), Catch::Contains("beyond the 512"));
-  CHECK_THAT(decode_error(raw_introduction("node", "tcp://h\x1B:1")), Catch::Contains("endpoint") &&
-                                                                          Catch::Contains("\\x1B"));
+  CHECK_THAT(decode_error(raw_introduction("node", "tcp://h\x1B:1")),
+             Catch::Contains("endpoint") && Catch::Contains("\\x1B"));
 }
 
-TEST_CASE("an introduction with a forged name is refused at the handshake, and logged escaped", "[identity][admission]") {
+TEST_CASE("an introduction with a forged name is refused at the handshake, and logged escaped",
+          "[identity][admission]") {
   const auto base = GENERATE(loopback_endpoints());
   IdentityLogLines log_lines;
   const netio::LogLevel level_before = netio::log_level();
@@ -141,8 +142,8 @@ TEST_CASE("an introduction with a forged name is refused at the handshake, and l
   std::atomic<int> connected{0};
   netio::LowLatencyReceiveOptions options;
   options.events.on_connected = [&](const netio::Peer&) { ++connected; };
-  netio::LowLatencyReceiveSocket receiver(context, netio::Endpoint::parse(base),
-                                          [](std::span<const std::byte>, const netio::Peer&) {}, options);
+  netio::LowLatencyReceiveSocket receiver(
+      context, netio::Endpoint::parse(base), [](std::span<const std::byte>, const netio::Peer&) {}, options);
   HelloOnlyPeer forger(context, receiver.local_endpoint());
   REQUIRE(eventually([&] { return forger.connected(); }));
   forger.send(raw_introduction("x\nFORGED-LINE netio error: connected", ""));

@@ -3,8 +3,8 @@
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
-#include "netio/log.hpp"
 #include "netio/high_throughput_socket.hpp"
+#include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
 
 #include "log_line.hpp"
@@ -13,9 +13,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <stdexcept>
 #include <chrono>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -134,11 +134,12 @@ TEST_CASE("the log sink is thread-safe: lines from many threads while the sink i
 
 TEST_CASE("netio's own stderr line begins with an ISO 8601 time in UTC with microseconds", "[log]") {
   // 2026-11-29T00:31:02.123456Z, written as epoch seconds and microseconds.
-  const std::chrono::system_clock::time_point when{std::chrono::seconds(1795912262) + std::chrono::microseconds(123456)};
+  const std::chrono::system_clock::time_point when{std::chrono::seconds(1795912262) +
+                                                   std::chrono::microseconds(123456)};
   CHECK(netio::format_log_line(netio::LogLevel::warn, "the message", when) ==
         "2026-11-29T00:31:02.123456Z netio warn: the message\n");
   // Leading zeros kept in the fraction: 7 us is .000007, not .7.
-  CHECK(netio::format_log_line(netio::LogLevel::error, "x", std::chrono::system_clock::time_point{
-                                                                std::chrono::microseconds(7)}) ==
+  CHECK(netio::format_log_line(netio::LogLevel::error, "x",
+                               std::chrono::system_clock::time_point{std::chrono::microseconds(7)}) ==
         "1970-01-01T00:00:00.000007Z netio error: x\n");
 }

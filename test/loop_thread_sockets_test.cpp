@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Sockets created, used and destroyed on the event-loop thread (inside callbacks), the
 // asynchronous close, and the calls that must not wait there; on every back-end.
-#include "netio/high_throughput_socket.hpp"
 #include "netio/backend/event_loop.hpp"
+#include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "support/loopback_port.hpp"
 #include "support/sanitizers.hpp"
 #include "support/transports.hpp"
-#include "support/loopback_port.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -123,12 +123,12 @@ TEST_CASE("send sockets are created, used and destroyed inside callbacks under t
       ++live.destroyed;
     }
   };
-  netio::LowLatencyReceiveSocket ll_receiver(
-      context, base, [&](std::span<const std::byte> message, const netio::Peer&) {
-        ll_checker.check(message);
-        ll_received.fetch_add(1, std::memory_order_relaxed);
-        if (std::exchange(live.destroy_in_handler, false)) destroy_oldest();
-      });
+  netio::LowLatencyReceiveSocket ll_receiver(context, base,
+                                             [&](std::span<const std::byte> message, const netio::Peer&) {
+                                               ll_checker.check(message);
+                                               ll_received.fetch_add(1, std::memory_order_relaxed);
+                                               if (std::exchange(live.destroy_in_handler, false)) destroy_oldest();
+                                             });
   netio::HighThroughputReceiveSocket ht_receiver(context, base);
 
   netio::LowLatencySendOptions ll_options;
@@ -170,8 +170,8 @@ TEST_CASE("send sockets are created, used and destroyed inside callbacks under t
     }
     const std::uint64_t id = live.next_id++;
     if (live.created++ % 2 == 0) {
-      live.low_latency.push_back(std::make_unique<netio::LowLatencySendSocket>(context, ll_receiver.local_endpoint(),
-                                                                                ll_options));
+      live.low_latency.push_back(
+          std::make_unique<netio::LowLatencySendSocket>(context, ll_receiver.local_endpoint(), ll_options));
       ids[live.low_latency.back().get()] = id;
     } else {
       live.high_throughput.push_back(
@@ -225,10 +225,11 @@ TEST_CASE("an asynchronous close sends everything queued, then reports success",
   netio::Context context;
   SequenceChecker ll_checker;  // loop thread
   std::atomic<std::uint64_t> ll_received{0};
-  netio::LowLatencyReceiveSocket ll_receiver(context, base, [&](std::span<const std::byte> message, const netio::Peer&) {
-    ll_checker.check(message);
-    ll_received.fetch_add(1);
-  });
+  netio::LowLatencyReceiveSocket ll_receiver(context, base,
+                                             [&](std::span<const std::byte> message, const netio::Peer&) {
+                                               ll_checker.check(message);
+                                               ll_received.fetch_add(1);
+                                             });
   netio::HighThroughputReceiveSocket ht_receiver(context, base);
 
   std::promise<std::optional<std::string>> ll_closed;
@@ -270,7 +271,7 @@ TEST_CASE("an asynchronous close sends everything queued, then reports success",
       netio::HighThroughputSendSocket ht(context, ht_receiver.local_endpoint(), ht_options);
       while (ht_sent < ht_count && ht.try_send(numbered(2, ht_sent))) ++ht_sent;
       ht.close(reporter(ht_closed));
-    });  // both destroyed here, not yet connected
+    });                       // both destroyed here, not yet connected
     REQUIRE(ll_sent == 256);  // every buffer was queued
     REQUIRE(ht_sent == ht_count);
     ll_expected = ll_sent;
@@ -309,7 +310,8 @@ TEST_CASE("an asynchronous close reports what was not sent", "[loop_thread][inte
     closed.set_value(error ? static_cast<netio::Errc>(error->code().value()) : netio::Errc{});
   };
   netio::Errc expected{};
-  const netio::test::LoopbackPort refusing(netio::test::LoopbackPort::Kind::refusing);  // outlives the sender's connection attempt
+  const netio::test::LoopbackPort refusing(
+      netio::test::LoopbackPort::Kind::refusing);  // outlives the sender's connection attempt
 
   SECTION("nobody listens: the connection's error") {
     const std::optional<Endpoint> gone = refusing.endpoint(base);
@@ -353,13 +355,12 @@ TEST_CASE("an asynchronous close reports what was not sent", "[loop_thread][inte
   if (base.scheme == "tcp") CHECK(got == expected);
 }
 
-TEST_CASE("a low-latency send socket destroyed on a user thread sends what it queued",
-          "[loop_thread][integration]") {
+TEST_CASE("a low-latency send socket destroyed on a user thread sends what it queued", "[loop_thread][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context;
   std::atomic<std::uint64_t> received{0};
-  netio::LowLatencyReceiveSocket receiver(context, base,
-                                          [&](std::span<const std::byte>, const netio::Peer&) { received.fetch_add(1); });
+  netio::LowLatencyReceiveSocket receiver(
+      context, base, [&](std::span<const std::byte>, const netio::Peer&) { received.fetch_add(1); });
   constexpr std::uint64_t count = 64;
   {
     netio::LowLatencySendOptions options;

@@ -3,16 +3,16 @@
 #include "netio/low_latency_socket.hpp"
 #include "netio/backend/event_loop.hpp"
 #include "netio/high_throughput_socket.hpp"
-#include "support/test_context.hpp"
 #include "support/loopback_port.hpp"
+#include "support/test_context.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <sys/socket.h>
-#include <netinet/in.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -58,7 +58,8 @@ TEST_CASE("low-latency messages from 0 B to 16 MiB arrive intact", "[low_latency
   netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
   REQUIRE(sender.wait_connected(5s));
 
-  std::vector<std::size_t> sizes = {0, 1, 7, 8, 9, 1000, 4095, 4096, 65535, 65536, 65537, 1 << 20, (16 << 20) - 1, 16 << 20};
+  std::vector<std::size_t> sizes = {0,    1,     7,     8,     9,       1000,           4095,
+                                    4096, 65535, 65536, 65537, 1 << 20, (16 << 20) - 1, 16 << 20};
   for (std::size_t i = 0; i < sizes.size(); ++i) sender.send(pattern(sizes[i], i));
   REQUIRE(eventually([&] { return inbox.count == sizes.size(); }, 30s));
   std::lock_guard lock(inbox.mutex);
@@ -76,7 +77,8 @@ TEST_CASE("10,000 low-latency messages arrive in order", "[low_latency][integrat
   // completion queues are read (no wait fds, a poller every round): credits must still flow.
   const bool busy_poll = GENERATE(false, true);
   INFO("busy polling: " << busy_poll);
-  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
+  netio::Context context(
+      netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
   std::vector<std::uint64_t> seen;  // loop thread only until the count is reached
   std::atomic<std::size_t> count{0};
   netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const netio::Peer&) {
@@ -167,12 +169,15 @@ TEST_CASE("200 concurrent connections to one listener", "[low_latency][integrati
   netio::LowLatencyReceiveOptions options;
   options.max_message_size = 4096;
   options.receive_credits = 2;
-  netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte> m, const netio::Peer&) {
-    std::uint64_t id = 0;
-    std::memcpy(&id, m.data(), sizeof id);
-    std::lock_guard lock(mutex);
-    ++per_sender[id];
-  }, options);
+  netio::LowLatencyReceiveSocket receiver(
+      context, base,
+      [&](std::span<const std::byte> m, const netio::Peer&) {
+        std::uint64_t id = 0;
+        std::memcpy(&id, m.data(), sizeof id);
+        std::lock_guard lock(mutex);
+        ++per_sender[id];
+      },
+      options);
   std::vector<std::unique_ptr<netio::LowLatencySendSocket>> senders;
   netio::LowLatencySendOptions send_options;
   send_options.buffer_count = 4;
@@ -185,13 +190,16 @@ TEST_CASE("200 concurrent connections to one listener", "[low_latency][integrati
   for (std::uint64_t i = 0; i < connections; ++i) {
     for (int k = 0; k < 3; ++k) senders[i]->send(std::as_bytes(std::span(&i, 1)));
   }
+  REQUIRE(eventually(
+      [&] {
+        std::lock_guard lock(mutex);
+        return per_sender.size() == connections;
+      },
+      30s));
   REQUIRE(eventually([&] {
     std::lock_guard lock(mutex);
-    return per_sender.size() == connections;
-  }, 30s));
-  REQUIRE(eventually([&] {
-    std::lock_guard lock(mutex);
-    for (auto& [id, n] : per_sender) if (n != 3) return false;
+    for (auto& [id, n] : per_sender)
+      if (n != 3) return false;
     return true;
   }));
 }
@@ -299,7 +307,8 @@ TEST_CASE("receive sockets report senders connecting and leaving", "[low_latency
   };
   options.events.on_disconnected = [&](const netio::Peer& peer, const netio::Error& why) {
     std::lock_guard lock(mutex);
-    events.push_back("disconnected " + peer.address().host + (why.code() == netio::Errc::disconnected ? " cleanly" : " badly"));
+    events.push_back("disconnected " + peer.address().host +
+                     (why.code() == netio::Errc::disconnected ? " cleanly" : " badly"));
   };
   Inbox inbox;
   netio::LowLatencyReceiveSocket receiver(context, base, inbox.handler(), options);
@@ -345,7 +354,9 @@ TEST_CASE("send() on the event-loop thread never waits for buffers that only tha
 }
 
 TEST_CASE("a context refuses to pin its thread to a CPU that does not exist", "[context]") {
-  CHECK_THROWS_AS(netio::Context(netio::ContextOptions{.busy_poll = false, .cpu = 100000, .wrap_backend = {}, .emulation = {}}), netio::Error);
+  CHECK_THROWS_AS(
+      netio::Context(netio::ContextOptions{.busy_poll = false, .cpu = 100000, .wrap_backend = {}, .emulation = {}}),
+      netio::Error);
   netio::Context pinned(netio::ContextOptions{.busy_poll = false, .cpu = 0, .wrap_backend = {}, .emulation = {}});
   int ran = 0;
   pinned.loop().run_sync([&] { ran = sched_getcpu() == 0 ? 1 : 2; });
@@ -386,12 +397,11 @@ TEST_CASE("the POSIX receiver delivers small messages before it takes them from 
   std::atomic<std::size_t> queued_during_delivery{0};
   std::atomic<std::size_t> delivered{0};
   std::atomic<std::uint16_t> port{0};
-  netio::LowLatencyReceiveSocket receiver(
-      context, Endpoint::parse("tcp://127.0.0.1:0"),
-      [&](std::span<const std::byte>, const netio::Peer&) {
-        queued_during_delivery = kernel_receive_queue(port);
-        ++delivered;
-      });
+  netio::LowLatencyReceiveSocket receiver(context, Endpoint::parse("tcp://127.0.0.1:0"),
+                                          [&](std::span<const std::byte>, const netio::Peer&) {
+                                            queued_during_delivery = kernel_receive_queue(port);
+                                            ++delivered;
+                                          });
   port = receiver.local_endpoint().port;
   netio::LowLatencySendSocket sender(context, receiver.local_endpoint());
   REQUIRE(sender.wait_connected(5s));

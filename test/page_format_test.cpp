@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#include "netio/internal/little_endian.hpp"
 #include "page_format.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "support/transports.hpp"
 
 #include <catch2/catch.hpp>
@@ -103,7 +103,8 @@ TEST_CASE("random messages from 0 B to 4x the page size round-trip through pages
 TEST_CASE("messages that fill a page exactly, and lengths that would straddle a page", "[page_format]") {
   const std::size_t page_size = 64;
   SECTION("exactly full pages") {
-    const std::vector<std::vector<std::byte>> messages = {pattern(56, 1), pattern(56, 2), pattern(24, 3), pattern(24, 4)};
+    const std::vector<std::vector<std::byte>> messages = {pattern(56, 1), pattern(56, 2), pattern(24, 3),
+                                                          pattern(24, 4)};
     const auto pages = pack(messages, page_size);
     REQUIRE(pages.size() == 3);
     CHECK(pages[0].size() == 64);

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Faults of peers that the receiving side must count and report exactly once.
+#include "handshake.hpp"
+#include "introduction.hpp"
 #include "netio/backend/backend.hpp"
 #include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/low_latency_socket.hpp"
-#include "handshake.hpp"
-#include "introduction.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"
 
@@ -31,7 +31,8 @@ TEST_CASE("a peer dropped for a protocol error that also closed is reported disc
   options.max_message_size = 100;
   options.events.on_connected = [&](const netio::Peer&) { ++connected; };
   options.events.on_disconnected = [&](const netio::Peer&, const netio::Error&) { ++disconnected; };
-  netio::LowLatencyReceiveSocket receiver(context, base, [](std::span<const std::byte>, const netio::Peer&) {}, options);
+  netio::LowLatencyReceiveSocket receiver(
+      context, base, [](std::span<const std::byte>, const netio::Peer&) {}, options);
 
   // The misbehaving peer lives in a context of its own, so that it can send and leave
   // while the receiver's loop is held: the receiver then finds the oversized message and

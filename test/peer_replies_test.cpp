@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Connection identity and replies on the same connection, over real loopback connections on
 // every back-end: who sent a message (netio::Peer), and answering exactly that sender.
-#include "netio/high_throughput_socket.hpp"
-#include "netio/backend/event_loop.hpp"
-#include "netio/low_latency_socket.hpp"
 #include "handshake.hpp"
+#include "netio/backend/event_loop.hpp"
+#include "netio/high_throughput_socket.hpp"
+#include "netio/low_latency_socket.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"
 
@@ -146,7 +146,8 @@ TEST_CASE("low-latency: every message carries its sender's identity, and replies
   // Busy polling reads connections without epoll (EventLoop::spin_fd): replies must flow too.
   const bool busy_poll = GENERATE(false, true);
   INFO("busy polling: " << busy_poll);
-  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
+  netio::Context context(
+      netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
 
   std::mutex mutex;
   std::map<std::uint64_t, std::set<netio::ConnectionId>> connections_of;  // sender -> ids seen
@@ -215,7 +216,7 @@ TEST_CASE("low-latency: every message carries its sender's identity, and replies
     CHECK(replies[s]->in_order(per_sender));
     CHECK(replies[s]->wrong_sender == 0);
   }
-  CHECK(refused == 0);  // replies were taken as they came: the window never filled
+  CHECK(refused == 0);                     // replies were taken as they came: the window never filled
   if (netio::test::wrapping_backends()) {  // the decorator saw the replies go both ways
     CHECK(netio::test::wrapped_backend_counts()->replies_sent.load() >= senders * per_sender);
     CHECK(netio::test::wrapped_backend_counts()->replies_received.load() >= senders * per_sender);
@@ -476,7 +477,8 @@ TEST_CASE("a close that awaits its receiver ends when the receiver closes, thoug
   // Busy polling: a stalled reader's descriptor is out of epoll, where the hang-up shows.
   const bool busy_poll = GENERATE(false, true);
   INFO("busy polling: " << busy_poll);
-  netio::Context context(netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
+  netio::Context context(
+      netio::test::context_options({.busy_poll = busy_poll, .cpu = std::nullopt, .wrap_backend = {}, .emulation = {}}));
   std::mutex mutex;
   std::optional<netio::Peer> peer;
   netio::LowLatencyReceiveSocket receiver(context, base, [&](std::span<const std::byte>, const netio::Peer& from) {
@@ -512,10 +514,12 @@ TEST_CASE("a close that awaits its receiver ends when the receiver closes, thoug
     std::lock_guard lock(closed_mutex);
     outcome = error != nullptr ? std::string(error->what()) : std::string();
   });
-  REQUIRE(eventually([&] {
-    std::lock_guard lock(closed_mutex);
-    return outcome.has_value();
-  }, 10s));
+  REQUIRE(eventually(
+      [&] {
+        std::lock_guard lock(closed_mutex);
+        return outcome.has_value();
+      },
+      10s));
   const auto took = std::chrono::steady_clock::now() - started;
   INFO("the close took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
   {

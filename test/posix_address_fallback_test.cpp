@@ -59,7 +59,8 @@ SocketAddress ipv6_loopback(std::uint16_t port) {
 // Listeners of the POSIX back-end on `context`'s loop, accepting (or rejecting) everyone.
 class Listeners {
  public:
-  explicit Listeners(netio::Context& context) : context_(context), backend_(context.backend(Endpoint::parse("tcp://127.0.0.1:0"))) {}
+  explicit Listeners(netio::Context& context)
+      : context_(context), backend_(context.backend(Endpoint::parse("tcp://127.0.0.1:0"))) {}
   ~Listeners() {
     context_.loop().run_sync([this] {
       for (auto& socket : accepted_) socket->close();
@@ -138,7 +139,8 @@ TEST_CASE("A host name's addresses: every one, each once, a numeric host its own
   const auto numeric = netio::detail::resolve_all(Endpoint::parse("tcp://127.0.0.1:5000"), false);
   REQUIRE(numeric.size() == 1);
   CHECK(netio::detail::to_string(numeric[0]) == "127.0.0.1:5000");
-  CHECK(netio::detail::to_string(netio::detail::resolve_all(Endpoint::parse("tcp://[::1]:7"), false).at(0)) == "[::1]:7");
+  CHECK(netio::detail::to_string(netio::detail::resolve_all(Endpoint::parse("tcp://[::1]:7"), false).at(0)) ==
+        "[::1]:7");
 
   const auto named = netio::detail::resolve_all(Endpoint::parse("tcp://localhost:5000"), false);
   REQUIRE(!named.empty());

@@ -67,7 +67,8 @@ TEST_CASE("gather list: the byte budget cuts a part and ends the list", "[posix]
   const std::size_t budget = 768 * 1024;
 
   GatherList first(slots, 0, budget);
-  const std::size_t offered = add_all(first, {{header.data(), 8}, {payload.data(), payload.size()}, {header.data(), 8}});
+  const std::size_t offered =
+      add_all(first, {{header.data(), 8}, {payload.data(), payload.size()}, {header.data(), 8}});
   CHECK(offered == 2);  // full after the payload: the next frame's header is not offered
   CHECK(first.full());
   REQUIRE(first.count() == 2);

@@ -36,7 +36,8 @@ constexpr std::size_t large_frame = 3 * 1024 * 1024;
 // A low-latency receive socket that checks message i against pattern(size_i, i).
 struct CheckingReceiver {
   explicit CheckingReceiver(std::vector<std::size_t> message_sizes)
-      : sizes(std::move(message_sizes)), context(netio::test::context_options()),
+      : sizes(std::move(message_sizes)),
+        context(netio::test::context_options()),
         socket(context, Endpoint::parse("tcp://127.0.0.1:0"), handler(), options()) {}
 
   netio::LowLatencyReceiveSocket::Handler handler() {
@@ -79,8 +80,7 @@ std::vector<std::byte> frames(const std::vector<std::size_t>& sizes) {
 
 }  // namespace
 
-TEST_CASE("posix: a large frame that arrives in parts is delivered once its last byte is in",
-          "[posix][integration]") {
+TEST_CASE("posix: a large frame that arrives in parts is delivered once its last byte is in", "[posix][integration]") {
   CheckingReceiver receiver({large_frame, 100});
   const auto peer = connect_raw(receiver);
   const auto bytes = frames(receiver.sizes);
@@ -88,7 +88,8 @@ TEST_CASE("posix: a large frame that arrives in parts is delivered once its last
   const std::size_t first_end = netio::posix::frame_header_size + large_frame;
   // Header and a little, then the rest in parts with pauses: the receiver waits for the rest
   // in between, and must neither wait for more than the frame's rest nor miss its last byte.
-  const std::size_t cuts[] = {0, netio::posix::frame_header_size + 10, 1024 * 1024, first_end - 1, first_end, bytes.size()};
+  const std::size_t cuts[] = {0,           netio::posix::frame_header_size + 10, 1024 * 1024, first_end - 1, first_end,
+                              bytes.size()};
   for (std::size_t i = 0; i + 1 < std::size(cuts); ++i) {
     peer->send_bytes(all.subspan(cuts[i], cuts[i + 1] - cuts[i]));
     std::this_thread::sleep_for(50ms);
@@ -100,9 +101,10 @@ TEST_CASE("posix: a large frame that arrives in parts is delivered once its last
   CHECK(receiver.wrong == 0);
 }
 
-TEST_CASE("posix: frames left in the kernel when the reader's budget ran out are read, "
-          "though a large frame before them had raised the mark",
-          "[posix][integration]") {
+TEST_CASE(
+    "posix: frames left in the kernel when the reader's budget ran out are read, "
+    "though a large frame before them had raised the mark",
+    "[posix][integration]") {
   // A 3 MiB frame begun and awaited (the mark is its rest), then its rest and 20 frames of
   // 60 KiB in one go: the reader stops after 16 reads with some of those in the kernel, fewer
   // bytes than the first frame's rest. Unless the mark comes down, nothing reports them

@@ -22,7 +22,7 @@ PreSharedKey key_of(char digit) { return PreSharedKey::from_hex(std::string(64, 
 
 // The error subscribe() throws, and how long it took.
 std::pair<std::string, std::chrono::steady_clock::duration> refusal(SubscribeSocket& subscriber, const Endpoint& at,
-                                                                     Mode mode) {
+                                                                    Mode mode) {
   const auto started = std::chrono::steady_clock::now();
   try {
     subscriber.subscribe(at, 1, mode);
@@ -34,7 +34,8 @@ std::pair<std::string, std::chrono::steady_clock::duration> refusal(SubscribeSoc
 
 }  // namespace
 
-TEST_CASE("pub/sub admission: with the same key on both sides, subscriptions and messages flow", "[pubsub][admission][auth]") {
+TEST_CASE("pub/sub admission: with the same key on both sides, subscriptions and messages flow",
+          "[pubsub][admission][auth]") {
   if (!PreSharedKey::supported()) {
     WARN("netio built without libsodium: authentication not tested");
     return;
@@ -64,9 +65,10 @@ TEST_CASE("pub/sub admission: with the same key on both sides, subscriptions and
   }
 }
 
-TEST_CASE("pub/sub admission: a subscriber without the key, with another key, or from a network not allowed is refused "
-          "at once, with the reason",
-          "[pubsub][admission][auth]") {
+TEST_CASE(
+    "pub/sub admission: a subscriber without the key, with another key, or from a network not allowed is refused "
+    "at once, with the reason",
+    "[pubsub][admission][auth]") {
   if (!PreSharedKey::supported()) {
     WARN("netio built without libsodium: authentication not tested");
     return;

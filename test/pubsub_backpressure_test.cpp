@@ -86,8 +86,9 @@ TEST_CASE("pub/sub back-pressure: a stalled subscriber under block holds the pub
   CHECK(publisher.stats().dropped == 0);
 }
 
-TEST_CASE("pub/sub back-pressure: under drop a stalled subscriber costs the others nothing; drops are counted on both sides",
-          "[pubsub]") {
+TEST_CASE(
+    "pub/sub back-pressure: under drop a stalled subscriber costs the others nothing; drops are counted on both sides",
+    "[pubsub]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   netio::Context context(netio::test::context_options());
   PublishSocket publisher(context, Endpoint::parse(base), small_pool("p"));

@@ -7,12 +7,12 @@
 // connection is being re-made.
 #include "control_message.hpp"
 #include "netio/low_latency_socket.hpp"
-#include "support/sanitizers.hpp"
 #include "support/pubsub_test.hpp"
+#include "support/sanitizers.hpp"
 #include "support/test_context.hpp"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <atomic>
 #include <memory>
@@ -109,9 +109,10 @@ class Drainer {
 
 }  // namespace
 
-TEST_CASE("pub/sub under a connection limit: 12 subscribers through 4 connections per mode, every message once and "
-          "in order",
-          "[pubsub][connections]") {
+TEST_CASE(
+    "pub/sub under a connection limit: 12 subscribers through 4 connections per mode, every message once and "
+    "in order",
+    "[pubsub][connections]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   const auto policy = GENERATE(ConnectionPolicy::lru, ConnectionPolicy::lru_m);
   INFO(base << " " << netio::to_string(policy));
@@ -156,7 +157,8 @@ TEST_CASE("pub/sub under a connection limit: 12 subscribers through 4 connection
                 publisher.publish(s, pubsub_message(s, i, 64 + (i * 13 + s) % 400));
               }
             }
-            if (half == 0 && round % 5 == 0) publisher.publish(kEveryone, pubsub_message(kEveryone, to_everyone++, 100));
+            if (half == 0 && round % 5 == 0)
+              publisher.publish(kEveryone, pubsub_message(kEveryone, to_everyone++, 100));
           }
         } catch (const netio::Error& e) {
           std::lock_guard lock(failure_mutex);
@@ -196,9 +198,10 @@ TEST_CASE("pub/sub under a connection limit: 12 subscribers through 4 connection
   CHECK(publisher.stats().connections == kSubscribers);  // every subscriber is still subscribed
 }
 
-TEST_CASE("pub/sub under a connection limit: a subscriber that leaves while its connection is torn down is removed; "
-          "the others lose nothing",
-          "[pubsub][connections]") {
+TEST_CASE(
+    "pub/sub under a connection limit: a subscriber that leaves while its connection is torn down is removed; "
+    "the others lose nothing",
+    "[pubsub][connections]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   const auto mode = GENERATE(Mode::high_throughput, Mode::low_latency);
   INFO(base << " " << netio::to_string(mode));
@@ -293,7 +296,8 @@ TEST_CASE("pub/sub under a connection limit: a subscriber whose re-connect is re
 
   std::uint64_t sent_steady = 0;
   publisher.publish(2, pubsub_message(2, 0, 100));
-  for (int k = 0; k < 10; ++k) publisher.publish(1, pubsub_message(1, sent_steady++, 100));  // tears the doomed one down
+  for (int k = 0; k < 10; ++k)
+    publisher.publish(1, pubsub_message(1, sent_steady++, 100));  // tears the doomed one down
   CHECK(eventually([&] { return doomed_received.load() == 1 && steady.received() == sent_steady; }));
   CHECK(publisher.connection_stats(Mode::low_latency).torn_down >= 1);
 
@@ -328,9 +332,10 @@ TEST_CASE("pub/sub under a connection limit: a subscriber whose re-connect is re
   CHECK(steady.lost == 0);
 }
 
-TEST_CASE("pub/sub under a connection limit: try_publish skips a subscriber whose connection is being re-made, and "
-          "the retry reaches it once",
-          "[pubsub][connections]") {
+TEST_CASE(
+    "pub/sub under a connection limit: try_publish skips a subscriber whose connection is being re-made, and "
+    "the retry reaches it once",
+    "[pubsub][connections]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   INFO(base);
   netio::Context publishing(netio::test::context_options());

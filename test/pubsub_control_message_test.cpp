@@ -4,8 +4,8 @@
 #include "control_message.hpp"
 #include "subscription_table.hpp"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <set>
 #include <variant>
@@ -15,7 +15,11 @@ using namespace netio::pubsub;
 using namespace netio::pubsub::detail;
 
 TEST_CASE("pub/sub control messages: requests, answers and drop reports survive a round trip", "[pubsub][unit]") {
-  const SubscriptionRequest request{false, Mode::low_latency, Backpressure::drop, 42, {0xFEDCBA9876543210ull, 0, 7},
+  const SubscriptionRequest request{false,
+                                    Mode::low_latency,
+                                    Backpressure::drop,
+                                    42,
+                                    {0xFEDCBA9876543210ull, 0, 7},
                                     "fabric://10.0.0.1:5000?provider=tcp"};
   const auto decoded = decode_request(encode(request));
   CHECK(decoded.subscribe == false);
@@ -85,8 +89,9 @@ TEST_CASE("pub/sub control messages: truncated, oversized or foreign messages ar
   length[26] = std::byte{0xFF};
   length[27] = std::byte{0x7F};
   refused(length, "at most 512");
-  CHECK_THROWS_AS(encode(SubscriptionRequest{true, Mode::high_throughput, Backpressure::block, 1, {2}, std::string(600, 'x')}),
-                  netio::Error);
+  CHECK_THROWS_AS(
+      encode(SubscriptionRequest{true, Mode::high_throughput, Backpressure::block, 1, {2}, std::string(600, 'x')}),
+      netio::Error);
   CHECK_THROWS_AS(encode(SubscriptionRequest{true, Mode::high_throughput, Backpressure::block, 1, {}, "tcp://h:1"}),
                   netio::Error);
   CHECK_THROWS_AS(encode(SubscriptionRequest{true, Mode::high_throughput, Backpressure::block, 1,
@@ -126,7 +131,7 @@ TEST_CASE("pub/sub subscription table: routes per tag, one connection per (subsc
   REQUIRE(snapshot->find(2)->size() == 2);
   CHECK((*snapshot->find(2))[0].backpressure == Backpressure::drop);
 
-  CHECK(table.unsubscribe(0, Mode::high_throughput, Tags{1}) == nullptr);  // a still carries tag 2
+  CHECK(table.unsubscribe(0, Mode::high_throughput, Tags{1}) == nullptr);   // a still carries tag 2
   CHECK(table.unsubscribe(0, Mode::high_throughput, Tags{99}) == nullptr);  // unknown
   CHECK(table.unsubscribe(0, Mode::high_throughput, Tags{2}) == a);         // its last tag: close it
   CHECK(table.find(0, Mode::high_throughput) == nullptr);
@@ -143,7 +148,8 @@ TEST_CASE("pub/sub subscription table: routes per tag, one connection per (subsc
 
 TEST_CASE("pub/sub subscription table: a request's tags become routes in one change", "[pubsub][unit]") {
   SubscriptionTable table;
-  const auto a = std::make_shared<DataConnection>(SubscriberInfo{1, netio::Identity{"a", {}}, {}, Mode::high_throughput}, netio::Peer());
+  const auto a = std::make_shared<DataConnection>(
+      SubscriberInfo{1, netio::Identity{"a", {}}, {}, Mode::high_throughput}, netio::Peer());
   table.add_connection(a);
   CHECK(table.subscribe(a, std::vector<Tag>{4, 5, 6, 5}, Backpressure::block) == 3);  // 5 twice: one route
   CHECK(table.routes()->tag_count() == 3);

@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -19,7 +20,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <utility>
 
 namespace {
@@ -138,18 +138,22 @@ TEST_CASE("pub/sub: a subscriber process killed mid-stream is removed, its pages
   child.kill();  // mid-stream, no goodbye
   // The survivor keeps reading meanwhile: a blocking publisher would otherwise wait on its
   // full pages for as long as the dead one's removal takes (seconds under TSan).
-  const bool removed = eventually([&] {
-    reader.take(20ms);
-    return publisher.stats().connections == 1;
-  }, 10s);
+  const bool removed = eventually(
+      [&] {
+        reader.take(20ms);
+        return publisher.stats().connections == 1;
+      },
+      10s);
   reader.take(300ms);
   producer.finish([&] { reader.take(20ms); });
   // The tail (the last page, flushed by the timer) may take a while under TSan: read until
   // everything came, or 10 s (a lost message still fails below).
-  eventually([&] {
-    reader.take(20ms);
-    return reader.got >= producer.published();
-  }, 10s);
+  eventually(
+      [&] {
+        reader.take(20ms);
+        return reader.got >= producer.published();
+      },
+      10s);
 
   CHECK(producer.error() == "");
   CHECK(removed);
@@ -168,8 +172,7 @@ TEST_CASE("pub/sub: a subscriber process killed mid-stream is removed, its pages
 // connection's own end tells the publisher; where that is slow (a dead peer over verbs is
 // noticed only after the transport's retries), the control connection's end aborts the data
 // connection (PublishSocket, on_control_gone).
-TEST_CASE("pub/sub: a publish() waiting on a stalled subscriber returns as soon as that subscriber dies",
-          "[pubsub]") {
+TEST_CASE("pub/sub: a publish() waiting on a stalled subscriber returns as soon as that subscriber dies", "[pubsub]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   netio::Context context(netio::test::context_options());
   PublishOptions options = small_pool("p");
@@ -185,27 +188,35 @@ TEST_CASE("pub/sub: a publish() waiting on a stalled subscriber returns as soon 
   Survivor reader{survivor, {}, 0};
   // Held up: nothing published for 500 ms while the survivor reads on.
   std::uint64_t before = 0;
-  const bool held_up = eventually([&] {
-    before = producer.published();
-    reader.take(500ms);
-    return producer.published() == before;
-  }, 20s);
+  const bool held_up = eventually(
+      [&] {
+        before = producer.published();
+        reader.take(500ms);
+        return producer.published() == before;
+      },
+      20s);
   const auto killed_at = std::chrono::steady_clock::now();
   child.kill();
-  const bool resumed = eventually([&] {
-    reader.take(20ms);
-    return producer.published() > before;
-  }, 20s);
+  const bool resumed = eventually(
+      [&] {
+        reader.take(20ms);
+        return producer.published() > before;
+      },
+      20s);
   const auto resumed_after = std::chrono::steady_clock::now() - killed_at;
-  const bool removed = eventually([&] {
-    reader.take(20ms);
-    return publisher.stats().connections == 1;
-  }, 20s);
+  const bool removed = eventually(
+      [&] {
+        reader.take(20ms);
+        return publisher.stats().connections == 1;
+      },
+      20s);
   producer.finish([&] { reader.take(20ms); });
-  const bool all_read = eventually([&] {
-    reader.take(20ms);
-    return reader.got >= producer.published();
-  }, 20s);
+  const bool all_read = eventually(
+      [&] {
+        reader.take(20ms);
+        return reader.got >= producer.published();
+      },
+      20s);
 
   CHECK(held_up);
   CHECK(resumed);
@@ -284,8 +295,10 @@ TEST_CASE("pub/sub: a restarted publisher is subscribed to again, and the applic
   CHECK(subscriber.stats().resubscribed == 1);
 }
 
-TEST_CASE("pub/sub churn: 1,000 subscribe/unsubscribe/connect/disconnect cycles (120 under sanitizers) leave memory and descriptors as they were",
-          "[pubsub]") {
+TEST_CASE(
+    "pub/sub churn: 1,000 subscribe/unsubscribe/connect/disconnect cycles (120 under sanitizers) leave memory and "
+    "descriptors as they were",
+    "[pubsub]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   netio::Context context(netio::test::context_options());
   PublishOptions options;
@@ -296,7 +309,8 @@ TEST_CASE("pub/sub churn: 1,000 subscribe/unsubscribe/connect/disconnect cycles 
   auto cycle = [&](int i) {
     SubscribeOptions o;
     o.low_latency_max_message_size = 4096;
-    SubscribeSocket subscriber(context, [&](Tag, std::span<const std::byte>, const netio::Peer&) { ++ll_received; }, o);
+    SubscribeSocket subscriber(
+        context, [&](Tag, std::span<const std::byte>, const netio::Peer&) { ++ll_received; }, o);
     const Tag tag = static_cast<Tag>(i % 7);
     const Mode mode = i % 2 == 0 ? Mode::high_throughput : Mode::low_latency;
     subscriber.subscribe(publisher.local_endpoint(), tag, mode);

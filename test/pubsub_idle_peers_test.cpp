@@ -30,7 +30,8 @@ TEST_CASE("pub/sub: the admission limit's worth of idle peers at a publisher doe
   }
 
   std::atomic<int> low_latency_messages{0};
-  SubscribeSocket subscriber(context, [&](Tag, std::span<const std::byte>, const netio::Peer&) { ++low_latency_messages; });
+  SubscribeSocket subscriber(context,
+                             [&](Tag, std::span<const std::byte>, const netio::Peer&) { ++low_latency_messages; });
   subscriber.subscribe(publisher.local_endpoint(), 1, mode);
   publisher.publish(1, pubsub_message(1, 0));
   publisher.flush();

@@ -179,7 +179,8 @@ TEST_CASE("pub/sub: a subscriber is held to max_tags_per_subscriber; tags it hol
   options.max_tags_per_subscriber = 300;
   PublishSocket publisher(context, Endpoint::parse(base), options);
   SubscribeOptions subscribe_options;
-  SubscribeSocket subscriber(context, [](Tag, std::span<const std::byte>, const netio::Peer&) {}, subscribe_options);
+  SubscribeSocket subscriber(
+      context, [](Tag, std::span<const std::byte>, const netio::Peer&) {}, subscribe_options);
 
   subscriber.subscribe(publisher.local_endpoint(), tags_from(1, 250), Mode::high_throughput);
   // 250 held + 60 new (10 of the 70 asked for are held already) = 310 > 300: refused whole.

@@ -2,8 +2,8 @@
 // A subscription whose data connection the publisher cannot open is refused as soon as the
 // connection fails, with the reason, not after connect_timeout.
 #include "control_message.hpp"
-#include "support/test_context.hpp"
 #include "support/loopback_port.hpp"
+#include "support/test_context.hpp"
 #include "support/transports.hpp"
 
 #include "netio/low_latency_socket.hpp"

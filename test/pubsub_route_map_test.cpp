@@ -5,8 +5,8 @@
 #include "route_map.hpp"
 #include "support/sanitizers.hpp"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <map>
@@ -121,8 +121,8 @@ TEST_CASE("pub/sub routes: random changes through growth and shrinking agree wit
       kept_model = model;
     }
   }
-  CHECK(most_shards >= 8);                   // it grew (three doublings at least)...
-  CHECK(map.shard_count() < most_shards);   // ...and shrank again
+  CHECK(most_shards >= 8);                 // it grew (three doublings at least)...
+  CHECK(map.shard_count() < most_shards);  // ...and shrank again
   REQUIRE(kept);
   check_equal(*kept, kept_model);  // the changes since left it as it was
 }

@@ -148,7 +148,8 @@ TEST_CASE("pub/sub: several publishers into one subscriber, the publisher named 
   constexpr int publishers = 3;
   std::vector<std::unique_ptr<PublishSocket>> sockets;
   for (int p = 0; p < publishers; ++p) {
-    sockets.push_back(std::make_unique<PublishSocket>(context, Endpoint::parse(base), named("pub-" + std::to_string(p))));
+    sockets.push_back(
+        std::make_unique<PublishSocket>(context, Endpoint::parse(base), named("pub-" + std::to_string(p))));
   }
   SubscribeSocket subscriber(context);
   for (int p = 0; p < publishers; ++p) {
@@ -300,8 +301,8 @@ TEST_CASE("pub/sub: subscribers join and leave during a stream without disturbin
   });
 
   struct Visit {
-    std::uint64_t after_ack = 0;      // every message begun from here on must arrive ...
-    std::uint64_t before_leave = 0;   // ... up to here at least
+    std::uint64_t after_ack = 0;     // every message begun from here on must arrive ...
+    std::uint64_t before_leave = 0;  // ... up to here at least
     StreamChecker checker;
   };
   std::vector<Visit> visits(12);
@@ -346,8 +347,7 @@ TEST_CASE("pub/sub: subscribers join and leave during a stream without disturbin
   CHECK(publisher.stats().connections == 1);  // only the steady subscriber is left
 }
 
-TEST_CASE("pub/sub: four threads, each with its own Publisher, keep their order for every subscriber",
-          "[pubsub]") {
+TEST_CASE("pub/sub: four threads, each with its own Publisher, keep their order for every subscriber", "[pubsub]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   netio::Context context(netio::test::context_options());
   PublishSocket socket(context, Endpoint::parse(base), named("threads"));

@@ -148,7 +148,7 @@ TEST_CASE("a parser whose reassembly went to the spare still counts its next one
   one.recycle_reassembled();
   reassemble(other);  // takes the spare
   CHECK(spare.capacity() == 0);
-  reassemble(one);    // in memory of its own, counted as before
+  reassemble(one);  // in memory of its own, counted as before
   CHECK(budget->used() == 2 * 3000);
   CHECK(one.take_reassembled().size() == 3000);
   CHECK(other.take_reassembled().size() == 3000);
@@ -179,22 +179,25 @@ TEST_CASE("a message whose reassembly does not fit the budget is an error naming
 // buffers fill is tested in idle_peers_budget_test.cpp.
 bool posts_buffers(const std::string& base) { return base.rfind("fabric://", 0) == 0; }
 
-TEST_CASE("a receive socket's budget cuts credits, then rejects senders with the reason, and takes them again "
-          "when room comes back", "[budget][integration]") {
+TEST_CASE(
+    "a receive socket's budget cuts credits, then rejects senders with the reason, and takes them again "
+    "when room comes back",
+    "[budget][integration]") {
   const std::string text = GENERATE(netio::test::loopback_endpoints());
   if (!posts_buffers(text)) return;
   const auto base = Endpoint::parse(text);
   netio::Context context(netio::test::pin_receive_buffers(netio::test::context_options()));
   constexpr std::size_t page = 64 * KiB;
   netio::HighThroughputReceiveOptions options;
-  options.page_credits = 4;  // 4 pages and one to reassemble in: 320 KiB per connection
+  options.page_credits = 4;                         // 4 pages and one to reassemble in: 320 KiB per connection
   options.memory_budget = 2 * 5 * page + 3 * page;  // two whole connections, 2 credits for a third
   netio::HighThroughputReceiveSocket receiver(context, base, options);
   const auto& budget = receiver.memory_budget();
 
   std::vector<std::unique_ptr<netio::HighThroughputSendSocket>> senders;
   for (int i = 0; i < 3; ++i) {
-    senders.push_back(std::make_unique<netio::HighThroughputSendSocket>(context, receiver.local_endpoint(), pages_of(page)));
+    senders.push_back(
+        std::make_unique<netio::HighThroughputSendSocket>(context, receiver.local_endpoint(), pages_of(page)));
     REQUIRE(senders.back()->wait_connected(10s));
     // Each sends: a silent one would be evicted to make room for the next.
     senders.back()->send(pattern(KiB, 99));
@@ -263,7 +266,8 @@ TEST_CASE("receive sockets given one shared budget are bounded together", "[budg
   low_options.max_message_size = 64 * KiB;
   low_options.receive_credits = 2;  // 128 KiB
   low_options.shared_budget = shared;
-  netio::LowLatencyReceiveSocket low(context, base, [](auto, const netio::Peer&) {}, low_options);
+  netio::LowLatencyReceiveSocket low(
+      context, base, [](auto, const netio::Peer&) {}, low_options);
   netio::HighThroughputReceiveOptions high_options;
   high_options.page_credits = 2;
   high_options.shared_budget = shared;
@@ -295,7 +299,7 @@ TEST_CASE("a sender whose message does not fit the reassembly budget is dropped;
   options.memory_budget = 2 * 5 * page + 32 * KiB;  // two connections, 32 KiB more to reassemble in
   netio::HighThroughputReceiveSocket receiver(context, base, options);
 
-  auto big_options = pages_of(page, 16);  // the 100 KiB message is queued whole
+  auto big_options = pages_of(page, 16);                                      // the 100 KiB message is queued whole
   big_options.zero_copy_threshold = std::numeric_limits<std::size_t>::max();  // copied into pages
   netio::HighThroughputSendSocket big(context, receiver.local_endpoint(), big_options);
   netio::HighThroughputSendSocket small(context, receiver.local_endpoint(), pages_of(page));

@@ -64,8 +64,10 @@ TEST_CASE("Best-effort scheduled push builds every time-slice of a 4x2 system in
   run_complete_system(base, 4, 2, 800, 2);
 }
 
-TEST_CASE("With the fewest credits per pair (2, sized by credits_per_input), a receiver never holds more than its "
-          "derived buffer", "[scheduled_push]") {
+TEST_CASE(
+    "With the fewest credits per pair (2, sized by credits_per_input), a receiver never holds more than its "
+    "derived buffer",
+    "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
   run_complete_system(base, 3, 2, 300, ns::kMinCreditsPerInput, true);
 }

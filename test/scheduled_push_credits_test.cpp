@@ -33,7 +33,8 @@ struct Receiver {
   Context context{test::context_options()};
   sp::TimesliceReceiver receiver;
   explicit Receiver(sp::TimesliceReceiverOptions options)
-      : receiver(context, Endpoint::parse("tcp://127.0.0.1:0"), [](const sp::TimesliceView&) {}, std::move(options)) {}
+      : receiver(
+            context, Endpoint::parse("tcp://127.0.0.1:0"), [](const sp::TimesliceView&) {}, std::move(options)) {}
 };
 
 // The message of the netio::Error (Errc::invalid_option) constructing a receiver with `options`
@@ -89,7 +90,8 @@ TEST_CASE("A receiver refuses fewer than 2 credits per input, saying why and wha
     auto o = options_for(4, 4, 16 * KiB);
     o.credits_per_input = 1;
     const auto what = refusal(o);
-    CHECK_THAT(what, Catch::StartsWith("scheduled push receiver: credits_per_input = 1 gives 1 credit per input–compute pair"));
+    CHECK_THAT(what, Catch::StartsWith(
+                         "scheduled push receiver: credits_per_input = 1 gives 1 credit per input–compute pair"));
     CHECK_THAT(what, Catch::Contains("at least 2 are needed"));
     CHECK_THAT(what, Catch::Contains("every send waits a full round trip for its credit"));
     CHECK_THAT(what, Catch::Contains("give credits_per_input = 2 or more"));

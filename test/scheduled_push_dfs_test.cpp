@@ -90,9 +90,8 @@ TEST_CASE("DFS: every input starts with the clock handshake (two probes answered
   System system(base, options);
   // Both replicas get probe 0 and, once its echo is back, probe 1 of every input; before any
   // time-slice was pushed (no report exists yet).
-  CHECK(eventually([&] {
-    return system.dde_slot(0)->stats().clock_probes == 6 && system.dde_slot(1)->stats().clock_probes == 6;
-  }));
+  CHECK(eventually(
+      [&] { return system.dde_slot(0)->stats().clock_probes == 6 && system.dde_slot(1)->stats().clock_probes == 6; }));
   CHECK(system.dde_slot(0)->stats().reports == 0);
   CHECK(system.dde_slot(0)->stats().bad_messages == 0);
   const ns::TimesliceIndex count = 2 * 4 * 10;
@@ -118,12 +117,14 @@ TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting p
   // The first half with both replicas, until both propose and every IE took some proposals.
   std::vector<std::string> push_errors;
   std::thread first_half([&] { push_errors = system.push_range(0, count / 2, false); });
-  const bool proposals_flowing = eventually([&] {
-    for (ns::InputIndex i = 0; i < 3; ++i) {
-      if (system.sender(i).stats().proposals_taken < 5) return false;
-    }
-    return overlap() >= 3 * 5;
-  }, 30s);
+  const bool proposals_flowing = eventually(
+      [&] {
+        for (ns::InputIndex i = 0; i < 3; ++i) {
+          if (system.sender(i).stats().proposals_taken < 5) return false;
+        }
+        return overlap() >= 3 * 5;
+      },
+      30s);
   first_half.join();
   REQUIRE(push_errors.empty());
   CHECK(proposals_flowing);
@@ -162,12 +163,15 @@ TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting p
   if (!start_differences.empty()) {
     const auto median = start_differences[start_differences.size() / 2];
     CHECK(median < ns::Duration(20ms));
-    WARN("replicas' starts differ by " << median.count() / 1000 << " us (median), " << start_differences.back().count() / 1000
-                                       << " us at most; a proposed duration is " << typical_duration.count() / 1000 << " us");
+    WARN("replicas' starts differ by " << median.count() / 1000 << " us (median), "
+                                       << start_differences.back().count() / 1000
+                                       << " us at most; a proposed duration is " << typical_duration.count() / 1000
+                                       << " us");
   }
   for (ns::InputIndex i = 0; i < 3; ++i) {
     const auto stats = system.sender(i).stats();
-    INFO("input " << i << ": " << taken_before[i] << " proposals before the removal, " << stats.proposals_taken << " in all");
+    INFO("input " << i << ": " << taken_before[i] << " proposals before the removal, " << stats.proposals_taken
+                  << " in all");
     CHECK(stats.ddes_lost == 1);
     CHECK(stats.proposals_taken >= taken_before[i] + 10);  // the other replica went on proposing
     CHECK(stats.sent == count);

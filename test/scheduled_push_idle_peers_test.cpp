@@ -32,8 +32,10 @@ void open_idle_peers(Context& context, const Endpoint& endpoint, std::vector<std
 
 }  // namespace
 
-TEST_CASE("scheduled push: the admission limit's worth of idle peers at the compute nodes and the DDE does not keep "
-          "the inputs out", "[scheduled_push][admission][idle]") {
+TEST_CASE(
+    "scheduled push: the admission limit's worth of idle peers at the compute nodes and the DDE does not keep "
+    "the inputs out",
+    "[scheduled_push][admission][idle]") {
   const auto base = GENERATE(loopback_endpoints());
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
   INFO(base << (mode == ns::Mode::dfs ? " DFS" : " best effort"));

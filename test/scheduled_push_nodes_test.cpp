@@ -46,8 +46,8 @@ TEST_CASE("A best-effort input node sends in round-robin order as credits allow"
   CHECK(next.timeslice == 4);
   node.on_credit(1);
   CHECK(node.next(0ns).what == What::send);
-  CHECK_THROWS_AS(node.on_credit(0, 2), netio::Error);  // more than granted
-  CHECK_THROWS_AS(node.grant(0, 1), netio::Error);      // granted twice
+  CHECK_THROWS_AS(node.on_credit(0, 2), netio::Error);    // more than granted
+  CHECK_THROWS_AS(node.grant(0, 1), netio::Error);        // granted twice
   CHECK_FALSE(node.on_acknowledged(1, 0ns).has_value());  // best-effort ignores acknowledgements
 }
 
@@ -100,13 +100,13 @@ TEST_CASE("A DFS input node matches acknowledgements out of order, credits retur
   for (ComputeIndex c = 0; c < 3; ++c) node.on_credit(c);
   for (TimesliceIndex t : {6, 7, 8}) send(t);
   node.on_credit(0);
-  send(9);  // compute node 0: 3, 6, 9 outstanding
-  CHECK_FALSE(node.on_acknowledged(6, 1000ns).has_value());  // not the oldest
+  send(9);                                                         // compute node 0: 3, 6, 9 outstanding
+  CHECK_FALSE(node.on_acknowledged(6, 1000ns).has_value());        // not the oldest
   CHECK_THROWS_AS(node.on_acknowledged(6, 1000ns), netio::Error);  // twice
-  CHECK_FALSE(node.on_acknowledged(4, 1000ns).has_value());  // compute node 1: 1, 4, 7
+  CHECK_FALSE(node.on_acknowledged(4, 1000ns).has_value());        // compute node 1: 1, 4, 7
   // Compute node 0 dies: 3 and 9 count as acknowledged, the interval still misses others.
   CHECK(node.on_compute_lost(0, 2000ns).empty());
-  CHECK_THROWS_AS(node.on_acknowledged(3, 2000ns), netio::Error);  // no longer outstanding
+  CHECK_THROWS_AS(node.on_acknowledged(3, 2000ns), netio::Error);   // no longer outstanding
   CHECK_THROWS_AS(node.on_acknowledged(10, 2000ns), netio::Error);  // not sent
   for (TimesliceIndex t : {1, 7, 2, 5, 8}) CHECK_FALSE(node.on_acknowledged(t, 3000ns).has_value());
   node.on_credit(1);
@@ -188,7 +188,7 @@ TEST_CASE("A compute node keeps handed-over time-slices' credits until each is r
   CHECK(node.on_contribution(0, 7, 30ns) == Arrival::accepted);
   CHECK(node.release(1) == std::vector<InputIndex>{0, 1, 2});
   CHECK(node.handed_over_timeslices() == 0);
-  CHECK_THROWS_AS(node.release(1), netio::Error);  // released already
+  CHECK_THROWS_AS(node.release(1), netio::Error);   // released already
   CHECK_THROWS_AS(node.release(10), netio::Error);  // never seen
-  CHECK(node.held(0) == 1);  // t = 7
+  CHECK(node.held(0) == 1);                         // t = 7
 }

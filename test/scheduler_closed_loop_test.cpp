@@ -73,8 +73,7 @@ struct Model {
 
 }  // namespace
 
-TEST_CASE("scheduler closed loop: IEs follow the DDE's proposals, in sync, and the speed-up settles",
-          "[scheduler]") {
+TEST_CASE("scheduler closed loop: IEs follow the DDE's proposals, in sync, and the speed-up settles", "[scheduler]") {
   SchedulerConfig c;
   c.input_count = 2;
   c.compute_count = 2;

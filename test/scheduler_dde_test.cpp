@@ -73,9 +73,9 @@ TEST_CASE("scheduler DDE: the tracking rule proposes after recent_length interva
   c.recent_length = 3;
   DeterministicEngine tracking(c);
   feed(tracking, 1);
-  CHECK_FALSE(tracking.proposal(3));  // the window 0..1 is two intervals, not three
-  feed(tracking, 2);                  // (a repeated report changes nothing)
-  REQUIRE(tracking.proposal(4));      // 0..2: the 5th interval is the first proposed
+  CHECK_FALSE(tracking.proposal(3));                             // the window 0..1 is two intervals, not three
+  feed(tracking, 2);                                             // (a repeated report changes nothing)
+  REQUIRE(tracking.proposal(4));                                 // 0..2: the 5th interval is the first proposed
   CHECK(tracking.proposal(4)->start == Time{2000 + 100 + 100});  // end of interval 2, then one of 100
   CHECK_FALSE(tracking.proposal(3));
 
@@ -84,7 +84,7 @@ TEST_CASE("scheduler DDE: the tracking rule proposes after recent_length interva
   feed(paper, 3);
   CHECK_FALSE(paper.proposal(5));  // 0..3: four of hist_cnt 5
   feed(paper, 4);
-  CHECK(paper.proposal(6));        // 0..4
+  CHECK(paper.proposal(6));  // 0..4
 }
 
 TEST_CASE("scheduler DDE: proposals by the formula, converted to each IE's clock", "[scheduler]") {

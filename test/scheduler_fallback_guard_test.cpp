@@ -91,7 +91,7 @@ TEST_CASE("scheduler fallback: engages when pacing loses, holds, retries, double
   complete(history, 33, 120ns, true);
   CHECK_FALSE(guard.best_effort(34, history));  // w = 32: 120, 100, 100: median 100
   complete(history, 34, 120ns, true);
-  CHECK(guard.best_effort(35, history));        // w = 33: 120, 120, 100: median 120
+  CHECK(guard.best_effort(35, history));  // w = 33: 120, 120, 100: median 120
   CHECK(guard.stats().engaged == 3);
   complete(history, 35, 100ns, false);
   CHECK(guard.best_effort(36, history));
@@ -187,7 +187,8 @@ TEST_CASE("scheduler fallback: the DDE's proposals carry the guard's decision", 
   // Proposals for 4..16 (the tracking rule's first is interval 4, from the window 0..2).
   // The pacing run starts at 4 and is judged at k = 4 + 2 + 3 = 9 (intervals 5..7, 130 against
   // the warm-up's 100): 9 and 10 best-effort; 11 retries, judged at 16: loses again.
-  const std::vector<bool> expected{false, false, false, false, false, true, true, false, false, false, false, false, true};
+  const std::vector<bool> expected{false, false, false, false, false, true, true,
+                                   false, false, false, false, false, true};
   CHECK(best_effort == expected);
   CHECK(dde.fallback().stats().engaged == 2);
   CHECK(dde.fallback().stats().released == 1);

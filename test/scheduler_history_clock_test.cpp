@@ -35,8 +35,8 @@ TEST_CASE("scheduler history: complete when all IEs reported; average start, med
   CHECK(unified->interval == 5);
   // chosen so that average and median differ: the start is an average (median 1300), the
   // duration a median (average 800)
-  CHECK(unified->start == Time{1400});    // (1000 + 1300 + 1900) / 3
-  CHECK(unified->duration == 700ns);      // median of 500 1200 700
+  CHECK(unified->start == Time{1400});          // (1000 + 1300 + 1900) / 3
+  CHECK(unified->duration == 700ns);            // median of 500 1200 700
   CHECK(unified->proposed_duration == 1050ns);  // median of the two IEs that had one: 1000 1100
   CHECK(history.last_complete() == 5u);
   REQUIRE(history.find(5) != nullptr);
@@ -91,13 +91,13 @@ TEST_CASE("scheduler history: windows are consecutive complete intervals; memory
   CHECK(history.window(1, 2).empty());  // 0 1: 0 was forgotten, only 4 complete intervals are kept
   CHECK(history.find(0) == nullptr);
   CHECK(history.find(1) != nullptr);
-  CHECK(history.window(0, 2).empty());  // there is no interval -1
+  CHECK(history.window(0, 2).empty());      // there is no interval -1
   CHECK(history.pending_intervals() == 1);  // interval 2 waits for IE 1
   for (IntervalIndex j = 6; j < 8; ++j) {
     history.add(0, measured(j, 0, 10));
     history.add(1, measured(j, 0, 10));
   }
-  CHECK(history.pending_intervals() == 0);  // 2 + 4 < 7: given up
+  CHECK(history.pending_intervals() == 0);          // 2 + 4 < 7: given up
   CHECK_FALSE(history.add(1, measured(2, 0, 10)));  // too late now
 }
 
@@ -135,8 +135,8 @@ TEST_CASE("scheduler clocks: offset lt - (tm + durm) - lat and the median drift"
 
 TEST_CASE("scheduler clocks: a lost report is skipped; the drift uses the successive reports", "[scheduler]") {
   ClockSynchronizer clocks(2, 10);
-  clocks.on_report(1, 0, Time{1'000}, 0ns, Time{6'000});   // offset 5,000
-  clocks.on_report(1, 3, Time{21'000}, 0ns, Time{26'040}); // offset 5,040 over 20,000 ns: 0.002
+  clocks.on_report(1, 0, Time{1'000}, 0ns, Time{6'000});    // offset 5,000
+  clocks.on_report(1, 3, Time{21'000}, 0ns, Time{26'040});  // offset 5,040 over 20,000 ns: 0.002
   CHECK(clocks.drift(1) == Approx(0.002));
   CHECK(clocks.offset(0) == 0ns);  // IE 0 unknown: identity
   CHECK(clocks.to_local(0, Time{123}) == Time{123});

@@ -47,10 +47,10 @@ TEST_CASE("scheduler IE: without proposals it sends best-effort in offset order;
   send(ie, 3, 120);
   send(ie, 2, 130);
   CHECK(ie.next_send(Time{140}).action == Action::wait_for_acknowledgements);
-  CHECK_FALSE(ie.on_acknowledged(1, Time{200}));  // latency 100
-  CHECK_FALSE(ie.on_acknowledged(0, Time{230}));  // 120
+  CHECK_FALSE(ie.on_acknowledged(1, Time{200}));                               // latency 100
+  CHECK_FALSE(ie.on_acknowledged(0, Time{230}));                               // 120
   CHECK(ie.next_send(Time{240}).action == Action::wait_for_acknowledgements);  // 2 of 3
-  CHECK_FALSE(ie.on_acknowledged(3, Time{300}));  // 180; the third: interval 1 may start
+  CHECK_FALSE(ie.on_acknowledged(3, Time{300}));                               // 180; the third: interval 1 may start
   CHECK(ie.current_interval() == 1);
   CHECK(ie.next_send(Time{300}).timeslice == 5);
   send(ie, 5, 310);
@@ -59,8 +59,8 @@ TEST_CASE("scheduler IE: without proposals it sends best-effort in offset order;
   REQUIRE(done);
   CHECK(done->report.input == 1);
   CHECK(done->report.interval == 0);
-  CHECK(done->report.start == Time{100});    // tm_0: the first send
-  CHECK(done->report.duration == 300ns);     // 400 - 100
+  CHECK(done->report.start == Time{100});           // tm_0: the first send
+  CHECK(done->report.duration == 300ns);            // 400 - 100
   CHECK(done->report.median_ack_latency == 150ns);  // 100 120 | 180 270
   CHECK_FALSE(done->report.proposed_duration);      // it ran without a proposal
   CHECK(done->request == ProposalRequest{1, 2});
@@ -85,9 +85,8 @@ TEST_CASE("scheduler IE: θ 0.95 of 100 needs 95 acknowledgements", "[scheduler]
   CHECK(ie.current_interval() == 1);
 }
 
-TEST_CASE("scheduler IE: under a proposal, round slots tm + durr*y and fair spacing within a round",
-          "[scheduler]") {
-  InputEngine ie(config(8, 1.0), 0);  // n = 8: 4 rounds of 2; input 0 sends 0 1 2 3 ...
+TEST_CASE("scheduler IE: under a proposal, round slots tm + durr*y and fair spacing within a round", "[scheduler]") {
+  InputEngine ie(config(8, 1.0), 0);                        // n = 8: 4 rounds of 2; input 0 sends 0 1 2 3 ...
   REQUIRE(ie.on_proposal(Proposal{0, Time{1000}, 400ns}));  // durr = 400 / 4 = 100
   const auto plan = ie.plan(0);
   REQUIRE(plan);
@@ -108,7 +107,7 @@ TEST_CASE("scheduler IE: under a proposal, round slots tm + durr*y and fair spac
   CHECK(ie.next_send(Time{1060}).due == Time{1110});  // round 1: 1010 + 100
   send(ie, 2, 1110);
   CHECK(ie.next_send(Time{1110}).due == Time{1160});
-  send(ie, 3, 1170);  // a little late: the slots stay where they were
+  send(ie, 3, 1170);                                  // a little late: the slots stay where they were
   CHECK(ie.next_send(Time{1170}).due == Time{1210});  // round 2
   send(ie, 4, 1210);
   CHECK(ie.next_send(Time{1210}).due == Time{1260});
@@ -128,9 +127,9 @@ TEST_CASE("scheduler IE: under a proposal, round slots tm + durr*y and fair spac
 TEST_CASE("scheduler IE: past the proposed end tp + durp the rest goes best-effort", "[scheduler]") {
   InputEngine ie(config(8, 1.0), 0);
   ie.on_proposal(Proposal{0, Time{1000}, 400ns});  // proposed end 1400
-  send(ie, 0, 1200);  // tm_0 = 1200: 200 ns late
-  send(ie, 1, 1250);  // 1200 + 50
-  send(ie, 2, 1300);  // round 1
+  send(ie, 0, 1200);                               // tm_0 = 1200: 200 ns late
+  send(ie, 1, 1250);                               // 1200 + 50
+  send(ie, 2, 1300);                               // round 1
   send(ie, 3, 1350);
   // place 4 (round 2) would be due at 1400; place 5 at 1450, capped at the proposed end 1400
   send(ie, 4, 1400);
@@ -180,21 +179,21 @@ TEST_CASE("scheduler IE: an interval starts when θ is reached and not before it
 }
 
 TEST_CASE("scheduler IE: stale, far-off and repeated proposals are ignored", "[scheduler]") {
-  InputEngine ie(config(2, 1.0), 0);  // proposal_distance 2
+  InputEngine ie(config(2, 1.0), 0);                        // proposal_distance 2
   CHECK_FALSE(ie.on_proposal(Proposal{3, Time{0}, 10ns}));  // 3 > 0 + 2
   CHECK(ie.on_proposal(Proposal{2, Time{0}, 10ns}));
-  CHECK_FALSE(ie.on_proposal(Proposal{1, Time{0}, 0ns}));   // no duration
+  CHECK_FALSE(ie.on_proposal(Proposal{1, Time{0}, 0ns}));  // no duration
   send(ie, 0, 0);
   CHECK_FALSE(ie.on_proposal(Proposal{0, Time{0}, 10ns}));  // interval 0 started already
-  CHECK_FALSE(ie.plan(0));  // and ran best-effort
+  CHECK_FALSE(ie.plan(0));                                  // and ran best-effort
 }
 
 TEST_CASE("scheduler IE: a proposal too late for its interval still paces the ones after it", "[scheduler]") {
   // Reports and proposals that queue behind contributions (a FIFO port) reach an IE after
   // the interval they are for has started. Ignoring them left such an IE without a plan for
   // good, sending every interval in a burst that kept the ports' queues long.
-  InputEngine ie(config(2, 1.0), 0);  // n = 2: one round
-  send(ie, 0, 0);                      // interval 0 starts best-effort
+  InputEngine ie(config(2, 1.0), 0);                            // n = 2: one round
+  send(ie, 0, 0);                                               // interval 0 starts best-effort
   CHECK_FALSE(ie.on_proposal(Proposal{0, Time{1000}, 400ns}));  // not taken for interval 0 ...
   CHECK_FALSE(ie.plan(0));
   // ... but interval 1 follows it: tp 1000 + 400, durp 400

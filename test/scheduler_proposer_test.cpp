@@ -65,7 +65,7 @@ TEST_CASE("scheduler proposer: staged speed-up when VAR of the deviations is at 
     CHECK(p.speed_up->mean == 0);
     CHECK(p.speed_up->variance == 0);
     CHECK(p.speed_up->applies);
-    CHECK(p.duration == 950ns);  // 1000 * (100 - 5) / 100
+    CHECK(p.duration == 950ns);             // 1000 * (100 - 5) / 100
     CHECK(p.start == Time{91'000 + 1000});  // the start still uses med_durm_hist
   }
   SECTION("a steady 5 % miss: d = 5 5 5 5, VAR 0 → still 5 % shorter (variance, not mean)") {
@@ -122,7 +122,8 @@ TEST_CASE("scheduler proposer: the window must be history_length consecutive int
   CHECK_THROWS_AS(proposer.propose(9, window(6, {1ns, 1ns, 1ns, 1ns})), netio::Error);  // w = 9 is not before k
 }
 
-TEST_CASE("scheduler proposer: the tracking rule's window is recent_length intervals, the paper's hist_cnt", "[scheduler]") {
+TEST_CASE("scheduler proposer: the tracking rule's window is recent_length intervals, the paper's hist_cnt",
+          "[scheduler]") {
   auto c = config(10);
   CHECK(c.proposal_window() == 10);  // the paper's rule: Eq. 1 over hist_cnt intervals
   c.duration_rule = DurationRule::tracking;
@@ -147,8 +148,8 @@ TEST_CASE("scheduler proposer: the tracking rule steps down after an interval th
     const auto w = window(1, {600ns, 800ns, 700ns});
     const auto p = proposer.propose(5, w);
     CHECK(p.median_duration == 700ns);
-    CHECK(p.duration == 665ns);                               // 700 * 0.95
-    CHECK(p.start == Time{30'000 + 700 + 1 * 700});           // end of w, then one interval of 700
+    CHECK(p.duration == 665ns);                      // 700 * 0.95
+    CHECK(p.start == Time{30'000 + 700 + 1 * 700});  // end of w, then one interval of 700
     CHECK_FALSE(p.speed_up.has_value());
   }
   SECTION("w kept up (took its 1000 plus 1 %): two steps of 5 % for k = w + 2") {
@@ -159,7 +160,7 @@ TEST_CASE("scheduler proposer: the tracking rule steps down after an interval th
   SECTION("w's acknowledgement latency counts as kept up") {
     auto w = window(1, {1000ns, 1000ns, 1050ns}, {1000ns, 1000ns, 1000ns});
     CHECK(proposer.propose(5, w).duration == 950ns);  // not kept up: 0.95 * median(1000, 1000, 1050)
-    for (auto& i : w) i.ack_latency = 40ns;  // 1050 <= 1000 + 40 + 10, and not rising
+    for (auto& i : w) i.ack_latency = 40ns;           // 1050 <= 1000 + 40 + 10, and not rising
     CHECK(proposer.propose(5, w).duration == 903ns);
   }
   SECTION("rising acknowledgement latency is a queue, not room: the proposal holds (extension 6)") {

@@ -30,8 +30,7 @@ constexpr IntervalIndex kSlowUntil = 40;  // exclusive
 
 // durp of every interval from 0 to `count`, as the DDE proposed them (none: best-effort).
 std::map<IntervalIndex, std::optional<Duration>> run(std::uint32_t history, double speed_up_percent,
-                                                     IntervalIndex count,
-                                                     DurationRule rule = DurationRule::paper,
+                                                     IntervalIndex count, DurationRule rule = DurationRule::paper,
                                                      bool faster_recovery = true) {
   SchedulerConfig c;
   c.input_count = 1;
@@ -55,7 +54,8 @@ std::map<IntervalIndex, std::optional<Duration>> run(std::uint32_t history, doub
     MetadataReport report{0, j, now, durm, Duration{0}, durp};
     now += durm;
     (void)dde.on_report(report, now);  // no latency, one clock
-    for (const auto& p : dde.on_request(ProposalRequest{0, j + 2})) proposals[p.proposal.interval] = p.proposal.duration;
+    for (const auto& p : dde.on_request(ProposalRequest{0, j + 2}))
+      proposals[p.proposal.interval] = p.proposal.duration;
   }
   return proposed;
 }
@@ -116,8 +116,8 @@ TEST_CASE("scheduler recovery: the tracking rule is back within 10 intervals and
   const auto p = run(10, 5, 80, DurationRule::tracking);
   const Duration before = 285ms;
   CHECK(near(p.at(29), before));
-  CHECK(near(p.at(32), before));   // the median of 3 holds one slow interval
-  CHECK(near(p.at(33), 380ms));    // two of three: followed within 3 intervals
+  CHECK(near(p.at(32), before));  // the median of 3 holds one slow interval
+  CHECK(near(p.at(33), 380ms));   // two of three: followed within 3 intervals
   CHECK(near(p.at(41), 380ms));
   CHECK(near(p.at(42), 342'950us));
   CHECK(near(p.at(43), 342'950us));

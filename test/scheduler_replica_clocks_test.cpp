@@ -85,9 +85,10 @@ ReplicaStarts replicas_run(ClockRule rule) {
 
 }  // namespace
 
-TEST_CASE("scheduler DDE: replicas at different clock rates, IEs drifting, reports queued differently: starts "
-          "within 100 µs from the first proposal on",
-          "[scheduler]") {
+TEST_CASE(
+    "scheduler DDE: replicas at different clock rates, IEs drifting, reports queued differently: starts "
+    "within 100 µs from the first proposal on",
+    "[scheduler]") {
   const ReplicaStarts r = replicas_run(ClockRule::filtered);
   std::size_t compared = 0;
   for (const auto& [key, a] : r.a) {

@@ -100,25 +100,22 @@ TEST_CASE("abort(): a high-throughput send waiting for a page fails at once, nam
   // Kernel buffers, the receiver's credit and the 4 pages fill up; nobody calls recv().
   REQUIRE(fill([&] { return sender.try_send(message); }));
 
-  const auto outcome = abort_while_sending([&] { sender.send(message); },
-                                           [&] { sender.abort("the test says the receiver is gone"); });
+  const auto outcome =
+      abort_while_sending([&] { sender.send(message); }, [&] { sender.abort("the test says the receiver is gone"); });
   CHECK(outcome.code == netio::Errc::closed);
   CHECK_THAT(outcome.what, Catch::Contains("the test says the receiver is gone"));
   CHECK_THROWS_AS(sender.try_send(message), netio::Error);
   CHECK(sender.failure().has_value());
 }
 
-TEST_CASE("abort(): a low-latency send waiting for a buffer fails at once, naming the reason",
-          "[abort][integration]") {
+TEST_CASE("abort(): a low-latency send waiting for a buffer fails at once, naming the reason", "[abort][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context receiver_context;
   std::promise<void> release;
   const auto released = release.get_future().share();
   // The handler holds the receiver's loop: nothing more is read until the test ends.
-  netio::LowLatencyReceiveSocket receiver(receiver_context, base,
-                                          [released](std::span<const std::byte>, const netio::Peer&) {
-                                            released.wait_for(60s);
-                                          });
+  netio::LowLatencyReceiveSocket receiver(
+      receiver_context, base, [released](std::span<const std::byte>, const netio::Peer&) { released.wait_for(60s); });
   netio::Context context;
   netio::LowLatencySendOptions options;
   options.buffer_count = 4;
@@ -129,8 +126,8 @@ TEST_CASE("abort(): a low-latency send waiting for a buffer fails at once, namin
   const std::vector<std::byte> message(200 * 1024);
   REQUIRE(fill([&] { return sender.try_send(message); }));
 
-  const auto outcome = abort_while_sending([&] { sender.send(message); },
-                                           [&] { sender.abort("the test says the receiver is gone"); });
+  const auto outcome =
+      abort_while_sending([&] { sender.send(message); }, [&] { sender.abort("the test says the receiver is gone"); });
   release.set_value();
   CHECK(outcome.code == netio::Errc::closed);
   CHECK_THAT(outcome.what, Catch::Contains("the test says the receiver is gone"));

@@ -9,16 +9,16 @@
 #include "backends/shm/send_area.hpp"
 #include "backends/shm/unix_family.hpp"
 #include "netio/backend/registry.hpp"
+#include "netio/backends/shm.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
-#include "netio/backends/shm.hpp"
 #include "support/child_process.hpp"
 #include "support/transports.hpp"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <unistd.h>
 
@@ -50,7 +50,8 @@ bool abstract_name_bound(const std::string& name) {
   std::ifstream sockets("/proc/net/unix");
   std::string line;
   while (std::getline(sockets, line)) {
-    if (line.size() >= name.size() + 1 && line.compare(line.size() - name.size() - 1, std::string::npos, fmt::format("@{}", name)) == 0) {
+    if (line.size() >= name.size() + 1 &&
+        line.compare(line.size() - name.size() - 1, std::string::npos, fmt::format("@{}", name)) == 0) {
       return true;
     }
   }
@@ -78,7 +79,8 @@ std::vector<std::pair<std::uintptr_t, std::uintptr_t>> send_areas_mapped() {
   while (std::getline(maps, line)) {
     if (line.find("/memfd:netio-send-area") == std::string::npos) continue;
     const auto dash = line.find('-');
-    ranges.emplace_back(std::stoull(line.substr(0, dash), nullptr, 16), std::stoull(line.substr(dash + 1), nullptr, 16));
+    ranges.emplace_back(std::stoull(line.substr(0, dash), nullptr, 16),
+                        std::stoull(line.substr(dash + 1), nullptr, 16));
   }
   return ranges;
 }
@@ -134,7 +136,8 @@ TEST_CASE("shm: a listener's name is abstract, there while it listens and gone w
 }
 
 TEST_CASE("shm: a name that is not one fails to resolve, naming it", "[shm]") {
-  for (const auto* text : {"shm://a*b:5", "shm://x..........................................................................:5"}) {
+  for (const auto* text :
+       {"shm://a*b:5", "shm://x..........................................................................:5"}) {
     try {
       netio::shm::abstract_address(Endpoint::parse(text));
       FAIL("no error for " << text);
@@ -207,8 +210,8 @@ TEST_CASE("shm: a listener of another user is refused by the connector", "[shm]"
     FAIL("connected to a listener of user " << nobody);
   } catch (const netio::Error& e) {
     CHECK(e.code() == netio::Errc::handshake_rejected);
-    CHECK_THAT(e.what(), Catch::Contains("the listener's process") &&
-                             Catch::Contains(fmt::format("runs as user {}", nobody)));
+    CHECK_THAT(e.what(),
+               Catch::Contains("the listener's process") && Catch::Contains(fmt::format("runs as user {}", nobody)));
   }
 }
 
@@ -387,15 +390,16 @@ TEST_CASE("shm: junk written into a live segment disconnects the peer that reads
     }));
     REQUIRE(sender.failure());
     CHECK(sender.failure()->code() == netio::Errc::protocol_error);
-    CHECK_THAT(sender.failure()->what(), Catch::Contains("corrupted the shared segment") &&
-                                             Catch::Contains("outside what was produced"));
+    CHECK_THAT(sender.failure()->what(),
+               Catch::Contains("corrupted the shared segment") && Catch::Contains("outside what was produced"));
     receiver_state.release = true;
   }
   receiver_state.release = true;
 }
 
-TEST_CASE("shm: a page of the sender's pool goes by reference, read in place, and is the sender's again once given back",
-          "[shm]") {
+TEST_CASE(
+    "shm: a page of the sender's pool goes by reference, read in place, and is the sender's again once given back",
+    "[shm]") {
   netio::Context receiving;
   netio::Context sending;
   netio::HighThroughputReceiveSocket receiver(receiving, Endpoint::parse("shm://netio-test:0"));
@@ -412,7 +416,8 @@ TEST_CASE("shm: a page of the sender's pool goes by reference, read in place, an
   const auto at = reinterpret_cast<std::uintptr_t>(received->data());
   const auto areas = send_areas_mapped();
   CHECK(areas.size() == 2);
-  CHECK(std::any_of(areas.begin(), areas.end(), [&](const auto& range) { return at >= range.first && at < range.second; }));
+  CHECK(std::any_of(areas.begin(), areas.end(),
+                    [&](const auto& range) { return at >= range.first && at < range.second; }));
   // Sent (flushed) as soon as it is in the ring...
   CHECK(sender.flush_and_wait(5s));
   // ...but held by the receiver, the page is not the sender's: with the other 3 held too,

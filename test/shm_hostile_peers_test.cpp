@@ -16,8 +16,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -43,7 +43,8 @@ class LegitimateStream {
           netio::Context context(netio::test::context_options());
           netio::LowLatencySendSocket sender(context, remote, netio::test::named("legit"));
           if (!sender.wait_connected(20s)) return;
-          for (std::uint64_t i = 0; i < count; ++i) sender.send(netio::test::pattern(StreamCheck::stream_message_size, i));
+          for (std::uint64_t i = 0; i < count; ++i)
+            sender.send(netio::test::pattern(StreamCheck::stream_message_size, i));
           sent_ = sender.wait_sent(30s);
         }) {}
   ~LegitimateStream() { thread_.join(); }
@@ -111,7 +112,7 @@ TEST_CASE("shm: a peer referencing page after page of a large send area is charg
   std::atomic<std::size_t> read_sum{0};
   netio::LowLatencyReceiveOptions options;
   options.max_message_size = MiB;
-  options.receive_credits = 4;                          // the window: 2 x 4 x 1 MiB
+  options.receive_credits = 4;                         // the window: 2 x 4 x 1 MiB
   options.memory_budget = tight ? 6 * MiB : 64 * MiB;  // tight: the window does not fit
   options.events.on_disconnected = [&](const netio::Peer& peer, const netio::Error&) {
     if (peer.name() == "hostile") hostile_gone = true;
@@ -143,8 +144,10 @@ TEST_CASE("shm: a peer referencing page after page of a large send area is charg
     std::array<std::byte, netio::shm::reference_payload_size> payload{};  // the returned flag 0
     const netio::shm::AreaReference reference{pushed * MiB, MiB};
     std::memcpy(payload.data(), &reference, sizeof reference);
-    if (hostile.push(payload, netio::shm::EntryKind::area_reference)) ++pushed;
-    else std::this_thread::sleep_for(1ms);  // the ring is full: the receiver frees as it reads
+    if (hostile.push(payload, netio::shm::EntryKind::area_reference))
+      ++pushed;
+    else
+      std::this_thread::sleep_for(1ms);  // the ring is full: the receiver frees as it reads
   }
   if (tight) {
     // Charged what it maps in, it does not fit: disconnected, as any holder that does not.

@@ -23,7 +23,8 @@ using netio::shm::Segment;
 
 std::vector<std::byte> bytes_of(std::size_t size, int seed) {
   std::vector<std::byte> bytes(size);
-  for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<std::byte>((i * 7 + static_cast<std::size_t>(seed)) & 0xff);
+  for (std::size_t i = 0; i < size; ++i)
+    bytes[i] = static_cast<std::byte>((i * 7 + static_cast<std::size_t>(seed)) & 0xff);
   return bytes;
 }
 
@@ -62,7 +63,7 @@ TEST_CASE("shm ring: a full ring refuses until the consumer frees, and the waiti
   int pushed = 0;
   while (ring.producer.push(message, ring.error)) ++pushed;
   REQUIRE(ring.error.empty());
-  CHECK(pushed == 4);  // 8192 bytes of 2048-byte entries
+  CHECK(pushed == 4);                                               // 8192 bytes of 2048-byte entries
   CHECK(ring.producer.wait_for_space(message.size(), ring.error));  // sleeps
   const auto first = ring.consumer.next(ring.error);
   REQUIRE(first.end != 0);

@@ -40,8 +40,8 @@ TEST_CASE("sizes parse with binary units and reject ambiguous or bad input", "[t
   CHECK(parse_size("1.5KiB").value() == 1536);
   CHECK(parse_size("0").value() == 0);
 
-  for (const char* bad : {"", "abc", "-1", "4KB", "1MB", "1.5", "0.5B", "4XiB", "KiB", "99999999999999999999",
-                          "17179869184GiB"}) {
+  for (const char* bad :
+       {"", "abc", "-1", "4KB", "1MB", "1.5", "0.5B", "4XiB", "KiB", "99999999999999999999", "17179869184GiB"}) {
     INFO(bad);
     const auto result = parse_size(bad);
     REQUIRE_FALSE(result.ok());
@@ -227,7 +227,8 @@ TEST_CASE("throughput results as JSON have exactly the contract's keys", "[tools
   JsonWriter sender;
   write_results_json(sender, std::span(results).first(1), VerificationColumns::none);
   CHECK_THAT(sender.str(), !Catch::Contains("lost"));
-  CHECK_THAT(results_table(results, VerificationColumns::reported), Catch::Contains("duplicated") && Catch::Contains("*"));
+  CHECK_THAT(results_table(results, VerificationColumns::reported),
+             Catch::Contains("duplicated") && Catch::Contains("*"));
 }
 
 TEST_CASE("control frames round-trip and reject damage", "[tools][protocol]") {
@@ -339,9 +340,9 @@ TEST_CASE("per-message payloads verify and catch stale payload bytes", "[tools][
 TEST_CASE("sequence tracker: gaps, late arrivals and duplicates", "[tools][protocol]") {
   SequenceTracker t;
   for (std::uint64_t s : {0, 1, 2, 5, 6, 3, 3, 9, 4, 0}) t.record(s);
-  CHECK(t.unique() == 8);      // 0 1 2 3 4 5 6 9
-  CHECK(t.duplicated() == 2);  // the second 3 and the second 0
-  CHECK(t.reordered() == 2);   // 3 and 4 filled the gap [3,5)
+  CHECK(t.unique() == 8);            // 0 1 2 3 4 5 6 9
+  CHECK(t.duplicated() == 2);        // the second 3 and the second 0
+  CHECK(t.reordered() == 2);         // 3 and 4 filled the gap [3,5)
   CHECK(t.lost(std::nullopt) == 2);  // 7 and 8
   CHECK(t.lost(12) == 4);            // and 10, 11 that the sender says it sent
 }

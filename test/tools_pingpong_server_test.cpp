@@ -26,7 +26,6 @@
 
 using namespace std::chrono_literals;
 
-
 TEST_CASE("netio_pingpong --server: a client whose pong port never answers holds up nobody", "[tools][pingpong]") {
   const auto base = netio::Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context server_context;
@@ -48,7 +47,8 @@ TEST_CASE("netio_pingpong --server: a client whose pong port never answers holds
   std::vector<std::unique_ptr<netio::LowLatencySendSocket>> strangers;
   for (std::uint64_t session = 1; session <= 2; ++session) {
     auto& stranger = strangers.emplace_back(std::make_unique<netio::LowLatencySendSocket>(strangers_context, at));
-    stranger->send(netio::tools::encode_control_frame({netio::tools::ControlKind::ping_hello, silent.port(), session, 64}));
+    stranger->send(
+        netio::tools::encode_control_frame({netio::tools::ControlKind::ping_hello, silent.port(), session, 64}));
   }
   std::this_thread::sleep_for(200ms);  // their hellos first
 

@@ -71,8 +71,10 @@ class Stranger {
   template <typename Frame>
   void send(const Frame& frame) {
     const std::span<const std::byte> bytes(frame.data(), frame.size());
-    if (ll_) ll_->send(bytes);
-    else ht_->send(bytes);
+    if (ll_)
+      ll_->send(bytes);
+    else
+      ht_->send(bytes);
   }
   bool wait_sent() { return ll_ ? ll_->wait_sent(10s) : ht_->flush_and_wait(10s); }
 

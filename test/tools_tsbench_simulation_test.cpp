@@ -172,7 +172,7 @@ TEST_CASE("tsbench simulation: DFS runs on proposals and builds every time-slice
   b.interval_timeslices = 20;
   b.timeslices = 600;
   b.emulate = "delay=lognormal:mean=50us,sigma=1,clip=1ms;in=80Mbps";
-  b.fallback = false;  // pacing alone: the DDE's safety net would run some intervals best-effort
+  b.fallback = false;   // pacing alone: the DDE's safety net would run some intervals best-effort
   SimulationOptions o;  // 5 µs base latency, clocks off by up to 1 ms, drifting by up to 20 ppm
   const auto r = simulate(b, ns::Mode::dfs, o);
   REQUIRE(r.error.empty());
@@ -194,8 +194,8 @@ TEST_CASE("tsbench simulation: DFS runs on proposals and builds every time-slice
   }
   REQUIRE(apart.size() == 40);
   std::sort(apart.begin(), apart.end());
-  CHECK(apart[20] < 200us);     // the median
-  CHECK(apart.back() < 1ms);    // the most
+  CHECK(apart[20] < 200us);   // the median
+  CHECK(apart.back() < 1ms);  // the most
 }
 
 TEST_CASE("tsbench simulation: an input's timers fire as late as --timer-late draws", "[tsbench][simulation]") {
@@ -334,7 +334,7 @@ TEST_CASE("tsbench simulation: ports model, a compute port shared by two inputs'
   SECTION("fair: the inputs take turns, a time-slice's contributions 1 ms apart") {
     const auto r = simulate(on_ports(2, 1), ns::Mode::best_effort, exact(PortSharing::fair, NetworkModel::ports));
     REQUIRE(r.error.empty());
-    CHECK(record(r, 0).first_arrival == 72us);  // input 0, once the bucket holds 1000 bytes again
+    CHECK(record(r, 0).first_arrival == 72us);   // input 0, once the bucket holds 1000 bytes again
     CHECK(record(r, 0).last_arrival == 1072us);  // input 1
     CHECK(record(r, 1).first_arrival == 2072us);
     CHECK(record(r, 1).last_arrival == 3072us);

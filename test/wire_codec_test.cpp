@@ -51,7 +51,8 @@ TEST_CASE("wire codec: fields are little-endian, least significant byte first", 
   CHECK(netio::detail::load_le<std::uint32_t>(out.data() + 3) == 0x03040506);
   std::array<std::byte, 8> raw{};
   netio::detail::store_le<std::int64_t>(raw.data(), -2);
-  CHECK(std::vector<std::byte>(raw.begin(), raw.end()) == codec_bytes({0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
+  CHECK(std::vector<std::byte>(raw.begin(), raw.end()) ==
+        codec_bytes({0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
 }
 
 TEST_CASE("wire codec: every width, signed values, strings and bytes round-trip", "[wire]") {
@@ -88,20 +89,23 @@ TEST_CASE("wire codec: a read past the end is refused, naming the message and th
   const auto bytes = codec_bytes({1, 2, 3, 4, 5});
   WireReader r(bytes, "probe");
   CHECK(r.get<std::uint32_t>("first") == 0x04030201);
-  require_refused([&] { r.get<std::uint16_t>("second"); }, "probe: truncated at second (5 bytes, 2 needed from offset 4)");
+  require_refused([&] { r.get<std::uint16_t>("second"); },
+                  "probe: truncated at second (5 bytes, 2 needed from offset 4)");
   CHECK(r.offset() == 4);  // nothing consumed by the refused read
   require_refused([&] { r.get_bytes(2, "payload"); }, "truncated at payload");
   require_refused([&] { r.get_bits(8, "wide"); }, "truncated at wide");
   require_refused([&] { r.expect_end(); }, "probe: 1 bytes left over after the last field");
 
   WireReader empty(std::span<const std::byte>{}, "empty message");
-  require_refused([&] { empty.get<std::uint8_t>("type"); }, "empty message: truncated at type (0 bytes, 1 needed from offset 0)");
+  require_refused([&] { empty.get<std::uint8_t>("type"); },
+                  "empty message: truncated at type (0 bytes, 1 needed from offset 0)");
 
   // A string whose length field runs past the end, and one longer than allowed.
   const auto short_string = codec_bytes({5, 0, 'a', 'b'});
   require_refused([&] { WireReader(short_string, "s").get_string("name", 64); }, "s: truncated at name");
   const auto long_string = codec_bytes({3, 0, 'a', 'b', 'c'});
-  require_refused([&] { WireReader(long_string, "s").get_string("name", 2); }, "s: name is 3 bytes long, at most 2 allowed");
+  require_refused([&] { WireReader(long_string, "s").get_string("name", 2); },
+                  "s: name is 3 bytes long, at most 2 allowed");
 }
 
 TEST_CASE("wire codec: sizes and the 4-byte header are checked", "[wire]") {
@@ -115,7 +119,8 @@ TEST_CASE("wire codec: sizes and the 4-byte header are checked", "[wire]") {
   require_refused([&] { WireReader(good, "m").get_header(9, 1, 0x00); }, "m: unknown flags 1");
   const auto reserved = codec_bytes({9, 1, 0, 7});
   require_refused([&] { WireReader(reserved, "m").get_header(9, 1, 0); }, "m: reserved byte is 7");
-  require_refused([&] { WireReader(std::span(good).first(3), "m").get_header(9, 1, 0x01); }, "m: truncated at reserved byte");
+  require_refused([&] { WireReader(std::span(good).first(3), "m").get_header(9, 1, 0x01); },
+                  "m: truncated at reserved byte");
 }
 
 TEST_CASE("wire codec: writing past a fixed buffer is an encoder bug; an over-long string is refused", "[wire]") {

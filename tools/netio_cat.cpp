@@ -21,9 +21,9 @@
 #include "netio/pubsub/publish_socket.hpp"
 #include "netio/pubsub/subscribe_socket.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include <atomic>
 #include <cstdio>
@@ -182,7 +182,8 @@ int run_pub(const PubOptions& o) {
   }
   publisher.flush();
   // Let what was published reach the subscribers before the connections close.
-  while (publisher.pages().pages_in_use() > 0 && !deadline.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (publisher.pages().pages_in_use() > 0 && !deadline.expired())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   fmt::print(stderr, "{}: published {} record(s) under tag {}\n", kTool, records, o.tag);
   return stop_requested() ? 128 + stop_signal() : kExitOk;
 }
@@ -206,7 +207,8 @@ int main(int argc, char** argv) {
                   "count: messages per tag each second (stderr) and totals at the end (stdout)")
       ->check(CLI::IsMember({"hex", "raw", "count"}))
       ->capture_default_str();
-  sub->add_option("--mode", sub_options.mode, "ht: high-throughput subscription (pages); ll: low-latency (a message at once)")
+  sub->add_option("--mode", sub_options.mode,
+                  "ht: high-throughput subscription (pages); ll: low-latency (a message at once)")
       ->check(CLI::IsMember({"ht", "ll"}))
       ->capture_default_str();
   auto* messages = sub->add_option("-n,--messages", sub_options.messages, "Stop after this many messages");
@@ -217,12 +219,14 @@ int main(int argc, char** argv) {
   add_connect_timeout_option(*sub, sub_options.connect_timeout);
   add_emulate_option(*sub, sub_options.emulate);
   add_peer_access_options(*sub, sub_options.access, /*listens=*/true);
-  sub->footer(std::string(kUnitsHelp) + "\n\nRuns until -n/-t, Ctrl-C or --timeout; a publisher that restarts is "
-                                        "subscribed to again.\nExit status: 0 done, 1 failure or --timeout, 128+N on signal N.");
+  sub->footer(std::string(kUnitsHelp) +
+              "\n\nRuns until -n/-t, Ctrl-C or --timeout; a publisher that restarts is "
+              "subscribed to again.\nExit status: 0 done, 1 failure or --timeout, 128+N on signal N.");
 
   PubOptions pub_options;
   auto* pub = app.add_subcommand("pub", "Publish records read from stdin under one tag");
-  pub->add_option("-e,--endpoint", pub_options.endpoint, fmt::format("Where to bind: {}; port 0 picks one", netio::tools::endpoint_forms))
+  pub->add_option("-e,--endpoint", pub_options.endpoint,
+                  fmt::format("Where to bind: {}; port 0 picks one", netio::tools::endpoint_forms))
       ->required();
   pub->add_option("--tag", pub_options.tag, "The tag to publish under (a 64-bit integer)")->required();
   pub->add_option("--subscribers", pub_options.subscribers,
@@ -231,11 +235,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   add_size_option(*pub, "--record-size", pub_options.record_size,
                   "Records of this many bytes (the last may be shorter); 0: one record per line, newline included");
-  pub->add_option("--port-file", pub_options.port_file, "Write the port bound to FILE once listening")->type_name("FILE");
+  pub->add_option("--port-file", pub_options.port_file, "Write the port bound to FILE once listening")
+      ->type_name("FILE");
   add_cpu_option(*pub, pub_options.cpu);
   add_timeout_option(*pub, pub_options.timeout);
   add_emulate_option(*pub, pub_options.emulate);
   add_peer_access_options(*pub, pub_options.access, /*listens=*/true);
-  pub->footer(std::string(kUnitsHelp) + "\n\nExit status: 0 when stdin was published, 1 on failure or --timeout, 128+N on signal N.");
-  return parse_and_run(app, argc, argv, {}, [&] { return sub->parsed() ? run_sub(sub_options) : run_pub(pub_options); });
+  pub->footer(std::string(kUnitsHelp) +
+              "\n\nExit status: 0 when stdin was published, 1 on failure or --timeout, 128+N on signal N.");
+  return parse_and_run(app, argc, argv, {},
+                       [&] { return sub->parsed() ? run_sub(sub_options) : run_pub(pub_options); });
 }

@@ -14,8 +14,8 @@
 #include "common/units.hpp"
 #include "connbench/connbench.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <string>
@@ -58,8 +58,10 @@ void add_options(CLI::App& app, Options& o) {
                "Print one JSON document on stdout: {msgs_per_s, opened, torn_down, peak_connections, "
                "peak_connection_bytes, ...} for one configuration, {\"runs\": [...]} of such objects for several "
                "(those done, when cut short)");
-  auto* backend = app.add_option("--backend", o.backend, "tcp or fabric (libfabric's tcp provider) on 127.0.0.1, or shm (Unix-domain, this node)")
-                      ->check(CLI::IsMember({"tcp", "shm", "fabric"}));
+  auto* backend =
+      app.add_option("--backend", o.backend,
+                     "tcp or fabric (libfabric's tcp provider) on 127.0.0.1, or shm (Unix-domain, this node)")
+          ->check(CLI::IsMember({"tcp", "shm", "fabric"}));
   app.add_option("-e,--endpoint", o.base,
                  "Where the receivers listen, each on a port of its own (port 0), e.g. "
                  "fabric://127.0.0.1:0?provider=sockets; default tcp://127.0.0.1:0")
@@ -70,8 +72,9 @@ void add_options(CLI::App& app, Options& o) {
   add_size_option(app, "-s,--size", o.size, "Message size (at least 8 bytes)");
   app.add_option("--hot", o.pattern.hot, "The hot set: destinations taking --hot-share of the accesses")
       ->capture_default_str();
-  app.add_option("--hot-share", o.pattern.hot_share, "Share of accesses to the hot set (0..1); the rest go to "
-                                                     "random others")
+  app.add_option("--hot-share", o.pattern.hot_share,
+                 "Share of accesses to the hot set (0..1); the rest go to "
+                 "random others")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--accesses", o.pattern.accesses, "Accesses (bursts) in all")->capture_default_str();
@@ -172,9 +175,12 @@ int run(const Options& o) {
   const Deadline deadline(o.timeout);
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   ConnbenchConfig config;
-  if (!o.base.empty()) config.base = o.base;
-  else if (o.backend == "fabric") config.base = "fabric://127.0.0.1:0?provider=tcp";
-  else if (o.backend == "shm") config.base = "shm://netio-connbench:0";
+  if (!o.base.empty())
+    config.base = o.base;
+  else if (o.backend == "fabric")
+    config.base = "fabric://127.0.0.1:0?provider=tcp";
+  else if (o.backend == "shm")
+    config.base = "shm://netio-connbench:0";
   config.mode = o.mode == "ll" ? netio::SendMode::low_latency : netio::SendMode::high_throughput;
   config.size = o.size;
   config.buffers = o.buffers;
@@ -245,10 +251,12 @@ int run(const Options& o) {
   }
   results = std::move(done);
   if (results.empty()) return status;
-  if (o.json) print_json(results, configurations.size() > 1);
+  if (o.json)
+    print_json(results, configurations.size() > 1);
   else {
-    print_text(o, config, results,
-               fewest_rounds == most_rounds ? std::to_string(most_rounds) : fmt::format("{}–{}", fewest_rounds, most_rounds));
+    print_text(
+        o, config, results,
+        fewest_rounds == most_rounds ? std::to_string(most_rounds) : fmt::format("{}–{}", fewest_rounds, most_rounds));
   }
   for (const auto& r : results) {
     if (r.out_of_order != 0) {
@@ -263,11 +271,13 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"netio_connbench: sending to many peers through a bounded number of connections, opened on demand "
-               "and torn down by LRU or LRU-M (throughput, tear-downs, peak connections and their memory).",
-               kTool};
+  CLI::App app{
+      "netio_connbench: sending to many peers through a bounded number of connections, opened on demand "
+      "and torn down by LRU or LRU-M (throughput, tear-downs, peak connections and their memory).",
+      kTool};
   Options options;
   add_options(app, options);
   add_version_flag(app);
-  return parse_and_run(app, argc, argv, [&] { validate(options); }, [&] { return run(options); });
+  return parse_and_run(
+      app, argc, argv, [&] { validate(options); }, [&] { return run(options); });
 }

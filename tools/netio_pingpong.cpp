@@ -10,8 +10,8 @@
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
 #include "common/json_writer.hpp"
-#include "common/peer_access_options.hpp"
 #include "common/latency_stats.hpp"
+#include "common/peer_access_options.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
 #include "common/units.hpp"
@@ -20,8 +20,8 @@
 
 #include "netio/context.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <string>
 
@@ -53,7 +53,8 @@ void add_options(CLI::App& app, Options& o) {
                               "Run the server: echo the pings of any number of clients at once, until Ctrl-C");
   app.add_option("-e,--endpoint", o.endpoint,
                  "Server: where to listen (port 0 picks a free one, printed on stderr); client: the server's "
-                 "endpoint. " + std::string(endpoint_forms))
+                 "endpoint. " +
+                     std::string(endpoint_forms))
       ->required();
   add_size_option(app, "-s,--size", o.size, "Client: ping size")->excludes(server);
   app.add_option("-n,--iterations", o.iterations, "Client: measured round trips")
@@ -138,8 +139,10 @@ int run_client(netio::Context& context, const Options& o, const Deadline& deadli
 
   if (!result.rtt_us.empty()) {
     const LatencyStats stats = compute_latency_stats(result.rtt_us);
-    if (o.json) print_json(o, stats);
-    else print_text(o, client.server, stats);
+    if (o.json)
+      print_json(o, stats);
+    else
+      print_text(o, client.server, stats);
     // With --json, stdout holds the JSON document only.
     if (o.histogram) fmt::print(o.json ? stderr : stdout, "{}", text_histogram(result.rtt_us));
   }
@@ -190,11 +193,13 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"netio_pingpong: round-trip times of netio low-latency sockets. Start a server with --server, then "
-               "run clients against it.",
-               kTool};
+  CLI::App app{
+      "netio_pingpong: round-trip times of netio low-latency sockets. Start a server with --server, then "
+      "run clients against it.",
+      kTool};
   Options options;
   add_options(app, options);
   add_version_flag(app);
-  return parse_and_run(app, argc, argv, [&] { validate(options); }, [&] { return run(options); });
+  return parse_and_run(
+      app, argc, argv, [&] { validate(options); }, [&] { return run(options); });
 }

@@ -23,9 +23,9 @@
 
 #include "netio/context.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <string>
@@ -57,10 +57,12 @@ struct Options {
 void add_options(CLI::App& app, Options& o) {
   app.add_option("-e,--endpoint", o.endpoint,
                  fmt::format("Where to listen: {}; port 0 picks a free port (printed on stderr and written to "
-                             "--port-file)", endpoint_forms))
+                             "--port-file)",
+                             endpoint_forms))
       ->required();
-  app.add_option("--mode", o.mode, "ht: high-throughput sockets (pages, recv() on a thread of its own); ll: "
-                                    "low-latency sockets (a callback per message). Must match the sender's --mode")
+  app.add_option("--mode", o.mode,
+                 "ht: high-throughput sockets (pages, recv() on a thread of its own); ll: "
+                 "low-latency sockets (a callback per message). Must match the sender's --mode")
       ->check(CLI::IsMember({"ht", "ll"}))
       ->capture_default_str();
   auto* messages = app.add_option("-n,--messages", o.messages,
@@ -85,11 +87,9 @@ void add_options(CLI::App& app, Options& o) {
   add_duration_option(app, "--report-interval", o.interval, "Period of the progress report on stderr (0: none)");
   // The old name of --report-interval (netio_tsbench's --interval means something else), kept
   // for one release: hidden from --help, and a note when used.
-  add_duration_option(app, "--interval", o.interval, "")
-      ->group("")
-      ->each([](const std::string&) {
-        fmt::print(stderr, "netio_recv: --interval is deprecated and goes in the next release: use --report-interval\n");
-      });
+  add_duration_option(app, "--interval", o.interval, "")->group("")->each([](const std::string&) {
+    fmt::print(stderr, "netio_recv: --interval is deprecated and goes in the next release: use --report-interval\n");
+  });
   app.add_option("--port-file", o.port_file,
                  "Write the port listened on to FILE once listening (for scripts using port 0)")
       ->type_name("FILE");
@@ -115,7 +115,8 @@ void add_options(CLI::App& app, Options& o) {
 }
 
 void validate(const Options& o) {
-  if (o.subscribe && o.tags.empty()) throw CLI::ValidationError("--tags", "--subscribe needs the tags: --tags T[,T...]");
+  if (o.subscribe && o.tags.empty())
+    throw CLI::ValidationError("--tags", "--subscribe needs the tags: --tags T[,T...]");
   if (o.subscribe && o.senders != 1) {
     throw CLI::ValidationError("--senders", "does not apply to --subscribe (one publisher, one stream per tag)");
   }
@@ -200,7 +201,8 @@ int run_subscriber(const Options& o) {
     fmt::print("all tags:\n{}", results_table(report.merged, VerificationColumns::reported));
   }
   for (const std::string& anomaly : report.anomalies) fmt::print(stderr, "{}: protocol anomaly: {}\n", kTool, anomaly);
-  if (report.dropped > 0) fmt::print(stderr, "{}: the publisher dropped {} messages for this subscriber\n", kTool, report.dropped);
+  if (report.dropped > 0)
+    fmt::print(stderr, "{}: the publisher dropped {} messages for this subscriber\n", kTool, report.dropped);
   bool bad = report.stray_messages > 0;
   for (const auto& tag : report.per_tag) {
     for (const auto& r : tag.results) {
@@ -251,9 +253,10 @@ int run(const Options& o) {
     fmt::print("{}\n", json.str());
   } else if (report.results.empty()) {
     // Not an empty table: say why there is nothing to show.
-    fmt::print("no data received{}\n", report.end == ReceiveEnd::signal     ? " (stopped before the first message)"
-                                       : report.end == ReceiveEnd::timeout ? " (--timeout passed before the first message)"
-                                                                           : "");
+    fmt::print("no data received{}\n", report.end == ReceiveEnd::signal ? " (stopped before the first message)"
+                                       : report.end == ReceiveEnd::timeout
+                                           ? " (--timeout passed before the first message)"
+                                           : "");
   } else if (report.per_stream.size() <= 1) {
     fmt::print("{}", results_table(report.results, VerificationColumns::reported));
   } else {
@@ -261,7 +264,8 @@ int run(const Options& o) {
       fmt::print("from {}{}:\n{}", stream.peer, stream.ended ? "" : " (stream not ended)",
                  results_table(stream.results, VerificationColumns::reported));
     }
-    fmt::print("all {} streams:\n{}", report.per_stream.size(), results_table(report.results, VerificationColumns::reported));
+    fmt::print("all {} streams:\n{}", report.per_stream.size(),
+               results_table(report.results, VerificationColumns::reported));
   }
   for (const auto& stream : report.per_stream) {
     for (const auto& r : stream.results) {
@@ -294,9 +298,7 @@ int run(const Options& o) {
 
 int exit_status(const Options& o, ReceiveEnd end, bool verification_bad) {
   switch (end) {
-    case ReceiveEnd::signal:
-      fmt::print(stderr, "{}: interrupted\n", kTool);
-      return 128 + stop_signal();
+    case ReceiveEnd::signal: fmt::print(stderr, "{}: interrupted\n", kTool); return 128 + stop_signal();
     case ReceiveEnd::timeout:
       fmt::print(stderr, "{}: error: --timeout {} passed before the end of the stream\n", kTool,
                  format_duration(o.timeout));
@@ -307,8 +309,7 @@ int exit_status(const Options& o, ReceiveEnd end, bool verification_bad) {
       return kExitFailure;
     case ReceiveEnd::end_of_stream:
     case ReceiveEnd::message_limit:
-    case ReceiveEnd::time_limit:
-      break;
+    case ReceiveEnd::time_limit: break;
   }
   if (o.verify && verification_bad) {
     fmt::print(stderr, "{}: verification failed: messages were lost, duplicated or corrupt\n", kTool);
@@ -325,5 +326,6 @@ int main(int argc, char** argv) {
   Options options;
   add_options(app, options);
   add_version_flag(app);
-  return parse_and_run(app, argc, argv, [&] { validate(options); }, [&] { return run(options); });
+  return parse_and_run(
+      app, argc, argv, [&] { validate(options); }, [&] { return run(options); });
 }

@@ -22,11 +22,11 @@
 #include "throughput/bench_publisher.hpp"
 #include "throughput/bench_sender.hpp"
 
-#include "netio/high_throughput_socket.hpp"
 #include "netio/context.hpp"
+#include "netio/high_throughput_socket.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <string>
 
@@ -65,10 +65,10 @@ struct Options {
 constexpr auto kDefaultDuration = std::chrono::seconds(2);
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("-e,--endpoint", o.endpoint, std::string("Where netio_recv listens: ") + endpoint_forms)
-      ->required();
-  app.add_option("--mode", o.mode, "ht: high-throughput sockets (batched into pages); ll: low-latency sockets (one "
-                                    "message per buffer). Must match netio_recv's --mode")
+  app.add_option("-e,--endpoint", o.endpoint, std::string("Where netio_recv listens: ") + endpoint_forms)->required();
+  app.add_option("--mode", o.mode,
+                 "ht: high-throughput sockets (batched into pages); ll: low-latency sockets (one "
+                 "message per buffer). Must match netio_recv's --mode")
       ->check(CLI::IsMember({"ht", "ll"}))
       ->capture_default_str();
   auto* sizes = app.add_option("-s,--size", o.sizes, "Message sizes, one run each, in this order (at least 8 B)")
@@ -78,9 +78,9 @@ void add_options(CLI::App& app, Options& o) {
   auto* sweep = app.add_flag("--sweep", o.sweep, "Run 8 B, 32 B, 128 B, ... 512 KiB (powers of four), then 1 MiB");
   sizes->excludes(sweep);
   auto* messages = app.add_option("-n,--messages", o.messages, "Messages per size");
-  auto* duration = add_duration_option(app, "-t,--time", o.duration,
-                                       fmt::format("Time per size (default {} when -n is not given)",
-                                                   format_duration(kDefaultDuration)));
+  auto* duration = add_duration_option(
+      app, "-t,--time", o.duration,
+      fmt::format("Time per size (default {} when -n is not given)", format_duration(kDefaultDuration)));
   messages->excludes(duration);
   add_size_option(app, "--page-size", o.page_size, "Page size of the high-throughput socket (--mode ht)");
   app.add_option("--pages", o.pages, "Pages in the sender's pool (--mode ht): its memory is pages × page size")
@@ -99,8 +99,9 @@ void add_options(CLI::App& app, Options& o) {
                "Give every message a payload of its own (not one per run), so that netio_recv --verify also "
                "catches stale payload bytes. Costs sender CPU: do not compare its rates with runs without it. "
                "(Sequence numbers and checks are always stamped; netio_recv --verify works without this too)");
-  app.add_flag("--json", o.json, "Print one JSON document on stdout: {\"results\":[{size, messages, bytes, "
-                                 "seconds, msgs_per_s, gbps}]}");
+  app.add_flag("--json", o.json,
+               "Print one JSON document on stdout: {\"results\":[{size, messages, bytes, "
+               "seconds, msgs_per_s, gbps}]}");
   add_cpu_option(app, o.cpu);
   add_emulate_option(app, o.emulate);
   add_peer_access_options(app, o.access, /*listens=*/true);  // --allow: with --publish only (who may subscribe)
@@ -147,7 +148,8 @@ void validate(const CLI::App& app, const Options& o) {
     throw CLI::ValidationError("--allow", "applies to --publish only (who may subscribe); the sender connects to -e");
   }
   if (o.publish && app.count("--mode") > 0) {
-    throw CLI::ValidationError("--mode", "does not apply to --publish (each subscriber picks its mode: netio_recv --subscribe --mode)");
+    throw CLI::ValidationError(
+        "--mode", "does not apply to --publish (each subscriber picks its mode: netio_recv --subscribe --mode)");
   }
   if (o.sizes.empty() && !o.sweep) throw CLI::ValidationError("give the message sizes: -s SIZE[,SIZE...] or --sweep");
   for (const std::uint64_t size : o.sizes) {
@@ -254,8 +256,10 @@ int report_and_exit(const Options& o, const BenchSenderReport& report) {
   }
   if (report.interrupted) {
     if (stop_requested()) {
-      if (report.results.empty()) fmt::print(stderr, "{}: interrupted before anything was sent\n", kTool);
-      else fmt::print(stderr, "{}: interrupted; the receiver was told the stream ended\n", kTool);
+      if (report.results.empty())
+        fmt::print(stderr, "{}: interrupted before anything was sent\n", kTool);
+      else
+        fmt::print(stderr, "{}: interrupted; the receiver was told the stream ended\n", kTool);
       return 128 + stop_signal();  // the shell's convention for "ended by a signal"
     }
     fmt::print(stderr, "{}: error: --timeout {} passed before every run was sent\n", kTool, format_duration(o.timeout));
@@ -267,10 +271,10 @@ int report_and_exit(const Options& o, const BenchSenderReport& report) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"netio_throughput: the sending side of the netio throughput benchmark; pair it with netio_recv.",
-               kTool};
+  CLI::App app{"netio_throughput: the sending side of the netio throughput benchmark; pair it with netio_recv.", kTool};
   Options options;
   add_options(app, options);
   add_version_flag(app);
-  return parse_and_run(app, argc, argv, [&] { validate(app, options); }, [&] { return run(options); });
+  return parse_and_run(
+      app, argc, argv, [&] { validate(app, options); }, [&] { return run(options); });
 }

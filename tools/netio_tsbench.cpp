@@ -27,8 +27,8 @@
 #include "netio/error.hpp"
 #include "netio/scheduler/credits.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <optional>
@@ -72,7 +72,8 @@ void add_options(CLI::App& app, Options& o) {
   auto* scheduler = app.add_option("--scheduler", o.scheduler, "best-effort (FLESnet's credits only) or dfs")
                         ->check(CLI::IsMember({"best-effort", "dfs"}))
                         ->capture_default_str();
-  app.add_flag("--compare", o.compare, "Run best-effort, then DFS, on the same configuration; print both and the ratios")
+  app.add_flag("--compare", o.compare,
+               "Run best-effort, then DFS, on the same configuration; print both and the ratios")
       ->excludes(scheduler);
   add_size_option(app, "--contribution-size", b.contribution_bytes, "Bytes of every contribution");
   app.add_option_function<std::uint32_t>(
@@ -92,13 +93,15 @@ void add_options(CLI::App& app, Options& o) {
          },
          "Time-slices per DFS interval, a multiple of M (whole rounds); default 1000 rounded down to whole rounds")
       ->type_name("UINT");
-  app.add_option("--history", b.history_length, "hist_cnt: complete intervals the DDE looks back on (the paper's duration rule, the clock drift)")
+  app.add_option("--history", b.history_length,
+                 "hist_cnt: complete intervals the DDE looks back on (the paper's duration rule, the clock drift)")
       ->capture_default_str();
-  add_choice_option(app, "--duration-rule", b.duration_rule,
-                    {{"tracking", ns::DurationRule::tracking}, {"paper", ns::DurationRule::paper}},
-                    "How the DDE proposes durations: tracking (ours: steps down after intervals that kept up, follows "
-                    "the last 3 otherwise; proposes from the 5th interval on) or paper (the median of hist_cnt and Eq. 1's "
-                    "staged speed-up)");
+  add_choice_option(
+      app, "--duration-rule", b.duration_rule,
+      {{"tracking", ns::DurationRule::tracking}, {"paper", ns::DurationRule::paper}},
+      "How the DDE proposes durations: tracking (ours: steps down after intervals that kept up, follows "
+      "the last 3 otherwise; proposes from the 5th interval on) or paper (the median of hist_cnt and Eq. 1's "
+      "staged speed-up)");
   add_choice_option(app, "--clock-rule", b.clock_rule,
                     {{"filtered", ns::ClockRule::filtered}, {"paper", ns::ClockRule::paper}},
                     "How the DDE estimates each input's clock offset: filtered (ours: the least-queued of the last 8 "
@@ -129,8 +132,9 @@ void add_options(CLI::App& app, Options& o) {
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "
                  "'node:4,at=6s,for=3s,rate=75%' (compute node 0 of a 4x4 run at 75 % of its in= rate for 3 s)")
       ->type_name("WINDOW");
-  app.add_option("--backend,--transport", b.transport,
-                 "Local run: the back-end, tcp or fabric (on loopback) or shm (Unix-domain); --transport is the old name")
+  app.add_option(
+         "--backend,--transport", b.transport,
+         "Local run: the back-end, tcp or fabric (on loopback) or shm (Unix-domain); --transport is the old name")
       ->capture_default_str();
   app.add_option("--csv", o.csv,
                  "Write DIR/SCHEDULER/{timeslices,intervals,buffer_fill,bandwidth}.csv and DIR/summary.json "
@@ -201,30 +205,33 @@ void add_options(CLI::App& app, Options& o) {
       ->excludes(role)
       ->excludes(simulate);
   add_cpu_option(app, o.cpu)
-      ->description("Pin this tool's threads (and the contributions' generators) to CPU N and every node's netio "
-                    "event-loop thread to CPU M (default: N as well)");
+      ->description(
+          "Pin this tool's threads (and the contributions' generators) to CPU N and every node's netio "
+          "event-loop thread to CPU M (default: N as well)");
   add_timeout_option(app, o.timeout);
-  app.footer(std::string(kUnitsHelp) +
-             "\n\nDefaults: 4 x 4 nodes, 16 KiB contributions, 16 credits per input-compute pair (receive buffers of\n"
-             "16 x N x contribution-size: 1 MiB at 4 x 4), 1000 time-slices per interval, 12 s per scheduler,\n"
-             "--emulate '" + std::string(kDefaultEmulation) +
-             "'.\n"
-             "Completion spread: the time between the first and the last contribution of a time-slice arriving at "
-             "its\ncompute node. Gb/s: contribution bytes over the time they took to arrive. Buffer fill: sampled "
-             "every 5 ms.\n\n"
-             "--simulate: --network ports (default) shapes the network as the emulator does: every connection its\n"
-             "own queue, a node's out= and in= passing whole buffers fairly between connections (a node without one\n"
-             "is not limited there), a delay= draw per message, replies included. --network lossless: an input's\n"
-             "port sends one contribution at a time at the rate the compute node's port gives it (a port without a\n"
-             "figure gets the other one). --slowdown scales the nodes' ports; figures are in model time.\n\n"
-             "Role mode: every process runs the same command with its own rank; the file lists one node per line:\n"
-             "  input   [ENDPOINT]\n"
-             "  compute ENDPOINT [DDE_ENDPOINT]     (a second endpoint: it runs a DDE replica there)\n"
-             "Each process prints its own share (a compute node its time-slices, an input its intervals); with --csv DIR\n"
-             "on every process (a shared directory), 'netio_tsbench --collect DIR' prints the whole system's summary.\n\n"
-             "Exit status: 0 when every time-slice was built, 1 on failure (incomplete time-slices, a node lost,\n"
-             "--timeout; in role mode a signal too), 128+N when a local or --simulate run is stopped by signal N\n"
-             "(Ctrl-C), other non-zero values for bad arguments.");
+  app.footer(
+      std::string(kUnitsHelp) +
+      "\n\nDefaults: 4 x 4 nodes, 16 KiB contributions, 16 credits per input-compute pair (receive buffers of\n"
+      "16 x N x contribution-size: 1 MiB at 4 x 4), 1000 time-slices per interval, 12 s per scheduler,\n"
+      "--emulate '" +
+      std::string(kDefaultEmulation) +
+      "'.\n"
+      "Completion spread: the time between the first and the last contribution of a time-slice arriving at "
+      "its\ncompute node. Gb/s: contribution bytes over the time they took to arrive. Buffer fill: sampled "
+      "every 5 ms.\n\n"
+      "--simulate: --network ports (default) shapes the network as the emulator does: every connection its\n"
+      "own queue, a node's out= and in= passing whole buffers fairly between connections (a node without one\n"
+      "is not limited there), a delay= draw per message, replies included. --network lossless: an input's\n"
+      "port sends one contribution at a time at the rate the compute node's port gives it (a port without a\n"
+      "figure gets the other one). --slowdown scales the nodes' ports; figures are in model time.\n\n"
+      "Role mode: every process runs the same command with its own rank; the file lists one node per line:\n"
+      "  input   [ENDPOINT]\n"
+      "  compute ENDPOINT [DDE_ENDPOINT]     (a second endpoint: it runs a DDE replica there)\n"
+      "Each process prints its own share (a compute node its time-slices, an input its intervals); with --csv DIR\n"
+      "on every process (a shared directory), 'netio_tsbench --collect DIR' prints the whole system's summary.\n\n"
+      "Exit status: 0 when every time-slice was built, 1 on failure (incomplete time-slices, a node lost,\n"
+      "--timeout; in role mode a signal too), 128+N when a local or --simulate run is stopped by signal N\n"
+      "(Ctrl-C), other non-zero values for bad arguments.");
 }
 
 ns::Mode mode_of(const std::string& name) { return name == "dfs" ? ns::Mode::dfs : ns::Mode::best_effort; }
@@ -233,8 +240,10 @@ std::string key_of(ns::Mode mode) { return mode == ns::Mode::dfs ? "dfs" : "best
 int finish_output(const Options& o, const std::string& title, const std::vector<NamedSummary>& runs) {
   const auto json = summary_json(runs);
   if (!o.csv.empty()) write_text(o.csv + "/summary.json", json);
-  if (o.json) fmt::print("{}\n", json);
-  else print_table(stdout, title, runs);
+  if (o.json)
+    fmt::print("{}\n", json);
+  else
+    print_table(stdout, title, runs);
   return kExitOk;
 }
 
@@ -261,9 +270,10 @@ LocalRunResult run_simulated(const Options& o, ns::Mode mode, const Deadline& de
   if (auto& gaps = simulated.replica_gaps; !gaps.empty()) {
     std::sort(gaps.begin(), gaps.end());
     const auto within = std::upper_bound(gaps.begin(), gaps.end(), std::chrono::microseconds(100)) - gaps.begin();
-    fmt::print(stderr, "{}: dfs: a second DDE replica (compute node 1) proposed starts within 100 us of compute node "
-               "0's for {:.1f} % of {} proposals (median {:.1f} us apart, p99 {:.1f} us)\n", kTool,
-               100.0 * static_cast<double>(within) / static_cast<double>(gaps.size()), gaps.size(),
+    fmt::print(stderr,
+               "{}: dfs: a second DDE replica (compute node 1) proposed starts within 100 us of compute node "
+               "0's for {:.1f} % of {} proposals (median {:.1f} us apart, p99 {:.1f} us)\n",
+               kTool, 100.0 * static_cast<double>(within) / static_cast<double>(gaps.size()), gaps.size(),
                static_cast<double>(gaps[gaps.size() / 2].count()) / 1e3,
                static_cast<double>(gaps[gaps.size() * 99 / 100].count()) / 1e3);
   }
@@ -276,8 +286,10 @@ LocalRunResult run_simulated(const Options& o, ns::Mode mode, const Deadline& de
 
 int run_local_mode(const Options& o, const Deadline& deadline) {
   std::vector<ns::Mode> modes;
-  if (o.compare) modes = {ns::Mode::best_effort, ns::Mode::dfs};
-  else modes = {mode_of(o.scheduler)};
+  if (o.compare)
+    modes = {ns::Mode::best_effort, ns::Mode::dfs};
+  else
+    modes = {mode_of(o.scheduler)};
   std::vector<NamedSummary> runs;
   int status = kExitOk;
   for (const auto mode : modes) {
@@ -293,7 +305,8 @@ int run_local_mode(const Options& o, const Deadline& deadline) {
       fmt::print(stderr, "{}: error: {}: {} incomplete time-slices\n", kTool, key_of(mode), summary.incomplete);
       status = kExitFailure;
     } else if (summary.measured == 0 && !result.interrupted) {
-      fmt::print(stderr, "{}: error: {}: all {} time-slices fell within the first {} intervals (--warmup-intervals), "
+      fmt::print(stderr,
+                 "{}: error: {}: all {} time-slices fell within the first {} intervals (--warmup-intervals), "
                  "which the statistics leave out: run longer (-t, -n) or lower --warmup-intervals\n",
                  kTool, key_of(mode), summary.timeslices, o.bench.warmup_intervals);
       status = kExitFailure;
@@ -304,14 +317,13 @@ int run_local_mode(const Options& o, const Deadline& deadline) {
       break;
     }
   }
-  const auto title = fmt::format("{}: {}{} inputs x {} computes, {} contributions, {} buffers ({} credits per "
-                                 "input-compute pair), {} time-slices per interval, emulate '{}'{}",
-                                 kTool,
-                                 o.simulate ? fmt::format("simulated ({} in-ports, model time), ", o.port_sharing) : "",
-                                 o.bench.inputs, o.bench.computes, format_size(o.bench.contribution_bytes),
-                                 format_size(o.bench.buffer_bytes), o.bench.credits_per_pair(),
-                                 o.bench.interval_timeslices, o.bench.emulate,
-                                 o.bench.slowdown.empty() ? "" : ", slowdown " + o.bench.slowdown);
+  const auto title = fmt::format(
+      "{}: {}{} inputs x {} computes, {} contributions, {} buffers ({} credits per "
+      "input-compute pair), {} time-slices per interval, emulate '{}'{}",
+      kTool, o.simulate ? fmt::format("simulated ({} in-ports, model time), ", o.port_sharing) : "", o.bench.inputs,
+      o.bench.computes, format_size(o.bench.contribution_bytes), format_size(o.bench.buffer_bytes),
+      o.bench.credits_per_pair(), o.bench.interval_timeslices, o.bench.emulate,
+      o.bench.slowdown.empty() ? "" : ", slowdown " + o.bench.slowdown);
   const int output = finish_output(o, title, runs);
   return status != kExitOk ? status : output;
 }
@@ -322,9 +334,8 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
   if (rank < cluster.nodes.size()) {
     const bool is_input = cluster.nodes[rank].role == ClusterNode::Role::input;
     if (is_input != (o.role == "input")) {
-      throw netio::Error(netio::Errc::invalid_option,
-                         fmt::format("--role {}, but rank {} of {} is {}", o.role, rank, o.config,
-                                     is_input ? "an input" : "a compute node"));
+      throw netio::Error(netio::Errc::invalid_option, fmt::format("--role {}, but rank {} of {} is {}", o.role, rank,
+                                                                  o.config, is_input ? "an input" : "a compute node"));
     }
   }
   const auto mode = mode_of(o.scheduler);
@@ -354,8 +365,9 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
   } else {
     std::string buffer;  // a compute node's: the one it derived from the cluster's input count
     if (result.records.buffer_bytes > 0) {
-      buffer = fmt::format(", {} buffer ({} credits per input-compute pair)", format_size(result.records.buffer_bytes),
-                           ns::credits_per_input(result.records.buffer_bytes, cluster.inputs, o.bench.contribution_bytes));
+      buffer =
+          fmt::format(", {} buffer ({} credits per input-compute pair)", format_size(result.records.buffer_bytes),
+                      ns::credits_per_input(result.records.buffer_bytes, cluster.inputs, o.bench.contribution_bytes));
     }
     print_table(stdout, fmt::format("{}: rank {}, {}{}", kTool, rank, result.node, buffer), runs);
   }
@@ -381,15 +393,17 @@ int run_collect_mode(const Options& o) {
       status = kExitFailure;
     }
     if (run.records.corrupt > 0) {
-      fmt::print(stderr, "{}: error: {}: {} contributions with the wrong stamp\n", kTool, run.scheduler, run.records.corrupt);
+      fmt::print(stderr, "{}: error: {}: {} contributions with the wrong stamp\n", kTool, run.scheduler,
+                 run.records.corrupt);
       status = kExitFailure;
     }
     computes = std::max(computes, run.computes_found);
     inputs = std::max(inputs, run.inputs_found);
     runs.push_back({run.scheduler, summary});
   }
-  const auto title = fmt::format("{}: collected from {}: {} inputs x {} computes (Gb/s: the sum over the compute nodes)",
-                                 kTool, o.collect, inputs, computes);
+  const auto title =
+      fmt::format("{}: collected from {}: {} inputs x {} computes (Gb/s: the sum over the compute nodes)", kTool,
+                  o.collect, inputs, computes);
   Options output_options = o;
   output_options.csv = o.collect;  // DIR/summary.json next to the merged files
   const int output = finish_output(output_options, title, runs);
@@ -410,9 +424,10 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"netio_tsbench: time-slice building (scheduled push) with N inputs and M compute nodes, best-effort "
-               "or under the Data Flow Scheduler, on an emulated network",
-               kTool};
+  CLI::App app{
+      "netio_tsbench: time-slice building (scheduled push) with N inputs and M compute nodes, best-effort "
+      "or under the Data Flow Scheduler, on an emulated network",
+      kTool};
   Options options;
   add_options(app, options);
   add_version_flag(app);

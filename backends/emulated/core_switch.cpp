@@ -74,8 +74,10 @@ void CoreSwitch::run() {
     const Nanos t = now();
     const Nanos at = capacity_.next_release_time(t);
     if (at > t) {
-      if (at == Nanos::max()) wake_.wait(lock);  // a rate of 0 for good: until a change
-      else wake_.wait_for(lock, at - t);
+      if (at == Nanos::max())
+        wake_.wait(lock);  // a rate of 0 for good: until a change
+      else
+        wake_.wait_for(lock, at - t);
       continue;
     }
     const FlowId flow = capacity_.release(t);

@@ -60,12 +60,12 @@ class CoreSwitch {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  SharedCapacity capacity_;                                   // guarded by mutex_
+  SharedCapacity capacity_;                                    // guarded by mutex_
   std::unordered_map<FlowId, std::function<void()>> waiting_;  // guarded by mutex_
-  FlowId next_flow_ = 0;                                      // guarded by mutex_
-  std::vector<FlowId> free_flows_;                            // guarded by mutex_
-  std::uint64_t released_ = 0;                                // guarded by mutex_
-  std::thread thread_;                                        // last: starts once the rest is built
+  FlowId next_flow_ = 0;                                       // guarded by mutex_
+  std::vector<FlowId> free_flows_;                             // guarded by mutex_
+  std::uint64_t released_ = 0;                                 // guarded by mutex_
+  std::thread thread_;                                         // last: starts once the rest is built
 };
 
 }  // namespace netio::emulated

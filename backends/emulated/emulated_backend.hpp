@@ -4,8 +4,8 @@
 // buffers up at the node's incoming capacity. See netio/emulation.hpp.
 #pragma once
 
-#include "netio/backend/backend.hpp"
 #include "backends/emulated/network_state.hpp"
+#include "netio/backend/backend.hpp"
 
 #include <memory>
 

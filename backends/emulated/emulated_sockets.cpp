@@ -93,7 +93,8 @@ void EmulatedReceiveSocket::close() noexcept {
 }
 
 void EmulatedListenSocket::listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) {
-  callbacks.on_accepted = [this, next = std::move(callbacks.on_accepted)](std::unique_ptr<LowLevelReceiveSocket> socket) {
+  callbacks.on_accepted = [this,
+                           next = std::move(callbacks.on_accepted)](std::unique_ptr<LowLevelReceiveSocket> socket) {
     if (next) next(std::make_unique<EmulatedReceiveSocket>(std::move(socket), state_, loop_, inner_->local_endpoint()));
   };
   inner_->listen(local, std::move(callbacks), limits);

@@ -8,9 +8,9 @@
 // Loop thread only, as every socket.
 #pragma once
 
-#include "netio/backend/backend.hpp"
 #include "backends/emulated/network_state.hpp"
 #include "backends/emulated/shaped_flow.hpp"
+#include "netio/backend/backend.hpp"
 
 #include <memory>
 #include <optional>

@@ -18,7 +18,8 @@ void NodePort::update(const Snapshot& snapshot) {
   if (snapshot.generation == generation_) return;
   generation_ = snapshot.generation;
   const RateLimit limit = incoming_ ? snapshot.config.node_in : snapshot.config.node_out;
-  capacity_.reconfigure(limit, SlowdownSchedule(SlowdownSchedule::node_windows(snapshot.config), snapshot.origin), now());
+  capacity_.reconfigure(limit, SlowdownSchedule(SlowdownSchedule::node_windows(snapshot.config), snapshot.origin),
+                        now());
 }
 
 bool NodePort::limited(const Snapshot& snapshot) {
@@ -108,8 +109,10 @@ void NetworkState::set_link(std::string key, std::optional<EmulationConfig> conf
   std::lock_guard lock(mutex_);
   const std::uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
   Snapshot next = *snapshot_;
-  if (config) next.links[std::move(key)] = std::move(*config);
-  else next.links.erase(key);
+  if (config)
+    next.links[std::move(key)] = std::move(*config);
+  else
+    next.links.erase(key);
   next.generation = generation;
   snapshot_ = std::make_shared<const Snapshot>(std::move(next));
   generation_.store(generation, std::memory_order_release);

@@ -3,16 +3,16 @@
 // from any thread), the node's shared ports (out=, in=) and the counters.
 #pragma once
 
-#include "netio/emulation.hpp"
 #include "netio/backend/event_loop.hpp"
 #include "netio/emulated/shared_capacity.hpp"
+#include "netio/emulation.hpp"
 
 #include <atomic>
 #include <map>
-#include <optional>
-#include <string>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 

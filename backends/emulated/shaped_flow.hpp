@@ -2,10 +2,10 @@
 // One connection's queue through the emulation, on the event loop: items (send buffers, or
 // received buffers) wait for their delay and the connection's rate (LinkShaper, send side
 // only), then for the node's shared port (NodePort, when limited), then on the send side for
-// the switch core (CoreSwitch, core=), and are delivered in the order pushed. One loop timer per flow, armed for its head. Memory: the items are what the
-// caller lent (send buffers until their completion) or what the back-end lent (received
-// buffers, bounded by the receive credits): the flow allocates nothing per item beyond its
-// deque slot. Loop thread only.
+// the switch core (CoreSwitch, core=), and are delivered in the order pushed. One loop timer per flow, armed for its
+// head. Memory: the items are what the caller lent (send buffers until their completion) or what the back-end lent
+// (received buffers, bounded by the receive credits): the flow allocates nothing per item beyond its deque slot. Loop
+// thread only.
 #pragma once
 
 #include "backends/emulated/core_switch.hpp"
@@ -26,9 +26,13 @@ class ShapedFlow final : public PortClient {
   using Deliver = std::function<void(Item)>;
 
   // `link`: the send side's shaper (null on the receive side). `incoming`: which node port.
-  ShapedFlow(EventLoop& loop, std::shared_ptr<NetworkState> state, bool incoming, std::string host,
-             std::uint16_t port, Deliver deliver)
-      : loop_(loop), state_(std::move(state)), incoming_(incoming), host_(std::move(host)), port_number_(port),
+  ShapedFlow(EventLoop& loop, std::shared_ptr<NetworkState> state, bool incoming, std::string host, std::uint16_t port,
+             Deliver deliver)
+      : loop_(loop),
+        state_(std::move(state)),
+        incoming_(incoming),
+        host_(std::move(host)),
+        port_number_(port),
         deliver_(std::move(deliver)) {
     snapshot_ = state_->snapshot();
     if (!incoming_) {
@@ -94,8 +98,7 @@ class ShapedFlow final : public PortClient {
     snapshot_ = state_->snapshot();
     if (link_) {
       const EmulationConfig& config = snapshot_->link_config(host_, port_number_);
-      link_->reconfigure(config, SlowdownSchedule::link_windows(config, host_, port_number_), snapshot_->origin,
-                         now());
+      link_->reconfigure(config, SlowdownSchedule::link_windows(config, host_, port_number_), snapshot_->origin, now());
     }
   }
 

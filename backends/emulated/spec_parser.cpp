@@ -2,8 +2,8 @@
 // parse_emulation_spec() and read_delay_table(): the grammar of netio/emulation.hpp.
 #include "netio/emulation.hpp"
 
-#include "netio/error.hpp"
 #include "backends/emulated/spec_values.hpp"
+#include "netio/error.hpp"
 
 #include <fmt/format.h>
 
@@ -88,7 +88,8 @@ DelayDistribution parse_delay(std::string_view value) {
   const auto colon = value.find(':');
   const std::string_view name = trim(value.substr(0, colon));
   // delay=50us: a constant.
-  if (colon == std::string_view::npos && !name.empty() && (std::isdigit(static_cast<unsigned char>(name[0])) || name[0] == '.')) {
+  if (colon == std::string_view::npos && !name.empty() &&
+      (std::isdigit(static_cast<unsigned char>(name[0])) || name[0] == '.')) {
     d.kind = DelayKind::constant;
     d.value = need(emulated::parse_duration_ns(name), "delay");
     return d;
@@ -127,9 +128,10 @@ DelayDistribution parse_delay(std::string_view value) {
   } else if (name.empty()) {
     fail("delay= needs a distribution or a duration (e.g. delay=50us, delay=lognormal:mean=50us,sigma=0.8)");
   } else {
-    fail(fmt::format("'{}' is not a distribution (constant, uniform, normal, lognormal, exponential, pareto, table) "
-                     "nor a duration",
-                     name));
+    fail(
+        fmt::format("'{}' is not a distribution (constant, uniform, normal, lognormal, exponential, pareto, table) "
+                    "nor a duration",
+                    name));
   }
   const Params p = parse_params(items, what, allowed);
 
@@ -146,13 +148,15 @@ DelayDistribution parse_delay(std::string_view value) {
     } else if (has(p, "mean") && has(p, "jitter") && !has(p, "min") && !has(p, "max")) {
       const double mean = duration_param(p, "mean", what);
       const double jitter = duration_param(p, "jitter", what);
-      if (jitter > mean) fail(fmt::format("delay uniform: jitter= ({}) exceeds mean= ({}): delays would go below 0",
-                                          p.at("jitter"), p.at("mean")));
+      if (jitter > mean)
+        fail(fmt::format("delay uniform: jitter= ({}) exceeds mean= ({}): delays would go below 0", p.at("jitter"),
+                         p.at("mean")));
       d.min = mean - jitter;
       d.max = mean + jitter;
     } else {
-      fail("delay uniform needs min= and max= (uniform:min=10us,max=90us) or mean= and jitter= "
-           "(uniform:mean=50us,jitter=40us)");
+      fail(
+          "delay uniform needs min= and max= (uniform:min=10us,max=90us) or mean= and jitter= "
+          "(uniform:mean=50us,jitter=40us)");
     }
   } else if (name == "normal") {
     d.kind = DelayKind::normal;
@@ -165,12 +169,16 @@ DelayDistribution parse_delay(std::string_view value) {
     d.kind = DelayKind::lognormal;
     const int forms = int(has(p, "mean")) + int(has(p, "median")) + int(has(p, "mu"));
     if (forms != 1 || !has(p, "sigma")) {
-      fail("delay lognormal needs sigma= (the shape, e.g. sigma=0.8) and one of mean=, median= or mu= "
-           "(lognormal:mean=50us,sigma=0.8)");
+      fail(
+          "delay lognormal needs sigma= (the shape, e.g. sigma=0.8) and one of mean=, median= or mu= "
+          "(lognormal:mean=50us,sigma=0.8)");
     }
     d.shape = number_param(p, "sigma", what);
-    if (d.shape < 0 || d.shape > 10) fail(fmt::format("delay lognormal: sigma= ({}) must be from 0 to 10 (the shape "
-                                                      "of ln(delay), dimensionless)", p.at("sigma")));
+    if (d.shape < 0 || d.shape > 10)
+      fail(
+          fmt::format("delay lognormal: sigma= ({}) must be from 0 to 10 (the shape "
+                      "of ln(delay), dimensionless)",
+                      p.at("sigma")));
     if (has(p, "unit") && !has(p, "mu")) fail("delay lognormal: unit= goes with mu= only");
     if (has(p, "mean")) {
       const double mean = duration_param(p, "mean", what);
@@ -200,14 +208,18 @@ DelayDistribution parse_delay(std::string_view value) {
     if (has(p, "scale")) {
       d.scale = duration_param(p, "scale", what);
     } else {
-      if (d.alpha <= 1) fail(fmt::format("delay pareto: with mean= the shape must be above 1 (the mean of shape {} "
-                                         "is infinite); give scale= instead", p.at("shape")));
+      if (d.alpha <= 1)
+        fail(
+            fmt::format("delay pareto: with mean= the shape must be above 1 (the mean of shape {} "
+                        "is infinite); give scale= instead",
+                        p.at("shape")));
       d.scale = duration_param(p, "mean", what) * (d.alpha - 1) / d.alpha;
     }
     if (d.scale <= 0) fail("delay pareto: the scale must be above 0");
   } else if (name == "table") {
     d.kind = DelayKind::table;
-    if (!has(p, "file")) fail("delay table needs file= (table:file=PATH[,unit=us] or table:file=PATH,mean=50us,jitter=10us)");
+    if (!has(p, "file"))
+      fail("delay table needs file= (table:file=PATH[,unit=us] or table:file=PATH,mean=50us,jitter=10us)");
     d.table_file = p.at("file");
     std::vector<double> values;
     try {
@@ -225,8 +237,11 @@ DelayDistribution parse_delay(std::string_view value) {
     } else {
       const double unit = has(p, "unit") ? need(emulated::parse_time_unit(p.at("unit")), what + " unit=") : 1e3;
       for (double v : values) {
-        if (v < 0) fail(fmt::format("delay table: '{}' holds a negative delay ({}); a tc-netem table (values around "
-                                    "0) needs mean= and jitter=", d.table_file, v));
+        if (v < 0)
+          fail(
+              fmt::format("delay table: '{}' holds a negative delay ({}); a tc-netem table (values around "
+                          "0) needs mean= and jitter=",
+                          d.table_file, v));
       }
       for (double& v : values) v *= unit;
     }
@@ -271,7 +286,8 @@ SlowdownWindow parse_slowdown(std::string_view value) {
     w.target = SlowdownWindow::Target::node;
   } else if (target.substr(0, 5) == "node:") {
     w.target = SlowdownWindow::Target::node;
-    w.node_id = static_cast<std::uint32_t>(need(emulated::parse_unsigned(target.substr(5), 0xFFFFFFFFu), "slowdown node:ID"));
+    w.node_id =
+        static_cast<std::uint32_t>(need(emulated::parse_unsigned(target.substr(5), 0xFFFFFFFFu), "slowdown node:ID"));
   } else if (target.substr(0, 5) == "link:") {
     w.target = SlowdownWindow::Target::link;
     const std::string_view endpoint = target.substr(5);
@@ -282,21 +298,25 @@ SlowdownWindow parse_slowdown(std::string_view value) {
     std::string_view host = endpoint.substr(0, colon);
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     w.link_host = std::string(host);
-    w.link_port = static_cast<std::uint16_t>(need(emulated::parse_unsigned(endpoint.substr(colon + 1), 65535), "slowdown link port"));
+    w.link_port = static_cast<std::uint16_t>(
+        need(emulated::parse_unsigned(endpoint.substr(colon + 1), 65535), "slowdown link port"));
   } else {
-    fail(fmt::format("slowdown: '{}' is not a target (node, node:ID or link:HOST:PORT come first, e.g. "
-                     "slowdown=node:2,at=10s,for=5s,rate=25%)",
-                     target));
+    fail(
+        fmt::format("slowdown: '{}' is not a target (node, node:ID or link:HOST:PORT come first, e.g. "
+                    "slowdown=node:2,at=10s,for=5s,rate=25%)",
+                    target));
   }
   const Params p = parse_params({items.begin() + 1, items.end()}, "slowdown", {"at", "for", "every", "rate", "delay"});
   if (!has(p, "at") || !has(p, "for")) fail("slowdown needs at= and for= (e.g. slowdown=node,at=10s,for=5s,rate=25%)");
-  if (!has(p, "rate") && !has(p, "delay")) fail("slowdown needs rate= (a percentage of the rates) and/or delay= (added to each draw)");
+  if (!has(p, "rate") && !has(p, "delay"))
+    fail("slowdown needs rate= (a percentage of the rates) and/or delay= (added to each draw)");
   w.at = Nanos(static_cast<Nanos::rep>(duration_param(p, "at", "slowdown")));
   w.duration = Nanos(static_cast<Nanos::rep>(duration_param(p, "for", "slowdown")));
   if (w.duration <= Nanos(0)) fail("slowdown: for= must be above 0");
   if (has(p, "every")) {
     w.every = Nanos(static_cast<Nanos::rep>(duration_param(p, "every", "slowdown")));
-    if (*w.every <= w.duration) fail(fmt::format("slowdown: every= ({}) must be longer than for= ({})", p.at("every"), p.at("for")));
+    if (*w.every <= w.duration)
+      fail(fmt::format("slowdown: every= ({}) must be longer than for= ({})", p.at("every"), p.at("for")));
   }
   if (has(p, "rate")) w.rate_factor = need(emulated::parse_fraction(p.at("rate")), "slowdown rate=");
   if (has(p, "delay")) w.extra_delay = Nanos(static_cast<Nanos::rep>(duration_param(p, "delay", "slowdown")));
@@ -359,18 +379,26 @@ EmulationConfig parse_emulation_spec(std::string_view spec) {
       const std::string_view value = trim(clause.substr(eq + 1));
       if (value.empty()) fail(fmt::format("{}= has no value", key));
       if (key != "slowdown" && !seen.insert(key).second) fail(fmt::format("{}= given twice", key));
-      if (key == "delay") config.delay = parse_delay(value);
-      else if (key == "rate") config.connection_rate = parse_rate_clause(key, value);
-      else if (key == "in") config.node_in = parse_rate_clause(key, value);
-      else if (key == "out") config.node_out = parse_rate_clause(key, value);
-      else if (key == "core") config.core = parse_rate_clause(key, value);
-      else if (key == "slowdown") config.slowdowns.push_back(parse_slowdown(value));
-      else if (key == "seed") config.seed = need(emulated::parse_unsigned(value, ~std::uint64_t{0}), "seed=");
-      else if (key == "node") config.node_id = static_cast<std::uint32_t>(need(emulated::parse_unsigned(value, 0xFFFFFFFFu), "node="));
-      else fail(fmt::format("unknown key '{}' (keys: delay, rate, in, out, core, slowdown, seed, node)", key));
+      if (key == "delay")
+        config.delay = parse_delay(value);
+      else if (key == "rate")
+        config.connection_rate = parse_rate_clause(key, value);
+      else if (key == "in")
+        config.node_in = parse_rate_clause(key, value);
+      else if (key == "out")
+        config.node_out = parse_rate_clause(key, value);
+      else if (key == "core")
+        config.core = parse_rate_clause(key, value);
+      else if (key == "slowdown")
+        config.slowdowns.push_back(parse_slowdown(value));
+      else if (key == "seed")
+        config.seed = need(emulated::parse_unsigned(value, ~std::uint64_t{0}), "seed=");
+      else if (key == "node")
+        config.node_id = static_cast<std::uint32_t>(need(emulated::parse_unsigned(value, 0xFFFFFFFFu), "node="));
+      else
+        fail(fmt::format("unknown key '{}' (keys: delay, rate, in, out, core, slowdown, seed, node)", key));
     } catch (const SpecError& e) {
-      throw Error(Errc::invalid_option,
-                  fmt::format("emulation spec '{}': clause '{}': {}", spec, clause, e.message));
+      throw Error(Errc::invalid_option, fmt::format("emulation spec '{}': clause '{}': {}", spec, clause, e.message));
     }
   }
   for (const auto& w : config.slowdowns) {

@@ -27,8 +27,9 @@ std::pair<std::string_view, std::string_view> split_number(std::string_view text
   while (i < text.size()) {
     const char c = text[i];
     const bool exponent_sign = (c == '+' || c == '-') && i > 0 && (text[i - 1] == 'e' || text[i - 1] == 'E');
-    const bool exponent = (c == 'e' || c == 'E') && i + 1 < text.size() &&
-                          (std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '-' || text[i + 1] == '+');
+    const bool exponent =
+        (c == 'e' || c == 'E') && i + 1 < text.size() &&
+        (std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '-' || text[i + 1] == '+');
     if (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || (c == '-' && i == 0) || exponent_sign || exponent) {
       ++i;
       continue;
@@ -88,11 +89,16 @@ Parsed<std::uint64_t> parse_size(std::string_view text) {
     return fail<std::uint64_t>(fmt::format("'{}' is not a size (e.g. 64KiB, 1MiB, 4096)", text));
   }
   double multiple = 0;
-  if (unit.empty() || unit == "B") multiple = 1;
-  else if (unit == "K" || unit == "KiB") multiple = 1024.0;
-  else if (unit == "M" || unit == "MiB") multiple = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB") multiple = 1024.0 * 1024 * 1024;
-  else return fail<std::uint64_t>(fmt::format("'{}': '{}' is not a size unit (B, KiB, MiB, GiB)", text, unit));
+  if (unit.empty() || unit == "B")
+    multiple = 1;
+  else if (unit == "K" || unit == "KiB")
+    multiple = 1024.0;
+  else if (unit == "M" || unit == "MiB")
+    multiple = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    multiple = 1024.0 * 1024 * 1024;
+  else
+    return fail<std::uint64_t>(fmt::format("'{}': '{}' is not a size unit (B, KiB, MiB, GiB)", text, unit));
   const double bytes = number.value() * multiple;
   if (bytes > 1e18 || bytes != std::floor(bytes)) {
     return fail<std::uint64_t>(fmt::format("'{}' is not a whole number of bytes", text));
@@ -110,11 +116,25 @@ Parsed<double> parse_rate(std::string_view text) {
     double bytes_per_second;
   };
   static constexpr Unit units[] = {
-      {"bps", 1.0 / 8},        {"bit/s", 1.0 / 8},      {"Kbps", 1e3 / 8},       {"kbps", 1e3 / 8},
-      {"Kbit/s", 1e3 / 8},     {"Mbps", 1e6 / 8},       {"Mbit/s", 1e6 / 8},     {"Gbps", 1e9 / 8},
-      {"Gbit/s", 1e9 / 8},     {"Tbps", 1e12 / 8},      {"Tbit/s", 1e12 / 8},    {"B/s", 1},
-      {"KB/s", 1e3},           {"kB/s", 1e3},           {"MB/s", 1e6},           {"GB/s", 1e9},
-      {"KiB/s", 1024.0},       {"MiB/s", 1024.0 * 1024}, {"GiB/s", 1024.0 * 1024 * 1024},
+      {"bps", 1.0 / 8},
+      {"bit/s", 1.0 / 8},
+      {"Kbps", 1e3 / 8},
+      {"kbps", 1e3 / 8},
+      {"Kbit/s", 1e3 / 8},
+      {"Mbps", 1e6 / 8},
+      {"Mbit/s", 1e6 / 8},
+      {"Gbps", 1e9 / 8},
+      {"Gbit/s", 1e9 / 8},
+      {"Tbps", 1e12 / 8},
+      {"Tbit/s", 1e12 / 8},
+      {"B/s", 1},
+      {"KB/s", 1e3},
+      {"kB/s", 1e3},
+      {"MB/s", 1e6},
+      {"GB/s", 1e9},
+      {"KiB/s", 1024.0},
+      {"MiB/s", 1024.0 * 1024},
+      {"GiB/s", 1024.0 * 1024 * 1024},
   };
   if (unit.empty()) {
     return fail<double>(fmt::format("'{}' has no unit (bits: bps, Kbps, Mbps, Gbps; bytes: B/s, MB/s, GiB/s)", text));
@@ -140,7 +160,8 @@ Parsed<double> parse_fraction(std::string_view text) {
     value = number.value() / 100;
   } else {
     const auto number = parse_number(text);
-    if (!number.ok()) return fail<double>(fmt::format("'{}' is not a percentage (e.g. 25%) or a fraction (0.25)", text));
+    if (!number.ok())
+      return fail<double>(fmt::format("'{}' is not a percentage (e.g. 25%) or a fraction (0.25)", text));
     value = number.value();
   }
   if (value < 0 || value > 1) return fail<double>(fmt::format("'{}' is outside 0 … 100 %", text));

@@ -46,8 +46,10 @@ Domain::Domain(const fi_info& info, bool spin)
 
 Domain::~Domain() {
   if (const auto live = registrar_->live_registrations(); live != 0) {
-    log(LogLevel::error, "fabric: closing {} with {} memory registrations still open (buffer pools outliving "
-        "the context?)", description_, live);
+    log(LogLevel::error,
+        "fabric: closing {} with {} memory registrations still open (buffer pools outliving "
+        "the context?)",
+        description_, live);
   }
 }
 
@@ -66,8 +68,10 @@ OpenedQueue<fid_cq> Domain::open_completion_queue(std::size_t size) {
   fid_cq* queue = nullptr;
   int rc = ::fi_cq_open(domain_.get(), &attr, &queue, nullptr);
   if (rc != 0 && attr.wait_obj == FI_WAIT_FD) {
-    log(LogLevel::warn, "fabric: {} cannot give completion queues a wait fd (fi_cq_open: {}); they are polled "
-        "from a timer instead", description_, fi_error_text(rc));
+    log(LogLevel::warn,
+        "fabric: {} cannot give completion queues a wait fd (fi_cq_open: {}); they are polled "
+        "from a timer instead",
+        description_, fi_error_text(rc));
     attr.wait_obj = FI_WAIT_NONE;
     rc = ::fi_cq_open(domain_.get(), &attr, &queue, nullptr);
   }
@@ -82,8 +86,10 @@ OpenedQueue<fid_eq> Domain::open_event_queue(std::size_t size) {
   fid_eq* queue = nullptr;
   int rc = ::fi_eq_open(fabric_.get(), &attr, &queue, nullptr);
   if (rc != 0 && attr.wait_obj == FI_WAIT_FD) {
-    log(LogLevel::warn, "fabric: {} cannot give event queues a wait fd (fi_eq_open: {}); they are polled from a "
-        "timer instead", description_, fi_error_text(rc));
+    log(LogLevel::warn,
+        "fabric: {} cannot give event queues a wait fd (fi_eq_open: {}); they are polled from a "
+        "timer instead",
+        description_, fi_error_text(rc));
     attr.wait_obj = FI_WAIT_NONE;
     rc = ::fi_eq_open(fabric_.get(), &attr, &queue, nullptr);
   }

@@ -45,8 +45,7 @@ std::size_t cm_data_size(fid* endpoint) noexcept {
   return reported_cm_data_size(endpoint).value_or(fallback_cm_data_size);
 }
 
-void require_accept_fits(std::string_view who, std::string_view provider, std::size_t accept_data,
-                         std::size_t limit) {
+void require_accept_fits(std::string_view who, std::string_view provider, std::size_t accept_data, std::size_t limit) {
   const std::size_t needed = wire::accept_size_with(accept_data);
   if (needed <= limit) return;
   throw Error(Errc::invalid_option,

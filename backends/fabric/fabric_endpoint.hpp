@@ -5,11 +5,11 @@
 // and turns queue entries into calls on a Handler.
 #pragma once
 
+#include "address.hpp"
 #include "backends/fabric/fabric_domain.hpp"
 #include "backends/fabric/fabric_handles.hpp"
 #include "backends/fabric/progress_driver.hpp"
 #include "backends/fabric/queue_readers.hpp"
-#include "address.hpp"
 
 #include <rdma/fi_endpoint.h>
 
@@ -33,8 +33,7 @@ std::optional<std::size_t> reported_cm_data_size(fid* endpoint) noexcept;
 // Throws Errc::invalid_option naming `who`, `provider` and the sizes when an accept carrying
 // `accept_data` bytes of AcceptDecision::accept_data does not fit in `limit` bytes of
 // connection data: cut short, a pre-shared key's answer would fail every peer's check.
-void require_accept_fits(std::string_view who, std::string_view provider, std::size_t accept_data,
-                         std::size_t limit);
+void require_accept_fits(std::string_view who, std::string_view provider, std::size_t accept_data, std::size_t limit);
 
 class FabricEndpoint {
  public:

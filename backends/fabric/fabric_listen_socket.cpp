@@ -15,8 +15,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <utility>
 #include <string_view>
+#include <utility>
 
 namespace netio::fabric {
 
@@ -82,8 +82,10 @@ void FabricListenSocket::require_accept_room(std::size_t accept_data) {
   // the endpoint made for each request, which FabricReceiveSocket::accept() checks again.
   const auto limit = reported_cm_data_size(&pep_->fid);
   if (!limit) {
-    log(LogLevel::info, "{}: {} does not report how much connection data it carries (FI_OPT_CM_DATA_SIZE); "
-        "accepts carry {} bytes", describe(), domain_->description(), wire::accept_size_with(accept_data));
+    log(LogLevel::info,
+        "{}: {} does not report how much connection data it carries (FI_OPT_CM_DATA_SIZE); "
+        "accepts carry {} bytes",
+        describe(), domain_->description(), wire::accept_size_with(accept_data));
     return;
   }
   require_accept_fits(describe(), domain_->description(), accept_data, *limit);
@@ -128,7 +130,8 @@ void FabricListenSocket::drain() {
   EventEntry entry;
   while (!closed_ && reader_.next(eq_.queue.get(), entry)) {
     if (entry.is_error) {
-      report(Error(Errc::backend_error, fmt::format("{}: a connection request failed: {}", describe(), entry.error_text)));
+      report(
+          Error(Errc::backend_error, fmt::format("{}: a connection request failed: {}", describe(), entry.error_text)));
     } else if (entry.event == FI_CONNREQ) {
       on_request(entry);
     } else {
@@ -146,9 +149,10 @@ void FabricListenSocket::on_request(const EventEntry& entry) {
 
   const auto connect = wire::decode_connect(entry.data);
   if (!connect) {
-    const auto why = fmt::format("{}: rejected a connection request from {} with connection data this back-end does "
-                                 "not understand ({} bytes; not a netio fabric socket?)",
-                                 describe(), peer.to_string(), entry.data.size());
+    const auto why = fmt::format(
+        "{}: rejected a connection request from {} with connection data this back-end does "
+        "not understand ({} bytes; not a netio fabric socket?)",
+        describe(), peer.to_string(), entry.data.size());
     reject(*request, peer, "malformed connection request (not a netio fabric socket?)");
     report(Error(Errc::handshake_rejected, why));
     return;
@@ -170,8 +174,9 @@ void FabricListenSocket::on_request(const EventEntry& entry) {
     return;
   }
   if (decision.accepted) {
-    accept(*request, peer, decision, ReplyWindow{decision.reply_size_for(connect->replies.max_size),
-                                                 static_cast<std::size_t>(connect->replies.credits)});
+    accept(*request, peer, decision,
+           ReplyWindow{decision.reply_size_for(connect->replies.max_size),
+                       static_cast<std::size_t>(connect->replies.credits)});
   } else {
     reject(*request, peer, decision.reject_reason);
   }
@@ -226,10 +231,13 @@ void FabricListenSocket::accept(const fi_info& request, const Endpoint& peer, co
     socket->accept(decision.accept_data);
   } catch (const std::exception& e) {
     socket->close();  // the request handle went to the endpoint: the peer sees the close
-    report(Error(Errc::backend_error, fmt::format("{}: accepting {} failed: {}", describe(), peer.to_string(), e.what())));
+    report(
+        Error(Errc::backend_error, fmt::format("{}: accepting {} failed: {}", describe(), peer.to_string(), e.what())));
     return;
   }
-  log(LogLevel::debug, "{}: accepted {} ({} receive buffers of {} bytes, replies up to {} bytes, {} credits; request for {}/{}/{}, served by {})",
+  log(LogLevel::debug,
+      "{}: accepted {} ({} receive buffers of {} bytes, replies up to {} bytes, {} credits; request for {}/{}/{}, "
+      "served by {})",
       describe(), peer.to_string(), credits + reserve, buffer_size, replies.max_size, replies.credits,
       request.fabric_attr->prov_name != nullptr ? request.fabric_attr->prov_name : "-",
       request.fabric_attr->name != nullptr ? request.fabric_attr->name : "-",
@@ -262,7 +270,8 @@ void FabricListenSocket::expire_pending() {
 }
 
 void FabricListenSocket::on_established(FabricReceiveSocket& socket, const Error* error) {
-  const auto it = std::find_if(pending_.begin(), pending_.end(), [&socket](const auto& p) { return p.get() == &socket; });
+  const auto it =
+      std::find_if(pending_.begin(), pending_.end(), [&socket](const auto& p) { return p.get() == &socket; });
   if (it == pending_.end()) return;
   std::unique_ptr<FabricReceiveSocket> owned = std::move(*it);
   pending_since_.erase(pending_since_.begin() + (it - pending_.begin()));

@@ -68,7 +68,7 @@ class FabricListenSocket final : public LowLevelListenSocket {
   EventQueueReader reader_;
   std::size_t cm_data_limit_ = 0;
   ListenLimits limits_;
-  std::vector<std::unique_ptr<FabricReceiveSocket>> pending_;    // accepted, not yet connected
+  std::vector<std::unique_ptr<FabricReceiveSocket>> pending_;         // accepted, not yet connected
   std::vector<std::chrono::steady_clock::time_point> pending_since_;  // beside pending_
   EventLoop::TimerId expiry_timer_ = 0;
   std::vector<std::unique_ptr<FabricReceiveSocket>> discarded_;  // failed; destroyed at the next drain

@@ -13,9 +13,8 @@ FabricMemoryRegistrar::FabricMemoryRegistrar(fid_domain* domain, std::uint64_t m
 
 void FabricMemoryRegistrar::register_buffer(Buffer& buffer) {
   if (buffer.registration != nullptr) {
-    throw Error(Errc::backend_error,
-                fmt::format("{}: buffer at {} is already registered; deregister it first", description_,
-                            static_cast<const void*>(buffer.data)));
+    throw Error(Errc::backend_error, fmt::format("{}: buffer at {} is already registered; deregister it first",
+                                                 description_, static_cast<const void*>(buffer.data)));
   }
   buffer.desc = nullptr;
   // fi_mr_reg refuses empty regions; an empty buffer only ever carries zero-byte messages.
@@ -46,7 +45,8 @@ void FabricMemoryRegistrar::deregister_buffer(Buffer& buffer) noexcept {
 
 bool FabricMemoryRegistrar::owns(const Buffer& buffer) const noexcept {
   const auto* region = static_cast<const fid_mr*>(buffer.registration);
-  return region != nullptr && region->fid.fclass == FI_CLASS_MR && region->fid.context == static_cast<const void*>(this);
+  return region != nullptr && region->fid.fclass == FI_CLASS_MR &&
+         region->fid.context == static_cast<const void*>(this);
 }
 
 }  // namespace netio::fabric

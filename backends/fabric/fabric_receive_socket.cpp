@@ -34,7 +34,8 @@ FabricReceiveSocket::FabricReceiveSocket(EventLoop& loop, std::shared_ptr<Domain
   const std::size_t reply_slots =
       replies_.max_size == 0
           ? 0
-          : std::clamp<std::size_t>(std::min(replies_.credits, max_reply_slot_memory / reply_slot_size), 1, max_reply_slots);
+          : std::clamp<std::size_t>(std::min(replies_.credits, max_reply_slot_memory / reply_slot_size), 1,
+                                    max_reply_slots);
   // One credit message and the reply slots in flight; a little room for injected replies and
   // the provider's own sends.
   const FabricEndpoint::Depth depth{4 + reply_slots, buffers_->count()};
@@ -71,7 +72,8 @@ void FabricReceiveSocket::accept(std::span<const std::byte> extra) {
   for (std::size_t i = 0; i < buffers_->count(); ++i) {
     if (!post_receive(buffers_->operation(i))) {
       throw Error(Errc::backend_error, fmt::format("{}: the provider refused receive buffer {} of {} (receive "
-                                                   "queue full)", describe(), i + 1, buffers_->count()));
+                                                   "queue full)",
+                                                   describe(), i + 1, buffers_->count()));
     }
   }
   accept_data_ = wire::encode_accept({buffers_->buffer_size(), buffers_->count(), {extra.begin(), extra.end()}});
@@ -93,8 +95,8 @@ void FabricReceiveSocket::accept(std::span<const std::byte> extra) {
 bool FabricReceiveSocket::post_receive(OperationContext& operation) {
   Buffer& buffer = *operation.buffer;
   // Exactly the agreed size, not the (page-rounded) capacity: a larger message is an error.
-  const ssize_t rc = ::fi_recv(endpoint_->ep(), buffer.data, buffers_->buffer_size(), buffer.desc, 0,
-                               operation.as_context());
+  const ssize_t rc =
+      ::fi_recv(endpoint_->ep(), buffer.data, buffers_->buffer_size(), buffer.desc, 0, operation.as_context());
   if (rc == -FI_EAGAIN) return false;
   if (rc != 0) check(static_cast<int>(rc), describe(), "fi_recv");  // describe() only when needed: hot path
   return true;
@@ -145,7 +147,8 @@ void FabricReceiveSocket::drain() {
     endpoint_->drain_events(*this);
     if (endpoint_->closed()) return;
     if (canceled_.grace_over()) {
-      fail(Errc::disconnected, fmt::format("{}: connection lost (the provider canceled the posted receives)", describe()));
+      fail(Errc::disconnected,
+           fmt::format("{}: connection lost (the provider canceled the posted receives)", describe()));
       return;
     }
   }
@@ -196,8 +199,9 @@ void FabricReceiveSocket::send_credits() {
   wire::encode_credits(credit_block_->data(), credits_returned_);
   const ssize_t rc = ::fi_send(endpoint_->ep(), credit_block_->data(), wire::credit_message_size, credit_block_->desc(),
                                0, credit_operation_.as_context());
-  if (check_post(rc, endpoint_->driver(), "fi_send (credit message)", [this] { return describe(); },
-                 [this](const std::string& why) { fail(Errc::disconnected, why); }) != PostOutcome::posted) {
+  if (check_post(
+          rc, endpoint_->driver(), "fi_send (credit message)", [this] { return describe(); },
+          [this](const std::string& why) { fail(Errc::disconnected, why); }) != PostOutcome::posted) {
     return;
   }
   credit_in_flight_ = true;
@@ -269,8 +273,9 @@ void FabricReceiveSocket::pump_replies() {
       rc = ::fi_send(endpoint_->ep(), slot, total, reply_block_->desc(), 0, operation.as_context());
       if (rc == 0) free_reply_slots_.pop_back();
     }
-    const auto outcome = check_post(rc, endpoint_->driver(), "sending a reply", [this] { return describe(); },
-                                    [this](const std::string& why) { fail_later(Errc::disconnected, why); });
+    const auto outcome = check_post(
+        rc, endpoint_->driver(), "sending a reply", [this] { return describe(); },
+        [this](const std::string& why) { fail_later(Errc::disconnected, why); });
     if (outcome == PostOutcome::queue_full) break;
     if (outcome == PostOutcome::failed) return;
     posted = true;
@@ -374,12 +379,8 @@ void FabricReceiveSocket::on_completion(OperationContext& operation, const Compl
       credit_in_flight_ = false;
       send_credits();
       break;
-    case OperationContext::Kind::reply_send:
-      free_reply_slots_.push_back(operation.index);
-      break;
-    default:
-      log(LogLevel::warn, "{}: completion of an unexpected operation ignored", describe());
-      break;
+    case OperationContext::Kind::reply_send: free_reply_slots_.push_back(operation.index); break;
+    default: log(LogLevel::warn, "{}: completion of an unexpected operation ignored", describe()); break;
   }
 }
 

@@ -48,7 +48,8 @@ class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEn
   // Throws netio::Error.
   // `replies`: the sender's reply window (max_size 0: it takes none).
   FabricReceiveSocket(EventLoop& loop, std::shared_ptr<Domain> domain, const fi_info& request, Endpoint local,
-                      Endpoint peer, std::shared_ptr<ReceiveBuffers> buffers, ReplyWindow replies, EstablishedHook hook);
+                      Endpoint peer, std::shared_ptr<ReceiveBuffers> buffers, ReplyWindow replies,
+                      EstablishedHook hook);
   ~FabricReceiveSocket() override;
 
   // Posts every receive buffer, then accepts (fi_accept) with the buffer size and count.
@@ -70,7 +71,7 @@ class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEn
  private:
   enum class State { accepting, established, failed };
   static constexpr std::size_t completion_budget = 64;  // per drain, then others get a turn
-  static constexpr std::size_t max_reply_slots = 8;  // replies in flight that fi_inject cannot take
+  static constexpr std::size_t max_reply_slots = 8;     // replies in flight that fi_inject cannot take
   static constexpr std::size_t max_reply_slot_memory = std::size_t{1} << 20;
 
   void drain();
@@ -106,8 +107,8 @@ class FabricReceiveSocket final : public LowLevelReceiveSocket, private FabricEn
   State state_ = State::accepting;
   bool closed_ = false;  // close() ran: nothing more happens
   bool started_ = false;
-  bool connected_ = false;  // FI_CONNECTED seen: credits may flow
-  std::deque<Buffer*> undelivered_;         // received before start(), or behind one that was
+  bool connected_ = false;                   // FI_CONNECTED seen: credits may flow
+  std::deque<Buffer*> undelivered_;          // received before start(), or behind one that was
   std::optional<Error> pending_disconnect_;  // a failure to report once undelivered_ is empty
   std::vector<Buffer*> returned_;            // scratch for ReceiveBuffers::take_returned
   std::vector<OperationContext*> repost_later_;

@@ -88,8 +88,8 @@ void FabricSendSocket::set_up(const Endpoint& remote, std::span<const std::byte>
     throw Error(Errc::message_too_large,
                 fmt::format("{}: a hello of {} bytes{} does not fit the {} bytes of connection data that {} carries "
                             "(at most {} bytes of hello)",
-                            describe(), hello.size(), replies_taken() ? " with a reply window" : "", limit, domain_->description(),
-                            limit > overhead ? limit - overhead : 0));
+                            describe(), hello.size(), replies_taken() ? " with a reply window" : "", limit,
+                            domain_->description(), limit > overhead ? limit - overhead : 0));
   }
 
   backward_ = std::make_shared<BackwardReceives>(domain_, receives, reply_window_.max_size);
@@ -110,19 +110,19 @@ void FabricSendSocket::set_up(const Endpoint& remote, std::span<const std::byte>
   endpoint_->start();
   if (rc != 0) {
     // Some providers (sockets) know at once; report like every other outcome, from the loop.
-    pending_failure_ = rc == -FI_ECONNREFUSED
-                           ? Failure{Errc::connection_refused,
-                                     fmt::format("{}: nobody listens at {} ({})", describe(), remote_.to_string(),
-                                                 domain_->description())}
-                           : Failure{Errc::backend_error,
-                                     fmt::format("{}: fi_connect failed: {}", describe(), fi_error_text(rc))};
+    pending_failure_ =
+        rc == -FI_ECONNREFUSED
+            ? Failure{Errc::connection_refused, fmt::format("{}: nobody listens at {} ({})", describe(),
+                                                            remote_.to_string(), domain_->description())}
+            : Failure{Errc::backend_error, fmt::format("{}: fi_connect failed: {}", describe(), fi_error_text(rc))};
   }
 }
 
 void FabricSendSocket::post_backward_receive(OperationContext& operation) {
   const ssize_t rc = ::fi_recv(endpoint_->ep(), backward_->slot(operation.index), backward_->slot_size(),
                                backward_->desc(), 0, operation.as_context());
-  if (rc != 0) check(static_cast<int>(rc), describe(), "fi_recv (credit message or reply)");  // hot path: no string otherwise
+  if (rc != 0)
+    check(static_cast<int>(rc), describe(), "fi_recv (credit message or reply)");  // hot path: no string otherwise
 }
 
 void FabricSendSocket::send(Buffer* buffer) {
@@ -169,7 +169,8 @@ void FabricSendSocket::pump() {
     }
     void* desc = nullptr;
     try {
-      desc = domains_.deferred_registrar().prepare_for_send(*buffer, domain_->registrar(), [this] { return describe(); });
+      desc =
+          domains_.deferred_registrar().prepare_for_send(*buffer, domain_->registrar(), [this] { return describe(); });
     } catch (const Error& e) {
       pumping_ = false;
       fail_connected(Errc::backend_error, e.what());
@@ -190,11 +191,12 @@ void FabricSendSocket::pump() {
       rc = inject ? ::fi_inject(endpoint_->ep(), buffer->data, buffer->size, 0)
                   : ::fi_send(endpoint_->ep(), buffer->data, buffer->size, desc, 0, operation.as_context());
     }
-    const auto outcome = check_post(rc, endpoint_->driver(), "fi_send", [this] { return describe(); },
-                                    [this](const std::string& why) {
-                                      pumping_ = false;
-                                      fail_connected(Errc::disconnected, why);
-                                    });
+    const auto outcome = check_post(
+        rc, endpoint_->driver(), "fi_send", [this] { return describe(); },
+        [this](const std::string& why) {
+          pumping_ = false;
+          fail_connected(Errc::disconnected, why);
+        });
     if (outcome == PostOutcome::queue_full) break;  // a completion or the retry timer goes on
     if (outcome == PostOutcome::failed) return;
     if (inject) {
@@ -281,8 +283,9 @@ void FabricSendSocket::send_reply_credits() {
   // No payload, and no completion: the receiver re-posts the receive it took at once.
   const std::uint64_t data = wire::encode_forward_data(wire::ForwardKind::control, reply_credits_returned_);
   const ssize_t rc = ::fi_injectdata(endpoint_->ep(), nullptr, 0, data, 0);
-  if (check_post(rc, endpoint_->driver(), "fi_injectdata (reply credits)", [this] { return describe(); },
-                 [this](const std::string& why) { fail_connected(Errc::disconnected, why); }) != PostOutcome::posted) {
+  if (check_post(
+          rc, endpoint_->driver(), "fi_injectdata (reply credits)", [this] { return describe(); },
+          [this](const std::string& why) { fail_connected(Errc::disconnected, why); }) != PostOutcome::posted) {
     return;
   }
   --credits_;
@@ -339,10 +342,10 @@ void FabricSendSocket::on_backward_message(OperationContext& operation, std::siz
     return;
   }
   if (header->payload_size > reply_window_.max_size) {
-    fail_connected(Errc::protocol_error, fmt::format("{}: {} sent a reply of {} bytes, larger than the {} bytes "
-                                                     "this socket takes",
-                                                     describe(), remote_.to_string(), header->payload_size,
-                                                     reply_window_.max_size));
+    fail_connected(Errc::protocol_error,
+                   fmt::format("{}: {} sent a reply of {} bytes, larger than the {} bytes "
+                               "this socket takes",
+                               describe(), remote_.to_string(), header->payload_size, reply_window_.max_size));
     return;
   }
   ++replies_received_;
@@ -364,12 +367,8 @@ void FabricSendSocket::on_completion(OperationContext& operation, const Completi
       operation.completed = true;
       complete_in_order();
       break;
-    case OperationContext::Kind::backward_receive:
-      on_backward_message(operation, completion.length);
-      break;
-    default:
-      log(LogLevel::warn, "{}: completion of an unexpected operation ignored", describe());
-      break;
+    case OperationContext::Kind::backward_receive: on_backward_message(operation, completion.length); break;
+    default: log(LogLevel::warn, "{}: completion of an unexpected operation ignored", describe()); break;
   }
 }
 
@@ -382,8 +381,9 @@ void FabricSendSocket::on_completion_error(const CompletionEntry& error) {
   }
   const bool data = error.operation != nullptr && error.operation->kind == OperationContext::Kind::data_send;
   if (error.error == FI_ETRUNC && !data) {
-    const std::string limit = replies_taken() ? fmt::format("a reply of {} bytes this socket takes", reply_window_.max_size)
-                                              : std::string("a credit message (this socket takes no replies)");
+    const std::string limit = replies_taken()
+                                  ? fmt::format("a reply of {} bytes this socket takes", reply_window_.max_size)
+                                  : std::string("a credit message (this socket takes no replies)");
     fail_connected(Errc::protocol_error, fmt::format("{}: {} sent a message larger than {}: {}", describe(),
                                                      remote_.to_string(), limit, error.error_text));
     return;
@@ -434,8 +434,8 @@ void FabricSendSocket::on_connection_event(const EventEntry& event) {
   endpoint_->drain_completions(*this, std::numeric_limits<std::size_t>::max());
   if (endpoint_->closed()) return;
   if (state_ == State::connecting) {
-    fail_connect(Errc::handshake_rejected,
-                 fmt::format("{}: {} closed the connection while it was being set up", describe(), remote_.to_string()));
+    fail_connect(Errc::handshake_rejected, fmt::format("{}: {} closed the connection while it was being set up",
+                                                       describe(), remote_.to_string()));
   } else if (state_ == State::connected) {
     fail_connected(Errc::disconnected, fmt::format("{}: {} closed the connection", describe(), remote_.to_string()));
   }

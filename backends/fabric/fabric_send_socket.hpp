@@ -101,7 +101,7 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   std::shared_ptr<Domain> domain_;
   std::unique_ptr<FabricEndpoint> endpoint_;
   std::shared_ptr<BackwardReceives> backward_;  // credit messages and replies
-  std::vector<std::byte> connect_data_;  // kept until the connection is up: providers may read it late
+  std::vector<std::byte> connect_data_;         // kept until the connection is up: providers may read it late
   std::vector<OperationContext> send_operations_;
   std::vector<std::uint32_t> free_operations_;
   std::deque<OperationContext*> in_flight_;  // posted, in posting order
@@ -109,24 +109,24 @@ class FabricSendSocket final : public LowLevelSendSocket, private FabricEndpoint
   // Small buffers go out with fi_inject, which has no completion: they are reported done on
   // the next drain. Only when nothing else is in flight, so completions stay in order.
   std::deque<Buffer*> injected_;
-  std::size_t inject_size_ = 0;             // the provider's limit for fi_inject (0: none)
+  std::size_t inject_size_ = 0;  // the provider's limit for fi_inject (0: none)
   std::size_t efficient_buffer_size_ = std::numeric_limits<std::size_t>::max();
   std::uint64_t credits_ = 0;
   std::uint64_t credits_total_seen_ = 0;  // the receiver's running total, last seen
   std::size_t peer_max_buffer_size_ = 0;
   // Replies.
-  ReplyWindow reply_window_;                 // max_size 0: none taken
-  std::uint64_t control_reserve_ = 0;        // credits kept for control messages (1 with replies)
+  ReplyWindow reply_window_;           // max_size 0: none taken
+  std::uint64_t control_reserve_ = 0;  // credits kept for control messages (1 with replies)
   std::uint64_t replies_received_ = 0;
-  std::uint64_t reply_credits_returned_ = 0;   // reply receives re-posted after the user gave them back
-  std::uint64_t reply_credits_announced_ = 0;  // the running total last sent to the receiver
+  std::uint64_t reply_credits_returned_ = 0;     // reply receives re-posted after the user gave them back
+  std::uint64_t reply_credits_announced_ = 0;    // the running total last sent to the receiver
   std::vector<std::uint32_t> returned_replies_;  // scratch for BackwardReceives::take_returned
   struct Failure {
     Errc code;
     std::string why;
   };
   std::optional<Failure> pending_failure_;  // a connect() failure, reported from the loop
-  CanceledOperations canceled_;  // FI_ECANCELED seen: the grace for the reason to come
+  CanceledOperations canceled_;             // FI_ECANCELED seen: the grace for the reason to come
   bool pumping_ = false;
 };
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "backends/fabric/fabric_wire.hpp"
 
-#include "netio/internal/little_endian.hpp"
 #include "netio/error.hpp"
+#include "netio/internal/little_endian.hpp"
 
 #include <fmt/format.h>
 
@@ -83,9 +83,8 @@ std::optional<ConnectData> decode_connect(std::span<const std::byte> data) {
 
 std::vector<std::byte> encode_accept(const AcceptData& accept) {
   if (accept.extra.size() > UINT8_MAX) {
-    throw Error(Errc::message_too_large,
-                fmt::format("accept data of {} bytes; the fabric accept carries at most {}", accept.extra.size(),
-                            UINT8_MAX));
+    throw Error(Errc::message_too_large, fmt::format("accept data of {} bytes; the fabric accept carries at most {}",
+                                                     accept.extra.size(), UINT8_MAX));
   }
   auto out = with_header(Kind::accept, accept.extra.empty() ? 16 : 17 + accept.extra.size());
   detail::store_le<std::uint64_t>(out.data() + header_size, accept.max_buffer_size);
@@ -100,8 +99,8 @@ std::vector<std::byte> encode_accept(const AcceptData& accept) {
 std::optional<AcceptData> decode_accept(std::span<const std::byte> data) {
   const auto payload = payload_of(data, Kind::accept);
   if (!payload || payload->size() < 16) return std::nullopt;
-  AcceptData accept{detail::load_le<std::uint64_t>(payload->data()), detail::load_le<std::uint64_t>(payload->data() + 8),
-                    {}};
+  AcceptData accept{
+      detail::load_le<std::uint64_t>(payload->data()), detail::load_le<std::uint64_t>(payload->data() + 8), {}};
   if (payload->size() > 16) {
     const std::size_t length = static_cast<std::uint8_t>((*payload)[16]);
     if (payload->size() < 17 + length) return std::nullopt;

@@ -48,7 +48,9 @@ inline constexpr std::size_t connect_overhead = header_size + 2;
 inline constexpr std::size_t connect_replies_overhead = connect_overhead + 6;
 inline constexpr std::size_t accept_size = header_size + 16;
 // An accept carrying `extra` bytes of accept data (a length byte, then the bytes).
-inline constexpr std::size_t accept_size_with(std::size_t extra) { return extra == 0 ? accept_size : accept_size + 1 + extra; }
+inline constexpr std::size_t accept_size_with(std::size_t extra) {
+  return extra == 0 ? accept_size : accept_size + 1 + extra;
+}
 inline constexpr std::size_t reject_overhead = header_size + 2;
 inline constexpr std::size_t backward_header_size = 16;
 inline constexpr std::size_t credit_message_size = backward_header_size;

@@ -31,8 +31,8 @@ void resolve(void* handle, const std::string& file, const char* name, const char
   void* symbol = *version != '\0' ? ::dlvsym(handle, name, version) : ::dlsym(handle, name);
   if (symbol == nullptr) {
     throw Error(Errc::provider_unavailable,
-                fmt::format("fabric back-end: {} has no {}{}{} ({}): not the libfabric netio was built for", file,
-                            name, *version != '\0' ? "@" : "", version, dl_error()));
+                fmt::format("fabric back-end: {} has no {}{}{} ({}): not the libfabric netio was built for", file, name,
+                            *version != '\0' ? "@" : "", version, dl_error()));
   }
   out = reinterpret_cast<Function>(symbol);
 }

@@ -29,7 +29,8 @@ inline constexpr std::chrono::milliseconds post_retry_delay{1};
 enum class PostOutcome { posted, queue_full, failed };
 
 template <typename Describe, typename OnFailure>
-PostOutcome check_post(ssize_t rc, ProgressDriver& driver, const char* call, Describe&& describe, OnFailure&& on_failure) {
+PostOutcome check_post(ssize_t rc, ProgressDriver& driver, const char* call, Describe&& describe,
+                       OnFailure&& on_failure) {
   if (rc == 0) return PostOutcome::posted;
   if (rc == -FI_EAGAIN) {
     driver.kick_after(post_retry_delay);

@@ -93,7 +93,7 @@ class ProgressDriver : public std::enable_shared_from_this<ProgressDriver> {
   std::atomic<bool> spinning_{false};  // a poller drains every round: kicks are redundant
 
   std::mutex kick_mutex_;
-  bool kick_pending_ = false;                       // guarded by kick_mutex_
+  bool kick_pending_ = false;                        // guarded by kick_mutex_
   std::shared_ptr<ProgressDriver> kick_keep_alive_;  // guarded by kick_mutex_
 };
 

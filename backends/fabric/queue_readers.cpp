@@ -45,8 +45,9 @@ bool EventQueueReader::next(fid_eq* queue, EventEntry& entry) {
     // A rejection's err_data is the peer's reject payload, not provider data to describe.
     const void* provider_data = error.err == FI_ECONNREFUSED ? nullptr : error.err_data;
     char text[256] = {};
-    entry.error_text = queue_error_text(
-        error.err, error.prov_errno, ::fi_eq_strerror(queue, error.prov_errno, provider_data, text, sizeof text), sizeof text);
+    entry.error_text =
+        queue_error_text(error.err, error.prov_errno,
+                         ::fi_eq_strerror(queue, error.prov_errno, provider_data, text, sizeof text), sizeof text);
     return true;
   }
   if (n < 0) return read_failed(entry, "fi_eq_read", n);
@@ -87,8 +88,9 @@ bool CompletionQueueReader::next(fid_cq* queue, CompletionEntry& entry) {
     entry.length = error.len;
     entry.error = error.err;
     char text[256] = {};
-    entry.error_text = queue_error_text(
-        error.err, error.prov_errno, ::fi_cq_strerror(queue, error.prov_errno, error.err_data, text, sizeof text), sizeof text);
+    entry.error_text =
+        queue_error_text(error.err, error.prov_errno,
+                         ::fi_cq_strerror(queue, error.prov_errno, error.err_data, text, sizeof text), sizeof text);
     if (error.err == FI_ETRUNC) entry.error_text += fmt::format(" ({} bytes did not fit)", error.olen);
     return true;
   }

@@ -20,12 +20,12 @@ namespace netio::fabric {
 // One entry of an event queue: a connection-management event, or an error entry.
 struct EventEntry {
   bool is_error = false;
-  std::uint32_t event = 0;           // FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN, ...
-  fid_t source = nullptr;            // the endpoint the entry is about
-  fi_info* info = nullptr;           // FI_CONNREQ only; the reader's caller must free it
-  std::span<const std::byte> data;   // connection data, or the error's err_data
-  int error = 0;                     // positive fabric errno, errors only
-  std::string error_text;            // fi_strerror plus fi_eq_strerror, errors only
+  std::uint32_t event = 0;          // FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN, ...
+  fid_t source = nullptr;           // the endpoint the entry is about
+  fi_info* info = nullptr;          // FI_CONNREQ only; the reader's caller must free it
+  std::span<const std::byte> data;  // connection data, or the error's err_data
+  int error = 0;                    // positive fabric errno, errors only
+  std::string error_text;           // fi_strerror plus fi_eq_strerror, errors only
 };
 
 class EventQueueReader {
@@ -47,8 +47,8 @@ struct CompletionEntry {
   // Remote CQ data, when the completion's flags have FI_REMOTE_CQ_DATA (receives only;
   // providers leave the field stale otherwise).
   std::optional<std::uint64_t> remote_data;
-  int error = 0;                          // positive fabric errno, errors only
-  std::string error_text;                 // fi_strerror plus fi_cq_strerror, errors only
+  int error = 0;           // positive fabric errno, errors only
+  std::string error_text;  // fi_strerror plus fi_cq_strerror, errors only
 };
 
 class CompletionQueueReader {

@@ -11,7 +11,9 @@ namespace {
 
 constexpr std::size_t page_size = 4096;
 
-std::size_t round_to_pages(std::size_t bytes) { return (std::max<std::size_t>(bytes, 1) + page_size - 1) / page_size * page_size; }
+std::size_t round_to_pages(std::size_t bytes) {
+  return (std::max<std::size_t>(bytes, 1) + page_size - 1) / page_size * page_size;
+}
 
 // Anonymous memory, page-aligned, backed page by page as it is first written (malloc could
 // hand out pages that are already resident).

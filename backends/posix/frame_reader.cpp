@@ -76,9 +76,7 @@ FrameReader::FrameReader(EventLoop& loop, std::size_t max_frame, std::size_t cre
 
 FrameReader::~FrameReader() { close(); }
 
-std::size_t FrameReader::bytes_held() const noexcept {
-  return staging_.capacity() + pool_->pool().bytes_allocated();
-}
+std::size_t FrameReader::bytes_held() const noexcept { return staging_.capacity() + pool_->pool().bytes_allocated(); }
 
 void FrameReader::start(int fd, Callbacks callbacks) {
   fd_ = fd;
@@ -148,7 +146,8 @@ FrameReader::Step FrameReader::read_once() {
   }
   if (n == 0) {
     const bool mid_frame = current_ != nullptr || have_header_ || staged_begin_ != staged_end_;
-    fail(Errc::disconnected, fmt::format("{} closed the connection{}", peer_, mid_frame ? " in the middle of a message" : ""));
+    fail(Errc::disconnected,
+         fmt::format("{} closed the connection{}", peer_, mid_frame ? " in the middle of a message" : ""));
     return Step::done;
   }
   // A recv() that filled less than its room took all the kernel had: asking again would only
@@ -161,7 +160,8 @@ FrameReader::Step FrameReader::read_once() {
   }
   staged_end_ += static_cast<std::size_t>(n);
   const bool consumed = consume_staged();
-  if (peek && !closed_ && !discard_peeked(target, static_cast<std::size_t>(n))) return Step::done;  // now the ACK may go
+  if (peek && !closed_ && !discard_peeked(target, static_cast<std::size_t>(n)))
+    return Step::done;  // now the ACK may go
   if (!consumed) return Step::stalled;
   return drained ? Step::would_block : Step::progress;
 }
@@ -176,8 +176,9 @@ bool FrameReader::discard_peeked(std::byte* peeked, std::size_t bytes) {
   } while (n < 0 && errno == EINTR);
   if (n == static_cast<ssize_t>(bytes)) return true;
   if (n < 0) failure_errno_ = errno;
-  fail(Errc::disconnected, fmt::format("connection {} lost: {}", link_,
-                                       n < 0 ? errno_text(errno) : fmt::format("{} of {} bytes read were gone", n, bytes)));
+  fail(Errc::disconnected,
+       fmt::format("connection {} lost: {}", link_,
+                   n < 0 ? errno_text(errno) : fmt::format("{} of {} bytes read were gone", n, bytes)));
   return false;
 }
 
@@ -191,8 +192,9 @@ bool FrameReader::consume_staged() {
         staged_begin_ += frame_header_size;
         have_header_ = true;
         if (expected_ > max_frame_) {
-          fail(Errc::protocol_error, fmt::format("{} sent a {}-byte buffer on the connection {}, more than the {} bytes agreed",
-                                                 peer_, expected_, link_, max_frame_));
+          fail(Errc::protocol_error,
+               fmt::format("{} sent a {}-byte buffer on the connection {}, more than the {} bytes agreed", peer_,
+                           expected_, link_, max_frame_));
           return false;
         }
       }
@@ -226,8 +228,10 @@ void FrameReader::deliver() {
   Buffer* buffer = std::exchange(current_, nullptr);
   have_header_ = false;
   ++frames_delivered_;
-  if (callbacks_.on_frame) callbacks_.on_frame(ReceivedBuffer(buffer, pool_));
-  else pool_->give_back(buffer);
+  if (callbacks_.on_frame)
+    callbacks_.on_frame(ReceivedBuffer(buffer, pool_));
+  else
+    pool_->give_back(buffer);
 }
 
 void FrameReader::resume() {

@@ -124,8 +124,10 @@ bool PosixListenSocket::make_room_for_descriptors(int error) {
                            "ones, else pausing accepts for {} ms at a time, until descriptors are free again",
                            local_.to_string(),
                            std::chrono::duration_cast<std::chrono::milliseconds>(limits_.accept_backoff).count()));
-    if (callbacks_.on_error) callbacks_.on_error(failure);  // which logs it
-    else log(LogLevel::warn, "listen socket: {}", failure.what());
+    if (callbacks_.on_error)
+      callbacks_.on_error(failure);  // which logs it
+    else
+      log(LogLevel::warn, "listen socket: {}", failure.what());
     if (closed_) return false;
   }
   if (drop_oldest_pending("out of file descriptors, making room for new peers")) return true;
@@ -146,9 +148,10 @@ void PosixListenSocket::resume_accepting() {
 
 void PosixListenSocket::add_pending(SocketFd fd, const Endpoint& peer) {
   if (limits_.max_pending_handshakes != 0) {
-    const auto why = fmt::format("{} connections were waiting for their handshake, the most this listener keeps; "
-                                 "the oldest goes",
-                                 limits_.max_pending_handshakes);
+    const auto why = fmt::format(
+        "{} connections were waiting for their handshake, the most this listener keeps; "
+        "the oldest goes",
+        limits_.max_pending_handshakes);
     while (pending_.size() >= limits_.max_pending_handshakes && drop_oldest_pending(why)) {
     }
   }
@@ -159,9 +162,9 @@ void PosixListenSocket::add_pending(SocketFd fd, const Endpoint& peer) {
   pending->arrival = next_arrival_++;
   if (limits_.handshake_timeout > std::chrono::nanoseconds::zero()) {
     pending->timeout_timer = loop_.add_timer(limits_.handshake_timeout, {}, [this, raw] {
-      drop_pending(raw, fmt::format("no handshake within {} ms",
-                                    std::chrono::duration_cast<std::chrono::milliseconds>(limits_.handshake_timeout)
-                                        .count()));
+      drop_pending(
+          raw, fmt::format("no handshake within {} ms",
+                           std::chrono::duration_cast<std::chrono::milliseconds>(limits_.handshake_timeout).count()));
     });
   }
   arrivals_.emplace_back(pending->arrival, raw);
@@ -189,8 +192,10 @@ bool PosixListenSocket::drop_oldest_pending(const std::string& why) {
     ++evictions_;
     if (!evicting_) {
       evicting_ = true;
-      log(LogLevel::warn, "listen socket {}: dropping connections still in their handshake, oldest first ({}); "
-          "further drops until the pressure ends are logged at debug level", local_.to_string(), why);
+      log(LogLevel::warn,
+          "listen socket {}: dropping connections still in their handshake, oldest first ({}); "
+          "further drops until the pressure ends are logged at debug level",
+          local_.to_string(), why);
     }
     log(LogLevel::debug, "listen socket {}: dropping connection from {}: {}", local_.to_string(),
         it->second->peer.to_string(), why);
@@ -205,16 +210,10 @@ void PosixListenSocket::on_hello_readable(int fd) {
   if (it == pending_.end()) return;
   auto& pending = *it->second;
   switch (pending.reader.read_from(fd)) {
-    case HandshakeReader::Status::need_more:
-      return;
-    case HandshakeReader::Status::closed:
-      drop_pending(fd, "closed before completing the handshake");
-      return;
-    case HandshakeReader::Status::failed:
-      drop_pending(fd, pending.reader.error());
-      return;
-    case HandshakeReader::Status::complete:
-      break;
+    case HandshakeReader::Status::need_more: return;
+    case HandshakeReader::Status::closed: drop_pending(fd, "closed before completing the handshake"); return;
+    case HandshakeReader::Status::failed: drop_pending(fd, pending.reader.error()); return;
+    case HandshakeReader::Status::complete: break;
   }
   answer(forget_pending(it));
 }
@@ -254,9 +253,9 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
   make_room_to_set_up();
   std::unique_ptr<LowLevelReceiveSocket> socket;
   try {
-    socket = family_->make_receive_socket(loop_, std::move(pending->fd), local_, pending->peer, decision.max_buffer_size,
-                                          decision.receive_credits, decision.reply_size_for(request->max_reply_size),
-                                          limits_.progress_timeout);
+    socket = family_->make_receive_socket(loop_, std::move(pending->fd), local_, pending->peer,
+                                          decision.max_buffer_size, decision.receive_credits,
+                                          decision.reply_size_for(request->max_reply_size), limits_.progress_timeout);
   } catch (const Error& e) {
     log(LogLevel::warn, "listen socket {}: could not set up the connection from {}: {}", local_.to_string(),
         pending->peer.to_string(), e.what());
@@ -265,13 +264,11 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
   if (callbacks_.on_accepted) callbacks_.on_accepted(std::move(socket));
 }
 
-std::unique_ptr<LowLevelReceiveSocket> StreamFamily::make_receive_socket(EventLoop& loop, SocketFd fd,
-                                                                         const Endpoint& local, const Endpoint& peer,
-                                                                         std::size_t max_buffer_size, std::size_t credits,
-                                                                         std::size_t max_reply_size,
-                                                                         std::chrono::nanoseconds progress_timeout) const {
-  return std::make_unique<PosixReceiveSocket>(loop, std::move(fd), local, peer, max_buffer_size, credits, max_reply_size,
-                                              progress_timeout, peek_reads());
+std::unique_ptr<LowLevelReceiveSocket> StreamFamily::make_receive_socket(
+    EventLoop& loop, SocketFd fd, const Endpoint& local, const Endpoint& peer, std::size_t max_buffer_size,
+    std::size_t credits, std::size_t max_reply_size, std::chrono::nanoseconds progress_timeout) const {
+  return std::make_unique<PosixReceiveSocket>(loop, std::move(fd), local, peer, max_buffer_size, credits,
+                                              max_reply_size, progress_timeout, peek_reads());
 }
 
 void PosixListenSocket::drop_pending(int fd, const std::string& why) {

@@ -81,7 +81,7 @@ class PosixListenSocket final : public LowLevelListenSocket {
   // Pressure episodes, each logged once at its start and once at its end (end_pressure_episode()).
   static constexpr std::chrono::seconds episode_quiet_period{1};
   RejectionLog rejections_;  // malformed requests, handshakes dropped: rate-limited warnings
-  bool evicting_ = false;  // dropping the oldest waiting connections
+  bool evicting_ = false;    // dropping the oldest waiting connections
   std::uint64_t evictions_ = 0;
   std::chrono::steady_clock::time_point last_eviction_{};
   bool out_of_descriptors_ = false;

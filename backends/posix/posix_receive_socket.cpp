@@ -71,7 +71,8 @@ void PosixReceiveSocket::check_progress() {
   if (reader_.mid_frame() && !progressed && !held_back_since_check_ && !reader_.stalled()) {
     fail(Errc::protocol_error,
          fmt::format("{} stalled in the middle of a frame to {}: none completed in {} ms (progress timeout)",
-                     peer_.to_string(), local_.to_string(), std::chrono::duration_cast<std::chrono::milliseconds>(progress_timeout_).count()));
+                     peer_.to_string(), local_.to_string(),
+                     std::chrono::duration_cast<std::chrono::milliseconds>(progress_timeout_).count()));
     return;
   }
   frames_at_check_ = reader_.frames_delivered();
@@ -83,10 +84,10 @@ void PosixReceiveSocket::send_reply(Buffer* buffer) {
   if (buffer->size > max_reply_size_) {
     fail(Errc::message_too_large,
          max_reply_size_ == 0
-             ? fmt::format("a {}-byte reply to {} on {}: that sender takes no replies", buffer->size,
-                           peer_.to_string(), local_.to_string())
-             : fmt::format("a {}-byte reply to {} on {}: that sender takes replies of at most {} bytes",
-                           buffer->size, peer_.to_string(), local_.to_string(), max_reply_size_));
+             ? fmt::format("a {}-byte reply to {} on {}: that sender takes no replies", buffer->size, peer_.to_string(),
+                           local_.to_string())
+             : fmt::format("a {}-byte reply to {} on {}: that sender takes replies of at most {} bytes", buffer->size,
+                           peer_.to_string(), local_.to_string(), max_reply_size_));
     return;
   }
   replies_.push(buffer);
@@ -97,11 +98,15 @@ void PosixReceiveSocket::send_reply(Buffer* buffer) {
 void PosixReceiveSocket::write_replies() {
   std::string failure;
   const auto result = replies_.write(
-      fd_.get(), [this](Buffer* buffer) { if (callbacks_.on_reply_completed) callbacks_.on_reply_completed(buffer); },
+      fd_.get(),
+      [this](Buffer* buffer) {
+        if (callbacks_.on_reply_completed) callbacks_.on_reply_completed(buffer);
+      },
       [this] { return !closed_; }, failure);
   if (closed_) return;
   if (result == FrameWriter::Result::failed) {
-    fail(Errc::disconnected, fmt::format("replying to {} from {} failed: {}", peer_.to_string(), local_.to_string(), failure));
+    fail(Errc::disconnected,
+         fmt::format("replying to {} from {} failed: {}", peer_.to_string(), local_.to_string(), failure));
     return;
   }
   update_interest();
@@ -114,8 +119,10 @@ void PosixReceiveSocket::update_interest() {
 
 void PosixReceiveSocket::fail(Errc code, const std::string& why) {
   if (closed_) return;
-  if (code == Errc::disconnected) log(LogLevel::info, "receive socket: {}", why);
-  else DroppedConnectionLog::instance().dropped(why);  // rate-limited: a peer may reconnect without end
+  if (code == Errc::disconnected)
+    log(LogLevel::info, "receive socket: {}", why);
+  else
+    DroppedConnectionLog::instance().dropped(why);  // rate-limited: a peer may reconnect without end
   auto callback = callbacks_.on_disconnected;
   // Silent from now on, but the descriptor stays open until the owner's close(): a sender
   // that ended its stream (LowLevelSendSocket::end_stream) waits for this side's close, and

@@ -6,8 +6,8 @@
 // When every buffer is lent out the socket stops reading, TCP's window closes, and the
 // sender feels back-pressure. A sender stuck in the middle of a frame (slowloris) fails the
 // connection after `progress_timeout` without a complete frame, unless this side held it
-// back meanwhile (checked by one periodic loop timer per connection; zero: never). Replies the sender does not read pile up in the kernel's send
-// buffer and then here, in the queue of buffers the caller handed over: never more.
+// back meanwhile (checked by one periodic loop timer per connection; zero: never). Replies the sender does not read
+// pile up in the kernel's send buffer and then here, in the queue of buffers the caller handed over: never more.
 #pragma once
 
 #include "backends/posix/fd_registration.hpp"

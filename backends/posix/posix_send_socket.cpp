@@ -43,10 +43,8 @@ bool another_address_may_work(int error_number) {
     case EHOSTDOWN:
     case EADDRNOTAVAIL:
     case EAFNOSUPPORT:
-    case ETIMEDOUT:
-      return true;
-    default:
-      return false;
+    case ETIMEDOUT: return true;
+    default: return false;
   }
 }
 
@@ -82,7 +80,8 @@ void PosixSendSocket::start_attempt() {
 
 bool PosixSendSocket::next_address(int error_number, std::string_view what) {
   if (!another_address_may_work(error_number) || attempt_ + 1 >= addresses_.size()) return false;
-  failed_attempts_ += fmt::format("{}: {}{}; ", detail::to_string(addresses_[attempt_]), what, errno_text(error_number));
+  failed_attempts_ +=
+      fmt::format("{}: {}{}; ", detail::to_string(addresses_[attempt_]), what, errno_text(error_number));
   ++attempt_;
   return true;
 }
@@ -94,7 +93,8 @@ void PosixSendSocket::attempt_failed(int error_number) {
     try {
       start_attempt();
     } catch (const Error& e) {
-      fail_connect(Errc::backend_error, fmt::format("connect to {} failed: {}{}", remote_.to_string(), failed_attempts_, e.what()));
+      fail_connect(Errc::backend_error,
+                   fmt::format("connect to {} failed: {}{}", remote_.to_string(), failed_attempts_, e.what()));
     }
     return;
   }
@@ -105,7 +105,8 @@ void PosixSendSocket::attempt_failed(int error_number) {
   }
   // Several addresses: each one tried, and why it failed (an error no other address can mend
   // ends the attempts early).
-  const auto tried = fmt::format("{}{}: {}", failed_attempts_, detail::to_string(addresses_[attempt_]), errno_text(error_number));
+  const auto tried =
+      fmt::format("{}{}: {}", failed_attempts_, detail::to_string(addresses_[attempt_]), errno_text(error_number));
   if (attempt_ + 1 == addresses_.size()) {
     fail_connect(code, fmt::format("connect to {} failed at each of its {} addresses: {}", remote_.to_string(),
                                    addresses_.size(), tried));
@@ -116,9 +117,7 @@ void PosixSendSocket::attempt_failed(int error_number) {
 
 void PosixSendSocket::on_events(std::uint32_t events) {
   switch (state_) {
-    case State::connecting:
-      on_connect_completed();
-      break;
+    case State::connecting: on_connect_completed(); break;
     case State::handshaking:
       if (hello_written_ < hello_frame_.size() && (events & EPOLLOUT)) on_connect_completed();
       if (state_ == State::handshaking && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) on_reply_readable();
@@ -128,8 +127,7 @@ void PosixSendSocket::on_events(std::uint32_t events) {
       if (state_ == State::connected && (events & EPOLLOUT)) write_queued();
       break;
     case State::idle:
-    case State::closed:
-      break;
+    case State::closed: break;
   }
 }
 
@@ -147,8 +145,8 @@ void PosixSendSocket::on_connect_completed() {
     state_ = State::handshaking;
   }
   while (hello_written_ < hello_frame_.size()) {
-    const ssize_t n = ::send(fd_.get(), hello_frame_.data() + hello_written_, hello_frame_.size() - hello_written_,
-                             MSG_NOSIGNAL);
+    const ssize_t n =
+        ::send(fd_.get(), hello_frame_.data() + hello_written_, hello_frame_.size() - hello_written_, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) break;
@@ -171,8 +169,7 @@ void PosixSendSocket::on_connect_completed() {
 
 void PosixSendSocket::on_reply_readable() {
   switch (reply_reader_.read_from(fd_.get())) {
-    case HandshakeReader::Status::need_more:
-      return;
+    case HandshakeReader::Status::need_more: return;
     case HandshakeReader::Status::closed:
       fail_connect(Errc::handshake_rejected,
                    fmt::format("{} closed the connection during the handshake (not a netio receive socket?)",
@@ -182,20 +179,20 @@ void PosixSendSocket::on_reply_readable() {
       fail_connect(Errc::handshake_rejected,
                    fmt::format("handshake with {} failed: {}", remote_.to_string(), reply_reader_.error()));
       return;
-    case HandshakeReader::Status::complete:
-      break;
+    case HandshakeReader::Status::complete: break;
   }
   on_reply_received();
 }
 
 void PosixSendSocket::on_reply_received() {
-  const auto reply = decode_reply(reply_reader_.payload());
+  auto reply = decode_reply(reply_reader_.payload());
   if (!reply) {
     fail_connect(Errc::handshake_rejected, fmt::format("{} sent a malformed handshake reply", remote_.to_string()));
     return;
   }
   if (!reply->accepted) {
-    fail_connect(Errc::handshake_rejected, fmt::format("{} rejected the connection: {}", remote_.to_string(), reply->reason));
+    fail_connect(Errc::handshake_rejected,
+                 fmt::format("{} rejected the connection: {}", remote_.to_string(), reply->reason));
     return;
   }
   if (hand_over_) {
@@ -216,8 +213,10 @@ void PosixSendSocket::on_reply_received() {
     };
     reader_callbacks.on_stall_changed = [this](bool) { update_interest(); };
     reader_callbacks.on_failed = [this](Errc code, const std::string& why) {
-      if (replies_->failure_errno() != 0) fail_broken(replies_->failure_errno(), why);
-      else fail_connected(code, why);
+      if (replies_->failure_errno() != 0)
+        fail_broken(replies_->failure_errno(), why);
+      else
+        fail_connected(code, why);
     };
     replies_->start(fd_.get(), std::move(reader_callbacks));
     replies_->stop_peeking();  // the data this socket sends carries the ACKs of its replies
@@ -252,13 +251,14 @@ void PosixSendSocket::on_peer_readable() {
       // nothing more, and replies the caller is not taking stay untaken (reading on would
       // need buffers the caller holds).
       if (const int error_number = take_socket_error(fd_.get()); error_number != 0) {
-        fail_broken(error_number, fmt::format("connection to {} lost after the end of the stream: {}", remote_.to_string(),
-                                              errno_text(error_number)));
+        fail_broken(error_number, fmt::format("connection to {} lost after the end of the stream: {}",
+                                              remote_.to_string(), errno_text(error_number)));
         return;
       }
       fail_connected(Errc::disconnected,
                      fmt::format("{} closed the connection after the end of the stream (replies still on their way "
-                                 "were not read: every reply buffer was held)", remote_.to_string()));
+                                 "were not read: every reply buffer was held)",
+                                 remote_.to_string()));
       return;
     }
     registration_.suspend();  // a hang-up while not reading replies: see FdRegistration
@@ -294,7 +294,10 @@ void PosixSendSocket::send(Buffer* buffer) {
 void PosixSendSocket::write_queued() {
   std::string failure;
   const auto result = writer_.write(
-      fd_.get(), [this](Buffer* buffer) { if (callbacks_.on_send_completed) callbacks_.on_send_completed(buffer); },
+      fd_.get(),
+      [this](Buffer* buffer) {
+        if (callbacks_.on_send_completed) callbacks_.on_send_completed(buffer);
+      },
       [this] { return state_ == State::connected; }, failure);
   if (state_ != State::connected) return;
   if (result == FrameWriter::Result::failed) {

@@ -4,13 +4,13 @@
 // declared it takes them (accept_replies()).
 #pragma once
 
+#include "address.hpp"
 #include "backends/posix/fd_registration.hpp"
 #include "backends/posix/frame_reader.hpp"
 #include "backends/posix/frame_writer.hpp"
 #include "backends/posix/handshake_reader.hpp"
 #include "backends/posix/socket_fd.hpp"
 #include "backends/posix/stream_family.hpp"
-#include "address.hpp"
 #include "netio/backend/backend.hpp"
 #include "netio/backend/event_loop.hpp"
 #include "netio/log.hpp"
@@ -44,8 +44,8 @@ class PosixSendSocket final : public LowLevelSendSocket {
   // accepts the connection; the handshake then happens on that one only.
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
   // connect() to addresses resolved already (`remote` names them in messages). Not empty.
-  void connect_to(std::vector<detail::SocketAddress> addresses, const Endpoint& remote, std::span<const std::byte> hello,
-                  Callbacks callbacks);
+  void connect_to(std::vector<detail::SocketAddress> addresses, const Endpoint& remote,
+                  std::span<const std::byte> hello, Callbacks callbacks);
   // Never throws: a buffer larger than the peer takes fails the connection with
   // Error(message_too_large) through on_disconnected (from inside this call).
   void send(Buffer* buffer) override;
@@ -102,11 +102,11 @@ class PosixSendSocket final : public LowLevelSendSocket {
   ReplyWindow replies_window_;
   std::vector<std::byte> hello_frame_;
   std::size_t hello_written_ = 0;
-  HandshakeReader reply_reader_;            // the listener's answer to the hello
-  std::unique_ptr<FrameReader> replies_;    // replies after that, if the socket takes any
+  HandshakeReader reply_reader_;          // the listener's answer to the hello
+  std::unique_ptr<FrameReader> replies_;  // replies after that, if the socket takes any
   FrameWriter writer_;
-  std::size_t peer_max_buffer_size_ = 0;    // from the accept
-  bool stream_ended_ = false;               // end_stream() shut the writing half
+  std::size_t peer_max_buffer_size_ = 0;                   // from the accept
+  bool stream_ended_ = false;                              // end_stream() shut the writing half
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // for the task a failed connect() posts
   std::function<void(SocketFd, ConnectionInfo)> hand_over_;
 };

@@ -12,8 +12,8 @@
 #include "address.hpp"
 #include "backends/posix/socket_fd.hpp"
 #include "netio/backend/backend.hpp"
-#include "netio/endpoint.hpp"
 #include "netio/backend/event_loop.hpp"
+#include "netio/endpoint.hpp"
 
 #include <chrono>
 
@@ -49,9 +49,10 @@ class StreamFamily {
 
   // The receive socket of a connection whose accept was just sent. The default: the POSIX
   // receive socket, data and replies as frames on the stream. Throws Error.
-  virtual std::unique_ptr<LowLevelReceiveSocket> make_receive_socket(EventLoop& loop, SocketFd fd, const Endpoint& local,
-                                                                     const Endpoint& peer, std::size_t max_buffer_size,
-                                                                     std::size_t credits, std::size_t max_reply_size,
+  virtual std::unique_ptr<LowLevelReceiveSocket> make_receive_socket(EventLoop& loop, SocketFd fd,
+                                                                     const Endpoint& local, const Endpoint& peer,
+                                                                     std::size_t max_buffer_size, std::size_t credits,
+                                                                     std::size_t max_reply_size,
                                                                      std::chrono::nanoseconds progress_timeout) const;
 
   // Descriptors make_receive_socket() opens besides the connection's (shm://: its segment's

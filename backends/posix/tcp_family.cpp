@@ -28,7 +28,8 @@ class TcpFamily final : public StreamFamily {
     if (::bind(fd.get(), address.get(), address.length) != 0) {
       throw system_error(errno, fmt::format("cannot bind {}", local.to_string()));
     }
-    if (::listen(fd.get(), SOMAXCONN) != 0) throw system_error(errno, fmt::format("cannot listen on {}", local.to_string()));
+    if (::listen(fd.get(), SOMAXCONN) != 0)
+      throw system_error(errno, fmt::format("cannot listen on {}", local.to_string()));
     detail::SocketAddress actual;
     actual.length = sizeof actual.storage;
     ::getsockname(fd.get(), actual.get(), &actual.length);

@@ -51,8 +51,10 @@ std::optional<HandshakeReply> decode_reply(std::span<const std::byte> payload) {
   HandshakeReply reply;
   reply.accepted = payload[0] == std::byte{1};
   reply.max_buffer_size = detail::load_le<std::uint64_t>(payload.data() + 1);
-  if (reply.accepted) reply.accept_data.assign(payload.begin() + 9, payload.end());
-  else reply.reason.assign(reinterpret_cast<const char*>(payload.data() + 9), payload.size() - 9);
+  if (reply.accepted)
+    reply.accept_data.assign(payload.begin() + 9, payload.end());
+  else
+    reply.reason.assign(reinterpret_cast<const char*>(payload.data() + 9), payload.size() - 9);
   return reply;
 }
 

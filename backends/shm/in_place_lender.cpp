@@ -8,7 +8,9 @@
 namespace netio::shm {
 
 InPlaceLender::InPlaceLender(std::shared_ptr<Segment> segment, std::size_t credits)
-    : segment_(std::move(segment)), slots_(std::max<std::size_t>(credits, 1)), sequence_of_slot_(slots_.size()),
+    : segment_(std::move(segment)),
+      slots_(std::max<std::size_t>(credits, 1)),
+      sequence_of_slot_(slots_.size()),
       returned_flags_(slots_.size(), nullptr) {
   free_.reserve(slots_.size());
   returned_.reserve(slots_.size());  // a slot is given back once per lend: never more

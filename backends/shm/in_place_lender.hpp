@@ -64,15 +64,15 @@ class InPlaceLender final : public ReceiveBufferOwner {
   std::deque<Lent> order_;                       // lent entries in ring order; loop thread
   std::uint64_t first_sequence_ = 0;             // order_.front()'s number; loop thread
   std::vector<std::uint64_t> sequence_of_slot_;  // loop thread
-  std::vector<std::byte*> returned_flags_;  // set at lend() on the loop thread, read at give_back()
-  std::vector<std::size_t> free_;    // loop thread
-  std::uint64_t freed_to_ = 0;       // loop thread
+  std::vector<std::byte*> returned_flags_;       // set at lend() on the loop thread, read at give_back()
+  std::vector<std::size_t> free_;                // loop thread
+  std::uint64_t freed_to_ = 0;                   // loop thread
   // Recursive: give_back() wakes the connection under it, and once the loop has stopped
   // (a receive socket outliving its Context) post() runs the wake-up's reclaim() at once,
   // on the same thread.
   std::recursive_mutex mutex_;
   std::vector<std::size_t> returned_;  // slots given back since the last reclaim(); guarded by mutex_
-  std::function<void()> waker_;      // guarded by mutex_
+  std::function<void()> waker_;        // guarded by mutex_
 };
 
 }  // namespace netio::shm

@@ -37,8 +37,8 @@ bool RingProducer::room_for(std::size_t needed, std::string& corrupt) {
 std::uint64_t RingProducer::freed(std::string& corrupt) {
   const std::uint64_t tail = control_->tail.load(std::memory_order_seq_cst);
   if (tail < tail_ || tail > head_) {
-    corrupt = fmt::format("the consumer's tail moved from {} to {}, outside what was produced (head {})", tail_, tail,
-                          head_);
+    corrupt =
+        fmt::format("the consumer's tail moved from {} to {}, outside what was produced (head {})", tail_, tail, head_);
     return tail_;
   }
   tail_ = tail;
@@ -128,8 +128,8 @@ RingConsumer::Entry RingConsumer::next(std::string& corrupt) {
       continue;
     }
     if (length > max_payload_ || entry_size(length) > to_end || entry_size(length) > head_ - read_) {
-      corrupt = fmt::format("an entry of {} bytes at {} (the most is {}, {} bytes to the ring's end, {} produced)", length,
-                            read_, max_payload_, to_end, head_ - read_);
+      corrupt = fmt::format("an entry of {} bytes at {} (the most is {}, {} bytes to the ring's end, {} produced)",
+                            length, read_, max_payload_, to_end, head_ - read_);
       return {};
     }
     const std::uint64_t kind = load_length(bytes_ + position + sizeof(std::uint64_t));

@@ -3,8 +3,8 @@
 
 #include "netio/error.hpp"
 
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -23,7 +23,8 @@ posix::SocketFd create_sealed_file(const char* name, const char* what, std::size
   if (::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
     throw system_error(errno, fmt::format("sizing {} to {} bytes failed", what, size));
   }
-  if (::fcntl(fd.get(), F_ADD_SEALS, required_seals) != 0) throw system_error(errno, fmt::format("sealing {} failed", what));
+  if (::fcntl(fd.get(), F_ADD_SEALS, required_seals) != 0)
+    throw system_error(errno, fmt::format("sealing {} failed", what));
   return fd;
 }
 

@@ -69,9 +69,8 @@ std::shared_ptr<Segment> Segment::attach(posix::SocketFd fd, std::size_t max_dat
                       size, max_data_capacity, max_reply_capacity);
     return nullptr;
   }
-  return std::shared_ptr<Segment>(
-      new Segment(std::move(fd), base, size, static_cast<std::size_t>(header.data_capacity),
-                  static_cast<std::size_t>(header.reply_capacity)));
+  return std::shared_ptr<Segment>(new Segment(std::move(fd), base, size, static_cast<std::size_t>(header.data_capacity),
+                                              static_cast<std::size_t>(header.reply_capacity)));
 }
 
 Segment::~Segment() { ::munmap(base_, size_); }

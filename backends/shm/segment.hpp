@@ -32,11 +32,11 @@ namespace netio::shm {
 // One ring's shared indices. Each side writes only its own fields; the other side's are
 // read and checked (RingProducer, RingConsumer).
 struct alignas(64) RingControl {
-  alignas(64) std::atomic<std::uint64_t> head;              // bytes produced (producer writes)
-  std::atomic<std::uint32_t> producer_waiting;              // producer sleeps until space frees (producer sets)
-  alignas(64) std::atomic<std::uint64_t> tail;              // bytes freed (consumer writes)
-  std::atomic<std::uint64_t> delivered;                     // bytes taken, for the end of a stream (consumer)
-  std::atomic<std::uint32_t> consumer_waiting;              // consumer sleeps until data comes (consumer sets)
+  alignas(64) std::atomic<std::uint64_t> head;  // bytes produced (producer writes)
+  std::atomic<std::uint32_t> producer_waiting;  // producer sleeps until space frees (producer sets)
+  alignas(64) std::atomic<std::uint64_t> tail;  // bytes freed (consumer writes)
+  std::atomic<std::uint64_t> delivered;         // bytes taken, for the end of a stream (consumer)
+  std::atomic<std::uint32_t> consumer_waiting;  // consumer sleeps until data comes (consumer sets)
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<std::uint32_t>::is_always_lock_free,
               "shared-memory indices need address-free atomics");

@@ -80,11 +80,13 @@ ReceivedSegment receive_segment(int fd) {
   }
   // Every descriptor that came is owned (and closed) whatever else is wrong.
   std::vector<posix::SocketFd> descriptors = received_descriptors(message);
-  if (n != static_cast<ssize_t>(sizeof segment_message) || std::memcmp(payload, segment_message, sizeof segment_message) != 0 ||
-      descriptors.size() != 1 || (message.msg_flags & MSG_CTRUNC) != 0) {
+  if (n != static_cast<ssize_t>(sizeof segment_message) ||
+      std::memcmp(payload, segment_message, sizeof segment_message) != 0 || descriptors.size() != 1 ||
+      (message.msg_flags & MSG_CTRUNC) != 0) {
     result.status = ReceivedSegment::Status::failed;
-    result.why = fmt::format("expected the segment message (8 bytes and one descriptor), got {} bytes and {} descriptor(s)",
-                             n, descriptors.size());
+    result.why =
+        fmt::format("expected the segment message (8 bytes and one descriptor), got {} bytes and {} descriptor(s)", n,
+                    descriptors.size());
     return result;
   }
   result.status = ReceivedSegment::Status::received;

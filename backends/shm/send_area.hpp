@@ -79,8 +79,8 @@ class SendArea final : public BufferMemory {
   std::byte* base_;
   std::size_t capacity_;
   std::mutex mutex_;
-  std::size_t used_ = 0;                        // bytes handed out from the start, ever
-  std::map<std::size_t, std::size_t> free_;    // offset -> bytes, given back below used_
+  std::size_t used_ = 0;                     // bytes handed out from the start, ever
+  std::map<std::size_t, std::size_t> free_;  // offset -> bytes, given back below used_
 };
 
 }  // namespace netio::shm

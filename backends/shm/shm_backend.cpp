@@ -12,7 +12,8 @@ namespace {
 
 class ShmBackend final : public Backend {
  public:
-  ShmBackend(EventLoop& loop, std::shared_ptr<const posix::StreamFamily> family) : loop_(loop), family_(std::move(family)) {}
+  ShmBackend(EventLoop& loop, std::shared_ptr<const posix::StreamFamily> family)
+      : loop_(loop), family_(std::move(family)) {}
   std::unique_ptr<LowLevelSendSocket> make_send_socket() override {
     return std::make_unique<shm::ShmSendSocket>(loop_, family_);
   }

@@ -45,7 +45,8 @@ ShmConnection::ShmConnection(EventLoop& loop, posix::SocketFd fd, std::shared_pt
       outbound_(outbound),
       inbound_(inbound),
       lender_(std::make_shared<InPlaceLender>(segment_, inbound_credits)),
-      area_window_(inbound ? saturated_product(2 * std::max<std::size_t>(inbound_credits, 1), inbound->max_payload()) : 0),
+      area_window_(inbound ? saturated_product(2 * std::max<std::size_t>(inbound_credits, 1), inbound->max_payload())
+                           : 0),
       peer_(std::move(peer)),
       link_(std::move(link)),
       registration_(loop) {}
@@ -113,7 +114,8 @@ void ShmConnection::read_socket(std::string& corrupt) {
         } else if ((message.msg_flags & MSG_CTRUNC) != 0) {
           corrupt = "the peer passed more descriptors in one message than the one of a send area";
         } else {
-          corrupt = fmt::format("the peer passed {} descriptors in one message (a send area is one)", descriptors.size());
+          corrupt =
+              fmt::format("the peer passed {} descriptors in one message (a send area is one)", descriptors.size());
         }
         return;
       }
@@ -197,7 +199,8 @@ void ShmConnection::pump_outbound() {
         continue;
       }
       if (!corrupt.empty() || referenced) break;  // a reference waits for pages to come back (below)
-      if (busy_poll_ || peer_closed_ || announce_wait(outbound_.wait_for_space(buffer->size, corrupt))) break;  // woken when freed
+      if (busy_poll_ || peer_closed_ || announce_wait(outbound_.wait_for_space(buffer->size, corrupt)))
+        break;  // woken when freed
     }
     // Lent pages come back in any order: sleep until one does, unless one did meanwhile (the
     // receiver sets a page's flag, then reads our waiting flag; we set that, then read the
@@ -209,7 +212,8 @@ void ShmConnection::pump_outbound() {
   writing_ = false;
   if (closed_) return;
   if (!corrupt.empty()) {
-    fail(Errc::protocol_error, fmt::format("shm connection {}: the peer corrupted the shared segment: {}", link_, corrupt));
+    fail(Errc::protocol_error,
+         fmt::format("shm connection {}: the peer corrupted the shared segment: {}", link_, corrupt));
     return;
   }
   if (pushed && outbound_.consumer_needs_wake()) wake_peer();
@@ -302,7 +306,7 @@ void ShmConnection::pump_inbound() {
     ++delivered;
     answering_ = true;
     Buffer* buffer = entry.kind == EntryKind::area_reference ? lend_referenced(entry, corrupt)
-                                                            : lender_->lend(entry.payload, entry.end);
+                                                             : lender_->lend(entry.payload, entry.end);
     if (buffer == nullptr) break;
     lending_ = true;
     if (callbacks_.on_message) callbacks_.on_message(ReceivedBuffer(buffer, lender_));
@@ -310,7 +314,8 @@ void ShmConnection::pump_inbound() {
   }
   if (closed_) return;
   if (!corrupt.empty()) {
-    fail(Errc::protocol_error, fmt::format("shm connection {}: the peer corrupted the shared segment: {}", link_, corrupt));
+    fail(Errc::protocol_error,
+         fmt::format("shm connection {}: the peer corrupted the shared segment: {}", link_, corrupt));
     return;
   }
   if (inbound_->producer_needs_wake()) wake_peer();
@@ -324,7 +329,7 @@ Buffer* ShmConnection::lend_referenced(const RingConsumer::Entry& entry, std::st
     return nullptr;
   }
   std::memcpy(&reference, entry.payload.data(), sizeof reference);  // read once
-  if (!peer_area_) read_socket(corrupt);  // passed before the first reference: it is there
+  if (!peer_area_) read_socket(corrupt);                            // passed before the first reference: it is there
   if (!corrupt.empty()) return nullptr;
   if (!peer_area_) {
     corrupt = "it referred to its send area before passing it";
@@ -339,9 +344,11 @@ Buffer* ShmConnection::lend_referenced(const RingConsumer::Entry& entry, std::st
   Buffer* buffer = lender_->lend(*bytes, entry.end, entry.payload.data() + returned_flag_offset);
   if (!area_release_logged_ && lender_->area_released() != 0) {
     area_release_logged_ = true;
-    log(LogLevel::warn, "shm: the send area {} has had more of its pages read than this side keeps mapped ({} bytes "
+    log(LogLevel::warn,
+        "shm: the send area {} has had more of its pages read than this side keeps mapped ({} bytes "
         "besides what is lent): the pages given back longest ago are released as others are read (not logged again "
-        "for this connection)", link_, area_window_);
+        "for this connection)",
+        link_, area_window_);
   }
   return buffer;
 }
@@ -357,7 +364,8 @@ void ShmConnection::wake_peer() {
   // A full socket buffer holds wake-ups the peer has not read yet: it will look anyway.
   if (::send(fd_.get(), &wake, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN && errno != EPIPE &&
       errno != ECONNRESET) {
-    fail(Errc::disconnected, fmt::format("shm connection {}: waking the peer failed: {}", link_, posix::errno_text(errno)));
+    fail(Errc::disconnected,
+         fmt::format("shm connection {}: waking the peer failed: {}", link_, posix::errno_text(errno)));
   }
 }
 

@@ -137,7 +137,7 @@ class ShmConnection {
   EventLoop::PollerId poller_ = 0;
   Callbacks callbacks_;
   std::deque<Buffer*> queue_;
-  std::shared_ptr<SendArea> area_;       // ours, for outbound references
+  std::shared_ptr<SendArea> area_;  // ours, for outbound references
   bool area_passed_ = false;
   struct InFlight {
     std::uint64_t end;  // the reference's ring entry ends here: freed, the buffer is back
@@ -159,7 +159,7 @@ class ShmConnection {
   bool inbound_drained_ = false;  // the last look found the inbound ring empty
   bool answering_ = false;        // something came in since the last push
   bool end_reported_ = false;
-  bool shut_down_ = false;        // shut_down_writing() ran
+  bool shut_down_ = false;             // shut_down_writing() ran
   std::uint64_t waits_announced_ = 0;  // waiting flags set: the wake-ups the peer may send
   std::uint64_t wake_ups_read_ = 0;    // wake-up bytes it sent
 };

@@ -17,7 +17,8 @@ ShmReceiveSocket::ShmReceiveSocket(EventLoop& loop, posix::SocketFd fd, Endpoint
     : local_(std::move(local)),
       peer_(std::move(peer)),
       max_reply_size_(max_reply_size),
-      buffers_size_(credits > SIZE_MAX / std::max<std::size_t>(max_buffer_size, 1) ? SIZE_MAX : credits * max_buffer_size) {
+      buffers_size_(credits > SIZE_MAX / std::max<std::size_t>(max_buffer_size, 1) ? SIZE_MAX
+                                                                                   : credits * max_buffer_size) {
   auto segment = Segment::create(ring_capacity(max_buffer_size, credits, data_ring_limit),
                                  max_reply_size == 0 ? 0 : ring_capacity(max_reply_size, SIZE_MAX, reply_ring_limit));
   send_segment(fd.get(), *segment);
@@ -38,9 +39,10 @@ void ShmReceiveSocket::start(Callbacks callbacks) {
     if (callbacks_.on_reply_completed) callbacks_.on_reply_completed(buffer);
   };
   connection_callbacks.on_peer_closed = [this](int error_number) {
-    fail(Errc::disconnected, error_number == 0 ? fmt::format("{} closed the connection to {}", peer_.to_string(), local_.to_string())
-                                               : fmt::format("connection from {} to {} lost: {}", peer_.to_string(),
-                                                             local_.to_string(), posix::errno_text(error_number)));
+    fail(Errc::disconnected, error_number == 0
+                                 ? fmt::format("{} closed the connection to {}", peer_.to_string(), local_.to_string())
+                                 : fmt::format("connection from {} to {} lost: {}", peer_.to_string(),
+                                               local_.to_string(), posix::errno_text(error_number)));
   };
   connection_callbacks.on_failed = [this](Errc code, const std::string& why) { fail(code, why); };
   connection_->start(std::move(connection_callbacks));
@@ -49,8 +51,9 @@ void ShmReceiveSocket::start(Callbacks callbacks) {
 void ShmReceiveSocket::send_reply(Buffer* buffer) {
   if (failed_) return;
   if (buffer->size > max_reply_size_) {
-    fail(Errc::message_too_large, fmt::format("a {}-byte reply to {} on {}: that sender takes replies of at most {} bytes",
-                                              buffer->size, peer_.to_string(), local_.to_string(), max_reply_size_));
+    fail(Errc::message_too_large,
+         fmt::format("a {}-byte reply to {} on {}: that sender takes replies of at most {} bytes", buffer->size,
+                     peer_.to_string(), local_.to_string(), max_reply_size_));
     return;
   }
   connection_->send(buffer);
@@ -58,8 +61,10 @@ void ShmReceiveSocket::send_reply(Buffer* buffer) {
 
 void ShmReceiveSocket::fail(Errc code, const std::string& why) {
   if (std::exchange(failed_, true)) return;
-  if (code == Errc::disconnected) log(LogLevel::info, "receive socket: {}", why);
-  else DroppedConnectionLog::instance().dropped(why);  // rate-limited: a peer may reconnect without end
+  if (code == Errc::disconnected)
+    log(LogLevel::info, "receive socket: {}", why);
+  else
+    DroppedConnectionLog::instance().dropped(why);  // rate-limited: a peer may reconnect without end
   auto callback = callbacks_.on_disconnected;
   // Silent from now on; the descriptor stays open until the owner's close(), which the
   // sender's end of stream waits for (as on tcp://).

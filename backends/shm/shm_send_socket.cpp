@@ -48,23 +48,22 @@ void ShmSendSocket::on_segment_readable() {
   if (state_ != State::awaiting_segment) return;
   auto received = receive_segment(fd_.get());
   switch (received.status) {
-    case ReceivedSegment::Status::need_more:
-      return;
+    case ReceivedSegment::Status::need_more: return;
     case ReceivedSegment::Status::closed:
-      fail_connect(Errc::handshake_rejected, fmt::format("{} closed the connection before passing its shared segment",
-                                                         remote_.to_string()));
+      fail_connect(Errc::handshake_rejected,
+                   fmt::format("{} closed the connection before passing its shared segment", remote_.to_string()));
       return;
     case ReceivedSegment::Status::failed:
       fail_connect(Errc::handshake_rejected,
                    fmt::format("{} did not pass a shared segment: {}", remote_.to_string(), received.why));
       return;
-    case ReceivedSegment::Status::received:
-      break;
+    case ReceivedSegment::Status::received: break;
   }
   std::string unusable;
   const std::size_t max_reply = window_.max_size == 0 ? 0 : ring_capacity(window_.max_size, SIZE_MAX, reply_ring_limit);
-  auto segment = Segment::attach(std::move(received.fd), ring_capacity(info_.peer_max_buffer_size, SIZE_MAX, data_ring_limit),
-                                 max_reply, unusable);
+  auto segment =
+      Segment::attach(std::move(received.fd), ring_capacity(info_.peer_max_buffer_size, SIZE_MAX, data_ring_limit),
+                      max_reply, unusable);
   if (!segment) {
     fail_connect(Errc::handshake_rejected,
                  fmt::format("the shared segment {} passed is unusable: {}", remote_.to_string(), unusable));
@@ -121,17 +120,14 @@ void ShmSendSocket::send(Buffer* buffer) {
   switch (state_) {
     case State::idle:
     case State::handshaking:
-    case State::awaiting_segment:
-      early_.push_back(buffer);
-      return;
-    case State::closed:
-      return;
-    case State::connected:
-      break;
+    case State::awaiting_segment: early_.push_back(buffer); return;
+    case State::closed: return;
+    case State::connected: break;
   }
   if (buffer->size > info_.peer_max_buffer_size) {
-    fail_connected(Error(Errc::message_too_large, fmt::format("a buffer of {} bytes is larger than the {} bytes {} takes",
-                                                              buffer->size, info_.peer_max_buffer_size, remote_.to_string())));
+    fail_connected(
+        Error(Errc::message_too_large, fmt::format("a buffer of {} bytes is larger than the {} bytes {} takes",
+                                                   buffer->size, info_.peer_max_buffer_size, remote_.to_string())));
     return;
   }
   connection_->send(buffer);
@@ -141,7 +137,8 @@ bool ShmSendSocket::end_stream() {
   if (state_ != State::connected || !connection_->outbound_empty() || stream_ended_) return false;
   std::string failure;
   if (!connection_->shut_down_writing(failure)) {
-    fail_connected(Error(Errc::disconnected, fmt::format("ending the stream to {} failed: {}", remote_.to_string(), failure)));
+    fail_connected(
+        Error(Errc::disconnected, fmt::format("ending the stream to {} failed: {}", remote_.to_string(), failure)));
     return true;
   }
   stream_ended_ = true;
@@ -159,8 +156,8 @@ void ShmSendSocket::on_peer_closed(int error_number) {
   // After the end of the stream: clean when the receiver took every entry before it closed.
   if (error_number == 0 && !connection_->peer_took_everything()) error_number = ECONNRESET;
   if (error_number == 0) {
-    fail_connected(Error(Errc::disconnected, fmt::format("{} closed the connection after the end of the stream",
-                                                         remote_.to_string())));
+    fail_connected(Error(Errc::disconnected,
+                         fmt::format("{} closed the connection after the end of the stream", remote_.to_string())));
     return;
   }
   fail_connected(Error(std::error_code(error_number, std::system_category()),

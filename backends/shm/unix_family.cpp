@@ -21,8 +21,7 @@ constexpr std::size_t max_name_size = 64;
 constexpr std::string_view name_prefix = "netio-shm/";
 
 bool name_character(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-         c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
 }
 
 ucred credentials_of(int fd) {
@@ -57,8 +56,10 @@ std::string distrust(const ucred& peer, const ShmPeers& peers) {
   if (peer.uid == ::geteuid()) return {};
   if (std::find(peers.users.begin(), peers.users.end(), peer.uid) != peers.users.end()) return {};
   if (std::find(peers.groups.begin(), peers.groups.end(), peer.gid) != peers.groups.end()) return {};
-  return fmt::format("process {} runs as user {} (group {}), which is neither this process's user ({}) nor "
-                     "trusted (netio::ShmPeers)", peer.pid, peer.uid, peer.gid, ::geteuid());
+  return fmt::format(
+      "process {} runs as user {} (group {}), which is neither this process's user ({}) nor "
+      "trusted (netio::ShmPeers)",
+      peer.pid, peer.uid, peer.gid, ::geteuid());
 }
 
 std::vector<detail::SocketAddress> UnixFamily::connect_addresses(const Endpoint& remote) const {
@@ -93,7 +94,8 @@ posix::SocketFd UnixFamily::listen_on(const Endpoint& local, Endpoint& bound) co
       throw system_error(error_number, fmt::format("cannot bind {} (any free port)", local.to_string()));
     }
   }
-  if (::listen(fd.get(), SOMAXCONN) != 0) throw system_error(errno, fmt::format("cannot listen on {}", bound.to_string()));
+  if (::listen(fd.get(), SOMAXCONN) != 0)
+    throw system_error(errno, fmt::format("cannot listen on {}", bound.to_string()));
   return fd;
 }
 

@@ -42,8 +42,8 @@ std::vector<SocketAddress> resolve_all(const Endpoint& endpoint, bool passive) {
   const auto service = std::to_string(endpoint.port);
   const int rc = ::getaddrinfo(endpoint.host.c_str(), service.c_str(), &hints, &found);
   if (rc != 0 || found == nullptr) {
-    throw Error(Errc::resolve_failed,
-                fmt::format("{}: cannot resolve host '{}': {}", endpoint.to_string(), endpoint.host, ::gai_strerror(rc)));
+    throw Error(Errc::resolve_failed, fmt::format("{}: cannot resolve host '{}': {}", endpoint.to_string(),
+                                                  endpoint.host, ::gai_strerror(rc)));
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(found, &::freeaddrinfo);
   std::vector<SocketAddress> addresses;
@@ -58,8 +58,8 @@ std::vector<SocketAddress> resolve_all(const Endpoint& endpoint, bool passive) {
     if (!seen) addresses.push_back(address);
   }
   if (addresses.empty()) {
-    throw Error(Errc::resolve_failed, fmt::format("{}: host '{}' resolved to no usable address", endpoint.to_string(),
-                                                  endpoint.host));
+    throw Error(Errc::resolve_failed,
+                fmt::format("{}: host '{}' resolved to no usable address", endpoint.to_string(), endpoint.host));
   }
   return addresses;
 }

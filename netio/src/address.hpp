@@ -18,7 +18,7 @@ struct SocketAddress {
   const sockaddr* get() const noexcept { return reinterpret_cast<const sockaddr*>(&storage); }
   sockaddr* get() noexcept { return reinterpret_cast<sockaddr*>(&storage); }
   int family() const noexcept { return storage.ss_family; }
-  std::string host() const;           // numeric, IPv6 without brackets
+  std::string host() const;  // numeric, IPv6 without brackets
   std::uint16_t port() const noexcept;
 };
 

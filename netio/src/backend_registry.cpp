@@ -39,7 +39,7 @@ class Registry final : public detail::BuiltinBackendTable {
   }
 
   std::mutex mutex;
-  std::map<std::string, Entry, std::less<>> entries;      // guarded by mutex
+  std::map<std::string, Entry, std::less<>> entries;       // guarded by mutex
   std::map<std::string, EndpointForm, std::less<>> forms;  // guarded by mutex
 
  private:
@@ -62,7 +62,8 @@ void register_backend(std::string scheme, BackendFactory factory, EndpointForm f
                             "with a letter",
                             scheme));
   }
-  if (!factory) throw Error(Errc::invalid_option, fmt::format("register_backend: scheme '{}': the factory is empty", scheme));
+  if (!factory)
+    throw Error(Errc::invalid_option, fmt::format("register_backend: scheme '{}': the factory is empty", scheme));
   auto& registry = Registry::instance();
   std::lock_guard lock(registry.mutex);
   registry.add(std::move(scheme), std::move(factory), std::move(form));
@@ -75,8 +76,7 @@ EndpointForm endpoint_form(std::string_view scheme) {
   return it == registry.forms.end() ? EndpointForm{} : it->second;
 }
 
-std::unique_ptr<Backend> make_registered_backend(std::string_view scheme, EventLoop& loop,
-                                                 std::string_view what_for) {
+std::unique_ptr<Backend> make_registered_backend(std::string_view scheme, EventLoop& loop, std::string_view what_for) {
   auto& registry = Registry::instance();
   BackendFactory factory;
   {

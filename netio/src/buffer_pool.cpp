@@ -23,9 +23,11 @@ struct BufferPool::Slot : Buffer {
   bool lent = false;  // from memory_, not the heap
 };
 
-BufferPool::BufferPool(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar,
-                       BufferMemory* memory)
-    : buffer_size_(buffer_size), registrar_(registrar), memory_(memory), wake_batch_(std::max<std::size_t>(1, count / 4)) {
+BufferPool::BufferPool(std::size_t count, std::size_t buffer_size, MemoryRegistrar* registrar, BufferMemory* memory)
+    : buffer_size_(buffer_size),
+      registrar_(registrar),
+      memory_(memory),
+      wake_batch_(std::max<std::size_t>(1, count / 4)) {
   if (count == 0) throw Error(Errc::invalid_option, "buffer_count 0: a socket needs at least 1 buffer");
   buffers_.reserve(count);
   free_.reserve(count);
@@ -191,6 +193,5 @@ std::size_t BufferPool::available() const {
   std::lock_guard lock(mutex_);
   return free_.size() + (spare_.load(std::memory_order_acquire) != nullptr ? 1 : 0);
 }
-
 
 }  // namespace netio

@@ -275,10 +275,8 @@ bool worth_retrying(const Error& error) {
     case Errc::connection_refused:
     case Errc::disconnected:
     case Errc::timeout:
-    case Errc::backend_error:
-      return true;
-    default:
-      return false;
+    case Errc::backend_error: return true;
+    default: return false;
   }
 }
 
@@ -307,8 +305,8 @@ void BufferSender::on_connect_failed(const Error& error) {
   socket_->close();  // destroyed at the next attempt: not inside its own callback
   if (backoff_->worth_logging()) {
     const auto left = backoff_->remaining(now);
-    log(LogLevel::info, "send socket {} to {}: connecting failed (attempt {}): {}; trying again in {} ms, {}",
-        name_, remote_.to_string(), backoff_->attempts(), error.what(), retry_ms(*delay),
+    log(LogLevel::info, "send socket {} to {}: connecting failed (attempt {}): {}; trying again in {} ms, {}", name_,
+        remote_.to_string(), backoff_->attempts(), error.what(), retry_ms(*delay),
         left ? fmt::format("for {} ms more (connect_timeout)", retry_ms(*left)) : std::string("without end"));
   }
   if (!started_) {
@@ -377,12 +375,13 @@ void BufferSender::connect_again() {
 
 void BufferSender::give_up_connecting() {
   if (closed_ || state_.connected() || !backoff_) return;
-  on_failed(Error(Errc::timeout,
-                  fmt::format("the send socket {} could not connect to {} within {} ms (connect_timeout): {} attempt(s), "
-                              "the last failed: {}",
-                              name_, remote_.to_string(), retry_ms(connect_timeout_),
-                              std::max<std::uint64_t>(backoff_->attempts(), 1),
-                              last_connect_error_.empty() ? std::string("it was still under way") : last_connect_error_)));
+  on_failed(
+      Error(Errc::timeout,
+            fmt::format("the send socket {} could not connect to {} within {} ms (connect_timeout): {} attempt(s), "
+                        "the last failed: {}",
+                        name_, remote_.to_string(), retry_ms(connect_timeout_),
+                        std::max<std::uint64_t>(backoff_->attempts(), 1),
+                        last_connect_error_.empty() ? std::string("it was still under way") : last_connect_error_)));
 }
 
 void BufferSender::on_connected(const ConnectionInfo& info) {
@@ -526,11 +525,11 @@ void BufferSender::send_borrowed(std::span<const std::byte> data, std::size_t fr
     const bool lost = borrowed_lost_ != 0;
     lock.unlock();
     if (!done) {
-      Error error(Errc::timeout,
-                  fmt::format("a message to {} was still being sent after {} ms (the receiver is not keeping up); "
-                              "the connection was closed, since the message's memory goes back to the caller",
-                              remote_.to_string(),
-                              std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+      Error error(
+          Errc::timeout,
+          fmt::format("a message to {} was still being sent after {} ms (the receiver is not keeping up); "
+                      "the connection was closed, since the message's memory goes back to the caller",
+                      remote_.to_string(), std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
       abort(error);  // on the loop thread: the back-end lets go of the frames before it returns
       throw error;
     }
@@ -598,20 +597,20 @@ void BufferSender::start_close(std::chrono::nanoseconds timeout, OnClosed on_clo
     self->close_timer_ = 0;  // a one-shot timer is gone once it fired
     const std::size_t outstanding = self->outstanding();
     if (self->stream_ended_) {
-      self->finish_close(Error(
-          Errc::timeout,
-          fmt::format("closing the send socket to {}: everything was sent, but the receiver did not read it all "
-                      "within {} ms (its user is not taking messages?); the rest may still arrive",
-                      self->remote_.to_string(),
-                      std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count())));
+      self->finish_close(
+          Error(Errc::timeout,
+                fmt::format("closing the send socket to {}: everything was sent, but the receiver did not read it all "
+                            "within {} ms (its user is not taking messages?); the rest may still arrive",
+                            self->remote_.to_string(),
+                            std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count())));
       return;
     }
-    self->finish_close(Error(
-        Errc::timeout,
-        fmt::format("closing the send socket to {}: {} buffers still unsent after {} ms (the receiver is not "
-                    "keeping up) were dropped",
-                    self->remote_.to_string(), outstanding,
-                    std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count())));
+    self->finish_close(
+        Error(Errc::timeout,
+              fmt::format("closing the send socket to {}: {} buffers still unsent after {} ms (the receiver is not "
+                          "keeping up) were dropped",
+                          self->remote_.to_string(), outstanding,
+                          std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count())));
   });
   maybe_finish_close();
 }

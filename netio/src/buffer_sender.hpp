@@ -17,15 +17,15 @@
 #include "authentication.hpp"
 #include "connect_backoff.hpp"
 #include "handshake.hpp"
-#include "page_source.hpp"
-#include "reply_receiver.hpp"
-#include "send_connection_state.hpp"
 #include "netio/backend/backend.hpp"
 #include "netio/backend/buffer.hpp"
 #include "netio/backend/event_loop.hpp"
 #include "netio/connect_timeout.hpp"
 #include "netio/context.hpp"
 #include "netio/log.hpp"
+#include "page_source.hpp"
+#include "reply_receiver.hpp"
+#include "send_connection_state.hpp"
 #include "stats_counters.hpp"
 
 #include <array>
@@ -52,11 +52,10 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   // Connects with `hello`, then sends the introduction of `identity` ahead of everything
   // else; replies arrive as `replies` says. With a `key`, the hello carries a challenge,
   // the listener must answer it (authentication.hpp: else the connection fails with
-  // Errc::handshake_rejected) and the introduction carries this side's proof. Buffers come from a pool of buffer_count ×
-  // buffer_size of its own, or from a share of `shared_pages` when given (buffer_count is
-  // then the share, shared_pages->per_connection()). Throws netio::Error for a bad identity
-  // or a shared pool of another back-end. With `close_awaits_receiver`, a close ends only
-  // once the receiver has read everything, where the back-end can tell
+  // Errc::handshake_rejected) and the introduction carries this side's proof. Buffers come from a pool of buffer_count
+  // × buffer_size of its own, or from a share of `shared_pages` when given (buffer_count is then the share,
+  // shared_pages->per_connection()). Throws netio::Error for a bad identity or a shared pool of another back-end. With
+  // `close_awaits_receiver`, a close ends only once the receiver has read everything, where the back-end can tell
   // (LowLevelSendSocket::end_stream), not once the back-end has sent it.
   //
   // A connection that was never up and fails to connect (nobody listens yet, the network
@@ -68,8 +67,9 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   // submitted buffers wait as before the first attempt (bounded by the pool); a close
   // started while retrying ends at once, dropping them. A lost connection is never retried.
   BufferSender(Context& context, const Endpoint& remote, Hello hello, const Identity& identity,
-               const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count, std::size_t buffer_size,
-               std::shared_ptr<PagePool> shared_pages = nullptr, bool close_awaits_receiver = false,
+               const std::optional<PreSharedKey>& key, ReplyOptions replies, std::size_t buffer_count,
+               std::size_t buffer_size, std::shared_ptr<PagePool> shared_pages = nullptr,
+               bool close_awaits_receiver = false,
                std::chrono::nanoseconds connect_timeout = std::chrono::nanoseconds(-1));
   ~BufferSender();
   BufferSender(const BufferSender&) = delete;
@@ -149,23 +149,23 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   Error closed_error() const;
 
  private:
-  void drain_submitted();             // loop thread
-  void send_on_loop(Buffer* buffer);    // loop thread
-  void send_to_socket(Buffer* buffer);  // loop thread; an exception fails the connection
+  void drain_submitted();                          // loop thread
+  void send_on_loop(Buffer* buffer);               // loop thread
+  void send_to_socket(Buffer* buffer);             // loop thread; an exception fails the connection
   LowLevelSendSocket::Callbacks make_callbacks();  // for each attempt's socket; they call back `this`
   void on_connected(const ConnectionInfo& info);
-  void on_connect_failed(const Error& error);  // loop thread: retries (after a back-off) or fails
-  void connect_again();                        // loop thread: the next attempt, on a fresh socket
-  void give_up_connecting();                   // loop thread: connect_timeout passed
-  void arm_connect_deadline();                 // loop thread
+  void on_connect_failed(const Error& error);           // loop thread: retries (after a back-off) or fails
+  void connect_again();                                 // loop thread: the next attempt, on a fresh socket
+  void give_up_connecting();                            // loop thread: connect_timeout passed
+  void arm_connect_deadline();                          // loop thread
   void schedule_retry(std::chrono::nanoseconds delay);  // loop thread
   void on_failed(const Error& error);
   void on_completed(Buffer* buffer);
-  void reclaim_all();  // loop thread: every buffer the back-end held goes back to the pool
+  void reclaim_all();         // loop thread: every buffer the back-end held goes back to the pool
   void close_now() noexcept;  // loop thread: closes the connection, dropping what is in flight
   void start_close(std::chrono::nanoseconds timeout, OnClosed on_closed);  // loop thread
-  void maybe_finish_close();                                              // loop thread
-  void finish_close(std::optional<Error> error) noexcept;                 // loop thread
+  void maybe_finish_close();                                               // loop thread
+  void finish_close(std::optional<Error> error) noexcept;                  // loop thread
   void report_closed(const std::optional<Error>& result) noexcept;         // loop thread: runs on_closed_
 
   Context context_;  // first, so it goes last: keeps the loop and back-end allocated if the Context went
@@ -181,45 +181,45 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   Backend& backend_;
   std::vector<std::byte> hello_bytes_;
   ReplyWindow reply_window_;
-  std::string name_;                            // this side's name, for the messages
+  std::string name_;  // this side's name, for the messages
   std::unique_ptr<LowLevelSendSocket> first_socket_;
-  std::optional<ConnectBackoff> backoff_;       // unset: one attempt only
+  std::optional<ConnectBackoff> backoff_;  // unset: one attempt only
   std::chrono::nanoseconds connect_timeout_;
   std::string last_connect_error_;
   EventLoop::TimerId retry_timer_ = 0;
   EventLoop::TimerId deadline_timer_ = 0;
-  std::atomic<bool> retrying_{false};           // an attempt failed, none succeeded yet
-  bool started_ = false;                        // start() ran (loop thread)
+  std::atomic<bool> retrying_{false};                      // an attempt failed, none succeeded yet
+  bool started_ = false;                                   // start() ran (loop thread)
   std::optional<std::chrono::nanoseconds> pending_retry_;  // failed before start(): its delay
   std::unique_ptr<PageSource> pool_;
-  std::size_t efficient_buffer_size_ = 0;       // set in the constructor, then constant
-  std::shared_ptr<ReplyReceiver> replies_;      // shared with the back-end's on_reply callback
-  std::vector<std::byte> introduction_bytes_;   // the first buffer sent, not from the pool
-  std::optional<PreSharedKey> key_;             // authenticate with it (then introduction_bytes_
-  AuthNonce nonce_{};                           // starts with the proof, filled in once connected)
+  std::size_t efficient_buffer_size_ = 0;      // set in the constructor, then constant
+  std::shared_ptr<ReplyReceiver> replies_;     // shared with the back-end's on_reply callback
+  std::vector<std::byte> introduction_bytes_;  // the first buffer sent, not from the pool
+  std::optional<PreSharedKey> key_;            // authenticate with it (then introduction_bytes_
+  AuthNonce nonce_{};                          // starts with the proof, filled in once connected)
   Buffer introduction_{};
-  MemoryRegistrar* registrar_ = nullptr;        // the introduction's, if the back-end registers
-  bool closed_ = false;                         // loop thread only
+  MemoryRegistrar* registrar_ = nullptr;    // the introduction's, if the back-end registers
+  bool closed_ = false;                     // loop thread only
   std::optional<LogLevel> untold_failure_;  // loop thread only: a connect failure to log at close if nobody was told
-  bool failure_logged_ = false;                 // loop thread only: on_failed() said why, once
+  bool failure_logged_ = false;             // loop thread only: on_failed() said why, once
 
   std::mutex submit_mutex_;
-  std::vector<Buffer*> submitted_;              // guarded by submit_mutex_
-  bool drain_scheduled_ = false;                // guarded by submit_mutex_
+  std::vector<Buffer*> submitted_;  // guarded by submit_mutex_
+  bool drain_scheduled_ = false;    // guarded by submit_mutex_
   // !submitted_.empty(), written under submit_mutex_: the loop thread's own sends look at
   // this instead of taking the lock.
   std::atomic<bool> has_submitted_{false};
-  std::vector<Buffer*> draining_;               // loop thread only
+  std::vector<Buffer*> draining_;  // loop thread only
 
-  std::deque<Buffer*> unconnected_;             // loop thread: waiting for the connection
-  std::deque<Buffer*> in_flight_;               // loop thread: with the back-end, in order
-  std::vector<Buffer*> lent_;                   // loop thread: sent in place, not given back yet
+  std::deque<Buffer*> unconnected_;  // loop thread: waiting for the connection
+  std::deque<Buffer*> in_flight_;    // loop thread: with the back-end, in order
+  std::vector<Buffer*> lent_;        // loop thread: sent in place, not given back yet
 
   // The asynchronous close (loop thread, except outstanding_ and what idle_mutex_ guards).
-  bool close_started_ = false;                  // start_close() ran
-  bool close_ending_ = false;                   // finish_close() is running or ran
+  bool close_started_ = false;  // start_close() ran
+  bool close_ending_ = false;   // finish_close() is running or ran
   const bool close_awaits_receiver_;
-  bool stream_ended_ = false;                   // the back-end's end_stream() took it: await the receiver
+  bool stream_ended_ = false;  // the back-end's end_stream() took it: await the receiver
   std::vector<OnClosed> on_closed_;
   EventLoop::TimerId close_timer_ = 0;
 
@@ -237,15 +237,15 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   static constexpr std::size_t closing_bit = std::size_t{1} << (sizeof(std::size_t) * 8 - 1);
   std::atomic<std::size_t> outstanding_{0};
   std::size_t outstanding() const noexcept { return outstanding_.load(std::memory_order_seq_cst) & ~closing_bit; }
-  std::atomic<std::size_t> idle_waiters_{0};    // in wait_idle(); written under idle_mutex_
+  std::atomic<std::size_t> idle_waiters_{0};  // in wait_idle(); written under idle_mutex_
 
   std::mutex idle_mutex_;
   std::condition_variable idle_changed_;
-  std::size_t lost_ = 0;                        // guarded by idle_mutex_: taken back from a dead connection
-  std::size_t borrowed_outstanding_ = 0;        // guarded by idle_mutex_
-  std::size_t borrowed_lost_ = 0;               // guarded by idle_mutex_
-  bool close_finished_ = false;                 // guarded by idle_mutex_
-  std::optional<Error> close_result_;           // guarded by idle_mutex_
+  std::size_t lost_ = 0;                  // guarded by idle_mutex_: taken back from a dead connection
+  std::size_t borrowed_outstanding_ = 0;  // guarded by idle_mutex_
+  std::size_t borrowed_lost_ = 0;         // guarded by idle_mutex_
+  bool close_finished_ = false;           // guarded by idle_mutex_
+  std::optional<Error> close_result_;     // guarded by idle_mutex_
 };
 
 }  // namespace netio::detail

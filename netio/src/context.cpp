@@ -4,9 +4,9 @@
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 
-#include "netio/backend/registry.hpp"
 #include "closing_senders.hpp"
 #include "context_core.hpp"
+#include "netio/backend/registry.hpp"
 #include "netio/internal/cpu_affinity.hpp"
 
 #include <fmt/format.h>
@@ -66,7 +66,6 @@ Context::~Context() {
   core_->gone.store(true, std::memory_order_release);
 }
 
-
 EventLoop& Context::loop() noexcept { return core_->loop; }
 
 NetworkEmulation* Context::emulation() noexcept { return core_->emulation.get(); }
@@ -97,7 +96,8 @@ Backend& Context::make_backend(std::string_view scheme, std::string_view what_fo
     auto made = make_registered_backend(scheme, core.loop, what_for);
     if (core.emulation) made = core.emulation->wrap(std::move(made), core.loop);
     if (core.options.wrap_backend) made = core.options.wrap_backend(scheme, std::move(made), core.loop);
-    if (!made) throw Error(Errc::backend_error, fmt::format("cannot use {}: wrap_backend returned no back-end", what_for));
+    if (!made)
+      throw Error(Errc::backend_error, fmt::format("cannot use {}: wrap_backend returned no back-end", what_for));
     std::lock_guard lock(core.backends_mutex);
     // Once the loop has stopped, run_sync() runs here on the caller's thread: two callers may
     // race, and the first one's back-end stays.

@@ -31,7 +31,7 @@ struct ContextCore {
   std::unique_ptr<ClosingSenders> closing;
   ContextOptions options;
   std::unique_ptr<NetworkEmulation> emulation;  ///< destroyed after the back-ends, before the loop
-  std::mutex backends_mutex;  ///< guards the map, never held while a back-end is made
+  std::mutex backends_mutex;                    ///< guards the map, never held while a back-end is made
   std::map<std::string, std::unique_ptr<Backend>, std::less<>> backends;
   std::thread thread;
   /// Set once the user's Context was destroyed: the sockets' calls throw Errc::closed.

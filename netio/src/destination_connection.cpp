@@ -4,7 +4,8 @@
 namespace netio::detail {
 
 DestinationConnection::DestinationConnection(Context& context, const Endpoint& destination,
-                                             const MultiDestinationSendOptions& options, std::shared_ptr<PagePool> pages) {
+                                             const MultiDestinationSendOptions& options,
+                                             std::shared_ptr<PagePool> pages) {
   // A destination torn down and opened again must not see the new connection overtake the
   // old one's last messages: its close ends only once the receiver has read them. A refused
   // destination fails at once: the connection manager retries it (failed_peer_retry).
@@ -46,13 +47,17 @@ void DestinationConnection::flush() {
 }
 
 void DestinationConnection::close(std::function<void(const Error*)> on_closed) {
-  if (low_latency_) low_latency_->close(std::move(on_closed));
-  else high_throughput_->close(std::move(on_closed));
+  if (low_latency_)
+    low_latency_->close(std::move(on_closed));
+  else
+    high_throughput_->close(std::move(on_closed));
 }
 
 void DestinationConnection::abort(std::string_view reason) {
-  if (low_latency_) low_latency_->abort(reason);
-  else high_throughput_->abort(reason);
+  if (low_latency_)
+    low_latency_->abort(reason);
+  else
+    high_throughput_->abort(reason);
 }
 
 std::size_t DestinationConnection::buffer_bytes() const {

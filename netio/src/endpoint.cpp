@@ -32,7 +32,8 @@ std::uint16_t parse_port(std::string_view text, std::string_view port) {
 Endpoint Endpoint::parse(std::string_view text) {
   Endpoint endpoint;
   const auto scheme_end = text.find("://");
-  if (scheme_end == std::string_view::npos) malformed(text, "expected tcp://HOST:PORT (or SCHEME://HOST:PORT of another registered back-end)");
+  if (scheme_end == std::string_view::npos)
+    malformed(text, "expected tcp://HOST:PORT (or SCHEME://HOST:PORT of another registered back-end)");
   const auto scheme = text.substr(0, scheme_end);
   if (scheme.empty()) malformed(text, "missing scheme before '://'");
   if (!backend_registered(scheme)) {
@@ -61,7 +62,8 @@ Endpoint Endpoint::parse(std::string_view text) {
     const auto colon = rest.rfind(':');
     if (colon == std::string_view::npos) malformed(text, "missing ':PORT'");
     host = rest.substr(0, colon);
-    if (host.find(':') != std::string_view::npos) malformed(text, "IPv6 addresses must be written in brackets, e.g. [::1]:5000");
+    if (host.find(':') != std::string_view::npos)
+      malformed(text, "IPv6 addresses must be written in brackets, e.g. [::1]:5000");
     port = rest.substr(colon + 1);
   }
   // How the scheme's back-end writes its endpoints: what the field before ':PORT' is called
@@ -93,7 +95,8 @@ Endpoint Endpoint::parse(std::string_view text) {
 
 std::string Endpoint::to_string() const {
   const bool ipv6 = host.find(':') != std::string::npos;
-  std::string text = ipv6 ? fmt::format("{}://[{}]:{}", scheme, host, port) : fmt::format("{}://{}:{}", scheme, host, port);
+  std::string text =
+      ipv6 ? fmt::format("{}://[{}]:{}", scheme, host, port) : fmt::format("{}://{}:{}", scheme, host, port);
   char separator = '?';
   for (const auto& [key, value] : options) {
     text += fmt::format("{}{}={}", separator, key, value);

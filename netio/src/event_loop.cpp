@@ -23,7 +23,7 @@ namespace netio {
 namespace {
 
 constexpr std::uint64_t wake_key = 0;
-constexpr std::uint64_t timer_key = 1;  // handler keys start at 2
+constexpr std::uint64_t timer_key = 1;       // handler keys start at 2
 constexpr std::uint32_t fd_look_every = 64;  // rounds, while pollers spin (see add_poller)
 
 timespec to_timespec(std::chrono::nanoseconds d) {
@@ -331,8 +331,8 @@ void EventLoop::spin_fd(int fd, std::uint32_t events) {
     ev.events = handler->events;
     ev.data.u64 = it->second;
     if (::epoll_ctl(epoll_fd_, in_epoll ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev) != 0) {
-      throw system_error(errno, fmt::format("event loop: cannot {} fd {} {} epoll", in_epoll ? "return" : "take",
-                                            fd, in_epoll ? "to" : "out of"));
+      throw system_error(errno, fmt::format("event loop: cannot {} fd {} {} epoll", in_epoll ? "return" : "take", fd,
+                                            in_epoll ? "to" : "out of"));
     }
     handler->in_epoll = in_epoll;
   }
@@ -365,7 +365,8 @@ void EventLoop::remove_fd(int fd) {
   fd_keys_.erase(it);
 }
 
-EventLoop::TimerId EventLoop::add_timer(std::chrono::nanoseconds delay, std::chrono::nanoseconds period, Task callback) {
+EventLoop::TimerId EventLoop::add_timer(std::chrono::nanoseconds delay, std::chrono::nanoseconds period,
+                                        Task callback) {
   const TimerId id = next_timer_id_.fetch_add(1, std::memory_order_relaxed);
   if (in_loop_thread() || !running()) {
     add_timer_now(id, delay, period, std::move(callback));

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "handshake.hpp"
 
-#include "netio/internal/little_endian.hpp"
 #include "netio/error.hpp"
+#include "netio/internal/little_endian.hpp"
 
 #include <fmt/format.h>
 

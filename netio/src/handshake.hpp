@@ -26,7 +26,7 @@ namespace netio::detail {
 enum class SocketKind : std::uint8_t { low_latency_send = 1, high_throughput_send = 2 };
 
 constexpr std::uint32_t hello_magic = 0x4F49544E;  // "NTIO" in little-endian byte order
-constexpr std::uint16_t protocol_version = 2;  // 2: an introduction follows the hello (introduction.hpp)
+constexpr std::uint16_t protocol_version = 2;      // 2: an introduction follows the hello (introduction.hpp)
 constexpr std::size_t hello_size = 16;
 constexpr std::size_t authenticating_hello_size = hello_size + auth_nonce_size;
 constexpr std::uint8_t hello_flag_authenticate = 1;

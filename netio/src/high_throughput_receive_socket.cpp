@@ -49,8 +49,8 @@ class HighThroughputReceiveSocket::Impl {
     detail::ReceiveConnections::Callbacks c;
     c.decide = [this](const detail::Hello& hello) {
       if (hello.buffer_size == 0 || hello.buffer_size > options_.max_page_size) {
-        throw Error(Errc::handshake_rejected, fmt::format("page size {} is not within 1 .. {} bytes",
-                                                          hello.buffer_size, options_.max_page_size));
+        throw Error(Errc::handshake_rejected,
+                    fmt::format("page size {} is not within 1 .. {} bytes", hello.buffer_size, options_.max_page_size));
       }
       // The introduction travels as a buffer too: room for it whatever the page size.
       return AcceptDecision::accept(std::max<std::size_t>(hello.buffer_size, detail::max_introduction_size),
@@ -154,9 +154,11 @@ class HighThroughputReceiveSocket::Impl {
         if (parser.reassembled()) {
           message.emplace(reassembled_message(parser, peer));
         } else if (const auto& joined = parser.joined_page()) {
-          message.emplace(detail::MessageAccess::make(parser.view(), joined, &static_cast<const HeldPage*>(joined.get())->peer));
+          message.emplace(
+              detail::MessageAccess::make(parser.view(), joined, &static_cast<const HeldPage*>(joined.get())->peer));
         } else {
-          message.emplace(detail::MessageAccess::make(parser.view(), std::shared_ptr<const void>(current_.page), &peer));
+          message.emplace(
+              detail::MessageAccess::make(parser.view(), std::shared_ptr<const void>(current_.page), &peer));
         }
         // The page goes back with its last message, not at the next recv(): over shm:// it
         // is the sender's, which waits for it.
@@ -198,9 +200,7 @@ class HighThroughputReceiveSocket::Impl {
       case detail::PageParser::Result::message:
         stats_.add_message_single_writer(parser.view().size());  // consumers take turns
         return true;
-      case detail::PageParser::Result::need_page:
-        current_.page.reset();
-        return false;
+      case detail::PageParser::Result::need_page: current_.page.reset(); return false;
       case detail::PageParser::Result::error:
         connections_.drop(current_.connection, parser.error());
         dropped_.insert(current_.connection);
@@ -224,8 +224,10 @@ class HighThroughputReceiveSocket::Impl {
     if (!entry.page) {  // the connection ended
       if (const auto it = parsers_.find(entry.connection); it != parsers_.end()) {
         if (it->second.mid_message()) {
-          log(LogLevel::warn, "receive socket {}: a sender vanished in the middle of a message; the partial "
-              "message is discarded", connections_.local_endpoint().to_string());
+          log(LogLevel::warn,
+              "receive socket {}: a sender vanished in the middle of a message; the partial "
+              "message is discarded",
+              connections_.local_endpoint().to_string());
         }
         parsers_.erase(it);
       }
@@ -322,9 +324,8 @@ std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono:
 std::size_t HighThroughputReceiveSocket::recv_each(std::size_t max, std::chrono::nanoseconds timeout,
                                                    const Visitor& handler) {
   impl_->throw_if_context_gone();
-  return impl_->recv_each(max, timeout, [&handler](std::span<const std::byte> message, const Peer&) {
-    return handler(message);
-  });
+  return impl_->recv_each(max, timeout,
+                          [&handler](std::span<const std::byte> message, const Peer&) { return handler(message); });
 }
 Endpoint HighThroughputReceiveSocket::local_endpoint() const { return impl_->connections_.local_endpoint(); }
 SocketStats HighThroughputReceiveSocket::stats() const noexcept { return impl_->stats_.snapshot(); }

@@ -3,8 +3,8 @@
 
 #include "buffer_sender.hpp"
 #include "handshake.hpp"
-#include "netio/log.hpp"
 #include "netio/internal/little_endian.hpp"
+#include "netio/log.hpp"
 #include "page_format.hpp"
 
 #include <fmt/format.h>
@@ -36,8 +36,8 @@ class HighThroughputSendSocket::Impl {
       : options_(validated(options)),
         sender_(std::make_shared<detail::BufferSender>(
             context, remote, detail::Hello{detail::SocketKind::high_throughput_send, options_.page_size},
-            options_.identity, options_.key, options_.replies, options_.page_count, options_.page_size, options_.shared_pages,
-            options_.close_awaits_receiver, options_.connect_timeout)),
+            options_.identity, options_.key, options_.replies, options_.page_count, options_.page_size,
+            options_.shared_pages, options_.close_awaits_receiver, options_.connect_timeout)),
         stats_(sender_->stats()),
         page_capacity_(std::min(options_.page_size, sender_->efficient_buffer_size())),
         zero_copy_threshold_(zero_copy_threshold(options_, sender_->efficient_buffer_size(), page_capacity_)) {
@@ -48,12 +48,12 @@ class HighThroughputSendSocket::Impl {
   // Once `self` (this object) is owned: the timer holds a weak reference, so a tick never
   // touches a destroyed socket, whichever thread destroys it and whenever its cancel lands.
   void start_flush_timer(const std::shared_ptr<Impl>& self) {
-    flush_timer_ = sender_->loop().add_timer(options_.flush_timeout, options_.flush_timeout,
-                                             [weak = std::weak_ptr<Impl>(self)] {
-                                               if (const auto impl = weak.lock()) {
-                                                 impl->flush_page(impl->stats_.flushes_timer());
-                                               }
-                                             });
+    flush_timer_ =
+        sender_->loop().add_timer(options_.flush_timeout, options_.flush_timeout, [weak = std::weak_ptr<Impl>(self)] {
+          if (const auto impl = weak.lock()) {
+            impl->flush_page(impl->stats_.flushes_timer());
+          }
+        });
   }
 
   ~Impl() { sender_->loop().cancel_timer(flush_timer_); }
@@ -129,13 +129,13 @@ class HighThroughputSendSocket::Impl {
       throw Error(Errc::invalid_option, "HighThroughputSendOptions::page_count 0: must be at least 1");
     }
     if (options.page_size < 2 * detail::message_header_size) {
-      throw Error(Errc::invalid_option, fmt::format("HighThroughputSendOptions::page_size {}: too small (at least {} bytes)",
-                                                    options.page_size, 2 * detail::message_header_size));
+      throw Error(Errc::invalid_option,
+                  fmt::format("HighThroughputSendOptions::page_size {}: too small (at least {} bytes)",
+                              options.page_size, 2 * detail::message_header_size));
     }
     if (options.flush_timeout <= std::chrono::nanoseconds::zero()) {
-      throw Error(Errc::invalid_option,
-                  fmt::format("HighThroughputSendOptions::flush_timeout {} ns: must be positive",
-                              options.flush_timeout.count()));
+      throw Error(Errc::invalid_option, fmt::format("HighThroughputSendOptions::flush_timeout {} ns: must be positive",
+                                                    options.flush_timeout.count()));
     }
     return options;
   }
@@ -149,7 +149,8 @@ class HighThroughputSendSocket::Impl {
       if (send(parts, false)) return true;
       throw sender_->would_block(
           "send()", fmt::format("the {}-byte message does not fit in the free pages: use try_send() on the "
-                                "event-loop thread", size));
+                                "event-loop thread",
+                                size));
     }
     if (wait && size >= zero_copy_threshold_ && sender_->can_send_borrowed()) {
       if (parts.size() == 1) {
@@ -170,7 +171,8 @@ class HighThroughputSendSocket::Impl {
     if (!wait && needed > options_.page_count) {
       throw Error(Errc::message_too_large,
                   fmt::format("a {}-byte message needs more pages than the pool of {} holds: only send() on a "
-                              "user thread can take it (it streams it)", size, options_.page_count));
+                              "user thread can take it (it streams it)",
+                              size, options_.page_count));
     }
     if (needed <= options_.page_count && !reserve_pages(needed, wait)) return false;
     detail::MessagePacker packer(parts, size);
@@ -222,8 +224,7 @@ class HighThroughputSendSocket::Impl {
       submit_current();
     }
     sender_->send_borrowed(message, page_capacity_, options_.send_timeout);
-    stats_.pages().fetch_add((message.size() + page_capacity_ - 1) / page_capacity_,
-                             std::memory_order_relaxed);
+    stats_.pages().fetch_add((message.size() + page_capacity_ - 1) / page_capacity_, std::memory_order_relaxed);
   }
 
   // The common case, under one lock: the whole message fits into the current page. Another
@@ -239,7 +240,8 @@ class HighThroughputSendSocket::Impl {
     // Ask for the cache lines the next messages go to before they are written: a page the
     // receiver read in place (shm://) is in its core's cache, and the lock's release below
     // would otherwise wait for each line to come back before the next message starts.
-    if (current_->size + prefetch_distance < page_capacity_) prefetch_for_write(current_->data + current_->size + prefetch_distance);
+    if (current_->size + prefetch_distance < page_capacity_)
+      prefetch_for_write(current_->data + current_->size + prefetch_distance);
     if (detail::MessagePacker::page_full(current_->size, page_capacity_)) {
       stats_.flushes_full().fetch_add(1, std::memory_order_relaxed);
       submit_current();
@@ -258,7 +260,7 @@ class HighThroughputSendSocket::Impl {
     if (free >= detail::message_header_size + size) return 0;
     // The length field never spans pages, so it goes where it fits whole.
     const std::size_t rest = free >= detail::message_header_size ? size - (free - detail::message_header_size)
-                                                                   : size + detail::message_header_size;
+                                                                 : size + detail::message_header_size;
     return (rest + page_capacity_ - 1) / page_capacity_;
   }
 
@@ -277,7 +279,8 @@ class HighThroughputSendSocket::Impl {
         return false;
       }
       if (!std::exchange(waited, true)) stats_.backpressure_waits().fetch_add(1, std::memory_order_relaxed);
-      const auto left = std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
+      const auto left =
+          std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
       if (Buffer* page = sender_->pool().acquire(left)) {
         reserved_.push_back(page);
         continue;
@@ -353,7 +356,7 @@ class HighThroughputSendSocket::Impl {
   std::mutex message_mutex_;  // one message at a time, held across waits for pages
   std::mutex page_mutex_;     // current_, shared with the flush timer on the loop thread
   Buffer* current_ = nullptr;
-  std::vector<Buffer*> reserved_;  // guarded by message_mutex_; capacity page_count, never grows
+  std::vector<Buffer*> reserved_;     // guarded by message_mutex_; capacity page_count, never grows
   std::atomic<bool> closing_{false};  // set under page_mutex_ by close()
 };
 
@@ -380,7 +383,9 @@ bool HighThroughputSendSocket::try_send(std::span<const std::byte> message) {
   const std::span<const std::byte> parts[] = {message};
   return impl_->send(parts, false);
 }
-void HighThroughputSendSocket::send_parts(std::span<const std::span<const std::byte>> parts) { impl_->send(parts, true); }
+void HighThroughputSendSocket::send_parts(std::span<const std::span<const std::byte>> parts) {
+  impl_->send(parts, true);
+}
 bool HighThroughputSendSocket::try_send_parts(std::span<const std::span<const std::byte>> parts) {
   return impl_->send(parts, false);
 }
@@ -390,7 +395,8 @@ void HighThroughputSendSocket::flush() {
 }
 bool HighThroughputSendSocket::flush_and_wait(std::chrono::nanoseconds timeout) {
   impl_->sender_->throw_if_context_gone();
-  impl_->sender_->refuse_on_loop_thread("flush_and_wait()", "use flush(), or close(on_closed) to learn when everything was sent");
+  impl_->sender_->refuse_on_loop_thread("flush_and_wait()",
+                                        "use flush(), or close(on_closed) to learn when everything was sent");
   flush();
   return impl_->sender_->wait_idle(timeout);
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "introduction.hpp"
 
-#include "netio/internal/little_endian.hpp"
 #include "netio/error.hpp"
+#include "netio/internal/little_endian.hpp"
 #include "netio/printable.hpp"
 
 #include <fmt/format.h>
@@ -45,7 +45,7 @@ std::vector<std::byte> encode_introduction(const Identity& identity) {
   const std::string endpoint = identity.endpoint ? identity.endpoint->to_string() : std::string();
   if (const std::string why = identity_violation(name, endpoint); !why.empty()) {
     throw Error(name.size() > max_name_size || endpoint.size() > max_introduction_size ? Errc::message_too_large
-                                                                                        : Errc::invalid_option,
+                                                                                       : Errc::invalid_option,
                 fmt::format("the send socket's identity cannot be declared: {}", why));
   }
   const std::size_t size = 4 + 1 + name.size() + 2 + endpoint.size();
@@ -77,9 +77,8 @@ Identity decode_introduction(std::span<const std::byte> bytes) {
   const std::byte* rest = bytes.data() + 5 + name_size;
   const std::size_t endpoint_size = load_le<std::uint16_t>(rest);
   if (bytes.size() != 5 + name_size + 2 + endpoint_size) {
-    throw Error(Errc::protocol_error,
-                fmt::format("the introduction is {} bytes long, but its fields add up to {}", bytes.size(),
-                            5 + name_size + 2 + endpoint_size));
+    throw Error(Errc::protocol_error, fmt::format("the introduction is {} bytes long, but its fields add up to {}",
+                                                  bytes.size(), 5 + name_size + 2 + endpoint_size));
   }
   const std::string_view text(reinterpret_cast<const char*>(rest + 2), endpoint_size);
   if (const std::string why = identity_violation(identity.name, text); !why.empty()) {

@@ -2,9 +2,9 @@
 #include "netio/low_latency_socket.hpp"
 
 #include "budget_charge.hpp"
+#include "current_exception.hpp"
 #include "introduction.hpp"
 #include "netio/log.hpp"
-#include "current_exception.hpp"
 #include "receive_connections.hpp"
 
 #include <fmt/format.h>
@@ -19,8 +19,8 @@ class LowLatencyReceiveSocket::Impl {
       : handler_(std::move(handler)),
         options_(options),
         budget_(detail::budget_from(options.shared_budget, options.memory_budget)),
-        connections_(context, local, detail::SocketKind::low_latency_send, "a low-latency receive socket",
-                     callbacks(), options.events, stats_, options.reply_window, budget_,
+        connections_(context, local, detail::SocketKind::low_latency_send, "a low-latency receive socket", callbacks(),
+                     options.events, stats_, options.reply_window, budget_,
                      /*reassembly_buffer=*/false, options.admission) {}
 
   detail::ReceiveConnections::Callbacks callbacks() {

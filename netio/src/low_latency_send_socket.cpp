@@ -38,16 +38,16 @@ class LowLatencySendSocket::Impl {
     sender_->throw_if_unusable();
     const std::size_t size = detail::total_size(parts);
     if (const auto limit = sender_->state().peer_max_buffer_size(); limit != 0 && size > limit) {
-      throw Error(Errc::message_too_large, fmt::format("a {}-byte message is larger than {} accepts ({} bytes)",
-                                                       size, sender_->remote().to_string(), limit));
+      throw Error(Errc::message_too_large, fmt::format("a {}-byte message is larger than {} accepts ({} bytes)", size,
+                                                       sender_->remote().to_string(), limit));
     }
     Buffer* buffer = sender_->pool().try_acquire();
     if (buffer == nullptr) {
       if (!wait) return false;
       if (sender_->loop().in_loop_thread()) {
-        throw sender_->would_block(
-            "send()", fmt::format("all {} buffers are in flight: use try_send() on the event-loop thread",
-                                  options_.buffer_count));
+        throw sender_->would_block("send()",
+                                   fmt::format("all {} buffers are in flight: use try_send() on the event-loop thread",
+                                               options_.buffer_count));
       }
       stats_.backpressure_waits().fetch_add(1, std::memory_order_relaxed);
       buffer = sender_->pool().acquire(options_.send_timeout);

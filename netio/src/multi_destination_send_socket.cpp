@@ -20,8 +20,8 @@
 #include "netio/multi_destination_send_socket.hpp"
 
 #include "destination_connection.hpp"
-#include "stats_counters.hpp"
 #include "netio/log.hpp"
+#include "stats_counters.hpp"
 #include "victim_selector.hpp"
 
 #include <fmt/format.h>
@@ -56,10 +56,8 @@ bool is_connection_failure(const Error& e) {
     case Errc::timeout:
     case Errc::would_block:
     case Errc::message_too_large:
-    case Errc::closed:
-      return false;
-    default:
-      return true;
+    case Errc::closed: return false;
+    default: return true;
   }
 }
 
@@ -75,8 +73,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   // wait_connection / wait_room: what may be waited for on a user thread. On the loop thread
   // nothing waits; `throw_on_loop` makes a send that would have waited for its connection
   // throw Errc::would_block there (send()), else the outcome says so.
-  SendOutcome send(const Endpoint& destination, Parts parts, bool wait_connection, bool wait_room,
-                   bool throw_on_loop) {
+  SendOutcome send(const Endpoint& destination, Parts parts, bool wait_connection, bool wait_room, bool throw_on_loop) {
     const bool on_loop = context_.loop().in_loop_thread();
     const bool may_wait = wait_connection && !on_loop;
     const auto deadline = Clock::now() + options_.send_timeout;
@@ -93,11 +90,10 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
         case State::closed:
           if (closing_all_) throw closed_error(destination);
           if (make_room_for(lock, id)) continue;  // d is open now, or awaits a victim's slot
-          break;  // every open connection is busy sending: wait for one to finish
+          break;                                  // every open connection is busy sending: wait for one to finish
         case State::awaiting_slot:
         case State::opening:
-        case State::closing:
-          break;
+        case State::closing: break;
       }
       if (!may_wait) {
         if (on_loop && wait_connection && throw_on_loop) {
@@ -136,8 +132,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
           return false;
         case State::awaiting_slot:
         case State::opening:
-        case State::closing:
-          return false;
+        case State::closing: return false;
       }
     }
   }
@@ -242,8 +237,8 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     std::size_t hand_over_to = kNobody;  // while closing: the destination that gets the slot
     bool retire = false;                 // disconnect()ed while busy: close when it is idle
     bool opened_before = false;
-    bool failure_reported = false;       // this connection's failure was reported already
-    std::optional<Error> failure;        // sends throw it until failed_at + failed_peer_retry
+    bool failure_reported = false;  // this connection's failure was reported already
+    std::optional<Error> failure;   // sends throw it until failed_at + failed_peer_retry
     Clock::time_point failed_at{};
   };
 
@@ -320,7 +315,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   void release_sender(std::unique_lock<std::mutex>& lock, std::size_t id) {
     Destination& d = destinations_[id];
     if (--d.senders != 0) return;
-    changed_.notify_all();  // it may be a victim now
+    changed_.notify_all();                     // it may be a victim now
     if (d.retire && d.state == State::open) {  // disconnect() came while it was sending
       selector_.closed(id);
       begin_close(lock, id, kNobody);
@@ -415,9 +410,10 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
       d.state = State::closed;
       if (error != nullptr) {
         if (closing_all_ && !lost_while_closing_) {
-          lost_while_closing_ = Error(error->code(), fmt::format("multi-destination send socket: closing the connection "
-                                                                 "to {} lost messages: {}",
-                                                                 d.endpoint.to_string(), error->what()));
+          lost_while_closing_ =
+              Error(error->code(), fmt::format("multi-destination send socket: closing the connection "
+                                               "to {} lost messages: {}",
+                                               d.endpoint.to_string(), error->what()));
         }
         if (!d.failure_reported) {
           report = record_failure(d, *error);
@@ -483,8 +479,8 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
 
   Error record_failure(Destination& d, const Error& e) {
     d.failure_reported = true;
-    d.failure = Error(e.code(), fmt::format("multi-destination send socket: destination {} failed: {}", d.name,
-                                            e.what()));
+    d.failure =
+        Error(e.code(), fmt::format("multi-destination send socket: destination {} failed: {}", d.name, e.what()));
     d.failed_at = Clock::now();
     ++counters_.failed;
     log(LogLevel::warn, "{}", d.failure->what());  // once per failure of a connection
@@ -536,7 +532,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   std::unordered_map<std::string, std::size_t> ids_;  // by endpoint string
   detail::VictimSelector selector_;
   std::map<std::string, std::shared_ptr<PagePool>> pages_;  // by scheme: see pages_for()
-  std::size_t slots_used_ = 0;  // destinations opening, open or closing
+  std::size_t slots_used_ = 0;                              // destinations opening, open or closing
   bool closing_all_ = false;
   std::optional<Error> lost_while_closing_;  // the first close that lost messages while closing all
   ConnectionStats counters_;

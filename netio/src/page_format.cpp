@@ -98,8 +98,10 @@ bool PageParser::append(const std::byte* bytes, std::size_t count) {
     const std::size_t beyond = capacity > allowance_ ? capacity - allowance_ : 0;
     if (beyond > assembly_charge_.bytes() && !assembly_charge_.grow(beyond - assembly_charge_.bytes())) {
       const auto& budget = *assembly_charge_.budget();
-      error_ = fmt::format("a {}-byte message spanning pages needs more reassembly memory than the receive "
-                           "memory budget has free ({} of {} bytes held)", expected_, budget.used(), budget.limit());
+      error_ = fmt::format(
+          "a {}-byte message spanning pages needs more reassembly memory than the receive "
+          "memory budget has free ({} of {} bytes held)",
+          expected_, budget.used(), budget.limit());
       assembly_charge_.release();
       assembly_ = {};
       return false;

@@ -6,9 +6,9 @@
 #pragma once
 
 #include "budget_charge.hpp"
+#include "message_parts.hpp"
 #include "netio/internal/little_endian.hpp"
 #include "reassembly_spare.hpp"
-#include "message_parts.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -22,8 +22,9 @@ class PagePool::Impl {
                             ? std::min(options.per_connection, options.page_count)
                             : std::min(options.page_count, std::max<std::size_t>(2, options.page_count / 4))) {
     if (options.page_count == 0 || options.page_size == 0) {
-      throw Error(Errc::invalid_option, fmt::format("page pool: page_count {} and page_size {}: both must be at least 1",
-                                                    options.page_count, options.page_size));
+      throw Error(Errc::invalid_option,
+                  fmt::format("page pool: page_count {} and page_size {}: both must be at least 1", options.page_count,
+                              options.page_size));
     }
   }
 
@@ -38,7 +39,8 @@ class PagePool::Impl {
     if (registrar != registrar_) {
       throw Error(Errc::invalid_option,
                   fmt::format("the send socket to {} uses another back-end than the sockets already drawing from its "
-                              "page pool: a PagePool serves the sockets of one Context and one scheme", remote));
+                              "page pool: a PagePool serves the sockets of one Context and one scheme",
+                              remote));
     }
   }
 

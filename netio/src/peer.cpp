@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "netio/peer.hpp"
 
-#include "peer_state.hpp"
 #include "netio/printable.hpp"
+#include "peer_state.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#include "netio/socket_options.hpp"
 #include "netio/error.hpp"
+#include "netio/socket_options.hpp"
 
 #include <fmt/format.h>
 

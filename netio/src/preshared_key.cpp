@@ -60,8 +60,8 @@ PreSharedKey PreSharedKey::from_hex(std::string_view hex, std::string_view what)
   while (!hex.empty() && std::isspace(static_cast<unsigned char>(hex.back()))) hex.remove_suffix(1);
   if (hex.size() != 2 * size) {
     throw Error(Errc::invalid_option,
-                fmt::format("{}: a key is {} hexadecimal digits ({} bytes), this one has {} characters", what,
-                            2 * size, size, hex.size()));
+                fmt::format("{}: a key is {} hexadecimal digits ({} bytes), this one has {} characters", what, 2 * size,
+                            size, hex.size()));
   }
   Bytes bytes{};
   for (std::size_t i = 0; i < size; ++i) {

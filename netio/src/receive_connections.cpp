@@ -64,7 +64,8 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
       idle_timer_ = loop_.add_timer(period, period, [this] { sweep_idle(); });
     }
     if (admission_.reply_timeout > std::chrono::nanoseconds::zero()) {
-      const auto period = std::max<std::chrono::nanoseconds>(admission_.reply_timeout / 4, std::chrono::milliseconds(1));
+      const auto period =
+          std::max<std::chrono::nanoseconds>(admission_.reply_timeout / 4, std::chrono::milliseconds(1));
       reply_timer_ = loop_.add_timer(period, period, [this] { sweep_unread_replies(); });
     }
   });
@@ -116,22 +117,25 @@ AcceptDecision ReceiveConnections::admit(const Endpoint& peer, const Hello& hell
   }
   // Connections the back-end accepted but has not handed over yet (libfabric: FI_CONNECTED
   // not seen) count as held: a burst of requests answered in one go must not overshoot.
-  if (admission_.max_connections != 0 &&
-      live_connections() + listener_->establishing() >= admission_.max_connections &&
+  if (admission_.max_connections != 0 && live_connections() + listener_->establishing() >= admission_.max_connections &&
       (listener_->establishing() >= admission_.max_connections ||
        !evict_silent(0, fmt::format("the listener holds {} connections, its limit (max_connections), and a new peer "
-                                    "needs room", admission_.max_connections)))) {
+                                    "needs room",
+                                    admission_.max_connections)))) {
     throw Error(Errc::handshake_rejected,
                 fmt::format("the listener holds {} connections, its limit (max_connections), all of them sending; "
-                            "try again later", admission_.max_connections));
+                            "try again later",
+                            admission_.max_connections));
   }
   if (admission_.key && !hello.challenge) {
-    throw Error(Errc::handshake_rejected, "this listener requires authentication with a pre-shared key, and the "
-                                          "sender brought none (give the send socket the key)");
+    throw Error(Errc::handshake_rejected,
+                "this listener requires authentication with a pre-shared key, and the "
+                "sender brought none (give the send socket the key)");
   }
   if (!admission_.key && hello.challenge) {
-    throw Error(Errc::handshake_rejected, "the sender authenticates with a pre-shared key, but this listener has "
-                                          "none (give the receive socket the key, or the sender none)");
+    throw Error(Errc::handshake_rejected,
+                "the sender authenticates with a pre-shared key, but this listener has "
+                "none (give the receive socket the key, or the sender none)");
   }
   AcceptDecision decision = callbacks_.decide(hello);
   decision.max_reply_size = admission_.max_reply_size;  // whatever the sender declares it takes
@@ -142,7 +146,8 @@ AcceptDecision ReceiveConnections::admit(const Endpoint& peer, const Hello& hell
     return now - entry.second.answered > admission_.handshake_timeout + std::chrono::seconds(1);
   });
   AnsweredChallenge answered{*hello.challenge, random_nonce(), now};
-  const AuthProof proof = auth_proof(*admission_.key, AuthRole::listener, answered.sender_nonce, answered.listener_nonce);
+  const AuthProof proof =
+      auth_proof(*admission_.key, AuthRole::listener, answered.sender_nonce, answered.listener_nonce);
   decision.accept_data.assign(answered.listener_nonce.begin(), answered.listener_nonce.end());
   decision.accept_data.insert(decision.accept_data.end(), proof.begin(), proof.end());
   challenges_[peer.to_string()] = answered;
@@ -172,8 +177,10 @@ AcceptDecision ReceiveConnections::fit_to_budget(const Endpoint& peer, AcceptDec
   // counted as its bytes arrive (PageParser), from nothing.
   const std::size_t extra = up_front && reassembly_buffer_ ? 1 : 0;
   const std::size_t least = up_front ? (1 + extra) * buffer : idle_connection_charge;
-  const std::string eviction = fmt::format("the receiver's memory budget has no room for a new peer ({} of {} bytes "
-                                           "held)", budget_->used(), budget_->limit());
+  const std::string eviction = fmt::format(
+      "the receiver's memory budget has no room for a new peer ({} of {} bytes "
+      "held)",
+      budget_->used(), budget_->limit());
   BudgetCharge charge(budget_);
   std::size_t credits = decision.receive_credits;
   if (up_front) {
@@ -191,23 +198,27 @@ AcceptDecision ReceiveConnections::fit_to_budget(const Endpoint& peer, AcceptDec
   // Logged once until connections fit whole again: a flood of peers is one episode.
   if (credits == 0) {
     detail::BudgetAccounting::count_refusal(*budget_);
-    auto reason = fmt::format("the receiver's memory budget is used up: {} of {} bytes held by peers that are all "
-                              "sending, and a connection needs {} bytes at least ({})", budget_->used(),
-                              budget_->limit(), least,
-                              !up_front   ? "what an idle connection holds"
-                              : extra != 0 ? "one receive buffer and as much to reassemble messages in"
-                                           : "one receive buffer");
+    auto reason = fmt::format(
+        "the receiver's memory budget is used up: {} of {} bytes held by peers that are all "
+        "sending, and a connection needs {} bytes at least ({})",
+        budget_->used(), budget_->limit(), least,
+        !up_front    ? "what an idle connection holds"
+        : extra != 0 ? "one receive buffer and as much to reassemble messages in"
+                     : "one receive buffer");
     if (!std::exchange(budget_refusing_, true)) {
-      log(LogLevel::warn, "receive socket {}: rejecting {}: {} (further refusals are not logged until connections "
-          "fit again)", local_.to_string(), peer.to_string(), reason);
+      log(LogLevel::warn,
+          "receive socket {}: rejecting {}: {} (further refusals are not logged until connections "
+          "fit again)",
+          local_.to_string(), peer.to_string(), reason);
     }
     return AcceptDecision::reject(std::move(reason));
   }
   if (credits < decision.receive_credits) {
     if (!std::exchange(budget_refusing_, true)) {
-      log(LogLevel::warn, "receive socket {}: the memory budget ({} of {} bytes held) leaves {} {} of the {} "
-          "receive credits asked (further cuts are not logged until connections fit again)", local_.to_string(),
-          budget_->used(), budget_->limit(), peer.to_string(), credits, decision.receive_credits);
+      log(LogLevel::warn,
+          "receive socket {}: the memory budget ({} of {} bytes held) leaves {} {} of the {} "
+          "receive credits asked (further cuts are not logged until connections fit again)",
+          local_.to_string(), budget_->used(), budget_->limit(), peer.to_string(), credits, decision.receive_credits);
     }
   } else {
     budget_refusing_ = false;
@@ -256,13 +267,15 @@ bool ReceiveConnections::evict_silent(std::size_t bytes, const std::string& why,
     const LogLevel level = std::exchange(evicting_, true) ? LogLevel::debug : LogLevel::warn;
     ++evictions_;
     const auto it = connections_.find(victim);
-    const auto silence = it == connections_.end() || !it->second.state
-                             ? std::string("not introduced")
-                             : fmt::format("idle for {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                 std::chrono::steady_clock::now() - it->second.last_data)
-                                                                 .count());
-    drop_now(victim, fmt::format("it holds {} bytes of the memory budget and has sent no data ({}): evicted, as {}",
-                                 it != connections_.end() ? it->second.buffers.bytes() : 0, silence, why),
+    const auto silence =
+        it == connections_.end() || !it->second.state
+            ? std::string("not introduced")
+            : fmt::format("idle for {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                std::chrono::steady_clock::now() - it->second.last_data)
+                                                .count());
+    drop_now(victim,
+             fmt::format("it holds {} bytes of the memory budget and has sent no data ({}): evicted, as {}",
+                         it != connections_.end() ? it->second.buffers.bytes() : 0, silence, why),
              level);
     evicted = true;
   }
@@ -274,7 +287,8 @@ bool ReceiveConnections::charge_held(std::uint64_t id, Connection& connection) {
   if (held <= charged || connection.buffers.grow(held - charged)) return true;
   evict_silent(held - charged,
                fmt::format("the receiver's memory budget has no room for the buffers of a peer that is sending ({} of "
-                           "{} bytes held)", budget_->used(), budget_->limit()),
+                           "{} bytes held)",
+                           budget_->used(), budget_->limit()),
                id);
   if (connection.buffers.grow(held - charged)) return true;
   detail::BudgetAccounting::count_refusal(*budget_);
@@ -318,8 +332,10 @@ void ReceiveConnections::on_accepted(std::unique_ptr<LowLevelReceiveSocket> sock
   socket_callbacks.on_disconnected = [this, id, c = &connection](const Error& error) {
     if (std::exchange(c->gone, true)) return;
     c->replies->close();
-    if (c->state) report_disconnect(id, *c, error);
-    else stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
+    if (c->state)
+      report_disconnect(id, *c, error);
+    else
+      stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
     forget_later(id);
   };
   socket_callbacks.on_reply_completed = [c = &connection](Buffer* buffer) { c->replies->on_completed(buffer); };
@@ -334,9 +350,9 @@ void ReceiveConnections::expect_introduction(std::uint64_t id, Connection& conne
       const auto it = connections_.find(id);
       if (it == connections_.end()) return;
       it->second.handshake_timer = 0;
-      drop_now(id, fmt::format("no introduction within the handshake timeout ({} ms)",
-                               std::chrono::duration_cast<std::chrono::milliseconds>(admission_.handshake_timeout)
-                                   .count()));
+      drop_now(
+          id, fmt::format("no introduction within the handshake timeout ({} ms)",
+                          std::chrono::duration_cast<std::chrono::milliseconds>(admission_.handshake_timeout).count()));
     });
   }
   unintroduced_.insert(id);
@@ -370,8 +386,8 @@ void ReceiveConnections::on_data(std::uint64_t id, Connection& connection, Recei
   if (charge_as_held_ && !charge_held(id, connection)) {
     drop_in_callback(id, connection,
                      fmt::format("its receive buffers ({} bytes) do not fit the receiver's memory budget ({} of {} "
-                                 "bytes held by peers that are all sending)", connection.socket->bytes_held(),
-                                 budget_->used(), budget_->limit()));
+                                 "bytes held by peers that are all sending)",
+                                 connection.socket->bytes_held(), budget_->used(), budget_->limit()));
     return;
   }
   if (connection.state) {
@@ -388,7 +404,8 @@ void ReceiveConnections::drop_in_callback(std::uint64_t id, Connection& connecti
   connection.gone = true;
   close_connection(connection);
   if (connection.state) {
-    report_disconnect(id, connection, Error(Errc::protocol_error, fmt::format("{}: {}", connection.peer.to_string(), why)));
+    report_disconnect(id, connection,
+                      Error(Errc::protocol_error, fmt::format("{}: {}", connection.peer.to_string(), why)));
   } else {
     stats_.disconnects().fetch_add(1, std::memory_order_relaxed);
   }
@@ -413,7 +430,8 @@ void ReceiveConnections::on_introduction(std::uint64_t id, Connection& connectio
   connection.state = std::move(state);
   log(LogLevel::debug, "receive socket {}: {} introduced itself as '{}'", local_.to_string(),
       connection.peer.to_string(), printable(connection.state->identity.name));
-  if (events_.on_connected) notify("on_connected", connection.peer, [&] { events_.on_connected(Peer(connection.state)); });
+  if (events_.on_connected)
+    notify("on_connected", connection.peer, [&] { events_.on_connected(Peer(connection.state)); });
 }
 
 template <typename Call>
@@ -479,7 +497,8 @@ void ReceiveConnections::sweep_idle() {
   const auto now = std::chrono::steady_clock::now();
   std::vector<std::uint64_t> idle;
   for (const auto& [id, connection] : connections_) {
-    if (connection.state && !connection.gone && now - connection.last_data >= admission_.idle_timeout) idle.push_back(id);
+    if (connection.state && !connection.gone && now - connection.last_data >= admission_.idle_timeout)
+      idle.push_back(id);
   }
   for (const auto id : idle) {
     drop_now(id, fmt::format("idle for {} ms (idle timeout)",

@@ -22,14 +22,14 @@
 // destroys the back-end sockets, so it must not run inside one of their callbacks.
 #pragma once
 
-#include "budget_charge.hpp"
 #include "authentication.hpp"
+#include "budget_charge.hpp"
 #include "handshake.hpp"
-#include "peer_state.hpp"
-#include "netio/socket_options.hpp"
 #include "netio/backend/backend.hpp"
 #include "netio/context.hpp"
 #include "netio/log.hpp"
+#include "netio/socket_options.hpp"
+#include "peer_state.hpp"
 #include "stats_counters.hpp"
 
 #include <chrono>
@@ -104,9 +104,9 @@ class ReceiveConnections {
     bool gone = false;
     BudgetCharge buffers;  // its receive buffers, counted against the budget until it is forgotten
     std::size_t reassembly_allowance = 0;
-    EventLoop::TimerId handshake_timer = 0;  // until the introduction
+    EventLoop::TimerId handshake_timer = 0;                    // until the introduction
     std::optional<std::pair<AuthNonce, AuthNonce>> challenge;  // (sender's, listener's) nonce, with a key
-    std::chrono::steady_clock::time_point last_data{};        // for the idle timeout and evictions
+    std::chrono::steady_clock::time_point last_data{};         // for the idle timeout and evictions
     bool delivered = false;  // data came after the introduction: not evicted for a newcomer
   };
   // Buffers counted for an accepted handshake whose connection has not been handed over
@@ -167,7 +167,7 @@ class ReceiveConnections {
   std::size_t reply_window_;
   AdmissionOptions admission_;
   std::map<std::string, AnsweredChallenge> challenges_;  // by the peer's address; loop thread only
-  std::set<std::uint64_t> unintroduced_;  // connections waiting for their introduction, oldest first
+  std::set<std::uint64_t> unintroduced_;                 // connections waiting for their introduction, oldest first
   EventLoop::TimerId idle_timer_ = 0;
   EventLoop::TimerId reply_timer_ = 0;
   std::unique_ptr<LowLevelListenSocket> listener_;  // loop thread only
@@ -176,11 +176,11 @@ class ReceiveConnections {
   std::shared_ptr<ReceiveBudget> budget_;
   bool reassembly_buffer_;
   std::deque<PendingCharge> pending_charges_;  // loop thread only
-  bool budget_refusing_ = false;  // refusals are logged once until a connection fits again
-  bool evicting_ = false;         // an eviction was logged (at warn; the next ones at debug)
+  bool budget_refusing_ = false;               // refusals are logged once until a connection fits again
+  bool evicting_ = false;                      // an eviction was logged (at warn; the next ones at debug)
   std::size_t evictions_ = 0;
   std::size_t evictions_seen_ = 0;  // evictions_ when the last request was answered
-  bool charge_as_held_ = false;   // the back-end allocates as bytes arrive: charge bytes_held()
+  bool charge_as_held_ = false;     // the back-end allocates as bytes arrive: charge bytes_held()
   // Tasks this object posts hold a weak_ptr to this: a callback can post one after the
   // destructor's run_sync() was queued, so FIFO order alone does not protect them.
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

@@ -24,7 +24,8 @@ class RejectionLog {
   explicit RejectionLog(Clock::duration period = std::chrono::seconds(1), std::uint32_t burst = 10) noexcept
       : period_(period), burst_(burst) {}
 
-  void reject(std::string_view local, std::string_view peer, std::string_view reason, Clock::time_point now = Clock::now()) {
+  void reject(std::string_view local, std::string_view peer, std::string_view reason,
+              Clock::time_point now = Clock::now()) {
     if (now - window_start_ >= period_) {
       window_start_ = now;
       written_ = 0;
@@ -84,8 +85,9 @@ class DroppedConnectionLog {
       before = std::exchange(left_out_, 0);
     }
     if (before > 0) {
-      log(LogLevel::warn, "receive socket: {}; disconnecting ({} more connection(s) dropped and not logged before this one)",
-          why, before);
+      log(LogLevel::warn,
+          "receive socket: {}; disconnecting ({} more connection(s) dropped and not logged before this one)", why,
+          before);
     } else {
       log(LogLevel::warn, "receive socket: {}; disconnecting", why);
     }

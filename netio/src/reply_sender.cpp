@@ -29,20 +29,21 @@ ReplySender::ReplySender(EventLoop& loop, LowLevelReceiveSocket& socket, std::si
       max_size_(std::min(declared_max_size_, limit_)),
       budget_(std::move(budget)),
       peer_(std::move(peer)),
-      pool_(std::make_unique<BufferPool>(std::max<std::size_t>(window, 1),
-                                         std::min(max_size_, initial_reply_buffer), socket.reply_registrar())) {}
+      pool_(std::make_unique<BufferPool>(std::max<std::size_t>(window, 1), std::min(max_size_, initial_reply_buffer),
+                                         socket.reply_registrar())) {}
 
 bool ReplySender::send(std::span<const std::byte> message, bool wait, std::chrono::nanoseconds timeout) {
   if (message.size() > max_size_) {
     if (declared_max_size_ == 0) {
       throw Error(Errc::message_too_large, fmt::format("{} takes no replies (its send socket declared none)", peer_));
     }
-    throw Error(Errc::message_too_large,
-                max_size_ == limit_
-                    ? fmt::format("a {}-byte reply to {} is larger than this receiver sends ({} bytes, its "
-                                  "admission max_reply_size)", message.size(), peer_, max_size_)
-                    : fmt::format("a {}-byte reply is larger than {} takes ({} bytes)", message.size(), peer_,
-                                  max_size_));
+    throw Error(
+        Errc::message_too_large,
+        max_size_ == limit_
+            ? fmt::format("a {}-byte reply to {} is larger than this receiver sends ({} bytes, its "
+                          "admission max_reply_size)",
+                          message.size(), peer_, max_size_)
+            : fmt::format("a {}-byte reply is larger than {} takes ({} bytes)", message.size(), peer_, max_size_));
   }
   if (loop_.in_loop_thread()) return send_on_loop(message, wait);
   bool schedule = false;
@@ -123,7 +124,8 @@ bool ReplySender::fill(Buffer* buffer, std::span<const std::byte> message) {
     charge_pool();           // gives back what that freed
     return false;
   }
-  if (queued_.fetch_add(1, std::memory_order_relaxed) == 0) last_progress_.store(now_ticks(), std::memory_order_relaxed);
+  if (queued_.fetch_add(1, std::memory_order_relaxed) == 0)
+    last_progress_.store(now_ticks(), std::memory_order_relaxed);
   if (!message.empty()) std::memcpy(buffer->data, message.data(), message.size());
   buffer->size = message.size();
   return true;
@@ -131,12 +133,15 @@ bool ReplySender::fill(Buffer* buffer, std::span<const std::byte> message) {
 
 bool ReplySender::no_budget(bool wait) {
   if (!budget_refusal_logged_.exchange(true)) {
-    log(LogLevel::warn, "the receiver's memory budget ({} of {} bytes held) has no room for more replies to {} "
-        "(further refusals for it are not logged)", budget_->used(), budget_->limit(), peer_);
+    log(LogLevel::warn,
+        "the receiver's memory budget ({} of {} bytes held) has no room for more replies to {} "
+        "(further refusals for it are not logged)",
+        budget_->used(), budget_->limit(), peer_);
   }
   if (!wait) return false;
   throw Error(Errc::would_block, fmt::format("the receiver's memory budget has no room for a reply to {} ({} of {} "
-                                             "bytes held)", peer_, budget_->used(), budget_->limit()));
+                                             "bytes held)",
+                                             peer_, budget_->used(), budget_->limit()));
 }
 
 bool ReplySender::charge_pool() {

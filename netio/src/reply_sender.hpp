@@ -74,8 +74,8 @@ class ReplySender : public std::enable_shared_from_this<ReplySender> {
   std::shared_ptr<ReceiveBudget> budget_;
   std::string peer_;
   std::mutex charge_mutex_;
-  std::size_t charged_ = 0;  // the pool's bytes counted against budget_; guarded by charge_mutex_
-  std::atomic<std::size_t> queued_{0};   // replies filled and not completed
+  std::size_t charged_ = 0;             // the pool's bytes counted against budget_; guarded by charge_mutex_
+  std::atomic<std::size_t> queued_{0};  // replies filled and not completed
   // When a reply was last taken (or the first queued after none waited), in steady ticks.
   std::atomic<std::chrono::steady_clock::rep> last_progress_{0};
   std::atomic<bool> budget_refusal_logged_{false};
@@ -85,11 +85,11 @@ class ReplySender : public std::enable_shared_from_this<ReplySender> {
   // Null once closed. Set only on the loop thread (close()), which reads it without the
   // lock; other threads read it under mutex_.
   std::unique_ptr<BufferPool> pool_;
-  std::atomic<std::size_t> waiters_{0};   // user threads waiting for room; written under mutex_
-  std::vector<Buffer*> submitted_;        // guarded by mutex_: from user threads, for the loop
+  std::atomic<std::size_t> waiters_{0};     // user threads waiting for room; written under mutex_
+  std::vector<Buffer*> submitted_;          // guarded by mutex_: from user threads, for the loop
   std::atomic<bool> has_submitted_{false};  // !submitted_.empty(), written under mutex_
-  bool drain_scheduled_ = false;          // guarded by mutex_
-  std::vector<Buffer*> draining_;         // loop thread only
+  bool drain_scheduled_ = false;            // guarded by mutex_
+  std::vector<Buffer*> draining_;           // loop thread only
 };
 
 }  // namespace netio::detail

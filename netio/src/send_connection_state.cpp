@@ -59,8 +59,7 @@ std::optional<Error> SendConnectionState::tell_failure() const {
 bool SendConnectionState::wait_connected(std::chrono::nanoseconds timeout) const {
   std::unique_lock lock(mutex_);
   ++waiting_;
-  changed_.wait_for(lock, timeout,
-                    [this] { return connected_.load(std::memory_order_relaxed) || error_.has_value(); });
+  changed_.wait_for(lock, timeout, [this] { return connected_.load(std::memory_order_relaxed) || error_.has_value(); });
   --waiting_;
   if (error_) {
     told_.store(true, std::memory_order_release);

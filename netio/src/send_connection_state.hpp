@@ -6,10 +6,10 @@
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <atomic>
 #include <mutex>
 #include <optional>
 
@@ -41,9 +41,9 @@ class SendConnectionState {
   std::atomic<bool> connected_{false};
   std::atomic<std::size_t> peer_max_buffer_size_{0};
   std::optional<Error> error_;
-  mutable int waiting_ = 0;  // callers in wait_connected(), under mutex_
+  mutable int waiting_ = 0;                // callers in wait_connected(), under mutex_
   mutable std::atomic<bool> told_{false};  // the failure was thrown to a caller
-  std::atomic<bool> failed_{false};  // mirrors error_.has_value(): the hot path reads only this
+  std::atomic<bool> failed_{false};        // mirrors error_.has_value(): the hot path reads only this
 };
 
 }  // namespace netio::detail

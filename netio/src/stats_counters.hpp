@@ -33,16 +33,15 @@ class StatsCounters {
 
   SocketStats snapshot() const noexcept {
     auto get = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
-    return {get(messages_),     get(bytes_),         get(pages_),
-            get(flushes_full_), get(flushes_timer_), get(flushes_explicit_),
-            get(backpressure_waits_), get(connections_), get(disconnects_),
+    return {get(messages_),           get(bytes_),         get(pages_),
+            get(flushes_full_),       get(flushes_timer_), get(flushes_explicit_),
+            get(backpressure_waits_), get(connections_),   get(disconnects_),
             get(zero_copy_messages_)};
   }
 
  private:
   std::atomic<std::uint64_t> messages_{0}, bytes_{0}, pages_{0}, flushes_full_{0}, flushes_timer_{0},
-      flushes_explicit_{0}, backpressure_waits_{0}, connections_{0}, disconnects_{0},
-      zero_copy_messages_{0};
+      flushes_explicit_{0}, backpressure_waits_{0}, connections_{0}, disconnects_{0}, zero_copy_messages_{0};
 };
 
 }  // namespace netio

@@ -82,9 +82,8 @@ ClockSynchronizer::ClockSynchronizer(std::uint32_t input_count, std::uint32_t hi
 
 const ClockSynchronizer::Input& ClockSynchronizer::input(InputIndex i) const {
   if (i >= inputs_.size()) {
-    throw Error(Errc::invalid_option,
-                "clock synchronizer: input " + std::to_string(i) + " out of range (" + std::to_string(inputs_.size()) +
-                    " inputs)");
+    throw Error(Errc::invalid_option, "clock synchronizer: input " + std::to_string(i) + " out of range (" +
+                                          std::to_string(inputs_.size()) + " inputs)");
   }
   return inputs_[i];
 }
@@ -101,9 +100,9 @@ bool ClockSynchronizer::on_report(InputIndex i, IntervalIndex interval, Time int
     return true;
   }
   const Duration offset = received_at - interval_end - latency;  // Eq. 2
-  if (in.last_interval && interval_end > in.last_end) {            // Eq. 3, one sample
-    const double sample = static_cast<double>((offset - in.offset).count()) /
-                          static_cast<double>((interval_end - in.last_end).count());
+  if (in.last_interval && interval_end > in.last_end) {          // Eq. 3, one sample
+    const double sample =
+        static_cast<double>((offset - in.offset).count()) / static_cast<double>((interval_end - in.last_end).count());
     in.drifts.push_back(sample);
     if (in.drifts.size() > history_length_) in.drifts.pop_front();
     in.paper_drift =

@@ -29,7 +29,8 @@ void validate(const SchedulerConfig& c) {
   if (c.compute_count == 0) reject("compute_count must be at least 1, not 0");
   if (c.timeslices_per_interval < c.compute_count) {
     reject("timeslices_per_interval (" + std::to_string(c.timeslices_per_interval) +
-           ") must be at least compute_count (" + std::to_string(c.compute_count) + "): an interval holds whole rounds");
+           ") must be at least compute_count (" + std::to_string(c.compute_count) +
+           "): an interval holds whole rounds");
   }
   if (c.timeslices_per_interval % c.compute_count != 0) {
     const std::uint64_t below = c.timeslices_per_interval - c.timeslices_per_interval % c.compute_count;

@@ -30,7 +30,9 @@ class Writer {
   void i64(std::int64_t value) { w_.put(value); }
   // Every byte written, none beyond: a size constant that disagrees with the fields is a bug here.
   std::array<std::byte, N> finish() const {
-    if (w_.written() != N) throw std::logic_error("control message encoder: wrote " + std::to_string(w_.written()) + " of " + std::to_string(N) + " bytes");
+    if (w_.written() != N)
+      throw std::logic_error("control message encoder: wrote " + std::to_string(w_.written()) + " of " +
+                             std::to_string(N) + " bytes");
     return bytes_;
   }
 
@@ -42,7 +44,8 @@ class Writer {
 // Reads what Writer wrote, after checking size and header.
 class Reader {
  public:
-  Reader(const char* message, std::span<const std::byte> bytes, MessageType type, std::size_t size, std::uint8_t flags_allowed)
+  Reader(const char* message, std::span<const std::byte> bytes, MessageType type, std::size_t size,
+         std::uint8_t flags_allowed)
       : r_(bytes, message) {
     r_.expect_size(size);
     flags_ = r_.get_header(static_cast<std::uint8_t>(type), kVersion, flags_allowed);
@@ -93,8 +96,9 @@ std::array<std::byte, kProposalSize> encode(const Proposal& m) {
 
 // Clock probe: u32 input, u32 sequence, i64 sent_at, i64 previous round trip (flag bit 0).
 std::array<std::byte, kClockProbeSize> encode(const ClockProbe& m) {
-  Writer<kClockProbeSize> w(MessageType::clock_probe, static_cast<std::uint8_t>((m.previous_round_trip ? kHasRoundTrip : 0) |
-                                                                              (m.sample ? kIsSample : 0)));
+  Writer<kClockProbeSize> w(
+      MessageType::clock_probe,
+      static_cast<std::uint8_t>((m.previous_round_trip ? kHasRoundTrip : 0) | (m.sample ? kIsSample : 0)));
   w.u32(m.input);
   w.u32(m.sequence);
   w.i64(m.sent_at.count());

@@ -84,7 +84,7 @@ void InputCredits::give_back(ComputeIndex c, std::uint32_t count) {
   check(c);
   if (count > granted_ - available_[c]) {
     reject_from_peer("credits: compute node " + std::to_string(c) + " returned " + std::to_string(count) +
-           " credits, but only " + std::to_string(granted_ - available_[c]) + " are out");
+                     " credits, but only " + std::to_string(granted_ - available_[c]) + " are out");
   }
   available_[c] += count;
 }
@@ -99,18 +99,18 @@ TimesliceCompletion::TimesliceCompletion(const SchedulerConfig& config, ComputeI
 
 bool TimesliceCompletion::on_contribution(InputIndex i, TimesliceIndex t) {
   if (i >= input_count_) {
-    reject_from_peer("time-slice completion: input " + std::to_string(i) + " out of range (" + std::to_string(input_count_) +
-           " inputs)");
+    reject_from_peer("time-slice completion: input " + std::to_string(i) + " out of range (" +
+                     std::to_string(input_count_) + " inputs)");
   }
   if (t % compute_count_ != self_) {
     reject_from_peer("time-slice completion: time-slice " + std::to_string(t) + " belongs to compute node " +
-           std::to_string(t % compute_count_) + ", not " + std::to_string(self_));
+                     std::to_string(t % compute_count_) + ", not " + std::to_string(self_));
   }
   Open& open = open_[t];
   if (open.contributed.empty()) open.contributed.assign(input_count_, false);
   if (open.contributed[i]) {
     reject_from_peer("time-slice completion: input " + std::to_string(i) + " contributed twice to time-slice " +
-           std::to_string(t));
+                     std::to_string(t));
   }
   open.contributed[i] = true;
   return ++open.count == input_count_;

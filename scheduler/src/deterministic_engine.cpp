@@ -21,8 +21,8 @@ DeterministicEngine::DeterministicEngine(const SchedulerConfig& config)
 
 void DeterministicEngine::check_input(InputIndex i) const {
   if (i >= config_.input_count) {
-    throw Error(Errc::invalid_option,
-                "DDE: input " + std::to_string(i) + " out of range (" + std::to_string(config_.input_count) + " inputs)");
+    throw Error(Errc::invalid_option, "DDE: input " + std::to_string(i) + " out of range (" +
+                                          std::to_string(config_.input_count) + " inputs)");
   }
 }
 
@@ -68,7 +68,8 @@ std::vector<AddressedProposal> DeterministicEngine::on_request(const ProposalReq
 
 ClockEcho DeterministicEngine::on_clock_probe(const ClockProbe& probe, Time received_at) {
   check_input(probe.input);
-  if (probe.sample) throw Error(Errc::invalid_option, "DDE: an interval's clock sample where a start-handshake probe belongs");
+  if (probe.sample)
+    throw Error(Errc::invalid_option, "DDE: an interval's clock sample where a start-handshake probe belongs");
   const auto& previous = last_probe_[probe.input];
   if (probe.previous_round_trip && previous && previous->sequence + 1 == probe.sequence) {
     // The previous probe arrived half a round trip after it left (symmetric paths).
@@ -81,7 +82,8 @@ ClockEcho DeterministicEngine::on_clock_probe(const ClockProbe& probe, Time rece
 
 void DeterministicEngine::on_clock_sample(const ClockProbe& sample, Time received_at) {
   check_input(sample.input);
-  if (!sample.sample) throw Error(Errc::invalid_option, "DDE: a start-handshake probe where an interval's clock sample belongs");
+  if (!sample.sample)
+    throw Error(Errc::invalid_option, "DDE: a start-handshake probe where an interval's clock sample belongs");
   (void)clocks_.on_sample(sample.input, sample.sent_at, received_at);
 }
 

@@ -9,8 +9,8 @@
 namespace netio::scheduler {
 namespace {
 
-constexpr std::uint32_t kMaxHoldFactor = 8;         // the hold doubles up to 8 × fallback_hold
-constexpr IntervalIndex kRemembered = 256;          // decisions kept, far more than any window
+constexpr std::uint32_t kMaxHoldFactor = 8;  // the hold doubles up to 8 × fallback_hold
+constexpr IntervalIndex kRemembered = 256;   // decisions kept, far more than any window
 
 }  // namespace
 

@@ -11,17 +11,15 @@ namespace netio::scheduler {
 HistoryManager::HistoryManager(std::uint32_t input_count, std::uint32_t retained)
     : input_count_(input_count), retained_(retained) {
   if (input_count == 0 || retained == 0) {
-    throw Error(Errc::invalid_option, "history manager: input_count (" +
-                                                                       std::to_string(input_count) + ") and retained (" +
-                                                                       std::to_string(retained) + ") must be ≥ 1");
+    throw Error(Errc::invalid_option, "history manager: input_count (" + std::to_string(input_count) +
+                                          ") and retained (" + std::to_string(retained) + ") must be ≥ 1");
   }
 }
 
 std::optional<UnifiedInterval> HistoryManager::add(InputIndex i, const MeasuredInterval& measured) {
   if (i >= input_count_) {
-    throw Error(Errc::invalid_option,
-                "history manager: input " + std::to_string(i) + " out of range (" + std::to_string(input_count_) +
-                    " inputs)");
+    throw Error(Errc::invalid_option, "history manager: input " + std::to_string(i) + " out of range (" +
+                                          std::to_string(input_count_) + " inputs)");
   }
   const IntervalIndex j = measured.interval;
   if (complete_.contains(j)) return std::nullopt;

@@ -2,8 +2,8 @@
 #include "netio/scheduler/input_engine.hpp"
 
 #include "netio/error.hpp"
-#include "netio/scheduler/statistics.hpp"
 #include "netio/internal/reject.hpp"
+#include "netio/scheduler/statistics.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -104,7 +104,8 @@ void InputEngine::on_sent(TimesliceIndex timeslice, Time now) {
   InFlight& interval = in_flight_[current_];
   if (interval.sent == 0) {  // the interval starts: tm_j, and its plan is fixed now
     if (current_ > 0) {
-      if (const auto before = in_flight_.find(current_ - 1); before != in_flight_.end()) before->second.next_start = now;
+      if (const auto before = in_flight_.find(current_ - 1); before != in_flight_.end())
+        before->second.next_start = now;
     }
     interval.start = now;
     if (config_.clock_start_samples) {
@@ -139,7 +140,8 @@ std::optional<IntervalCompletion> InputEngine::on_acknowledged(TimesliceIndex ti
   }
   InFlight& interval = it->second;
   const std::uint64_t place = layout_.sequence_of(self_, timeslice) - layout_.first_timeslice(j);
-  if (place >= interval.sent) reject(self_, "acknowledgement of time-slice " + std::to_string(timeslice) + ", not sent yet");
+  if (place >= interval.sent)
+    reject(self_, "acknowledgement of time-slice " + std::to_string(timeslice) + ", not sent yet");
   if (interval.sent_at[place] == kAcknowledged) {
     reject(self_, "second acknowledgement of time-slice " + std::to_string(timeslice));
   }
@@ -190,7 +192,8 @@ bool InputEngine::on_proposal(const Proposal& proposal) {
 
 void InputEngine::note_spacing(const Proposal& proposal) {
   if (newest_taken_ && newest_taken_->interval != proposal.interval) {
-    const auto apart = static_cast<Duration::rep>(proposal.interval) - static_cast<Duration::rep>(newest_taken_->interval);
+    const auto apart =
+        static_cast<Duration::rep>(proposal.interval) - static_cast<Duration::rep>(newest_taken_->interval);
     const Duration spacing = (proposal.start - newest_taken_->start) / apart;
     if (spacing > Duration::zero()) spacing_ = spacing;
   }

@@ -33,8 +33,7 @@ std::optional<SpeedUpCheck> Proposer::check_speed_up(std::span<const UnifiedInte
 
 ProposedInterval Proposer::propose(IntervalIndex k, std::span<const UnifiedInterval> window) const {
   const auto reject = [&](const std::string& what) {
-    throw Error(Errc::invalid_option,
-                "proposer: cannot propose interval " + std::to_string(k) + ": " + what);
+    throw Error(Errc::invalid_option, "proposer: cannot propose interval " + std::to_string(k) + ": " + what);
   };
   if (window.size() != config_.proposal_window()) {
     reject("the window holds " + std::to_string(window.size()) + " intervals, not " +
@@ -115,7 +114,8 @@ bool Proposer::followed(const UnifiedInterval& before, const UnifiedInterval& af
 }
 
 bool Proposer::rising_latency(std::span<const UnifiedInterval> window) const {
-  if (config_.duration_rule != DurationRule::tracking || !config_.hold_on_rising_latency || window.size() < 2) return false;
+  if (config_.duration_rule != DurationRule::tracking || !config_.hold_on_rising_latency || window.size() < 2)
+    return false;
   const UnifiedInterval& last = window.back();
   if (!last.proposed_duration) return false;
   const auto now = static_cast<double>(last.ack_latency.count());

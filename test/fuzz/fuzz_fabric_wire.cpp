@@ -5,8 +5,8 @@
 #include "backends/fabric/fabric_wire.hpp"
 
 #include "fuzz_check.hpp"
-#include "netio/socket_options.hpp"
 #include "netio/backend/backend.hpp"
+#include "netio/socket_options.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (const auto connect = f::decode_connect(bytes)) {
     const auto again = f::decode_connect(f::encode_connect(connect->hello, connect->replies));
     FUZZ_CHECK(again && again->hello == connect->hello);
-    FUZZ_CHECK(again->replies.max_size == connect->replies.max_size && again->replies.credits == connect->replies.credits);
+    FUZZ_CHECK(again->replies.max_size == connect->replies.max_size &&
+               again->replies.credits == connect->replies.credits);
     // What the receiver makes of the declared replies: never beyond its own limit.
     auto decision = netio::AcceptDecision::accept(1024, 1);
     decision.max_reply_size = netio::AdmissionOptions{}.max_reply_size;
@@ -44,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::uint64_t word = 0;
     std::memcpy(&word, data, sizeof word);
     if (const auto forward = f::decode_forward_data(word)) {
-      FUZZ_CHECK(f::decode_forward_data(f::encode_forward_data(forward->kind, forward->reply_credits_returned)).has_value());
+      FUZZ_CHECK(
+          f::decode_forward_data(f::encode_forward_data(forward->kind, forward->reply_credits_returned)).has_value());
     }
   }
   return 0;

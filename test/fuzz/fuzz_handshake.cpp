@@ -10,10 +10,10 @@
 #include "introduction.hpp"
 
 #include "fuzz_check.hpp"
-#include "netio/socket_options.hpp"
 #include "netio/backend/backend.hpp"
 #include "netio/error.hpp"
 #include "netio/printable.hpp"
+#include "netio/socket_options.hpp"
 
 #include <cstddef>
 #include <cstdint>

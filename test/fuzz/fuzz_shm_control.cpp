@@ -179,7 +179,7 @@ void ring(Reader& in) {
       }
     }
   }
-  ::operator delete(control, std::align_val_t{64});
+  ::operator delete (control, std::align_val_t{64});
 }
 
 }  // namespace
@@ -187,15 +187,9 @@ void ring(Reader& in) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Reader in({data, size});
   switch (in.take<std::uint8_t>() % 3) {
-    case 0:
-      segment_message(in.rest());
-      break;
-    case 1:
-      segment_header(in);
-      break;
-    case 2:
-      ring(in);
-      break;
+    case 0: segment_message(in.rest()); break;
+    case 1: segment_header(in); break;
+    case 2: ring(in); break;
   }
   return 0;
 }

@@ -79,11 +79,13 @@ void handshake() {
   const auto ll = encode_hello({SocketKind::low_latency_send, 0, protocol_version});
   write("handshake", "hello_ht", ht);
   write("handshake", "hello_ll", ll);
-  write("handshake", "introduction", encode_introduction({"daq-node-1:4242", netio::Endpoint::parse("tcp://10.0.0.1:5000")}));
+  write("handshake", "introduction",
+        encode_introduction({"daq-node-1:4242", netio::Endpoint::parse("tcp://10.0.0.1:5000")}));
   write("handshake", "introduction_no_endpoint", encode_introduction({"x", std::nullopt}));
   write("handshake", "posix_request", netio::posix::encode_request(4096, ht));
   write("handshake", "posix_reply_accept", netio::posix::encode_reply({true, 1 << 20, ""}));
-  write("handshake", "posix_reply_reject", netio::posix::encode_reply({false, 0, "the peer is a low-latency send socket"}));
+  write("handshake", "posix_reply_reject",
+        netio::posix::encode_reply({false, 0, "the peer is a low-latency send socket"}));
 }
 
 void page_parser() {
@@ -115,8 +117,11 @@ void pubsub_control() {
   namespace d = netio::pubsub::detail;
   using netio::pubsub::Backpressure;
   using netio::pubsub::Mode;
-  write("pubsub_control", "subscribe", d::encode(d::SubscriptionRequest{true, Mode::high_throughput, Backpressure::block, 7, {0x101, 0x102}, "tcp://10.0.0.2:6001"}));
-  write("pubsub_control", "unsubscribe", d::encode(d::SubscriptionRequest{false, Mode::low_latency, Backpressure::drop, 8, {2}, ""}));
+  write("pubsub_control", "subscribe",
+        d::encode(d::SubscriptionRequest{
+            true, Mode::high_throughput, Backpressure::block, 7, {0x101, 0x102}, "tcp://10.0.0.2:6001"}));
+  write("pubsub_control", "unsubscribe",
+        d::encode(d::SubscriptionRequest{false, Mode::low_latency, Backpressure::drop, 8, {2}, ""}));
   write("pubsub_control", "answer_accept", d::encode(d::SubscriptionAnswer{true, 7, ""}));
   write("pubsub_control", "answer_refuse", d::encode(d::SubscriptionAnswer{false, 9, "no such mode"}));
   write("pubsub_control", "drops", d::encode(d::DropReport{Mode::high_throughput, 3, 1000}));
@@ -142,17 +147,18 @@ void scheduled_push_wire() {
 void scheduler_control() {
   namespace s = netio::scheduler;
   using std::chrono::nanoseconds;
-  write("scheduler_control", "report", s::encode(s::MetadataReport{1, 5, nanoseconds(1000), nanoseconds(500), nanoseconds(20), nanoseconds(450)}));
-  write("scheduler_control", "report_unpaced", s::encode(s::MetadataReport{1, 0, nanoseconds(0), nanoseconds(500), nanoseconds(20), std::nullopt}));
+  write("scheduler_control", "report",
+        s::encode(s::MetadataReport{1, 5, nanoseconds(1000), nanoseconds(500), nanoseconds(20), nanoseconds(450)}));
+  write("scheduler_control", "report_unpaced",
+        s::encode(s::MetadataReport{1, 0, nanoseconds(0), nanoseconds(500), nanoseconds(20), std::nullopt}));
   write("scheduler_control", "request", s::encode(s::ProposalRequest{3, 7}));
   write("scheduler_control", "proposal", s::encode(s::Proposal{7, nanoseconds(123456), nanoseconds(1000)}));
 }
 
 void strings() {
   int n = 0;
-  for (const char* s : {"tcp://127.0.0.1:5000", "fabric://[::1]:0?provider=tcp", "tcp://daq-node-2:65535", "64",
-                        "4KiB", "1.5MiB", "500ms", "2s", "0.5us", "10",
-                        "delay=lognormal:mean=50us,sigma=0.8;rate=10Gbps",
+  for (const char* s : {"tcp://127.0.0.1:5000", "fabric://[::1]:0?provider=tcp", "tcp://daq-node-2:65535", "64", "4KiB",
+                        "1.5MiB", "500ms", "2s", "0.5us", "10", "delay=lognormal:mean=50us,sigma=0.8;rate=10Gbps",
                         "delay=uniform:min=0us,max=100us,correlation=25%;seed=7",
                         "node=2;out=10Gbps;slowdown=node:2,at=10s,for=5s,rate=25%",
                         "slowdown=link:10.0.0.7:5000,at=1s,for=2s,every=10s,delay=2ms", "in=1.25GB/s,burst=64KiB",
@@ -195,9 +201,9 @@ void shm_control() {
   };
   constexpr std::uint64_t data = 4096, reply = 1024;
   put(header, shm::SegmentHeader{shm::segment_magic, shm::segment_version, data, reply});
-  put(header, std::uint8_t{7});                           // sealed against growing, shrinking, sealing
+  put(header, std::uint8_t{7});                                // sealed against growing, shrinking, sealing
   put(header, static_cast<std::uint16_t>(64 + data + reply));  // the file: data_offset + both rings
-  put(header, std::uint16_t{8192});                       // the rings the connector allows
+  put(header, std::uint16_t{8192});                            // the rings the connector allows
   put(header, std::uint16_t{4096});
   write("shm_control", "segment_header", header);
 
@@ -217,7 +223,8 @@ void shm_control() {
 #ifdef NETIO_WITH_FABRIC
 void fabric_wire() {
   namespace f = netio::fabric::wire;
-  const auto hello = netio::detail::encode_hello({netio::detail::SocketKind::low_latency_send, 0, netio::detail::protocol_version});
+  const auto hello =
+      netio::detail::encode_hello({netio::detail::SocketKind::low_latency_send, 0, netio::detail::protocol_version});
   write("fabric_wire", "connect", f::encode_connect(hello));
   write("fabric_wire", "connect_replies", f::encode_connect(hello, {4096, 8}));
   write("fabric_wire", "accept", f::encode_accept({1 << 20, 16}));

@@ -24,11 +24,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <span>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -144,8 +144,7 @@ class RawConnection {
 // then sends only what the test tells it to. Lives on its context's loop.
 class HelloOnlyPeer {
  public:
-  HelloOnlyPeer(Context& context, const Endpoint& remote, std::vector<std::byte> hello = {})
-      : context_(context) {
+  HelloOnlyPeer(Context& context, const Endpoint& remote, std::vector<std::byte> hello = {}) : context_(context) {
     if (hello.empty()) hello = detail::encode_hello({detail::SocketKind::low_latency_send, 0});
     context_.loop().run_sync([&] {
       socket_ = context_.backend(remote).make_send_socket();

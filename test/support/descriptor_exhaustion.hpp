@@ -3,8 +3,8 @@
 // the rest of the suite keeps its own limit).
 #pragma once
 
-#include "netio/error.hpp"
 #include "netio/backend/event_loop.hpp"
+#include "netio/error.hpp"
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>

@@ -48,9 +48,9 @@ class PinnedBuffersBackend final : public Backend {
 
 // Around whatever `options` already wrap the back-ends in.
 inline ContextOptions pin_receive_buffers(ContextOptions options) {
-  options.wrap_backend = [previous = std::move(options.wrap_backend)](
-                             std::string_view scheme, std::unique_ptr<Backend> inner,
-                             EventLoop& loop) -> std::unique_ptr<Backend> {
+  options.wrap_backend = [previous = std::move(options.wrap_backend)](std::string_view scheme,
+                                                                      std::unique_ptr<Backend> inner,
+                                                                      EventLoop& loop) -> std::unique_ptr<Backend> {
     if (previous) inner = previous(scheme, std::move(inner), loop);
     return std::make_unique<PinnedBuffersBackend>(std::move(inner));
   };

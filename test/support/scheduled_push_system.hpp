@@ -6,11 +6,11 @@
 // the handlers see is collected under a mutex and checked on the test thread.
 #pragma once
 
-#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/scheduled_push/dde_service.hpp"
 #include "netio/scheduled_push/timeslice_receiver.hpp"
 #include "netio/scheduled_push/timeslice_sender.hpp"
+#include "netio/socket_options.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"
 
@@ -57,7 +57,8 @@ struct Deliveries {
       ++d.contributions;
       const auto expected = contribution(i, view.index);
       const auto got = view.contributions[i];
-      if (got.size() != expected.size() || std::memcmp(got.data(), expected.data(), got.size()) != 0) d.content_ok = false;
+      if (got.size() != expected.size() || std::memcmp(got.data(), expected.data(), got.size()) != 0)
+        d.content_ok = false;
     }
     std::lock_guard lock(mutex);
     seen.push_back(d);
@@ -92,8 +93,8 @@ class System;
 struct SystemOptions {
   ns::SchedulerConfig config;
   ns::Mode mode = ns::Mode::best_effort;
-  std::uint32_t credits = 3;  // per input–compute pair: the receive buffer is sized for exactly this
-  bool size_by_credits = false;  // the receivers get credits_per_input instead of receive_buffer_bytes
+  std::uint32_t credits = 3;       // per input–compute pair: the receive buffer is sized for exactly this
+  bool size_by_credits = false;    // the receivers get credits_per_input instead of receive_buffer_bytes
   std::uint32_t dde_replicas = 1;  // DFS: on compute nodes 0, 1, ... (standalone DdeServices)
   bool dde_in_receivers = false;   // DFS: the replicas run inside receivers 0, 1, ... (run_dde) instead
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
@@ -121,8 +122,10 @@ class System {
       sp::TimesliceReceiverOptions ro;
       ro.config = config;
       ro.compute = c;
-      if (options_.size_by_credits) ro.credits_per_input = options_.credits;
-      else ro.receive_buffer_bytes = buffer_bytes_;
+      if (options_.size_by_credits)
+        ro.credits_per_input = options_.credits;
+      else
+        ro.receive_buffer_bytes = buffer_bytes_;
       ro.max_contribution_bytes = kMaxContribution;
       ro.incomplete_timeout = options_.incomplete_timeout;
       ro.kept_stall_warning = options_.kept_stall_warning;

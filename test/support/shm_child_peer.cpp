@@ -12,9 +12,9 @@
 // scheme "shm-trust-root" is shm:// trusting root as well (netio::ShmPeers), for the test
 // of an allow-list.
 #include <netio/backend/registry.hpp>
+#include <netio/backends/shm.hpp>
 #include <netio/context.hpp>
 #include <netio/low_latency_socket.hpp>
-#include <netio/backends/shm.hpp>
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The back-ends the shared integration tests run against. Every behaviour the back-ends
-// promise is tested on each (tcp, shm, and fabric when built): a TEST_CASE takes `const auto base = GENERATE(loopback_endpoints())`
-// and listens on base (port 0), so each back-end gets its own section in the report.
-// A netio built without libfabric (NETIO_WITH_FABRIC=OFF) tests tcp only.
+// promise is tested on each (tcp, shm, and fabric when built): a TEST_CASE takes `const auto base =
+// GENERATE(loopback_endpoints())` and listens on base (port 0), so each back-end gets its own section in the report. A
+// netio built without libfabric (NETIO_WITH_FABRIC=OFF) tests tcp only.
 #pragma once
 
 #include "netio/backend/registry.hpp"
@@ -10,9 +10,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -53,7 +53,8 @@ inline auto loopback_endpoints() {
   if (scheme_selected("tcp")) endpoints.push_back("tcp://127.0.0.1:0");
   if (scheme_selected("shm") && !decorated_run()) endpoints.push_back("shm://netio-test:0");
   if (scheme_selected("fabric") && fabric_built()) endpoints.push_back("fabric://127.0.0.1:0?provider=tcp");
-  if (endpoints.empty()) FAIL("NETIO_TEST_SCHEMES selects no back-end this netio has: " << std::getenv("NETIO_TEST_SCHEMES"));
+  if (endpoints.empty())
+    FAIL("NETIO_TEST_SCHEMES selects no back-end this netio has: " << std::getenv("NETIO_TEST_SCHEMES"));
   return Catch::Generators::from_range(endpoints);
 }
 

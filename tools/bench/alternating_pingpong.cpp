@@ -73,7 +73,8 @@ struct RawChunk {
 };
 
 std::optional<RawChunk> parse_raw_chunk_request(std::span<const std::byte> message) {
-  if (message.size() != kRequestSize || std::memcmp(message.data(), kRawChunkMagic.data(), kRawChunkMagic.size()) != 0) {
+  if (message.size() != kRequestSize ||
+      std::memcmp(message.data(), kRawChunkMagic.data(), kRawChunkMagic.size()) != 0) {
     return std::nullopt;
   }
   return RawChunk{get_u64(message.data() + 8), get_u64(message.data() + 16)};
@@ -191,7 +192,12 @@ int run_server(const Options& o) {
 class Alternation {
  public:
   Alternation(const Options& o, const Fd& raw, Clock::time_point deadline)
-      : o_(o), raw_(raw), reader_(raw, o, deadline), deadline_(deadline), ping_(o.size, std::byte{'p'}), pong_(o.size) {}
+      : o_(o),
+        raw_(raw),
+        reader_(raw, o, deadline),
+        deadline_(deadline),
+        ping_(o.size, std::byte{'p'}),
+        pong_(o.size) {}
 
   void attach(netio::LowLatencySendSocket& socket) { socket_ = &socket; }
 
@@ -231,7 +237,8 @@ class Alternation {
         send_ping();
       }
     });
-    if (done.wait_until(deadline_) != std::future_status::ready) throw std::runtime_error("--timeout passed within a chunk");
+    if (done.wait_until(deadline_) != std::future_status::ready)
+      throw std::runtime_error("--timeout passed within a chunk");
     if (auto error = done.get()) throw std::runtime_error(*error);
     return std::move(samples_);
   }
@@ -331,7 +338,8 @@ int run_client(const Options& o) {
       context, netio::Endpoint::parse(fmt::format("tcp://{}:{}", where.host, netio_port)), send_options);
   alternation.attach(socket);
   if (!socket.wait_connected(std::chrono::seconds(10))) {
-    throw netio::Error(netio::Errc::timeout, fmt::format("no connection to {} within 10 s", socket.remote().to_string()));
+    throw netio::Error(netio::Errc::timeout,
+                       fmt::format("no connection to {} within 10 s", socket.remote().to_string()));
   }
 
   std::vector<double> netio_all, raw_all, ratios;
@@ -371,32 +379,37 @@ int run_client(const Options& o) {
     return 0;
   }
   fmt::print("{}: {} pairs of chunks of {} round trips of {} B{}\n", kTool, o.chunks, o.iterations, o.size,
-             o.busy_poll ? ", busy polling" : o.raw_epoll ? ", raw TCP waiting in epoll_wait()" : "");
+             o.busy_poll   ? ", busy polling"
+             : o.raw_epoll ? ", raw TCP waiting in epoll_wait()"
+                           : "");
   fmt::print("RTT us      {:>10} {:>10} {:>10} {:>10} {:>10}\n", "min", "median", "mean", "p99", "max");
   fmt::print("netio       {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}\n", netio_stats.min, netio_stats.median,
              netio_stats.mean, netio_stats.p99, netio_stats.max);
   fmt::print("raw TCP     {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}\n", raw_stats.min, raw_stats.median,
              raw_stats.mean, raw_stats.p99, raw_stats.max);
-  fmt::print("netio/raw TCP, median of the chunk pairs' median ratios: {:.3f} (quartiles {:.3f}-{:.3f}, "
-             "min-max {:.3f}-{:.3f})\n",
-             ratio.median, ratio.q1, ratio.q3, ratio.min, ratio.max);
+  fmt::print(
+      "netio/raw TCP, median of the chunk pairs' median ratios: {:.3f} (quartiles {:.3f}-{:.3f}, "
+      "min-max {:.3f}-{:.3f})\n",
+      ratio.median, ratio.q1, ratio.q3, ratio.min, ratio.max);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"alternating_pingpong: netio's round trip (low-latency sockets, pongs as replies) and raw TCP's "
-               "(TCP_NODELAY), in alternating chunks between the same two processes; start a server with --server, "
-               "then the client.",
-               kTool};
+  CLI::App app{
+      "alternating_pingpong: netio's round trip (low-latency sockets, pongs as replies) and raw TCP's "
+      "(TCP_NODELAY), in alternating chunks between the same two processes; start a server with --server, "
+      "then the client.",
+      kTool};
   Options o;
   o.iterations = 500;
   o.warmup = 50;
   static constexpr RoleNames names{
       "--server", "Answer one client: netio pings as replies, raw TCP chunks as an echo", "Server",
       "Client: the server's raw TCP port, tcp://HOST:PORT (the server names its netio port over it)",
-      "Client: print {\"size\", \"chunks\", \"per_chunk\", \"busy_poll\", \"raw_epoll\", \"netio\"|\"tcp\": {\"iterations\", "
+      "Client: print {\"size\", \"chunks\", \"per_chunk\", \"busy_poll\", \"raw_epoll\", \"netio\"|\"tcp\": "
+      "{\"iterations\", "
       "\"rtt_us\": {min, median, mean, p90, p99, p999, max, stddev}}, \"ratio\": {median, min, max, q1, q3, "
       "pairs}}: ratio is netio's chunk median over the raw chunk's beside it"};
   auto* server = add_pingpong_options(app, o, names, "Client: ping size");

@@ -48,8 +48,8 @@ std::uint64_t hand_rolled(const std::byte* p, std::size_t n) {
     lanes[2] = lane_round(lanes[2], load64(p + i + 16));
     lanes[3] = lane_round(lanes[3], load64(p + i + 24));
   }
-  std::uint64_t h = std::rotl(lanes[0], 1) + std::rotl(lanes[1], 7) + std::rotl(lanes[2], 12) + std::rotl(lanes[3], 18) +
-                    kPrime3 * n;
+  std::uint64_t h =
+      std::rotl(lanes[0], 1) + std::rotl(lanes[1], 7) + std::rotl(lanes[2], 12) + std::rotl(lanes[3], 18) + kPrime3 * n;
   for (; i + 8 <= n; i += 8) h = mix64(h ^ lane_round(0, load64(p + i)));
   for (; i < n; ++i) h = (h ^ std::to_integer<std::uint64_t>(p[i])) * kPrime1 + kPrime3;
   return mix64(h);
@@ -81,7 +81,8 @@ double time_once(const Function& f, const std::vector<std::byte>& data, std::siz
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 15;
-  const Function functions[] = {{"hand-rolled", hand_rolled}, {"checksum64", tools_checksum}, {"XXH3 (.so)", xxh3}, {"XXH64 (.so)", xxh64}};
+  const Function functions[] = {
+      {"hand-rolled", hand_rolled}, {"checksum64", tools_checksum}, {"XXH3 (.so)", xxh3}, {"XXH64 (.so)", xxh64}};
   const std::size_t sizes[] = {40, 1024, 8192, 65536, 1 << 20};
   std::vector<std::byte> data((1 << 20) + 8);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::byte(mix64(i));

@@ -29,9 +29,9 @@ using namespace netio::bench;
 constexpr const char* kTool = "cold_memcpy";
 
 struct Options {
-  std::uint64_t size = 1 << 20;           // bytes per memcpy() call
+  std::uint64_t size = 1 << 20;            // bytes per memcpy() call
   std::uint64_t buffer_size = 1ull << 30;  // each of the two buffers
-  std::uint64_t passes = 0;               // 0: copy for `time`
+  std::uint64_t passes = 0;                // 0: copy for `time`
   std::chrono::nanoseconds time{std::chrono::seconds(2)};
   bool json = false;
   std::optional<int> cpu;
@@ -100,9 +100,10 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"cold_memcpy: memcpy() between two buffers much larger than the last-level cache, the cold "
-               "memory-bandwidth reference for shm://. Reports GB/s and Gb/s of bytes copied.",
-               kTool};
+  CLI::App app{
+      "cold_memcpy: memcpy() between two buffers much larger than the last-level cache, the cold "
+      "memory-bandwidth reference for shm://. Reports GB/s and Gb/s of bytes copied.",
+      kTool};
   Options o;
   netio::tools::add_size_option(app, "-s,--size", o.size, "Bytes per memcpy() call (the message size to compare)");
   netio::tools::add_size_option(app, "--buffer-size", o.buffer_size,

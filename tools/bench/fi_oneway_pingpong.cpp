@@ -573,8 +573,7 @@ int main(int argc, char** argv) {
   Options o;
   static constexpr netio::bench::RoleNames names{
       "--server", "Echo what clients send, one client after another", "Server",
-      "Client: the server, tcp://HOST:PORT (the port its passive endpoint listens on)",
-      netio::bench::rtt_json_help};
+      "Client: the server, tcp://HOST:PORT (the port its passive endpoint listens on)", netio::bench::rtt_json_help};
   netio::bench::add_pingpong_options(app, o, names, "Client: ping size");
   app.add_flag("--one-way", o.one_way,
                "Pings and pongs on two connections that carry data one way each, each endpoint with its own CQ and "

@@ -45,7 +45,9 @@ struct Options {
 std::chrono::duration<double> cpu_time() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
   return std::chrono::duration<double>(seconds(usage.ru_utime) + seconds(usage.ru_stime));
 }
 
@@ -80,7 +82,8 @@ int run(const Options& o) {
     const auto cpu_before = cpu_time();
     const auto before = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(o.idle);
-    idle_cpu_percent = 100.0 * (cpu_time() - cpu_before).count() / Seconds(std::chrono::steady_clock::now() - before).count();
+    idle_cpu_percent =
+        100.0 * (cpu_time() - cpu_before).count() / Seconds(std::chrono::steady_clock::now() - before).count();
   }
   if (o.json) {
     tools::JsonWriter json;
@@ -90,11 +93,12 @@ int run(const Options& o) {
     json.end_array().field("total_seconds", total).field("idle_cpu_percent", idle_cpu_percent).end_object();
     fmt::print("{}\n", json.str());
   } else {
-    fmt::print("{} subscribers x {} tags on {}: {} routes\n", o.subscribers, o.tags, publisher.local_endpoint().to_string(),
-               routes);
+    fmt::print("{} subscribers x {} tags on {}: {} routes\n", o.subscribers, o.tags,
+               publisher.local_endpoint().to_string(), routes);
     for (std::size_t k = 0; k < seconds.size(); ++k) fmt::print("  subscriber {}: {:.3f} s\n", k + 1, seconds[k]);
     fmt::print("  all: {:.3f} s\n", total);
-    if (idle_cpu_percent) fmt::print("  idle for {} ms afterwards: {:.2f} % of a core\n", o.idle.count() / 1'000'000, *idle_cpu_percent);
+    if (idle_cpu_percent)
+      fmt::print("  idle for {} ms afterwards: {:.2f} % of a core\n", o.idle.count() / 1'000'000, *idle_cpu_percent);
   }
   return routes == o.tags * o.subscribers ? 0 : 1;
 }
@@ -102,9 +106,10 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"subscribe_time: the time K subscribers take, one after the other, to subscribe to the same N tags on "
-               "one publisher (loopback, one process)",
-               kTool};
+  CLI::App app{
+      "subscribe_time: the time K subscribers take, one after the other, to subscribe to the same N tags on "
+      "one publisher (loopback, one process)",
+      kTool};
   Options o;
   app.add_option("-e,--endpoint", o.endpoint, "The publisher's endpoint (port 0: any free one)")->capture_default_str();
   app.add_option("--tags", o.tags, "Tags each subscriber subscribes to (1..N), in one call")
@@ -113,10 +118,11 @@ int main(int argc, char** argv) {
   app.add_option("--subscribers", o.subscribers, "Subscribers, one after the other")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
-  netio::tools::add_duration_option(app, "--idle", o.idle,
-                                    "Then wait this long, nothing published, and report the CPU used meanwhile (0: skip)");
+  netio::tools::add_duration_option(
+      app, "--idle", o.idle, "Then wait this long, nothing published, and report the CPU used meanwhile (0: skip)");
   app.add_flag("--json", o.json,
                "Print {\"endpoint\", \"tags\", \"subscribers\", \"routes\", \"seconds\": [one per subscriber], "
                "\"total_seconds\", \"idle_cpu_percent\" (null without --idle)}");
-  return netio::tools::parse_and_run(app, argc, argv, [] {}, [&] { return run(o); });
+  return netio::tools::parse_and_run(
+      app, argc, argv, [] {}, [&] { return run(o); });
 }

@@ -90,13 +90,14 @@ int run_client(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tcp_pingpong: raw TCP round-trip time (TCP_NODELAY), the reference for netio_pingpong. Start a "
-               "server with --server, then the client.",
-               kTool};
+  CLI::App app{
+      "tcp_pingpong: raw TCP round-trip time (TCP_NODELAY), the reference for netio_pingpong. Start a "
+      "server with --server, then the client.",
+      kTool};
   Options o;
-  static constexpr netio::bench::RoleNames names{
-      "--server", "Echo what clients send, one client after another", "Server", "Client: the server, tcp://HOST:PORT",
-      netio::bench::rtt_json_help};
+  static constexpr netio::bench::RoleNames names{"--server", "Echo what clients send, one client after another",
+                                                 "Server", "Client: the server, tcp://HOST:PORT",
+                                                 netio::bench::rtt_json_help};
   netio::bench::add_pingpong_options(app, o, names, "Client: ping size");
   app.add_flag("--busy-poll", o.busy_poll, "Spin on non-blocking recv() instead of blocking (burns a core)");
   app.add_flag("--one-way", o.one_way,

@@ -16,12 +16,12 @@
 
 #include <fmt/format.h>
 
+#include <sys/socket.h>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <sys/socket.h>
 #include <thread>
 #include <vector>
 
@@ -188,8 +188,10 @@ int run_sender(const Options& o) {
   r.bytes = sent;
   r.messages = sent / o.size;
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (o.json) print_throughput(r, true);
-  else fmt::print(stderr, "{}: sent {} bytes in {:.3f} s\n", kTool, sent, r.seconds);
+  if (o.json)
+    print_throughput(r, true);
+  else
+    fmt::print(stderr, "{}: sent {} bytes in {:.3f} s\n", kTool, sent, r.seconds);
   // Wait for the receiver to close (it has read everything then), bounded.
   char byte = 0;
   while (Clock::now() < deadline && !netio::tools::stop_requested()) {
@@ -202,13 +204,15 @@ int run_sender(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tcp_throughput: raw TCP one-stream throughput, the reference for netio_throughput/netio_recv. "
-               "Start the receiver with --recv, then the sender.",
-               kTool};
+  CLI::App app{
+      "tcp_throughput: raw TCP one-stream throughput, the reference for netio_throughput/netio_recv. "
+      "Start the receiver with --recv, then the sender.",
+      kTool};
   Options o;
   static constexpr netio::bench::RoleNames names{
       "--recv", "Receive: listen on 127.0.0.1, read until the sender closes, report", "Receiver",
-      "Sender: the receiver, tcp://HOST:PORT", "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}"};
+      "Sender: the receiver, tcp://HOST:PORT",
+      "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}"};
   auto* recv = netio::bench::add_role_options(app, o, names);
   netio::tools::add_size_option(app, "-s,--size", o.size,
                                 "Message size: the unit of msg/s (both sides must agree) and the default write size");

@@ -62,24 +62,29 @@ int run(const Options& o) {
   bind_and_announce(xpub, kTool, o.port, o.port_file);
   wait_for_subscribers(xpub, o.subscribers, deadline);
   const auto result = send_stream(xpub, {o.size, o.messages, o.time, deadline});
-  if (o.json) print_throughput(result, true);
-  else fmt::print(stderr, "{}: published {} messages of {} B\n", kTool, result.messages, o.size);
+  if (o.json)
+    print_throughput(result, true);
+  else
+    fmt::print(stderr, "{}: published {} messages of {} B\n", kTool, result.messages, o.size);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"zmq_pubsub: ZeroMQ XPUB(NODROP)/SUB throughput. Start the publisher with --publish, then the "
-               "subscribers.",
-               kTool};
+  CLI::App app{
+      "zmq_pubsub: ZeroMQ XPUB(NODROP)/SUB throughput. Start the publisher with --publish, then the "
+      "subscribers.",
+      kTool};
   Options o;
   static constexpr netio::bench::RoleNames names{
       "--publish", "Publish (XPUB, binds 127.0.0.1) once --subscribers joined", "Publisher",
       "Subscriber: the publisher, tcp://HOST:PORT",
       "Print {\"results\":[{size, messages, bytes, seconds, msgs_per_s, gbps}]}"};
   auto* pub = netio::bench::add_role_options(app, o, names);
-  app.add_option("--subscribers", o.subscribers, "Publisher: subscribers to wait for")->capture_default_str()->needs(pub);
+  app.add_option("--subscribers", o.subscribers, "Publisher: subscribers to wait for")
+      ->capture_default_str()
+      ->needs(pub);
   netio::tools::add_size_option(app, "-s,--size", o.size, "Publisher: message size")->needs(pub);
   auto* n = app.add_option("-n,--messages", o.messages, "Publisher: messages to send")->needs(pub);
   netio::tools::add_duration_option(app, "-t,--time", o.time, "Publisher: how long to send (unless -n)")->excludes(n);

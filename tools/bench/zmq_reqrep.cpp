@@ -57,14 +57,14 @@ int run_client(const ZmqContext& context, const Options& o, Clock::time_point de
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"zmq_reqrep: ZeroMQ REQ/REP round-trip time, the reference for netio_pingpong. Start a server with "
-               "--server, then the client.",
-               kTool};
+  CLI::App app{
+      "zmq_reqrep: ZeroMQ REQ/REP round-trip time, the reference for netio_pingpong. Start a server with "
+      "--server, then the client.",
+      kTool};
   Options o;
   static constexpr netio::bench::RoleNames names{
       "--server", "Echo requests (REP, binds 127.0.0.1) until --timeout or Ctrl-C", "Server",
-      "Client: the server, tcp://HOST:PORT",
-      netio::bench::rtt_json_help};
+      "Client: the server, tcp://HOST:PORT", netio::bench::rtt_json_help};
   netio::bench::add_pingpong_options(app, o, names, "Client: request size");
   try {
     app.parse(argc, argv);

@@ -28,8 +28,10 @@ int run(const Options& o) {
     ZmqSocket pull(context, ZMQ_PULL);
     pull.set(ZMQ_RCVTIMEO, 100);
     pull.set(ZMQ_LINGER, 0);
-    if (o.bind.empty()) bind_and_announce(pull, kTool, o.port, o.port_file);
-    else bind_and_announce(pull, kTool, o.bind, o.port_file);
+    if (o.bind.empty())
+      bind_and_announce(pull, kTool, o.port, o.port_file);
+    else
+      bind_and_announce(pull, kTool, o.bind, o.port_file);
     print_throughput(receive_stream(pull, deadline), o.json);
     return 0;
   }
@@ -43,17 +45,20 @@ int run(const Options& o) {
   push.connect(o.endpoint);
   const auto result = send_stream(push, {o.size, o.messages, o.time, deadline});
   receiver_gone.wait(deadline);  // the receiver has read everything then
-  if (o.json) print_throughput(result, true);
-  else fmt::print(stderr, "{}: sent {} messages of {} B\n", kTool, result.messages, o.size);
+  if (o.json)
+    print_throughput(result, true);
+  else
+    fmt::print(stderr, "{}: sent {} messages of {} B\n", kTool, result.messages, o.size);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"zmq_throughput: ZeroMQ PUSH/PULL throughput, the reference for netio_throughput/netio_recv. Start "
-               "the receiver with --recv, then the sender.",
-               kTool};
+  CLI::App app{
+      "zmq_throughput: ZeroMQ PUSH/PULL throughput, the reference for netio_throughput/netio_recv. Start "
+      "the receiver with --recv, then the sender.",
+      kTool};
   Options o;
   static constexpr netio::bench::RoleNames names{
       "--recv", "Receive (PULL, binds 127.0.0.1 or --bind) until the sender's end, then report", "Receiver",

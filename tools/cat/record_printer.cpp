@@ -25,8 +25,7 @@ void RecordPrinter::print(pubsub::Tag tag, std::span<const std::byte> data, std:
       std::fflush(out_);
       break;
     }
-    case CatFormat::count:
-      break;
+    case CatFormat::count: break;
   }
 }
 

@@ -38,14 +38,14 @@ struct ForeignOption {
   std::string_view option;
 };
 constexpr ForeignOption kForeignOptions[] = {
-    {"netio_recv", "netio_throughput", "--size"},      {"netio_recv", "netio_throughput", "-s"},
-    {"netio_recv", "netio_throughput", "--sweep"},     {"netio_recv", "netio_throughput", "--page-size"},
-    {"netio_recv", "netio_throughput", "--pages"},     {"netio_recv", "netio_throughput", "--zero-copy-threshold"},
+    {"netio_recv", "netio_throughput", "--size"},          {"netio_recv", "netio_throughput", "-s"},
+    {"netio_recv", "netio_throughput", "--sweep"},         {"netio_recv", "netio_throughput", "--page-size"},
+    {"netio_recv", "netio_throughput", "--pages"},         {"netio_recv", "netio_throughput", "--zero-copy-threshold"},
     {"netio_recv", "netio_throughput", "--flush-timeout"}, {"netio_recv", "netio_throughput", "--publish"},
     {"netio_recv", "netio_throughput", "--subscribers"},   {"netio_recv", "netio_throughput", "--max-connections"},
-    {"netio_recv", "netio_throughput", "--policy"},
-    {"netio_throughput", "netio_recv", "--senders"},   {"netio_throughput", "netio_recv", "--subscribe"},
-    {"netio_throughput", "netio_recv", "--report-interval"}, {"netio_throughput", "netio_recv", "--interval"},
+    {"netio_recv", "netio_throughput", "--policy"},        {"netio_throughput", "netio_recv", "--senders"},
+    {"netio_throughput", "netio_recv", "--subscribe"},     {"netio_throughput", "netio_recv", "--report-interval"},
+    {"netio_throughput", "netio_recv", "--interval"},
 };
 
 void name_foreign_options(const CLI::App& app, const std::vector<std::string>& extras) {

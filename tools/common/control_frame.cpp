@@ -20,9 +20,11 @@ ControlFrameBytes encode_control_frame(const ControlFrame& frame) noexcept {
 std::optional<ControlFrame> decode_control_frame(std::span<const std::byte> message) noexcept {
   if (message.size() != kControlFrameSize) return std::nullopt;
   const std::byte* p = message.data();
-  if (detail::load_le<std::uint64_t>(p) != kControlMagic || detail::load_le<std::uint32_t>(p + 12) != kControlVersion) return std::nullopt;
+  if (detail::load_le<std::uint64_t>(p) != kControlMagic || detail::load_le<std::uint32_t>(p + 12) != kControlVersion)
+    return std::nullopt;
   if (detail::load_le<std::uint64_t>(p + 40) != checksum64(message.first(40))) return std::nullopt;
-  return ControlFrame{static_cast<ControlKind>(detail::load_le<std::uint32_t>(p + 8)), detail::load_le<std::uint64_t>(p + 16), detail::load_le<std::uint64_t>(p + 24),
+  return ControlFrame{static_cast<ControlKind>(detail::load_le<std::uint32_t>(p + 8)),
+                      detail::load_le<std::uint64_t>(p + 16), detail::load_le<std::uint64_t>(p + 24),
                       detail::load_le<std::uint64_t>(p + 32)};
 }
 

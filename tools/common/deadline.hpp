@@ -19,7 +19,8 @@ class Deadline {
 
   // A zero or negative duration means no deadline.
   explicit Deadline(std::chrono::nanoseconds duration)
-      : unlimited_(duration <= std::chrono::nanoseconds::zero()), at_(Clock::now() + (unlimited_ ? Clock::duration{} : duration)) {}
+      : unlimited_(duration <= std::chrono::nanoseconds::zero()),
+        at_(Clock::now() + (unlimited_ ? Clock::duration{} : duration)) {}
 
   bool unlimited() const noexcept { return unlimited_; }
   bool expired() const noexcept { return !unlimited_ && Clock::now() >= at_; }
@@ -47,7 +48,8 @@ inline std::chrono::nanoseconds connect_wait(std::chrono::nanoseconds connect_ti
 // duration is zero.
 class Watchdog {
  public:
-  Watchdog(std::string tool, std::chrono::nanoseconds timeout, std::chrono::nanoseconds grace = std::chrono::seconds(5));
+  Watchdog(std::string tool, std::chrono::nanoseconds timeout,
+           std::chrono::nanoseconds grace = std::chrono::seconds(5));
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;

@@ -126,8 +126,10 @@ std::string JsonWriter::escape(std::string_view text) {
       case '\t': out += "\\t"; break;
       default:
         // Other control characters must be escaped; bytes >= 0x80 pass through (UTF-8).
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        else
+          out += c;
     }
   }
   out += '"';

@@ -34,10 +34,11 @@ class JsonWriter {
   JsonWriter& value(std::int64_t number);
   JsonWriter& value(std::uint64_t number);
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  JsonWriter& value(T number) {
-    if constexpr (std::is_signed_v<T>) return value(static_cast<std::int64_t>(number));
-    else return value(static_cast<std::uint64_t>(number));
+  requires(!std::same_as<T, bool>) JsonWriter& value(T number) {
+    if constexpr (std::is_signed_v<T>)
+      return value(static_cast<std::int64_t>(number));
+    else
+      return value(static_cast<std::uint64_t>(number));
   }
   template <typename T>
   JsonWriter& value(const std::optional<T>& maybe) {

@@ -61,8 +61,8 @@ std::string text_histogram(std::span<const double> samples_us, HistogramOptions 
   const double total = static_cast<double>(samples_us.size());
   for (std::size_t i = 0; i < counts.size(); ++i) {
     const long bucket = first + static_cast<long>(i);
-    const auto bar = static_cast<std::size_t>(
-        std::lround(static_cast<double>(options.bar_width) * static_cast<double>(counts[i]) / static_cast<double>(largest)));
+    const auto bar = static_cast<std::size_t>(std::lround(
+        static_cast<double>(options.bar_width) * static_cast<double>(counts[i]) / static_cast<double>(largest)));
     // A bucket with samples always shows at least one mark, so rare outliers stay visible.
     const std::size_t marks = counts[i] > 0 ? std::max<std::size_t>(bar, 1) : 0;
     out += fmt::format("{:>10.2f} - {:>10.2f} us |{:<{}}| {:>9} {:>6.2f}%\n", edge(bucket), edge(bucket + 1),

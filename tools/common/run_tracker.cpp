@@ -28,8 +28,7 @@ std::optional<RunTracker::Clock::time_point> RunTracker::first_message_at() cons
 void RunTracker::on_message(std::span<const std::byte> message) {
   if (first_message_ticks_.load(std::memory_order_relaxed) == 0) {
     // max(1, ...): 0 is reserved for "none yet".
-    first_message_ticks_.store(std::max<Clock::rep>(1, clock_().time_since_epoch().count()),
-                               std::memory_order_release);
+    first_message_ticks_.store(std::max<Clock::rep>(1, clock_().time_since_epoch().count()), std::memory_order_release);
   }
   if (looks_like_control_frame(message)) {
     if (auto frame = decode_control_frame(message)) {
@@ -93,8 +92,7 @@ void RunTracker::on_control(const ControlFrame& frame) {
       }
       end_of_stream_.store(true, std::memory_order_release);
       return;
-    default:
-      note_anomaly(fmt::format("unexpected control frame kind {}", static_cast<std::uint32_t>(frame.kind)));
+    default: note_anomaly(fmt::format("unexpected control frame kind {}", static_cast<std::uint32_t>(frame.kind)));
   }
 }
 

@@ -38,11 +38,11 @@ void write_results_array(JsonWriter& json, std::span<const ThroughputResult> res
 }
 
 std::string results_table(std::span<const ThroughputResult> results, VerificationColumns columns) {
-  const bool any_verified = std::any_of(results.begin(), results.end(),
-                                        [](const ThroughputResult& r) { return r.verification.has_value(); });
+  const bool any_verified =
+      std::any_of(results.begin(), results.end(), [](const ThroughputResult& r) { return r.verification.has_value(); });
   const bool verify_columns = columns == VerificationColumns::reported && any_verified;
-  std::string out = fmt::format("{:>10} {:>12} {:>14} {:>9} {:>13} {:>9}", "size", "messages", "bytes", "seconds",
-                                "msg/s", "Gb/s");
+  std::string out =
+      fmt::format("{:>10} {:>12} {:>14} {:>9} {:>13} {:>9}", "size", "messages", "bytes", "seconds", "msg/s", "Gb/s");
   if (verify_columns) out += fmt::format(" {:>9} {:>10} {:>9}", "lost", "duplicated", "corrupt");
   out += '\n';
   bool any_incomplete = false;

@@ -28,7 +28,7 @@ struct ThroughputResult {
   std::uint64_t bytes = 0;     // payload bytes
   double seconds = 0;
   std::optional<Verification> verification;  // receiver with --verify only
-  bool complete = true;  // false: the run was cut (no RUN_END seen, a limit, Ctrl-C)
+  bool complete = true;                      // false: the run was cut (no RUN_END seen, a limit, Ctrl-C)
 
   double msgs_per_s() const noexcept { return seconds > 0 ? static_cast<double>(messages) / seconds : 0; }
   // Payload only, 10^9 bits per second.

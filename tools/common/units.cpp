@@ -63,7 +63,8 @@ std::variant<NumberAndUnit, std::string> split_number(std::string_view text) {
     }
   }
   if (!any_digit) {
-    if (text.size() > 1 && text[0] == '-' && std::isdigit(static_cast<unsigned char>(text[1]))) return std::string("it must not be negative");
+    if (text.size() > 1 && text[0] == '-' && std::isdigit(static_cast<unsigned char>(text[1])))
+      return std::string("it must not be negative");
     return std::string("it does not start with a number");
   }
   result.unit_text = std::string(trim(text.substr(i)));
@@ -92,17 +93,25 @@ struct Unit {
 };
 
 constexpr std::array kSizeUnits{
-    Unit{"", 1},           Unit{"b", 1},
-    Unit{"k", u64{1} << 10}, Unit{"kib", u64{1} << 10},
-    Unit{"m", u64{1} << 20}, Unit{"mib", u64{1} << 20},
-    Unit{"g", u64{1} << 30}, Unit{"gib", u64{1} << 30},
+    Unit{"", 1},
+    Unit{"b", 1},
+    Unit{"k", u64{1} << 10},
+    Unit{"kib", u64{1} << 10},
+    Unit{"m", u64{1} << 20},
+    Unit{"mib", u64{1} << 20},
+    Unit{"g", u64{1} << 30},
+    Unit{"gib", u64{1} << 30},
 };
 
 constexpr std::array kDurationUnits{
-    Unit{"", 1'000'000'000},       Unit{"ns", 1},
-    Unit{"us", 1'000},             Unit{"\xc2\xb5s", 1'000},  // µs in UTF-8
-    Unit{"ms", 1'000'000},         Unit{"s", 1'000'000'000},
-    Unit{"m", 60'000'000'000},     Unit{"min", 60'000'000'000},
+    Unit{"", 1'000'000'000},
+    Unit{"ns", 1},
+    Unit{"us", 1'000},
+    Unit{"\xc2\xb5s", 1'000},  // µs in UTF-8
+    Unit{"ms", 1'000'000},
+    Unit{"s", 1'000'000'000},
+    Unit{"m", 60'000'000'000},
+    Unit{"min", 60'000'000'000},
     Unit{"h", 3'600'000'000'000},
 };
 
@@ -119,8 +128,7 @@ const Unit* find_unit(const std::array<Unit, N>& units, std::string_view name) {
 ParseResult<u64> parse_size(std::string_view text) {
   const std::string_view trimmed = trim(text);
   auto fail = [&](std::string_view why) {
-    return ParseResult<u64>::failure(
-        fmt::format("'{}' is not a size: {} (examples: 64, 4KiB, 1MiB, 1GiB)", text, why));
+    return ParseResult<u64>::failure(fmt::format("'{}' is not a size: {} (examples: 64, 4KiB, 1MiB, 1GiB)", text, why));
   };
   auto split = split_number(trimmed);
   if (auto* error = std::get_if<std::string>(&split)) return fail(*error);

@@ -20,7 +20,8 @@ namespace netio::tools {
 std::vector<std::uint32_t> draw_accesses(const ConnbenchPattern& p) {
   if (p.peers == 0 || p.hot > p.peers) {
     throw Error(Errc::invalid_option,
-                fmt::format("the hot set ({}) must not be larger than the peers ({}), which must be at least 1", p.hot, p.peers));
+                fmt::format("the hot set ({}) must not be larger than the peers ({}), which must be at least 1", p.hot,
+                            p.peers));
   }
   std::mt19937_64 random(p.seed);
   std::uniform_real_distribution<double> coin(0.0, 1.0);
@@ -60,10 +61,11 @@ class Receivers {
         while (!stop_.load(std::memory_order_relaxed)) {
           std::size_t taken = 0;
           for (std::size_t i = 0; i < high_throughput_.size(); ++i) {
-            taken += high_throughput_[i]->recv_each(4096, std::chrono::nanoseconds(0), [&](std::span<const std::byte> m) {
-              take(i, m);
-              return true;
-            });
+            taken +=
+                high_throughput_[i]->recv_each(4096, std::chrono::nanoseconds(0), [&](std::span<const std::byte> m) {
+                  take(i, m);
+                  return true;
+                });
           }
           if (taken == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
         }
@@ -149,8 +151,8 @@ ConnbenchResult run_connbench(const ConnbenchConfig& config, const std::vector<s
   while (receivers.received() < result.messages) {
     if (stop_requested()) throw ConnbenchInterrupted{};
     if (deadline.expired()) {
-      throw Error(Errc::timeout, fmt::format("--timeout passed with {} of {} messages received",
-                                             receivers.received(), result.messages));
+      throw Error(Errc::timeout, fmt::format("--timeout passed with {} of {} messages received", receivers.received(),
+                                             result.messages));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }

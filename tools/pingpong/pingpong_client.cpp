@@ -28,9 +28,7 @@ constexpr auto kTick = std::chrono::milliseconds(100);  // how often the loop lo
 constexpr auto kGoodbyeTimeout = std::chrono::seconds(1);
 constexpr auto kPoll = std::chrono::milliseconds(5);
 
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
+bool is_loopback(const std::string& host) { return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0; }
 
 // The ping-pong itself runs on the event-loop thread: each reply's callback takes the time,
 // records it and sends the next ping from there (straight to the back-end, no thread
@@ -58,7 +56,8 @@ class PingLoop {
                        sequence_, message.size(), ping_.size()));
       return;
     }
-    if (sequence_ >= options_.warmup) samples_.push_back(std::chrono::duration<double, std::micro>(now - sent_at_).count());
+    if (sequence_ >= options_.warmup)
+      samples_.push_back(std::chrono::duration<double, std::micro>(now - sent_at_).count());
     ++sequence_;
     progress_.store(sequence_, std::memory_order_relaxed);
     if (sequence_ == options_.warmup + options_.iterations) {
@@ -181,10 +180,10 @@ class PingLoop {
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool welcomed_ = false;      // guarded by mutex_
-  bool finished_ = false;      // guarded by mutex_
-  bool acknowledged_ = false;  // guarded by mutex_
-  bool interrupted_ = false;   // guarded by mutex_
+  bool welcomed_ = false;             // guarded by mutex_
+  bool finished_ = false;             // guarded by mutex_
+  bool acknowledged_ = false;         // guarded by mutex_
+  bool interrupted_ = false;          // guarded by mutex_
   std::optional<std::string> error_;  // guarded by mutex_
 };
 
@@ -273,9 +272,9 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
     LowLatencyReceiveOptions receive_options;
     receive_options.max_message_size = largest;
     receive_options.admission.key = options.key;
-    pongs.emplace(context, reply_endpoint_for(options.server),
-                  [&loop](std::span<const std::byte> message, const netio::Peer&) { loop.on_message(message); },
-                  receive_options);
+    pongs.emplace(
+        context, reply_endpoint_for(options.server),
+        [&loop](std::span<const std::byte> message, const netio::Peer&) { loop.on_message(message); }, receive_options);
   }
 
   // One ping in flight at a time, but a back-end may report a send complete only after
@@ -301,12 +300,12 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
   pings.send(encode_control_frame({ControlKind::ping_hello, reply_port, loop.session(), options.size}));
   constexpr auto welcome_timeout = std::chrono::seconds(10);  // once connected
   if (!loop.wait_for(PingLoop::Milestone::welcomed, deadline.remaining(welcome_timeout))) {
-    throw Error(Errc::timeout,
-                fmt::format("{} did not answer within {} s: is it `netio_pingpong --server`{}?",
-                            options.server.to_string(),
-                            std::chrono::duration_cast<std::chrono::seconds>(welcome_timeout).count(),
-                            pongs ? fmt::format(", and can it connect back to this host on port {}", reply_port)
-                                  : std::string()));
+    throw Error(
+        Errc::timeout,
+        fmt::format(
+            "{} did not answer within {} s: is it `netio_pingpong --server`{}?", options.server.to_string(),
+            std::chrono::duration_cast<std::chrono::seconds>(welcome_timeout).count(),
+            pongs ? fmt::format(", and can it connect back to this host on port {}", reply_port) : std::string()));
   }
 
   PingpongClientResult result;

@@ -59,8 +59,9 @@ class EchoServer {
   EchoServer(Context& context, const Endpoint& local, const AdmissionOptions& admission)
       : context_(context),
         key_(admission.key),
-        socket_(context, local, [this](std::span<const std::byte> message, const Peer& peer) { on_message(message, peer); },
-                receive_options(admission)) {}
+        socket_(
+            context, local, [this](std::span<const std::byte> message, const Peer& peer) { on_message(message, peer); },
+            receive_options(admission)) {}
 
   Endpoint local_endpoint() const { return socket_.local_endpoint(); }
 
@@ -167,12 +168,8 @@ class EchoServer {
     }
     const ControlFrame& f = event.frame;
     switch (f.kind) {
-      case ControlKind::ping_hello:
-        welcome(event.peer, static_cast<std::uint16_t>(f.a), f.b, f.c);
-        return;
-      case ControlKind::ping_goodbye:
-        goodbye(event.peer, f.a, f.b);
-        return;
+      case ControlKind::ping_hello: welcome(event.peer, static_cast<std::uint16_t>(f.a), f.b, f.c); return;
+      case ControlKind::ping_goodbye: goodbye(event.peer, f.a, f.b); return;
       default:
         fmt::print(stderr, "netio_pingpong: ignoring control message kind {} from {}\n",
                    static_cast<std::uint32_t>(f.kind), event.peer.to_string());

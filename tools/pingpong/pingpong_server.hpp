@@ -5,9 +5,9 @@
 
 #include "common/deadline.hpp"
 
-#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
+#include "netio/socket_options.hpp"
 
 #include <functional>
 

@@ -28,7 +28,8 @@ void publish_to_all(pubsub::PublishSocket& publisher, const std::vector<pubsub::
 void drain(pubsub::PublishSocket& publisher, const Deadline& deadline) {
   publisher.flush();
   const auto until = Clock::now() + deadline.remaining(std::chrono::seconds(60));
-  while (publisher.pages().pages_in_use() > 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  while (publisher.pages().pages_in_use() > 0 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
 void publish_run(pubsub::PublishSocket& socket, const RunKey& key, const BenchPublisherOptions& options,
@@ -141,7 +142,8 @@ BenchSenderReport run_bench_publisher(Context& context, const BenchPublisherOpti
     for (const auto mode : {pubsub::Mode::low_latency, pubsub::Mode::high_throughput}) {
       const ConnectionStats c = publisher.connection_stats(mode);
       if (c.opened == 0) continue;
-      fmt::print(stderr, "netio_throughput: {} data connections: {} opened ({} re-opened), {} torn down, peak {} open of {}\n",
+      fmt::print(stderr,
+                 "netio_throughput: {} data connections: {} opened ({} re-opened), {} torn down, peak {} open of {}\n",
                  netio::to_string(mode), c.opened, c.reopened, c.torn_down, c.peak_open, options.max_connections);
     }
   }

@@ -10,10 +10,10 @@
 #include "common/deadline.hpp"
 #include "common/throughput_result.hpp"
 
-#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/pubsub/subscription.hpp"
+#include "netio/socket_options.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -36,7 +36,7 @@ struct BenchPublisherOptions {
   std::uint64_t page_count = 64;  // the shared pool
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);
   std::chrono::nanoseconds subscribe_timeout = std::chrono::seconds(60);
-  AdmissionOptions admission;  // who may subscribe (--allow, --key-file)
+  AdmissionOptions admission;       // who may subscribe (--allow, --key-file)
   std::size_t max_connections = 0;  // data connections open at once per mode; 0: no limit
   ConnectionPolicy policy = ConnectionPolicy::lru;
 };

@@ -85,8 +85,12 @@ class Streams {
   }
 
   // Supervisor: sums over the streams that began.
-  std::uint64_t live_messages() { return sum([](const RunTracker& t) { return t.live_messages(); }); }
-  std::uint64_t live_bytes() { return sum([](const RunTracker& t) { return t.live_bytes(); }); }
+  std::uint64_t live_messages() {
+    return sum([](const RunTracker& t) { return t.live_messages(); });
+  }
+  std::uint64_t live_bytes() {
+    return sum([](const RunTracker& t) { return t.live_bytes(); });
+  }
   std::uint64_t live_size() {
     std::lock_guard lock(mutex_);
     for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
@@ -127,7 +131,7 @@ class Streams {
   std::vector<std::pair<ConnectionId, Stream*>> order_;
   std::map<ConnectionId, Clock::time_point> disconnected_at_;
   std::map<ConnectionId, GoneWatch> watches_;  // supervisor only
-  ConnectionId last_id_ = 0;               // consumer only: the stream of the last message
+  ConnectionId last_id_ = 0;                   // consumer only: the stream of the last message
   Stream* last_ = nullptr;
 };
 
@@ -144,11 +148,14 @@ class Session {
     const std::uint64_t before = stream.tracker.live_messages();
     stream.tracker.on_message(message);
     if (!stream.tracker.began() && stream.tracker.ignored_controls() != 0 && !std::exchange(stranger_logged_, true)) {
-      log(LogLevel::warn, "ignoring control messages from {}, which never began a run (not netio_throughput?); "
-          "further ones, from any such connection, are counted, not logged", stream.peer);
+      log(LogLevel::warn,
+          "ignoring control messages from {}, which never began a run (not netio_throughput?); "
+          "further ones, from any such connection, are counted, not logged",
+          stream.peer);
     }
     const std::uint64_t counted = stream.tracker.live_messages() - before;
-    if (counted != 0) live_messages_.store(live_messages_.load(std::memory_order_relaxed) + counted, std::memory_order_relaxed);
+    if (counted != 0)
+      live_messages_.store(live_messages_.load(std::memory_order_relaxed) + counted, std::memory_order_relaxed);
     if (!stream.ended && stream.tracker.end_of_stream()) {
       stream.ended = true;
       if (++ended_ >= options_.senders) {
@@ -188,8 +195,8 @@ class Session {
 
   const BenchReceiverOptions& options_;
   Streams streams_;
-  std::size_t ended_ = 0;  // consumer only
-  bool stranger_logged_ = false;  // consumer only
+  std::size_t ended_ = 0;                        // consumer only
+  bool stranger_logged_ = false;                 // consumer only
   std::atomic<std::uint64_t> live_messages_{0};  // written by the consumer only
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;
@@ -335,8 +342,8 @@ BenchReceiverReport run_bench_receiver(Context& context, const BenchReceiverOpti
   Session session(options);
   BenchReceiverReport report;
   const Ending ending = options.mode == SocketMode::high_throughput
-                           ? receive_high_throughput(context, session, options, deadline, callbacks)
-                           : receive_low_latency(context, session, options, deadline, callbacks);
+                            ? receive_high_throughput(context, session, options, deadline, callbacks)
+                            : receive_low_latency(context, session, options, deadline, callbacks);
   report.end = ending.end;
   // The socket is gone: no consumer touches the trackers any more.
   const auto streams = session.streams().all();
@@ -352,9 +359,10 @@ BenchReceiverReport run_bench_receiver(Context& context, const BenchReceiverOpti
     mine.ended = stream->tracker.end_of_stream();
     mine.results = stream->tracker.finish(ending.cut);
     results.push_back(mine.results);
-    const bool cut_inside = std::any_of(mine.results.begin(), mine.results.end(),
-                                        [](const ThroughputResult& r) { return !r.complete; });
-    if (report.end == ReceiveEnd::end_of_stream && (!mine.ended || cut_inside)) report.truncated_streams.push_back(mine.peer);
+    const bool cut_inside =
+        std::any_of(mine.results.begin(), mine.results.end(), [](const ThroughputResult& r) { return !r.complete; });
+    if (report.end == ReceiveEnd::end_of_stream && (!mine.ended || cut_inside))
+      report.truncated_streams.push_back(mine.peer);
     report.stray_messages += stream->tracker.stray_messages();
     for (const auto& anomaly : stream->tracker.anomalies()) {
       report.anomalies.push_back(streams.size() > 1 ? stream->peer + ": " + anomaly : anomaly);

@@ -31,15 +31,15 @@ struct BenchReceiverOptions {
   Endpoint local;
   SocketMode mode = SocketMode::high_throughput;
   bool verify = false;
-  std::optional<std::uint64_t> max_messages;              // -n: data messages over all runs
-  std::optional<std::chrono::nanoseconds> duration;       // -t: counted from the first message
+  std::optional<std::uint64_t> max_messages;                    // -n: data messages over all runs
+  std::optional<std::chrono::nanoseconds> duration;             // -t: counted from the first message
   std::chrono::nanoseconds interval = std::chrono::seconds(1);  // 0: no interval reports
   // How long a stream may stay silent after its last sender disconnected before the
   // receiver gives up waiting for END_OF_STREAM.
   std::chrono::nanoseconds sender_gone_grace = std::chrono::seconds(1);
   std::optional<int> consumer_cpu;  // --mode ht: the thread calling recv()
   AdmissionOptions admission;       // --allow, --key-file
-  std::size_t senders = 1;  // --senders: the run ends when this many streams have ended
+  std::size_t senders = 1;          // --senders: the run ends when this many streams have ended
 };
 
 // One line of the iperf-like report: what arrived between `from` and `to` (seconds since

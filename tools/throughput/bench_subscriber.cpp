@@ -40,8 +40,12 @@ class TagTrackers {
   bool all_ended() const {
     return std::all_of(trackers_.begin(), trackers_.end(), [](const auto& t) { return t.second->end_of_stream(); });
   }
-  std::uint64_t live_messages() const { return sum([](const RunTracker& t) { return t.live_messages(); }); }
-  std::uint64_t live_bytes() const { return sum([](const RunTracker& t) { return t.live_bytes(); }); }
+  std::uint64_t live_messages() const {
+    return sum([](const RunTracker& t) { return t.live_messages(); });
+  }
+  std::uint64_t live_bytes() const {
+    return sum([](const RunTracker& t) { return t.live_bytes(); });
+  }
   std::uint64_t live_size() const { return trackers_.begin()->second->live_size(); }
   std::optional<Clock::time_point> first_message_at() const {
     std::optional<Clock::time_point> first;

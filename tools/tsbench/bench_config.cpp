@@ -4,8 +4,8 @@
 #include "common/units.hpp"
 
 #include "netio/error.hpp"
-#include "netio/scheduler/credits.hpp"
 #include "netio/internal/reject.hpp"
+#include "netio/scheduler/credits.hpp"
 
 #include <fmt/format.h>
 
@@ -50,7 +50,8 @@ std::optional<EmulationConfig> BenchConfig::node_emulation(std::uint32_t rank) c
 void BenchConfig::resolve() {
   if (inputs == 0 || computes == 0) reject("--inputs and --computes must be at least 1");
   if (!interval_given) {
-    interval_timeslices = std::max<std::uint64_t>(computes, kDefaultIntervalTimeslices - kDefaultIntervalTimeslices % computes);
+    interval_timeslices =
+        std::max<std::uint64_t>(computes, kDefaultIntervalTimeslices - kDefaultIntervalTimeslices % computes);
   }
   if (contribution_bytes == 0) reject("--contribution-size must be at least 1 byte");
   if (buffer_bytes == 0) {
@@ -97,9 +98,10 @@ void BenchConfig::validate() const {
   if (!timeslices && duration <= std::chrono::nanoseconds::zero()) reject("-t/--time must be more than 0");
   const std::uint64_t warmup_timeslices = interval_timeslices * warmup_intervals;
   if (timeslices && *timeslices <= warmup_timeslices) {
-    reject(fmt::format("-n {} time-slices fall within the {} warm-up intervals ({} time-slices), which the statistics "
-                       "leave out: give more, or a lower --warmup-intervals",
-                       *timeslices, warmup_intervals, warmup_timeslices));
+    reject(
+        fmt::format("-n {} time-slices fall within the {} warm-up intervals ({} time-slices), which the statistics "
+                    "leave out: give more, or a lower --warmup-intervals",
+                    *timeslices, warmup_intervals, warmup_timeslices));
   }
   scheduler::validate(scheduler_config());
   (void)node_emulation(0);  // throws for a bad spec
@@ -113,7 +115,8 @@ Endpoint local_endpoint(const std::string& transport) {
   if (transport != "fabric") return Endpoint::parse("tcp://127.0.0.1:0");
   // libfabric's tcp provider works on any Linux box; NETIO_FABRIC_PROVIDER picks another.
   const char* provider = std::getenv("NETIO_FABRIC_PROVIDER");
-  return Endpoint::parse(fmt::format("fabric://127.0.0.1:0?provider={}", provider != nullptr && *provider != '\0' ? provider : "tcp"));
+  return Endpoint::parse(
+      fmt::format("fabric://127.0.0.1:0?provider={}", provider != nullptr && *provider != '\0' ? provider : "tcp"));
 }
 
 }  // namespace netio::tools::tsbench

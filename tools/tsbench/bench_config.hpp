@@ -41,18 +41,18 @@ struct BenchConfig {
   static constexpr std::uint64_t kDefaultIntervalTimeslices = 1000;
   std::uint64_t interval_timeslices = kDefaultIntervalTimeslices;
   bool interval_given = false;
-  std::uint32_t history_length = 10;         // hist_cnt
-  double speed_up_threshold = 10.0;          // ssu_TH, %²
-  double speed_up_percent = 5.0;             // ssu_pct
+  std::uint32_t history_length = 10;                                          // hist_cnt
+  double speed_up_threshold = 10.0;                                           // ssu_TH, %²
+  double speed_up_percent = 5.0;                                              // ssu_pct
   scheduler::DurationRule duration_rule = scheduler::DurationRule::tracking;  // paper: the paper's Proposer
-  scheduler::ClockRule clock_rule = scheduler::ClockRule::filtered;          // paper: the paper's Eq. 2
-  bool fallback = true;  // the DDE's safety net (SchedulerConfig::fallback); false: the paper's DDE
-  std::uint32_t warmup_intervals = 12;       // left out of the statistics (DFS needs hist_cnt + 2)
+  scheduler::ClockRule clock_rule = scheduler::ClockRule::filtered;           // paper: the paper's Eq. 2
+  bool fallback = true;                 // the DDE's safety net (SchedulerConfig::fallback); false: the paper's DDE
+  std::uint32_t warmup_intervals = 12;  // left out of the statistics (DFS needs hist_cnt + 2)
   std::chrono::nanoseconds duration = std::chrono::seconds(12);
-  std::optional<std::uint64_t> timeslices;   // a count instead of a duration (role mode needs it)
-  std::string emulate = kDefaultEmulation;   // "" or "none": an unshaped loopback
-  std::string slowdown;                      // a slowdown= clause's parameters, e.g. "node:4,at=5s,for=2s,rate=75%"
-  std::string transport = "tcp";             // local run: tcp or fabric
+  std::optional<std::uint64_t> timeslices;  // a count instead of a duration (role mode needs it)
+  std::string emulate = kDefaultEmulation;  // "" or "none": an unshaped loopback
+  std::string slowdown;                     // a slowdown= clause's parameters, e.g. "node:4,at=5s,for=2s,rate=75%"
+  std::string transport = "tcp";            // local run: tcp or fabric
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);
   std::chrono::nanoseconds sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
   std::optional<int> loop_cpu;       // --cpu: every node's event-loop thread pinned here

@@ -22,9 +22,9 @@ namespace netio::tools::tsbench {
 struct ClusterNode {
   enum class Role { input, compute };
   Role role = Role::input;
-  std::uint32_t index = 0;             // input or compute index
-  std::optional<Endpoint> endpoint;    // compute: required
-  std::optional<Endpoint> dde;         // compute: its DDE replica, if it runs one
+  std::uint32_t index = 0;           // input or compute index
+  std::optional<Endpoint> endpoint;  // compute: required
+  std::optional<Endpoint> dde;       // compute: its DDE replica, if it runs one
 };
 
 struct ClusterConfig {

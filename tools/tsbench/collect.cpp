@@ -137,8 +137,8 @@ RunRecords read_csv(const std::string& dir) {
     CsvFile file(dir + "/buffer_fill.csv", kFillHeader);
     while (file.next(f)) {
       file.expect(f, 3);
-      records.fill.push_back(
-          FillSample{file.micros_at(f, 0), static_cast<ns::ComputeIndex>(file.unsigned_at(f, 1)), file.number_at(f, 2)});
+      records.fill.push_back(FillSample{file.micros_at(f, 0), static_cast<ns::ComputeIndex>(file.unsigned_at(f, 1)),
+                                        file.number_at(f, 2)});
     }
   }
   return records;
@@ -157,7 +157,8 @@ std::vector<CollectedRun> collect_role_runs(const std::string& dir) {
     std::uint32_t expected_computes = 0;
     std::vector<fs::path> ranks;
     for (const auto& entry : fs::directory_iterator(base)) {
-      if (entry.is_directory() && entry.path().filename().string().rfind("rank-", 0) == 0) ranks.push_back(entry.path());
+      if (entry.is_directory() && entry.path().filename().string().rfind("rank-", 0) == 0)
+        ranks.push_back(entry.path());
     }
     std::sort(ranks.begin(), ranks.end());
     try {
@@ -201,8 +202,8 @@ std::vector<CollectedRun> collect_role_runs(const std::string& dir) {
   }
   if (runs.empty()) {
     throw Error(Errc::invalid_option,
-                fmt::format("--collect {}: neither {}/best_effort nor {}/dfs (write them with --role ... --csv {})", dir,
-                            dir, dir, dir));
+                fmt::format("--collect {}: neither {}/best_effort nor {}/dfs (write them with --role ... --csv {})",
+                            dir, dir, dir, dir));
   }
   return runs;
 }

@@ -36,7 +36,7 @@ struct CollectedRun {
   RunRecords records;     // every node's, merged
   std::uint32_t computes_found = 0;
   std::uint32_t inputs_found = 0;
-  std::string error;      // a node missing, or a file that does not parse
+  std::string error;  // a node missing, or a file that does not parse
 };
 
 // Reads DIR/best_effort/rank-*/ and DIR/dfs/rank-*/ (those that exist). Throws netio::Error

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "tsbench/compute_role.hpp"
 
-#include "tsbench/contribution_stamp.hpp"
 #include "netio/backend/event_loop.hpp"
+#include "tsbench/contribution_stamp.hpp"
 
 namespace netio::tools::tsbench {
 

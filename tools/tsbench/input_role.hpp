@@ -62,7 +62,7 @@ class InputRole {
   std::atomic<std::uint64_t> limit_{kNoLimit};
   std::atomic<std::uint64_t> pushed_{0};
   std::mutex error_mutex_;
-  std::string error_;  // what the generator's push threw
+  std::string error_;                      // what the generator's push threw
   std::vector<IntervalRecord> intervals_;  // loop thread until take_records()
   std::unique_ptr<scheduled_push::TimesliceSender> sender_;
   std::thread generator_;

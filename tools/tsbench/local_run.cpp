@@ -89,13 +89,15 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
   auto running = [&] {
     if (stop_requested() || deadline.expired()) return false;
     if (bench.timeslices) {
-      return std::any_of(inputs.begin(), inputs.end(), [&](const auto& in) { return in->pushed() < *bench.timeslices; });
+      return std::any_of(inputs.begin(), inputs.end(),
+                         [&](const auto& in) { return in->pushed() < *bench.timeslices; });
     }
     return std::chrono::steady_clock::now() - started < bench.duration;
   };
   while (running()) std::this_thread::sleep_for(20ms);
   result.interrupted = stop_requested() || deadline.expired();
-  const std::uint64_t total = bench.timeslices && !result.interrupted ? *bench.timeslices : common_limit(inputs, interval);
+  const std::uint64_t total =
+      bench.timeslices && !result.interrupted ? *bench.timeslices : common_limit(inputs, interval);
   for (auto& input : inputs) input->set_limit(total);
 
   // Finish: every input sends the rest; every compute node hands over its share.
@@ -104,7 +106,8 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
     auto error = input->finish(finish_timeout);
     if (!error.empty() && result.error.empty()) result.error = std::move(error);
   }
-  const auto wait_until = std::chrono::steady_clock::now() + std::max<std::chrono::nanoseconds>(deadline.remaining(30s), 1s);
+  const auto wait_until =
+      std::chrono::steady_clock::now() + std::max<std::chrono::nanoseconds>(deadline.remaining(30s), 1s);
   for (auto& compute : computes) {
     while (compute->handed_over() < compute->share_of(total) && std::chrono::steady_clock::now() < wait_until &&
            !stop_requested()) {
@@ -134,7 +137,8 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
   }
   std::sort(result.records.timeslices.begin(), result.records.timeslices.end(),
             [](const auto& a, const auto& b) { return a.timeslice < b.timeslice; });
-  std::sort(result.records.fill.begin(), result.records.fill.end(), [](const auto& a, const auto& b) { return a.at < b.at; });
+  std::sort(result.records.fill.begin(), result.records.fill.end(),
+            [](const auto& a, const auto& b) { return a.at < b.at; });
   if (result.records.corrupt > 0 && result.error.empty()) {
     result.error = fmt::format("{} contributions arrived with the wrong stamp", result.records.corrupt);
   }

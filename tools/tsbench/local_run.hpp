@@ -16,8 +16,8 @@
 namespace netio::tools::tsbench {
 
 struct LocalRunResult {
-  RunRecords records;  // every compute node's and every input's, merged
-  std::string error;   // what went wrong, empty when nothing
+  RunRecords records;        // every compute node's and every input's, merged
+  std::string error;         // what went wrong, empty when nothing
   bool interrupted = false;  // Ctrl-C or --timeout cut it short
 };
 

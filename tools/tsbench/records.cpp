@@ -56,7 +56,8 @@ RunSummary summarize(const RunRecords& records, ClockBasis basis) {
     if (end > begin) s.gbps = static_cast<double>(bytes) * 8 / static_cast<double>((end - begin).count());
   } else {
     for (const auto& [c, span] : per_compute) {
-      if (span.end > span.begin) s.gbps += static_cast<double>(span.bytes) * 8 / static_cast<double>((span.end - span.begin).count());
+      if (span.end > span.begin)
+        s.gbps += static_cast<double>(span.bytes) * 8 / static_cast<double>((span.end - span.begin).count());
     }
   }
 
@@ -92,7 +93,8 @@ std::vector<BandwidthBin> bandwidth_over_time(const RunRecords& records, ns::Dur
   for (const auto& t : records.timeslices) bytes[static_cast<std::size_t>((t.handed_over - first) / bin)] += t.bytes;
   const double seconds = static_cast<double>(bin.count()) / 1e9;
   for (std::size_t i = 0; i < count; ++i) {
-    bins.push_back({first + bin * static_cast<ns::Duration::rep>(i), static_cast<double>(bytes[i]) * 8 / seconds / 1e9});
+    bins.push_back(
+        {first + bin * static_cast<ns::Duration::rep>(i), static_cast<double>(bytes[i]) * 8 / seconds / 1e9});
   }
   return bins;
 }

@@ -35,7 +35,7 @@ struct RunSummary {
   double spread_median_us = 0, spread_p90_us = 0, spread_max_us = 0;  // complete ones after the warm-up
   double gbps = 0;  // contribution bytes after the warm-up / the time they took to arrive
   double fill_median_pct = 0, fill_max_pct = 0;
-  std::uint64_t measured = 0;  // time-slices the statistics cover
+  std::uint64_t measured = 0;                 // time-slices the statistics cover
   std::optional<ns::FallbackStats> fallback;  // DFS: how often the DDE fell back to best-effort
 };
 

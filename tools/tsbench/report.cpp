@@ -7,8 +7,8 @@
 
 #include <cmath>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 
 namespace netio::tools::tsbench {
@@ -129,7 +129,9 @@ void write_csv(const std::string& dir, const RunRecords& records) {
     auto file = open_file(dir + "/intervals.csv");
     file << "input,interval,proposed_start_us,actual_start_us,proposed_duration_us,actual_duration_us\n";
     for (const auto& i : records.intervals) {
-      const auto optional_us = [](const auto& value) { return value ? fmt::format("{:.1f}", micros(*value)) : std::string(); };
+      const auto optional_us = [](const auto& value) {
+        return value ? fmt::format("{:.1f}", micros(*value)) : std::string();
+      };
       file << fmt::format("{},{},{},{:.1f},{},{:.1f}\n", i.input, i.interval, optional_us(i.proposed_start),
                           micros(i.actual_start), optional_us(i.proposed_duration), micros(i.actual_duration));
     }

@@ -81,13 +81,14 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
     co.dde_local = self.dde;
     co.origin = origin;
     ComputeRole compute(context, co);
-    log(LogLevel::info, "netio_tsbench: rank {} is compute node {} at {}", rank, self.index, compute.endpoint().to_string());
+    log(LogLevel::info, "netio_tsbench: rank {} is compute node {} at {}", rank, self.index,
+        compute.endpoint().to_string());
     const auto share = compute.share_of(total);
     while (compute.handed_over() < share && !stop_requested() && !deadline.expired()) std::this_thread::sleep_for(5ms);
     result.interrupted = compute.handed_over() < share;
     if (result.interrupted) {
-      result.error = fmt::format("compute node {} handed over {} of its {} time-slices", self.index,
-                                 compute.handed_over(), share);
+      result.error =
+          fmt::format("compute node {} handed over {} of its {} time-slices", self.index, compute.handed_over(), share);
     }
     result.records = compute.take_records();
     if (result.records.corrupt > 0 && result.error.empty()) {

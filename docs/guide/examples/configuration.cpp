@@ -25,15 +25,17 @@ int main() {
   const auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); };
   const netio::LowLatencySendOptions ll;
   const netio::LowLatencyReceiveOptions llr;
-  fmt::print("low latency: buffer_count {}, buffer_size {}, send_timeout {}; max_message_size {}, "
-             "receive_credits {}, reply_window {}\n",
-             ll.buffer_count, ll.buffer_size, ms(ll.send_timeout), llr.max_message_size, llr.receive_credits,
-             llr.reply_window);
+  fmt::print(
+      "low latency: buffer_count {}, buffer_size {}, send_timeout {}; max_message_size {}, "
+      "receive_credits {}, reply_window {}\n",
+      ll.buffer_count, ll.buffer_size, ms(ll.send_timeout), llr.max_message_size, llr.receive_credits,
+      llr.reply_window);
   const netio::HighThroughputSendOptions ht;
   const netio::HighThroughputReceiveOptions htr;
-  fmt::print("high throughput: page_size {}, page_count {}, flush_timeout {}; max_page_size {}, page_credits {}, "
-             "memory_budget {}\n",
-             ht.page_size, ht.page_count, ms(ht.flush_timeout), htr.max_page_size, htr.page_credits, htr.memory_budget);
+  fmt::print(
+      "high throughput: page_size {}, page_count {}, flush_timeout {}; max_page_size {}, page_credits {}, "
+      "memory_budget {}\n",
+      ht.page_size, ht.page_count, ms(ht.flush_timeout), htr.max_page_size, htr.page_credits, htr.memory_budget);
   const netio::AdmissionOptions admission;
   fmt::print("admission: max_connections {}, max_pending_handshakes {}, handshake_timeout {}, progress_timeout {}\n",
              admission.connection_limit(), admission.max_pending_handshakes, ms(admission.handshake_timeout),
@@ -41,7 +43,8 @@ int main() {
   const netio::pubsub::PublishOptions pub;
   const netio::pubsub::SubscribeOptions sub;
   fmt::print("pub/sub: pages {} x {}, flush_timeout {}, ack_timeout {}, resubscribe_interval {}\n",
-             pub.pages.page_count, pub.pages.page_size, ms(pub.flush_timeout), ms(sub.ack_timeout), ms(sub.resubscribe_interval));
+             pub.pages.page_count, pub.pages.page_size, ms(pub.flush_timeout), ms(sub.ack_timeout),
+             ms(sub.resubscribe_interval));
   const netio::scheduled_push::TimesliceReceiverOptions tsr;
   const netio::scheduler::SchedulerConfig config;
   fmt::print("scheduled push: max_contribution_bytes {}, incomplete_timeout {}, timeslices_per_interval {}\n",

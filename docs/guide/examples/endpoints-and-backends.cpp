@@ -25,9 +25,8 @@ int main() {
 
   // A back-end of your own is registered by scheme (here: the TCP back-end under another
   // name); from then on Endpoint::parse() takes "my-tcp://HOST:PORT".
-  netio::register_backend("my-tcp", [](netio::EventLoop& loop) {
-    return netio::make_registered_backend("tcp", loop, "my-tcp");
-  });
+  netio::register_backend("my-tcp",
+                          [](netio::EventLoop& loop) { return netio::make_registered_backend("tcp", loop, "my-tcp"); });
   const auto schemes = netio::registered_backend_schemes();
   fmt::print("registered back-ends: {}\n", fmt::join(schemes, ", "));
 

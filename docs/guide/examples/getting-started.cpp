@@ -18,12 +18,11 @@ int main() {
     std::atomic<int> received{0};
 
     // The handler runs on the event-loop thread; the bytes are valid during the call only.
-    netio::LowLatencyReceiveSocket receiver(
-        context, netio::Endpoint::parse("tcp://127.0.0.1:0"),
-        [&](std::span<const std::byte> message, const netio::Peer& peer) {
-          fmt::print("{} bytes from {}\n", message.size(), peer.to_string());
-          ++received;
-        });
+    netio::LowLatencyReceiveSocket receiver(context, netio::Endpoint::parse("tcp://127.0.0.1:0"),
+                                            [&](std::span<const std::byte> message, const netio::Peer& peer) {
+                                              fmt::print("{} bytes from {}\n", message.size(), peer.to_string());
+                                              ++received;
+                                            });
 
     // Port 0 picked a free port; local_endpoint() says which.
     netio::LowLatencySendSocket sender(context, receiver.local_endpoint());

@@ -36,7 +36,7 @@ int main() {
 
   const std::vector<std::byte> large(4 << 20, std::byte{7});  // 4 MiB: not copied into pages
   const std::vector<std::byte> small(1000, std::byte{8});     // copied
-  to_a.send(large);  // returns once the back-end has taken the memory
+  to_a.send(large);                                           // returns once the back-end has taken the memory
   to_b.send(small);
   to_b.flush();
 
@@ -45,8 +45,8 @@ int main() {
   if (!from_a || from_a->size() != large.size() || !from_b || from_b->size() != small.size()) return 1;
 
   fmt::print("zero-copy messages: {}\n", to_a.stats().zero_copy_messages);
-  fmt::print("page pool: {} in use, peak {}, {} bytes allocated\n", pages->pages_in_use(),
-             pages->peak_pages_in_use(), pages->bytes_allocated());
+  fmt::print("page pool: {} in use, peak {}, {} bytes allocated\n", pages->pages_in_use(), pages->peak_pages_in_use(),
+             pages->bytes_allocated());
   fmt::print("receive budget: {} of {} bytes used, peak {}, {} refusals\n", budget->used(), budget->limit(),
              budget->peak(), budget->refusals());
   return to_a.stats().zero_copy_messages == 1 ? 0 : 1;

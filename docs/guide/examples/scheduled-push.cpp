@@ -48,7 +48,8 @@ int main() {
     o.max_contribution_bytes = 1024;
     for (const auto& r : computes) o.compute_endpoints.push_back(r->local_endpoint());
     o.dde_endpoints = {*computes[0]->dde_endpoint()};
-    inputs.push_back(std::make_unique<sp::TimesliceSender>(*contexts.emplace_back(std::make_unique<netio::Context>()), o));
+    inputs.push_back(
+        std::make_unique<sp::TimesliceSender>(*contexts.emplace_back(std::make_unique<netio::Context>()), o));
   }
 
   const std::vector<std::byte> contribution(1024, std::byte{1});

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // shm://: processes of one node, connected over abstract Unix-domain sockets.
 #include <netio/backend/registry.hpp>
+#include <netio/backends/shm.hpp>
 #include <netio/context.hpp>
 #include <netio/low_latency_socket.hpp>
-#include <netio/backends/shm.hpp>
 
 #include <fmt/format.h>
 

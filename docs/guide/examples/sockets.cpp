@@ -16,9 +16,9 @@ int main() {
   netio::HighThroughputReceiveSocket receiver(context, netio::Endpoint::parse("tcp://127.0.0.1:0"));
 
   netio::HighThroughputSendOptions options;
-  options.page_size = 256 * 1024;      // default 1 MiB
-  options.page_count = 8;              // the pool: page_size × page_count, never more
-  options.flush_timeout = 10ms;        // a partly filled page waits at most this long (default 2 s)
+  options.page_size = 256 * 1024;  // default 1 MiB
+  options.page_count = 8;          // the pool: page_size × page_count, never more
+  options.flush_timeout = 10ms;    // a partly filled page waits at most this long (default 2 s)
   netio::HighThroughputSendSocket sender(context, receiver.local_endpoint(), options);
   if (!sender.wait_connected(5s)) return 1;
 
@@ -47,7 +47,7 @@ int main() {
   }
 
   const netio::SocketStats s = sender.stats();
-  fmt::print("{} messages in {} pages ({} full, {} flushed), in order: {}\n", s.messages, s.pages,
-             s.flushes_full, s.flushes_explicit + s.flushes_timer, in_order);
+  fmt::print("{} messages in {} pages ({} full, {} flushed), in order: {}\n", s.messages, s.pages, s.flushes_full,
+             s.flushes_explicit + s.flushes_timer, in_order);
   return in_order ? 0 : 1;
 }

@@ -49,9 +49,9 @@ void throw_if_context_gone(const Context& context, Describe socket);
 }  // namespace detail
 
 struct ContextOptions {
-  bool busy_poll = false;         ///< see EventLoop::set_busy_poll
-  std::optional<int> cpu;         ///< pin the loop thread to this CPU (the constructor throws if it cannot;
-                                  ///< Errc::invalid_option for no such CPU)
+  bool busy_poll = false;  ///< see EventLoop::set_busy_poll
+  std::optional<int> cpu;  ///< pin the loop thread to this CPU (the constructor throws if it cannot;
+                           ///< Errc::invalid_option for no such CPU)
   ///< Applied to every back-end the context makes (from the registry, see netio/backend/registry.hpp),
   ///< on the loop thread: returns what the context uses instead of `inner`, e.g. a decorator
   ///< that forwards to it (an emulated network, a test counting calls). Empty: no wrapping.
@@ -115,7 +115,8 @@ class Context {
 namespace detail {
 template <typename Describe>
 void throw_if_context_gone(const Context& context, Describe socket) {
-  if (context_gone(context)) [[unlikely]] throw_context_gone(socket());
+  if (context_gone(context)) [[unlikely]]
+    throw_context_gone(socket());
 }
 }  // namespace detail
 

@@ -57,9 +57,9 @@
 ///     the long-run rate is exact whatever the buffer sizes. out= and in= are shared by every
 ///     connection of the node (the Context), served fairly (fair queueing: the buffer that would finish first if the
 ///     connections were served byte by byte in turn goes first, so a small reply or control
-///     message passes the large buffers waiting). in= is enforced by the receiving side: its receive sockets hand received
-///     buffers up at the shared rate and hold the rest, which stalls the connections (the
-///     back-end stops reading) and so holds every sender, whatever process it is in.
+///     message passes the large buffers waiting). in= is enforced by the receiving side: its receive sockets hand
+///     received buffers up at the shared rate and hold the rest, which stalls the connections (the back-end stops
+///     reading) and so holds every sender, whatever process it is in.
 ///   - core: a switch core with less capacity than the ports' sum. Every emulated node (Context)
 ///     of the process whose spec has the same core= clause sends through one shared token
 ///     bucket, after its out=: its send sockets' buffers and its replies, fairly between the
@@ -111,16 +111,16 @@ enum class DelayKind { none, constant, uniform, normal, lognormal, exponential, 
 /// A delay distribution, in nanoseconds (the parser converts every unit).
 struct DelayDistribution {
   DelayKind kind = DelayKind::none;
-  double value = 0;               ///< constant
-  double min = 0, max = 0;        ///< uniform
-  double mean = 0, sigma = 0;     ///< normal (sigma in ns)
-  double mu = 0, shape = 0;       ///< lognormal: ln(delay in ns) ~ N(mu, shape²)
-  double lambda = 0;              ///< exponential: rate, 1/mean
-  double scale = 0, alpha = 0;    ///< pareto: x_m and shape
-  std::vector<double> table;      ///< table: delays in ns, sampled by index
-  std::string table_file;         ///< where the table came from (for messages)
-  double correlation = 0;         ///< 0 ≤ ρ < 1
-  std::optional<double> clip;     ///< upper bound of every draw
+  double value = 0;             ///< constant
+  double min = 0, max = 0;      ///< uniform
+  double mean = 0, sigma = 0;   ///< normal (sigma in ns)
+  double mu = 0, shape = 0;     ///< lognormal: ln(delay in ns) ~ N(mu, shape²)
+  double lambda = 0;            ///< exponential: rate, 1/mean
+  double scale = 0, alpha = 0;  ///< pareto: x_m and shape
+  std::vector<double> table;    ///< table: delays in ns, sampled by index
+  std::string table_file;       ///< where the table came from (for messages)
+  double correlation = 0;       ///< 0 ≤ ρ < 1
+  std::optional<double> clip;   ///< upper bound of every draw
 
   /// The distribution's mean in ns (before clipping; infinite for pareto with alpha ≤ 1).
   double expected_mean() const;
@@ -141,7 +141,7 @@ struct SlowdownWindow {
   std::chrono::nanoseconds at{0};
   std::chrono::nanoseconds duration{0};
   std::optional<std::chrono::nanoseconds> every;  ///< repeat period (> duration)
-  double rate_factor = 1;                          ///< 0.25 for rate=25%
+  double rate_factor = 1;                         ///< 0.25 for rate=25%
   std::chrono::nanoseconds extra_delay{0};
 };
 
@@ -200,10 +200,10 @@ class NetworkEmulation {
 
   /// Counters, for tests and tools (any thread).
   struct Counters {
-    std::uint64_t buffers_delayed = 0;     ///< send buffers (replies too) that waited for a delay or a rate
-    std::uint64_t buffers_held = 0;        ///< received buffers held back by in=
-    std::uint64_t bytes_sent = 0;          ///< handed to the real back-end (replies too)
-    std::uint64_t bytes_received = 0;      ///< handed up to the layer above
+    std::uint64_t buffers_delayed = 0;       ///< send buffers (replies too) that waited for a delay or a rate
+    std::uint64_t buffers_held = 0;          ///< received buffers held back by in=
+    std::uint64_t bytes_sent = 0;            ///< handed to the real back-end (replies too)
+    std::uint64_t bytes_received = 0;        ///< handed up to the layer above
     std::uint64_t buffers_through_core = 0;  ///< send buffers (replies too) that crossed core=
   };
   Counters counters() const;

@@ -19,15 +19,17 @@ enum class Errc {
   resolve_failed,          ///< a host name that does not resolve
   connection_refused,      ///< nobody listens at the address
   handshake_rejected,      ///< the peer is not a matching netio socket
-  protocol_error,          ///< a peer broke the protocol: junk, oversized lengths, truncated pages, a message it may not send
-  disconnected,            ///< the peer closed or vanished
-  timeout,                 ///< a blocking call ran out of time
-  closed,                  ///< the socket or context was closed
-  message_too_large,       ///< larger than the peer accepts
-  backend_error,           ///< the back-end (kernel, libfabric) reported a failure
-  provider_unavailable,    ///< the scheme's back-end cannot run here (its library, or a provider matching the endpoint, is missing)
-  would_block,             ///< a call that would have to wait, made on the event-loop thread
-  invalid_option,          ///< misuse: an option, argument or call the API does not accept (a network, a key file, an empty Peer)
+  protocol_error,  ///< a peer broke the protocol: junk, oversized lengths, truncated pages, a message it may not send
+  disconnected,    ///< the peer closed or vanished
+  timeout,         ///< a blocking call ran out of time
+  closed,          ///< the socket or context was closed
+  message_too_large,     ///< larger than the peer accepts
+  backend_error,         ///< the back-end (kernel, libfabric) reported a failure
+  provider_unavailable,  ///< the scheme's back-end cannot run here (its library, or a provider matching the endpoint,
+                         ///< is missing)
+  would_block,           ///< a call that would have to wait, made on the event-loop thread
+  invalid_option,  ///< misuse: an option, argument or call the API does not accept (a network, a key file, an empty
+                   ///< Peer)
 };
 
 const std::error_category& error_category() noexcept;

@@ -38,11 +38,10 @@ class ReceiveBudget;  // netio/receive_budget.hpp
 /// Large messages: send() of a message of at least zero_copy_threshold bytes puts only its
 /// length into the current page, sends that page, then lends the message's own memory to
 /// the back-end in frames of at most a page (as filled: see page_size) and returns once the
-/// back-end has taken them (like a blocking write). The receiver sees the same stream as if the message had been copied.
-/// That saves the copy and, more, keeps the bytes the kernel reads hot in the cache. It
-/// needs a back-end that sends unregistered memory (POSIX, libfabric without FI_MR_LOCAL)
-/// and a connected socket; otherwise, from the loop thread and in try_send() the message
-/// is copied as usual. If it times out half-way, the connection is closed.
+/// back-end has taken them (like a blocking write). The receiver sees the same stream as if the message had been
+/// copied. That saves the copy and, more, keeps the bytes the kernel reads hot in the cache. It needs a back-end that
+/// sends unregistered memory (POSIX, libfabric without FI_MR_LOCAL) and a connected socket; otherwise, from the loop
+/// thread and in try_send() the message is copied as usual. If it times out half-way, the connection is closed.
 /// Thread-safety: every method may be called from any number of threads, user threads and
 /// the event-loop thread (inside any callback) alike; a message stays whole and messages
 /// from one thread keep their order. The send path costs a lock and a copy: no heap
@@ -54,10 +53,10 @@ class ReceiveBudget;  // netio/receive_budget.hpp
 /// wait_connected() always throw Errc::would_block there (use flush(), or close(on_closed)).
 /// Lifetime: destroy before the Context. On a user thread the destructor is a blocking
 /// close: it flushes, waits up to send_timeout for the pages to be sent (logging what was
-/// lost), then closes; a socket still retrying its connection drops them at once instead. On the event-loop thread it waits for nothing: it starts close() and
-/// returns; the connection lives on inside netio until its close ends (everything sent, the
-/// connection failed, or send_timeout passed). A close still in progress when the Context
-/// stops ends there, dropping what is unsent.
+/// lost), then closes; a socket still retrying its connection drops them at once instead. On the event-loop thread it
+/// waits for nothing: it starts close() and returns; the connection lives on inside netio until its close ends
+/// (everything sent, the connection failed, or send_timeout passed). A close still in progress when the Context stops
+/// ends there, dropping what is unsent.
 class HighThroughputSendSocket {
  public:
   HighThroughputSendSocket(Context& context, const Endpoint& remote, HighThroughputSendOptions options = {});

@@ -40,10 +40,10 @@ class ReceiveBudget;  // netio/receive_budget.hpp
 /// Lifetime: destroy before the Context. On a user thread the destructor is a blocking
 /// close: it sends what is queued, waits up to send_timeout for the back-end to complete it
 /// (logging what was lost), then closes; a socket still retrying its connection (an attempt
-/// failed, netio/connect_timeout.hpp) drops what is queued at once instead. On the event-loop thread it waits for nothing: it
-/// starts close() and returns; the connection lives on inside netio until its close ends
-/// (everything sent, the connection failed, or send_timeout passed). A close still in
-/// progress when the Context stops ends there, dropping what is unsent.
+/// failed, netio/connect_timeout.hpp) drops what is queued at once instead. On the event-loop thread it waits for
+/// nothing: it starts close() and returns; the connection lives on inside netio until its close ends (everything sent,
+/// the connection failed, or send_timeout passed). A close still in progress when the Context stops ends there,
+/// dropping what is unsent.
 class LowLatencySendSocket {
  public:
   LowLatencySendSocket(Context& context, const Endpoint& remote, LowLatencySendOptions options = {});

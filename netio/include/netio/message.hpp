@@ -4,9 +4,9 @@
 /// in (a page, a receive credit) until it is destroyed or released, and a copy would hold it
 /// twice as long without saying so. Moving leaves the source empty (size() 0, an empty
 /// peer()). When the message lies within one page it is a view into that page and keeps the
-/// page alive (zero copy) until the Message is destroyed. A message that spanned pages is joined in the buffer of the page it started
-/// in when that buffer has room for the rest (a view again), else reassembled into memory
-/// of its own. peer() says which connection it came from and answers its sender.
+/// page alive (zero copy) until the Message is destroyed. A message that spanned pages is joined in the buffer of the
+/// page it started in when that buffer has room for the rest (a view again), else reassembled into memory of its own.
+/// peer() says which connection it came from and answers its sender.
 #pragma once
 
 #include "netio/peer.hpp"
@@ -28,8 +28,7 @@ class Message {
   Message() = default;
   Message(std::span<const std::byte> view, std::shared_ptr<const void> keep_alive)
       : view_(view), keep_alive_(std::move(keep_alive)) {}
-  explicit Message(std::vector<std::byte> owned)
-      : owned_(std::make_shared<std::vector<std::byte>>(std::move(owned))) {
+  explicit Message(std::vector<std::byte> owned) : owned_(std::make_shared<std::vector<std::byte>>(std::move(owned))) {
     view_ = std::span<const std::byte>(owned_->data(), owned_->size());
   }
   Message(std::vector<std::byte> owned, Peer peer) : Message(std::move(owned)) {

@@ -80,12 +80,12 @@ enum class SendOutcome {
 
 /// Counters of the connection manager. Relaxed snapshot, cheap to read.
 struct ConnectionStats {
-  std::uint64_t opened = 0;      ///< connections opened (first opens and re-opens)
-  std::uint64_t reopened = 0;    ///< of which to a destination that had been open before
-  std::uint64_t torn_down = 0;   ///< connections closed by the policy to make room (victims)
-  std::uint64_t failed = 0;      ///< connections that failed (refused, vanished, lost messages)
-  std::uint64_t open = 0;        ///< connections open now (tear-downs in progress included)
-  std::uint64_t peak_open = 0;   ///< the most open at once
+  std::uint64_t opened = 0;     ///< connections opened (first opens and re-opens)
+  std::uint64_t reopened = 0;   ///< of which to a destination that had been open before
+  std::uint64_t torn_down = 0;  ///< connections closed by the policy to make room (victims)
+  std::uint64_t failed = 0;     ///< connections that failed (refused, vanished, lost messages)
+  std::uint64_t open = 0;       ///< connections open now (tear-downs in progress included)
+  std::uint64_t peak_open = 0;  ///< the most open at once
   /// Send-buffer memory of the open connections: buffers and pages allocated by their pools
   /// (registered with the back-end where it needs that), now and at the peak; in
   /// high-throughput mode with a limit, the socket's own page pool (above), counted whole:
@@ -115,8 +115,7 @@ class MultiDestinationSendSocket {
   /// (a header and a payload, say; not joined first), and `wait` says what may be waited for
   /// (up to send_timeout; Errc::timeout after it). On the event-loop thread nothing waits
   /// and nothing throws Errc::would_block: the outcome says what was missing. Throws as send().
-  SendOutcome send_parts(const Endpoint& destination, std::span<const std::span<const std::byte>> parts,
-                         SendWait wait);
+  SendOutcome send_parts(const Endpoint& destination, std::span<const std::span<const std::byte>> parts, SendWait wait);
   /// Makes the connection to `destination` without sending anything (a victim is torn down
   /// first when at the limit). Never waits: true once the connection is up (its handshake
   /// done), false while it is being made; call again to follow it. Throws the destination's

@@ -77,8 +77,7 @@ class Peer {
   /// As try_reply(), but waits up to `timeout` for room on a user thread (Errc::timeout after
   /// it). On the event-loop thread it cannot wait (room is made there): it throws
   /// Errc::would_block at once when there is none; use try_reply() there.
-  void reply(std::span<const std::byte> message,
-             std::chrono::nanoseconds timeout = std::chrono::seconds(10)) const;
+  void reply(std::span<const std::byte> message, std::chrono::nanoseconds timeout = std::chrono::seconds(10)) const;
 
   friend bool operator==(const Peer& a, const Peer& b) noexcept { return a.state_ == b.state_; }
 

@@ -224,8 +224,8 @@ struct LowLatencyReceiveOptions {
   /// reason.
   std::size_t memory_budget = std::size_t{1} << 30;
   std::shared_ptr<ReceiveBudget> shared_budget;  ///< counts here instead when set (memory_budget unused)
-  ConnectionEvents events;          ///< optional: senders connecting and going away
-  AdmissionOptions admission;       ///< limits, allowed networks, key (AdmissionOptions above)
+  ConnectionEvents events;                       ///< optional: senders connecting and going away
+  AdmissionOptions admission;                    ///< limits, allowed networks, key (AdmissionOptions above)
 };
 
 // ---- High-throughput sockets (netio/high_throughput_socket.hpp)
@@ -263,10 +263,10 @@ struct HighThroughputSendOptions {
 };
 
 struct HighThroughputReceiveOptions {
-  std::size_t max_page_size = 16 * 1024 * 1024;     ///< senders with larger pages are rejected
+  std::size_t max_page_size = 16 * 1024 * 1024;      ///< senders with larger pages are rejected
   std::size_t max_message_size = 256 * 1024 * 1024;  ///< a larger length disconnects the sender
-  std::size_t page_credits = 8;  ///< pages per connection queued at most before reading stalls
-  std::size_t reply_window = 16;  ///< replies per connection queued at most (Peer::try_reply)
+  std::size_t page_credits = 8;                      ///< pages per connection queued at most before reading stalls
+  std::size_t reply_window = 16;                     ///< replies per connection queued at most (Peer::try_reply)
   /// Memory this socket holds for its senders at most (netio/receive_budget.hpp): every
   /// connection counts the pages it holds (at most page_credits × its sender's page size; 64
   /// KiB over TCP until they fill) and its queued replies, and messages being reassembled
@@ -274,8 +274,8 @@ struct HighThroughputReceiveOptions {
   /// still does not fit is given fewer credits, or rejected with the reason.
   std::size_t memory_budget = std::size_t{1} << 30;
   std::shared_ptr<ReceiveBudget> shared_budget;  ///< counts here instead when set (memory_budget unused)
-  ConnectionEvents events;       ///< optional: senders connecting and going away
-  AdmissionOptions admission;    ///< limits, allowed networks, key (AdmissionOptions above)
+  ConnectionEvents events;                       ///< optional: senders connecting and going away
+  AdmissionOptions admission;                    ///< limits, allowed networks, key (AdmissionOptions above)
 };
 
 // ---- A send socket to many receivers (netio/multi_destination_send_socket.hpp)

@@ -37,7 +37,8 @@ std::uint8_t get_preamble(WireReader& in) {
 
 Mode get_mode(WireReader& in) {
   const auto mode = in.get<std::uint8_t>("mode");
-  if (mode != static_cast<std::uint8_t>(Mode::low_latency) && mode != static_cast<std::uint8_t>(Mode::high_throughput)) {
+  if (mode != static_cast<std::uint8_t>(Mode::low_latency) &&
+      mode != static_cast<std::uint8_t>(Mode::high_throughput)) {
     in.fail(fmt::format("unknown mode {}", mode));
   }
   return static_cast<Mode>(mode);

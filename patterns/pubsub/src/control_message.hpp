@@ -34,7 +34,8 @@ inline constexpr std::size_t max_reason_text = 1024;
 inline constexpr std::size_t data_header_size = 8;
 inline constexpr std::size_t max_tags_per_request = 256;
 // The largest request: fits the publisher's control receive buffers.
-inline constexpr std::size_t max_request_size = 4 + 1 + 1 + 1 + 1 + 8 + 2 + 8 * max_tags_per_request + 2 + max_endpoint_text;
+inline constexpr std::size_t max_request_size =
+    4 + 1 + 1 + 1 + 1 + 8 + 2 + 8 * max_tags_per_request + 2 + max_endpoint_text;
 
 struct SubscriptionRequest {
   bool subscribe = true;  // false: unsubscribe

@@ -37,8 +37,8 @@ DataConnection::~DataConnection() { close(); }
 // end removes it; until then it is skipped. Logged once.
 void DataConnection::gone(const Error& e) {
   if (!failure_logged_.exchange(true)) {
-    log(LogLevel::info, "publish: subscriber {} at {} is gone: {}", printable(subscriber_.identity.name), printable(subscriber_.endpoint.to_string()),
-        e.what());
+    log(LogLevel::info, "publish: subscriber {} at {} is gone: {}", printable(subscriber_.identity.name),
+        printable(subscriber_.endpoint.to_string()), e.what());
   }
 }
 

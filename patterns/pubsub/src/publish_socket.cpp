@@ -9,8 +9,8 @@
 #include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/log.hpp"
-#include "netio/printable.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "netio/printable.hpp"
 
 #include <fmt/format.h>
 
@@ -179,17 +179,18 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     }
     bump(published_, own ? &own->published : nullptr);
     if (failure) {
-      throw Error(failure->code(), fmt::format("publish to {} (tag {}): not taken by subscriber(s) {} (the others have it): {}",
-                                               local_.to_string(), tag, refused,
-                                               failure->code() == Errc::would_block
-                                                   ? "no room now and nothing may wait on the event-loop thread: use try_publish() there"
-                                                   : failure->what()));
+      throw Error(failure->code(),
+                  fmt::format("publish to {} (tag {}): not taken by subscriber(s) {} (the others have it): {}",
+                              local_.to_string(), tag, refused,
+                              failure->code() == Errc::would_block
+                                  ? "no room now and nothing may wait on the event-loop thread: use try_publish() there"
+                                  : failure->what()));
     }
   }
 
   // `routes`: a Publisher's (else the table's now); `own`: its counters (else the socket's).
-  bool try_publish(Tag tag, std::span<const std::byte> data, std::vector<detail::PendingDelivery>& pending, bool started,
-                   const detail::RouteMap* routes = nullptr, PublisherCounters* own = nullptr) {
+  bool try_publish(Tag tag, std::span<const std::byte> data, std::vector<detail::PendingDelivery>& pending,
+                   bool started, const detail::RouteMap* routes = nullptr, PublisherCounters* own = nullptr) {
     if (!started) {
       std::shared_ptr<const detail::RouteMap> now;
       if (routes == nullptr) {
@@ -293,7 +294,8 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   }
 
   void throw_if_context_gone() const {
-    netio::detail::throw_if_context_gone(context_, [this] { return fmt::format("the publish socket at {}", local().to_string()); });
+    netio::detail::throw_if_context_gone(
+        context_, [this] { return fmt::format("the publish socket at {}", local().to_string()); });
   }
 
  private:
@@ -359,8 +361,8 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       request = detail::decode_request(bytes);
     } catch (const Error& e) {
       if (complained_.insert(peer.connection()).second) {
-        log(LogLevel::warn, "publisher {}: ignoring a malformed request from {}: {}", local_.to_string(), peer.to_string(),
-            e.what());
+        log(LogLevel::warn, "publisher {}: ignoring a malformed request from {}: {}", local_.to_string(),
+            peer.to_string(), e.what());
       }
       return;
     }
@@ -437,9 +439,10 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     }
     const std::size_t held = connection ? connection->tags().size() : 0;
     if (held + fresh.size() <= limit) return std::nullopt;
-    return fmt::format("publisher {}: subscriber {} would hold {} {} tags, more than max_tags_per_subscriber ({}); "
-                       "nothing of this request was subscribed",
-                       local_.to_string(), peer.to_string(), held + fresh.size(), to_string(request.mode), limit);
+    return fmt::format(
+        "publisher {}: subscriber {} would hold {} {} tags, more than max_tags_per_subscriber ({}); "
+        "nothing of this request was subscribed",
+        local_.to_string(), peer.to_string(), held + fresh.size(), to_string(request.mode), limit);
   }
 
   std::shared_ptr<DataConnection> open_connection(const detail::SubscriptionRequest& request, const Peer& peer) {
@@ -461,7 +464,8 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       o.key = options_.admission.key;
       o.replies.max_size = 0;
       o.connect_timeout = connect_once;  // the subscriber listens already: a refusal fails the subscription at once
-      return std::make_shared<DataConnection>(info, peer, std::make_unique<HighThroughputSendSocket>(context_, remote, o));
+      return std::make_shared<DataConnection>(info, peer,
+                                              std::make_unique<HighThroughputSendSocket>(context_, remote, o));
     }
     LowLatencySendOptions o;
     o.buffer_count = options_.low_latency_buffers;
@@ -487,11 +491,12 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
         answer(p.control, p.request_id, true, "");
       } else if ((failure = p.connection->failure()) || now - p.connection->opened_at() > options_.connect_timeout) {
         const std::string why =
-            failure ? fmt::format("publisher {} could not connect to {}: {}", local_.to_string(),
-                                  p.connection->subscriber().endpoint.to_string(), failure->what())
-                    : fmt::format("publisher {} could not connect to {} within {} ms", local_.to_string(),
-                                  p.connection->subscriber().endpoint.to_string(),
-                                  std::chrono::duration_cast<std::chrono::milliseconds>(options_.connect_timeout).count());
+            failure
+                ? fmt::format("publisher {} could not connect to {}: {}", local_.to_string(),
+                              p.connection->subscriber().endpoint.to_string(), failure->what())
+                : fmt::format("publisher {} could not connect to {} within {} ms", local_.to_string(),
+                              p.connection->subscriber().endpoint.to_string(),
+                              std::chrono::duration_cast<std::chrono::milliseconds>(options_.connect_timeout).count());
         log(LogLevel::warn, "{}", why);
         table_.remove_connection(p.connection);
         p.connection->close();

@@ -34,9 +34,11 @@ bool loopback_host(const std::string& host) {
 
 std::string describe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode) {
   constexpr std::size_t shown = 8;
-  if (tags.size() == 1) return fmt::format("{} subscription to tag {} on {}", to_string(mode), tags[0], publisher.to_string());
+  if (tags.size() == 1)
+    return fmt::format("{} subscription to tag {} on {}", to_string(mode), tags[0], publisher.to_string());
   if (tags.size() <= shown) {
-    return fmt::format("{} subscription to tags {} on {}", to_string(mode), fmt::join(tags, ","), publisher.to_string());
+    return fmt::format("{} subscription to tags {} on {}", to_string(mode), fmt::join(tags, ","),
+                       publisher.to_string());
   }
   return fmt::format("{} subscription to {} tags ({},…) on {}", to_string(mode), tags.size(),
                      fmt::join(tags.first(shown), ","), publisher.to_string());
@@ -62,11 +64,13 @@ class RequestGroup {
 class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocket::Impl> {
  public:
   Impl(Context& context, Handler on_message, SubscribeOptions options)
-      : context_(netio::detail::share_context(context)), on_message_(std::move(on_message)), options_(std::move(options)) {}
+      : context_(netio::detail::share_context(context)),
+        on_message_(std::move(on_message)),
+        options_(std::move(options)) {}
 
   void start() {
-    const auto tick = std::clamp<std::chrono::nanoseconds>(options_.resubscribe_interval / 2, std::chrono::milliseconds(5),
-                                                           std::chrono::milliseconds(50));
+    const auto tick = std::clamp<std::chrono::nanoseconds>(options_.resubscribe_interval / 2,
+                                                           std::chrono::milliseconds(5), std::chrono::milliseconds(50));
     std::weak_ptr<Impl> weak = weak_from_this();
     watchdog_ = context_.loop().add_timer(tick, tick, [weak] {
       if (auto self = weak.lock()) self->watch_links();
@@ -118,16 +122,18 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
         return;
       }
       if (link.lost) {
-        throw Error(Errc::disconnected, fmt::format("{}: the publisher is gone; resubscribing every {} ms at most",
-                                                    describe(publisher, tags, mode),
-                                                    std::chrono::duration_cast<std::chrono::milliseconds>(link.backoff).count()));
+        throw Error(
+            Errc::disconnected,
+            fmt::format("{}: the publisher is gone; resubscribing every {} ms at most", describe(publisher, tags, mode),
+                        std::chrono::duration_cast<std::chrono::milliseconds>(link.backoff).count()));
       }
       const std::string data_endpoint = receive_endpoint(publisher, mode);
       const std::size_t requests = (tags.size() + detail::max_tags_per_request - 1) / detail::max_tags_per_request;
       auto group = std::make_shared<RequestGroup>(requests, std::move(done));
       for (std::size_t first = 0; first < tags.size(); first += detail::max_tags_per_request) {
         const auto last = std::min(tags.size(), first + detail::max_tags_per_request);
-        std::vector<Tag> part(tags.begin() + static_cast<std::ptrdiff_t>(first), tags.begin() + static_cast<std::ptrdiff_t>(last));
+        std::vector<Tag> part(tags.begin() + static_cast<std::ptrdiff_t>(first),
+                              tags.begin() + static_cast<std::ptrdiff_t>(last));
         try {
           send_request(link, {subscribe, mode, backpressure, 0, std::move(part), data_endpoint},
                        [group](const Error* error) { group->on_answer(error); });
@@ -210,15 +216,15 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     Endpoint publisher;
     std::unique_ptr<LowLatencySendSocket> control;
     bool was_connected = false;
-    bool lost = false;  // the publisher went away; resubscribing
+    bool lost = false;                                           // the publisher went away; resubscribing
     std::map<std::pair<Tag, Mode>, Backpressure> subscriptions;  // acknowledged
-    std::uint64_t attempt = 0;  // the resubscription round running now
-    std::size_t awaiting = 0;   // its answers still to come
+    std::uint64_t attempt = 0;                                   // the resubscription round running now
+    std::size_t awaiting = 0;                                    // its answers still to come
     std::chrono::nanoseconds backoff{0};
     Clock::time_point next_attempt;
     Clock::time_point created = Clock::now();
-    std::size_t outstanding = 0;  // requests made and not answered (queued ones included)
-    std::deque<std::uint64_t> queued;  // requests waiting for a free control buffer, in order
+    std::size_t outstanding = 0;         // requests made and not answered (queued ones included)
+    std::deque<std::uint64_t> queued;    // requests waiting for a free control buffer, in order
     std::vector<std::uint64_t> unarmed;  // sent before the control connection was up: no ack timer yet
   };
   struct Request {
@@ -263,11 +269,13 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     if (transport_ && (transport_->scheme != publisher.scheme || transport_->options != publisher.options)) {
       throw Error(Errc::invalid_option,
                   fmt::format("{}: this subscribe socket receives over {}; use another one for publishers of another "
-                              "transport", publisher.to_string(), transport_->to_string()));
+                              "transport",
+                              publisher.to_string(), transport_->to_string()));
     }
     Endpoint local = publisher.with_port(0);
-    local = local.with_host(options_.data_host ? *options_.data_host
-                                               : (loopback_host(publisher.host) ? publisher.host : std::string("0.0.0.0")));
+    local =
+        local.with_host(options_.data_host ? *options_.data_host
+                                           : (loopback_host(publisher.host) ? publisher.host : std::string("0.0.0.0")));
     if (mode == Mode::low_latency) {
       if (!low_latency_) {
         LowLatencyReceiveOptions o;
@@ -309,13 +317,16 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     const auto id = next_request_++;
     request.request_id = id;
     ++link.outstanding;
-    auto& r = requests_.emplace(id, Request{link.publisher.to_string(), std::move(request), std::move(done), 0}).first->second;
+    auto& r = requests_.emplace(id, Request{link.publisher.to_string(), std::move(request), std::move(done), 0})
+                  .first->second;
     // Beyond the control connection's buffers, requests wait in order (send_queued()).
     if (link.queued.empty() && link.control->try_send(detail::encode(r.request))) {
       // Sent into a control connection still connecting (a publisher not started yet, until
       // connect_timeout): its ack_timeout starts once it is up (watch_links()).
-      if (link.control->connected()) arm_timeout(id, r);
-      else link.unarmed.push_back(id);
+      if (link.control->connected())
+        arm_timeout(id, r);
+      else
+        link.unarmed.push_back(id);
     } else {
       link.queued.push_back(id);
     }
@@ -341,7 +352,8 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
       send_queued(*link->second);
       if (!error) link->second->was_connected = true;  // an answer came: it was up, whatever the watchdog saw
       if (!error && r.request.subscribe) {
-        for (const Tag tag : r.request.tags) link->second->subscriptions[{tag, r.request.mode}] = r.request.backpressure;
+        for (const Tag tag : r.request.tags)
+          link->second->subscriptions[{tag, r.request.mode}] = r.request.backpressure;
       }
     }
     if (r.done) r.done(error);
@@ -355,8 +367,10 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
       const auto id = link.queued.front();
       if (const auto it = requests_.find(id); it != requests_.end()) {  // else ended meanwhile (failed)
         if (!link.control->try_send(detail::encode(it->second.request))) return;
-        if (link.control->connected()) arm_timeout(id, it->second);
-        else link.unarmed.push_back(id);
+        if (link.control->connected())
+          arm_timeout(id, it->second);
+        else
+          link.unarmed.push_back(id);
       }
       link.queued.pop_front();
     }
@@ -366,9 +380,10 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     const auto it = requests_.find(id);
     if (it == requests_.end()) return;
     const auto& r = it->second;
-    const Error error(Errc::timeout, fmt::format("{}: no answer from the publisher within {} ms",
-                                                 describe(Endpoint::parse(r.link), r.request.tags, r.request.mode),
-                                                 std::chrono::duration_cast<std::chrono::milliseconds>(options_.ack_timeout).count()));
+    const Error error(Errc::timeout,
+                      fmt::format("{}: no answer from the publisher within {} ms",
+                                  describe(Endpoint::parse(r.link), r.request.tags, r.request.mode),
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(options_.ack_timeout).count()));
     finish(id, &error);
   }
 
@@ -377,7 +392,8 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     try {
       reply = detail::decode_reply(bytes);
     } catch (const Error& e) {
-      if (!complained_) log(LogLevel::warn, "subscriber: ignoring a malformed reply from publisher {}: {}", key, e.what());
+      if (!complained_)
+        log(LogLevel::warn, "subscriber: ignoring a malformed reply from publisher {}: {}", key, e.what());
       complained_ = true;
       return;
     }
@@ -393,8 +409,9 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
       return;
     }
     const auto& r = it->second.request;
-    const Error error(Errc::handshake_rejected,
-                      fmt::format("{}: refused by the publisher: {}", describe(Endpoint::parse(key), r.tags, r.mode), answer.reason));
+    const Error error(
+        Errc::handshake_rejected,
+        fmt::format("{}: refused by the publisher: {}", describe(Endpoint::parse(key), r.tags, r.mode), answer.reason));
     finish(answer.request_id, &error);
   }
 
@@ -414,8 +431,9 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
         } else if (auto failure = link.control->failure(); failure && !link.was_connected) {
           // Refused or rejected before it was ever up (no publisher there, not admitted, a
           // wrong key): its requests fail now with the reason, not at ack_timeout.
-          fail_requests_of(it->first, Error(failure->code(), fmt::format("publisher {}: the control connection failed: {}",
-                                                                         it->first, failure->what())));
+          fail_requests_of(it->first,
+                           Error(failure->code(), fmt::format("publisher {}: the control connection failed: {}",
+                                                              it->first, failure->what())));
           if (link.subscriptions.empty()) {
             it = links_.erase(it);  // a later subscribe starts afresh
             continue;
@@ -425,9 +443,12 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
           // (A control connection that retries fails by itself at connect_timeout.)
           if (!link.was_connected && !link.queued.empty()) {
             // Never up: the requests waiting for a control buffer would wait for ever.
-            fail_requests_of(it->first, Error(Errc::timeout, fmt::format("publisher {}: not connected within {} ms", it->first,
-                                                                         std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                             options_.ack_timeout).count())));
+            fail_requests_of(
+                it->first,
+                Error(
+                    Errc::timeout,
+                    fmt::format("publisher {}: not connected within {} ms", it->first,
+                                std::chrono::duration_cast<std::chrono::milliseconds>(options_.ack_timeout).count())));
           }
           if (link.subscriptions.empty() && link.outstanding == 0) {
             it = links_.erase(it);  // nothing to restore: a later subscribe starts afresh
@@ -468,7 +489,8 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
   }
 
   void start_resubscription(const std::string& key, Link& link) {
-    fail_requests_of(key, Error(Errc::disconnected, fmt::format("publisher {}: a new resubscription round started", key)));
+    fail_requests_of(key,
+                     Error(Errc::disconnected, fmt::format("publisher {}: a new resubscription round started", key)));
     link.control.reset();
     open_control(link);
     const auto attempt = ++link.attempt;
@@ -509,13 +531,14 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     link.lost = false;
     link.was_connected = true;
     resubscribed_.fetch_add(1, std::memory_order_relaxed);
-    log(LogLevel::info, "subscriber: resubscribed to publisher {} ({} subscription(s))", key, link.subscriptions.size());
+    log(LogLevel::info, "subscriber: resubscribed to publisher {} ({} subscription(s))", key,
+        link.subscriptions.size());
     if (options_.on_resubscribed) options_.on_resubscribed(link.publisher);
   }
 
   static constexpr std::size_t control_buffers = 32;  // requests on the wire per publisher
 
-  Context context_;  // first, so it goes last: keeps the loop and back-ends allocated if the Context went
+  Context context_;     // first, so it goes last: keeps the loop and back-ends allocated if the Context went
   Handler on_message_;  // low-latency subscriptions; may be empty
   SubscribeOptions options_;
   // Event-loop thread only:
@@ -562,8 +585,8 @@ struct Waiter {
 
 }  // namespace
 
-void SubscribeSocket::subscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode, Backpressure backpressure,
-                                Done done) {
+void SubscribeSocket::subscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode,
+                                Backpressure backpressure, Done done) {
   impl_->throw_if_context_gone();
   auto impl = impl_;
   impl->context().loop().post([impl, publisher, tags = std::vector<Tag>(tags.begin(), tags.end()), mode, backpressure,
@@ -603,7 +626,8 @@ void wait_for_answer(Context& context, std::optional<std::chrono::nanoseconds> t
                      Start start) {
   if (context.loop().in_loop_thread()) {
     throw Error(Errc::would_block, fmt::format("{}: cannot wait for the acknowledgement on the event-loop thread; use "
-                                               "the form taking a callback there", what));
+                                               "the form taking a callback there",
+                                               what));
   }
   auto waiter = std::make_shared<Waiter>();
   start([waiter](const Error* error) {
@@ -631,7 +655,8 @@ void wait_for_answer(Context& context, std::optional<std::chrono::nanoseconds> t
 
 }  // namespace
 
-void SubscribeSocket::subscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode, Backpressure backpressure) {
+void SubscribeSocket::subscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode,
+                                Backpressure backpressure) {
   impl_->throw_if_context_gone();
   wait_for_answer(impl_->context(), answer_limit(impl_->options()), describe(publisher, tags, mode),
                   [&](Done done) { subscribe(publisher, tags, mode, backpressure, std::move(done)); });
@@ -639,7 +664,8 @@ void SubscribeSocket::subscribe(const Endpoint& publisher, std::span<const Tag> 
 
 void SubscribeSocket::unsubscribe(const Endpoint& publisher, std::span<const Tag> tags, Mode mode) {
   impl_->throw_if_context_gone();
-  wait_for_answer(impl_->context(), answer_limit(impl_->options()), "unsubscribe from " + describe(publisher, tags, mode),
+  wait_for_answer(impl_->context(), answer_limit(impl_->options()),
+                  "unsubscribe from " + describe(publisher, tags, mode),
                   [&](Done done) { unsubscribe(publisher, tags, mode, std::move(done)); });
 }
 

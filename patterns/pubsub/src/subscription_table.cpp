@@ -90,7 +90,8 @@ void erase_route(RouteEditor& routes, Tag tag, const DataConnection* connection)
 
 }  // namespace
 
-std::shared_ptr<DataConnection> SubscriptionTable::unsubscribe(ConnectionId owner, Mode mode, std::span<const Tag> tags) {
+std::shared_ptr<DataConnection> SubscriptionTable::unsubscribe(ConnectionId owner, Mode mode,
+                                                               std::span<const Tag> tags) {
   auto connection = find(owner, mode);
   if (!connection) return nullptr;
   RouteEditor routes(*this->routes());

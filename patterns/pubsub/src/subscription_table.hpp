@@ -46,7 +46,8 @@ class SubscriptionTable {
   // Adds the routes of `tags` to `connection` (registered before), or changes their
   // back-pressure where they are there already, all in one change of the routes. Returns
   // how many routes are new.
-  std::size_t subscribe(const std::shared_ptr<DataConnection>& connection, std::span<const Tag> tags, Backpressure backpressure);
+  std::size_t subscribe(const std::shared_ptr<DataConnection>& connection, std::span<const Tag> tags,
+                        Backpressure backpressure);
   // Removes the routes of `tags` (unknown ones are ignored); returns the connection when
   // it has no tag left (then it is unregistered too, and the caller closes it), else nullptr.
   std::shared_ptr<DataConnection> unsubscribe(ConnectionId owner, Mode mode, std::span<const Tag> tags);

@@ -125,7 +125,7 @@ DdeService::DdeService(Context& context, const Endpoint& local, const ns::Schedu
   LowLatencyReceiveOptions options;
   options.max_message_size = 256;  // the largest control message is 48 bytes
   options.admission = std::move(admission);
-  State* state = state_.get();     // the socket, owned by the state, dies before it
+  State* state = state_.get();  // the socket, owned by the state, dies before it
   state_->socket = std::make_unique<LowLatencyReceiveSocket>(
       context, local, [state](std::span<const std::byte> bytes, const Peer& peer) { state->on_message(bytes, peer); },
       options);

@@ -4,12 +4,12 @@
 #include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "netio/scheduled_push/wire.hpp"
 #include "netio/scheduler/compute_node.hpp"
 #include "netio/scheduler/credits.hpp"
-#include "netio/internal/reject.hpp"
 
 #include <deque>
 #include <map>
@@ -45,9 +45,10 @@ BufferSizing size_buffer(const TimesliceReceiverOptions& options) {
   const auto inputs = options.config.input_count;
   const auto contribution = options.max_contribution_bytes;
   if (options.credits_per_input && options.receive_buffer_bytes) {
-    reject(fmt::format("receive_buffer_bytes ({}) and credits_per_input ({}) both size the receive buffer: set one "
-                       "of them",
-                       *options.receive_buffer_bytes, *options.credits_per_input));
+    reject(
+        fmt::format("receive_buffer_bytes ({}) and credits_per_input ({}) both size the receive buffer: set one "
+                    "of them",
+                    *options.receive_buffer_bytes, *options.credits_per_input));
   }
   if (inputs == 0) reject("config.input_count is 0");
   if (contribution == 0) reject("max_contribution_bytes is 0");
@@ -65,8 +66,8 @@ BufferSizing size_buffer(const TimesliceReceiverOptions& options) {
     reject(ns::too_few_credits_message(
         buffer / inputs / contribution,
         fmt::format("receive_buffer_bytes = {} ({} inputs, max_contribution_bytes {})", buffer, inputs, contribution),
-        fmt::format("receive_buffer_bytes = {} or more ({} × {} × {}), or credits_per_input = {} instead",
-                    least, ns::kMinCreditsPerInput, inputs, contribution, ns::kMinCreditsPerInput)));
+        fmt::format("receive_buffer_bytes = {} or more ({} × {} × {}), or credits_per_input = {} instead", least,
+                    ns::kMinCreditsPerInput, inputs, contribution, ns::kMinCreditsPerInput)));
   }
   return {buffer, ns::credits_per_input(buffer, inputs, contribution)};
 }
@@ -107,14 +108,9 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   void on_message(std::span<const std::byte> bytes, const Peer& peer) {
     try {
       switch (wire_type(bytes)) {
-        case WireType::hello:
-          on_hello(decode_hello(bytes), peer);
-          break;
-        case WireType::contribution:
-          on_contribution(bytes, peer);
-          break;
-        default:
-          throw Error(Errc::protocol_error, "a reply-type message sent to a compute node");
+        case WireType::hello: on_hello(decode_hello(bytes), peer); break;
+        case WireType::contribution: on_contribution(bytes, peer); break;
+        default: throw Error(Errc::protocol_error, "a reply-type message sent to a compute node");
       }
     } catch (const Error& e) {
       drop(peer, e.what());
@@ -144,9 +140,10 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     std::string mismatch;
     if (hello.input_count != config.input_count || hello.compute_count != config.compute_count ||
         hello.timeslices_per_interval != config.timeslices_per_interval) {
-      mismatch = fmt::format("its system is {} inputs × {} computes, {} time-slices per interval; this one is {} × {}, {}",
-                             hello.input_count, hello.compute_count, hello.timeslices_per_interval, config.input_count,
-                             config.compute_count, config.timeslices_per_interval);
+      mismatch =
+          fmt::format("its system is {} inputs × {} computes, {} time-slices per interval; this one is {} × {}, {}",
+                      hello.input_count, hello.compute_count, hello.timeslices_per_interval, config.input_count,
+                      config.compute_count, config.timeslices_per_interval);
     } else if (hello.compute != options.compute) {
       mismatch = fmt::format("it addressed compute node {}, this is {}", hello.compute, options.compute);
     } else if (hello.input >= config.input_count) {
@@ -158,8 +155,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       mismatch = fmt::format("input {} is connected already", hello.input);
     }
     if (!mismatch.empty()) {
-      log(LogLevel::warn, "scheduled push: compute node {} at {} refused {}: {}", options.compute, local_endpoint().to_string(),
-          peer.to_string(), mismatch);
+      log(LogLevel::warn, "scheduled push: compute node {} at {} refused {}: {}", options.compute,
+          local_endpoint().to_string(), peer.to_string(), mismatch);
       try {
         (void)peer.try_reply(encode_refusal(mismatch));
       } catch (const Error&) {
@@ -178,9 +175,12 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     const auto known = by_connection.find(peer.connection());
     if (known == by_connection.end()) throw Error(Errc::protocol_error, "a contribution before (or without) a hello");
     const InputIndex i = known->second;
-    if (header.input != i) throw Error(Errc::protocol_error, fmt::format("contribution of input {} on input {}'s connection", header.input, i));
+    if (header.input != i)
+      throw Error(Errc::protocol_error,
+                  fmt::format("contribution of input {} on input {}'s connection", header.input, i));
     if (header.length > options.max_contribution_bytes) {
-      throw Error(Errc::protocol_error, fmt::format("a {}-byte contribution (at most {})", header.length, options.max_contribution_bytes));
+      throw Error(Errc::protocol_error,
+                  fmt::format("a {}-byte contribution (at most {})", header.length, options.max_contribution_bytes));
     }
     const auto t = header.timeslice;
     const auto arrived = now();
@@ -205,7 +205,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         reply(i, encode(Credit{t, false}));
         return;
       case ns::ComputeNode::Arrival::not_mine:
-        throw Error(Errc::protocol_error, fmt::format("time-slice {} belongs to compute node {}", t, t % options.config.compute_count));
+        throw Error(Errc::protocol_error,
+                    fmt::format("time-slice {} belongs to compute node {}", t, t % options.config.compute_count));
       case ns::ComputeNode::Arrival::duplicate:
         throw Error(Errc::protocol_error, fmt::format("a second contribution to time-slice {}", t));
       case ns::ComputeNode::Arrival::over_credit:
@@ -221,7 +222,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     inputs[i].gone = true;
     inputs[i].pending_replies.clear();
     node.on_input_gone(i);
-    log(LogLevel::debug, "scheduled push: compute node {}: input {} ({}) is gone", options.compute, i, peer.to_string());
+    log(LogLevel::debug, "scheduled push: compute node {}: input {} ({}) is gone", options.compute, i,
+        peer.to_string());
     deliver();
   }
 
@@ -256,7 +258,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         try {
           user(view);
         } catch (const std::exception& e) {
-          log(LogLevel::error, "scheduled push: compute node {}: the handler of time-slice {} threw: {}", options.compute, t, e.what());
+          log(LogLevel::error, "scheduled push: compute node {}: the handler of time-slice {} threw: {}",
+              options.compute, t, e.what());
         }
       }
       if (open != held.end()) held.erase(open);
@@ -277,8 +280,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     owned->slots = std::move(open->second.slots);  // the views point into these buffers, which move along
     owned->views = std::move(views);
     owned->contributed = std::move(contributed);
-    owned->view = TimesliceView{t, true, owned->views, owned->contributed, open->second.first_arrival,
-                                open->second.last_arrival};
+    owned->view =
+        TimesliceView{t, true, owned->views, owned->contributed, open->second.first_arrival, open->second.last_arrival};
     owned->bytes = bytes;
     owned->receiver = weak_from_this();
     held.erase(open);
@@ -291,7 +294,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     try {
       keeping(Timeslice(std::move(owned)));
     } catch (const std::exception& e) {
-      log(LogLevel::error, "scheduled push: compute node {}: the handler of time-slice {} threw: {}", options.compute, t, e.what());
+      log(LogLevel::error, "scheduled push: compute node {}: the handler of time-slice {} threw: {}", options.compute,
+          t, e.what());
     }
   }
 
@@ -312,7 +316,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       // what free_kept() sets off may release another time-slice.
       free_kept(t, bytes);
     } catch (const std::exception& e) {
-      log(LogLevel::error, "scheduled push: compute node {}: time-slice {} released, but its credits cannot go back: {}",
+      log(LogLevel::error,
+          "scheduled push: compute node {}: time-slice {} released, but its credits cannot go back: {}",
           options.compute, t, e.what());
     }
   }
@@ -372,8 +377,10 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     const auto t = now();
     if (kept < credits) {
       if (kept_stall_warned) {
-        log(LogLevel::info, "scheduled push: compute node {}: a kept time-slice was released, the inputs go on "
-            "(stalled for {} ms)", options.compute, std::chrono::duration_cast<std::chrono::milliseconds>(t - *kept_stall_since).count());
+        log(LogLevel::info,
+            "scheduled push: compute node {}: a kept time-slice was released, the inputs go on "
+            "(stalled for {} ms)",
+            options.compute, std::chrono::duration_cast<std::chrono::milliseconds>(t - *kept_stall_since).count());
       }
       kept_stall_since.reset();
       kept_stall_warned = false;
@@ -386,9 +393,11 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       std::lock_guard lock(stats_mutex);
       ++stats.kept_stalls;
     }
-    log(LogLevel::warn, "scheduled push: compute node {} at {}: the consumer has kept {} time-slices ({} bytes) "
+    log(LogLevel::warn,
+        "scheduled push: compute node {} at {}: the consumer has kept {} time-slices ({} bytes) "
         "unreleased for {} ms, every credit the inputs have for this node, so they cannot send it more; release or "
-        "destroy the Timeslices it is done with", options.compute, local_endpoint().to_string(), kept, bytes,
+        "destroy the Timeslices it is done with",
+        options.compute, local_endpoint().to_string(), kept, bytes,
         std::chrono::duration_cast<std::chrono::milliseconds>(t - *kept_stall_since).count());
   }
 

@@ -4,11 +4,11 @@
 #include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "netio/scheduled_push/wire.hpp"
 #include "netio/scheduler/control_messages.hpp"
-#include "netio/internal/reject.hpp"
 
 #include <condition_variable>
 #include <map>
@@ -52,7 +52,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     }
     if (options.mode == ns::Mode::dfs && options.dde_endpoints.empty()) reject("DFS mode without a DDE endpoint");
     if (options.max_contribution_bytes == 0) reject("max_contribution_bytes is 0");
-    if (options.queue_capacity == 0) options.queue_capacity = 2 * static_cast<std::size_t>(options.config.compute_count);
+    if (options.queue_capacity == 0)
+      options.queue_capacity = 2 * static_cast<std::size_t>(options.config.compute_count);
     if (options.queue_capacity < options.config.compute_count) {
       reject(fmt::format("queue_capacity {} is less than a round ({} compute nodes)", options.queue_capacity,
                          options.config.compute_count));
@@ -75,7 +76,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         if (auto state = weak.lock()) state->on_data_reply(c, reply);
       };
       computes[c].opened = now();
-      computes[c].socket = std::make_unique<LowLatencySendSocket>(context, options.compute_endpoints[c], socket_options);
+      computes[c].socket =
+          std::make_unique<LowLatencySendSocket>(context, options.compute_endpoints[c], socket_options);
       const Hello hello{options.input,
                         c,
                         options.config.input_count,
@@ -131,14 +133,13 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       switch (wire_type(reply)) {
         case WireType::welcome: {
           const auto welcome = decode_welcome(reply);
-          if (welcome.compute != c) throw Error(Errc::protocol_error, fmt::format("welcome from compute node {}", welcome.compute));
+          if (welcome.compute != c)
+            throw Error(Errc::protocol_error, fmt::format("welcome from compute node {}", welcome.compute));
           node.grant(c, welcome.credits);
           computes[c].welcomed = true;
           break;
         }
-        case WireType::refusal:
-          lose(c, "it refused this input: " + decode_refusal(reply));
-          break;
+        case WireType::refusal: lose(c, "it refused this input: " + decode_refusal(reply)); break;
         case WireType::acknowledgement:
           if (auto done = node.on_acknowledged(decode_acknowledgement(reply), now())) report(*done);
           break;
@@ -150,8 +151,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
           if (!credit.complete) ++stats.incomplete_credits;
           break;
         }
-        default:
-          throw Error(Errc::protocol_error, "a data message sent back as a reply");
+        default: throw Error(Errc::protocol_error, "a data message sent back as a reply");
       }
     } catch (const Error& e) {
       lose(c, std::string("bad reply: ") + e.what());
@@ -262,7 +262,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   void lose_dde(std::size_t d, const std::string& why) {
     if (ddes[d].lost) return;
     ddes[d].lost = true;
-    log(LogLevel::warn, "scheduled push: input {} dropped DDE {}: {}", options.input, options.dde_endpoints[d].to_string(), why);
+    log(LogLevel::warn, "scheduled push: input {} dropped DDE {}: {}", options.input,
+        options.dde_endpoints[d].to_string(), why);
     if (ddes[d].socket) ddes[d].socket->close();
     std::lock_guard lock(stats_mutex);
     ++stats.ddes_lost;
@@ -379,22 +380,28 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
 
   bool push(ns::TimesliceIndex t, std::span<const std::byte> bytes, bool wait) {
     if (bytes.size() > options.max_contribution_bytes) {
-      throw Error(Errc::message_too_large,
-                  fmt::format("scheduled push sender: a {}-byte contribution to time-slice {} (max_contribution_bytes {})",
-                              bytes.size(), t, options.max_contribution_bytes));
+      throw Error(
+          Errc::message_too_large,
+          fmt::format("scheduled push sender: a {}-byte contribution to time-slice {} (max_contribution_bytes {})",
+                      bytes.size(), t, options.max_contribution_bytes));
     }
     auto message = encode_contribution(options.input, t, bytes);
     {
       std::unique_lock lock(queue_mutex);
-      if (closed || finished) throw Error(Errc::closed, fmt::format("input {}: push after finish() or destruction", options.input));
+      if (closed || finished)
+        throw Error(Errc::closed, fmt::format("input {}: push after finish() or destruction", options.input));
       if (t != next_push) reject(fmt::format("time-slice {}: pushed out of order, expected {}", t, next_push));
       if (queue.size() >= options.queue_capacity) {
         if (!wait) return false;
         if (context.loop().in_loop_thread()) {
-          throw Error(Errc::would_block, fmt::format("input {}: push() with a full queue on the event-loop thread; use try_push()", options.input));
+          throw Error(Errc::would_block,
+                      fmt::format("input {}: push() with a full queue on the event-loop thread; use try_push()",
+                                  options.input));
         }
-        if (!changed.wait_for(lock, options.push_timeout, [&] { return closed || queue.size() < options.queue_capacity; })) {
-          throw Error(Errc::timeout, fmt::format("input {}: no room for time-slice {} within the push timeout", options.input, t));
+        if (!changed.wait_for(lock, options.push_timeout,
+                              [&] { return closed || queue.size() < options.queue_capacity; })) {
+          throw Error(Errc::timeout,
+                      fmt::format("input {}: no room for time-slice {} within the push timeout", options.input, t));
         }
         if (closed) throw Error(Errc::closed, fmt::format("input {}: the sender was destroyed", options.input));
       }
@@ -441,8 +448,12 @@ TimesliceSender::~TimesliceSender() {
   state_->context.loop().run_sync([this] { state_->stop(); });
 }
 
-void TimesliceSender::push(ns::TimesliceIndex t, std::span<const std::byte> bytes) { (void)state_->push(t, bytes, true); }
-bool TimesliceSender::try_push(ns::TimesliceIndex t, std::span<const std::byte> bytes) { return state_->push(t, bytes, false); }
+void TimesliceSender::push(ns::TimesliceIndex t, std::span<const std::byte> bytes) {
+  (void)state_->push(t, bytes, true);
+}
+bool TimesliceSender::try_push(ns::TimesliceIndex t, std::span<const std::byte> bytes) {
+  return state_->push(t, bytes, false);
+}
 
 void TimesliceSender::finish() {
   {

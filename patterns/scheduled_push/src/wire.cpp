@@ -27,8 +27,8 @@ class Writer : public WireWriter {
 // Checks the size (exact, or at least `size` when `at_least`) and the header.
 class Reader : public WireReader {
  public:
-  Reader(const char* message, std::span<const std::byte> bytes, WireType type, std::size_t size, std::uint8_t flags_allowed,
-         bool at_least = false)
+  Reader(const char* message, std::span<const std::byte> bytes, WireType type, std::size_t size,
+         std::uint8_t flags_allowed, bool at_least = false)
       : WireReader(bytes, message) {
     if (at_least) {
       expect_at_least(size);
@@ -129,7 +129,7 @@ ContributionHeader decode_contribution(std::span<const std::byte> bytes) {
   header.length = r.get<std::uint64_t>("length");
   if (header.length != bytes.size() - kContributionHeaderSize) {
     r.fail("length field " + std::to_string(header.length) + " but " +
-                               std::to_string(bytes.size() - kContributionHeaderSize) + " bytes follow");
+           std::to_string(bytes.size() - kContributionHeaderSize) + " bytes follow");
   }
   return header;
 }

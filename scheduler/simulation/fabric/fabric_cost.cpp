@@ -46,14 +46,14 @@ int main(int argc, char** argv) {
   const double cpu = cpu_seconds() - built;
   const FabricCounters counters = fabric.counters();
   const std::size_t messages = fabric.hosts() * (fabric.hosts() - 1);
-  std::printf("{\"hosts\": %zu, \"leaves\": %zu, \"spines\": %zu, \"oversubscription\": %.2f, \"message_bytes\": %zu,\n"
-              " \"messages\": %zu, \"delivered\": %zu, \"simulated_s\": %.6f, \"build_cpu_s\": %.3f, \"run_cpu_s\": %.3f,\n"
-              " \"events\": %llu, \"packet_hops\": %llu, \"drops\": %llu,\n"
-              " \"events_per_cpu_s\": %.0f, \"packet_hops_per_cpu_s\": %.0f, \"ns_per_packet_hop\": %.0f}\n",
-              fabric.hosts(), config.leaves, config.spines, fabric.oversubscription(), bytes, messages, delivered,
-              std::chrono::duration<double>(last).count(), built - start, cpu,
-              static_cast<unsigned long long>(counters.events), static_cast<unsigned long long>(counters.packets_sent),
-              static_cast<unsigned long long>(counters.packets_dropped), counters.events / cpu,
-              counters.packets_sent / cpu, cpu * 1e9 / static_cast<double>(counters.packets_sent));
+  std::printf(
+      "{\"hosts\": %zu, \"leaves\": %zu, \"spines\": %zu, \"oversubscription\": %.2f, \"message_bytes\": %zu,\n"
+      " \"messages\": %zu, \"delivered\": %zu, \"simulated_s\": %.6f, \"build_cpu_s\": %.3f, \"run_cpu_s\": %.3f,\n"
+      " \"events\": %llu, \"packet_hops\": %llu, \"drops\": %llu,\n"
+      " \"events_per_cpu_s\": %.0f, \"packet_hops_per_cpu_s\": %.0f, \"ns_per_packet_hop\": %.0f}\n",
+      fabric.hosts(), config.leaves, config.spines, fabric.oversubscription(), bytes, messages, delivered,
+      std::chrono::duration<double>(last).count(), built - start, cpu, static_cast<unsigned long long>(counters.events),
+      static_cast<unsigned long long>(counters.packets_sent), static_cast<unsigned long long>(counters.packets_dropped),
+      counters.events / cpu, counters.packets_sent / cpu, cpu * 1e9 / static_cast<double>(counters.packets_sent));
   return delivered == messages ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -55,9 +55,9 @@ struct Connection {
   ns3::Ptr<ns3::Socket> sender;
   ns3::Ptr<ns3::Socket> receiver;
   bool connected = false;
-  std::uint64_t queued = 0;    // bytes of every message sent so far
-  std::uint64_t written = 0;   // bytes handed to the sending socket
-  std::uint64_t received = 0;  // bytes read by the receiving socket
+  std::uint64_t queued = 0;                                                // bytes of every message sent so far
+  std::uint64_t written = 0;                                               // bytes handed to the sending socket
+  std::uint64_t received = 0;                                              // bytes read by the receiving socket
   std::deque<std::pair<std::uint64_t, FatTreeFabric::Delivered>> pending;  // end offset, callback
 };
 
@@ -112,12 +112,15 @@ void FatTreeFabric::Impl::build() {
   }
 
   PointToPointHelper host_link, uplink;
-  host_link.SetDeviceAttribute("DataRate", DataRateValue(DataRate(static_cast<std::uint64_t>(config.host_link_bits_per_second))));
-  uplink.SetDeviceAttribute("DataRate", DataRateValue(DataRate(static_cast<std::uint64_t>(config.uplink_bits_per_second))));
+  host_link.SetDeviceAttribute("DataRate",
+                               DataRateValue(DataRate(static_cast<std::uint64_t>(config.host_link_bits_per_second))));
+  uplink.SetDeviceAttribute("DataRate",
+                            DataRateValue(DataRate(static_cast<std::uint64_t>(config.uplink_bits_per_second))));
   for (auto* helper : {&host_link, &uplink}) {
     helper->SetChannelAttribute("Delay", TimeValue(to_ns3(config.link_delay)));
     helper->SetDeviceAttribute("Mtu", UintegerValue(config.mtu_bytes));
-    helper->SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", QueueSizeValue(QueueSize(bytes_size(config.port_buffer_bytes))));
+    helper->SetQueue("ns3::DropTailQueue<Packet>", "MaxSize",
+                     QueueSizeValue(QueueSize(bytes_size(config.port_buffer_bytes))));
   }
 
   Ipv4AddressHelper addresses("10.0.0.0", "255.255.255.252");  // a /30 per link
@@ -219,24 +222,26 @@ Connection& FatTreeFabric::Impl::connection(std::size_t from, std::size_t to) {
   Ptr<Socket> listener = Socket::CreateSocket(hosts.Get(to), TcpSocketFactory::GetTypeId());
   listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), port));
   listener->Listen();
-  listener->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
-                              Callback<void, Ptr<Socket>, const Address&>([this, c](Ptr<Socket> s, const Address&) {
-                                c->receiver = s;
-                                s->SetRecvCallback(Callback<void, Ptr<Socket>>([this, c](Ptr<Socket> r) { read(*c, r); }));
-                              }));
+  listener->SetAcceptCallback(
+      MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
+      Callback<void, Ptr<Socket>, const Address&>([this, c](Ptr<Socket> s, const Address&) {
+        c->receiver = s;
+        s->SetRecvCallback(Callback<void, Ptr<Socket>>([this, c](Ptr<Socket> r) { read(*c, r); }));
+      }));
 
   c->sender = Socket::CreateSocket(hosts.Get(from), TcpSocketFactory::GetTypeId());
   c->sender->Bind();
-  c->sender->SetConnectCallback(
-      Callback<void, Ptr<Socket>>([this, c](Ptr<Socket>) {
-        c->connected = true;
-        pump(*c);
-      }),
-      Callback<void, Ptr<Socket>>([from, to](Ptr<Socket>) {
-        throw std::runtime_error("fat-tree fabric: TCP connection from host " + std::to_string(from) + " to host " +
-                                 std::to_string(to) + " failed");
-      }));
-  c->sender->SetSendCallback(Callback<void, Ptr<Socket>, std::uint32_t>([this, c](Ptr<Socket>, std::uint32_t) { pump(*c); }));
+  c->sender->SetConnectCallback(Callback<void, Ptr<Socket>>([this, c](Ptr<Socket>) {
+                                  c->connected = true;
+                                  pump(*c);
+                                }),
+                                Callback<void, Ptr<Socket>>([from, to](Ptr<Socket>) {
+                                  throw std::runtime_error("fat-tree fabric: TCP connection from host " +
+                                                           std::to_string(from) + " to host " + std::to_string(to) +
+                                                           " failed");
+                                }));
+  c->sender->SetSendCallback(
+      Callback<void, Ptr<Socket>, std::uint32_t>([this, c](Ptr<Socket>, std::uint32_t) { pump(*c); }));
   c->sender->Connect(InetSocketAddress(host_address[to], port));
   return *c;
 }

@@ -29,23 +29,23 @@ using SimTime = std::chrono::nanoseconds;
 struct FatTreeConfig {
   std::size_t leaves = 2;
   std::size_t hosts_per_leaf = 4;
-  std::size_t spines = 4;                    // with equal rates, hosts_per_leaf / spines : 1 oversubscribed
-  double host_link_bits_per_second = 10e9;   // host <-> leaf
-  double uplink_bits_per_second = 10e9;      // leaf <-> spine
-  SimTime link_delay{std::chrono::microseconds(1)};  // propagation delay of every link
-  std::size_t port_buffer_bytes = 128 * 1024;        // per switch port (egress), drop-tail
-  std::size_t host_buffer_bytes = 4 * 1024 * 1024;   // a host's network interface queue
-  std::size_t mtu_bytes = 1500;                      // IP packet size on every link
-  bool ecmp = false;                                 // random uplink per packet instead of D-mod-k
+  std::size_t spines = 4;                               // with equal rates, hosts_per_leaf / spines : 1 oversubscribed
+  double host_link_bits_per_second = 10e9;              // host <-> leaf
+  double uplink_bits_per_second = 10e9;                 // leaf <-> spine
+  SimTime link_delay{std::chrono::microseconds(1)};     // propagation delay of every link
+  std::size_t port_buffer_bytes = 128 * 1024;           // per switch port (egress), drop-tail
+  std::size_t host_buffer_bytes = 4 * 1024 * 1024;      // a host's network interface queue
+  std::size_t mtu_bytes = 1500;                         // IP packet size on every link
+  bool ecmp = false;                                    // random uplink per packet instead of D-mod-k
   SimTime tcp_min_rto{std::chrono::milliseconds(200)};  // Linux's; data-centre studies lower it
   std::uint32_t seed = 1;
 };
 
 // Counters of the whole network since construction.
 struct FabricCounters {
-  std::uint64_t events = 0;          // ns-3 events executed
-  std::uint64_t packets_sent = 0;    // packets put on any link (every hop counts)
-  std::uint64_t packets_dropped = 0; // dropped by a full switch port or host queue
+  std::uint64_t events = 0;           // ns-3 events executed
+  std::uint64_t packets_sent = 0;     // packets put on any link (every hop counts)
+  std::uint64_t packets_dropped = 0;  // dropped by a full switch port or host queue
   std::uint64_t messages_delivered = 0;
 };
 

@@ -22,9 +22,7 @@ class DueTimers {
   struct Key {
     scheduler::Time at{0};
     std::uint64_t sequence = 0;
-    friend bool operator<(const Key& a, const Key& b) {
-      return a.at != b.at ? a.at < b.at : a.sequence < b.sequence;
-    }
+    friend bool operator<(const Key& a, const Key& b) { return a.at != b.at ? a.at < b.at : a.sequence < b.sequence; }
   };
 
   explicit DueTimers(std::uint32_t owners) : keys_(owners), place_(owners, kNotArmed) { heap_.reserve(owners); }

@@ -22,8 +22,8 @@ void check_capacity(double bytes_per_ns, const char* what) {
 }
 
 [[noreturn]] void throw_time_runs_backwards(ns::Time now, ns::Time last) {
-  throw Error(Errc::invalid_option, fmt::format("fluid network: time runs backwards ({} ns after {} ns)",
-                                                now.count(), last.count()));
+  throw Error(Errc::invalid_option,
+              fmt::format("fluid network: time runs backwards ({} ns after {} ns)", now.count(), last.count()));
 }
 
 }  // namespace
@@ -32,8 +32,8 @@ FluidNetwork::FluidNetwork(std::uint32_t inputs, std::uint32_t computes, PortSha
     : sharing_(sharing), outs_(inputs), ins_(computes) {
   if (inputs == 0 || computes == 0) {
     throw Error(Errc::invalid_option,
-                fmt::format("fluid network: needs at least one port of each kind, not {} inputs and {} computes", inputs,
-                            computes));
+                fmt::format("fluid network: needs at least one port of each kind, not {} inputs and {} computes",
+                            inputs, computes));
   }
 }
 
@@ -58,7 +58,8 @@ void FluidNetwork::set_transfer_cap(std::uint32_t input, double bytes_per_ns, ns
   allocate();
 }
 
-void FluidNetwork::post(std::uint32_t input, std::uint32_t compute, std::uint64_t bytes, std::uint64_t tag, ns::Time now) {
+void FluidNetwork::post(std::uint32_t input, std::uint32_t compute, std::uint64_t bytes, std::uint64_t tag,
+                        ns::Time now) {
   if (compute >= ins_.size()) {
     throw Error(Errc::invalid_option,
                 fmt::format("fluid network: compute node {} out of range (there are {})", compute, ins_.size()));

@@ -11,12 +11,15 @@ SimulatedNetwork::SimulatedNetwork(const SimulatedSystem& system, const Simulati
       network_(system.inputs(), system.computes(), options.sharing),
       timers_(system.inputs()) {
   // A port without its own figure gets the other one (identical network cards).
-  auto line_rate = [](const EmulationConfig& e) { return e.node_in ? bytes_per_ns(e.node_in) : bytes_per_ns(e.node_out); };
+  auto line_rate = [](const EmulationConfig& e) {
+    return e.node_in ? bytes_per_ns(e.node_in) : bytes_per_ns(e.node_out);
+  };
   const std::uint32_t n = system_.inputs(), m = system_.computes();
   senders_.reserve(n + m);
   for (std::uint32_t rank = 0; rank < n + m; ++rank) {
     const auto& e = system_.nodes[rank];
-    senders_.push_back(Sender{e.delay, emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0})});
+    senders_.push_back(
+        Sender{e.delay, emulated::SlowdownSchedule(emulated::SlowdownSchedule::node_windows(e), Duration{0})});
   }
   inputs_.resize(n);
   for (ns::InputIndex i = 0; i < n; ++i) {
@@ -50,8 +53,12 @@ SimulatedNetwork::SimulatedNetwork(const SimulatedSystem& system, const Simulati
     for (std::uint32_t rank = 0; rank < system_.inputs() + system_.computes(); ++rank) {
       const auto e = system_.nodes[rank];
       const auto windows = emulated::SlowdownSchedule::node_windows(e);
-      if (e.node_out) out_ports_[rank].shape = SharedPort<Message>(e.node_out, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
-      if (e.node_in) in_ports_[rank].shape = SharedPort<Message>(e.node_in, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
+      if (e.node_out)
+        out_ports_[rank].shape =
+            SharedPort<Message>(e.node_out, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
+      if (e.node_in)
+        in_ports_[rank].shape =
+            SharedPort<Message>(e.node_in, emulated::SlowdownSchedule(windows, Duration{0}), options_.sharing);
     }
     // The core: --core, or the spec's core= (as the emulator's, one for every node).
     const RateLimit core = options_.core ? options_.core : system_.nodes[0].core;
@@ -70,9 +77,10 @@ void SimulatedNetwork::start() {
   if (options_.network == NetworkModel::lossless) apply_capacities();
 }
 
-void SimulatedNetwork::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port,
-                                Message message) {
-  const Time due = std::max(now_ + draw(link.delay, senders_[from].delay) + senders_[from].slowdown.extra_delay(now_), link.last_due);
+void SimulatedNetwork::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes,
+                                bool through_in_port, Message message) {
+  const Time due = std::max(now_ + draw(link.delay, senders_[from].delay) + senders_[from].slowdown.extra_delay(now_),
+                            link.last_due);
   link.last_due = due;
   message.from = from;
   message.to = to;
@@ -86,7 +94,8 @@ void SimulatedNetwork::transmit(Link& link, std::uint32_t from, std::uint32_t to
   schedule(out_limited ? due : due + options_.base_latency, Event::Kind::message, m);
 }
 
-void SimulatedNetwork::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool through_in_port, std::function<void()> deliver) {
+void SimulatedNetwork::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes,
+                                bool through_in_port, std::function<void()> deliver) {
   Message message;
   message.kind = Message::Kind::closure;
   message.subject = closures_.put(std::move(deliver));
@@ -115,9 +124,7 @@ void SimulatedNetwork::move_on(Message message) {
         next_port = in_port_index(message.to);
         flow = message.flows.in;
         break;
-      case Message::Stage::arrived:
-        deliver_message(message);
-        return;
+      case Message::Stage::arrived: deliver_message(message); return;
     }
     Port& p = port(next_port);
     if (p.shape.limited()) {
@@ -171,13 +178,17 @@ void SimulatedNetwork::serve(std::uint32_t index) {
         break;
       case Message::Stage::core:
         message.stage = Message::Stage::in_port;
-        if (late) schedule(leave, Event::Kind::message, messages_.put(message));
-        else move_on(message);
+        if (late)
+          schedule(leave, Event::Kind::message, messages_.put(message));
+        else
+          move_on(message);
         break;
       case Message::Stage::in_port:
         message.stage = Message::Stage::arrived;
-        if (late) schedule(leave, Event::Kind::message, messages_.put(message));
-        else deliver_message(message);
+        if (late)
+          schedule(leave, Event::Kind::message, messages_.put(message));
+        else
+          deliver_message(message);
         break;
       case Message::Stage::arrived: break;  // never waits at a port
     }
@@ -189,7 +200,8 @@ void SimulatedNetwork::serve(std::uint32_t index) {
 void SimulatedNetwork::deliver_message(const Message& message) {
   switch (message.kind) {
     case Message::Kind::contribution:
-      receiver_->on_contribution(message.from, message.to - system_.inputs(), message.subject, message.bytes - kContributionHeader);
+      receiver_->on_contribution(message.from, message.to - system_.inputs(), message.subject,
+                                 message.bytes - kContributionHeader);
       break;
     case Message::Kind::acknowledgement: receiver_->on_acknowledged(message.to, message.subject); break;
     case Message::Kind::credit: receiver_->on_credit(message.to, message.from - system_.inputs()); break;

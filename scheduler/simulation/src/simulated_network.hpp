@@ -49,9 +49,7 @@ struct Event {
 };
 
 struct Earlier {
-  bool operator()(const Event& a, const Event& b) const {
-    return a.at != b.at ? a.at < b.at : a.sequence < b.sequence;
-  }
+  bool operator()(const Event& a, const Event& b) const { return a.at != b.at ? a.at < b.at : a.sequence < b.sequence; }
 };
 
 // What every message is on the wire (the pattern's encodings, docs/design/scheduled-push.md), for
@@ -62,8 +60,8 @@ constexpr std::uint64_t kHelloBytes = 36;
 // inputs' due timers: kTimerStream + input; the ports' release timers: kPortTimerStream + port).
 constexpr std::uint64_t kTimerStream = std::uint64_t{1} << 40;
 constexpr std::uint64_t kPortTimerStream = kTimerStream + (std::uint64_t{1} << 32);
-constexpr std::uint64_t kReplyBytes = 12;  // welcome, acknowledgement, credit
-constexpr std::uint64_t kProbeBytes = 28;  // clock probe and echo, proposal
+constexpr std::uint64_t kReplyBytes = 12;        // welcome, acknowledgement, credit
+constexpr std::uint64_t kProbeBytes = 28;        // clock probe and echo, proposal
 constexpr std::uint64_t kReportBytes = 48 + 16;  // the meta-data report and the request behind it
 
 // One direction of one connection's number at each port it crosses (SharedPort numbers its
@@ -123,9 +121,9 @@ struct Port {
   SharedPort<Message> shape;
   std::uint64_t generation = 0;
   Time armed_at = Time::max();
-  bool waited = false;  // the armed release is later than when it was armed: a loop timer
+  bool waited = false;                        // the armed release is later than when it was armed: a loop timer
   std::optional<emulated::DelayStream> late;  // with --port-late (SimulationOptions::port_late)
-  Time late_until = Time::min();  // the last late release: the port's loop is behind until then
+  Time late_until = Time::min();              // the last late release: the port's loop is behind until then
 };
 
 // What the network hands over to the nodes: the frequent messages' arrivals, and the inputs'
@@ -154,9 +152,7 @@ class SimulatedNetwork {
 
   Time now() const noexcept { return now_; }
   // Runs `run` at `when` (now, if that has passed).
-  void at(Time when, std::function<void()> run) {
-    schedule(when, Event::Kind::closure, closures_.put(std::move(run)));
-  }
+  void at(Time when, std::function<void()> run) { schedule(when, Event::Kind::closure, closures_.put(std::move(run))); }
   // Input i's due timer fires at `when` (now, if that has passed): NetworkReceiver::on_due.
   // A newer one replaces the older.
   void arm_due(InputIndex i, Time when) { timers_.arm(i, DueTimers::Key{std::max(when, now_), sequence_++}); }
@@ -215,8 +211,9 @@ class SimulatedNetwork {
   Time release_time(Port& p);  // when what p releases now leaves (now_, or later: Port::late)
   void deliver_message(const Message& message);
   Port& port(std::uint32_t index) {
-    return index < out_ports_.size() ? out_ports_[index]
-         : index < 2 * out_ports_.size() ? in_ports_[index - out_ports_.size()] : core_;
+    return index < out_ports_.size()       ? out_ports_[index]
+           : index < 2 * out_ports_.size() ? in_ports_[index - out_ports_.size()]
+                                           : core_;
   }
   std::uint32_t out_port_index(std::uint32_t rank) const { return rank; }
   std::uint32_t in_port_index(std::uint32_t rank) const { return static_cast<std::uint32_t>(out_ports_.size()) + rank; }

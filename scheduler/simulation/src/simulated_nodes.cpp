@@ -113,8 +113,8 @@ void SimulatedNodes::drive(ns::InputIndex i) {
       Message message;
       message.kind = Message::Kind::contribution;
       message.subject = t;
-      network_.transmit(network_.data(i, c), i, system_.inputs() + c,
-                        kContributionHeader + system_.contribution_bytes, true, message);
+      network_.transmit(network_.data(i, c), i, system_.inputs() + c, kContributionHeader + system_.contribution_bytes,
+                        true, message);
     }
   }
   if (posted) network_.network_changed();
@@ -194,12 +194,12 @@ void SimulatedNodes::send_clock_probe(ns::InputIndex i, std::uint32_t sequence, 
   const ns::ClockProbe probe{i, sequence, in.clock.local(network_.now()), round_trip};
   network_.transmit(network_.control(i), i, system_.inputs(), kProbeBytes, true, [this, probe] {
     const auto echo = dde_->on_clock_probe(probe, computes_.front().clock.local(network_.now()));
-    network_.transmit(network_.control_reply(probe.input), system_.inputs(), probe.input, kProbeBytes, false,
-                      [this, probe, echo] {
-               if (echo.sequence == 0) {
-                 send_clock_probe(probe.input, 1, inputs_[probe.input].clock.local(network_.now()) - echo.probe_sent_at);
-               }
-             });
+    network_.transmit(
+        network_.control_reply(probe.input), system_.inputs(), probe.input, kProbeBytes, false, [this, probe, echo] {
+          if (echo.sequence == 0) {
+            send_clock_probe(probe.input, 1, inputs_[probe.input].clock.local(network_.now()) - echo.probe_sent_at);
+          }
+        });
   });
 }
 

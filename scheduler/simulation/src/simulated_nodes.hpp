@@ -48,7 +48,7 @@ class SimulatedNodes final : public NetworkReceiver {
   void start();
   // Every time-slice below the run's end handed over, and every input holds all its credits.
   bool done() const noexcept { return done_; }
-  std::uint64_t handed_over() const;          // time-slices, by all compute nodes
+  std::uint64_t handed_over() const;                       // time-slices, by all compute nodes
   std::uint64_t limit() const noexcept { return limit_; }  // the run's end (time-slices)
   // Hands the peaks and the DDE's fallback statistics to the recorder, and its records to `result`.
   void finish(SimulationResult& result);

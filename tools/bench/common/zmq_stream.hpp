@@ -11,9 +11,9 @@ namespace netio::bench {
 
 struct StreamLimits {
   std::uint64_t size = 0;
-  std::uint64_t messages = 0;            // 0: send for `time`
+  std::uint64_t messages = 0;  // 0: send for `time`
   std::chrono::nanoseconds time{};
-  Clock::time_point deadline;            // the whole run
+  Clock::time_point deadline;  // the whole run
 };
 
 // Sends, then the end marker; returns what was sent. The socket needs ZMQ_SNDTIMEO set so

@@ -46,7 +46,9 @@ class ZmqSocket {
   ZmqSocket& operator=(const ZmqSocket&) = delete;
   void* get() const noexcept { return socket_; }
 
-  void set(int option, int value) { zmq_check(zmq_setsockopt(socket_, option, &value, sizeof value), "zmq_setsockopt"); }
+  void set(int option, int value) {
+    zmq_check(zmq_setsockopt(socket_, option, &value, sizeof value), "zmq_setsockopt");
+  }
   void connect(const std::string& endpoint) { zmq_check(zmq_connect(socket_, endpoint.c_str()), "zmq_connect"); }
 
   // Binds to tcp://127.0.0.1:PORT (0: any) and returns the port bound.

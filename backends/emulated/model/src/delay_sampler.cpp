@@ -44,10 +44,10 @@ double normal_cdf(double z) noexcept { return 0.5 * std::erfc(-z / std::sqrt(2.0
 
 double normal_quantile(double u) noexcept {
   // Acklam's algorithm.
-  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
                                  1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
   static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                                 6.680131188771972e+01,  -1.328068155288572e+01};
+                                 6.680131188771972e+01, -1.328068155288572e+01};
   static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
                                  -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
   static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
@@ -109,9 +109,12 @@ double DelayStream::next_ns(const DelayDistribution& d) noexcept {
     const double epsilon = normal_quantile(rng_.uniform_open());
     z_ = started_ ? d.correlation * z_ + std::sqrt(1 - d.correlation * d.correlation) * epsilon : epsilon;
     started_ = true;
-    if (d.kind == DelayKind::normal) value = d.mean + d.sigma * z_;
-    else if (d.kind == DelayKind::lognormal) value = std::exp(d.mu + d.shape * z_);
-    else value = quantile(d, std::clamp(normal_cdf(z_), 0x1.0p-54, 1 - 0x1.0p-54));
+    if (d.kind == DelayKind::normal)
+      value = d.mean + d.sigma * z_;
+    else if (d.kind == DelayKind::lognormal)
+      value = std::exp(d.mu + d.shape * z_);
+    else
+      value = quantile(d, std::clamp(normal_cdf(z_), 0x1.0p-54, 1 - 0x1.0p-54));
   } else {
     value = quantile(d, rng_.uniform_open());
   }

@@ -11,8 +11,10 @@ TokenBucket::TokenBucket(RateLimit limit, SlowdownSchedule schedule, Nanos now)
     : limit_(limit), schedule_(std::move(schedule)), tokens_(static_cast<double>(limit.burst_bytes)), last_(now) {}
 
 void TokenBucket::reconfigure(RateLimit limit, SlowdownSchedule schedule, Nanos now) {
-  if (limited()) refill(now);
-  else tokens_ = static_cast<double>(limit.burst_bytes);
+  if (limited())
+    refill(now);
+  else
+    tokens_ = static_cast<double>(limit.burst_bytes);
   limit_ = limit;
   schedule_ = std::move(schedule);
   tokens_ = std::min(tokens_, static_cast<double>(limit_.burst_bytes));

@@ -133,7 +133,7 @@ struct ReplyWindow {
 
 /// What the connecting side learns when the listener accepts.
 struct ConnectionInfo {
-  Endpoint peer;                  ///< the address connected to
+  Endpoint peer;                         ///< the address connected to
   std::size_t peer_max_buffer_size = 0;  ///< send no buffer larger than this
   std::vector<std::byte> accept_data{};  ///< AcceptDecision::accept_data of the listener
 };
@@ -238,9 +238,9 @@ struct AcceptDecision {
   static AcceptDecision reject(std::string reason) { return {false, std::move(reason), 0, 0, {}, 0}; }
 
   bool accepted = false;
-  std::string reject_reason;            ///< sent to the connecting side
-  std::size_t max_buffer_size = 0;      ///< larger buffers are a protocol error
-  std::size_t receive_credits = 0;      ///< receive buffers lent out at most before reading stalls
+  std::string reject_reason;        ///< sent to the connecting side
+  std::size_t max_buffer_size = 0;  ///< larger buffers are a protocol error
+  std::size_t receive_credits = 0;  ///< receive buffers lent out at most before reading stalls
   /// Opaque bytes for the connector (ConnectionInfo::accept_data), at most
   /// max_accept_data_size: the listener's side of a challenge-response.
   std::vector<std::byte> accept_data{};

@@ -113,8 +113,8 @@ class BufferPool {
   /// reply in flight at a time. Used only while nobody waits in acquire(), so that a buffer
   /// never hides from a waiter (see release()).
   std::atomic<Slot*> spare_{nullptr};
-  std::atomic<bool> closed_{false};         ///< written under mutex_
-  std::atomic<std::size_t> waiters_{0};     ///< written under mutex_
+  std::atomic<bool> closed_{false};      ///< written under mutex_
+  std::atomic<std::size_t> waiters_{0};  ///< written under mutex_
   std::atomic<std::size_t> bytes_allocated_{0};
 };
 

@@ -151,8 +151,8 @@ class EventLoop {
   std::atomic<bool> busy_poll_{false};
   std::atomic<std::thread::id> loop_thread_{};
 
-  std::uint64_t next_key_ = 2;                           ///< loop thread only
-  std::unordered_map<int, std::uint64_t> fd_keys_;       ///< fd -> handler key
+  std::uint64_t next_key_ = 2;                      ///< loop thread only
+  std::unordered_map<int, std::uint64_t> fd_keys_;  ///< fd -> handler key
   std::unordered_map<std::uint64_t, std::shared_ptr<Handler>> handlers_;
   /// The handler whose callback dispatch() is running, and that handler once it removed
   /// itself there: kept until its callback returns (loop thread only).
@@ -162,27 +162,27 @@ class EventLoop {
 
   /// Timers: loop thread only (or any one thread before run() starts / after it returned).
   TimerQueue timer_queue_;
-  std::unordered_map<TimerId, TimerQueue::iterator> timer_index_;  ///< pending timers by id
+  std::unordered_map<TimerId, TimerQueue::iterator> timer_index_;   ///< pending timers by id
   Clock::time_point timer_fd_deadline_ = Clock::time_point::max();  ///< max: disarmed
-  Clock::time_point awake_until_ = Clock::time_point::min();  ///< loop thread; see stay_awake_until()
-  std::uint64_t timer_queue_seq_ = 0;  ///< counts (re)queued timers
-  bool running_timers_ = false;       ///< in run_due_timers(): arm once, at its end
-  TimerId running_timer_ = 0;         ///< the timer whose callback is running, 0 if none
+  Clock::time_point awake_until_ = Clock::time_point::min();        ///< loop thread; see stay_awake_until()
+  std::uint64_t timer_queue_seq_ = 0;                               ///< counts (re)queued timers
+  bool running_timers_ = false;                                     ///< in run_due_timers(): arm once, at its end
+  TimerId running_timer_ = 0;                                       ///< the timer whose callback is running, 0 if none
   bool running_timer_cancelled_ = false;
 
   struct Poller {
     PollerId id;
     std::shared_ptr<Task> task;  ///< null once removed; shared so a poller can remove itself
   };
-  std::vector<Poller> pollers_;  ///< loop thread only
-  PollerId next_poller_id_ = 1;  ///< loop thread only
-  bool pollers_removed_ = false;  ///< loop thread only
+  std::vector<Poller> pollers_;                         ///< loop thread only
+  PollerId next_poller_id_ = 1;                         ///< loop thread only
+  bool pollers_removed_ = false;                        ///< loop thread only
   std::vector<std::shared_ptr<Handler>> spinning_fds_;  ///< loop thread only; see spin_fd()
   bool spinning_fds_removed_ = false;                   ///< loop thread only
 
   std::mutex posted_mutex_;
-  std::vector<Task> posted_;       ///< guarded by posted_mutex_
-  bool stopped_ = false;           ///< guarded by posted_mutex_: post() runs tasks inline
+  std::vector<Task> posted_;         ///< guarded by posted_mutex_
+  bool stopped_ = false;             ///< guarded by posted_mutex_: post() runs tasks inline
   std::vector<Task> running_tasks_;  ///< loop thread only; swapped with posted_
   /// Held while tasks run without a loop thread (post() and run_sync() once it stopped, the
   /// last drains): they run one at a time. Recursive: such a task may post or run_sync().

@@ -50,8 +50,7 @@ bool backend_registered(std::string_view scheme);
 /// Makes the back-end for `scheme`, on the caller's thread (call it on `loop`'s thread).
 /// Throws netio::Error naming `what_for` (e.g. the endpoint) when the scheme has no usable
 /// back-end: the reason it is unavailable, or the list of registered schemes.
-std::unique_ptr<Backend> make_registered_backend(std::string_view scheme, EventLoop& loop,
-                                                 std::string_view what_for);
+std::unique_ptr<Backend> make_registered_backend(std::string_view scheme, EventLoop& loop, std::string_view what_for);
 
 /// How endpoints of `scheme` are written (the default form for a scheme not registered).
 EndpointForm endpoint_form(std::string_view scheme);

@@ -96,7 +96,7 @@ class ClockSynchronizer {
 
  public:
   struct Sample {
-    Time end{0};  ///< tmend, IE clock
+    Time end{0};         ///< tmend, IE clock
     Duration offset{0};  ///< lt - tmend
   };
 
@@ -104,11 +104,12 @@ class ClockSynchronizer {
   struct Input {
     std::optional<IntervalIndex> last_interval;
     bool handshake = false;  ///< the offset comes from the start handshake (no report yet)
-    Time last_end{0};  ///< the IE time the offset refers to: the newest sample's (filtered), tmend of the last report (paper)
+    Time last_end{
+        0};  ///< the IE time the offset refers to: the newest sample's (filtered), tmend of the last report (paper)
     Duration offset{0};
-    std::deque<double> drifts;  ///< paper: the last history_length drift samples, oldest first
-    double paper_drift = 0;     ///< paper: the median of drifts
-    std::deque<Sample> samples;  ///< filtered: the last 4 × filter_length lt - tmend, oldest first
+    std::deque<double> drifts;    ///< paper: the last history_length drift samples, oldest first
+    double paper_drift = 0;       ///< paper: the median of drifts
+    std::deque<Sample> samples;   ///< filtered: the last 4 × filter_length lt - tmend, oldest first
     std::optional<double> slope;  ///< filtered: the samples' lower envelope's slope, from kSlopeSamples on
     std::optional<double> drift;  ///< filtered: this IE's own drift, the slope from 2 × filter_length samples on
   };

@@ -43,9 +43,9 @@ enum class MessageType : std::uint8_t {
 struct MetadataReport {
   InputIndex input = 0;
   IntervalIndex interval = 0;
-  Time start{0};                ///< tm_j: when the IE sent the interval's first contribution (IE clock)
-  Duration duration{0};         ///< durm_j: from tm_j to the interval's last acknowledgement
-  Duration median_ack_latency{0};  ///< medlat: median of send → acknowledgement over the interval
+  Time start{0};                              ///< tm_j: when the IE sent the interval's first contribution (IE clock)
+  Duration duration{0};                       ///< durm_j: from tm_j to the interval's last acknowledgement
+  Duration median_ack_latency{0};             ///< medlat: median of send → acknowledgement over the interval
   std::optional<Duration> proposed_duration;  ///< durp_j the IE paced by; none: it had no proposal
 
   friend bool operator==(const MetadataReport&, const MetadataReport&) = default;
@@ -75,8 +75,8 @@ struct Proposal {
 /// for the first).
 struct ClockProbe {
   InputIndex input = 0;
-  std::uint32_t sequence = 0;  ///< 0, 1, ...
-  Time sent_at{0};             ///< IE clock
+  std::uint32_t sequence = 0;                   ///< 0, 1, ...
+  Time sent_at{0};                              ///< IE clock
   std::optional<Duration> previous_round_trip;  ///< of probe sequence - 1, measured by the IE
   /// A clock sample sent as an interval starts (flag bit 1; extension 9, input_engine.hpp):
   /// not answered, `sequence` is the interval's low 32 bits, no round trip.

@@ -44,10 +44,10 @@
 namespace netio::scheduler {
 
 struct FallbackStats {
-  std::uint64_t engaged = 0;    ///< times pacing lost and the guard switched to best-effort
-  std::uint64_t released = 0;   ///< times it let pacing try again
+  std::uint64_t engaged = 0;                ///< times pacing lost and the guard switched to best-effort
+  std::uint64_t released = 0;               ///< times it let pacing try again
   std::uint64_t best_effort_intervals = 0;  ///< intervals decided best-effort
-  bool active = false;          ///< the latest decision was best-effort
+  bool active = false;                      ///< the latest decision was best-effort
 
   friend bool operator==(const FallbackStats&, const FallbackStats&) = default;
 };
@@ -79,7 +79,7 @@ class FallbackGuard {
   bool falling_back_ = false;
   IntervalIndex run_start_ = 0;  ///< first interval of the current run (pacing or best-effort)
   std::uint32_t hold_;
-  bool retrying_ = false;        ///< the current pacing run is a retry after a fallback
+  bool retrying_ = false;  ///< the current pacing run is a retry after a fallback
   std::optional<Duration> reference_;
   FallbackStats stats_;
 };

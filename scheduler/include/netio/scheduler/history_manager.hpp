@@ -34,10 +34,10 @@ struct MeasuredInterval {
 
 struct UnifiedInterval {
   IntervalIndex interval = 0;
-  Time start{0};          ///< avg_tm: average over the IEs, local clock
-  Duration duration{0};   ///< med_durm: median over the IEs
+  Time start{0};                              ///< avg_tm: average over the IEs, local clock
+  Duration duration{0};                       ///< med_durm: median over the IEs
   std::optional<Duration> proposed_duration;  ///< median of the durp the IEs paced by
-  Duration ack_latency{0};  ///< median over the IEs of their median acknowledgement latency
+  Duration ack_latency{0};                    ///< median over the IEs of their median acknowledgement latency
 
   Time end() const { return start + duration; }
   friend bool operator==(const UnifiedInterval&, const UnifiedInterval&) = default;

@@ -47,8 +47,8 @@ namespace netio::scheduler {
 
 struct SendDecision {
   enum class Action {
-    send,        ///< send `timeslice` now
-    wait_until,  ///< `timeslice` is due at `due`; ask again then
+    send,                       ///< send `timeslice` now
+    wait_until,                 ///< `timeslice` is due at `due`; ask again then
     wait_for_acknowledgements,  ///< the current interval is sent; θ of its acknowledgements are missing
   };
   Action action = Action::send;
@@ -69,8 +69,8 @@ struct IntervalCompletion {
 /// The start and duration an interval is paced by (IE clock).
 struct IntervalPlan {
   IntervalIndex interval = 0;
-  Time start{0};  ///< tp_j
-  Duration duration{0};  ///< durp_j
+  Time start{0};               ///< tp_j
+  Duration duration{0};        ///< durp_j
   bool from_proposal = false;  ///< false: derived from an earlier proposal
   /// The DDE's fallback (Proposal::best_effort): unpaced, and the next interval starts once
   /// this one is sent, without waiting for θ of its acknowledgements. Its report's duration
@@ -134,8 +134,8 @@ class InputEngine {
   SchedulerConfig config_;
   TimesliceLayout layout_;
   InputIndex self_;
-  std::uint64_t threshold_;      ///< ⌈θ·n⌉
-  IntervalIndex current_ = 0;    ///< the interval being sent (or waiting to start)
+  std::uint64_t threshold_;    ///< ⌈θ·n⌉
+  IntervalIndex current_ = 0;  ///< the interval being sent (or waiting to start)
   std::map<IntervalIndex, InFlight> in_flight_;
   std::map<IntervalIndex, Proposal> proposals_;  ///< received, for intervals not started
   std::optional<IntervalPlan> last_plan_;        ///< the newest plan: of a started interval, or a late proposal

@@ -38,10 +38,10 @@ class InputNode {
 
   struct Next {
     enum class What {
-      send,             ///< send `timeslice` to `compute` now, then on_sent()
-      skip,             ///< `compute` is gone: drop `timeslice`, then on_skipped()
-      wait_until,       ///< DFS: `timeslice` is due at `due`
-      wait_for_credit,  ///< `compute` has no credit left (or granted none yet)
+      send,                       ///< send `timeslice` to `compute` now, then on_sent()
+      skip,                       ///< `compute` is gone: drop `timeslice`, then on_skipped()
+      wait_until,                 ///< DFS: `timeslice` is due at `due`
+      wait_for_credit,            ///< `compute` has no credit left (or granted none yet)
       wait_for_acknowledgements,  ///< DFS: θ of the current interval's acknowledgements are missing
     };
     What what = What::send;
@@ -116,7 +116,7 @@ class InputNode {
     std::uint32_t count = 0;
   };
   std::vector<TimesliceIndex> unacknowledged_;
-  std::vector<Ring> rings_;     // by compute node
+  std::vector<Ring> rings_;      // by compute node
   std::uint32_t ring_size_ = 0;  // a power of 2 (or 0 before the first grant)
 };
 

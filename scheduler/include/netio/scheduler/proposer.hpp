@@ -57,8 +57,8 @@ namespace netio::scheduler {
 
 /// The outcome of Eq. 1 for one window; none when some interval of it had no proposal.
 struct SpeedUpCheck {
-  double mean = 0;      ///< μ, in % of med_durm_hist
-  double variance = 0;  ///< VAR, in %²
+  double mean = 0;       ///< μ, in % of med_durm_hist
+  double variance = 0;   ///< VAR, in %²
   bool applies = false;  ///< VAR ≤ ssu_TH
 
   friend bool operator==(const SpeedUpCheck&, const SpeedUpCheck&) = default;
@@ -67,8 +67,8 @@ struct SpeedUpCheck {
 /// A proposal in the DDE's clock, with what it was computed from (for logs and CSV files).
 struct ProposedInterval {
   IntervalIndex interval = 0;
-  Time start{0};            ///< tp_k, local clock
-  Duration duration{0};     ///< durp_k
+  Time start{0};                ///< tp_k, local clock
+  Duration duration{0};         ///< durp_k
   Duration median_duration{0};  ///< med_durm_hist
   std::optional<SpeedUpCheck> speed_up;
 
@@ -89,7 +89,8 @@ class Proposer {
 
  private:
   /// DurationRule::tracking: durp_k from w and med_recent (ns), `step` = 1 - ssu_pct.
-  double tracked_duration(IntervalIndex k, std::span<const UnifiedInterval> window, double median_ns, double step) const;
+  double tracked_duration(IntervalIndex k, std::span<const UnifiedInterval> window, double median_ns,
+                          double step) const;
 
   /// Extension 6: w's median acknowledgement latency exceeds w-1's by more than ssu_pct.
   bool rising_latency(std::span<const UnifiedInterval> window) const;

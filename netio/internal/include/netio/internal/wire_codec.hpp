@@ -109,7 +109,8 @@ class WireReader {
   std::uint64_t get_bits(std::size_t width, std::string_view field) {
     need(width, field);
     std::uint64_t value = 0;
-    for (std::size_t k = 0; k < width; ++k) value |= std::uint64_t{std::to_integer<std::uint8_t>(bytes_[at_ + k])} << (8 * k);
+    for (std::size_t k = 0; k < width; ++k)
+      value |= std::uint64_t{std::to_integer<std::uint8_t>(bytes_[at_ + k])} << (8 * k);
     at_ += width;
     return value;
   }
@@ -123,7 +124,8 @@ class WireReader {
   std::string get_string(std::string_view field, std::size_t max) {
     const auto length = get<std::uint16_t>(field);
     if (length > max) {
-      fail(std::string(field) + " is " + std::to_string(length) + " bytes long, at most " + std::to_string(max) + " allowed");
+      fail(std::string(field) + " is " + std::to_string(length) + " bytes long, at most " + std::to_string(max) +
+           " allowed");
     }
     const auto bytes = get_bytes(length, field);
     return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};

@@ -40,13 +40,13 @@
 /// on the loop thread it starts those closes and returns.
 #pragma once
 
-#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/multi_destination_send_socket.hpp"
 #include "netio/page_pool.hpp"
 #include "netio/pubsub/publish_progress.hpp"
 #include "netio/pubsub/subscription.hpp"
+#include "netio/socket_options.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -95,13 +95,13 @@ struct PublishOptions {
 /// `connections` drop: a snapshot that shows its connections gone shows the rest of its
 /// removal too.
 struct PublishStats {
-  std::uint64_t published = 0;    ///< publish()/try_publish() calls completed (all subscribers served or skipped)
-  std::uint64_t unrouted = 0;     ///< messages of tags nobody subscribed to
-  std::uint64_t deliveries = 0;   ///< messages handed to a subscriber's connection
-  std::uint64_t dropped = 0;      ///< messages dropped for subscribers under Backpressure::drop
-  std::uint64_t subscriptions = 0;  ///< current (tag, subscriber, mode) entries
-  std::uint64_t connections = 0;    ///< current data connections
-  std::uint64_t subscribers = 0;    ///< current subscribers (control connections) with a subscription
+  std::uint64_t published = 0;         ///< publish()/try_publish() calls completed (all subscribers served or skipped)
+  std::uint64_t unrouted = 0;          ///< messages of tags nobody subscribed to
+  std::uint64_t deliveries = 0;        ///< messages handed to a subscriber's connection
+  std::uint64_t dropped = 0;           ///< messages dropped for subscribers under Backpressure::drop
+  std::uint64_t subscriptions = 0;     ///< current (tag, subscriber, mode) entries
+  std::uint64_t connections = 0;       ///< current data connections
+  std::uint64_t subscribers = 0;       ///< current subscribers (control connections) with a subscription
   std::uint64_t subscribers_lost = 0;  ///< control connections that went away with subscriptions
 };
 

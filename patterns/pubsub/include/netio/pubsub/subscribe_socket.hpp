@@ -24,7 +24,6 @@
 /// taken out stay valid after it.
 #pragma once
 
-#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/error.hpp"
@@ -32,6 +31,7 @@
 #include "netio/pubsub/publication.hpp"
 #include "netio/pubsub/subscription.hpp"
 #include "netio/receive_budget.hpp"
+#include "netio/socket_options.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -85,11 +85,11 @@ struct SubscribeOptions {
 };
 
 struct SubscribeStats {
-  std::uint64_t received = 0;        ///< messages delivered to the message handler or taken by recv()
-  std::uint64_t dropped = 0;         ///< messages publishers dropped for this socket (Backpressure::drop), as reported
+  std::uint64_t received = 0;  ///< messages delivered to the message handler or taken by recv()
+  std::uint64_t dropped = 0;   ///< messages publishers dropped for this socket (Backpressure::drop), as reported
   std::uint64_t subscriptions_lost = 0;  ///< times a publisher went away with subscriptions
-  std::uint64_t resubscribed = 0;    ///< times all of a publisher's subscriptions were restored
-  std::uint64_t malformed = 0;       ///< data messages too short to carry a tag (ignored)
+  std::uint64_t resubscribed = 0;        ///< times all of a publisher's subscriptions were restored
+  std::uint64_t malformed = 0;           ///< data messages too short to carry a tag (ignored)
 };
 
 class SubscribeSocket {

@@ -18,11 +18,11 @@
 /// given the same reports they propose the same (see deterministic_engine.hpp).
 #pragma once
 
-#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/scheduler/config.hpp"
 #include "netio/scheduler/control_messages.hpp"
+#include "netio/socket_options.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -36,7 +36,7 @@ struct DdeServiceStats {
   std::uint64_t proposals_sent = 0;
   std::uint64_t proposals_dropped = 0;  ///< the input's reply window was full, or it was gone
   std::uint64_t bad_messages = 0;
-  std::uint64_t clock_probes = 0;  ///< start handshake probes answered
+  std::uint64_t clock_probes = 0;   ///< start handshake probes answered
   std::uint64_t clock_samples = 0;  ///< interval-start clock samples taken (extension 9)
   /// The safety net (extension 7, netio/scheduler/fallback_guard.hpp): how often pacing lost
   /// and this DDE switched to best-effort, and how many intervals it proposed best-effort.

@@ -37,12 +37,12 @@
 /// own handlers; no handler runs after the destructor returned.
 #pragma once
 
-#include "netio/socket_options.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/scheduled_push/dde_service.hpp"
 #include "netio/scheduler/config.hpp"
 #include "netio/scheduler/time.hpp"
+#include "netio/socket_options.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -119,15 +119,14 @@ class TimesliceReceiver {
   /// netio::Error if it cannot bind, Errc::invalid_option naming the option if the options are
   /// bad.
   TimesliceReceiver(Context& context, const Endpoint& local, Handler handler, TimesliceReceiverOptions options);
-  TimesliceReceiver(Context& context, const Endpoint& local, KeepingHandler handler,
-                    TimesliceReceiverOptions options);
+  TimesliceReceiver(Context& context, const Endpoint& local, KeepingHandler handler, TimesliceReceiverOptions options);
   /// Kept Timeslices stay valid after this; releasing them then frees only their memory.
   ~TimesliceReceiver();
   TimesliceReceiver(const TimesliceReceiver&) = delete;
   TimesliceReceiver& operator=(const TimesliceReceiver&) = delete;
 
   Endpoint local_endpoint() const;
-  std::optional<Endpoint> dde_endpoint() const;  ///< run_dde only
+  std::optional<Endpoint> dde_endpoint() const;      ///< run_dde only
   std::optional<DdeServiceStats> dde_stats() const;  ///< run_dde only; any thread
   std::uint32_t credits_per_input() const noexcept;
   /// The receive buffer: the bound on held_bytes (given, or derived from the credits).

@@ -54,10 +54,10 @@ struct TimesliceSenderOptions {
   scheduler::SchedulerConfig config;  ///< equal on every node
   scheduler::Mode mode = scheduler::Mode::best_effort;
   scheduler::InputIndex input = 0;
-  std::vector<Endpoint> compute_endpoints;  ///< [compute index]: the TimesliceReceivers
-  std::vector<Endpoint> dde_endpoints;      ///< DFS: every DDE replica
+  std::vector<Endpoint> compute_endpoints;           ///< [compute index]: the TimesliceReceivers
+  std::vector<Endpoint> dde_endpoints;               ///< DFS: every DDE replica
   std::uint64_t max_contribution_bytes = 64 * 1024;  ///< larger pushes throw; must not exceed the receivers'
-  std::size_t queue_capacity = 0;  ///< contributions queued at most; 0: 2 × compute_count
+  std::size_t queue_capacity = 0;                    ///< contributions queued at most; 0: 2 × compute_count
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds push_timeout = std::chrono::seconds(10);  ///< push() waits at most this long
   std::function<void(scheduler::TimesliceIndex, scheduler::ComputeIndex)> on_undeliverable;  ///< optional, loop thread

@@ -44,7 +44,7 @@ class DelayStream {
 
  private:
   Xoshiro256 rng_;
-  double z_ = 0;         // the copula's last state
+  double z_ = 0;  // the copula's last state
   bool started_ = false;
 };
 

@@ -45,7 +45,7 @@ class SharedCapacity {
  private:
   static constexpr std::uint64_t kNotWaiting = ~std::uint64_t{0};
   struct Flow {
-    double finished = 0;                 // virtual finish of its last buffer released
+    double finished = 0;                  // virtual finish of its last buffer released
     std::uint64_t waiting = kNotWaiting;  // the order of its waiting buffer
   };
   // A waiting buffer. The fair pick first: the earliest virtual finish, then the one waiting
@@ -67,10 +67,10 @@ class SharedCapacity {
   void drop_stale_starts();
 
   TokenBucket bucket_;
-  std::vector<Flow> flows_;                 // by FlowId
-  std::vector<Waiting> by_finish_;          // a heap, the fair pick on top
-  std::vector<Start> by_start_;             // a heap, the least start on top; stale ones dropped lazily
-  double virtual_time_ = 0;                 // start tag of the last buffer released
+  std::vector<Flow> flows_;         // by FlowId
+  std::vector<Waiting> by_finish_;  // a heap, the fair pick on top
+  std::vector<Start> by_start_;     // a heap, the least start on top; stale ones dropped lazily
+  double virtual_time_ = 0;         // start tag of the last buffer released
   std::uint64_t next_order_ = 0;
 };
 

@@ -23,8 +23,8 @@
 // the order transfers reached their port, then by input index.
 #pragma once
 
-#include "netio/scheduler/time.hpp"
 #include "netio/scheduler/simulation/shared_port.hpp"
+#include "netio/scheduler/time.hpp"
 
 #include <cstdint>
 #include <deque>
@@ -41,10 +41,10 @@ struct Transfer {
   std::uint32_t input = 0;
   std::uint32_t compute = 0;
   std::uint64_t bytes = 0;
-  std::uint64_t tag = 0;   // the caller's (a time-slice)
-  ns::Time posted{0};      // handed to the out-port
-  ns::Time started{0};     // reached the head of the out-port (first byte on the wire)
-  ns::Time finished{0};    // last byte left
+  std::uint64_t tag = 0;  // the caller's (a time-slice)
+  ns::Time posted{0};     // handed to the out-port
+  ns::Time started{0};    // reached the head of the out-port (first byte on the wire)
+  ns::Time finished{0};   // last byte left
 };
 
 class FluidNetwork {
@@ -79,23 +79,23 @@ class FluidNetwork {
  private:
   struct Active {
     Transfer transfer;
-    double remaining = 0;  // bytes
-    double rate = 0;       // bytes per ns
+    double remaining = 0;             // bytes
+    double rate = 0;                  // bytes per ns
     std::uint64_t arrival_order = 0;  // when it reached its in-port, for fifo
   };
   struct OutPort {
     double capacity = kUnlimited;
     double transfer_cap = kUnlimited;
-    std::deque<Transfer> queue;   // waiting behind the head
-    std::optional<Active> head;   // on the wire
+    std::deque<Transfer> queue;  // waiting behind the head
+    std::optional<Active> head;  // on the wire
   };
   struct InPort {
     double capacity = kUnlimited;
   };
 
-  void progress_to(ns::Time now);          // bytes move at the current rates
-  void start_heads();                      // idle out-ports take their next transfer
-  void allocate();                         // recomputes every rate
+  void progress_to(ns::Time now);  // bytes move at the current rates
+  void start_heads();              // idle out-ports take their next transfer
+  void allocate();                 // recomputes every rate
   std::vector<Transfer> take_finished();
 
   PortSharing sharing_;

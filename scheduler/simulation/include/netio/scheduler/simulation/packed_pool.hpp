@@ -25,8 +25,10 @@ class PackedPool {
   // Keeps `value`; returns its index, the lowest free one.
   std::uint32_t put(T value) {
     const std::uint32_t index = lowest_free();
-    if (index == values_.size()) values_.push_back(std::move(value));
-    else values_[index] = std::move(value);
+    if (index == values_.size())
+      values_.push_back(std::move(value));
+    else
+      values_[index] = std::move(value);
     return index;
   }
   // The value at `index` (one put() returned and not taken yet).

@@ -51,9 +51,9 @@ struct RunRecords {
   std::vector<TimesliceRecord> timeslices;
   std::vector<IntervalRecord> intervals;
   std::vector<FillSample> fill;
-  std::uint64_t buffer_bytes = 0;     // per compute node
-  double peak_fill_percent = 0;       // the most any receive buffer held at once (warm-up included)
-  std::uint64_t corrupt = 0;          // contributions whose stamp did not match
+  std::uint64_t buffer_bytes = 0;  // per compute node
+  double peak_fill_percent = 0;    // the most any receive buffer held at once (warm-up included)
+  std::uint64_t corrupt = 0;       // contributions whose stamp did not match
   std::uint64_t timeslices_per_interval = 1;
   std::uint32_t warmup_intervals = 0;  // left out of the statistics
   // DFS: the DDE's safety net (its replica on compute node 0), when known.

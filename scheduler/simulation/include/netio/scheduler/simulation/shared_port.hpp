@@ -3,8 +3,8 @@
 // core — shaped as the emulated back-end shapes a node's port: a token bucket
 // (emulated::TokenBucket, its burst included) and, between the connections that have a
 // buffer waiting, fair queueing (emulated::SharedCapacity: the buffer that would finish first if the
-// connections were served byte by byte goes first) or first come, first served. A buffer leaves whole, when the bucket allows it; the
-// buffers of one connection leave in the order they came.
+// connections were served byte by byte goes first) or first come, first served. A buffer leaves whole, when the bucket
+// allows it; the buffers of one connection leave in the order they came.
 //
 // Pure: no clock, no events. The caller hands buffers over with arrive(), asks
 // next_release() when the next one may leave, and takes it with release() at that time.
@@ -63,8 +63,8 @@ class SharedPort {
   // When the next buffer may leave (≥ now); none when nothing waits or the rate is 0 for good.
   std::optional<scheduler::Time> next_release(scheduler::Time now) {
     if (waiting_ == 0) return std::nullopt;
-    const auto at = sharing_ == PortSharing::fifo ? bucket_.ready_at(now, fifo_.front().bytes)
-                                                   : capacity_.next_release_time(now);
+    const auto at =
+        sharing_ == PortSharing::fifo ? bucket_.ready_at(now, fifo_.front().bytes) : capacity_.next_release_time(now);
     if (at == scheduler::Time::max()) return std::nullopt;
     return at;
   }

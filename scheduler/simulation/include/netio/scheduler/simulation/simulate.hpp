@@ -72,7 +72,7 @@ struct SimulatedSystem {
   std::optional<std::uint64_t> timeslices;
   ns::Duration duration = std::chrono::seconds(12);
   ns::Duration sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
-  std::uint32_t warmup_intervals = 0;  // left out of the statistics (RunRecords)
+  std::uint32_t warmup_intervals = 0;                         // left out of the statistics (RunRecords)
 
   std::uint32_t inputs() const noexcept { return scheduler.input_count; }
   std::uint32_t computes() const noexcept { return scheduler.compute_count; }
@@ -87,7 +87,7 @@ struct SimulationOptions {
   RateLimit core;
   ns::Duration base_latency = std::chrono::microseconds(5);
   ns::Duration max_clock_offset = std::chrono::milliseconds(1);  // |offset| of every node's clock, at most
-  double max_clock_drift = 20e-6;                                 // |drift|, at most (20 ppm)
+  double max_clock_drift = 20e-6;                                // |drift|, at most (20 ppm)
   // How late an input's timer fires (the pattern's due timer: DFS's paced sends and interval
   // starts), a draw per firing from the spec's seed; none: on time. What a busy host adds:
   // an event-loop thread that is not on a core when its timer expires.
