@@ -84,6 +84,15 @@ class Streams {
     return t;
   }
 
+  // Supervisor: whether every sender that ended its stream has closed its connection.
+  bool ended_senders_closed() {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, stream] : order_) {
+      if (stream->tracker.end_of_stream() && !disconnected_at_.contains(id)) return false;
+    }
+    return true;
+  }
+
   // Supervisor: sums over the streams that began.
   std::uint64_t live_messages() {
     return sum([](const RunTracker& t) { return t.live_messages(); });
@@ -273,6 +282,19 @@ class Supervisor {
   Clock::time_point last_progress_ = Clock::now();
 };
 
+// After the end of the stream, the receiver stays until the senders close (at most
+// kSenderCloseWait): a sender waits for its last page to be sent, and on libfabric a receiver
+// that closes first can fail that wait ("closed the connection") though the page arrived.
+constexpr auto kSenderCloseWait = std::chrono::seconds(2);
+
+void wait_for_senders_to_close(Session& session, ReceiveEnd end) {
+  if (end != ReceiveEnd::end_of_stream) return;
+  const auto until = Clock::now() + kSenderCloseWait;
+  while (!session.streams().ended_senders_closed() && Clock::now() < until && !stop_requested()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 // The end of a run still open when the receiver stops.
 Clock::time_point cut_time(ReceiveEnd end, const Supervisor& supervisor) {
   const bool stalled = end == ReceiveEnd::sender_gone || end == ReceiveEnd::timeout;
@@ -313,6 +335,7 @@ Ending receive_high_throughput(Context& context, Session& session, const BenchRe
   const ReceiveEnd end = supervisor.run();
   session.stop();
   consumer.join();
+  wait_for_senders_to_close(session, end);
   return {end, cut_time(end, supervisor)};
 }
 
@@ -332,6 +355,7 @@ Ending receive_low_latency(Context& context, Session& session, const BenchReceiv
   Supervisor supervisor(session, options, deadline, callbacks);
   const ReceiveEnd end = supervisor.run();
   session.stop();
+  wait_for_senders_to_close(session, end);
   return {end, cut_time(end, supervisor)};
 }
 
