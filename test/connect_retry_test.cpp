@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Start order (netio/connect_timeout.hpp), on every back-end: a send socket made before its
+// Start order (netio/socket_options.hpp), on every back-end: a send socket made before its
 // receiver, and a subscriber before its publisher, connect once the peer appears and lose
 // nothing sent after that point; a peer that never comes fails the connection at
 // connect_timeout with Errc::timeout naming it; a socket destroyed while it retries goes at

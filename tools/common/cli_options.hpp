@@ -84,7 +84,7 @@ CLI::Option* add_cpu_option(CLI::App& app, CpuChoice& target);
 CLI::Option* add_timeout_option(CLI::App& app, std::chrono::nanoseconds& target);
 
 // --connect-timeout DURATION: how long a tool that connects waits for its peer to start,
-// trying again in the background (netio/connect_timeout.hpp; 0: without end).
+// trying again in the background (netio/socket_options.hpp; 0: without end).
 CLI::Option* add_connect_timeout_option(CLI::App& app, std::chrono::nanoseconds& target);
 
 // --version and -V: prints the tool's name and netio's version, the git commit, the build

@@ -5,7 +5,6 @@
 
 #include "common/deadline.hpp"
 
-#include "netio/connect_timeout.hpp"
 #include "netio/context.hpp"
 #include "netio/endpoint.hpp"
 #include "netio/socket_options.hpp"
@@ -24,7 +23,7 @@ struct PingpongClientOptions {
   std::size_t size = 64;
   std::uint64_t iterations = 10000;
   std::uint64_t warmup = 1000;
-  // How long the server may take to appear (netio/connect_timeout.hpp; 0: without end).
+  // How long the server may take to appear (netio/socket_options.hpp; 0: without end).
   std::chrono::nanoseconds connect_timeout = netio::default_connect_timeout;
   // No reply for this long: the server or the network lost a message; give up.
   std::chrono::nanoseconds stall_timeout = std::chrono::seconds(10);

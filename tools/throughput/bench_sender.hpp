@@ -39,7 +39,7 @@ struct BenchSenderOptions {
   std::uint64_t page_count = netio::HighThroughputSendOptions{}.page_count;
   std::optional<std::uint64_t> zero_copy_threshold;  // unset: the socket's default
   std::chrono::nanoseconds flush_timeout = std::chrono::seconds(2);
-  // How long the receiver may take to appear (netio/connect_timeout.hpp; 0: without end).
+  // How long the receiver may take to appear (netio/socket_options.hpp; 0: without end).
   std::chrono::nanoseconds connect_timeout = netio::default_connect_timeout;
   std::optional<PreSharedKey> key;  // --key-file
 };

@@ -8,8 +8,8 @@
 
 #include "bench_receiver.hpp"  // IntervalReport, ReceiveEnd, BenchReceiverCallbacks
 
-#include "netio/connect_timeout.hpp"
 #include "netio/pubsub/subscription.hpp"
+#include "netio/socket_options.hpp"
 
 #include <utility>
 #include <vector>

@@ -26,7 +26,7 @@ class ReceiveBudget;  // netio/receive_budget.hpp
 
 /// Connects to a LowLatencyReceiveSocket. Construction starts connecting and returns at
 /// once; messages sent before the connection is up wait in the socket's buffers. Nobody
-/// listening yet is no error: it tries again until connect_timeout (netio/connect_timeout.hpp).
+/// listening yet is no error: it tries again until connect_timeout (netio/socket_options.hpp).
 ///
 /// Thread-safety: every method may be called from any number of threads at once, user
 /// threads and the event-loop thread (inside any callback) alike; each message stays whole
@@ -40,7 +40,7 @@ class ReceiveBudget;  // netio/receive_budget.hpp
 /// Lifetime: destroy before the Context. On a user thread the destructor is a blocking
 /// close: it sends what is queued, waits up to send_timeout for the back-end to complete it
 /// (logging what was lost), then closes; a socket still retrying its connection (an attempt
-/// failed, netio/connect_timeout.hpp) drops what is queued at once instead. On the event-loop thread it waits for
+/// failed, netio/socket_options.hpp) drops what is queued at once instead. On the event-loop thread it waits for
 /// nothing: it starts close() and returns; the connection lives on inside netio until its close ends (everything sent,
 /// the connection failed, or send_timeout passed). A close still in progress when the Context stops ends there,
 /// dropping what is unsent.

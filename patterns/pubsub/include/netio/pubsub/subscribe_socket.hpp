@@ -57,7 +57,7 @@ struct SubscribeOptions {
   /// control connection is up.
   std::chrono::nanoseconds ack_timeout = std::chrono::seconds(10);
   /// How long a control connection to a publisher not there yet is tried again
-  /// (netio/connect_timeout.hpp: 0 for ever, connect_once for one attempt). A subscription
+  /// (netio/socket_options.hpp: 0 for ever, connect_once for one attempt). A subscription
   /// made before its publisher started waits for it that long (then fails with
   /// Errc::timeout naming the publisher and the attempts) and is acknowledged once it is up.
   std::chrono::nanoseconds connect_timeout = default_connect_timeout;
