@@ -13,35 +13,31 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <utility>
 
 namespace netio {
 
-class RejectionLog {
+// At most `burst` lines per `period`: admit() says whether a line may be written now and,
+// if so, how many were left out before it. Not thread-safe.
+class LineBudget {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit RejectionLog(Clock::duration period = std::chrono::seconds(1), std::uint32_t burst = 10) noexcept
-      : period_(period), burst_(burst) {}
+  LineBudget(Clock::duration period, std::uint32_t burst) noexcept : period_(period), burst_(burst) {}
 
-  void reject(std::string_view local, std::string_view peer, std::string_view reason,
-              Clock::time_point now = Clock::now()) {
+  /// nullopt: leave this line out (counted); otherwise the lines left out since the last one.
+  std::optional<std::uint64_t> admit(Clock::time_point now) noexcept {
     if (now - window_start_ >= period_) {
       window_start_ = now;
       written_ = 0;
     }
     if (written_ >= burst_) {
       ++left_out_;
-      return;
+      return std::nullopt;
     }
     ++written_;
-    if (left_out_ > 0) {
-      log(LogLevel::warn, "listen socket {}: rejecting {}: {} ({} more rejection(s) not logged before this one)", local,
-          peer, reason, left_out_);
-      left_out_ = 0;
-    } else {
-      log(LogLevel::warn, "listen socket {}: rejecting {}: {}", local, peer, reason);
-    }
+    return std::exchange(left_out_, 0);
   }
   std::uint64_t left_out() const noexcept { return left_out_; }
 
@@ -53,15 +49,38 @@ class RejectionLog {
   std::uint64_t left_out_ = 0;
 };
 
+class RejectionLog {
+ public:
+  using Clock = LineBudget::Clock;
+  explicit RejectionLog(Clock::duration period = std::chrono::seconds(1), std::uint32_t burst = 10) noexcept
+      : budget_(period, burst) {}
+
+  void reject(std::string_view local, std::string_view peer, std::string_view reason,
+              Clock::time_point now = Clock::now()) {
+    const auto left_out = budget_.admit(now);
+    if (!left_out) return;
+    if (*left_out > 0) {
+      log(LogLevel::warn, "listen socket {}: rejecting {}: {} ({} more rejection(s) not logged before this one)", local,
+          peer, reason, *left_out);
+    } else {
+      log(LogLevel::warn, "listen socket {}: rejecting {}: {}", local, peer, reason);
+    }
+  }
+  std::uint64_t left_out() const noexcept { return budget_.left_out(); }
+
+ private:
+  LineBudget budget_;
+};
+
 // The lines the receive sockets of every back-end write when they drop a connection for what
 // its peer sent ("receive socket: WHY; disconnecting"), limited as RejectionLog's but for the
 // whole process: a hostile peer that reconnects and misbehaves at once, thousands of times a
 // second, costs a few lines a second, not one per connection. Thread-safe.
 class DroppedConnectionLog {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = LineBudget::Clock;
   explicit DroppedConnectionLog(Clock::duration period = std::chrono::seconds(1), std::uint32_t burst = 10) noexcept
-      : period_(period), burst_(burst) {}
+      : budget_(period, burst) {}
 
   /// The process's own, which the back-ends write to.
   static DroppedConnectionLog& instance() {
@@ -70,24 +89,16 @@ class DroppedConnectionLog {
   }
 
   void dropped(std::string_view why, Clock::time_point now = Clock::now()) {
-    std::uint64_t before = 0;
+    std::optional<std::uint64_t> left_out;
     {
       std::lock_guard lock(mutex_);
-      if (now - window_start_ >= period_) {
-        window_start_ = now;
-        written_ = 0;
-      }
-      if (written_ >= burst_) {
-        ++left_out_;
-        return;
-      }
-      ++written_;
-      before = std::exchange(left_out_, 0);
+      left_out = budget_.admit(now);
     }
-    if (before > 0) {
+    if (!left_out) return;
+    if (*left_out > 0) {
       log(LogLevel::warn,
           "receive socket: {}; disconnecting ({} more connection(s) dropped and not logged before this one)", why,
-          before);
+          *left_out);
     } else {
       log(LogLevel::warn, "receive socket: {}; disconnecting", why);
     }
@@ -95,11 +106,7 @@ class DroppedConnectionLog {
 
  private:
   std::mutex mutex_;
-  Clock::duration period_;
-  std::uint32_t burst_;
-  Clock::time_point window_start_{};  // guarded by mutex_
-  std::uint32_t written_ = 0;         // guarded by mutex_
-  std::uint64_t left_out_ = 0;        // guarded by mutex_
+  LineBudget budget_;  // guarded by mutex_
 };
 
 }  // namespace netio
