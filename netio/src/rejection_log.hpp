@@ -5,7 +5,9 @@
 // at `warn`, at most `burst` lines per `period`; the rest are counted and the next line that
 // is written says how many were left out. A hostile peer that reconnects without end thus
 // costs a few lines a second, and every rejection of a well-behaved one is seen.
-// Not thread-safe: one per listener, used on its loop thread.
+// RejectionLog is not thread-safe: one per listener, used on its loop thread. The same limit
+// (LineBudget) holds the receive sockets' lines about connections dropped after admission
+// (DroppedConnectionLog, one for the process).
 #pragma once
 
 #include "netio/log.hpp"
