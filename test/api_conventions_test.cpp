@@ -15,7 +15,9 @@
 #include "netio/page_pool.hpp"
 #include "netio/scheduled_push/timeslice_receiver.hpp"
 #include "netio/scheduled_push/timeslice_sender.hpp"
+#include "netio/scheduler/config.hpp"
 #include "netio/scheduler/credits.hpp"
+#include "netio/scheduler/input_node.hpp"
 #include "support/pubsub_test.hpp"
 #include "support/test_context.hpp"
 
@@ -25,8 +27,18 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
+
+// An enumeration's to_string is a free noexcept function returning std::string_view
+// (docs/design/conventions.md), the scheduler's too.
+static_assert(std::is_same_v<decltype(netio::to_string(netio::SendMode{})), std::string_view>);
+static_assert(
+    std::is_same_v<decltype(netio::scheduler::to_string(netio::scheduler::DurationRule{})), std::string_view>);
+static_assert(std::is_same_v<decltype(netio::scheduler::to_string(netio::scheduler::ClockRule{})), std::string_view>);
+static_assert(std::is_same_v<decltype(netio::scheduler::to_string(netio::scheduler::Mode{})), std::string_view>);
+static_assert(noexcept(netio::scheduler::to_string(netio::scheduler::Mode{})));
 
 static_assert(!std::is_copy_constructible_v<netio::Message>);
 static_assert(!std::is_copy_assignable_v<netio::Message>);

@@ -23,7 +23,7 @@ constexpr netio::detail::Rejecter reject{Errc::invalid_option, "input node"};
 
 }  // namespace
 
-const char* to_string(Mode mode) noexcept { return mode == Mode::dfs ? "dfs" : "best-effort"; }
+std::string_view to_string(Mode mode) noexcept { return mode == Mode::dfs ? "dfs" : "best-effort"; }
 
 InputNode::InputNode(const SchedulerConfig& config, InputIndex self, Mode mode)
     : layout_(config),

@@ -3,6 +3,6 @@
 
 namespace netio::scheduler::simulation {
 
-const char* to_string(PortSharing sharing) noexcept { return sharing == PortSharing::fifo ? "fifo" : "fair"; }
+std::string_view to_string(PortSharing sharing) noexcept { return sharing == PortSharing::fifo ? "fifo" : "fair"; }
 
 }  // namespace netio::scheduler::simulation

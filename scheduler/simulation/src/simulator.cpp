@@ -54,7 +54,9 @@ SimulationResult run(SimulatedNetwork& network, SimulatedNodes& nodes, const Sim
 
 }  // namespace
 
-const char* to_string(NetworkModel model) noexcept { return model == NetworkModel::lossless ? "lossless" : "ports"; }
+std::string_view to_string(NetworkModel model) noexcept {
+  return model == NetworkModel::lossless ? "lossless" : "ports";
+}
 
 void check_simulatable(const SimulatedSystem& system, const SimulationOptions& options) {
   ns::validate(system.scheduler);

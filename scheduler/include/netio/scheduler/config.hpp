@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace netio::scheduler {
 
@@ -24,7 +25,7 @@ enum class DurationRule {
   tracking,
 };
 
-const char* to_string(DurationRule rule) noexcept;
+std::string_view to_string(DurationRule rule) noexcept;
 
 /// How the Clock Synchronizer estimates an input's clock offset (clock_synchronizer.hpp).
 enum class ClockRule {
@@ -39,7 +40,7 @@ enum class ClockRule {
   filtered,
 };
 
-const char* to_string(ClockRule rule) noexcept;
+std::string_view to_string(ClockRule rule) noexcept;
 
 struct SchedulerConfig {
   std::uint32_t input_count = 0;    ///< N input nodes (IEs); required, ≥ 1

@@ -24,13 +24,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace netio::scheduler {
 
 enum class Mode { best_effort, dfs };
 
-const char* to_string(Mode mode) noexcept;
+std::string_view to_string(Mode mode) noexcept;
 
 class InputNode {
  public:

@@ -21,13 +21,14 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace netio::scheduler::simulation {
 
 enum class PortSharing { fair, fifo };
 
-const char* to_string(PortSharing sharing) noexcept;
+std::string_view to_string(PortSharing sharing) noexcept;
 
 // Item: what the caller hands over with a buffer and takes back at its release, kept by value
 // in the port (the simulator keeps its whole message there: at 192 x 192 a buffer waits a

@@ -43,6 +43,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace netio::scheduler::simulation {
@@ -78,7 +79,7 @@ struct SimulatedSystem {
   std::uint32_t computes() const noexcept { return scheduler.compute_count; }
 };
 
-const char* to_string(NetworkModel model) noexcept;
+std::string_view to_string(NetworkModel model) noexcept;
 
 struct SimulationOptions {
   NetworkModel network = NetworkModel::ports;
