@@ -4,6 +4,7 @@
 #include "buffer_sender.hpp"
 #include "handshake.hpp"
 #include "message_parts.hpp"
+#include "socket_metrics.hpp"
 #include "netio/log.hpp"
 
 #include <fmt/format.h>
@@ -101,10 +102,13 @@ class LowLatencySendSocket::Impl {
   LowLatencySendOptions options_;
   std::shared_ptr<detail::BufferSender> sender_;
   StatsCounters& stats_;  // sender_'s
+  MetricsRegistry::Registration metrics_;  // last: removed before anything it reads goes
 };
 
 LowLatencySendSocket::LowLatencySendSocket(Context& context, const Endpoint& remote, LowLatencySendOptions options)
-    : impl_(std::make_shared<Impl>(context, remote, options)) {}
+    : impl_(std::make_shared<Impl>(context, remote, options)) {
+  impl_->metrics_ = detail::add_socket_metrics(context, "low_latency_send", remote.to_string(), impl_->stats_);
+}
 
 LowLatencySendSocket::~LowLatencySendSocket() { impl_->close_for_destructor(); }
 

@@ -23,6 +23,7 @@
 #include "netio/log.hpp"
 #include "stats_counters.hpp"
 #include "victim_selector.hpp"
+#include "socket_metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -66,7 +67,9 @@ bool is_connection_failure(const Error& e) {
 class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(Context& context, MultiDestinationSendOptions options)
-      : context_(detail::share_context(context)), options_(std::move(options)), selector_(options_.policy) {}
+      : context_(detail::share_context(context)), options_(std::move(options)), selector_(options_.policy) {
+    metrics_ = detail::add_socket_metrics(context, "multi_destination_send", "", stats_);
+  }
 
   using Parts = std::span<const std::span<const std::byte>>;
 
@@ -537,6 +540,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   std::optional<Error> lost_while_closing_;  // the first close that lost messages while closing all
   ConnectionStats counters_;
   StatsCounters stats_;
+  MetricsRegistry::Registration metrics_;  // last: removed before anything it reads goes
 };
 
 MultiDestinationSendSocket::MultiDestinationSendSocket(Context& context, MultiDestinationSendOptions options) {
