@@ -33,6 +33,9 @@ def check(condition, message):
         fail(message)
 
 
+SEEN = set()
+
+
 def port_in(line):
     return re.search(r"tcp://127\.0\.0\.1:(\d+)", line).group(1)
 
@@ -41,6 +44,7 @@ def scrape_until(tool, condition, what, timeout=10):
     deadline = time.monotonic() + timeout
     while True:
         samples = check_exposition(scrape(tool.url), tool.argv[0])
+        SEEN.update(name for name, _ in samples)
         if condition(samples):
             return samples
         if time.monotonic() > deadline:
@@ -99,7 +103,12 @@ def main():
                          ("netio_socket_bytes_total", {"socket": "low_latency_receive", "node": "3"})):
         check(has(pushed, name, **labels), f"netio_tsbench: no {name} {labels}: {sorted(pushed)[:40]}")
     check(bench.wait(60) == 0, f"netio_tsbench failed: {''.join(bench.stderr_lines)}")
-    print("metrics exposition: the three tools' families parse, each once")
+    # The Grafana dashboard asks for metrics that exist.
+    dashboard = Path(__file__).resolve().parents[2] / "examples" / "grafana" / "netio.json"
+    asked = set(re.findall(r"netio_[a-z_]+", dashboard.read_text()))
+    check(asked, f"{dashboard}: no netio_ metric")
+    check(asked <= SEEN, f"{dashboard} asks for metrics no tool exposes: {sorted(asked - SEEN)}")
+    print("metrics exposition: the three tools' families parse, each once; the dashboard's metrics exist")
 
 
 if __name__ == "__main__":
