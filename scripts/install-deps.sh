@@ -10,6 +10,8 @@ set -euo pipefail
 packages=(g++ cmake make pkg-config python3 libfabric-dev libfabric-bin librdmacm-dev libibverbs-dev
           libfmt-dev libsodium-dev libcli11-dev catch2 libzmq3-dev gnuplot-nox
           libxxhash-dev  # the tools' verification checksum (XXH3)
+          libmicrohttpd-dev  # netio::metrics: the HTTP server Prometheus scrapes (NETIO_WITH_METRICS)
+          prometheus python3-prometheus-client  # the metrics tests: a real Prometheus, the exposition's parser
           valgrind  # tools/bench/rtt_instructions.sh and its test
           pandoc    # the man pages (docs/man)
           doxygen   # the API reference (docs/api)
