@@ -9,9 +9,11 @@ once, netio_ names, counters ending in _total), with the families of what the to
 - netio_recv / netio_throughput: the high-throughput sockets, bytes agreeing with the sender;
 - netio_throughput --publish / netio_recv --subscribe: the pub/sub sockets;
 - netio_tsbench (a local run, DFS): the time-slice senders, receivers and the DDE, node= set;
-- anything but GET /metrics: 404.
+- anything but GET /metrics: 404;
+- netio_recv --influx udp://: datagrams of whole lines of the line protocol's grammar.
 """
 import re
+import socket
 import sys
 import time
 import urllib.error
@@ -34,6 +36,10 @@ def check(condition, message):
 
 
 SEEN = set()
+# InfluxDB line protocol as netio writes it: measurement[,tag=value...] value=FLOAT TIMESTAMP.
+INFLUX_KEY = r"(?:[^,=\s\\]|\\[,= \\])+"
+INFLUX_LINE = re.compile(rf"^(?:[^,\s\\]|\\[, \\])+(?:,{INFLUX_KEY}={INFLUX_KEY})* "
+                         r"value=-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)? [0-9]+$")
 
 
 def port_in(line):
@@ -56,8 +62,12 @@ def main():
     recv, throughput, tsbench = sys.argv[1:4]
     metrics = ["--metrics", "127.0.0.1:0", "--timeout", "60s"]
 
-    # A high-throughput pair.
-    receiver = Tool([recv, "-e", "tcp://127.0.0.1:0", "-t", "2s", "--report-interval", "0"] + metrics,
+    # A high-throughput pair; the receiver also pushes InfluxDB lines over UDP.
+    influx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    influx.bind(("127.0.0.1", 0))
+    influx.settimeout(5)
+    receiver = Tool([recv, "-e", "tcp://127.0.0.1:0", "-t", "2s", "--report-interval", "0", "--influx",
+                     f"udp://127.0.0.1:{influx.getsockname()[1]}", "--influx-interval", "200ms"] + metrics,
                     wait_for="listening on")
     port = port_in(receiver.line_with("listening on"))
     sender = Tool([throughput, "-e", f"tcp://127.0.0.1:{port}", "-t", "1s", "-s", "64"] + metrics)
@@ -72,6 +82,14 @@ def main():
         fail("GET / answered")
     except urllib.error.HTTPError as e:
         check(e.code == 404, f"GET /: HTTP {e.code}")
+    lines = []
+    while not any(l.startswith("netio_socket_bytes_total,") and not l.endswith(" value=0") for l in
+                  (line.rsplit(" ", 1)[0] for line in lines)):
+        datagram = influx.recv(65536).decode()
+        check(len(datagram) <= 1400 and datagram.endswith("\n"), f"influx datagram: {datagram!r}")
+        lines += datagram.splitlines()
+    for line in lines:
+        check(INFLUX_LINE.match(line), f"not line protocol: {line!r}")
     check(sender.wait() == 0, f"netio_throughput failed: {''.join(sender.stderr_lines)}")
     check(receiver.wait() == 0, f"netio_recv failed: {''.join(receiver.stderr_lines)}")
 
