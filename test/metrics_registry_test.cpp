@@ -112,7 +112,9 @@ TEST_CASE("metrics: a throwing collector's samples are left out, the others kept
     out.push_back({"netio_half", MetricType::gauge, "", {}, 1});
     throw std::runtime_error("broken collector");
   });
-  auto good = registry.add([](std::vector<Metric>& out) { out.push_back({"netio_good", MetricType::gauge, "", {}, 2}); });
+  auto good = registry.add([](std::vector<Metric>& out) {
+    out.push_back({"netio_good", MetricType::gauge, "", {}, 2});
+  });
   const auto metrics = registry.collect();
   REQUIRE(metrics.size() == 1);
   CHECK(metrics[0].name == "netio_good");

@@ -3,8 +3,8 @@
 // (only GET /metrics, bounded, surviving junk, slow and 1,000 simultaneous clients while a
 // stream runs) and the InfluxDB push over UDP and HTTP, every line checked against the
 // line protocol's grammar.
-#include "netio/metrics/influx_pusher.hpp"
 #include "netio/metrics/metrics_server.hpp"
+#include "netio/metrics/influx_pusher.hpp"
 
 #include "netio/context.hpp"
 #include "netio/error.hpp"
@@ -78,7 +78,7 @@ std::string http_exchange(std::uint16_t port, std::string_view request) {
 
 std::string get(std::uint16_t port, std::string_view method, std::string_view path) {
   return http_exchange(port, std::string(method) + " " + std::string(path) +
-                            " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+                                 " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
 }
 
 bool status_is(const std::string& response, std::string_view code) {
@@ -151,13 +151,17 @@ TEST_CASE("metrics server: GET /metrics answers with every socket, anything else
   CHECK(response.find("Content-Type: text/plain; version=0.0.4") != std::string::npos);
   CHECK(response.find("netio_socket_messages_total{endpoint=\"" + receiver.local_endpoint().to_string() +
                       "\",socket=\"high_throughput_receive\"} 0") != std::string::npos);
-  for (auto [method, path] : {std::pair{"GET", "/"}, {"GET", "/metrics/x"}, {"GET", "/metricsx"}, {"HEAD", "/metrics"},
+  for (auto [method, path] : {std::pair{"GET", "/"},
+                              {"GET", "/metrics/x"},
+                              {"GET", "/metricsx"},
+                              {"HEAD", "/metrics"},
                               {"DELETE", "/metrics"}}) {
     INFO(method << " " << path);
     CHECK(status_is(get(server.port(), method, path), "404"));
   }
-  CHECK(status_is(http_exchange(server.port(), "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
-                                          "Connection: close\r\n\r\nhello"),
+  CHECK(status_is(http_exchange(server.port(),
+                                "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                                "Connection: close\r\n\r\nhello"),
                   "404"));
   CHECK(server.scrapes() == 1);
   CHECK(server.rejected() == 6);
@@ -190,17 +194,15 @@ TEST_CASE("metrics server: binds loopback by default, refuses bad addresses nami
 TEST_CASE("metrics server: junk, oversized, slow and 1,000 simultaneous clients while a stream runs", "[metrics]") {
   netio::Context context(netio::test::context_options());
   Stream stream(context);
-  netio::MetricsServer server(context, {.address = "127.0.0.1:0",
-                                        .max_connections = 64,
-                                        .max_request_bytes = 4096,
-                                        .connection_timeout = 1s});
+  netio::MetricsServer server(
+      context, {.address = "127.0.0.1:0", .max_connections = 64, .max_request_bytes = 4096, .connection_timeout = 1s});
   const std::uint16_t port = server.port();
   REQUIRE(netio::test::eventually([&] { return stream.received > 1000; }));
 
   // Junk: random bytes, a line without end, binary zeros, a bare CRLF CRLF.
   std::mt19937 random(52);
-  std::vector<std::string> junk = {"\r\n\r\n", std::string(3000, 'A') + "\r\n\r\n", std::string(100, '\0'),
-                                   "GET\r\n\r\n", "GET /metrics HTTP/9.9\r\n\r\n", "GET /metrics\r\n\r\n"};
+  std::vector<std::string> junk = {"\r\n\r\n",    std::string(3000, 'A') + "\r\n\r\n", std::string(100, '\0'),
+                                   "GET\r\n\r\n", "GET /metrics HTTP/9.9\r\n\r\n",     "GET /metrics\r\n\r\n"};
   for (int i = 0; i < 20; ++i) {
     std::string bytes(1 + random() % 600, '\0');
     for (char& c : bytes) c = static_cast<char>(random());
@@ -255,8 +257,8 @@ TEST_CASE("influx push: UDP datagrams carry whole lines of the protocol's gramma
   auto hostile = add_hostile_samples(registry);
   std::string received;
   {
-    netio::InfluxPusher pusher(registry, {.url = "udp://127.0.0.1:" + std::to_string(ntohs(a.sin_port)),
-                                          .interval = 50ms});
+    netio::InfluxPusher pusher(registry,
+                               {.url = "udp://127.0.0.1:" + std::to_string(ntohs(a.sin_port)), .interval = 50ms});
     char datagram[65536];
     pollfd p{udp.fd, POLLIN, 0};
     while (::poll(&p, 1, 2000) == 1) {

@@ -11,10 +11,10 @@
 // one stream per connection, each counted and verified on its own; the run ends when
 // --senders streams have ended.
 #include "common/cli_options.hpp"
-#include "common/metrics_option.hpp"
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
 #include "common/json_writer.hpp"
+#include "common/metrics_option.hpp"
 #include "common/peer_access_options.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"

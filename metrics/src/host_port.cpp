@@ -15,14 +15,17 @@ std::string HostPort::to_string() const {
 
 HostPort parse_host_port(std::string_view text, std::string_view what) {
   auto bad = [&](std::string_view why) {
-    return Error(Errc::invalid_option, fmt::format("{} '{}': {} (expected HOST:PORT, e.g. 127.0.0.1:9464)", what, text, why));
+    return Error(Errc::invalid_option,
+                 fmt::format("{} '{}': {} (expected HOST:PORT, e.g. 127.0.0.1:9464)", what, text, why));
   };
   const auto colon = text.rfind(':');
   if (colon == std::string_view::npos) throw bad("no port");
   std::string_view host = text.substr(0, colon);
   const std::string_view port = text.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  else if (host.find(':') != std::string_view::npos) throw bad("an IPv6 address needs brackets");
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  else if (host.find(':') != std::string_view::npos)
+    throw bad("an IPv6 address needs brackets");
   if (host.empty()) throw bad("no host");
   unsigned value = 0;
   const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);

@@ -168,8 +168,7 @@ InfluxPusher::InfluxPusher(MetricsRegistry registry, InfluxPushOptions options) 
   const auto slash = rest.find('/');
   impl.path = slash == std::string_view::npos ? "/write" : std::string(rest.substr(slash));
   impl.address = metrics_detail::parse_host_port(rest.substr(0, slash), "influx URL: address");
-  impl.addresses =
-      metrics_detail::resolve(impl.address, impl.http ? SOCK_STREAM : SOCK_DGRAM, "influx URL: address");
+  impl.addresses = metrics_detail::resolve(impl.address, impl.http ? SOCK_STREAM : SOCK_DGRAM, "influx URL: address");
   if (!impl.http) {
     std::string why;
     impl.udp = connect_first(impl.addresses.get(), why);

@@ -65,11 +65,11 @@ MetricsServer::MetricsServer(MetricsRegistry registry, MetricsServerOptions opti
   for (const addrinfo* a = addresses.get(); a != nullptr && impl_->daemon == nullptr; a = a->ai_next) {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
     if (a->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-    impl_->daemon = MHD_start_daemon(
-        flags, impl_->address.port, nullptr, nullptr, &Impl::answer, impl_.get(), MHD_OPTION_SOCK_ADDR, a->ai_addr,
-        MHD_OPTION_CONNECTION_LIMIT, options.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        static_cast<unsigned>(options.connection_timeout.count()), MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
-        MHD_OPTION_END);
+    impl_->daemon =
+        MHD_start_daemon(flags, impl_->address.port, nullptr, nullptr, &Impl::answer, impl_.get(), MHD_OPTION_SOCK_ADDR,
+                         a->ai_addr, MHD_OPTION_CONNECTION_LIMIT, options.max_connections,
+                         MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(options.connection_timeout.count()),
+                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit, MHD_OPTION_END);
     if (impl_->daemon == nullptr) why = std::strerror(errno);
   }
   if (impl_->daemon == nullptr)

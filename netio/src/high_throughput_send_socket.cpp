@@ -357,8 +357,8 @@ class HighThroughputSendSocket::Impl {
   std::mutex message_mutex_;  // one message at a time, held across waits for pages
   std::mutex page_mutex_;     // current_, shared with the flush timer on the loop thread
   Buffer* current_ = nullptr;
-  std::vector<Buffer*> reserved_;     // guarded by message_mutex_; capacity page_count, never grows
-  std::atomic<bool> closing_{false};  // set under page_mutex_ by close()
+  std::vector<Buffer*> reserved_;          // guarded by message_mutex_; capacity page_count, never grows
+  std::atomic<bool> closing_{false};       // set under page_mutex_ by close()
   MetricsRegistry::Registration metrics_;  // last: removed before anything it reads goes
 };
 

@@ -4,8 +4,8 @@
 #include "buffer_sender.hpp"
 #include "handshake.hpp"
 #include "message_parts.hpp"
-#include "socket_metrics.hpp"
 #include "netio/log.hpp"
+#include "socket_metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -101,7 +101,7 @@ class LowLatencySendSocket::Impl {
 
   LowLatencySendOptions options_;
   std::shared_ptr<detail::BufferSender> sender_;
-  StatsCounters& stats_;  // sender_'s
+  StatsCounters& stats_;                   // sender_'s
   MetricsRegistry::Registration metrics_;  // last: removed before anything it reads goes
 };
 

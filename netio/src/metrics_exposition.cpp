@@ -32,10 +32,14 @@ std::string prometheus_label_value(std::string_view value) {
   std::string out;
   out.reserve(value.size());
   for (char c : value) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -43,9 +47,12 @@ std::string prometheus_label_value(std::string_view value) {
 std::string prometheus_help(std::string_view help) {
   std::string out;
   for (char c : help) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -98,7 +105,8 @@ std::string to_prometheus_text(std::span<const Metric> metrics) {
   for (const auto& [name, family] : families) {
     if (!family.help.empty()) out += fmt::format("# HELP {} {}\n", name, prometheus_help(family.help));
     out += fmt::format("# TYPE {} {}\n", name, family.type == MetricType::counter ? "counter" : "gauge");
-    for (const auto& [labels, value] : family.series) out += fmt::format("{}{} {}\n", name, labels, prometheus_value(value));
+    for (const auto& [labels, value] : family.series)
+      out += fmt::format("{}{} {}\n", name, labels, prometheus_value(value));
   }
   return out;
 }

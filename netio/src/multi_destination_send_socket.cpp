@@ -21,9 +21,9 @@
 
 #include "destination_connection.hpp"
 #include "netio/log.hpp"
+#include "socket_metrics.hpp"
 #include "stats_counters.hpp"
 #include "victim_selector.hpp"
-#include "socket_metrics.hpp"
 
 #include <fmt/format.h>
 

@@ -4,8 +4,8 @@
 #include "tsbench/compute_role.hpp"
 #include "tsbench/input_role.hpp"
 
-#include "common/termination.hpp"
 #include "common/metrics_option.hpp"
+#include "common/termination.hpp"
 
 #include "netio/context.hpp"
 #include "netio/error.hpp"

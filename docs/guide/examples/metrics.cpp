@@ -28,7 +28,10 @@ int main() {
   // long as the counter lives.
   std::atomic<std::uint64_t> events_built{42};
   auto registration = context.metrics().add([&](std::vector<netio::Metric>& out) {
-    out.push_back({"myapp_events_built_total", netio::MetricType::counter, "Events built", {{"node", "builder0"}},
+    out.push_back({"myapp_events_built_total",
+                   netio::MetricType::counter,
+                   "Events built",
+                   {{"node", "builder0"}},
                    double(events_built.load())});
   });
 

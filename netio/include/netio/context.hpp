@@ -27,8 +27,8 @@
 
 namespace netio {
 
-class Backend;    // netio/backend/backend.hpp: what a back-end implements
-class EventLoop;  // netio/backend/event_loop.hpp
+class Backend;          // netio/backend/backend.hpp: what a back-end implements
+class EventLoop;        // netio/backend/event_loop.hpp
 class MetricsRegistry;  // netio/metrics.hpp
 class Context;
 

@@ -33,7 +33,8 @@ MetricsRegistry::Registration add_subscribe_metrics(Context& context, std::funct
       out.push_back({name, MetricType::counter, help, {{"socket", "subscribe"}}, double(value)});
     };
     add("netio_subscribe_messages_total", "Messages delivered to the handler or taken by recv()", s.received);
-    add("netio_subscribe_dropped_total", "Messages publishers dropped for this subscriber, as they reported", s.dropped);
+    add("netio_subscribe_dropped_total", "Messages publishers dropped for this subscriber, as they reported",
+        s.dropped);
     add("netio_subscribe_subscriptions_lost_total", "Times a publisher went away with subscriptions",
         s.subscriptions_lost);
     add("netio_subscribe_resubscriptions_total", "Times all of a publisher's subscriptions were restored",

@@ -118,7 +118,7 @@ struct DdeService::State {
   std::set<ConnectionId> complained;
   mutable std::mutex stats_mutex;
   DdeServiceStats stats;
-  MetricsRegistry::Registration metrics;  // scheduled_push_metrics.hpp: removed first by the destructor
+  MetricsRegistry::Registration metrics;            // scheduled_push_metrics.hpp: removed first by the destructor
   std::unique_ptr<LowLatencyReceiveSocket> socket;  // last: destroyed first
 };
 

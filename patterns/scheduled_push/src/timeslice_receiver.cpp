@@ -427,7 +427,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   std::mutex lifetime_mutex;
   bool closed = false;
   std::unique_ptr<DdeService> dde;
-  MetricsRegistry::Registration metrics;  // scheduled_push_metrics.hpp: removed first by the destructor
+  MetricsRegistry::Registration metrics;            // scheduled_push_metrics.hpp: removed first by the destructor
   std::unique_ptr<LowLatencyReceiveSocket> socket;  // last: destroyed first
 };
 

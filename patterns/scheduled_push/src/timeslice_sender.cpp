@@ -421,7 +421,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   Context& context;
   TimesliceSenderOptions options;
   MetricsRegistry::Registration metrics;  // scheduled_push_metrics.hpp: removed first by the destructor
-  ns::InputNode node;  // loop thread only
+  ns::InputNode node;                     // loop thread only
   std::vector<Compute> computes;
   std::vector<Dde> ddes;
   std::map<ns::IntervalIndex, std::optional<ns::IntervalPlan>> plans;  // on_interval: started, not reported

@@ -32,8 +32,8 @@ struct MetricsServerOptions {
   /// host:port, [ipv6]:port or name:port to bind; port 0 picks a free one (see port()).
   /// Use 0.0.0.0:PORT only where the network in front of it is trusted.
   std::string address = "127.0.0.1:9464";
-  unsigned max_connections = 64;             ///< clients served at once; more are closed when accepted
-  std::size_t max_request_bytes = 8192;      ///< a request's line and headers
+  unsigned max_connections = 64;               ///< clients served at once; more are closed when accepted
+  std::size_t max_request_bytes = 8192;        ///< a request's line and headers
   std::chrono::seconds connection_timeout{5};  ///< a client silent this long is dropped
 };
 
