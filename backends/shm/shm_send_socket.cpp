@@ -77,7 +77,7 @@ void ShmSendSocket::on_segment_readable() {
     replies.emplace(&segment->reply_control(), segment->reply_ring(), segment->reply_capacity(), window_.max_size);
   }
   const auto peer = remote_.to_string();
-  connection_ = std::make_unique<ShmConnection>(loop_, std::move(fd_), segment, data, replies, window_.credits, peer,
+  connection_ = std::make_unique<ShmConnection>(loop_, std::move(fd_), segment, data, replies, window_.credits,
                                                 fmt::format("to {}", peer));
   connection_->use_send_area(area_);
   state_ = State::connected;
