@@ -93,6 +93,11 @@ cmake --build "$scratch/build" -j2 >/dev/null
 "$scratch/build/consumer_pkgconfig"
 "$scratch/build/consumer_scheduler"
 "$scratch/build/consumer_pkgconfig_scheduled_push" >/dev/null
+if [ -f "$pcdir/netio-metrics.pc" ]; then
+  "$scratch/build/consumer_metrics" >/dev/null || fail "the netio::metrics consumer (find_package) failed"
+  "$scratch/build/consumer_pkgconfig_metrics" >/dev/null || fail "the netio-metrics consumer (pkg-config) failed"
+  echo "install check: netio::metrics and netio-metrics consumers built and ran"
+fi
 # man netio_recv after cmake --install: the tools' pages, when the build made them (pandoc).
 if [ -f "$build_dir/docs/man/netio_recv.1" ]; then
   page="$prefix/share/man/man1/netio_recv.1"
