@@ -90,6 +90,8 @@ std::string influx_escaped(std::string_view text, bool tag) {
 
 }  // namespace
 
+std::string_view to_string(MetricType type) noexcept { return type == MetricType::counter ? "counter" : "gauge"; }
+
 std::string to_prometheus_text(std::span<const Metric> metrics) {
   struct Family {
     MetricType type;
@@ -104,7 +106,7 @@ std::string to_prometheus_text(std::span<const Metric> metrics) {
   std::string out;
   for (const auto& [name, family] : families) {
     if (!family.help.empty()) out += fmt::format("# HELP {} {}\n", name, prometheus_help(family.help));
-    out += fmt::format("# TYPE {} {}\n", name, family.type == MetricType::counter ? "counter" : "gauge");
+    out += fmt::format("# TYPE {} {}\n", name, to_string(family.type));
     for (const auto& [labels, value] : family.series)
       out += fmt::format("{}{} {}\n", name, labels, prometheus_value(value));
   }

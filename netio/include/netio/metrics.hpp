@@ -30,6 +30,8 @@
 namespace netio {
 
 enum class MetricType { counter, gauge };
+/// "counter", "gauge": the words of Prometheus' # TYPE lines.
+std::string_view to_string(MetricType type) noexcept;
 
 /// One sample: a series (name and labels) and its current value.
 struct Metric {
