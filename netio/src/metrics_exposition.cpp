@@ -28,29 +28,17 @@ std::string sanitized_name(std::string_view name, bool colon_ok) {
   return out;
 }
 
-std::string prometheus_label_value(std::string_view value) {
+/// Escapes a label value (`quoted`: also '"') or a # HELP text for the exposition format.
+std::string prometheus_escaped(std::string_view text, bool quoted) {
   std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
+  out.reserve(text.size());
+  for (char c : text) {
     if (c == '\\')
       out += "\\\\";
-    else if (c == '"')
+    else if (c == '\n')
+      out += "\\n";
+    else if (quoted && c == '"')
       out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
-
-std::string prometheus_help(std::string_view help) {
-  std::string out;
-  for (char c : help) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '\n')
-      out += "\\n";
     else
       out += c;
   }
@@ -70,7 +58,7 @@ std::string series_labels(const Metric& metric) {
   std::string out;
   for (const auto& [name, value] : labels) {
     out += out.empty() ? "{" : ",";
-    out += fmt::format("{}=\"{}\"", sanitized_name(name, false), prometheus_label_value(value));
+    out += fmt::format("{}=\"{}\"", sanitized_name(name, false), prometheus_escaped(value, true));
   }
   if (!out.empty()) out += "}";
   return out;
@@ -105,7 +93,7 @@ std::string to_prometheus_text(std::span<const Metric> metrics) {
   }
   std::string out;
   for (const auto& [name, family] : families) {
-    if (!family.help.empty()) out += fmt::format("# HELP {} {}\n", name, prometheus_help(family.help));
+    if (!family.help.empty()) out += fmt::format("# HELP {} {}\n", name, prometheus_escaped(family.help, false));
     out += fmt::format("# TYPE {} {}\n", name, to_string(family.type));
     for (const auto& [labels, value] : family.series)
       out += fmt::format("{}{} {}\n", name, labels, prometheus_value(value));
