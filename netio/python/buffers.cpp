@@ -59,9 +59,10 @@ py::object memoryview_from_memory(std::span<const std::byte> bytes) {
 void Lent::release() {
   if (released) return;
   if (exports > 0)
-    throw py::buffer_error(fmt::format("{}: {} memoryview(s) still use its bytes; release them first (or copy with "
-                                       "bytes())",
-                                       what, exports));
+    throw py::buffer_error(
+        fmt::format("{}: {} memoryview(s) still use its bytes; release them first (or copy with "
+                    "bytes())",
+                    what, exports));
   released = true;
   bytes = {};
   py::gil_scoped_release unlocked;  // a page's release may wake the loop

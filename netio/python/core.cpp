@@ -111,8 +111,7 @@ void bind_core(py::module_& m) {
              if (emulation) options.emulation = netio::parse_emulation_spec(*emulation);
              return std::make_unique<PyContext>(std::move(options));
            }),
-           py::kw_only(), py::arg("busy_poll") = false, py::arg("cpu") = py::none(),
-           py::arg("emulation") = py::none(),
+           py::kw_only(), py::arg("busy_poll") = false, py::arg("cpu") = py::none(), py::arg("emulation") = py::none(),
            "busy_poll: the loop spins instead of sleeping (lower latency, a core taken); cpu: pin the loop "
            "thread; emulation: an emulated network spec, e.g. 'delay=lognormal:mean=50us,sigma=0.8'.")
       .def("close", &PyContext::close, "Stops the loop and joins its thread; sockets still open raise ClosedError.")
@@ -126,8 +125,9 @@ void bind_core(py::module_& m) {
       .def_property_readonly("connection", &netio::Peer::connection)
       .def_property_readonly("address", &netio::Peer::address, "The connection's source address.")
       .def_property_readonly("name", [](const netio::Peer& p) { return p.name(); })
-      .def_property_readonly("endpoint", [](const netio::Peer& p) { return p.identity().endpoint; },
-                             "Where the sender says it can be reached, or None.")
+      .def_property_readonly(
+          "endpoint", [](const netio::Peer& p) { return p.identity().endpoint; },
+          "Where the sender says it can be reached, or None.")
       .def(
           "try_reply",
           [](const netio::Peer& p, const py::object& data) {

@@ -68,10 +68,11 @@ void bind_errors(py::module_& m) {
                              "A netio error: `errc` says what happened (netio.Errc, or an errno for a failed "
                              "system call), the message names the endpoint, the peer and what was wrong.");
   error_type.attr("errc") = py::none();
-  timeout_error_type = new_exception(m, "TimeoutError", py::make_tuple(error_type, py::handle(PyExc_TimeoutError)),
-                                     "A blocking call ran out of time (errc Errc.timeout); also a builtin TimeoutError.");
+  timeout_error_type =
+      new_exception(m, "TimeoutError", py::make_tuple(error_type, py::handle(PyExc_TimeoutError)),
+                    "A blocking call ran out of time (errc Errc.timeout); also a builtin TimeoutError.");
   closed_error_type = new_exception(m, "ClosedError", error_type,
-                                     "The socket, context or message was closed or released (errc Errc.closed).");
+                                    "The socket, context or message was closed or released (errc Errc.closed).");
 
   py::register_exception_translator([](std::exception_ptr thrown) {
     try {

@@ -94,7 +94,8 @@ void bind_pubsub(py::module_& m) {
                                               std::move(options));
            }),
            py::arg("context"), py::arg("local"), py::kw_only(), py::arg("name") = py::none(),
-           py::arg("backpressure") = Backpressure::block, py::arg("send_timeout") = nanoseconds(std::chrono::seconds(10)),
+           py::arg("backpressure") = Backpressure::block,
+           py::arg("send_timeout") = nanoseconds(std::chrono::seconds(10)),
            py::arg("flush_timeout") = nanoseconds(std::chrono::milliseconds(100)), py::arg("max_connections") = 0)
       .def(
           "publish",
@@ -176,8 +177,9 @@ void bind_pubsub(py::module_& m) {
              pubsub::SubscribeSocket::Handler handler;
              if (auto callable = share_callable(on_message)) {
                handler = [callable](Tag tag, std::span<const std::byte> data, const Peer& publisher) {
-                 call_from_loop_with_view(callable, "netio.SubscribeSocket on_message", data,
-                                          [&](const py::object& f, const py::object& view) { f(tag, view, publisher); });
+                 call_from_loop_with_view(
+                     callable, "netio.SubscribeSocket on_message", data,
+                     [&](const py::object& f, const py::object& view) { f(tag, view, publisher); });
                };
              }
              return std::make_unique<Subscribe>(std::move(context), subscribe_socket_name(name), std::move(handler),
@@ -185,8 +187,9 @@ void bind_pubsub(py::module_& m) {
            }),
            py::arg("context"), py::arg("on_message") = py::none(), py::kw_only(), py::arg("name") = py::none(),
            py::arg("data_host") = py::none(), py::arg("backpressure") = Backpressure::publisher_default,
-           py::arg("ack_timeout") = nanoseconds(std::chrono::seconds(10)), py::arg("connect_timeout") = netio::default_connect_timeout,
-           py::arg("on_subscriptions_lost") = py::none(), py::arg("on_resubscribed") = py::none())
+           py::arg("ack_timeout") = nanoseconds(std::chrono::seconds(10)),
+           py::arg("connect_timeout") = netio::default_connect_timeout, py::arg("on_subscriptions_lost") = py::none(),
+           py::arg("on_resubscribed") = py::none())
       .def(
           "subscribe",
           [](Subscribe& h, const Endpoint& publisher, const py::object& tags, Mode mode, Backpressure backpressure) {
@@ -207,14 +210,9 @@ void bind_pubsub(py::module_& m) {
       .def(
           "recv",
           [](Subscribe& h, Timeout timeout) {
-            std::optional<pubsub::Publication> publication;
-            wait_in_slices(timeout, [&](nanoseconds slice) {
-              publication = h.pin()->recv(slice);
-              return publication.has_value();
-            });
+            auto publication = receive_in_slices(h, timeout, [](auto& s, nanoseconds slice) { return s.recv(slice); });
             if (!publication)
-              throw_timeout(fmt::format("no publication within {} s on {}",
-                                        timeout ? std::chrono::duration<double>(*timeout).count() : 0.0, h.what()));
+              throw_timeout(fmt::format("no publication within {} on {}", timeout_text(timeout), h.what()));
             return make_publication(std::move(*publication));
           },
           py::arg("timeout") = py::none(),
@@ -229,24 +227,22 @@ void bind_pubsub(py::module_& m) {
       .def(
           "recv_batch",
           [](Subscribe& h, std::size_t max, Timeout timeout) {
-            std::vector<std::byte> joined;
-            std::vector<std::pair<Tag, std::size_t>> ends;  // tag, end of its data in joined
+            JoinedBatch messages;
+            std::vector<Tag> tags;
             wait_in_slices(timeout, [&](nanoseconds slice) {
               return h.pin()->recv_each(max, slice, [&](Tag tag, std::span<const std::byte> data, const Peer&) {
-                joined.insert(joined.end(), data.begin(), data.end());
-                ends.emplace_back(tag, joined.size());
+                messages.add(data);
+                tags.push_back(tag);
                 return true;
               }) > 0;
             });
-            py::list batch(ends.size());
-            std::size_t begin = 0;
-            for (std::size_t i = 0; i < ends.size(); ++i) {
-              const auto [tag, end] = ends[i];
-              py::tuple item =
-                  py::make_tuple(py::int_(tag), py::bytes(reinterpret_cast<const char*>(joined.data() + begin),
-                                                          end - begin));
-              PyList_SET_ITEM(batch.ptr(), static_cast<Py_ssize_t>(i), item.release().ptr());
-              begin = end;
+            py::list batch(messages.size());
+            for (std::size_t i = 0; i < messages.size(); ++i) {
+              PyObject* item = PyTuple_New(2);
+              if (!item) throw py::error_already_set();
+              PyList_SET_ITEM(batch.ptr(), static_cast<Py_ssize_t>(i), item);  // the list owns it from here
+              PyTuple_SET_ITEM(item, 0, py::int_(tags[i]).release().ptr());
+              PyTuple_SET_ITEM(item, 1, messages.bytes(i));
             }
             return batch;
           },
@@ -257,17 +253,11 @@ void bind_pubsub(py::module_& m) {
       .def(
           "__next__",
           [](Subscribe& h) {
-            std::optional<pubsub::Publication> publication;
-            try {
-              wait_in_slices(std::nullopt, [&](nanoseconds slice) {
-                publication = h.pin()->recv(slice);
-                return publication.has_value();
-              });
-            } catch (const netio::Error& error) {
-              if (error.code() == make_error_code(netio::Errc::closed)) throw py::stop_iteration();
-              throw;
-            }
-            return make_publication(std::move(*publication));
+            return next_or_stop([&] {
+              auto publication =
+                  receive_in_slices(h, std::nullopt, [](auto& s, nanoseconds slice) { return s.recv(slice); });
+              return make_publication(std::move(*publication));
+            });
           },
           "The next publication, waiting without end; the loop ends when the socket is closed.")
       .def("stats", [](Subscribe& h) {

@@ -20,10 +20,6 @@ using LowLatencyReceive = HeldSocket<netio::LowLatencyReceiveSocket>;
 using HighThroughputSend = HeldSocket<netio::HighThroughputSendSocket>;
 using HighThroughputReceive = HeldSocket<netio::HighThroughputReceiveSocket>;
 
-std::string seconds_text(Timeout timeout) {
-  return timeout ? fmt::format("{:.3f} s", std::chrono::duration<double>(*timeout).count()) : "ever";
-}
-
 Identity identity_of(const std::optional<std::string>& name) {
   Identity identity;
   if (name) identity.name = *name;
@@ -62,12 +58,8 @@ ConnectionEvents events_of(const py::object& on_connected, const py::object& on_
 /// A reply from recv_reply(), or TimeoutError.
 template <typename Held>
 py::object recv_reply(Held& held, Timeout timeout) {
-  std::optional<netio::Message> reply;
-  wait_in_slices(timeout, [&](nanoseconds slice) {
-    reply = held.pin()->recv_reply(slice);
-    return reply.has_value();
-  });
-  if (!reply) throw_timeout(fmt::format("no reply within {} on {}", seconds_text(timeout), held.what()));
+  auto reply = receive_in_slices(held, timeout, [](auto& s, nanoseconds slice) { return s.recv_reply(slice); });
+  if (!reply) throw_timeout(fmt::format("no reply within {} on {}", timeout_text(timeout), held.what()));
   return make_message(std::move(*reply));
 }
 
@@ -148,24 +140,25 @@ void bind_sockets(py::module_& m) {
   py::class_<LowLatencySend> ll_send(m, "LowLatencySendSocket",
                                      "Sends each message at once to a LowLatencyReceiveSocket (copied: the data may "
                                      "be reused when send() returns).");
-  ll_send.def(py::init([](py::object context, const Endpoint& remote, std::optional<std::string> name,
-                          const py::object& on_reply, std::size_t buffer_count, std::size_t buffer_size,
-                          nanoseconds send_timeout, nanoseconds connect_timeout) {
-                LowLatencySendOptions options;
-                options.identity = identity_of(name);
-                options.replies = replies_to(on_reply);
-                options.buffer_count = buffer_count;
-                options.buffer_size = buffer_size;
-                options.send_timeout = send_timeout;
-                options.connect_timeout = connect_timeout;
-                return std::make_unique<LowLatencySend>(std::move(context),
-                                                        "the low-latency send socket to " + remote.to_string(), remote,
-                                                        std::move(options));
-              }),
-              py::arg("context"), py::arg("remote"), py::kw_only(), py::arg("name") = py::none(),
-              py::arg("on_reply") = py::none(), py::arg("buffer_count") = 64, py::arg("buffer_size") = 64 * 1024,
-              py::arg("send_timeout") = nanoseconds(std::chrono::seconds(10)),
-              py::arg("connect_timeout") = netio::default_connect_timeout)
+  ll_send
+      .def(py::init([](py::object context, const Endpoint& remote, std::optional<std::string> name,
+                       const py::object& on_reply, std::size_t buffer_count, std::size_t buffer_size,
+                       nanoseconds send_timeout, nanoseconds connect_timeout) {
+             LowLatencySendOptions options;
+             options.identity = identity_of(name);
+             options.replies = replies_to(on_reply);
+             options.buffer_count = buffer_count;
+             options.buffer_size = buffer_size;
+             options.send_timeout = send_timeout;
+             options.connect_timeout = connect_timeout;
+             return std::make_unique<LowLatencySend>(std::move(context),
+                                                     "the low-latency send socket to " + remote.to_string(), remote,
+                                                     std::move(options));
+           }),
+           py::arg("context"), py::arg("remote"), py::kw_only(), py::arg("name") = py::none(),
+           py::arg("on_reply") = py::none(), py::arg("buffer_count") = 64, py::arg("buffer_size") = 64 * 1024,
+           py::arg("send_timeout") = nanoseconds(std::chrono::seconds(10)),
+           py::arg("connect_timeout") = netio::default_connect_timeout)
       .def(
           "wait_sent",
           [](LowLatencySend& h, Timeout timeout) {
@@ -197,8 +190,9 @@ void bind_sockets(py::module_& m) {
            }),
            py::arg("context"), py::arg("remote"), py::kw_only(), py::arg("name") = py::none(),
            py::arg("on_reply") = py::none(), py::arg("page_size") = 1024 * 1024, py::arg("page_count") = 16,
-           py::arg("flush_timeout") = nanoseconds(std::chrono::seconds(2)), py::arg("send_timeout") = nanoseconds(std::chrono::seconds(10)),
-           py::arg("zero_copy_threshold") = py::none(), py::arg("connect_timeout") = netio::default_connect_timeout)
+           py::arg("flush_timeout") = nanoseconds(std::chrono::seconds(2)),
+           py::arg("send_timeout") = nanoseconds(std::chrono::seconds(10)), py::arg("zero_copy_threshold") = py::none(),
+           py::arg("connect_timeout") = netio::default_connect_timeout)
       .def(
           "flush", [](HighThroughputSend& h) { h.unlocked([](auto& s) { s.flush(); }); },
           "Sends the partly filled page now.")
@@ -214,25 +208,25 @@ void bind_sockets(py::module_& m) {
                                            "Listens for LowLatencySendSockets; handler(data, peer) runs on the loop "
                                            "thread for every message, data a memoryview valid during the call only.");
   ll_receive
-      .def(py::init([](py::object context, const Endpoint& local, const py::object& handler,
-                       std::size_t max_message_size, const py::object& on_connected,
-                       const py::object& on_disconnected) {
-             auto callable = share_callable(handler);
-             if (!callable) throw netio::Error(netio::Errc::invalid_option, "LowLatencyReceiveSocket: handler is None");
-             LowLatencyReceiveOptions options;
-             options.max_message_size = max_message_size;
-             options.events = events_of(on_connected, on_disconnected);
-             auto on_message = [callable](std::span<const std::byte> message, const Peer& peer) {
-               call_from_loop_with_view(callable, "netio.LowLatencyReceiveSocket handler", message,
-                                        [&](const py::object& f, const py::object& view) { f(view, peer); });
-             };
-             return std::make_unique<LowLatencyReceive>(std::move(context),
-                                                        "the low-latency receive socket at " + local.to_string(),
-                                                        local, std::move(on_message), std::move(options));
-           }),
-           py::arg("context"), py::arg("local"), py::arg("handler"), py::kw_only(),
-           py::arg("max_message_size") = 1024 * 1024, py::arg("on_connected") = py::none(),
-           py::arg("on_disconnected") = py::none())
+      .def(
+          py::init([](py::object context, const Endpoint& local, const py::object& handler,
+                      std::size_t max_message_size, const py::object& on_connected, const py::object& on_disconnected) {
+            auto callable = share_callable(handler);
+            if (!callable) throw netio::Error(netio::Errc::invalid_option, "LowLatencyReceiveSocket: handler is None");
+            LowLatencyReceiveOptions options;
+            options.max_message_size = max_message_size;
+            options.events = events_of(on_connected, on_disconnected);
+            auto on_message = [callable](std::span<const std::byte> message, const Peer& peer) {
+              call_from_loop_with_view(callable, "netio.LowLatencyReceiveSocket handler", message,
+                                       [&](const py::object& f, const py::object& view) { f(view, peer); });
+            };
+            return std::make_unique<LowLatencyReceive>(std::move(context),
+                                                       "the low-latency receive socket at " + local.to_string(), local,
+                                                       std::move(on_message), std::move(options));
+          }),
+          py::arg("context"), py::arg("local"), py::arg("handler"), py::kw_only(),
+          py::arg("max_message_size") = 1024 * 1024, py::arg("on_connected") = py::none(),
+          py::arg("on_disconnected") = py::none())
       .def_property_readonly("local_endpoint", [](LowLatencyReceive& h) { return h.pin()->local_endpoint(); })
       .def("stats", [](LowLatencyReceive& h) { return socket_stats(h.pin()->stats()); });
   def_close(ll_receive);
@@ -256,12 +250,8 @@ void bind_sockets(py::module_& m) {
       .def(
           "recv",
           [](HighThroughputReceive& h, Timeout timeout) {
-            std::optional<netio::Message> message;
-            wait_in_slices(timeout, [&](nanoseconds slice) {
-              message = h.pin()->recv(slice);
-              return message.has_value();
-            });
-            if (!message) throw_timeout(fmt::format("no message within {} on {}", seconds_text(timeout), h.what()));
+            auto message = receive_in_slices(h, timeout, [](auto& s, nanoseconds slice) { return s.recv(slice); });
+            if (!message) throw_timeout(fmt::format("no message within {} on {}", timeout_text(timeout), h.what()));
             return make_message(std::move(*message));
           },
           py::arg("timeout") = py::none(),
@@ -277,26 +267,16 @@ void bind_sockets(py::module_& m) {
       .def(
           "recv_batch",
           [](HighThroughputReceive& h, std::size_t max, Timeout timeout) {
-            // Copied into one buffer without the GIL, then into bytes objects with it: views
-            // into the pages would cost more than the copy of a small message.
-            std::vector<std::byte> joined;
-            std::vector<std::size_t> ends;
+            JoinedBatch messages;
             wait_in_slices(timeout, [&](nanoseconds slice) {
               return h.pin()->recv_each(max, slice, [&](std::span<const std::byte> message) {
-                joined.insert(joined.end(), message.begin(), message.end());
-                ends.push_back(joined.size());
+                messages.add(message);
                 return true;
               }) > 0;
             });
-            py::list batch(ends.size());
-            std::size_t begin = 0;
-            for (std::size_t i = 0; i < ends.size(); ++i) {
-              PyObject* bytes =
-                  PyBytes_FromStringAndSize(reinterpret_cast<const char*>(joined.data() + begin), ends[i] - begin);
-              if (!bytes) throw py::error_already_set();
-              PyList_SET_ITEM(batch.ptr(), static_cast<Py_ssize_t>(i), bytes);
-              begin = ends[i];
-            }
+            py::list batch(messages.size());
+            for (std::size_t i = 0; i < messages.size(); ++i)
+              PyList_SET_ITEM(batch.ptr(), static_cast<Py_ssize_t>(i), messages.bytes(i));
             return batch;
           },
           py::arg("max") = 1024, py::arg("timeout") = py::none(),
@@ -306,17 +286,11 @@ void bind_sockets(py::module_& m) {
       .def(
           "__next__",
           [](HighThroughputReceive& h) {
-            std::optional<netio::Message> message;
-            try {
-              wait_in_slices(std::nullopt, [&](nanoseconds slice) {
-                message = h.pin()->recv(slice);
-                return message.has_value();
-              });
-            } catch (const netio::Error& error) {
-              if (error.code() == make_error_code(netio::Errc::closed)) throw py::stop_iteration();
-              throw;
-            }
-            return make_message(std::move(*message));
+            return next_or_stop([&] {
+              auto message =
+                  receive_in_slices(h, std::nullopt, [](auto& s, nanoseconds slice) { return s.recv(slice); });
+              return make_message(std::move(*message));
+            });
           },
           "The next message, waiting without end; the loop ends when the socket is closed.")
       .def_property_readonly("local_endpoint", [](HighThroughputReceive& h) { return h.pin()->local_endpoint(); })

@@ -194,30 +194,24 @@ void bind_timeslices(py::module_& m) {
              return std::make_unique<PyTimesliceReceiver>(queue, std::move(context), what, local, std::move(keep),
                                                           std::move(options));
            }),
-           py::arg("context"), py::arg("local"), py::arg("handler") = py::none(), py::kw_only(),
-           py::arg("input_count"), py::arg("compute_count"), py::arg("compute") = 0,
-           py::arg("timeslices_per_interval") = py::none(), py::arg("credits_per_input") = py::none(),
-           py::arg("max_contribution_bytes") = 64 * 1024, py::arg("incomplete_timeout") = nanoseconds(std::chrono::seconds(5)),
-           py::arg("on_incomplete") = py::none(), py::arg("run_dde") = false)
+           py::arg("context"), py::arg("local"), py::arg("handler") = py::none(), py::kw_only(), py::arg("input_count"),
+           py::arg("compute_count"), py::arg("compute") = 0, py::arg("timeslices_per_interval") = py::none(),
+           py::arg("credits_per_input") = py::none(), py::arg("max_contribution_bytes") = 64 * 1024,
+           py::arg("incomplete_timeout") = nanoseconds(std::chrono::seconds(5)), py::arg("on_incomplete") = py::none(),
+           py::arg("run_dde") = false)
       .def(
           "recv",
           [](PyTimesliceReceiver& r, Timeout timeout) {
             auto next = next_kept(r, timeout);
-            if (!next) throw_timeout(fmt::format("no complete time-slice within the timeout on {}", r.what()));
+            if (!next)
+              throw_timeout(fmt::format("no complete time-slice within {} on {}", timeout_text(timeout), r.what()));
             return std::move(*next);
           },
           py::arg("timeout") = py::none(),
           "The next complete time-slice (made without a handler), waiting up to timeout; netio.TimeoutError.")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__",
-           [](PyTimesliceReceiver& r) {
-             try {
-               return std::move(*next_kept(r, std::nullopt));
-             } catch (const netio::Error& error) {
-               if (error.code() == make_error_code(netio::Errc::closed)) throw py::stop_iteration();
-               throw;
-             }
-           })
+           [](PyTimesliceReceiver& r) { return next_or_stop([&] { return std::move(*next_kept(r, std::nullopt)); }); })
       .def_property_readonly("local_endpoint", [](PyTimesliceReceiver& r) { return r.pin()->local_endpoint(); })
       .def_property_readonly("dde_endpoint", [](PyTimesliceReceiver& r) { return r.pin()->dde_endpoint(); })
       .def_property_readonly("credits_per_input", [](PyTimesliceReceiver& r) { return r.pin()->credits_per_input(); })
@@ -237,8 +231,8 @@ void bind_timeslices(py::module_& m) {
   def_close(receiver);
 
   py::class_<Sender> sender_class(m, "TimesliceSender",
-                            "An input node of the scheduled push: push(t, data) for t = 0, 1, 2, ...; each "
-                            "contribution goes to compute node t mod compute_count under its credits.");
+                                  "An input node of the scheduled push: push(t, data) for t = 0, 1, 2, ...; each "
+                                  "contribution goes to compute node t mod compute_count under its credits.");
   sender_class
       .def(py::init([](py::object context, std::uint32_t input, std::uint32_t input_count, std::uint32_t compute_count,
                        const std::vector<Endpoint>& compute_endpoints, scheduler::Mode mode,
@@ -255,14 +249,15 @@ void bind_timeslices(py::module_& m) {
              options.queue_capacity = queue_capacity;
              options.push_timeout = push_timeout;
              options.welcome_timeout = welcome_timeout;
-             return std::make_unique<Sender>(std::move(context), fmt::format("the time-slice sender of input {}", input),
-                                             std::move(options));
+             return std::make_unique<Sender>(
+                 std::move(context), fmt::format("the time-slice sender of input {}", input), std::move(options));
            }),
            py::arg("context"), py::kw_only(), py::arg("input"), py::arg("input_count"), py::arg("compute_count"),
            py::arg("compute_endpoints"), py::arg("mode") = scheduler::Mode::best_effort,
            py::arg("dde_endpoints") = std::vector<Endpoint>{}, py::arg("timeslices_per_interval") = py::none(),
            py::arg("max_contribution_bytes") = 64 * 1024, py::arg("queue_capacity") = 0,
-           py::arg("push_timeout") = nanoseconds(std::chrono::seconds(10)), py::arg("welcome_timeout") = nanoseconds(std::chrono::seconds(10)))
+           py::arg("push_timeout") = nanoseconds(std::chrono::seconds(10)),
+           py::arg("welcome_timeout") = nanoseconds(std::chrono::seconds(10)))
       .def(
           "push",
           [](Sender& s, scheduler::TimesliceIndex t, const py::object& data) {
