@@ -92,3 +92,23 @@ def test_python_publisher_cpp_subscriber(ctx):
             subscriber.kill()
     assert out == b"alpha beta gamma"
     assert subscriber.returncode == 0
+
+
+def test_subscriber_closed_in_its_own_handler(ctx):
+    got = []
+    holder = {}
+
+    def on_message(tag, data, publisher):
+        got.append(bytes(data))
+        holder["subscriber"].close()  # on the loop thread, inside this socket's own handler
+
+    with netio.PublishSocket(ctx, LOOPBACK) as publisher:
+        holder["subscriber"] = netio.SubscribeSocket(ctx, on_message)
+        holder["subscriber"].subscribe(publisher.local_endpoint, 1, mode=netio.Mode.low_latency)
+        publisher.publish(1, b"last")
+        deadline = time.monotonic() + 5
+        while not holder["subscriber"].closed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert holder["subscriber"].closed and got == [b"last"]
+        with pytest.raises(netio.ClosedError):
+            holder["subscriber"].recv(timeout=0)

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The scheduled push from Python: TimesliceSender inputs, a TimesliceReceiver with a handler
 and one whose time-slices are taken with recv() and a for loop (kept until released)."""
+import time
+
 import pytest
 
 import netio
@@ -69,3 +71,22 @@ def test_receiver_recv_and_iteration_keep_until_release(ctx):
         sender.close()
     for receiver in receivers:
         receiver.close()
+
+
+def test_receiver_closed_in_its_own_handler(ctx):
+    holder = {}
+    seen = []
+
+    def handler(timeslice):
+        seen.append(timeslice.index)
+        holder["receiver"].close()
+
+    holder["receiver"] = netio.TimesliceReceiver(ctx, LOOPBACK, handler, input_count=1, compute_count=1,
+                                                 timeslices_per_interval=10)
+    senders = run_inputs(ctx, [holder["receiver"].local_endpoint], 3, inputs=1)
+    deadline = time.monotonic() + 5
+    while not holder["receiver"].closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert holder["receiver"].closed and seen == [0]
+    for sender in senders:
+        sender.close()
