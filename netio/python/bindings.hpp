@@ -122,6 +122,12 @@ struct Lent {
   void release();
 };
 
+/// The methods of a class whose received bytes are a LentBuffer in its member `lent`
+/// (netio.Message, netio.Publication): data (a memoryview), released, tobytes(), bytes(),
+/// len(), release() and the context-manager methods that release.
+template <typename Class>
+Class& def_lent_bytes(Class& cls);
+
 /// A LentBuffer holding `lent`, and a memoryview of it.
 py::object make_lent(Lent lent);
 py::object memoryview_of(const py::object& lent_buffer);
@@ -206,6 +212,26 @@ void call_from_loop(const SharedCallable& callable, const char* where, Args&&...
   } catch (py::error_already_set& error) {
     error.discard_as_unraisable(where);
   }
+}
+
+template <typename Class>
+Class& def_lent_bytes(Class& cls) {
+  using Holder = typename Class::type;
+  auto lent_of = [](const Holder& holder) -> Lent& { return holder.lent.template cast<Lent&>(); };
+  auto copy = [](const Holder& holder) { return py::bytes(memoryview_of(holder.lent).attr("tobytes")()); };
+  cls.def_property_readonly(
+         "data", [](const Holder& holder) { return memoryview_of(holder.lent); },
+         "A read-only memoryview over netio's page (no copy), valid until release().")
+      .def_property_readonly("released", [lent_of](const Holder& holder) { return lent_of(holder).released; })
+      .def("tobytes", copy, "A copy of the bytes.")
+      .def("__bytes__", copy)
+      .def("__len__", [lent_of](const Holder& holder) { return lent_of(holder).bytes.size(); })
+      .def(
+          "release", [lent_of](const Holder& holder) { lent_of(holder).release(); },
+          "Gives the page back now; BufferError while memoryviews of it are alive.")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [lent_of](const Holder& holder, const py::args&) { lent_of(holder).release(); });
+  return cls;
 }
 
 template <typename Call>

@@ -150,20 +150,12 @@ void bind_core(py::module_& m) {
       .def("__eq__", [](const netio::Peer& a, const netio::Peer& b) { return a == b; })
       .def("__hash__", [](const netio::Peer& p) { return py::hash(py::int_(p.connection())); });
 
-  py::class_<PyMessage>(m, "Message",
-                        "A received message: `data` is a memoryview over netio's page (no copy), valid until "
-                        "release() or the end of a `with` block; bytes(message) copies it.")
-      .def_property_readonly("data", [](const PyMessage& msg) { return memoryview_of(msg.lent); })
-      .def_property_readonly("peer", [](const PyMessage& msg) { return msg.peer; })
-      .def_property_readonly("released", [](const PyMessage& msg) { return msg.lent.cast<const Lent&>().released; })
-      .def("tobytes", [](const PyMessage& msg) { return py::bytes(memoryview_of(msg.lent).attr("tobytes")()); })
-      .def("__bytes__", [](const PyMessage& msg) { return py::bytes(memoryview_of(msg.lent).attr("tobytes")()); })
-      .def("__len__", [](const PyMessage& msg) { return msg.lent.cast<const Lent&>().bytes.size(); })
-      .def(
-          "release", [](PyMessage& msg) { msg.lent.cast<Lent&>().release(); },
-          "Gives the page back now; BufferError while memoryviews of it are alive.")
-      .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__", [](PyMessage& msg, const py::args&) { msg.lent.cast<Lent&>().release(); });
+  py::class_<PyMessage> message_class(
+      m, "Message",
+      "A received message: `data` is a memoryview over netio's page (no copy), valid until "
+      "release() or the end of a `with` block; bytes(message) copies it.");
+  message_class.def_property_readonly("peer", [](const PyMessage& msg) { return msg.peer; });
+  def_lent_bytes(message_class);
 }
 
 }  // namespace netio::python

@@ -62,21 +62,13 @@ void bind_pubsub(py::module_& m) {
       .value("block", Backpressure::block)
       .value("drop", Backpressure::drop);
 
-  py::class_<PyPublication>(m, "Publication",
-                            "A message of a high-throughput subscription: tag, publisher, and data, a memoryview "
-                            "over netio's page valid until release() or the end of a `with` block.")
-      .def_readonly("tag", &PyPublication::tag)
-      .def_readonly("publisher", &PyPublication::publisher)
-      .def_property_readonly("data", [](const PyPublication& p) { return memoryview_of(p.lent); })
-      .def_property_readonly("released", [](const PyPublication& p) { return p.lent.cast<const Lent&>().released; })
-      .def("tobytes", [](const PyPublication& p) { return py::bytes(memoryview_of(p.lent).attr("tobytes")()); })
-      .def("__bytes__", [](const PyPublication& p) { return py::bytes(memoryview_of(p.lent).attr("tobytes")()); })
-      .def("__len__", [](const PyPublication& p) { return p.lent.cast<const Lent&>().bytes.size(); })
-      .def(
-          "release", [](PyPublication& p) { p.lent.cast<Lent&>().release(); },
-          "Gives the page back now; BufferError while memoryviews of it are alive.")
-      .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__", [](PyPublication& p, const py::args&) { p.lent.cast<Lent&>().release(); });
+  py::class_<PyPublication> publication_class(
+      m, "Publication",
+      "A message of a high-throughput subscription: tag, publisher, and data, a "
+      "memoryview over netio's page valid until release() or the end of a `with` "
+      "block.");
+  publication_class.def_readonly("tag", &PyPublication::tag).def_readonly("publisher", &PyPublication::publisher);
+  def_lent_bytes(publication_class);
 
   py::class_<Publish> publish(m, "PublishSocket",
                               "Publishes messages under 64-bit tags to every subscriber of the tag; binds `local`.");

@@ -74,6 +74,22 @@ def netio_pull(tools, size, seconds):
     return counter.rate()
 
 
+def zmq_receive(socket, sender):
+    """Counts what a pyzmq socket receives until the sender's empty end marker (or its exit)."""
+    import zmq
+    counter = Counter()
+    while True:
+        try:
+            message = socket.recv()
+        except zmq.Again:
+            if sender.poll() is not None:
+                return counter
+            continue
+        if not message:  # the sender's end marker
+            return counter
+        counter.add((message,))
+
+
 def zmq_pull(tools, size, seconds):
     import zmq
     context = zmq.Context()
@@ -82,22 +98,12 @@ def zmq_pull(tools, size, seconds):
     port = pull.bind_to_random_port("tcp://127.0.0.1")
     sender = subprocess.Popen([tools / "bench" / "zmq_throughput", "-e", f"tcp://127.0.0.1:{port}", "-s", str(size),
                                "-t", f"{seconds}s"], stdout=subprocess.DEVNULL)
-    counter = Counter()
     try:
-        while True:
-            try:
-                message = pull.recv()
-            except zmq.Again:
-                if sender.poll() is not None:
-                    break
-                continue
-            if not message:  # the sender's end marker
-                break
-            counter.add((message,))
-    finally:
-        sender.wait()
+        counter = zmq_receive(pull, sender)
+    finally:  # the sender ends once the receiver has gone
         pull.close(linger=0)
         context.term()
+        sender.wait()
     return counter.rate()
 
 
@@ -124,7 +130,6 @@ def netio_sub(tools, size, seconds):
 
 def zmq_sub(tools, size, seconds):
     import zmq
-    counter = Counter()
     with tempfile.TemporaryDirectory() as scratch:
         port_file = pathlib.Path(scratch) / "port"
         publisher = subprocess.Popen([tools / "bench" / "zmq_pubsub", "--publish", "--port-file", str(port_file),
@@ -136,20 +141,11 @@ def zmq_sub(tools, size, seconds):
         sub.setsockopt(zmq.SUBSCRIBE, b"")
         sub.connect(f"tcp://127.0.0.1:{port}")
         try:
-            while True:
-                try:
-                    message = sub.recv()
-                except zmq.Again:
-                    if publisher.poll() is not None:
-                        break
-                    continue
-                if not message:
-                    break
-                counter.add((message,))
-        finally:
-            publisher.wait()
+            counter = zmq_receive(sub, publisher)
+        finally:  # the publisher ends once its subscriber has gone
             sub.close(linger=0)
             context.term()
+            publisher.wait()
     return counter.rate()
 
 
