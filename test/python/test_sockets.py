@@ -199,3 +199,20 @@ def test_no_leak_over_10000_sockets(ctx):
         churn(10_000)
         grown = rss_bytes() - before
     assert grown < 8 << 20, f"RSS grew by {grown >> 10} KiB over 10,000 sockets"
+
+
+def test_connection_events_and_failure(ctx):
+    events = []
+    with netio.HighThroughputReceiveSocket(ctx, LOOPBACK, on_connected=lambda peer: events.append(("up", peer.name)),
+                                           on_disconnected=lambda peer, why: events.append(("down", why.errc))) as r:
+        with netio.HighThroughputSendSocket(ctx, r.local_endpoint, name="evented") as sender:
+            assert sender.wait_connected(5)
+            assert sender.failure is None
+        wait_until(lambda: len(events) == 2)
+    assert events[0] == ("up", "evented") and events[1][0] == "down" and isinstance(events[1][1], netio.Errc)
+    refused = netio.LowLatencySendSocket(ctx, "tcp://127.0.0.1:1", connect_timeout=-1)
+    with pytest.raises(netio.Error) as raised:
+        refused.wait_connected(5)
+    assert raised.value.errc == netio.Errc.connection_refused
+    assert refused.failure.errc == netio.Errc.connection_refused
+    refused.close()
