@@ -122,7 +122,13 @@ SharedCallable share_callable(const py::object& callable) {
   });
 }
 
-bool interpreter_finalizing() noexcept { return _Py_IsFinalizing() != 0; }
+bool interpreter_finalizing() noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;  // public from 3.13, which drops the private name
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
 
 py::object attribute_bag(const py::dict& fields) {
   // Never destroyed: a static py::object would be released after the interpreter is gone.

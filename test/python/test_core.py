@@ -86,3 +86,21 @@ def test_context_options():
     with pytest.raises(netio.Error) as raised:
         netio.Context(emulation="delay=nonsense")
     assert raised.value.errc == netio.Errc.invalid_option
+
+
+def test_interpreter_exits_with_sockets_left_open():
+    # Handlers still being called when the interpreter ends: the context is closed at exit
+    # (atexit) before Python stops its threads, so the loop thread never waits for the GIL.
+    script = """
+import time
+import netio
+ctx = netio.Context()
+receiver = netio.LowLatencyReceiveSocket(ctx, "tcp://127.0.0.1:0", lambda data, peer: time.sleep(0.001))
+sender = netio.LowLatencySendSocket(ctx, receiver.local_endpoint)
+for i in range(300):
+    sender.send(b"x" * 100)
+"""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
