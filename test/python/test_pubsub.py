@@ -11,7 +11,7 @@ import netio
 from conftest import LOOPBACK
 
 NETIO_CAT = os.environ.get("NETIO_CAT")
-needs_netio_cat = pytest.mark.skipif(not NETIO_CAT, reason="netio_cat not built (NETIO_CAT unset)")
+needs_netio_cat = pytest.mark.skipif(not (NETIO_CAT and os.path.exists(NETIO_CAT)), reason="netio_cat not built")
 
 
 def test_high_throughput_subscription(ctx):

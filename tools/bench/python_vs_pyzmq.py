@@ -74,20 +74,27 @@ def netio_pull(tools, size, seconds):
     return counter.rate()
 
 
-def zmq_receive(socket, sender):
-    """Counts what a pyzmq socket receives until the sender's empty end marker (or its exit)."""
+def zmq_receive(context, socket, sender):
+    """Counts what a pyzmq socket receives until the sender's empty end marker (or its exit),
+    then closes the socket and waits for the sender (which ends once its receiver has gone)."""
     import zmq
     counter = Counter()
-    while True:
-        try:
-            message = socket.recv()
-        except zmq.Again:
-            if sender.poll() is not None:
-                return counter
-            continue
-        if not message:  # the sender's end marker
-            return counter
-        counter.add((message,))
+    try:
+        while True:
+            try:
+                message = socket.recv()
+            except zmq.Again:
+                if sender.poll() is not None:
+                    break
+                continue
+            if not message:  # the sender's end marker
+                break
+            counter.add((message,))
+    finally:
+        socket.close(linger=0)
+        context.term()
+        sender.wait()
+    return counter
 
 
 def zmq_pull(tools, size, seconds):
@@ -98,13 +105,7 @@ def zmq_pull(tools, size, seconds):
     port = pull.bind_to_random_port("tcp://127.0.0.1")
     sender = subprocess.Popen([tools / "bench" / "zmq_throughput", "-e", f"tcp://127.0.0.1:{port}", "-s", str(size),
                                "-t", f"{seconds}s"], stdout=subprocess.DEVNULL)
-    try:
-        counter = zmq_receive(pull, sender)
-    finally:  # the sender ends once the receiver has gone
-        pull.close(linger=0)
-        context.term()
-        sender.wait()
-    return counter.rate()
+    return zmq_receive(context, pull, sender).rate()
 
 
 def netio_sub(tools, size, seconds):
@@ -140,13 +141,7 @@ def zmq_sub(tools, size, seconds):
         sub.setsockopt(zmq.RCVTIMEO, 500)
         sub.setsockopt(zmq.SUBSCRIBE, b"")
         sub.connect(f"tcp://127.0.0.1:{port}")
-        try:
-            counter = zmq_receive(sub, publisher)
-        finally:  # the publisher ends once its subscriber has gone
-            sub.close(linger=0)
-            context.term()
-            publisher.wait()
-    return counter.rate()
+        return zmq_receive(context, sub, publisher).rate()
 
 
 def main():
