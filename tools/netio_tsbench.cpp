@@ -109,6 +109,11 @@ void add_options(CLI::App& app, Options& o) {
   add_choice_option(app, "--fallback", b.fallback, {{"on", true}, {"off", false}},
                     "DFS's safety net: on (ours: the DDE runs intervals best-effort for a while when paced ones take "
                     "longer than best-effort ones, and counts it) or off (the paper's DDE)");
+  add_choice_option(app, "--assignment", b.assignment,
+                    {{"load", ns::Assignment::load}, {"fixed", ns::Assignment::fixed}},
+                    "Which compute node builds a time-slice: fixed (t mod M) or load (a coordinator on compute node "
+                    "0 shares each interval out by the room the inputs find in the compute nodes' buffers: a slow "
+                    "or full node gets fewer, a lost one none)");
   app.add_option("--speed-up-threshold", b.speed_up_threshold, "ssu_TH, in %²")->capture_default_str();
   app.add_option("--speed-up-percent", b.speed_up_percent, "ssu_pct: the staged speed-up's step, in %")
       ->capture_default_str();
