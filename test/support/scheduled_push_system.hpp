@@ -95,8 +95,8 @@ struct SystemOptions {
   ns::Mode mode = ns::Mode::best_effort;
   std::uint32_t credits = 3;       // per input–compute pair: the receive buffer is sized for exactly this
   bool size_by_credits = false;    // the receivers get credits_per_input instead of receive_buffer_bytes
-  std::uint32_t dde_replicas = 1;  // DFS: on compute nodes 0, 1, ... (standalone DdeServices)
-  bool dde_in_receivers = false;   // DFS: the replicas run inside receivers 0, 1, ... (run_dde) instead
+  std::uint32_t dde_replicas = 1;  // DFS or assignment by load: on compute nodes 0, 1, ... (standalone DdeServices)
+  bool dde_in_receivers = false;   // the replicas run inside receivers 0, 1, ... (run_dde) instead
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
   std::chrono::microseconds slow_consumer{0};  // compute node 0's handler takes this long per time-slice
@@ -130,7 +130,7 @@ class System {
       ro.incomplete_timeout = options_.incomplete_timeout;
       ro.kept_stall_warning = options_.kept_stall_warning;
       ro.admission = options_.admission;
-      ro.run_dde = options_.mode == ns::Mode::dfs && options_.dde_in_receivers && c < options_.dde_replicas;
+      ro.run_dde = uses_dde() && options_.dde_in_receivers && c < options_.dde_replicas;
       ro.on_incomplete = [this, c](const sp::TimesliceView& view) {
         incomplete_[c].add(view);
         deliveries_[c].add(view);  // in the one sequence of hand-overs too, to check the order
@@ -154,7 +154,7 @@ class System {
           ro));
     }
     proposals_ = std::vector<Proposals>(options_.dde_replicas);
-    if (options_.mode == ns::Mode::dfs && !options_.dde_in_receivers) {
+    if (uses_dde() && !options_.dde_in_receivers) {
       for (std::uint32_t d = 0; d < options_.dde_replicas; ++d) {
         // Replica d on a context of its own (a receiver with run_dde shares its loop: tested apart).
         receiver_contexts_.push_back(std::make_unique<Context>(context_options()));
@@ -174,6 +174,11 @@ class System {
     senders_.clear();
     ddes_.clear();
     receivers_.clear();
+  }
+
+  // DFS's pacing or assignment by load: DDE replicas run.
+  bool uses_dde() const {
+    return options_.mode == ns::Mode::dfs || options_.config.assignment == ns::Assignment::load;
   }
 
   sp::TimesliceSenderOptions sender_options(ns::InputIndex i) const {

@@ -8,9 +8,12 @@
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "netio/scheduled_push/wire.hpp"
+#include "netio/scheduler/assignment_messages.hpp"
 #include "netio/scheduler/control_messages.hpp"
 
+#include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -42,6 +45,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     std::unique_ptr<LowLatencySendSocket> socket;
     bool connected_once = false;
     bool lost = false;
+    // Assignment by load: the load reports not handed to this DDE yet, oldest first. Unlike
+    // DFS's reports, none may be missed: the coordinator decides once every input reported.
+    std::deque<std::vector<std::byte>> load_reports;
   };
 
   State(Context& ctx, TimesliceSenderOptions opts)
@@ -51,6 +57,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
                          options.config.compute_count));
     }
     if (options.mode == ns::Mode::dfs && options.dde_endpoints.empty()) reject("DFS mode without a DDE endpoint");
+    if (options.config.assignment == ns::Assignment::load && options.dde_endpoints.empty()) {
+      reject("assignment by load without a DDE endpoint (the DDE assigns the time-slices)");
+    }
     if (options.max_contribution_bytes == 0) reject("max_contribution_bytes is 0");
     if (options.queue_capacity == 0)
       options.queue_capacity = 2 * static_cast<std::size_t>(options.config.compute_count);
@@ -91,12 +100,13 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         lose(c, e.what());
       }
     }
-    if (options.mode == ns::Mode::dfs) {
+    if (options.mode == ns::Mode::dfs || options.config.assignment == ns::Assignment::load) {
       ddes.resize(options.dde_endpoints.size());
       for (std::size_t d = 0; d < ddes.size(); ++d) {
         LowLatencySendOptions socket_options;
         socket_options.buffer_count = 16;
-        socket_options.buffer_size = 256;
+        socket_options.buffer_size =
+            std::max<std::size_t>(256, ns::encoded_size_of_load_report(options.config.compute_count));
         socket_options.identity.name = name;
         socket_options.connect_timeout = connect_once;
         socket_options.replies.credits = 64;
@@ -189,6 +199,11 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   void on_proposal(std::size_t d, std::span<const std::byte> reply) {
     if (stopped || ddes[d].lost) return;
     try {
+      if (ns::control_message_type(reply) == ns::assignment_type) {
+        (void)node.on_assignment(ns::decode_assignment(reply));
+        drive();
+        return;
+      }
       if (ns::message_type(reply) == ns::MessageType::clock_echo) {
         const auto echo = ns::decode_clock_echo(reply);
         if (echo.sequence == 0) send_clock_probe(d, 1, now() - echo.probe_sent_at);
@@ -203,6 +218,29 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       return;
     }
     drive();
+  }
+
+  // Assignment by load: the report of an interval just sent, queued for every DDE; and the
+  // queued ones handed over as far as the connections take them now.
+  void send_load_report() {
+    const auto report = node.take_load_report();
+    if (report) {
+      const auto bytes = ns::encode(*report);
+      for (auto& dde : ddes) {
+        if (!dde.lost) dde.load_reports.push_back(bytes);
+      }
+    }
+    for (std::size_t d = 0; d < ddes.size(); ++d) {
+      auto& dde = ddes[d];
+      try {
+        while (!dde.lost && !dde.load_reports.empty() && dde.socket->connected() &&
+               dde.socket->try_send(dde.load_reports.front())) {
+          dde.load_reports.pop_front();
+        }
+      } catch (const Error& e) {
+        lose_dde(d, e.what());
+      }
+    }
   }
 
   // DFS, with on_interval: the plan an interval is paced by is fixed at its first send.
@@ -291,6 +329,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         lose_dde(d, "the connection failed");
       }
     }
+    send_load_report();  // what a DDE not connected yet could not take
     drive();
   }
 
@@ -341,6 +380,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       if (sent) {
         node.on_sent(next.timeslice, t_now);
         send_clock_sample();
+        send_load_report();
         note_plan(next.timeslice);
         std::lock_guard lock(stats_mutex);
         ++stats.sent;
@@ -348,6 +388,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       }
       if (auto done = node.on_skipped(next.timeslice, t_now)) report(*done);
       send_clock_sample();
+      send_load_report();
       if (options.on_undeliverable) options.on_undeliverable(next.timeslice, next.compute);
       std::lock_guard lock(stats_mutex);
       ++stats.undeliverable;

@@ -15,6 +15,12 @@
 /// back as replies (the first of an interval wins; it never waits for a DDE; a DDE that goes
 /// away is dropped and logged once).
 ///
+/// With config.assignment = load (scheduler/assigner.hpp) the DDEs also decide which compute
+/// node builds which time-slice: the sender connects to them in either mode, hands each one
+/// its load report of every interval it has sent (queued until that DDE's connection takes
+/// it), and sends into an interval only once it holds that interval's assignment, the first
+/// a DDE sent (replicas send the same). The first two intervals are t mod M.
+///
 /// Faults: a compute node whose connection fails, that refuses this input, or that does not
 /// welcome it within `welcome_timeout`, is lost: its contributions are skipped and reported
 /// to on_undeliverable (loop thread), and the rest goes on.
@@ -55,7 +61,7 @@ struct TimesliceSenderOptions {
   scheduler::Mode mode = scheduler::Mode::best_effort;
   scheduler::InputIndex input = 0;
   std::vector<Endpoint> compute_endpoints;           ///< [compute index]: the TimesliceReceivers
-  std::vector<Endpoint> dde_endpoints;               ///< DFS: every DDE replica
+  std::vector<Endpoint> dde_endpoints;               ///< DFS or assignment by load: every DDE replica
   std::uint64_t max_contribution_bytes = 64 * 1024;  ///< larger pushes throw; must not exceed the receivers'
   std::size_t queue_capacity = 0;                    ///< contributions queued at most; 0: 2 × compute_count
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
