@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Assignment by load (assigner.hpp): the table a node builds from the shares, the Assigner's
 // decisions in hand-computed cases (a full node, a slow node, one cut before that keeps up,
-// a lost one, ties), replicas agreeing whatever order the reports arrive in, and the input
+// a lost one, ties), their messages on the wire, replicas agreeing whatever order the
+// reports arrive in, and the input
 // and compute nodes under it (waiting for an interval's assignment, DFS's places kept with a
 // node skipped, every node receiving its time-slices in index order).
 #include "netio/error.hpp"
 #include "netio/scheduler/assigner.hpp"
+#include "netio/scheduler/assignment_messages.hpp"
 #include "netio/scheduler/compute_node.hpp"
 #include "netio/scheduler/input_node.hpp"
 
@@ -68,17 +70,25 @@ TEST_CASE("assigner: hand-computed decisions for a full node, a slow node, a los
     CHECK(decided[0] == IntervalAssignment{2, Shares{100, 100, 100, 100}});
     decided = both_report(a, 1, {1000, 100, 100, 100});
     // 0.25 × clamp(1 − 0.9, 0.5, 0.8) = 0.125: 50; the other three split 0.875: 116.67 each,
-    // 116 + the time-slices left by the largest remainders, equal: the lowest indices first.
+    // 116 + the 2 time-slices left by the largest remainders, a tie: the first from node
+    // k mod M = 3 on, so nodes 3 and 1 (the extra one moves on with the interval).
     REQUIRE(decided.size() == 1);
-    CHECK(decided[0] == IntervalAssignment{3, Shares{50, 117, 117, 116}});
+    CHECK(decided[0] == IntervalAssignment{3, Shares{50, 117, 116, 117}});
 
     SECTION("then keeping up, it gains 4 % of a fair share per decision") {
       both_report(a, 2, {100, 100, 100, 100});  // interval 2 had equal shares: nothing to change
       CHECK(a.assignment(4)->shares == Shares{100, 100, 100, 100});
       // Interval 3: node 0 at 50 holds 50, as much per time-slice as the others: keeping up.
-      // 0.125 + 0.04 × 0.25 = 0.135: 54; the others 0.865 / 3 = 0.28833: 115.33.
+      // 0.125 + 0.04 × 0.25 = 0.135: 54; the others 0.865 / 3 = 0.28833: 115.33, the extra
+      // one from node 5 mod 4 = 1 on.
       both_report(a, 3, {50, 100, 100, 100});
       CHECK(a.assignment(5)->shares == Shares{54, 116, 115, 115});
+    }
+    SECTION("still slow, it is not cut again while its cut is on its way (interval 3 not measured yet)") {
+      // Interval 2 had 100: what it shows still queues from before the cut to 50, which
+      // stands (cut again, by its excess 450, it would get 0.25 × 0.55: 55).
+      both_report(a, 2, {550, 100, 100, 100});
+      CHECK(a.assignment(4)->shares[0] == 50);
     }
   }
   SECTION("a slow node, not full: cut by its excess") {
@@ -92,11 +102,11 @@ TEST_CASE("assigner: hand-computed decisions for a full node, a slow node, a los
     both_report(a, 1, {1000, 700, 600, 650});
     CHECK(a.assignment(3)->shares == Shares{100, 100, 100, 100});
   }
-  SECTION("a node one input lost gets nothing; the others share the interval (a tie: the lowest index)") {
+  SECTION("a node one input lost gets nothing; the others share the interval (a tie: from node k mod M on)") {
     CHECK(a.on_report(report(0, 0, {100, 100, 100, lost_compute})).empty());
     const auto decided = a.on_report(report(1, 0, {100, 100, 100, 100}));
     REQUIRE(decided.size() == 1);
-    CHECK(decided[0] == IntervalAssignment{2, Shares{134, 133, 133, 0}});
+    CHECK(decided[0] == IntervalAssignment{2, Shares{133, 133, 134, 0}});  // 133.33 each, the extra on node 2
   }
   SECTION("an input gone is no longer waited for") {
     CHECK(a.on_report(report(0, 0, {100, 100, 100, 100})).size() == 0);
@@ -108,6 +118,22 @@ TEST_CASE("assigner: hand-computed decisions for a full node, a slow node, a los
     CHECK_THROWS_AS(a.on_report(report(0, 0, {0, 0, 0})), netio::Error);
     CHECK_THROWS_AS(check_assignment(4, 400, IntervalAssignment{2, Shares{100, 100, 100, 99}}), netio::Error);
   }
+}
+
+TEST_CASE("assigner: load reports and assignments on the wire", "[scheduler]") {
+  const LoadReport report_sent{2, 7, {0, 500, 1000, lost_compute}};
+  const auto bytes = encode(report_sent);
+  CHECK(bytes.size() == encoded_size_of_load_report(4));
+  CHECK(control_message_type(bytes) == load_report_type);
+  CHECK(decode_load_report(bytes) == report_sent);
+  const IntervalAssignment assignment{9, {1, 2, 3}};
+  const auto assigned = encode(assignment);
+  CHECK(assigned.size() == encoded_size_of_assignment(3));
+  CHECK(decode_assignment(assigned) == assignment);
+  // A size that disagrees with the count, and the wrong type, are refused.
+  CHECK_THROWS_AS(decode_load_report(std::span(bytes).first(bytes.size() - 1)), netio::Error);
+  CHECK_THROWS_AS(decode_assignment(bytes), netio::Error);
+  CHECK_THROWS_AS(control_message_type({}), netio::Error);
 }
 
 TEST_CASE("assigner: replicas decide the same whatever order the reports arrive in", "[scheduler]") {

@@ -174,8 +174,15 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
     // system whose every node is busy, use is high everywhere and its differences are noise).
     const bool over = (full || excess > overload_band) && typical < room_below;
     over_streak_[c] = over ? over_streak_[c] + 1 : 0;
-    if (over && over_streak_[c] >= overload_decisions) {  // slower than the others, and again: less
+    // A cut decided after the measured interval (for k − 1) has not shown in the reports yet:
+    // what they show still queues from before it. Cut once, not again on the same queue.
+    const double pending = static_cast<double>(decided_.at(k - 1).shares[c]) / n;
+    if (over && pending < share - 0.5 / n) {
+      weight[c] = pending;
+    } else if (over && over_streak_[c] >= overload_decisions) {  // slower than the others, and again: less
+      // One above its fair share is over-assigned before it is slow: back to fair first.
       weight[c] = share * std::clamp(1 - excess / full_use, cut_min, cut_max);
+      if (share > fair + 0.5 / n) weight[c] = std::max(weight[c], fair);
     } else if (over) {  // once: it may be a passing queue
       weight[c] = share;
     } else if (share < fair - 0.5 / n) {  // cut before, keeping up now: a little more
@@ -192,7 +199,9 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
   for (const ComputeIndex c : live) {
     if (normal[c]) weight[c] = std::max(1.0 - reduced_sum, 0.0) / normal_count;
   }
-  // Whole shares summing to n: the largest remainders get the time-slices left (lowest index on a tie).
+  // Whole shares summing to n: the largest remainders get the time-slices left. On a tie (the
+  // nodes that split the rest evenly) the first from node k mod M on, so that no node gets
+  // the extra time-slice interval after interval: it would run over its share and look slow.
   const double total = std::accumulate(weight.begin(), weight.end(), 0.0);
   IntervalAssignment assignment{k, std::vector<std::uint32_t>(m, 0)};
   std::vector<double> remainder(m, 0);
@@ -205,8 +214,10 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
   }
   std::vector<ComputeIndex> order(m);
   std::iota(order.begin(), order.end(), ComputeIndex{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](ComputeIndex a, ComputeIndex b) { return remainder[a] > remainder[b]; });
+  const auto rotated = [&](ComputeIndex c) { return (c + m - k % m) % m; };
+  std::sort(order.begin(), order.end(), [&](ComputeIndex a, ComputeIndex b) {
+    return remainder[a] != remainder[b] ? remainder[a] > remainder[b] : rotated(a) < rotated(b);
+  });
   for (std::size_t r = 0; given < per_interval_; r = (r + 1) % m) {
     if (skip[order[r]]) continue;
     ++assignment.shares[order[r]];
