@@ -142,8 +142,8 @@ TEST_CASE("assigner: replicas decide the same whatever order the reports arrive 
   Assigner second(config);
   // Uses that change from interval to interval; input i's report of j.
   auto use = [](InputIndex i, IntervalIndex j) {
-    return report(i, j,
-                  {static_cast<std::uint16_t>(900 + 10 * i), 100, 150, static_cast<std::uint16_t>(300 + (50 * j) % 400)});
+    return report(
+        i, j, {static_cast<std::uint16_t>(900 + 10 * i), 100, 150, static_cast<std::uint16_t>(300 + (50 * j) % 400)});
   };
   std::vector<IntervalAssignment> by_first;
   std::vector<IntervalAssignment> by_second;

@@ -545,7 +545,8 @@ TEST_CASE("tsbench simulation: the packed pool hands out the lowest free index a
   CHECK(pool.put(9) == 201);
 }
 
-TEST_CASE("tsbench simulation: one compute node at half speed, fixed against by load, by hand", "[tsbench][simulation]") {
+TEST_CASE("tsbench simulation: one compute node at half speed, fixed against by load, by hand",
+          "[tsbench][simulation]") {
   // 4 × 4, 1000-byte contributions, every compute port 8 Mb/s (a contribution per ms): a
   // node builds a time-slice per 4 ms, the system 1 per ms, 32 Mb/s. Compute node 0's port
   // at 50 % from the start: it can build one per 8 ms. Fixed, every node gets every 4th
@@ -562,7 +563,7 @@ TEST_CASE("tsbench simulation: one compute node at half speed, fixed against by 
     b.assignment = assignment;
     const auto r = simulate(b, ns::Mode::best_effort, exact(PortSharing::fair, NetworkModel::ports));
     REQUIRE(r.error.empty());
-    CHECK(r.assignment_mismatches == 0);  // the second coordinator decided the same
+    CHECK(r.assignment_mismatches == 0);      // the second coordinator decided the same
     return summarize(r.records).gbps * 1000;  // Mb/s
   };
   const double fixed = run(ns::Assignment::fixed);

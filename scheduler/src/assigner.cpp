@@ -34,8 +34,8 @@ constexpr double increase = 0.04;
 }  // namespace
 
 IntervalAssignment fixed_assignment(const SchedulerConfig& config, IntervalIndex j) {
-  return IntervalAssignment{j, std::vector<std::uint32_t>(config.compute_count,
-                                                          static_cast<std::uint32_t>(config.rounds_per_interval()))};
+  return IntervalAssignment{
+      j, std::vector<std::uint32_t>(config.compute_count, static_cast<std::uint32_t>(config.rounds_per_interval()))};
 }
 
 std::vector<ComputeIndex> assignment_table(std::span<const std::uint32_t> shares) {
@@ -59,8 +59,8 @@ void check_assignment(std::uint32_t compute_count, std::uint64_t timeslices_in_i
                       const IntervalAssignment& assignment) {
   if (assignment.shares.size() != compute_count) {
     reject_from_peer("assignment of interval " + std::to_string(assignment.interval) + " has " +
-                     std::to_string(assignment.shares.size()) + " shares for " +
-                     std::to_string(compute_count) + " compute nodes");
+                     std::to_string(assignment.shares.size()) + " shares for " + std::to_string(compute_count) +
+                     " compute nodes");
   }
   const std::uint64_t sum = std::accumulate(assignment.shares.begin(), assignment.shares.end(), std::uint64_t{0});
   if (sum != timeslices_in_interval) {

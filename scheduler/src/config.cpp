@@ -23,9 +23,7 @@ std::string number(double value) {
 
 std::string_view to_string(DurationRule rule) noexcept { return rule == DurationRule::paper ? "paper" : "tracking"; }
 std::string_view to_string(ClockRule rule) noexcept { return rule == ClockRule::paper ? "paper" : "filtered"; }
-std::string_view to_string(Assignment assignment) noexcept {
-  return assignment == Assignment::load ? "load" : "fixed";
-}
+std::string_view to_string(Assignment assignment) noexcept { return assignment == Assignment::load ? "load" : "fixed"; }
 
 void validate(const SchedulerConfig& c) {
   if (c.input_count == 0) reject("input_count must be at least 1, not 0");

@@ -177,9 +177,7 @@ class System {
   }
 
   // DFS's pacing or assignment by load: DDE replicas run.
-  bool uses_dde() const {
-    return options_.mode == ns::Mode::dfs || options_.config.assignment == ns::Assignment::load;
-  }
+  bool uses_dde() const { return options_.mode == ns::Mode::dfs || options_.config.assignment == ns::Assignment::load; }
 
   sp::TimesliceSenderOptions sender_options(ns::InputIndex i) const {
     sp::TimesliceSenderOptions so;
