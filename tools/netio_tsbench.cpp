@@ -282,6 +282,11 @@ LocalRunResult run_simulated(const Options& o, ns::Mode mode, const Deadline& de
                static_cast<double>(gaps[gaps.size() / 2].count()) / 1e3,
                static_cast<double>(gaps[gaps.size() * 99 / 100].count()) / 1e3);
   }
+  if (simulated.assignments_compared > 0) {
+    fmt::print(stderr, "{}: {}: a second coordinator (compute node 1) decided {} of {} interval assignments alike\n",
+               kTool, key_of(mode), simulated.assignments_compared - simulated.assignment_mismatches,
+               simulated.assignments_compared);
+  }
   LocalRunResult result;
   result.records = std::move(simulated.records);
   result.error = std::move(simulated.error);
@@ -324,11 +329,12 @@ int run_local_mode(const Options& o, const Deadline& deadline) {
   }
   const auto title = fmt::format(
       "{}: {}{} inputs x {} computes, {} contributions, {} buffers ({} credits per "
-      "input-compute pair), {} time-slices per interval, emulate '{}'{}",
+      "input-compute pair), {} time-slices per interval, emulate '{}'{}{}",
       kTool, o.simulate ? fmt::format("simulated ({} in-ports, model time), ", o.port_sharing) : "", o.bench.inputs,
       o.bench.computes, format_size(o.bench.contribution_bytes), format_size(o.bench.buffer_bytes),
       o.bench.credits_per_pair(), o.bench.interval_timeslices, o.bench.emulate,
-      o.bench.slowdown.empty() ? "" : ", slowdown " + o.bench.slowdown);
+      o.bench.slowdown.empty() ? "" : ", slowdown " + o.bench.slowdown,
+      o.bench.assignment == ns::Assignment::load ? ", assignment by load" : "");
   const int output = finish_output(o, title, runs);
   return status != kExitOk ? status : output;
 }

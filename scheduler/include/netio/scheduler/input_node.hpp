@@ -16,8 +16,9 @@
 /// With SchedulerConfig::assignment = load, which compute node a time-slice goes to is the
 /// coordinator's (assigner.hpp): the input waits for interval j's assignment
 /// (on_assignment()) before it sends into j (wait_for_assignment), and once it has sent j it
-/// hands the coordinator its LoadReport (take_load_report()). The order of the time-slices
-/// and DFS's pacing do not change.
+/// hands the coordinator its LoadReport (take_load_report()). DFS's pacing and the compute
+/// node visited at each moment do not change; within a round, a node with several places
+/// takes them in index order (in_node_order()).
 ///
 /// No clock, sockets or threads: the driver passes the time and carries out the decisions.
 /// Not thread-safe: one driver thread (the pattern's event-loop thread).
