@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -73,6 +74,21 @@ struct Deliveries {
   }
 };
 
+// The time-slices one input reported undeliverable.
+struct Undeliverable {
+  mutable std::mutex mutex;
+  std::set<ns::TimesliceIndex> seen;
+
+  void add(ns::TimesliceIndex t) {
+    std::lock_guard lock(mutex);
+    seen.insert(t);
+  }
+  std::set<ns::TimesliceIndex> copy() const {
+    std::lock_guard lock(mutex);
+    return seen;
+  }
+};
+
 // The proposals one DDE replica sent, by (input, interval).
 struct Proposals {
   mutable std::mutex mutex;
@@ -118,6 +134,7 @@ class System {
     const auto endpoint = Endpoint::parse(base);
     buffer_bytes_ = std::uint64_t{options_.credits} * config.input_count * kMaxContribution;
     deliveries_ = std::vector<Deliveries>(config.compute_count);
+    undeliverable_ = std::vector<Undeliverable>(config.input_count);
     incomplete_ = std::vector<Deliveries>(config.compute_count);
     for (ns::ComputeIndex c = 0; c < config.compute_count; ++c) {
       receiver_contexts_.push_back(std::make_unique<Context>(context_options()));
@@ -194,6 +211,7 @@ class System {
     }
     so.max_contribution_bytes = kMaxContribution;
     so.welcome_timeout = options_.welcome_timeout;
+    so.on_undeliverable = [this, i](ns::TimesliceIndex t, ns::ComputeIndex) { undeliverable_[i].add(t); };
     return so;
   }
 
@@ -229,6 +247,8 @@ class System {
   std::unique_ptr<sp::DdeService>& dde_slot(std::size_t d) { return ddes_.at(d); }
   std::size_t dde_count() const { return ddes_.size(); }
   const Deliveries& deliveries(ns::ComputeIndex c) const { return deliveries_.at(c); }
+  // What input i reported to on_undeliverable.
+  std::set<ns::TimesliceIndex> undeliverable(ns::InputIndex i) const { return undeliverable_.at(i).copy(); }
   const Deliveries& incomplete(ns::ComputeIndex c) const { return incomplete_.at(c); }
   const Proposals& proposals(std::size_t replica) const { return proposals_.at(replica); }
   Context& sender_context(ns::InputIndex i) { return *sender_contexts_.at(i); }
@@ -240,6 +260,7 @@ class System {
   std::vector<std::unique_ptr<Context>> receiver_contexts_;
   std::vector<std::unique_ptr<Context>> sender_contexts_;
   std::vector<Deliveries> deliveries_;
+  mutable std::vector<Undeliverable> undeliverable_;  // filled by the senders (sender_options() is const)
   std::vector<Deliveries> incomplete_;
   std::vector<Proposals> proposals_;  // per standalone DDE replica
   std::vector<std::unique_ptr<sp::TimesliceReceiver>> receivers_;

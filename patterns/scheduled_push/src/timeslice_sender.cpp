@@ -156,6 +156,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         case WireType::credit: {
           const auto credit = decode_credit(reply);
           node.on_credit(c);
+          release(credit.timeslice, c);
           std::lock_guard lock(stats_mutex);
           ++stats.credits_returned;
           if (!credit.complete) ++stats.incomplete_credits;
@@ -218,6 +219,45 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       return;
     }
     drive();
+  }
+
+  // Retention: a contribution sent is kept until its compute node returns the credit.
+  void retain(ns::TimesliceIndex t, ns::ComputeIndex c, std::vector<std::byte> message) {
+    retained.emplace(t, Retained{c, std::move(message)});
+    std::lock_guard lock(stats_mutex);
+    stats.retained = retained.size();
+    stats.peak_retained = std::max(stats.peak_retained, stats.retained);
+  }
+
+  void release(ns::TimesliceIndex t, ns::ComputeIndex c) {
+    const auto it = retained.find(t);
+    if (it == retained.end() || it->second.compute != c) {
+      throw Error(Errc::protocol_error, fmt::format("a credit for time-slice {}, not outstanding there", t));
+    }
+    retained.erase(it);
+    std::lock_guard lock(stats_mutex);
+    stats.retained = retained.size();
+  }
+
+  // Compute node c is lost: what it never built is reported, not dropped silently.
+  void report_unbuilt(ns::ComputeIndex c) {
+    std::vector<ns::TimesliceIndex> unbuilt;
+    for (auto it = retained.begin(); it != retained.end();) {
+      if (it->second.compute != c) {
+        ++it;
+        continue;
+      }
+      unbuilt.push_back(it->first);
+      it = retained.erase(it);
+    }
+    {
+      std::lock_guard lock(stats_mutex);
+      stats.unbuilt += unbuilt.size();
+      stats.retained = retained.size();
+    }
+    if (options.on_undeliverable) {
+      for (const auto t : unbuilt) options.on_undeliverable(t, c);
+    }
   }
 
   // Assignment by load: the report of an interval just sent, queued for every DDE; and the
@@ -289,6 +329,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     log(LogLevel::warn, "scheduled push: input {} lost compute node {} ({}): {}; its time-slices are skipped",
         options.input, c, options.compute_endpoints[c].to_string(), why);
     for (const auto& done : node.on_compute_lost(c, now())) report(done);
+    report_unbuilt(c);
     if (computes[c].socket) computes[c].socket->close();
     {
       std::lock_guard lock(stats_mutex);
@@ -370,6 +411,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
             break;
           }
         }
+        if (sent) retain(next.timeslice, next.compute, std::move(it->second));
         if (sent || next.what == What::skip) queue.erase(it);
       }
       changed.notify_all();
@@ -471,6 +513,12 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   std::mutex queue_mutex;  // guards what user threads share with the loop thread:
   std::condition_variable changed;
   std::map<ns::TimesliceIndex, std::vector<std::byte>> queue;  // encoded contributions, not yet sent
+  // Sent and not yet credited back (built), by time-slice; loop thread only.
+  struct Retained {
+    ns::ComputeIndex compute = 0;
+    std::vector<std::byte> message;
+  };
+  std::map<ns::TimesliceIndex, Retained> retained;
   ns::TimesliceIndex next_push = 0;
   bool finished = false;
   bool closed = false;

@@ -25,6 +25,12 @@
 /// welcome it within `welcome_timeout`, is lost: its contributions are skipped and reported
 /// to on_undeliverable (loop thread), and the rest goes on.
 ///
+/// Retention: a contribution sent stays with the sender until its compute node returns the
+/// credit, i.e. built the time-slice and freed it (bounded by the credits: at most credits ×
+/// compute_count contributions). When that node is lost, the ones it never built are
+/// reported to on_undeliverable as well (stats().unbuilt): nothing sent is lost silently.
+/// (Sending them to another node instead is issue 51's item 2, not done yet.)
+///
 /// Threading: push()/try_push()/finish()/wait_finished()/stats() from any thread, except that
 /// push() and wait_finished() must not be called on the event-loop thread (use try_push()
 /// there). The engine runs on the context's event-loop thread. Construct and destroy on any
@@ -66,7 +72,9 @@ struct TimesliceSenderOptions {
   std::size_t queue_capacity = 0;                    ///< contributions queued at most; 0: 2 × compute_count
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds push_timeout = std::chrono::seconds(10);  ///< push() waits at most this long
-  std::function<void(scheduler::TimesliceIndex, scheduler::ComputeIndex)> on_undeliverable;  ///< optional, loop thread
+  /// Optional, loop thread: a contribution skipped because its compute node was lost, or sent
+  /// there and never built (see Retention above).
+  std::function<void(scheduler::TimesliceIndex, scheduler::ComputeIndex)> on_undeliverable;
   std::function<void(const IntervalOutcome&)> on_interval;  ///< optional, DFS, loop thread: every finished interval
 };
 
@@ -74,6 +82,11 @@ struct TimesliceSenderStats {
   std::uint64_t pushed = 0;
   std::uint64_t sent = 0;
   std::uint64_t undeliverable = 0;  ///< skipped: their compute node was lost
+  /// Sent, but their compute node was lost before it returned the credit (built them): also
+  /// reported to on_undeliverable.
+  std::uint64_t unbuilt = 0;
+  std::uint64_t retained = 0;       ///< contributions sent and kept until their credit comes back, now
+  std::uint64_t peak_retained = 0;  ///< the most at once
   std::uint64_t credits_returned = 0;
   std::uint64_t incomplete_credits = 0;  ///< credits of time-slices a compute node gave up on
   std::uint64_t reports_sent = 0;        ///< DFS: interval reports handed to DDE connections
