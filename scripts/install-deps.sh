@@ -13,6 +13,8 @@ packages=(g++ cmake make pkg-config python3 libfabric-dev libfabric-bin librdmac
           valgrind  # tools/bench/rtt_instructions.sh and its test
           pandoc    # the man pages (docs/man)
           doxygen   # the API reference (docs/api)
+          pybind11-dev python3-dev python3-pytest  # the Python module (netio/python) and its suite
+          python3-zmq python3-numpy  # the Python module's benchmark against pyzmq; numpy arrays in its suite
           clang-format clang-tidy)  # scripts/format.sh (the suite's style.format test), scripts/tidy.sh
 for option in "$@"; do
   case "$option" in
