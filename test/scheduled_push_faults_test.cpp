@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Faults in the scheduled-push pattern, on loopback over both back-ends and in both modes: a
 // compute node that goes away does not hang the inputs (its time-slices are reported
-// undeliverable, the others complete); an input that goes away or falls silent leaves
+// undeliverable, the others complete, and what it had been sent but never built is reported
+// too: the inputs retain each contribution until its credit comes back); an input that goes away or falls silent leaves
 // incomplete time-slices, which the compute nodes report and free, in order, crediting the
 // inputs that did contribute, so that the others finish.
 #include "netio/low_latency_socket.hpp"
@@ -47,6 +48,17 @@ TEST_CASE("A compute node that goes away does not hang the inputs", "[scheduled_
     CHECK(stats.computes_lost == 1);
     CHECK(stats.undeliverable > 0);
     CHECK(stats.sent + stats.undeliverable == count);
+    // Retention: every time-slice of compute node 2 was built there or reported, skipped or
+    // sent and never built (those in flight when it went, which were lost silently before).
+    const auto reported = system.undeliverable(i);
+    CHECK(reported.size() == stats.undeliverable + stats.unbuilt);
+    std::set<ns::TimesliceIndex> built;
+    for (const auto& d : system.deliveries(2).copy()) built.insert(d.t);
+    std::size_t missing = 0;
+    for (ns::TimesliceIndex t = 2; t < count; t += 3) missing += built.contains(t) || reported.contains(t) ? 0 : 1;
+    CHECK(missing == 0);
+    CHECK(stats.retained == 0);
+    CHECK(stats.peak_retained <= 3 * options.credits);
   }
   // The surviving compute nodes built all of theirs.
   for (ns::ComputeIndex c = 0; c < 2; ++c) {

@@ -111,6 +111,11 @@ void add_options(CLI::App& app, Options& o) {
   add_choice_option(app, "--fallback", b.fallback, {{"on", true}, {"off", false}},
                     "DFS's safety net: on (ours: the DDE runs intervals best-effort for a while when paced ones take "
                     "longer than best-effort ones, and counts it) or off (the paper's DDE)");
+  add_choice_option(app, "--assignment", b.assignment,
+                    {{"load", ns::Assignment::load}, {"fixed", ns::Assignment::fixed}},
+                    "Which compute node builds a time-slice: fixed (t mod M) or load (a coordinator on compute node "
+                    "0 shares each interval out by the room the inputs find in the compute nodes' buffers: a slow "
+                    "or full node gets fewer, a lost one none)");
   app.add_option("--speed-up-threshold", b.speed_up_threshold, "ssu_TH, in %²")->capture_default_str();
   app.add_option("--speed-up-percent", b.speed_up_percent, "ssu_pct: the staged speed-up's step, in %")
       ->capture_default_str();
@@ -280,6 +285,11 @@ LocalRunResult run_simulated(const Options& o, ns::Mode mode, const Deadline& de
                static_cast<double>(gaps[gaps.size() / 2].count()) / 1e3,
                static_cast<double>(gaps[gaps.size() * 99 / 100].count()) / 1e3);
   }
+  if (simulated.assignments_compared > 0) {
+    fmt::print(stderr, "{}: {}: a second coordinator (compute node 1) decided {} of {} interval assignments alike\n",
+               kTool, key_of(mode), simulated.assignments_compared - simulated.assignment_mismatches,
+               simulated.assignments_compared);
+  }
   LocalRunResult result;
   result.records = std::move(simulated.records);
   result.error = std::move(simulated.error);
@@ -322,11 +332,12 @@ int run_local_mode(const Options& o, const Deadline& deadline) {
   }
   const auto title = fmt::format(
       "{}: {}{} inputs x {} computes, {} contributions, {} buffers ({} credits per "
-      "input-compute pair), {} time-slices per interval, emulate '{}'{}",
+      "input-compute pair), {} time-slices per interval, emulate '{}'{}{}",
       kTool, o.simulate ? fmt::format("simulated ({} in-ports, model time), ", o.port_sharing) : "", o.bench.inputs,
       o.bench.computes, format_size(o.bench.contribution_bytes), format_size(o.bench.buffer_bytes),
       o.bench.credits_per_pair(), o.bench.interval_timeslices, o.bench.emulate,
-      o.bench.slowdown.empty() ? "" : ", slowdown " + o.bench.slowdown);
+      o.bench.slowdown.empty() ? "" : ", slowdown " + o.bench.slowdown,
+      o.bench.assignment == ns::Assignment::load ? ", assignment by load" : "");
   const int output = finish_output(o, title, runs);
   return status != kExitOk ? status : output;
 }

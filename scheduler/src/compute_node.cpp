@@ -18,7 +18,8 @@ ComputeNode::ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::
       compute_count_(config.compute_count),
       self_(self),
       credits_(credits_per_input),
-      next_expected_(self),
+      by_load_(config.assignment == Assignment::load),
+      next_expected_(by_load_ ? 0 : self),
       held_(config.input_count, 0),
       gone_(config.input_count, false) {
   validate(config);
@@ -30,7 +31,7 @@ ComputeNode::ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::
 
 ComputeNode::Arrival ComputeNode::on_contribution(InputIndex i, TimesliceIndex t, Time now) {
   if (i >= input_count_) reject("input " + std::to_string(i) + " out of range");
-  if (t % compute_count_ != self_) return Arrival::not_mine;
+  if (!by_load_ && t % compute_count_ != self_) return Arrival::not_mine;
   if (t < next_expected_) return Arrival::late;
   auto [it, inserted] = open_.try_emplace(t);
   Open& open = it->second;
@@ -71,7 +72,8 @@ void ComputeNode::hand_over(TimesliceIndex t) {
   }
   handed_over_.emplace(t, std::move(open_.begin()->second.contributed));
   open_.erase(open_.begin());
-  if (t + compute_count_ > next_expected_) next_expected_ = t + compute_count_;
+  const TimesliceIndex next = t + (by_load_ ? 1 : compute_count_);  // the next one that may be this node's
+  if (next > next_expected_) next_expected_ = next;
 }
 
 std::vector<InputIndex> ComputeNode::release(TimesliceIndex t) {

@@ -23,6 +23,7 @@ std::string number(double value) {
 
 std::string_view to_string(DurationRule rule) noexcept { return rule == DurationRule::paper ? "paper" : "tracking"; }
 std::string_view to_string(ClockRule rule) noexcept { return rule == ClockRule::paper ? "paper" : "filtered"; }
+std::string_view to_string(Assignment assignment) noexcept { return assignment == Assignment::load ? "load" : "fixed"; }
 
 void validate(const SchedulerConfig& c) {
   if (c.input_count == 0) reject("input_count must be at least 1, not 0");
@@ -58,6 +59,9 @@ void validate(const SchedulerConfig& c) {
   }
   if (c.clock_rule != ClockRule::paper && c.clock_rule != ClockRule::filtered) {
     reject("clock_rule must be paper or filtered, not " + std::to_string(static_cast<int>(c.clock_rule)));
+  }
+  if (c.assignment != Assignment::fixed && c.assignment != Assignment::load) {
+    reject("assignment must be fixed or load, not " + std::to_string(static_cast<int>(c.assignment)));
   }
   if (c.clock_filter_length == 0) reject("clock_filter_length must be at least 1, not 0");
   if (c.recent_length == 0) reject("recent_length must be at least 1, not 0");

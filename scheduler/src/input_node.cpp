@@ -27,12 +27,14 @@ std::string_view to_string(Mode mode) noexcept { return mode == Mode::dfs ? "dfs
 
 InputNode::InputNode(const SchedulerConfig& config, InputIndex self, Mode mode)
     : layout_(config),
+      assignment_(config.assignment),
       self_(self),
       mode_(mode),
       granted_(config.compute_count, 0),
       available_(config.compute_count, 0),
       lost_(config.compute_count, false),
-      rings_(config.compute_count) {
+      rings_(config.compute_count),
+      use_sums_(config.assignment == Assignment::load ? config.compute_count : 0, 0) {
   if (self >= config.input_count) {
     reject("input " + std::to_string(self) + " out of range (" + std::to_string(config.input_count) + " inputs)");
   }
@@ -54,8 +56,14 @@ InputNode::Next InputNode::next(Time now) const {
       return next;
     }
     next.timeslice = decision.timeslice;
-    next.compute = decision.compute;
     next.due = decision.due;
+    const auto compute = compute_of(next.timeslice);
+    if (!compute) {
+      next.what = Next::What::wait_for_assignment;
+      return next;
+    }
+    next.timeslice = in_node_order(decision.timeslice);
+    next.compute = *compute;
     // A lost compute node's contribution is dropped at once, paced or not.
     if (lost_[next.compute]) {
       next.what = Next::What::skip;
@@ -67,8 +75,13 @@ InputNode::Next InputNode::next(Time now) const {
     return next;
   }
   next.timeslice = next_timeslice();
-  next.compute = layout_.compute_of(next.timeslice);
   next.due = now;
+  const auto compute = compute_of(next.timeslice);
+  if (!compute) {
+    next.what = Next::What::wait_for_assignment;
+    return next;
+  }
+  next.compute = *compute;
   if (lost_[next.compute]) {
     next.what = Next::What::skip;
   } else {
@@ -82,14 +95,15 @@ void InputNode::on_sent(TimesliceIndex timeslice, Time now) {
     reject("sent time-slice " + std::to_string(timeslice) + " out of order (next is " +
            std::to_string(next_timeslice()) + ")");
   }
-  const ComputeIndex c = layout_.compute_of(timeslice);
+  const ComputeIndex c = assigned(timeslice);
   if (available_[c] == 0) reject("sent time-slice " + std::to_string(timeslice) + " without a credit");
+  note_load();
   if (engine_) {
-    engine_->on_sent(timeslice, now);
+    engine_->on_sent(in_engine_order(timeslice), now);
     push_unacknowledged(c, timeslice);
   }
   --available_[c];
-  ++sent_;
+  count_sent();
 }
 
 std::optional<IntervalCompletion> InputNode::on_skipped(TimesliceIndex timeslice, Time now) {
@@ -97,10 +111,13 @@ std::optional<IntervalCompletion> InputNode::on_skipped(TimesliceIndex timeslice
     reject("skipped time-slice " + std::to_string(timeslice) + " out of order (next is " +
            std::to_string(next_timeslice()) + ")");
   }
-  ++sent_;
+  (void)assigned(timeslice);
+  note_load();
+  count_sent();
   if (!engine_) return std::nullopt;
-  engine_->on_sent(timeslice, now);
-  return engine_->on_acknowledged(timeslice, now);
+  const TimesliceIndex engine_timeslice = in_engine_order(timeslice);
+  engine_->on_sent(engine_timeslice, now);
+  return engine_->on_acknowledged(engine_timeslice, now);
 }
 
 void InputNode::grant(ComputeIndex c, std::uint32_t credits) {
@@ -168,14 +185,124 @@ void InputNode::on_credit(ComputeIndex c, std::uint32_t count) {
 
 std::optional<IntervalCompletion> InputNode::on_acknowledged(TimesliceIndex timeslice, Time now) {
   if (!engine_) return std::nullopt;
-  if (!pop_unacknowledged(layout_.compute_of(timeslice), timeslice)) {
+  const auto compute = compute_of(timeslice);
+  if (!compute || !pop_unacknowledged(*compute, timeslice)) {
     reject("acknowledgement of time-slice " + std::to_string(timeslice) + ", which is not outstanding");
   }
-  return engine_->on_acknowledged(timeslice, now);
+  return engine_->on_acknowledged(in_engine_order(timeslice), now);
 }
 
 std::optional<ClockProbe> InputNode::take_clock_sample() {
   return engine_ ? engine_->take_clock_sample() : std::nullopt;
+}
+
+std::optional<ComputeIndex> InputNode::compute_of(TimesliceIndex t) const {
+  if (assignment_ == Assignment::fixed) return layout_.compute_of(t);
+  const IntervalIndex j = layout_.interval_of(t);
+  const auto it = tables_.find(j);
+  if (it != tables_.end()) return it->second[t - layout_.first_timeslice(j)];
+  if (j < assignment_distance) return layout_.compute_of(t);  // decided by nobody: fixed
+  return std::nullopt;
+}
+
+TimesliceIndex InputNode::next_timeslice() const noexcept { return in_node_order(layout_.timeslice_at(self_, sent_)); }
+
+// Within a round the input visits places (f + k) mod M, k = 0 .. M − 1, f its first compute
+// node. A compute node with several places in the round takes them in index order: its
+// r-th visit goes to its r-th smallest place.
+TimesliceIndex InputNode::in_node_order(TimesliceIndex t) const noexcept {
+  const auto table = tables_.find(layout_.interval_of(t));
+  if (table == tables_.end()) return t;  // fixed: one place per node and round
+  const std::uint32_t m = layout_.compute_count();
+  const TimesliceIndex round_start = t - t % m;
+  const ComputeIndex* nodes = table->second.data() + (round_start - layout_.first_timeslice(table->first));
+  const std::uint32_t first = layout_.first_compute(self_);
+  const std::uint32_t place = static_cast<std::uint32_t>(t % m);
+  const ComputeIndex c = nodes[place];
+  std::uint32_t visits_before = 0;  // this input's visits to c before this one
+  for (std::uint32_t k = first; k % m != place; ++k) visits_before += nodes[k % m] == c ? 1 : 0;
+  for (std::uint32_t p = 0; p < m; ++p) {
+    if (nodes[p] != c) continue;
+    if (visits_before == 0) return round_start + p;
+    --visits_before;
+  }
+  return t;  // not reached: c has as many places as visits
+}
+
+TimesliceIndex InputNode::in_engine_order(TimesliceIndex t) const noexcept {
+  const auto table = tables_.find(layout_.interval_of(t));
+  if (table == tables_.end()) return t;
+  const std::uint32_t m = layout_.compute_count();
+  const TimesliceIndex round_start = t - t % m;
+  const ComputeIndex* nodes = table->second.data() + (round_start - layout_.first_timeslice(table->first));
+  const std::uint32_t place = static_cast<std::uint32_t>(t % m);
+  const ComputeIndex c = nodes[place];
+  std::uint32_t smaller = 0;  // c's places below this one
+  for (std::uint32_t p = 0; p < place; ++p) smaller += nodes[p] == c ? 1 : 0;
+  const std::uint32_t first = layout_.first_compute(self_);
+  for (std::uint32_t k = first; k < first + m; ++k) {
+    if (nodes[k % m] != c) continue;
+    if (smaller == 0) return round_start + k % m;
+    --smaller;
+  }
+  return t;
+}
+
+ComputeIndex InputNode::assigned(TimesliceIndex t) const {
+  const auto c = compute_of(t);
+  if (!c) reject("time-slice " + std::to_string(t) + " sent before its interval was assigned");
+  return *c;
+}
+
+bool InputNode::on_assignment(const IntervalAssignment& assignment) {
+  if (assignment_ != Assignment::load) return false;
+  check_assignment(layout_.compute_count(), layout_.timeslices_per_interval(), assignment);
+  if (assignment.interval < layout_.interval_of(next_timeslice()) || tables_.contains(assignment.interval)) {
+    return false;
+  }
+  tables_.emplace(assignment.interval, assignment_table(assignment.shares));
+  return true;
+}
+
+std::optional<LoadReport> InputNode::take_load_report() {
+  auto report = std::move(load_report_);
+  load_report_.reset();
+  return report;
+}
+
+void InputNode::note_load() {
+  if (assignment_ != Assignment::load) return;
+  if (sent_ % layout_.compute_count() != 0) return;  // this input's rounds start at multiples of M
+  for (ComputeIndex c = 0; c < use_sums_.size(); ++c) {
+    if (granted_[c] == 0) continue;
+    use_sums_[c] += std::uint64_t{granted_[c] - available_[c]} * full_use / granted_[c];
+  }
+  ++use_samples_;
+}
+
+void InputNode::count_sent() {
+  ++sent_;
+  if (assignment_ != Assignment::load || sent_ % layout_.timeslices_per_interval() != 0) return;
+  LoadReport report{self_, sent_ / layout_.timeslices_per_interval() - 1, {}};
+  report.in_use.resize(use_sums_.size());
+  for (ComputeIndex c = 0; c < use_sums_.size(); ++c) {
+    report.in_use[c] =
+        lost_[c] ? lost_compute : static_cast<std::uint16_t>(use_samples_ == 0 ? 0 : use_sums_[c] / use_samples_);
+    use_sums_[c] = 0;
+  }
+  use_samples_ = 0;
+  load_report_ = std::move(report);
+  forget_assignments();
+}
+
+void InputNode::forget_assignments() {
+  // Tables stay while a time-slice of theirs awaits its acknowledgement (DFS).
+  IntervalIndex oldest = layout_.interval_of(next_timeslice());
+  for (ComputeIndex c = 0; c < rings_.size(); ++c) {
+    if (rings_[c].count == 0) continue;
+    oldest = std::min(oldest, layout_.interval_of(unacknowledged_[ring_slot(c, ring_size_, rings_[c].head, 0)]));
+  }
+  tables_.erase(tables_.begin(), tables_.lower_bound(oldest));
 }
 
 bool InputNode::on_proposal(const Proposal& proposal) { return engine_ ? engine_->on_proposal(proposal) : false; }
@@ -190,7 +317,7 @@ std::vector<IntervalCompletion> InputNode::on_compute_lost(ComputeIndex c, Time 
     ring = Ring{};
     for (std::uint32_t k = 0; k < count; ++k) {
       const TimesliceIndex t = unacknowledged_[ring_slot(c, ring_size_, head, k)];
-      if (auto done = engine_->on_acknowledged(t, now)) completions.push_back(std::move(*done));
+      if (auto done = engine_->on_acknowledged(in_engine_order(t), now)) completions.push_back(std::move(*done));
     }
   }
   return completions;

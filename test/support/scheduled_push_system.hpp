@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -73,6 +74,21 @@ struct Deliveries {
   }
 };
 
+// The time-slices one input reported undeliverable.
+struct Undeliverable {
+  mutable std::mutex mutex;
+  std::set<ns::TimesliceIndex> seen;
+
+  void add(ns::TimesliceIndex t) {
+    std::lock_guard lock(mutex);
+    seen.insert(t);
+  }
+  std::set<ns::TimesliceIndex> copy() const {
+    std::lock_guard lock(mutex);
+    return seen;
+  }
+};
+
 // The proposals one DDE replica sent, by (input, interval).
 struct Proposals {
   mutable std::mutex mutex;
@@ -95,8 +111,8 @@ struct SystemOptions {
   ns::Mode mode = ns::Mode::best_effort;
   std::uint32_t credits = 3;       // per input–compute pair: the receive buffer is sized for exactly this
   bool size_by_credits = false;    // the receivers get credits_per_input instead of receive_buffer_bytes
-  std::uint32_t dde_replicas = 1;  // DFS: on compute nodes 0, 1, ... (standalone DdeServices)
-  bool dde_in_receivers = false;   // DFS: the replicas run inside receivers 0, 1, ... (run_dde) instead
+  std::uint32_t dde_replicas = 1;  // DFS or assignment by load: on compute nodes 0, 1, ... (standalone DdeServices)
+  bool dde_in_receivers = false;   // the replicas run inside receivers 0, 1, ... (run_dde) instead
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
   std::chrono::microseconds slow_consumer{0};  // compute node 0's handler takes this long per time-slice
@@ -118,6 +134,7 @@ class System {
     const auto endpoint = Endpoint::parse(base);
     buffer_bytes_ = std::uint64_t{options_.credits} * config.input_count * kMaxContribution;
     deliveries_ = std::vector<Deliveries>(config.compute_count);
+    undeliverable_ = std::vector<Undeliverable>(config.input_count);
     incomplete_ = std::vector<Deliveries>(config.compute_count);
     for (ns::ComputeIndex c = 0; c < config.compute_count; ++c) {
       receiver_contexts_.push_back(std::make_unique<Context>(context_options()));
@@ -132,7 +149,7 @@ class System {
       ro.incomplete_timeout = options_.incomplete_timeout;
       ro.kept_stall_warning = options_.kept_stall_warning;
       ro.admission = options_.admission;
-      ro.run_dde = options_.mode == ns::Mode::dfs && options_.dde_in_receivers && c < options_.dde_replicas;
+      ro.run_dde = uses_dde() && options_.dde_in_receivers && c < options_.dde_replicas;
       ro.on_incomplete = [this, c](const sp::TimesliceView& view) {
         incomplete_[c].add(view);
         deliveries_[c].add(view);  // in the one sequence of hand-overs too, to check the order
@@ -157,7 +174,7 @@ class System {
           ro));
     }
     proposals_ = std::vector<Proposals>(options_.dde_replicas);
-    if (options_.mode == ns::Mode::dfs && !options_.dde_in_receivers) {
+    if (uses_dde() && !options_.dde_in_receivers) {
       for (std::uint32_t d = 0; d < options_.dde_replicas; ++d) {
         // Replica d on a context of its own (a receiver with run_dde shares its loop: tested apart).
         receiver_contexts_.push_back(std::make_unique<Context>(context_options()));
@@ -179,6 +196,9 @@ class System {
     receivers_.clear();
   }
 
+  // DFS's pacing or assignment by load: DDE replicas run.
+  bool uses_dde() const { return options_.mode == ns::Mode::dfs || options_.config.assignment == ns::Assignment::load; }
+
   sp::TimesliceSenderOptions sender_options(ns::InputIndex i) const {
     sp::TimesliceSenderOptions so;
     so.config = options_.config;
@@ -191,6 +211,7 @@ class System {
     }
     so.max_contribution_bytes = kMaxContribution;
     so.welcome_timeout = options_.welcome_timeout;
+    so.on_undeliverable = [this, i](ns::TimesliceIndex t, ns::ComputeIndex) { undeliverable_[i].add(t); };
     return so;
   }
 
@@ -226,6 +247,8 @@ class System {
   std::unique_ptr<sp::DdeService>& dde_slot(std::size_t d) { return ddes_.at(d); }
   std::size_t dde_count() const { return ddes_.size(); }
   const Deliveries& deliveries(ns::ComputeIndex c) const { return deliveries_.at(c); }
+  // What input i reported to on_undeliverable.
+  std::set<ns::TimesliceIndex> undeliverable(ns::InputIndex i) const { return undeliverable_.at(i).copy(); }
   const Deliveries& incomplete(ns::ComputeIndex c) const { return incomplete_.at(c); }
   const Proposals& proposals(std::size_t replica) const { return proposals_.at(replica); }
   Context& sender_context(ns::InputIndex i) { return *sender_contexts_.at(i); }
@@ -237,6 +260,7 @@ class System {
   std::vector<std::unique_ptr<Context>> receiver_contexts_;
   std::vector<std::unique_ptr<Context>> sender_contexts_;
   std::vector<Deliveries> deliveries_;
+  mutable std::vector<Undeliverable> undeliverable_;  // filled by the senders (sender_options() is const)
   std::vector<Deliveries> incomplete_;
   std::vector<Proposals> proposals_;  // per standalone DDE replica
   std::vector<std::unique_ptr<sp::TimesliceReceiver>> receivers_;

@@ -31,6 +31,7 @@ scheduler::SchedulerConfig BenchConfig::scheduler_config() const {
   config.duration_rule = duration_rule;
   config.clock_rule = clock_rule;
   config.fallback = fallback;
+  config.assignment = assignment;
   return config;
 }
 

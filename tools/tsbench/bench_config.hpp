@@ -46,6 +46,7 @@ struct BenchConfig {
   double speed_up_percent = 5.0;                                              // ssu_pct
   scheduler::DurationRule duration_rule = scheduler::DurationRule::tracking;  // paper: the paper's Proposer
   scheduler::ClockRule clock_rule = scheduler::ClockRule::filtered;           // paper: the paper's Eq. 2
+  scheduler::Assignment assignment = scheduler::Assignment::fixed;            // load: by the compute nodes' room
   bool fallback = true;                 // the DDE's safety net (SchedulerConfig::fallback); false: the paper's DDE
   std::uint32_t warmup_intervals = 12;  // left out of the statistics (DFS needs hist_cnt + 2)
   std::chrono::nanoseconds duration = std::chrono::seconds(12);

@@ -64,7 +64,8 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
     co.bench = bench;
     co.compute = c;
     co.local = local_endpoint(bench.transport);
-    co.run_dde = mode == scheduler::Mode::dfs && c == 0;
+    // DFS's pacing or assignment by load: the DDE (coordinator) on compute node 0.
+    co.run_dde = (mode == scheduler::Mode::dfs || bench.assignment == scheduler::Assignment::load) && c == 0;
     co.origin = origin;
     computes.push_back(std::make_unique<ComputeRole>(*compute_contexts[c], co));
     compute_endpoints.push_back(computes.back()->endpoint());

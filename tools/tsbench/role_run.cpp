@@ -56,9 +56,11 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
     throw Error(Errc::invalid_option,
                 fmt::format("rank {} out of range: the configuration lists {} nodes", rank, cluster.nodes.size()));
   }
-  if (mode == scheduler::Mode::dfs && cluster.dde_endpoints().empty()) {
+  const bool uses_dde = mode == scheduler::Mode::dfs || bench.assignment == scheduler::Assignment::load;
+  if (uses_dde && cluster.dde_endpoints().empty()) {
     throw Error(Errc::invalid_option,
-                "DFS needs a DDE: give a compute line a second endpoint (compute ENDPOINT DDE_ENDPOINT)");
+                "DFS and --assignment load need a DDE: give a compute line a second endpoint (compute ENDPOINT "
+                "DDE_ENDPOINT)");
   }
   bench.inputs = cluster.inputs;
   bench.computes = cluster.computes;
@@ -79,7 +81,7 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
     co.bench = bench;
     co.compute = self.index;
     co.local = *self.endpoint;
-    co.run_dde = mode == scheduler::Mode::dfs && self.dde.has_value();
+    co.run_dde = uses_dde && self.dde.has_value();
     co.dde_local = self.dde;
     co.origin = origin;
     ComputeRole compute(context, co);
@@ -101,7 +103,7 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
 
   result.node = fmt::format("input {}", self.index);
   auto needed = cluster.compute_endpoints();
-  if (mode == scheduler::Mode::dfs) {
+  if (uses_dde) {
     for (const auto& dde : cluster.dde_endpoints()) needed.push_back(dde);
   }
   if (auto error = wait_reachable(context, needed, connect_timeout, deadline); !error.empty()) {
@@ -113,7 +115,7 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   io.mode = mode;
   io.input = self.index;
   io.computes = cluster.compute_endpoints();
-  io.ddes = mode == scheduler::Mode::dfs ? cluster.dde_endpoints() : std::vector<Endpoint>{};
+  io.ddes = uses_dde ? cluster.dde_endpoints() : std::vector<Endpoint>{};
   io.origin = origin;
   InputRole input(context, io);
   input.set_limit(total);

@@ -7,9 +7,12 @@
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "netio/scheduler/assigner.hpp"
+#include "netio/scheduler/assignment_messages.hpp"
 #include "netio/scheduler/control_messages.hpp"
 #include "netio/scheduler/deterministic_engine.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -22,12 +25,18 @@ namespace ns = netio::scheduler;
 
 struct DdeService::State {
   State(const ns::SchedulerConfig& config, ProposalObserver observer)
-      : engine(config), input_count(config.input_count), on_proposal(std::move(observer)) {}
+      : engine(config), input_count(config.input_count), on_proposal(std::move(observer)) {
+    if (config.assignment == ns::Assignment::load) assigner.emplace(config);
+  }
 
   void on_message(std::span<const std::byte> bytes, const Peer& peer) {
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
     std::vector<ns::AddressedProposal> proposals;
     try {
+      if (ns::control_message_type(bytes) == ns::load_report_type) {
+        on_load_report(ns::decode_load_report(bytes), peer);
+        return;
+      }
       switch (ns::message_type(bytes)) {
         case ns::MessageType::metadata_report: {
           const auto report = ns::decode_metadata_report(bytes);
@@ -78,6 +87,30 @@ struct DdeService::State {
     stats.best_effort_intervals = fallback.best_effort_intervals;
   }
 
+  // Assignment by load: the coordinator's part. The report's connection is where the input's
+  // assignments go (as its proposals); every decision goes to every input.
+  void on_load_report(const ns::LoadReport& report, const Peer& peer) {
+    if (!assigner) throw Error(Errc::protocol_error, "a load report, but this DDE's assignment is fixed");
+    check_input(report.input);
+    peers[report.input] = peer;
+    count(&DdeServiceStats::load_reports);
+    for (const auto& assignment : assigner->on_report(report)) {
+      const auto bytes = ns::encode(assignment);
+      for (auto it = peers.begin(); it != peers.end();) {
+        bool sent = false;
+        try {
+          sent = it->second.try_reply(bytes);
+        } catch (const Error&) {
+          it = peers.erase(it);  // that input's connection is gone; its next message brings the new one
+          count(&DdeServiceStats::assignments_dropped);
+          continue;
+        }
+        count(sent ? &DdeServiceStats::assignments_sent : &DdeServiceStats::assignments_dropped);
+        ++it;
+      }
+    }
+  }
+
   void check_input(ns::InputIndex i) const {
     if (i >= input_count) {
       throw Error(Errc::invalid_option,
@@ -111,6 +144,7 @@ struct DdeService::State {
   }
 
   ns::DeterministicEngine engine;
+  std::optional<ns::Assigner> assigner;  // assignment by load
   std::uint32_t input_count;
   ProposalObserver on_proposal;
   Endpoint endpoint;
@@ -126,7 +160,8 @@ DdeService::DdeService(Context& context, const Endpoint& local, const ns::Schedu
                        ProposalObserver on_proposal, AdmissionOptions admission)
     : state_(std::make_shared<State>(config, std::move(on_proposal))) {
   LowLatencyReceiveOptions options;
-  options.max_message_size = 256;  // the largest control message is 48 bytes
+  // The largest DFS control message is 48 bytes; a load report names every compute node.
+  options.max_message_size = std::max<std::size_t>(256, ns::encoded_size_of_load_report(config.compute_count));
   options.admission = std::move(admission);
   State* state = state_.get();  // the socket, owned by the state, dies before it
   state_->socket = std::make_unique<LowLatencyReceiveSocket>(

@@ -10,9 +10,12 @@
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "netio/scheduled_push/wire.hpp"
+#include "netio/scheduler/assignment_messages.hpp"
 #include "netio/scheduler/control_messages.hpp"
 
+#include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -44,6 +47,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     std::unique_ptr<LowLatencySendSocket> socket;
     bool connected_once = false;
     bool lost = false;
+    // Assignment by load: the load reports not handed to this DDE yet, oldest first. Unlike
+    // DFS's reports, none may be missed: the coordinator decides once every input reported.
+    std::deque<std::vector<std::byte>> load_reports;
   };
 
   State(Context& ctx, TimesliceSenderOptions opts)
@@ -53,6 +59,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
                          options.config.compute_count));
     }
     if (options.mode == ns::Mode::dfs && options.dde_endpoints.empty()) reject("DFS mode without a DDE endpoint");
+    if (options.config.assignment == ns::Assignment::load && options.dde_endpoints.empty()) {
+      reject("assignment by load without a DDE endpoint (the DDE assigns the time-slices)");
+    }
     if (options.max_contribution_bytes == 0) reject("max_contribution_bytes is 0");
     if (options.queue_capacity == 0)
       options.queue_capacity = 2 * static_cast<std::size_t>(options.config.compute_count);
@@ -93,12 +102,13 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         lose(c, e.what());
       }
     }
-    if (options.mode == ns::Mode::dfs) {
+    if (options.mode == ns::Mode::dfs || options.config.assignment == ns::Assignment::load) {
       ddes.resize(options.dde_endpoints.size());
       for (std::size_t d = 0; d < ddes.size(); ++d) {
         LowLatencySendOptions socket_options;
         socket_options.buffer_count = 16;
-        socket_options.buffer_size = 256;
+        socket_options.buffer_size =
+            std::max<std::size_t>(256, ns::encoded_size_of_load_report(options.config.compute_count));
         socket_options.identity.name = name;
         socket_options.connect_timeout = connect_once;
         socket_options.replies.credits = 64;
@@ -148,6 +158,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         case WireType::credit: {
           const auto credit = decode_credit(reply);
           node.on_credit(c);
+          release(credit.timeslice, c);
           std::lock_guard lock(stats_mutex);
           ++stats.credits_returned;
           if (!credit.complete) ++stats.incomplete_credits;
@@ -191,6 +202,11 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   void on_proposal(std::size_t d, std::span<const std::byte> reply) {
     if (stopped || ddes[d].lost) return;
     try {
+      if (ns::control_message_type(reply) == ns::assignment_type) {
+        (void)node.on_assignment(ns::decode_assignment(reply));
+        drive();
+        return;
+      }
       if (ns::message_type(reply) == ns::MessageType::clock_echo) {
         const auto echo = ns::decode_clock_echo(reply);
         if (echo.sequence == 0) send_clock_probe(d, 1, now() - echo.probe_sent_at);
@@ -205,6 +221,68 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       return;
     }
     drive();
+  }
+
+  // Retention: a contribution sent is kept until its compute node returns the credit.
+  void retain(ns::TimesliceIndex t, ns::ComputeIndex c, std::vector<std::byte> message) {
+    retained.emplace(t, Retained{c, std::move(message)});
+    std::lock_guard lock(stats_mutex);
+    stats.retained = retained.size();
+    stats.peak_retained = std::max(stats.peak_retained, stats.retained);
+  }
+
+  void release(ns::TimesliceIndex t, ns::ComputeIndex c) {
+    const auto it = retained.find(t);
+    if (it == retained.end() || it->second.compute != c) {
+      throw Error(Errc::protocol_error, fmt::format("a credit for time-slice {}, not outstanding there", t));
+    }
+    retained.erase(it);
+    std::lock_guard lock(stats_mutex);
+    stats.retained = retained.size();
+  }
+
+  // Compute node c is lost: what it never built is reported, not dropped silently.
+  void report_unbuilt(ns::ComputeIndex c) {
+    std::vector<ns::TimesliceIndex> unbuilt;
+    for (auto it = retained.begin(); it != retained.end();) {
+      if (it->second.compute != c) {
+        ++it;
+        continue;
+      }
+      unbuilt.push_back(it->first);
+      it = retained.erase(it);
+    }
+    {
+      std::lock_guard lock(stats_mutex);
+      stats.unbuilt += unbuilt.size();
+      stats.retained = retained.size();
+    }
+    if (options.on_undeliverable) {
+      for (const auto t : unbuilt) options.on_undeliverable(t, c);
+    }
+  }
+
+  // Assignment by load: the report of an interval just sent, queued for every DDE; and the
+  // queued ones handed over as far as the connections take them now.
+  void send_load_report() {
+    const auto report = node.take_load_report();
+    if (report) {
+      const auto bytes = ns::encode(*report);
+      for (auto& dde : ddes) {
+        if (!dde.lost) dde.load_reports.push_back(bytes);
+      }
+    }
+    for (std::size_t d = 0; d < ddes.size(); ++d) {
+      auto& dde = ddes[d];
+      try {
+        while (!dde.lost && !dde.load_reports.empty() && dde.socket->connected() &&
+               dde.socket->try_send(dde.load_reports.front())) {
+          dde.load_reports.pop_front();
+        }
+      } catch (const Error& e) {
+        lose_dde(d, e.what());
+      }
+    }
   }
 
   // DFS, with on_interval: the plan an interval is paced by is fixed at its first send.
@@ -253,6 +331,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     log(LogLevel::warn, "scheduled push: input {} lost compute node {} ({}): {}; its time-slices are skipped",
         options.input, c, options.compute_endpoints[c].to_string(), why);
     for (const auto& done : node.on_compute_lost(c, now())) report(done);
+    report_unbuilt(c);
     if (computes[c].socket) computes[c].socket->close();
     {
       std::lock_guard lock(stats_mutex);
@@ -293,6 +372,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         lose_dde(d, "the connection failed");
       }
     }
+    send_load_report();  // what a DDE not connected yet could not take
     drive();
   }
 
@@ -333,6 +413,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
             break;
           }
         }
+        if (sent) retain(next.timeslice, next.compute, std::move(it->second));
         if (sent || next.what == What::skip) queue.erase(it);
       }
       changed.notify_all();
@@ -343,6 +424,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       if (sent) {
         node.on_sent(next.timeslice, t_now);
         send_clock_sample();
+        send_load_report();
         note_plan(next.timeslice);
         std::lock_guard lock(stats_mutex);
         ++stats.sent;
@@ -350,6 +432,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       }
       if (auto done = node.on_skipped(next.timeslice, t_now)) report(*done);
       send_clock_sample();
+      send_load_report();
       if (options.on_undeliverable) options.on_undeliverable(next.timeslice, next.compute);
       std::lock_guard lock(stats_mutex);
       ++stats.undeliverable;
@@ -433,6 +516,12 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   std::mutex queue_mutex;  // guards what user threads share with the loop thread:
   std::condition_variable changed;
   std::map<ns::TimesliceIndex, std::vector<std::byte>> queue;  // encoded contributions, not yet sent
+  // Sent and not yet credited back (built), by time-slice; loop thread only.
+  struct Retained {
+    ns::ComputeIndex compute = 0;
+    std::vector<std::byte> message;
+  };
+  std::map<ns::TimesliceIndex, Retained> retained;
   ns::TimesliceIndex next_push = 0;
   bool finished = false;
   bool closed = false;

@@ -32,6 +32,19 @@ void RunRecorder::proposed(InputIndex input, IntervalIndex interval, Time start)
   proposed_starts_.erase(it);
 }
 
+void RunRecorder::compare(const IntervalAssignment& assignment, int by) {
+  if (by == 0) records_.assignments.push_back(assignment);
+  const auto it = first_assigned_.find(assignment.interval);
+  if (it == first_assigned_.end()) {
+    first_assigned_.emplace(assignment.interval, std::pair{by, assignment});
+    return;
+  }
+  if (it->second.first == by) return;  // one replica decides an interval once
+  ++assignments_compared_;
+  if (!(it->second.second == assignment)) ++assignment_mismatches_;
+  first_assigned_.erase(it);
+}
+
 void RunRecorder::finish(SimulationResult& result, std::optional<FallbackStats> fallback) {
   std::sort(records_.timeslices.begin(), records_.timeslices.end(),
             [](const auto& a, const auto& b) { return a.timeslice < b.timeslice; });
@@ -41,6 +54,8 @@ void RunRecorder::finish(SimulationResult& result, std::optional<FallbackStats> 
   if (fallback) records_.fallback = fallback;
   result.records = std::move(records_);
   result.replica_gaps = std::move(replica_gaps_);
+  result.assignments_compared = assignments_compared_;
+  result.assignment_mismatches = assignment_mismatches_;
 }
 
 }  // namespace netio::scheduler::simulation

@@ -48,6 +48,10 @@ SimulatedNodes::SimulatedNodes(const SimulatedSystem& system, ns::Mode mode, con
   }
   if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
   if (mode_ == ns::Mode::dfs && system_.computes() >= 2) replica_.emplace(config_);
+  if (config_.assignment == ns::Assignment::load) {
+    assigner_.emplace(config_);
+    if (system_.computes() >= 2) assigner_replica_.emplace(config_);
+  }
 }
 
 std::uint64_t SimulatedNodes::handed_over() const {
@@ -99,10 +103,11 @@ void SimulatedNodes::drive(ns::InputIndex i) {
       break;
     }
     if (next.what == What::skip) reject("simulation: a compute node was lost, which the model never does");
-    if (next.what != What::send) break;   // a credit or an acknowledgement calls again
+    if (next.what != What::send) break;   // a credit, an acknowledgement or an assignment calls again
     if (next.timeslice >= limit_) break;  // not pushed: the run ends below it
     in.node.on_sent(next.timeslice, local);
     if (const auto sample = in.node.take_clock_sample()) send_clock_sample(i, *sample);
+    if (const auto load = in.node.take_load_report()) send_load_report(i, *load);
     note_plan(in, next.timeslice);
     if (options_.network == NetworkModel::lossless) {
       network_.post(i, next.compute, system_.contribution_bytes, next.timeslice);
@@ -209,7 +214,8 @@ void SimulatedNodes::on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::T
   if (arrival != ns::ComputeNode::Arrival::accepted && arrival != ns::ComputeNode::Arrival::completes) {
     reject(fmt::format("simulation: compute node {} refused input {}'s contribution to time-slice {}", c, i, t));
   }
-  const std::uint64_t k = t / config_.compute_count - compute.held_base;
+  if (compute.held.empty()) compute.held_base = t;
+  const std::uint64_t k = t - compute.held_base;
   if (k >= compute.held.size()) compute.held.resize(k + 1);
   auto& held = compute.held[k];
   held.present = true;
@@ -231,7 +237,7 @@ void SimulatedNodes::deliver(ns::ComputeIndex c) {
   auto& compute = computes_[c];
   while (const auto ready = compute.node.next_ready(compute.clock.local(network_.now()), Duration{0})) {
     const auto t = ready->timeslice;
-    Held& held = compute.held[t / config_.compute_count - compute.held_base];  // complete: present
+    Held& held = compute.held[t - compute.held_base];  // complete: present
     TimesliceRecord r;
     r.timeslice = t;
     r.compute = c;
@@ -282,6 +288,37 @@ void SimulatedNodes::send_proposals(const std::vector<ns::AddressedProposal>& pr
   }
 }
 
+void SimulatedNodes::send_load_report(ns::InputIndex i, const ns::LoadReport& report) {
+  // On the control connections, as the reports to the DDE.
+  const std::uint64_t bytes = kReportBytes + 2 * std::uint64_t{system_.computes()};
+  network_.transmit(network_.control(i), i, system_.inputs(), bytes, true,
+                    [this, report] { send_assignments(assigner_->on_report(report)); });
+  if (assigner_replica_) {
+    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, bytes, true,
+                      [this, report] { compare_assignments(assigner_replica_->on_report(report)); });
+  }
+}
+
+void SimulatedNodes::send_assignments(const std::vector<ns::IntervalAssignment>& assignments) {
+  const std::uint64_t bytes = kProbeBytes + 4 * std::uint64_t{system_.computes()};
+  for (const auto& assignment : assignments) {
+    recorder_.assigned(assignment);
+    for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
+      network_.transmit(network_.control_reply(i), system_.inputs(), i, bytes, false, [this, i, assignment] {
+        if (inputs_[i].node.on_assignment(assignment)) drive(i);
+      });
+    }
+  }
+}
+
+void SimulatedNodes::compare_assignments(const std::vector<ns::IntervalAssignment>& assignments) {
+  for (const auto& assignment : assignments) {
+    // The replica decides from the same reports, so the same; it may decide first, then the
+    // first one's is still to come and is compared when it is made (recorder_.assigned).
+    recorder_.replica_assigned(assignment);
+  }
+}
+
 void SimulatedNodes::sample_fill() {
   if (done_) return;
   for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) recorder_.fill(network_.now(), c, computes_[c].held_bytes);
@@ -302,9 +339,7 @@ void SimulatedNodes::check_done() {
   // As the socket run ends: every time-slice handed over, and every input holds all its
   // credits again (so it has every acknowledgement, and reported its last interval).
   if (!limit_set_ || done_) return;
-  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
-    if (computes_[c].handed_over < share_of(c, limit_)) return;
-  }
+  if (handed_over() < limit_) return;
   for (const auto& in : inputs_) {
     for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
       if (in.node.available(c) != in.node.granted(c)) return;

@@ -9,6 +9,7 @@
 #include "run_recorder.hpp"
 #include "simulated_network.hpp"
 
+#include "netio/scheduler/assigner.hpp"
 #include "netio/scheduler/compute_node.hpp"
 #include "netio/scheduler/control_messages.hpp"
 #include "netio/scheduler/deterministic_engine.hpp"
@@ -77,8 +78,8 @@ class SimulatedNodes final : public NetworkReceiver {
     Compute(const ns::SchedulerConfig& config, ns::ComputeIndex c, std::uint32_t credits) : node(config, c, credits) {}
     ns::ComputeNode node;
     NodeClock clock;
-    // What it holds, by time-slice: its k-th (c + k M) at held[k - held_base]. Handed over
-    // in order, so the front goes first: no search, no tree.
+    // What it holds, by time-slice: t at held[t - held_base] (only its own are present).
+    // Handed over in order, so the front goes first: no search, no tree.
     std::deque<Held> held;
     std::uint64_t held_base = 0;
     std::uint64_t held_bytes = 0;
@@ -100,13 +101,14 @@ class SimulatedNodes final : public NetworkReceiver {
   void on_replica_report(const ns::IntervalCompletion& done);
   void send_clock_sample(ns::InputIndex i, const ns::ClockProbe& sample);
   void compare_with_other_replica(ns::InputIndex input, const ns::Proposal& proposal);
+  // Assignment by load: the inputs' reports to the assigner on compute node 0 (and the
+  // replica on compute node 1), its decisions to every input.
+  void send_load_report(ns::InputIndex i, const ns::LoadReport& report);
+  void send_assignments(const std::vector<ns::IntervalAssignment>& assignments);
+  void compare_assignments(const std::vector<ns::IntervalAssignment>& assignments);
   void sample_fill();
   void end_of_duration();
   void check_done();
-  std::uint64_t share_of(ns::ComputeIndex c, std::uint64_t count) const {
-    const auto m = config_.compute_count;
-    return count / m + (count % m > c ? 1 : 0);
-  }
 
   const SimulatedSystem& system_;
   ns::Mode mode_;
@@ -122,6 +124,10 @@ class SimulatedNodes final : public NetworkReceiver {
   // connections, so they reach it at other times; what it would propose is compared with
   // what the first one proposed, not sent.
   std::optional<ns::DeterministicEngine> replica_;
+  // Assignment by load: the coordinator on compute node 0, and a replica on compute node 1
+  // fed the same reports over its own connections, whose decisions are compared, not sent.
+  std::optional<ns::Assigner> assigner_;
+  std::optional<ns::Assigner> assigner_replica_;
   std::uint64_t limit_ = UINT64_MAX;  // inputs send the time-slices below it
   bool limit_set_ = false;
   bool done_ = false;

@@ -15,6 +15,11 @@
 /// Each input holds at most credits_per_input contributions here at once: one beyond that is
 /// refused (the input broke the credit protocol).
 ///
+/// With SchedulerConfig::assignment = load, this node's time-slices are those the coordinator
+/// assigned it (assigner.hpp), not self + kM: it takes a contribution to any time-slice (the
+/// inputs send by the assignment they all received) and hands them over in index order as
+/// well, since every input sends in index order on a connection that keeps it.
+///
 /// No clock, sockets or threads; not thread-safe (one driver thread).
 #pragma once
 
@@ -36,7 +41,7 @@ class ComputeNode {
     accepted,     ///< held until its time-slice is released
     completes,    ///< accepted, and its time-slice is complete now
     late,         ///< its time-slice was released already (given up): return the credit at once
-    not_mine,     ///< t mod M is another compute node: the input is faulty
+    not_mine,     ///< fixed assignment: t mod M is another compute node: the input is faulty
     duplicate,    ///< this input contributed to t already: faulty
     over_credit,  ///< the input holds all its credits here already: faulty
   };
@@ -80,6 +85,7 @@ class ComputeNode {
   std::uint32_t compute_count_;
   ComputeIndex self_;
   std::uint32_t credits_;
+  bool by_load_;
   TimesliceIndex next_expected_;
   std::map<TimesliceIndex, Open> open_;
   std::map<TimesliceIndex, std::vector<bool>> handed_over_;  ///< contributed, per input

@@ -42,6 +42,18 @@ enum class ClockRule {
 
 std::string_view to_string(ClockRule rule) noexcept;
 
+/// Which compute node builds a time-slice (assigner.hpp).
+enum class Assignment {
+  /// Time-slice t on compute node t mod M, whatever the nodes' load (FLESnet, the DFS paper).
+  fixed,
+  /// A coordinator (the DDE) gives each interval's time-slices to the compute nodes by the
+  /// room the inputs found in their buffers (Assigner): a full or slow node gets fewer, a
+  /// lost one none. The inputs wait for an interval's assignment before sending into it.
+  load,
+};
+
+std::string_view to_string(Assignment assignment) noexcept;
+
 struct SchedulerConfig {
   std::uint32_t input_count = 0;    ///< N input nodes (IEs); required, ≥ 1
   std::uint32_t compute_count = 0;  ///< M compute nodes; required, ≥ 1
@@ -118,6 +130,9 @@ struct SchedulerConfig {
   /// InputEngine::take_clock_sample): the DDE's filter then holds samples taken where the
   /// queues are short, not only at the intervals' ends where they are long (FIFO ports).
   bool clock_start_samples = true;
+
+  /// Which compute node builds a time-slice (see Assignment); equal on every node.
+  Assignment assignment = Assignment::fixed;
 
   /// The consecutive complete intervals a proposal is computed from: history_length under the
   /// paper's rule (Eq. 1 takes the variance over them), min(recent_length, history_length)

@@ -13,16 +13,25 @@
 /// in DFS mode, its outstanding acknowledgements count as arrived so that the IE's
 /// intervals still end and the IE never blocks on a dead node.
 ///
+/// With SchedulerConfig::assignment = load, which compute node a time-slice goes to is the
+/// coordinator's (assigner.hpp): the input waits for interval j's assignment
+/// (on_assignment()) before it sends into j (wait_for_assignment), and once it has sent j it
+/// hands the coordinator its LoadReport (take_load_report()). DFS's pacing and the compute
+/// node visited at each moment do not change; within a round, a node with several places
+/// takes them in index order (in_node_order()).
+///
 /// No clock, sockets or threads: the driver passes the time and carries out the decisions.
 /// Not thread-safe: one driver thread (the pattern's event-loop thread).
 #pragma once
 
+#include "netio/scheduler/assigner.hpp"
 #include "netio/scheduler/config.hpp"
 #include "netio/scheduler/input_engine.hpp"
 #include "netio/scheduler/time.hpp"
 #include "netio/scheduler/timeslice_layout.hpp"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -44,6 +53,7 @@ class InputNode {
       wait_until,                 ///< DFS: `timeslice` is due at `due`
       wait_for_credit,            ///< `compute` has no credit left (or granted none yet)
       wait_for_acknowledgements,  ///< DFS: θ of the current interval's acknowledgements are missing
+      wait_for_assignment,        ///< load: the coordinator has not assigned `timeslice`'s interval yet
     };
     What what = What::send;
     TimesliceIndex timeslice = 0;
@@ -62,6 +72,17 @@ class InputNode {
   std::optional<IntervalCompletion> on_skipped(TimesliceIndex timeslice, Time now);
   /// DFS: InputEngine::take_clock_sample(); none in best-effort mode.
   std::optional<ClockProbe> take_clock_sample();
+  /// load: the report of the interval whose last contribution on_sent() or on_skipped() just
+  /// took (for every coordinator), once; nothing otherwise.
+  std::optional<LoadReport> take_load_report();
+  /// load: the coordinator's assignment of an interval. True when it is new and used; an
+  /// interval assigned already keeps its first assignment (replicas decide the same), and one
+  /// this input has gone past is ignored. Throws netio::Error (Errc::protocol_error) for shares
+  /// that do not fit the configuration (check_assignment()).
+  bool on_assignment(const IntervalAssignment& assignment);
+  /// Which compute node builds t: t mod M (fixed), the coordinator's (load), or nothing while
+  /// its interval is not assigned yet.
+  std::optional<ComputeIndex> compute_of(TimesliceIndex t) const;
 
   /// The credits compute node c grants this input (its welcome). Throws netio::Error
   /// (Errc::invalid_option) for c out of range, 0 credits, or a second grant.
@@ -86,7 +107,9 @@ class InputNode {
   std::uint32_t granted(ComputeIndex c) const { return granted_.at(c); }
   std::uint64_t sent_count() const noexcept { return sent_; }  // sent and skipped
   /// The next time-slice in this input's order (what next() names once paced and credited).
-  TimesliceIndex next_timeslice() const noexcept { return layout_.timeslice_at(self_, sent_); }
+  /// load: within a round, a compute node that builds several of its time-slices gets them in
+  /// index order (see in_node_order()); until the round's interval is assigned, the fixed order.
+  TimesliceIndex next_timeslice() const noexcept;
   const TimesliceLayout& layout() const noexcept { return layout_; }
   const InputEngine* engine() const noexcept { return engine_ ? &*engine_ : nullptr; }
 
@@ -96,8 +119,22 @@ class InputNode {
   void push_unacknowledged(ComputeIndex c, TimesliceIndex t);
   bool pop_unacknowledged(ComputeIndex c, TimesliceIndex t);  // false: not outstanding
   void grow_rings(std::uint32_t at_least);
+  // load: samples the credits out at a round's start; closes the interval's report at its end.
+  void note_load();
+  void count_sent();
+  ComputeIndex assigned(TimesliceIndex t) const;  // compute_of(), which must be known
+  // load: the engines' offset round-robin order (TimesliceLayout::timeslice_at) and the order
+  // sent. The same places of a round are visited at the same moments; where a compute node
+  // has several places in a round, this input's visits to it take them in index order, so
+  // that every compute node receives its time-slices in index order from every input (its
+  // hand-over in order relies on that, as under the fixed assignment). The identity while
+  // the interval is unassigned and under the fixed assignment.
+  TimesliceIndex in_node_order(TimesliceIndex engine_timeslice) const noexcept;
+  TimesliceIndex in_engine_order(TimesliceIndex timeslice) const noexcept;
+  void forget_assignments();
 
   TimesliceLayout layout_;
+  Assignment assignment_;
   InputIndex self_;
   Mode mode_;
   std::optional<InputEngine> engine_;  ///< DFS only
@@ -119,6 +156,13 @@ class InputNode {
   std::vector<TimesliceIndex> unacknowledged_;
   std::vector<Ring> rings_;      // by compute node
   std::uint32_t ring_size_ = 0;  // a power of 2 (or 0 before the first grant)
+  // load: the assigned intervals' tables (assignment_table()), from the oldest one with a
+  // time-slice outstanding on; the current interval's sums of credits out (thousandths, per
+  // compute node) and how many rounds they sum; the report of an interval just sent.
+  std::map<IntervalIndex, std::vector<ComputeIndex>> tables_;
+  std::vector<std::uint64_t> use_sums_;
+  std::uint64_t use_samples_ = 0;
+  std::optional<LoadReport> load_report_;
 };
 
 }  // namespace netio::scheduler

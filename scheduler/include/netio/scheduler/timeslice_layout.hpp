@@ -3,7 +3,8 @@
 /// Which compute node builds a time-slice, which interval and round it belongs to, and the
 /// offset-based round-robin order in which an input sends its contributions.
 ///
-/// Time-slice t belongs to compute node t mod M. Round r holds time-slices [r*M, (r+1)*M),
+/// Time-slice t belongs to compute node t mod M (the fixed assignment; by load, assigner.hpp
+/// says which node, InputNode::compute_of()). Round r holds time-slices [r*M, (r+1)*M),
 /// one per compute node; interval j holds rounds [j*R, (j+1)*R) with R =
 /// rounds_per_interval(), i.e. time-slices [j*n, (j+1)*n) with n = R*M. Within every round,
 /// input i sends first to compute node (i + round_offset) mod M, then to the next ones in

@@ -8,6 +8,10 @@
 /// clock handshake (two probes, each answered with an echo on the same connection), which
 /// gives the DDE that input's clock offset before its first report.
 ///
+/// With SchedulerConfig::assignment = load it is also the coordinator (scheduler::Assigner):
+/// inputs send their load reports here, and every interval's assignment goes to every input
+/// as a reply on the connection its latest report came on.
+///
 /// Proposals for input i go to the connection i's latest request came on. A message that
 /// does not decode, or names an input out of range, is dropped and logged once per
 /// connection; the others are served on.
@@ -42,6 +46,11 @@ struct DdeServiceStats {
   /// and this DDE switched to best-effort, and how many intervals it proposed best-effort.
   std::uint64_t fallbacks = 0;
   std::uint64_t best_effort_intervals = 0;
+  /// Assignment by load (SchedulerConfig::assignment): the inputs' load reports taken, and
+  /// the interval assignments sent to inputs or dropped (reply window full, input gone).
+  std::uint64_t load_reports = 0;
+  std::uint64_t assignments_sent = 0;
+  std::uint64_t assignments_dropped = 0;
 };
 
 class DdeService {

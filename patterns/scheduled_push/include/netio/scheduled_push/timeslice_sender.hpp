@@ -15,9 +15,21 @@
 /// back as replies (the first of an interval wins; it never waits for a DDE; a DDE that goes
 /// away is dropped and logged once).
 ///
+/// With config.assignment = load (scheduler/assigner.hpp) the DDEs also decide which compute
+/// node builds which time-slice: the sender connects to them in either mode, hands each one
+/// its load report of every interval it has sent (queued until that DDE's connection takes
+/// it), and sends into an interval only once it holds that interval's assignment, the first
+/// a DDE sent (replicas send the same). The first two intervals are t mod M.
+///
 /// Faults: a compute node whose connection fails, that refuses this input, or that does not
 /// welcome it within `welcome_timeout`, is lost: its contributions are skipped and reported
 /// to on_undeliverable (loop thread), and the rest goes on.
+///
+/// Retention: a contribution sent stays with the sender until its compute node returns the
+/// credit, i.e. built the time-slice and freed it (bounded by the credits: at most credits ×
+/// compute_count contributions). When that node is lost, the ones it never built are
+/// reported to on_undeliverable as well (stats().unbuilt): nothing sent is lost silently.
+/// (Sending them to another node instead is issue 51's item 2, not done yet.)
 ///
 /// Threading: push()/try_push()/finish()/wait_finished()/stats() from any thread, except that
 /// push() and wait_finished() must not be called on the event-loop thread (use try_push()
@@ -55,12 +67,14 @@ struct TimesliceSenderOptions {
   scheduler::Mode mode = scheduler::Mode::best_effort;
   scheduler::InputIndex input = 0;
   std::vector<Endpoint> compute_endpoints;           ///< [compute index]: the TimesliceReceivers
-  std::vector<Endpoint> dde_endpoints;               ///< DFS: every DDE replica
+  std::vector<Endpoint> dde_endpoints;               ///< DFS or assignment by load: every DDE replica
   std::uint64_t max_contribution_bytes = 64 * 1024;  ///< larger pushes throw; must not exceed the receivers'
   std::size_t queue_capacity = 0;                    ///< contributions queued at most; 0: 2 × compute_count
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds push_timeout = std::chrono::seconds(10);  ///< push() waits at most this long
-  std::function<void(scheduler::TimesliceIndex, scheduler::ComputeIndex)> on_undeliverable;  ///< optional, loop thread
+  /// Optional, loop thread: a contribution skipped because its compute node was lost, or sent
+  /// there and never built (see Retention above).
+  std::function<void(scheduler::TimesliceIndex, scheduler::ComputeIndex)> on_undeliverable;
   std::function<void(const IntervalOutcome&)> on_interval;  ///< optional, DFS, loop thread: every finished interval
 };
 
@@ -68,6 +82,11 @@ struct TimesliceSenderStats {
   std::uint64_t pushed = 0;
   std::uint64_t sent = 0;
   std::uint64_t undeliverable = 0;  ///< skipped: their compute node was lost
+  /// Sent, but their compute node was lost before it returned the credit (built them): also
+  /// reported to on_undeliverable.
+  std::uint64_t unbuilt = 0;
+  std::uint64_t retained = 0;       ///< contributions sent and kept until their credit comes back, now
+  std::uint64_t peak_retained = 0;  ///< the most at once
   std::uint64_t credits_returned = 0;
   std::uint64_t incomplete_credits = 0;  ///< credits of time-slices a compute node gave up on
   std::uint64_t reports_sent = 0;        ///< DFS: interval reports handed to DDE connections

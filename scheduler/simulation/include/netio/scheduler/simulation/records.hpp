@@ -8,6 +8,7 @@
 // true time; in a socket run the recording node's steady clock.
 #pragma once
 
+#include "netio/scheduler/assigner.hpp"
 #include "netio/scheduler/fallback_guard.hpp"
 #include "netio/scheduler/time.hpp"
 
@@ -58,6 +59,8 @@ struct RunRecords {
   std::uint32_t warmup_intervals = 0;  // left out of the statistics
   // DFS: the DDE's safety net (its replica on compute node 0), when known.
   std::optional<ns::FallbackStats> fallback;
+  // Assignment by load: every interval's assignment the coordinator decided, in order.
+  std::vector<ns::IntervalAssignment> assignments;
 };
 
 }  // namespace netio::scheduler::simulation

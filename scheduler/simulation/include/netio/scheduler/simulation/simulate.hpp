@@ -14,7 +14,9 @@
 // The model (docs/design/scheduled-push.md, "The simulator"):
 //   - N input nodes, M compute nodes (ranks 0..N-1 and N..N+M-1, as in the socket run); a
 //     DDE replica on compute node 0 (DFS), and a second on compute node 1 whose proposals
-//     are compared with the first's (SimulationResult::replica_gaps), not sent;
+//     are compared with the first's (SimulationResult::replica_gaps), not sent; with
+//     assignment by load (SchedulerConfig::assignment), the Assigner on compute node 0 (in
+//     either mode) and a replica on compute node 1 compared likewise;
 //   - the network: NetworkModel below (ports, as the emulated back-end shapes it, or the
 //     lossless fluid model), capacities from the --emulate spec;
 //   - latency: every message a draw of the spec's delay= on its connection (one stream per
@@ -116,6 +118,11 @@ struct SimulationResult {
   // receiving the reports over its own connections), how far apart the starts they proposed
   // are, in true time.
   std::vector<ns::Duration> replica_gaps;
+  // Assignment by load with M ≥ 2: how many interval assignments both coordinators (compute
+  // nodes 0 and 1, each receiving the inputs' reports over its own connections) decided, and
+  // in how many they differed (0: replicas agree).
+  std::uint64_t assignments_compared = 0;
+  std::uint64_t assignment_mismatches = 0;
 };
 
 // Runs one scheduler for system.duration of model time (or system.timeslices), then lets every

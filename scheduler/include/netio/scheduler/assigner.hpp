@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+/// @file
+/// Assignment of time-slices to compute nodes by load (SchedulerConfig::assignment = load), as
+/// pure logic: the coordinator's engine (Assigner, run by every DDE replica), the inputs'
+/// reports it decides from (LoadReport) and the decision (IntervalAssignment), which every
+/// node turns into the same table of which compute node builds which time-slice.
+///
+/// The unit is an interval: interval k's n time-slices are shared among the compute nodes
+/// (IntervalAssignment::shares, summing to n), and assignment_table() spreads each node's
+/// share evenly over the interval, so that a round (M consecutive time-slices) still goes to
+/// M different compute nodes wherever the shares allow. The inputs keep their order (input i
+/// sends the time-slices of every round starting at place (i + round_offset) mod M) and DFS
+/// keeps its pacing (round y of interval j due at tm_j + durr_j·y): only which compute node
+/// a place's time-slice goes to changes, so that DFS's offsets still put the inputs on
+/// different compute nodes at any moment.
+///
+/// The load: every input reports, once it has sent interval j, how much of each compute
+/// node's credits (its share of that node's receive buffer) it had out while sending j: sent
+/// and not yet returned, averaged over j's rounds. Credits come back only once a time-slice
+/// is built and freed, so they count what is queued on the way to a node as well as what its
+/// buffer holds: a node whose port or whose consumer is slow keeps the inputs' credits longer.
+/// Interval k = j + assignment_distance is decided once every input (not gone) reported j:
+/// from interval k − 1's shares, a node whose median use is above the mean of the nodes'
+/// gets a smaller share and one below it a larger one (at most halved or grown by half per
+/// interval, nothing changed within dead_band); a node every input found full (full_use)
+/// while another was not gets none, and one an input lost gets none. The first
+/// assignment_distance intervals are the fixed assignment (t mod M).
+///
+/// Deterministic: a decision depends only on the reports' contents and on the decisions
+/// before it, never on when the reports arrived, so replicas fed the same reports decide the
+/// same, whatever the order. (Replicas that disagree on which inputs are gone may decide
+/// differently: on_input_gone() is the one input that is not a report.)
+///
+/// No clock, sockets or threads; not thread-safe (one driver thread).
+#pragma once
+
+#include "netio/scheduler/config.hpp"
+#include "netio/scheduler/time.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace netio::scheduler {
+
+/// Interval k's assignment is decided from the reports of interval k − assignment_distance.
+inline constexpr IntervalIndex assignment_distance = 2;
+/// LoadReport::in_use of a compute node the input lost.
+inline constexpr std::uint16_t lost_compute = 0xFFFF;
+/// LoadReport::in_use of a node whose credits were all out at every round: full.
+inline constexpr std::uint16_t full_use = 1000;
+
+/// What input `input` found of the compute nodes' buffers while it sent interval `interval`.
+struct LoadReport {
+  InputIndex input = 0;
+  IntervalIndex interval = 0;
+  /// Per compute node: the credits this input had out there (sent and not returned), averaged
+  /// over the interval's rounds, in thousandths of those it granted (0 to full_use), or
+  /// lost_compute.
+  std::vector<std::uint16_t> in_use;
+
+  friend bool operator==(const LoadReport&, const LoadReport&) = default;
+};
+
+/// Which compute node builds how many of interval `interval`'s time-slices.
+struct IntervalAssignment {
+  IntervalIndex interval = 0;
+  std::vector<std::uint32_t> shares;  ///< per compute node; they sum to timeslices_in_interval()
+
+  friend bool operator==(const IntervalAssignment&, const IntervalAssignment&) = default;
+};
+
+/// The fixed assignment as shares: every compute node rounds_per_interval() of interval j.
+IntervalAssignment fixed_assignment(const SchedulerConfig& config, IntervalIndex j);
+
+/// Interval place p (0 .. n − 1, n the shares' sum) → the compute node that builds it: smooth
+/// weighted round-robin over the shares (each step the node furthest behind its share, the
+/// lowest index on a tie), so a node's places are spread evenly. Equal shares give
+/// 0, 1, …, M − 1 in every round: the fixed assignment.
+std::vector<ComputeIndex> assignment_table(std::span<const std::uint32_t> shares);
+
+/// Throws netio::Error (Errc::protocol_error) unless `assignment` has compute_count shares
+/// summing to the interval's time-slices: what a node receives is checked before use.
+void check_assignment(std::uint32_t compute_count, std::uint64_t timeslices_in_interval,
+                      const IntervalAssignment& assignment);
+
+/// The coordinator's engine: decides each interval's assignment from the inputs' reports.
+class Assigner {
+ public:
+  explicit Assigner(const SchedulerConfig& config);  ///< validates config
+
+  /// A node's use below the mean by less than this (thousandths) changes nothing.
+  static constexpr std::uint32_t dead_band = 30;
+
+  /// Input report.input's report. Returns the assignments this decided, in interval order
+  /// (none until every input not gone reported the interval). A second report of an input for
+  /// an interval, or one of an interval decided already, is ignored. Throws netio::Error
+  /// (Errc::protocol_error) for an input out of range or the wrong number of nodes.
+  std::vector<IntervalAssignment> on_report(const LoadReport& report);
+  /// Input i is gone: its reports are no longer waited for. Returns what that decided.
+  std::vector<IntervalAssignment> on_input_gone(InputIndex i);
+
+  /// Interval j's assignment when decided (the first assignment_distance intervals always are;
+  /// the latest few decided ones are kept).
+  std::optional<IntervalAssignment> assignment(IntervalIndex j) const;
+  /// The decided assignments from interval `from` on, in order (for an input that connects late).
+  std::vector<IntervalAssignment> decided_from(IntervalIndex from) const;
+  /// The next interval to be decided.
+  IntervalIndex next_undecided() const noexcept { return next_report_ + assignment_distance; }
+
+ private:
+  std::vector<IntervalAssignment> decide_ready();
+  IntervalAssignment decide(IntervalIndex k, const std::vector<const LoadReport*>& reports);
+
+  SchedulerConfig config_;
+  std::uint64_t per_interval_;
+  std::vector<bool> gone_;
+  std::uint32_t live_inputs_;
+  IntervalIndex next_report_ = 0;  ///< the reports' interval decided next
+  std::map<IntervalIndex, std::map<InputIndex, LoadReport>> pending_;
+  std::map<IntervalIndex, IntervalAssignment> decided_;  ///< the latest few
+  std::vector<std::uint32_t> over_streak_;               ///< per compute node: decisions in a row it was over
+};
+
+}  // namespace netio::scheduler

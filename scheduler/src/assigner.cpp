@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+#include "netio/scheduler/assigner.hpp"
+
+#include "netio/error.hpp"
+#include "netio/internal/reject.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+namespace netio::scheduler {
+namespace {
+
+constexpr netio::detail::Rejecter reject_from_peer{Errc::protocol_error, "assigner"};
+
+// How many decided assignments the Assigner keeps for inputs that connect late.
+constexpr std::size_t kept_assignments = 2 * assignment_distance + 2;
+
+// The decision's law (assigner.hpp; the figures in docs/guide/scheduled-push.md chose them):
+// The smallest share a node not skipped starts from, in fair shares (1 / live nodes), so that
+// one whose share fell to nothing (skipped while full) can come back.
+constexpr double floor_fraction_per_node = 1.0 / 16;
+// Over: a node's use (thousandths of the credits, scaled to a fair share) this far above the
+// others' median, while that median is below room_below; cut after overload_decisions
+// decisions in a row, by its excess, to between cut_min and cut_max of its share.
+constexpr double overload_band = 400;
+constexpr double room_below = 500;
+constexpr std::uint32_t overload_decisions = 2;
+constexpr double cut_min = 0.5;
+constexpr double cut_max = 0.8;
+// A node cut before that keeps up gains this much of a fair share per decision, up to a fair one.
+constexpr double increase = 0.04;
+
+}  // namespace
+
+IntervalAssignment fixed_assignment(const SchedulerConfig& config, IntervalIndex j) {
+  return IntervalAssignment{
+      j, std::vector<std::uint32_t>(config.compute_count, static_cast<std::uint32_t>(config.rounds_per_interval()))};
+}
+
+std::vector<ComputeIndex> assignment_table(std::span<const std::uint32_t> shares) {
+  const std::uint64_t total = std::accumulate(shares.begin(), shares.end(), std::uint64_t{0});
+  std::vector<ComputeIndex> table;
+  table.reserve(total);
+  std::vector<std::int64_t> current(shares.size(), 0);
+  for (std::uint64_t p = 0; p < total; ++p) {
+    std::size_t best = 0;
+    for (std::size_t c = 0; c < shares.size(); ++c) {
+      current[c] += shares[c];
+      if (current[c] > current[best]) best = c;
+    }
+    current[best] -= static_cast<std::int64_t>(total);
+    table.push_back(static_cast<ComputeIndex>(best));
+  }
+  return table;
+}
+
+void check_assignment(std::uint32_t compute_count, std::uint64_t timeslices_in_interval,
+                      const IntervalAssignment& assignment) {
+  if (assignment.shares.size() != compute_count) {
+    reject_from_peer("assignment of interval " + std::to_string(assignment.interval) + " has " +
+                     std::to_string(assignment.shares.size()) + " shares for " + std::to_string(compute_count) +
+                     " compute nodes");
+  }
+  const std::uint64_t sum = std::accumulate(assignment.shares.begin(), assignment.shares.end(), std::uint64_t{0});
+  if (sum != timeslices_in_interval) {
+    reject_from_peer("assignment of interval " + std::to_string(assignment.interval) + " shares " +
+                     std::to_string(sum) + " time-slices, not the interval's " +
+                     std::to_string(timeslices_in_interval));
+  }
+}
+
+Assigner::Assigner(const SchedulerConfig& config)
+    : config_((validate(config), config)),
+      per_interval_(config.timeslices_in_interval()),
+      gone_(config.input_count, false),
+      live_inputs_(config.input_count),
+      over_streak_(config.compute_count, 0) {
+  for (IntervalIndex j = 0; j < assignment_distance; ++j) decided_.emplace(j, fixed_assignment(config_, j));
+}
+
+std::vector<IntervalAssignment> Assigner::on_report(const LoadReport& report) {
+  if (report.input >= config_.input_count) {
+    reject_from_peer("report of input " + std::to_string(report.input) + ", out of range (" +
+                     std::to_string(config_.input_count) + " inputs)");
+  }
+  if (report.in_use.size() != config_.compute_count) {
+    reject_from_peer("report of input " + std::to_string(report.input) + " for interval " +
+                     std::to_string(report.interval) + " names " + std::to_string(report.in_use.size()) +
+                     " compute nodes, not " + std::to_string(config_.compute_count));
+  }
+  if (report.interval < next_report_ || gone_[report.input]) return {};
+  pending_[report.interval].try_emplace(report.input, report);
+  return decide_ready();
+}
+
+std::vector<IntervalAssignment> Assigner::on_input_gone(InputIndex i) {
+  if (i >= config_.input_count || gone_[i]) return {};
+  gone_[i] = true;
+  --live_inputs_;
+  for (auto& [interval, reports] : pending_) reports.erase(i);
+  return decide_ready();
+}
+
+std::vector<IntervalAssignment> Assigner::decide_ready() {
+  std::vector<IntervalAssignment> decided;
+  while (live_inputs_ > 0) {
+    const auto it = pending_.find(next_report_);
+    if (it == pending_.end() || it->second.size() < live_inputs_) break;
+    std::vector<const LoadReport*> reports;
+    for (const auto& [input, report] : it->second) reports.push_back(&report);
+    const IntervalIndex k = next_report_ + assignment_distance;
+    auto assignment = decide(k, reports);
+    decided_.insert_or_assign(k, assignment);
+    decided.push_back(std::move(assignment));
+    pending_.erase(it);
+    ++next_report_;
+    while (decided_.size() > kept_assignments) decided_.erase(decided_.begin());
+  }
+  return decided;
+}
+
+IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const LoadReport*>& reports) {
+  const std::uint32_t m = config_.compute_count;
+  // The shares of the interval the reports describe: each decision corrects what was measured,
+  // so two decisions never both correct the same measurement.
+  const std::vector<std::uint32_t>& measured = decided_.at(k - assignment_distance).shares;
+  // Each node's use: the median over the inputs (the lower middle one of an even count),
+  // lost when any input lost it.
+  std::vector<std::uint32_t> use(m, 0);
+  std::vector<bool> skip(m, false);
+  std::vector<std::uint16_t> column(reports.size());
+  for (ComputeIndex c = 0; c < m; ++c) {
+    for (std::size_t r = 0; r < reports.size(); ++r) column[r] = reports[r]->in_use[c];
+    std::sort(column.begin(), column.end());
+    skip[c] = column.back() == lost_compute;
+    use[c] = std::min<std::uint32_t>(column[(column.size() - 1) / 2], full_use);
+  }
+  std::vector<ComputeIndex> live;
+  for (ComputeIndex c = 0; c < m; ++c) {
+    if (!skip[c]) live.push_back(c);
+  }
+  if (live.empty()) return IntervalAssignment{k, measured};  // every node lost: nothing to choose between
+  const double n = static_cast<double>(per_interval_);
+  const double fair = 1.0 / static_cast<double>(live.size());
+  const double floor = floor_fraction_per_node * fair;
+  // The reference: the median use of the nodes that had their fair share (all of them when none did).
+  std::vector<std::uint32_t> sorted;
+  bool any_room = false;
+  for (const ComputeIndex c : live) {
+    if (static_cast<double>(measured[c]) / n >= fair - 0.5 / n) sorted.push_back(use[c]);
+    any_room = any_room || use[c] < full_use;
+  }
+  if (sorted.empty()) {
+    for (const ComputeIndex c : live) sorted.push_back(use[c]);
+  }
+  std::sort(sorted.begin(), sorted.end());
+  const double typical = sorted[(sorted.size() - 1) / 2];
+  std::vector<double> weight(m, 0);
+  std::vector<bool> normal(m, false);
+  double reduced_sum = 0;
+  std::uint32_t normal_count = 0;
+  for (const ComputeIndex c : live) {
+    const double share = static_cast<double>(measured[c]) / n;
+    const bool full = use[c] >= full_use && any_room;
+    if (full && share <= floor) {  // full at the floor: stuck
+      skip[c] = true;
+      continue;
+    }
+    // Its use as if it had a fair share: at a node that keeps up, use grows with the share.
+    const double scaled = static_cast<double>(use[c]) * (share < fair && share > 0 ? fair / share : 1.0);
+    const double excess = std::min<double>(scaled, full_use) - typical;
+    // Over: it holds the inputs' credits far longer than the others, which have room (in a
+    // system whose every node is busy, use is high everywhere and its differences are noise).
+    const bool over = (full || excess > overload_band) && typical < room_below;
+    over_streak_[c] = over ? over_streak_[c] + 1 : 0;
+    // A cut decided after the measured interval (for k − 1) has not shown in the reports yet:
+    // what they show still queues from before it. Cut once, not again on the same queue.
+    const double pending = static_cast<double>(decided_.at(k - 1).shares[c]) / n;
+    if (over && pending < share - 0.5 / n) {
+      weight[c] = pending;
+    } else if (over && over_streak_[c] >= overload_decisions) {  // slower than the others, and again: less
+      // One above its fair share is over-assigned before it is slow: back to fair first.
+      weight[c] = share * std::clamp(1 - excess / full_use, cut_min, cut_max);
+      if (share > fair + 0.5 / n) weight[c] = std::max(weight[c], fair);
+    } else if (over) {  // once: it may be a passing queue
+      weight[c] = share;
+    } else if (share < fair - 0.5 / n) {  // cut before, keeping up now: a little more
+      weight[c] = std::min(fair, std::max(share, floor) + increase * fair);
+    }
+    if (weight[c] > 0 && weight[c] < fair) {
+      reduced_sum += weight[c];
+    } else {
+      normal[c] = true;
+      ++normal_count;
+    }
+  }
+  // The nodes that keep up at their fair share or more split the rest evenly.
+  for (const ComputeIndex c : live) {
+    if (normal[c]) weight[c] = std::max(1.0 - reduced_sum, 0.0) / normal_count;
+  }
+  // Whole shares summing to n: the largest remainders get the time-slices left. On a tie (the
+  // nodes that split the rest evenly) the first from node k mod M on, so that no node gets
+  // the extra time-slice interval after interval: it would run over its share and look slow.
+  const double total = std::accumulate(weight.begin(), weight.end(), 0.0);
+  IntervalAssignment assignment{k, std::vector<std::uint32_t>(m, 0)};
+  std::vector<double> remainder(m, 0);
+  std::uint64_t given = 0;
+  for (ComputeIndex c = 0; c < m; ++c) {
+    const double exact = weight[c] / total * static_cast<double>(per_interval_);
+    assignment.shares[c] = static_cast<std::uint32_t>(exact);
+    remainder[c] = exact - assignment.shares[c];
+    given += assignment.shares[c];
+  }
+  std::vector<ComputeIndex> order(m);
+  std::iota(order.begin(), order.end(), ComputeIndex{0});
+  const auto rotated = [&](ComputeIndex c) { return (c + m - k % m) % m; };
+  std::sort(order.begin(), order.end(), [&](ComputeIndex a, ComputeIndex b) {
+    return remainder[a] != remainder[b] ? remainder[a] > remainder[b] : rotated(a) < rotated(b);
+  });
+  for (std::size_t r = 0; given < per_interval_; r = (r + 1) % m) {
+    if (skip[order[r]]) continue;
+    ++assignment.shares[order[r]];
+    ++given;
+  }
+  return assignment;
+}
+
+std::optional<IntervalAssignment> Assigner::assignment(IntervalIndex j) const {
+  if (const auto it = decided_.find(j); it != decided_.end()) return it->second;
+  return std::nullopt;
+}
+
+std::vector<IntervalAssignment> Assigner::decided_from(IntervalIndex from) const {
+  std::vector<IntervalAssignment> out;
+  for (auto it = decided_.lower_bound(from); it != decided_.end(); ++it) out.push_back(it->second);
+  return out;
+}
+
+}  // namespace netio::scheduler
