@@ -93,6 +93,10 @@ void FatTreeFabric::Impl::build() {
   // delays by 40 ms at most against its 200 ms RTO: the same ratio here.
   Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(to_ns3(config.tcp_min_rto) / 5));
   Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpNewReno::GetTypeId()));
+  // ns-3 closes a connection after 6 retransmissions of a segment; Linux tries 15 times
+  // (tcp_retries2). Under heavy incast with a low minimum RTO, 6 gave up on connections
+  // whose messages then never arrived.
+  Config::SetDefault("ns3::TcpSocket::DataRetries", UintegerValue(15));
   Config::SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", BooleanValue(config.ecmp));
 
   hosts.Create(config.leaves * config.hosts_per_leaf);
@@ -241,6 +245,12 @@ Connection& FatTreeFabric::Impl::connection(std::size_t from, std::size_t to, st
                                                            std::to_string(from) + " to host " + std::to_string(to) +
                                                            " failed");
                                 }));
+  // A connection that gives up (DataRetries exhausted) would leave its messages undelivered.
+  c->sender->SetCloseCallbacks(
+      MakeNullCallback<void, Ptr<Socket>>(), Callback<void, Ptr<Socket>>([from, to](Ptr<Socket>) {
+        throw std::runtime_error("fat-tree fabric: TCP connection from host " + std::to_string(from) + " to host " +
+                                 std::to_string(to) + " gave up (15 retransmissions of a segment)");
+      }));
   c->sender->SetSendCallback(
       Callback<void, Ptr<Socket>, std::uint32_t>([this, c](Ptr<Socket>, std::uint32_t) { pump(*c); }));
   c->sender->Connect(InetSocketAddress(host_address[to], port));
