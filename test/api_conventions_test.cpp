@@ -48,11 +48,16 @@ static_assert(!std::is_copy_constructible_v<netio::pubsub::Publication>);
 static_assert(std::is_same_v<decltype(PublishOptions{}.identity), netio::Identity>);
 static_assert(std::is_same_v<decltype(SubscribeOptions{}.identity), netio::Identity>);
 static_assert(std::is_same_v<decltype(netio::pubsub::SubscriberInfo{}.identity), netio::Identity>);
+static_assert(std::is_same_v<decltype(netio::pubsub::SubscriberInfo{}.peer), netio::Peer>);  // a remote is a Peer
 static_assert(std::is_same_v<decltype(std::declval<netio::LowLatencySendSocket&>().wait_connected({})), bool>);
 static_assert(std::is_same_v<decltype(std::declval<netio::LowLatencySendSocket&>().wait_sent({})), bool>);
 static_assert(std::is_same_v<decltype(std::declval<netio::HighThroughputSendSocket&>().wait_connected({})), bool>);
 static_assert(std::is_same_v<decltype(std::declval<netio::HighThroughputSendSocket&>().flush_and_wait({})), bool>);
 static_assert(std::is_same_v<decltype(std::declval<netio::MultiDestinationSendSocket&>().close_and_wait()), void>);
+// close() never waits and reports through its callback, on every send socket alike.
+static_assert(std::is_same_v<decltype(std::declval<netio::MultiDestinationSendSocket&>().close({})), void>);
+static_assert(std::is_same_v<decltype(std::declval<netio::LowLatencySendSocket&>().close({})), void>);
+static_assert(std::is_same_v<decltype(std::declval<netio::HighThroughputSendSocket&>().close({})), void>);
 
 // Remotes: a Peer on the receiving side, and a Peer is not its address.
 static_assert(!std::is_convertible_v<const netio::Peer&, const netio::Endpoint&>);

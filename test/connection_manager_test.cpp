@@ -224,6 +224,52 @@ TEST_CASE("A tear-down in the middle of a burst loses nothing", "[connections]")
   CHECK(receivers.errors() == 0);
 }
 
+TEST_CASE("close() never waits: every connection closes after its messages went out, then on_closed runs",
+          "[connections]") {
+  const std::string base = GENERATE(loopback_endpoints());
+  const auto mode = GENERATE(SendMode::low_latency, SendMode::high_throughput);
+  INFO(base << (mode == SendMode::low_latency ? " low-latency" : " high-throughput"));
+  Context receiving(context_options());
+  Context sending(context_options());
+  Receivers receivers(receiving, base, 3, mode);
+  std::vector<std::uint64_t> sent(3, 0);
+  auto options = limited(2, ConnectionPolicy::lru, mode);
+  options.high_throughput.flush_timeout = 60s;  // the partly filled pages go out only because of the close
+  std::atomic<int> calls{0};
+  std::atomic<bool> on_loop{false};
+  std::atomic<bool> lost{true};
+  {
+    MultiDestinationSendSocket socket(sending, options);
+    for (std::size_t d = 0; d < 3; ++d) {
+      for (int k = 0; k < 500; ++k) socket.send(receivers.endpoint(d), message_for(d, sent[d]++, 200));
+    }
+    socket.close([&](const Error* error) {
+      on_loop = sending.loop().in_loop_thread();
+      lost = error != nullptr;
+      ++calls;
+    });
+    // Sends after close() fail at once, naming the destination.
+    CHECK_THROWS_MATCHES(
+        socket.send(receivers.endpoint(0), message_for(0, 0)), Error,
+        Catch::Matchers::Predicate<Error>([](const Error& e) { return e.code() == Errc::closed; }, "Errc::closed"));
+  }  // destroyed while its closes may still be going on: they go on
+  CHECK(eventually([&] { return calls.load() == 1; }, 30s));
+  CHECK(on_loop);
+  CHECK_FALSE(lost);
+  CHECK(receivers.wait_for(sent));
+  CHECK(receivers.errors() == 0);
+}
+
+TEST_CASE("close() on a socket that never connected reports at once, on the loop thread", "[connections]") {
+  Context context(context_options());
+  MultiDestinationSendSocket socket(context);
+  std::atomic<int> calls{0};
+  socket.close([&](const Error* error) { calls += error == nullptr ? 1 : 100; });
+  socket.close([&](const Error* error) { calls += error == nullptr ? 1 : 100; });  // adds its on_closed
+  CHECK(eventually([&] { return calls.load() == 2; }, 5s));
+  CHECK_THROWS_AS(socket.send(Endpoint::parse("tcp://127.0.0.1:1"), message_for(0, 0)), Error);
+}
+
 // Reads one high-throughput receive socket, checking that its messages (all for one
 // destination) come in sequence. Test thread only.
 struct SequenceCheck {

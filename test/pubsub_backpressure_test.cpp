@@ -174,6 +174,7 @@ TEST_CASE("pub/sub: try_publish retries reach only the subscribers that missed t
 
   std::uint64_t partial = 0;      // attempts that reached some but not all
   std::set<std::string> skipped;  // who was named as skipped
+  std::uint64_t unnamed_peers = 0;
   auto handle = publisher.publisher();
   const auto try_publish = [&](Tag tag, std::span<const std::byte> data, netio::pubsub::PublishProgress& progress) {
     return through_handle ? handle.try_publish(tag, data, progress) : publisher.try_publish(tag, data, progress);
@@ -183,7 +184,10 @@ TEST_CASE("pub/sub: try_publish retries reach only the subscribers that missed t
     netio::pubsub::PublishProgress progress;
     while (!try_publish(3, message, progress)) {
       ++partial;
-      for (const auto& s : progress.skipped()) skipped.insert(s.identity.name);
+      for (const auto& s : progress.skipped()) {
+        skipped.insert(s.identity.name);
+        if (!s.peer || s.peer.identity().name != s.identity.name) ++unnamed_peers;  // each named by its Peer
+      }
       if (partial == 50) slow_reading = true;  // let it catch up after a while
       std::this_thread::sleep_for(100us);
     }
@@ -197,6 +201,7 @@ TEST_CASE("pub/sub: try_publish retries reach only the subscribers that missed t
 
   CHECK(partial >= 50);
   CHECK(skipped.count("slow") == 1);
+  CHECK(unnamed_peers == 0);
   CHECK(fast_got == count);
   CHECK(slow_got == count);
   CHECK(fast_checker.complete("p", 3, count));  // no duplicate, no gap, in order

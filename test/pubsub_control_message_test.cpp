@@ -108,8 +108,8 @@ TEST_CASE("pub/sub subscription table: routes per tag, one connection per (subsc
           "[pubsub][unit]") {
   SubscriptionTable table;
   auto connection = [](std::uint64_t id, Mode mode) {
-    return std::make_shared<DataConnection>(SubscriberInfo{id, netio::Identity{fmt::format("s{}", id), {}}, {}, mode},
-                                            netio::Peer());
+    return std::make_shared<DataConnection>(
+        SubscriberInfo{netio::Peer(), netio::Identity{fmt::format("s{}", id), {}}, {}, mode}, netio::Peer());
   };
   // A default Peer has connection id 0: give the subscribers distinct owners through modes
   // and ids of their own instead.
@@ -149,7 +149,7 @@ TEST_CASE("pub/sub subscription table: routes per tag, one connection per (subsc
 TEST_CASE("pub/sub subscription table: a request's tags become routes in one change", "[pubsub][unit]") {
   SubscriptionTable table;
   const auto a = std::make_shared<DataConnection>(
-      SubscriberInfo{1, netio::Identity{"a", {}}, {}, Mode::high_throughput}, netio::Peer());
+      SubscriberInfo{netio::Peer(), netio::Identity{"a", {}}, {}, Mode::high_throughput}, netio::Peer());
   table.add_connection(a);
   CHECK(table.subscribe(a, std::vector<Tag>{4, 5, 6, 5}, Backpressure::block) == 3);  // 5 twice: one route
   CHECK(table.routes()->tag_count() == 3);

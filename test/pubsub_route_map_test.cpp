@@ -24,7 +24,8 @@ using Model = std::map<Tag, std::set<const DataConnection*>>;
 
 std::shared_ptr<DataConnection> connection(std::uint64_t id) {
   return std::make_shared<DataConnection>(
-      SubscriberInfo{id, netio::Identity{fmt::format("s{}", id), {}}, {}, Mode::high_throughput}, netio::Peer());
+      SubscriberInfo{netio::Peer(), netio::Identity{fmt::format("s{}", id), {}}, {}, Mode::high_throughput},
+      netio::Peer());
 }
 
 // `map` as a Model, read through find() for the model's tags and through for_each(); a route

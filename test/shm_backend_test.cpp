@@ -449,6 +449,30 @@ TEST_CASE(
   CHECK(std::equal(message.begin(), message.end(), pinned->bytes().begin()));
 }
 
+TEST_CASE("shm: a sender started before its receiver still lends its pages once connected", "[shm][connect_retry]") {
+  netio::Context receiving;
+  netio::Context sending;
+  const auto at = Endpoint::parse(fmt::format("shm://netio-test-late-{}:7", ::getpid()));
+  auto options = four_pages(128 * 1024);
+  options.connect_timeout = 10s;
+  netio::HighThroughputSendSocket sender(sending, at, options);  // nobody listens: it retries
+  std::this_thread::sleep_for(50ms);                             // a few attempts fail
+  netio::HighThroughputReceiveSocket receiver(receiving, at);
+  REQUIRE(sender.wait_connected(10s));
+  const std::vector<std::byte> message(100 * 1024, std::byte{7});
+  sender.send(message);
+  sender.flush();
+  auto received = receiver.recv(5s);
+  REQUIRE(received);
+  REQUIRE(received->size() == message.size());
+  CHECK(std::equal(message.begin(), message.end(), received->bytes().begin()));
+  // Read where the sender wrote it, in its pool's send area: lent, not copied into the ring.
+  const auto where = reinterpret_cast<std::uintptr_t>(received->data());
+  const auto areas = send_areas_mapped();
+  CHECK(std::any_of(areas.begin(), areas.end(),
+                    [&](const auto& range) { return where >= range.first && where < range.second; }));
+}
+
 TEST_CASE("shm: a reference outside the sender's send area disconnects the receiver, naming the link", "[shm]") {
   netio::Context receiving;
   netio::Context sending;

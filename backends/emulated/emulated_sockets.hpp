@@ -26,7 +26,10 @@ class EmulatedSendSocket final : public LowLevelSendSocket {
   void connect(const Endpoint& remote, std::span<const std::byte> hello, Callbacks callbacks) override;
   void send(Buffer* buffer) override;
   MemoryRegistrar* registrar() noexcept override { return inner_->registrar(); }
-  BufferMemory* send_memory() noexcept override { return inner_->send_memory(); }
+  std::shared_ptr<BufferMemory> send_memory() noexcept override { return inner_->send_memory(); }
+  void use_send_memory(std::shared_ptr<BufferMemory> memory) noexcept override {
+    inner_->use_send_memory(std::move(memory));
+  }
   bool sends_unregistered_memory() const noexcept override { return inner_->sends_unregistered_memory(); }
   std::size_t efficient_buffer_size() const noexcept override { return inner_->efficient_buffer_size(); }
   // Every buffer has completed, so none waits here: the real socket ends the stream.

@@ -38,7 +38,7 @@ std::size_t saturated_product(std::size_t a, std::size_t b) noexcept {
 
 ShmConnection::ShmConnection(EventLoop& loop, posix::SocketFd fd, std::shared_ptr<Segment> segment,
                              RingProducer outbound, std::optional<RingConsumer> inbound, std::size_t inbound_credits,
-                             std::string peer, std::string link)
+                             std::string link)
     : loop_(loop),
       fd_(std::move(fd)),
       segment_(std::move(segment)),
@@ -47,7 +47,6 @@ ShmConnection::ShmConnection(EventLoop& loop, posix::SocketFd fd, std::shared_pt
       lender_(std::make_shared<InPlaceLender>(segment_, inbound_credits)),
       area_window_(inbound ? saturated_product(2 * std::max<std::size_t>(inbound_credits, 1), inbound->max_payload())
                            : 0),
-      peer_(std::move(peer)),
       link_(std::move(link)),
       registration_(loop) {}
 

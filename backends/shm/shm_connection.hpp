@@ -60,10 +60,10 @@ class ShmConnection {
     std::function<void(Errc code, const std::string& why)> on_failed;
   };
 
-  // `inbound_credits` entries of at most `max_inbound` bytes lent at a time. `peer` and
-  // `link` name the connection in messages.
+  // `inbound_credits` entries of at most `max_inbound` bytes lent at a time. `link` names
+  // the connection (both ends) in messages.
   ShmConnection(EventLoop& loop, posix::SocketFd fd, std::shared_ptr<Segment> segment, RingProducer outbound,
-                std::optional<RingConsumer> inbound, std::size_t inbound_credits, std::string peer, std::string link);
+                std::optional<RingConsumer> inbound, std::size_t inbound_credits, std::string link);
   ~ShmConnection();
   ShmConnection(const ShmConnection&) = delete;
   ShmConnection& operator=(const ShmConnection&) = delete;
@@ -131,7 +131,6 @@ class ShmConnection {
   std::shared_ptr<InPlaceLender> lender_;
   std::size_t area_window_;  // of the peer's send area, resident besides what is lent (AreaResidency)
   bool area_release_logged_ = false;
-  std::string peer_;
   std::string link_;
   posix::FdRegistration registration_;
   EventLoop::PollerId poller_ = 0;

@@ -25,7 +25,7 @@ ShmReceiveSocket::ShmReceiveSocket(EventLoop& loop, posix::SocketFd fd, Endpoint
   segment->close_fd();  // mapped: the descriptor is the connector's business now
   RingProducer replies(&segment->reply_control(), segment->reply_ring(), segment->reply_capacity());
   RingConsumer data(&segment->data_control(), segment->data_ring(), segment->data_capacity(), max_buffer_size);
-  connection_ = std::make_unique<ShmConnection>(loop, std::move(fd), segment, replies, data, credits, peer_.to_string(),
+  connection_ = std::make_unique<ShmConnection>(loop, std::move(fd), segment, replies, data, credits,
                                                 fmt::format("from {} to {}", peer_.to_string(), local_.to_string()));
 }
 

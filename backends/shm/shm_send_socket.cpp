@@ -77,7 +77,7 @@ void ShmSendSocket::on_segment_readable() {
     replies.emplace(&segment->reply_control(), segment->reply_ring(), segment->reply_capacity(), window_.max_size);
   }
   const auto peer = remote_.to_string();
-  connection_ = std::make_unique<ShmConnection>(loop_, std::move(fd_), segment, data, replies, window_.credits, peer,
+  connection_ = std::make_unique<ShmConnection>(loop_, std::move(fd_), segment, data, replies, window_.credits,
                                                 fmt::format("to {}", peer));
   connection_->use_send_area(area_);
   state_ = State::connected;
@@ -104,7 +104,7 @@ void ShmSendSocket::on_segment_readable() {
   }
 }
 
-BufferMemory* ShmSendSocket::send_memory() noexcept {
+std::shared_ptr<BufferMemory> ShmSendSocket::send_memory() noexcept {
   if (!area_) {
     try {
       area_ = SendArea::create();
@@ -113,7 +113,11 @@ BufferMemory* ShmSendSocket::send_memory() noexcept {
       return nullptr;
     }
   }
-  return area_.get();
+  return area_;
+}
+
+void ShmSendSocket::use_send_memory(std::shared_ptr<BufferMemory> memory) noexcept {
+  if (auto area = std::dynamic_pointer_cast<SendArea>(std::move(memory))) area_ = std::move(area);
 }
 
 void ShmSendSocket::send(Buffer* buffer) {

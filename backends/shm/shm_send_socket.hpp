@@ -38,7 +38,8 @@ class ShmSendSocket final : public LowLevelSendSocket {
   MemoryRegistrar* registrar() noexcept override { return nullptr; }
   // The socket's SendArea (made on the first call; nullptr when that fails, logged): pages
   // from it go by reference, without a copy.
-  BufferMemory* send_memory() noexcept override;
+  std::shared_ptr<BufferMemory> send_memory() noexcept override;
+  void use_send_memory(std::shared_ptr<BufferMemory> memory) noexcept override;
   bool sends_unregistered_memory() const noexcept override { return true; }
   std::size_t efficient_buffer_size() const noexcept override { return std::numeric_limits<std::size_t>::max(); }
   // Shuts the socket for writing once every buffer is in the ring; the receiver delivers

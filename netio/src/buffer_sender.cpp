@@ -60,7 +60,8 @@ BufferSender::BufferSender(Context& context, const Endpoint& remote, Hello hello
     // After connect(): only then does a back-end know which device (domain) to register
     // with. No callback runs before this task returns, so nothing needs the pool yet.
     if (!pool_) {
-      pool_ = std::make_unique<OwnedPages>(buffer_count, buffer_size, socket_->registrar(), socket_->send_memory());
+      send_memory_ = socket_->send_memory();
+      pool_ = std::make_unique<OwnedPages>(buffer_count, buffer_size, socket_->registrar(), send_memory_.get());
     }
     efficient_buffer_size_ = socket_->efficient_buffer_size();
     // The introduction goes first, from a buffer of its own (the pool's are the caller's),
@@ -366,6 +367,7 @@ void BufferSender::connect_again() {
   }
   if (!first_socket_) first_socket_ = std::move(previous);  // else destroyed here, a task of its own
   try {
+    if (send_memory_) socket_->use_send_memory(send_memory_);  // the pool's buffers lie there
     socket_->accept_replies(reply_window_);
     socket_->connect(remote_, hello_bytes_, make_callbacks());
   } catch (const Error& error) {

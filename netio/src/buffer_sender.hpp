@@ -176,8 +176,8 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   SendConnectionState state_;
   std::unique_ptr<LowLevelSendSocket> socket_;  // loop thread only: this attempt's
   // Retrying (loop thread only, but retrying_): the first attempt's socket stays, closed, while
-  // a later one's is used, since the pool's memory and registrations may be its (shm://'s
-  // send area: a later attempt's socket copies pages from it instead of lending them).
+  // a later one's is used, since the pool's registrations may be its; the pool's send memory
+  // (shm://'s send area) is handed to each later socket, which lends its pages as the first would.
   Backend& backend_;
   std::vector<std::byte> hello_bytes_;
   ReplyWindow reply_window_;
@@ -191,6 +191,8 @@ class BufferSender : public std::enable_shared_from_this<BufferSender> {
   std::atomic<bool> retrying_{false};                      // an attempt failed, none succeeded yet
   bool started_ = false;                                   // start() ran (loop thread)
   std::optional<std::chrono::nanoseconds> pending_retry_;  // failed before start(): its delay
+  std::shared_ptr<BufferMemory>
+      send_memory_;  // where the pool's buffers lie, if the back-end has it; outlives the pool
   std::unique_ptr<PageSource> pool_;
   std::size_t efficient_buffer_size_ = 0;      // set in the constructor, then constant
   std::shared_ptr<ReplyReceiver> replies_;     // shared with the back-end's on_reply callback

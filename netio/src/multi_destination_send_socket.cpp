@@ -28,6 +28,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -181,22 +182,22 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     }
   }
 
-  // What went wrong, if anything: a close that lost messages (the first such error), or
-  // connections still closing after send_timeout (Errc::timeout, logged).
-  std::optional<Error> close() {
+  // Starts closing every connection (never waits); `on_closed` runs on the loop thread once
+  // every slot is free, with the first close that lost messages or nullptr.
+  void close(std::function<void(const Error*)> on_closed) {
+    std::unique_lock lock(mutex_);
+    start_closing_all(lock);
+    if (on_closed) on_closed_.push_back(std::move(on_closed));
+    report_closed_if_done();
+  }
+
+  // close() and wait for it: what went wrong, if anything (a close that lost messages, the
+  // first such error), or connections still closing after send_timeout (Errc::timeout, logged).
+  std::optional<Error> close_and_wait() {
     const bool on_loop = context_.loop().in_loop_thread();
     std::unique_lock lock(mutex_);
-    closing_all_ = true;
-    for (std::size_t id = 0; id < destinations_.size(); ++id) {
-      Destination& d = destinations_[id];
-      if (d.state == State::open) {
-        selector_.closed(id);
-        begin_close(lock, id, kNobody);
-      } else if (d.state == State::awaiting_slot) {
-        d.state = State::closed;  // its victim's close sees closing_all_ and frees the slot
-      }
-    }
-    changed_.notify_all();
+    start_closing_all(lock);
+    report_closed_if_done();
     if (on_loop) return lost_while_closing_;
     // Opening connections are closed as they come up (install()); wait for every slot.
     const auto deadline = Clock::now() + options_.send_timeout;
@@ -254,8 +255,8 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   }
 
   Error closed_error(const Endpoint& destination) const {
-    return Error(Errc::closed, fmt::format("multi-destination send socket: send() to {} after close_and_wait()",
-                                           destination.to_string()));
+    return Error(Errc::closed,
+                 fmt::format("multi-destination send socket: send() to {} after close()", destination.to_string()));
   }
 
   std::size_t id_of(const Endpoint& destination) {
@@ -350,6 +351,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   void give_back_slot() {
     --slots_used_;
     changed_.notify_all();
+    report_closed_if_done();
   }
 
   void install(std::unique_lock<std::mutex>& lock, std::size_t id,
@@ -382,6 +384,29 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
         to_string(options_.policy), destinations_[requester].name);
     begin_close(lock, *victim, requester);
     return true;
+  }
+
+  void start_closing_all(std::unique_lock<std::mutex>& lock) {
+    closing_all_ = true;
+    for (std::size_t id = 0; id < destinations_.size(); ++id) {
+      Destination& d = destinations_[id];
+      if (d.state == State::open) {
+        selector_.closed(id);
+        begin_close(lock, id, kNobody);
+      } else if (d.state == State::awaiting_slot) {
+        d.state = State::closed;  // its victim's close sees closing_all_ and frees the slot
+      }
+    }
+    changed_.notify_all();
+  }
+
+  // Once closing everything has ended, hands the close() callbacks to the loop (never called
+  // under the mutex, and never inside the caller's own call).
+  void report_closed_if_done() {
+    if (!closing_all_ || slots_used_ != 0 || on_closed_.empty()) return;
+    context_.loop().post([callbacks = std::exchange(on_closed_, {}), error = lost_while_closing_] {
+      for (const auto& callback : callbacks) callback(error ? &*error : nullptr);
+    });
   }
 
   // Flush, await completions, close: the socket's asynchronous close; the slot is freed
@@ -534,7 +559,8 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   std::map<std::string, std::shared_ptr<PagePool>> pages_;  // by scheme: see pages_for()
   std::size_t slots_used_ = 0;                              // destinations opening, open or closing
   bool closing_all_ = false;
-  std::optional<Error> lost_while_closing_;  // the first close that lost messages while closing all
+  std::optional<Error> lost_while_closing_;                   // the first close that lost messages while closing all
+  std::vector<std::function<void(const Error*)>> on_closed_;  // close()'s callbacks, until every slot is free
   ConnectionStats counters_;
   StatsCounters stats_;
 };
@@ -552,7 +578,7 @@ MultiDestinationSendSocket::~MultiDestinationSendSocket() {
   // Nothing can be flushed once the Context went: the connections are dropped with impl_.
   if (impl_->context_gone()) return;
   try {
-    (void)impl_->close();  // what went wrong is logged
+    (void)impl_->close_and_wait();  // what went wrong is logged
   } catch (const std::exception& e) {
     log(LogLevel::error, "multi-destination send socket: closing failed: {}", e.what());
   }
@@ -589,9 +615,13 @@ void MultiDestinationSendSocket::flush() {
   impl_->throw_if_context_gone();
   impl_->flush();
 }
+void MultiDestinationSendSocket::close(std::function<void(const Error*)> on_closed) {
+  impl_->throw_if_context_gone();
+  impl_->close(std::move(on_closed));
+}
 void MultiDestinationSendSocket::close_and_wait() {
   impl_->throw_if_context_gone();
-  if (auto error = impl_->close()) throw std::move(*error);
+  if (auto error = impl_->close_and_wait()) throw std::move(*error);
 }
 ConnectionStats MultiDestinationSendSocket::connection_stats() const { return impl_->connection_stats(); }
 SocketStats MultiDestinationSendSocket::stats() const noexcept { return impl_->stats(); }

@@ -83,9 +83,9 @@ void handshake() {
         encode_introduction({"daq-node-1:4242", netio::Endpoint::parse("tcp://10.0.0.1:5000")}));
   write("handshake", "introduction_no_endpoint", encode_introduction({"x", std::nullopt}));
   write("handshake", "posix_request", netio::posix::encode_request(4096, ht));
-  write("handshake", "posix_reply_accept", netio::posix::encode_reply({true, 1 << 20, ""}));
+  write("handshake", "posix_reply_accept", netio::posix::encode_reply({true, 1 << 20, "", {}}));
   write("handshake", "posix_reply_reject",
-        netio::posix::encode_reply({false, 0, "the peer is a low-latency send socket"}));
+        netio::posix::encode_reply({false, 0, "the peer is a low-latency send socket", {}}));
 }
 
 void page_parser() {

@@ -51,7 +51,10 @@ class CountingSendSocket final : public LowLevelSendSocket {
     inner_->send(buffer);
   }
   MemoryRegistrar* registrar() noexcept override { return inner_->registrar(); }
-  BufferMemory* send_memory() noexcept override { return inner_->send_memory(); }
+  std::shared_ptr<BufferMemory> send_memory() noexcept override { return inner_->send_memory(); }
+  void use_send_memory(std::shared_ptr<BufferMemory> memory) noexcept override {
+    inner_->use_send_memory(std::move(memory));
+  }
   bool sends_unregistered_memory() const noexcept override { return inner_->sends_unregistered_memory(); }
   std::size_t efficient_buffer_size() const noexcept override { return inner_->efficient_buffer_size(); }
   bool end_stream() override { return inner_->end_stream(); }

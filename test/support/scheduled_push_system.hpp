@@ -100,6 +100,8 @@ struct SystemOptions {
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
   std::chrono::microseconds slow_consumer{0};  // compute node 0's handler takes this long per time-slice
+  // Called by every receiver's handler after recording the time-slice (on its loop thread).
+  std::function<void(ns::ComputeIndex, const sp::TimesliceView&)> after_delivery;
   // When set, the receivers keep their complete time-slices (KeepingHandler): each is
   // recorded in deliveries() and then handed to this, on the receiver's loop thread.
   std::function<void(ns::ComputeIndex, sp::Timeslice)> keep;
@@ -150,6 +152,7 @@ class System {
           [this, c](const sp::TimesliceView& view) {
             deliveries_[c].add(view);
             if (c == 0 && options_.slow_consumer.count() > 0) std::this_thread::sleep_for(options_.slow_consumer);
+            if (options_.after_delivery) options_.after_delivery(c, view);
           },
           ro));
     }

@@ -107,7 +107,7 @@ class MultiDestinationSendSocket {
   /// connection (and tearing down a victim) when needed. Throws netio::Error: the
   /// destination's failure (naming it), Errc::timeout (no connection within send_timeout, or
   /// no free buffer), Errc::would_block (on the loop thread, see above), Errc::closed (after
-  /// close_and_wait()), Errc::message_too_large.
+  /// close() or close_and_wait()), Errc::message_too_large.
   void send(const Endpoint& destination, std::span<const std::byte> message);
   /// As send(), but false instead of waiting (for a connection, a tear-down or a buffer).
   bool try_send(const Endpoint& destination, std::span<const std::byte> message);
@@ -132,9 +132,17 @@ class MultiDestinationSendSocket {
   void abort(const Endpoint& destination, std::string_view reason);
   /// High-throughput mode: sends the partly filled page of every open connection now.
   void flush();
-  /// Closes every connection after what was sent went out and waits (user threads; on the
-  /// loop thread it only starts the closes): a close that waits says so in its name
-  /// (docs/design/conventions.md). Sends afterwards throw Errc::closed. Throws
+  /// The asynchronous close, from any thread; never waits. Sends from now on throw
+  /// Errc::closed. Every connection closes after what was sent to it went out (each within
+  /// send_timeout); connections still being made close as they come up. Once all have
+  /// closed, `on_closed` runs on the event-loop thread: with nullptr when every message was
+  /// handed to the network, else with the first close that lost messages, naming its
+  /// destination. Calling it again only adds its on_closed. The socket may be destroyed at
+  /// any time after the call (the closes go on); a close still in progress when the Context
+  /// stops ends there, and its on_closed does not run.
+  void close(std::function<void(const Error*)> on_closed = {});
+  /// close() and wait for it (user threads; on the loop thread it only starts the closes):
+  /// a close that waits says so in its name (docs/design/conventions.md). Throws
   /// netio::Error: Errc::timeout when connections are still closing after send_timeout
   /// (logged), or the error of the first close that lost messages, naming its destination.
   /// Idempotent: a later call throws again what went wrong.

@@ -449,7 +449,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     Endpoint remote = Endpoint::parse(request.data_endpoint);
     // A subscriber listening on every interface is reached where its request came from.
     if (unspecified_host(remote.host)) remote = remote.with_host(peer.address().host);
-    SubscriberInfo info{next_subscriber_id_++, peer.identity(), remote, request.mode};
+    SubscriberInfo info{peer, peer.identity(), remote, request.mode};
     if (const auto& limited = limited_[request.mode == Mode::low_latency ? 0 : 1]) {
       return std::make_shared<DataConnection>(info, peer, limited);
     }
@@ -629,7 +629,6 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   std::unordered_map<ConnectionId, UnsentAnswers> unsent_answers_;
   EventLoop::TimerId drop_timer_ = 0;
   std::unordered_set<ConnectionId> complained_;
-  std::uint64_t next_subscriber_id_ = 1;
   // Any thread:
   std::atomic<bool> shut_down_{false};  // the PublishSocket is gone (its Publishers may not be)
   std::atomic<std::size_t> pending_count_{0};

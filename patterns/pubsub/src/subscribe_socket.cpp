@@ -434,6 +434,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
           fail_requests_of(it->first,
                            Error(failure->code(), fmt::format("publisher {}: the control connection failed: {}",
                                                               it->first, failure->what())));
+          if (stopped_) return;  // a callback destroyed the socket
           if (link.subscriptions.empty()) {
             it = links_.erase(it);  // a later subscribe starts afresh
             continue;
@@ -449,18 +450,23 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
                     Errc::timeout,
                     fmt::format("publisher {}: not connected within {} ms", it->first,
                                 std::chrono::duration_cast<std::chrono::milliseconds>(options_.ack_timeout).count())));
+            if (stopped_) return;
           }
           if (link.subscriptions.empty() && link.outstanding == 0) {
             it = links_.erase(it);  // nothing to restore: a later subscribe starts afresh
             continue;
           }
-          if (link.was_connected) on_publisher_lost(it->first, link);
+          if (link.was_connected) {
+            on_publisher_lost(it->first, link);
+            if (stopped_) return;
+          }
         }
       } else if (link.subscriptions.empty()) {
         it = links_.erase(it);  // everything was unsubscribed meanwhile
         continue;
       } else if (now >= link.next_attempt) {
         start_resubscription(it->first, link);
+        if (stopped_) return;
       }
       ++it;
     }
@@ -568,6 +574,11 @@ SubscribeSocket::SubscribeSocket(Context& context, Handler on_message, Subscribe
 SubscribeSocket::~SubscribeSocket() {
   try {
     impl_->shutdown();
+    // Inside one of its own callbacks (on the loop thread) the Impl, whose handler may still be
+    // on the stack, is freed in a later loop task; every caller of a callback returns at once
+    // once stopped_ is set.
+    auto& loop = impl_->context().loop();
+    if (loop.in_loop_thread()) loop.post([impl = std::move(impl_)] {});
   } catch (const std::exception& e) {
     log(LogLevel::error, "subscribe socket: closing failed: {}", e.what());
   }

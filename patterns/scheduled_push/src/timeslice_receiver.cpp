@@ -227,9 +227,12 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     deliver();
   }
 
-  // Hands over every ready time-slice, in order, and returns the credits.
+  // Hands over every ready time-slice, in order, and returns the credits. A handler may
+  // destroy the receiver (the socket is gone then): nothing more is handed over.
   void deliver() {
-    while (auto ready = node.next_ready(now(), options.incomplete_timeout)) {
+    while (socket) {
+      auto ready = node.next_ready(now(), options.incomplete_timeout);
+      if (!ready) break;
       const auto t = ready->timeslice;
       const auto open = held.find(t);
       std::vector<std::span<const std::byte>> views(options.config.input_count);
@@ -261,6 +264,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
           log(LogLevel::error, "scheduled push: compute node {}: the handler of time-slice {} threw: {}",
               options.compute, t, e.what());
         }
+        if (!socket) return;  // the handler destroyed the receiver
       }
       if (open != held.end()) held.erase(open);
       {
@@ -472,11 +476,15 @@ TimesliceReceiver::~TimesliceReceiver() {
     std::lock_guard lock(state_->lifetime_mutex);
     state_->closed = true;
   }
-  state_->context.loop().run_sync([this] {
+  auto& loop = state_->context.loop();
+  loop.run_sync([this] {
     state_->context.loop().cancel_timer(state_->timer);
     state_->socket.reset();
     state_->dde.reset();
   });
+  // Inside one of its own handlers (on the loop thread) the state, whose delivery is still on
+  // the stack, is freed in a later loop task; deliver() stops once the socket is gone.
+  if (loop.in_loop_thread()) loop.post([state = std::move(state_)] {});
 }
 
 Endpoint TimesliceReceiver::local_endpoint() const { return state_->local_endpoint(); }

@@ -172,8 +172,13 @@ class LowLevelSendSocket {
   /// where every buffer is moved alike. A buffer sent from it is reported twice: sent
   /// (Callbacks::on_sent_in_place, in order with the other completions), then the caller's
   /// again (on_send_completed) once the receiver is done with it. Asked once, when the
-  /// socket's pool is made; lives as long as the socket.
-  virtual BufferMemory* send_memory() noexcept { return nullptr; }
+  /// socket's pool is made; shared, so that the pool may keep it beyond the socket.
+  virtual std::shared_ptr<BufferMemory> send_memory() noexcept { return nullptr; }
+  /// Sends from `memory` (an earlier socket's send_memory() of the same back-end) instead of
+  /// memory of its own: a connection made again after a failed attempt, whose pool was made
+  /// from the first socket's memory, so that its buffers still go without a copy. Called
+  /// before connect(); memory a socket cannot send from is ignored (it then copies).
+  virtual void use_send_memory(std::shared_ptr<BufferMemory> memory) noexcept { (void)memory; }
   /// The largest buffer this connection sends at full speed: larger ones are sent as well,
   /// only slower (a libfabric provider over kernel TCP writes each buffer with one system
   /// call, and Linux slows down calls past 16 skbs). Senders free to choose their buffer

@@ -20,8 +20,11 @@
 /// Thread-safety: every method from any thread. subscribe()/unsubscribe() wait for the
 /// acknowledgement: on the event-loop thread they throw Errc::would_block; use the forms
 /// taking a callback there. Callbacks run on the event-loop thread.
-/// Lifetime: destroy before the Context, on any thread (not inside the message handler). Publications
-/// taken out stay valid after it.
+/// Lifetime: destroy before the Context, on any thread, also inside any of its own callbacks
+/// (the message handler, a subscribe()/unsubscribe() callback, on_subscriptions_lost,
+/// on_resubscribed). No callback runs once the destructor has returned, except the pending
+/// subscribe()/unsubscribe() callbacks, which the destructor itself calls with Errc::closed.
+/// Publications taken out stay valid after it.
 #pragma once
 
 #include "netio/context.hpp"

@@ -34,9 +34,11 @@ std::string_view to_string(Backpressure backpressure) noexcept;
 /// Who a data connection of a publisher goes to: for try_publish's list of skipped
 /// subscribers, and for logs.
 struct SubscriberInfo {
-  std::uint64_t id = 0;  ///< unique in the publishing process, stable while the subscriber stays
-  Identity identity;     ///< what the subscriber declared (its SubscribeOptions::identity)
-  Endpoint endpoint;     ///< where its data connection goes
+  /// The subscriber's control connection into the publisher: who it is, as every remote is
+  /// named (Peer::connection() is unique in the process and stable while the subscriber stays).
+  Peer peer;
+  Identity identity;  ///< what the subscriber declared (its SubscribeOptions::identity; peer.identity())
+  Endpoint endpoint;  ///< where its data connection goes
   Mode mode = Mode::high_throughput;
 };
 

@@ -33,8 +33,8 @@
 ///
 /// Threading: the handlers run on the context's event-loop thread, one at a time; the views
 /// they get are valid during the call only (copy what you keep, or keep a Timeslice). They
-/// must not block long. Construct and destroy on any thread except inside this receiver's
-/// own handlers; no handler runs after the destructor returned.
+/// must not block long. Construct and destroy on any thread, also inside this receiver's own
+/// handlers; no handler runs after the destructor returned.
 #pragma once
 
 #include "netio/context.hpp"
