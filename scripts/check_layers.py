@@ -5,8 +5,10 @@
   scripts/check_layers.py [ROOT]     exit 0 when all is well, 1 with one line per problem
 
 Reads the tree, no list of folders of its own:
-- every folder under backends/ and patterns/, and every top-level folder with a CMakeLists.txt
-  (a room: netio/, scheduler/, tools/, ...), is named in docs/design/layers.md as `path/`;
+- every folder under backends/ and patterns/, every top-level folder with a CMakeLists.txt
+  (a room: netio/, scheduler/, tools/, ...) and every folder under netio/ with a CMakeLists.txt
+  of its own (a room beside the core: netio/internal/, netio/python/) is named in
+  docs/design/layers.md as `path/`;
 - a public header (one a CMakeLists.txt installs with install(DIRECTORY ...)) includes only
   public headers, the standard library and third-party headers: never a header of a src/
   folder, a back-end, netio/internal/ or the tools, which are not installed (a consumer's build
@@ -58,12 +60,15 @@ def installed_folders(root, files):
 
 
 def rooms(root):
-    """The folders layers.md must name: backends/*, patterns/*, top-level rooms."""
+    """The folders layers.md must name: backends/*, patterns/*, top-level rooms, rooms under netio/."""
     named = []
     for top in sorted(root.iterdir()):
         if top.is_dir() and not top.name.startswith(".") and not top.name.startswith("build") and top.name not in SKIP:
             if (top / "CMakeLists.txt").is_file():
                 named.append(top.name)
+    core = root / "netio"
+    if core.is_dir():
+        named += [f"netio/{d.name}" for d in sorted(core.iterdir()) if (d / "CMakeLists.txt").is_file()]
     for parent in ("backends", "patterns"):
         folder = root / parent
         if folder.is_dir():

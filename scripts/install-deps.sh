@@ -10,9 +10,13 @@ set -euo pipefail
 packages=(g++ cmake make pkg-config python3 libfabric-dev libfabric-bin librdmacm-dev libibverbs-dev
           libfmt-dev libsodium-dev libcli11-dev catch2 libzmq3-dev gnuplot-nox
           libxxhash-dev  # the tools' verification checksum (XXH3)
+          libmicrohttpd-dev  # netio::metrics: the HTTP server Prometheus scrapes (NETIO_WITH_METRICS)
+          prometheus python3-prometheus-client  # the metrics tests: a real Prometheus, the exposition's parser
           valgrind  # tools/bench/rtt_instructions.sh and its test
           pandoc    # the man pages (docs/man)
           doxygen   # the API reference (docs/api)
+          pybind11-dev python3-dev python3-pytest  # the Python module (netio/python) and its suite
+          python3-zmq python3-numpy  # the Python module's benchmark against pyzmq; numpy arrays in its suite
           clang-format clang-tidy)  # scripts/format.sh (the suite's style.format test), scripts/tidy.sh
 for option in "$@"; do
   case "$option" in

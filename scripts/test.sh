@@ -97,6 +97,10 @@ build_stage() {
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNETIO_SANITIZE="$1" -DNETIO_WARNINGS_AS_ERRORS=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimization -g1 -DNDEBUG" -DNETIO_HARNESS_OPTIMIZATION="$harness" \
     "${launcher[@]}" >/dev/null
+  # The ASan+UBSan stage runs the Python module's suite too, when the module is built (pybind11).
+  if [ "$1" = address ] && grep -q '^NETIO_PYTHON_BUILT:INTERNAL=ON' "$build/CMakeCache.txt"; then
+    targets+=(netio_python)
+  fi
   cmake --build "$build" -j"$(nproc)" "${targets[@]}"
 }
 

@@ -11,6 +11,7 @@
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "netio/message.hpp"
+#include "netio/metrics.hpp"
 #include "netio/multi_destination_send_socket.hpp"
 #include "netio/page_pool.hpp"
 #include "netio/scheduled_push/timeslice_receiver.hpp"
@@ -34,6 +35,7 @@
 // An enumeration's to_string is a free noexcept function returning std::string_view
 // (docs/design/conventions.md), the scheduler's too.
 static_assert(std::is_same_v<decltype(netio::to_string(netio::SendMode{})), std::string_view>);
+static_assert(std::is_same_v<decltype(netio::to_string(netio::MetricType{})), std::string_view>);
 static_assert(
     std::is_same_v<decltype(netio::scheduler::to_string(netio::scheduler::DurationRule{})), std::string_view>);
 static_assert(std::is_same_v<decltype(netio::scheduler::to_string(netio::scheduler::ClockRule{})), std::string_view>);

@@ -12,6 +12,7 @@
 #include "common/cli_options.hpp"
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
+#include "common/metrics_option.hpp"
 #include "common/peer_access_options.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
@@ -49,6 +50,7 @@ struct SubOptions {
   std::chrono::nanoseconds timeout{0};
   std::chrono::nanoseconds connect_timeout = netio::default_connect_timeout;
   std::optional<netio::EmulationConfig> emulate;
+  MetricsOptions metrics;
   PeerAccess access;  // which publishers may connect back, the key
   CpuChoice cpu;
 };
@@ -61,6 +63,7 @@ struct PubOptions {
   std::string port_file;
   std::chrono::nanoseconds timeout{0};
   std::optional<netio::EmulationConfig> emulate;
+  MetricsOptions metrics;
   PeerAccess access;  // who may subscribe, the key
   CpuChoice cpu;
 };
@@ -76,7 +79,9 @@ int run_sub(const SubOptions& o) {
   netio::ContextOptions context_options;
   context_options.cpu = o.cpu.loop_thread;
   context_options.emulation = o.emulate;
+  const MetricsSession metrics(o.metrics);
   netio::Context context(context_options);
+  watch_metrics(context);
   netio::pubsub::SubscribeOptions options;
   options.identity.name = "netio_cat";
   options.admission = o.access.admission();
@@ -144,7 +149,9 @@ int run_pub(const PubOptions& o) {
   netio::ContextOptions context_options;
   context_options.cpu = o.cpu.loop_thread;
   context_options.emulation = o.emulate;
+  const MetricsSession metrics(o.metrics);
   netio::Context context(context_options);
+  watch_metrics(context);
   netio::pubsub::PublishOptions options;
   options.identity.name = "netio_cat";
   options.admission = o.access.admission();
@@ -218,6 +225,7 @@ int main(int argc, char** argv) {
   add_timeout_option(*sub, sub_options.timeout);
   add_connect_timeout_option(*sub, sub_options.connect_timeout);
   add_emulate_option(*sub, sub_options.emulate);
+  add_metrics_options(*sub, sub_options.metrics);
   add_peer_access_options(*sub, sub_options.access, /*listens=*/true);
   sub->footer(std::string(kUnitsHelp) +
               "\n\nRuns until -n/-t, Ctrl-C or --timeout; a publisher that restarts is "
@@ -240,6 +248,7 @@ int main(int argc, char** argv) {
   add_cpu_option(*pub, pub_options.cpu);
   add_timeout_option(*pub, pub_options.timeout);
   add_emulate_option(*pub, pub_options.emulate);
+  add_metrics_options(*pub, pub_options.metrics);
   add_peer_access_options(*pub, pub_options.access, /*listens=*/true);
   pub->footer(std::string(kUnitsHelp) +
               "\n\nExit status: 0 when stdin was published, 1 on failure or --timeout, 128+N on signal N.");

@@ -14,6 +14,7 @@
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
 #include "common/json_writer.hpp"
+#include "common/metrics_option.hpp"
 #include "common/peer_access_options.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
@@ -46,6 +47,7 @@ struct Options {
   std::string port_file;
   CpuChoice cpu;
   std::optional<netio::EmulationConfig> emulate;
+  MetricsOptions metrics;
   PeerAccess access;
   std::chrono::nanoseconds timeout{0};
   std::size_t senders = 1;
@@ -95,6 +97,7 @@ void add_options(CLI::App& app, Options& o) {
       ->type_name("FILE");
   add_cpu_option(app, o.cpu);
   add_emulate_option(app, o.emulate);
+  add_metrics_options(app, o.metrics);
   add_peer_access_options(app, o.access, true);
   add_timeout_option(app, o.timeout);
   auto* subscribe = app.add_flag("--subscribe", o.subscribe,
@@ -171,6 +174,7 @@ int run_subscriber(const Options& o) {
   subscriber.connect_timeout = o.connect_timeout;  // --subscribe: the publishers that may connect back
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   netio::Context context(context_options(o));
+  watch_metrics(context);
   BenchReceiverCallbacks callbacks;
   callbacks.on_listening = [&](const netio::Endpoint& publisher) {
     fmt::print(stderr, "{}: subscribed to {} on {} ({} mode{})\n", kTool, fmt::join(o.tags, ","), publisher.to_string(),
@@ -217,6 +221,7 @@ int run_subscriber(const Options& o) {
 }
 
 int run(const Options& o) {
+  const MetricsSession metrics(o.metrics);
   if (o.subscribe) return run_subscriber(o);
   install_termination_handlers();
   const Watchdog watchdog(kTool, o.timeout);
@@ -237,6 +242,7 @@ int run(const Options& o) {
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
 
   netio::Context context(context_options(o));
+  watch_metrics(context);
 
   BenchReceiverCallbacks callbacks;
   callbacks.on_listening = [&](const netio::Endpoint& local) {

@@ -15,6 +15,7 @@
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
 #include "common/json_writer.hpp"
+#include "common/metrics_option.hpp"
 #include "common/peer_access_options.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
@@ -51,6 +52,7 @@ struct Options {
   bool json = false;
   CpuChoice cpu;
   std::optional<netio::EmulationConfig> emulate;
+  MetricsOptions metrics;
   PeerAccess access;
   std::chrono::nanoseconds timeout{0};
   std::chrono::nanoseconds connect_timeout = netio::default_connect_timeout;
@@ -104,6 +106,7 @@ void add_options(CLI::App& app, Options& o) {
                "seconds, msgs_per_s, gbps}]}");
   add_cpu_option(app, o.cpu);
   add_emulate_option(app, o.emulate);
+  add_metrics_options(app, o.metrics);
   add_peer_access_options(app, o.access, /*listens=*/true);  // --allow: with --publish only (who may subscribe)
   add_timeout_option(app, o.timeout);
   auto* connect_timeout = add_connect_timeout_option(app, o.connect_timeout);
@@ -203,6 +206,7 @@ int run_publisher(const Options& o) {
   context_options.cpu = o.cpu.loop_thread;
   context_options.emulation = o.emulate;
   netio::Context context(context_options);
+  watch_metrics(context);
   BenchPublisherCallbacks callbacks;
   callbacks.on_listening = [&](const netio::Endpoint& local) {
     fmt::print(stderr, "{}: publishing on {}, waiting for {} subscriber(s)\n", kTool, local.to_string(), o.subscribers);
@@ -213,6 +217,7 @@ int run_publisher(const Options& o) {
 }
 
 int run(const Options& o) {
+  const MetricsSession metrics(o.metrics);
   if (o.publish) return run_publisher(o);
   install_termination_handlers();
   const Watchdog watchdog(kTool, o.timeout);
@@ -237,6 +242,7 @@ int run(const Options& o) {
   context_options.cpu = o.cpu.loop_thread;
   context_options.emulation = o.emulate;
   netio::Context context(context_options);
+  watch_metrics(context);
 
   // A connection failure escapes as netio::Error, whose message names the endpoint.
   return report_and_exit(o, run_bench_sender(context, sender, deadline, o.json ? nullptr : print_run_progress));

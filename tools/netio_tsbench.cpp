@@ -20,6 +20,7 @@
 #include "common/cli_options.hpp"
 #include "common/cpu_affinity.hpp"
 #include "common/deadline.hpp"
+#include "common/metrics_option.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
 #include "common/units.hpp"
@@ -58,6 +59,7 @@ struct Options {
   std::string config;
   std::string collect;
   std::optional<netio::EmulationConfig> emulate;
+  MetricsOptions metrics;
   std::chrono::nanoseconds timeout{0};
   CpuChoice cpu;
   bool simulate = false;
@@ -140,6 +142,7 @@ void add_options(CLI::App& app, Options& o) {
                                 "default '{}'. node= is set to each node's rank: inputs 0..N-1, compute nodes "
                                 "N..N+M-1",
                                 kDefaultEmulation));
+  add_metrics_options(app, o.metrics);
   app.add_option("--slowdown", b.slowdown,
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "
                  "'node:4,at=6s,for=3s,rate=75%' (compute node 0 of a 4x4 run at 75 % of its in= rate for 3 s)")
@@ -471,6 +474,7 @@ int run(const Options& o) {
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   const Watchdog watchdog(kTool, o.timeout);
   const Deadline deadline(o.timeout);
+  const MetricsSession metrics(o.metrics);
   if (!o.role.empty()) return run_role_mode(o, deadline);
   if (!o.collect.empty()) return run_collect_mode(o);
   o.bench.validate();

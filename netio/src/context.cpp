@@ -69,6 +69,7 @@ Context::~Context() {
 EventLoop& Context::loop() noexcept { return core_->loop; }
 
 NetworkEmulation* Context::emulation() noexcept { return core_->emulation.get(); }
+MetricsRegistry& Context::metrics() noexcept { return core_->metrics; }
 
 Backend& Context::backend(const Endpoint& endpoint) {
   if (Backend* found = find_backend(endpoint.scheme)) return *found;

@@ -8,6 +8,7 @@
 #include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/emulation.hpp"
+#include "netio/metrics.hpp"
 
 #include <atomic>
 #include <map>
@@ -36,6 +37,7 @@ struct ContextCore {
   std::thread thread;
   /// Set once the user's Context was destroyed: the sockets' calls throw Errc::closed.
   std::atomic<bool> gone{false};
+  MetricsRegistry metrics;  ///< the sockets' collectors (netio/metrics.hpp)
 };
 
 }  // namespace netio::detail

@@ -8,6 +8,7 @@
 #include "page_format.hpp"
 #include "peer_state.hpp"
 #include "receive_connections.hpp"
+#include "socket_metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -292,12 +293,16 @@ class HighThroughputReceiveSocket::Impl {
   std::map<std::uint64_t, detail::PageParser> parsers_;
   std::set<std::uint64_t> dropped_;
 
-  detail::ReceiveConnections connections_;  // last: closed first, before the queue goes
+  detail::ReceiveConnections connections_;  // closed first, before the queue goes
+  MetricsRegistry::Registration metrics_;   // last: removed before anything it reads goes
 };
 
 HighThroughputReceiveSocket::HighThroughputReceiveSocket(Context& context, const Endpoint& local,
                                                          HighThroughputReceiveOptions options)
-    : impl_(std::make_shared<Impl>(context, local, options)) {}
+    : impl_(std::make_shared<Impl>(context, local, options)) {
+  impl_->metrics_ =
+      detail::add_socket_metrics(context, "high_throughput_receive", local_endpoint().to_string(), impl_->stats_);
+}
 
 HighThroughputReceiveSocket::~HighThroughputReceiveSocket() {
   EventLoop& loop = impl_->connections_.loop();

@@ -6,6 +6,7 @@
 #include "netio/internal/little_endian.hpp"
 #include "netio/log.hpp"
 #include "page_format.hpp"
+#include "socket_metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -356,14 +357,16 @@ class HighThroughputSendSocket::Impl {
   std::mutex message_mutex_;  // one message at a time, held across waits for pages
   std::mutex page_mutex_;     // current_, shared with the flush timer on the loop thread
   Buffer* current_ = nullptr;
-  std::vector<Buffer*> reserved_;     // guarded by message_mutex_; capacity page_count, never grows
-  std::atomic<bool> closing_{false};  // set under page_mutex_ by close()
+  std::vector<Buffer*> reserved_;          // guarded by message_mutex_; capacity page_count, never grows
+  std::atomic<bool> closing_{false};       // set under page_mutex_ by close()
+  MetricsRegistry::Registration metrics_;  // last: removed before anything it reads goes
 };
 
 HighThroughputSendSocket::HighThroughputSendSocket(Context& context, const Endpoint& remote,
                                                    HighThroughputSendOptions options)
     : impl_(std::make_shared<Impl>(context, remote, options)) {
   impl_->start_flush_timer(impl_);
+  impl_->metrics_ = detail::add_socket_metrics(context, "high_throughput_send", remote.to_string(), impl_->stats_);
 }
 
 HighThroughputSendSocket::~HighThroughputSendSocket() { impl_->close_for_destructor(); }

@@ -6,6 +6,7 @@
 #include "introduction.hpp"
 #include "netio/log.hpp"
 #include "receive_connections.hpp"
+#include "socket_metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -57,6 +58,7 @@ class LowLatencyReceiveSocket::Impl {
   StatsCounters stats_;
   std::shared_ptr<ReceiveBudget> budget_;
   detail::ReceiveConnections connections_;
+  MetricsRegistry::Registration metrics_;  // last: removed before anything it reads goes
 };
 
 static LowLatencyReceiveSocket::Handler required(LowLatencyReceiveSocket::Handler handler) {
@@ -66,7 +68,10 @@ static LowLatencyReceiveSocket::Handler required(LowLatencyReceiveSocket::Handle
 
 LowLatencyReceiveSocket::LowLatencyReceiveSocket(Context& context, const Endpoint& local, Handler handler,
                                                  LowLatencyReceiveOptions options)
-    : impl_(std::make_shared<Impl>(context, local, required(std::move(handler)), options)) {}
+    : impl_(std::make_shared<Impl>(context, local, required(std::move(handler)), options)) {
+  impl_->metrics_ =
+      detail::add_socket_metrics(context, "low_latency_receive", local_endpoint().to_string(), impl_->stats_);
+}
 
 LowLatencyReceiveSocket::~LowLatencyReceiveSocket() {
   EventLoop& loop = impl_->connections_.loop();

@@ -5,6 +5,7 @@
 #include "handshake.hpp"
 #include "message_parts.hpp"
 #include "netio/log.hpp"
+#include "socket_metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -100,11 +101,14 @@ class LowLatencySendSocket::Impl {
 
   LowLatencySendOptions options_;
   std::shared_ptr<detail::BufferSender> sender_;
-  StatsCounters& stats_;  // sender_'s
+  StatsCounters& stats_;                   // sender_'s
+  MetricsRegistry::Registration metrics_;  // last: removed before anything it reads goes
 };
 
 LowLatencySendSocket::LowLatencySendSocket(Context& context, const Endpoint& remote, LowLatencySendOptions options)
-    : impl_(std::make_shared<Impl>(context, remote, options)) {}
+    : impl_(std::make_shared<Impl>(context, remote, options)) {
+  impl_->metrics_ = detail::add_socket_metrics(context, "low_latency_send", remote.to_string(), impl_->stats_);
+}
 
 LowLatencySendSocket::~LowLatencySendSocket() { impl_->close_for_destructor(); }
 

@@ -21,6 +21,7 @@
 
 #include "destination_connection.hpp"
 #include "netio/log.hpp"
+#include "socket_metrics.hpp"
 #include "stats_counters.hpp"
 #include "victim_selector.hpp"
 
@@ -67,7 +68,9 @@ bool is_connection_failure(const Error& e) {
 class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(Context& context, MultiDestinationSendOptions options)
-      : context_(detail::share_context(context)), options_(std::move(options)), selector_(options_.policy) {}
+      : context_(detail::share_context(context)), options_(std::move(options)), selector_(options_.policy) {
+    metrics_ = detail::add_socket_metrics(context, "multi_destination_send", "", stats_);
+  }
 
   using Parts = std::span<const std::span<const std::byte>>;
 
@@ -563,6 +566,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   std::vector<std::function<void(const Error*)>> on_closed_;  // close()'s callbacks, until every slot is free
   ConnectionStats counters_;
   StatsCounters stats_;
+  MetricsRegistry::Registration metrics_;  // last: removed before anything it reads goes
 };
 
 MultiDestinationSendSocket::MultiDestinationSendSocket(Context& context, MultiDestinationSendOptions options) {

@@ -53,6 +53,16 @@ class CheckLayers(unittest.TestCase):
         self.assertIn("does not name the folder backends/shm/", out)
         self.assertNotIn("backends/tcp/", out)
 
+    def test_a_room_under_netio_missing_from_layers_fails(self):
+        layers = "`netio/` `internal/` `backends/tcp/` `backends/shm/` `patterns/pubsub/`"
+        root = self.tree(layers, '"netio/other.hpp"')
+        write(root, "netio/python/CMakeLists.txt", "pybind11_add_module(netio_python MODULE module.cpp)\n")
+        code, out = run(root)
+        self.assertEqual(code, 1)
+        self.assertIn("does not name the folder netio/python/", out)
+        write(root, "docs/design/layers.md", layers + " `netio/python/`")
+        self.assertEqual(run(root), (0, ""))
+
     def test_a_public_header_including_a_private_one_fails(self):
         layers = "`netio/` `internal/` `backends/tcp/` `backends/shm/` `patterns/pubsub/`"
         for include, private in (('"core_private.hpp"', "netio/src/core_private.hpp"),

@@ -7,7 +7,8 @@
 #   - a consumer project (find_package and pkg-config, every library) that sets no C++
 #     standard of its own;
 #   - for a shared build: the installed package files name no libsodium, and the installed
-#     tools run from the scratch prefix without LD_LIBRARY_PATH (their RPATH).
+#     tools and the Python package (when built) run from the scratch prefix without
+#     LD_LIBRARY_PATH (their RPATH).
 set -euo pipefail
 build_dir="$1"
 source_dir="$(cd "$(dirname "$0")" && pwd)"
@@ -32,6 +33,23 @@ if [ "$shared" = 1 ]; then
     [ -x "$tool" ] || continue
     env -u LD_LIBRARY_PATH "$tool" --help >/dev/null || fail "$tool does not run from $prefix (RPATH?)"
   done
+  # The Python package (when built) imports from the prefix's site directory and finds the
+  # installed libraries through its RPATH: a round trip on loopback.
+  python_init="$(find "$prefix" -path '*/netio/__init__.py' | head -1)"
+  if [ -n "$python_init" ]; then
+    python="$(sed -n 's/^NETIO_PYTHON_EXECUTABLE:INTERNAL=//p' "$build_dir/CMakeCache.txt")"
+    site="$(dirname "$(dirname "$python_init")")"
+    env -u LD_LIBRARY_PATH PYTHONPATH="$site" "${python:-python3}" -c '
+import sys, netio
+assert netio.__file__.startswith(sys.argv[1]), netio.__file__
+with netio.Context() as ctx:
+    with netio.HighThroughputReceiveSocket(ctx, "tcp://127.0.0.1:0") as receiver:
+        with netio.HighThroughputSendSocket(ctx, receiver.local_endpoint) as sender:
+            sender.send(b"installed")
+            sender.flush()
+            assert bytes(receiver.recv(timeout=5)) == b"installed"
+' "$prefix" || fail "the Python package does not import from $site without LD_LIBRARY_PATH (RPATH?)"
+  fi
 fi
 
 # A system without libsodium-dev: every pkg-config module of the system but libsodium's.
@@ -93,6 +111,11 @@ cmake --build "$scratch/build" -j2 >/dev/null
 "$scratch/build/consumer_pkgconfig"
 "$scratch/build/consumer_scheduler"
 "$scratch/build/consumer_pkgconfig_scheduled_push" >/dev/null
+if [ -f "$pcdir/netio-metrics.pc" ]; then
+  "$scratch/build/consumer_metrics" >/dev/null || fail "the netio::metrics consumer (find_package) failed"
+  "$scratch/build/consumer_pkgconfig_metrics" >/dev/null || fail "the netio-metrics consumer (pkg-config) failed"
+  echo "install check: netio::metrics and netio-metrics consumers built and ran"
+fi
 # man netio_recv after cmake --install: the tools' pages, when the build made them (pandoc).
 if [ -f "$build_dir/docs/man/netio_recv.1" ]; then
   page="$prefix/share/man/man1/netio_recv.1"

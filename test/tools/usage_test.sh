@@ -50,7 +50,7 @@ expect_status 2 "$send" -e tcp://127.0.0.1:5000 -s 64 --senders 2
 grep -qF -- "--senders is an option of netio_recv" "$WORK/err" || fail "netio_throughput --senders: $(cat "$WORK/err")"
 
 # --report-interval; --interval still works for one release, with a note.
-"$recv" --help | grep -q -- "--report-interval" || fail "netio_recv --help does not list --report-interval"
+grep -q -- "--report-interval" <<<"$("$recv" --help)" || fail "netio_recv --help does not list --report-interval"
 "$recv" -e tcp://127.0.0.1:0 --interval 0 --timeout 0.3s >/dev/null 2>"$WORK/err"
 grep -qF -- "--interval is deprecated" "$WORK/err" || fail "netio_recv --interval gives no deprecation note: $(cat "$WORK/err")"
 

@@ -4,6 +4,7 @@
 #include "tsbench/compute_role.hpp"
 #include "tsbench/input_role.hpp"
 
+#include "common/metrics_option.hpp"
 #include "common/termination.hpp"
 
 #include "netio/context.hpp"
@@ -48,9 +49,11 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
   std::vector<std::unique_ptr<Context>> input_contexts;
   for (std::uint32_t c = 0; c < bench.computes; ++c) {
     compute_contexts.push_back(std::make_unique<Context>(node_context(bench, bench.inputs + c)));
+    watch_metrics(*compute_contexts.back(), std::to_string(bench.inputs + c));  // --metrics: node= its rank
   }
   for (std::uint32_t i = 0; i < bench.inputs; ++i) {
     input_contexts.push_back(std::make_unique<Context>(node_context(bench, i)));
+    watch_metrics(*input_contexts.back(), std::to_string(i));
   }
 
   std::vector<std::unique_ptr<ComputeRole>> computes;

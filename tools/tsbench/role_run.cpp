@@ -4,6 +4,7 @@
 #include "tsbench/compute_role.hpp"
 #include "tsbench/input_role.hpp"
 
+#include "common/metrics_option.hpp"
 #include "common/termination.hpp"
 
 #include "netio/context.hpp"
@@ -69,6 +70,7 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   context_options.emulation = bench.node_emulation(rank);
   context_options.cpu = bench.loop_cpu;
   Context context(context_options);
+  watch_metrics(context, std::to_string(rank));  // --metrics: node= its rank
   RoleRunResult result;
 
   if (self.role == ClusterNode::Role::compute) {

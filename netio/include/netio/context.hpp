@@ -27,8 +27,9 @@
 
 namespace netio {
 
-class Backend;    // netio/backend/backend.hpp: what a back-end implements
-class EventLoop;  // netio/backend/event_loop.hpp
+class Backend;          // netio/backend/backend.hpp: what a back-end implements
+class EventLoop;        // netio/backend/event_loop.hpp
+class MetricsRegistry;  // netio/metrics.hpp
 class Context;
 
 namespace detail {
@@ -91,6 +92,11 @@ class Context {
   /// The emulation of ContextOptions::emulation, to change while running (later buffers use
   /// the new configuration); nullptr when the context was made without one.
   NetworkEmulation* emulation() noexcept;
+
+  /// The metrics of every socket made from this context (netio/metrics.hpp), each added for
+  /// the socket's life; add collectors of your own to it. Serve it with netio::MetricsServer
+  /// (netio/metrics/metrics_server.hpp).
+  MetricsRegistry& metrics() noexcept;
 
   /// Stops the loop and joins its thread; sockets still alive are closed from here on.
   /// Idempotent. Called by the destructor (of the Context the user made, not of a

@@ -4,6 +4,7 @@
 #include "control_message.hpp"
 #include "data_connection.hpp"
 #include "pending_delivery.hpp"
+#include "pubsub_metrics.hpp"
 #include "subscription_table.hpp"
 
 #include "netio/backend/event_loop.hpp"
@@ -637,14 +638,20 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   bool report_again_ = false;                 // a report found no room: try on the next tick
   mutable std::mutex publishers_mutex_;
   std::vector<std::shared_ptr<PublisherCounters>> publishers_;  // of the Publishers alive
+
+ public:
+  MetricsRegistry::Registration metrics;  // pubsub_metrics.hpp: removed first by ~PublishSocket
 };
 
 PublishSocket::PublishSocket(Context& context, const Endpoint& local, PublishOptions options)
     : impl_(std::make_shared<Impl>(context, std::move(options))) {
   impl_->start(local);
+  impl_->metrics =
+      detail::add_publish_metrics(context, impl_->local().to_string(), [impl = impl_.get()] { return impl->stats(); });
 }
 
 PublishSocket::~PublishSocket() {
+  impl_->metrics.reset();
   try {
     impl_->shutdown();
   } catch (const std::exception& e) {

@@ -2,6 +2,7 @@
 #include "netio/pubsub/subscribe_socket.hpp"
 
 #include "control_message.hpp"
+#include "pubsub_metrics.hpp"
 
 #include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
@@ -561,6 +562,9 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
   std::shared_ptr<HighThroughputReceiveSocket> high_throughput_;
   bool stopped_ = false;
   std::atomic<std::uint64_t> received_{0}, dropped_{0}, lost_{0}, resubscribed_{0}, malformed_{0};
+
+ public:
+  MetricsRegistry::Registration metrics;  // pubsub_metrics.hpp: removed first by ~SubscribeSocket
 };
 
 SubscribeSocket::SubscribeSocket(Context& context, SubscribeOptions options)
@@ -569,9 +573,11 @@ SubscribeSocket::SubscribeSocket(Context& context, SubscribeOptions options)
 SubscribeSocket::SubscribeSocket(Context& context, Handler on_message, SubscribeOptions options)
     : impl_(std::make_shared<Impl>(context, std::move(on_message), std::move(options))) {
   impl_->start();
+  impl_->metrics = detail::add_subscribe_metrics(context, [impl = impl_.get()] { return impl->stats(); });
 }
 
 SubscribeSocket::~SubscribeSocket() {
+  impl_->metrics.reset();
   try {
     impl_->shutdown();
     // Inside one of its own callbacks (on the loop thread) the Impl, whose handler may still be

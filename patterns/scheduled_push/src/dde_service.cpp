@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "netio/scheduled_push/dde_service.hpp"
 
+#include "scheduled_push_metrics.hpp"
+
 #include "netio/context.hpp"
 #include "netio/error.hpp"
 #include "netio/log.hpp"
@@ -116,6 +118,7 @@ struct DdeService::State {
   std::set<ConnectionId> complained;
   mutable std::mutex stats_mutex;
   DdeServiceStats stats;
+  MetricsRegistry::Registration metrics;            // scheduled_push_metrics.hpp: removed first by the destructor
   std::unique_ptr<LowLatencyReceiveSocket> socket;  // last: destroyed first
 };
 
@@ -130,11 +133,17 @@ DdeService::DdeService(Context& context, const Endpoint& local, const ns::Schedu
       context, local, [state](std::span<const std::byte> bytes, const Peer& peer) { state->on_message(bytes, peer); },
       options);
   const auto bound = state_->socket->local_endpoint();
-  std::lock_guard lock(state_->stats_mutex);
-  state_->endpoint = bound;
+  {
+    std::lock_guard lock(state_->stats_mutex);
+    state_->endpoint = bound;
+  }
+  state_->metrics = detail::add_dde_metrics(context, bound.to_string(), [this] { return stats(); });
 }
 
-DdeService::~DdeService() { state_->socket.reset(); }
+DdeService::~DdeService() {
+  state_->metrics.reset();
+  state_->socket.reset();
+}
 
 Endpoint DdeService::local_endpoint() const {
   std::lock_guard lock(state_->stats_mutex);

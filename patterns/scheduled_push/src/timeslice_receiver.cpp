@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "netio/scheduled_push/timeslice_receiver.hpp"
 
+#include "scheduled_push_metrics.hpp"
+
 #include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
@@ -429,6 +431,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   std::mutex lifetime_mutex;
   bool closed = false;
   std::unique_ptr<DdeService> dde;
+  MetricsRegistry::Registration metrics;            // scheduled_push_metrics.hpp: removed first by the destructor
   std::unique_ptr<LowLatencyReceiveSocket> socket;  // last: destroyed first
 };
 
@@ -469,9 +472,11 @@ TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, Ti
                                           housekeeping_period(state->options.incomplete_timeout), [weak] {
                                             if (auto s = weak.lock()) s->housekeeping();
                                           });
+  state->metrics = detail::add_receiver_metrics(context, local_endpoint().to_string(), [this] { return stats(); });
 }
 
 TimesliceReceiver::~TimesliceReceiver() {
+  state_->metrics.reset();
   {
     std::lock_guard lock(state_->lifetime_mutex);
     state_->closed = true;

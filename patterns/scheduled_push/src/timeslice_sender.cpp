@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "netio/scheduled_push/timeslice_sender.hpp"
 
+#include "scheduled_push_metrics.hpp"
+
 #include "netio/backend/event_loop.hpp"
 #include "netio/context.hpp"
 #include "netio/error.hpp"
@@ -418,7 +420,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
 
   Context& context;
   TimesliceSenderOptions options;
-  ns::InputNode node;  // loop thread only
+  MetricsRegistry::Registration metrics;  // scheduled_push_metrics.hpp: removed first by the destructor
+  ns::InputNode node;                     // loop thread only
   std::vector<Compute> computes;
   std::vector<Dde> ddes;
   std::map<ns::IntervalIndex, std::optional<ns::IntervalPlan>> plans;  // on_interval: started, not reported
@@ -442,9 +445,11 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
 TimesliceSender::TimesliceSender(Context& context, TimesliceSenderOptions options)
     : state_(std::make_shared<State>(context, std::move(options))) {
   context.loop().run_sync([this] { state_->start(); });
+  state_->metrics = detail::add_sender_metrics(context, state_->options.input, [this] { return stats(); });
 }
 
 TimesliceSender::~TimesliceSender() {
+  state_->metrics.reset();
   state_->context.loop().run_sync([this] { state_->stop(); });
 }
 

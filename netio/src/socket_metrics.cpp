@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+#include "socket_metrics.hpp"
+
+#include "netio/context.hpp"
+
+namespace netio::detail {
+
+MetricsRegistry::Registration add_socket_metrics(Context& context, std::string_view socket, std::string endpoint,
+                                                 const StatsCounters& counters) {
+  return context.metrics().add(
+      [socket = std::string(socket), endpoint = std::move(endpoint), &counters](std::vector<Metric>& out) {
+        const SocketStats s = counters.snapshot();
+        auto counter = [&](const char* name, const char* help, std::uint64_t value, const char* reason = nullptr) {
+          Metric m{name, MetricType::counter, help, {{"socket", socket}, {"endpoint", endpoint}}, double(value)};
+          if (reason) m.labels.emplace_back("reason", reason);
+          out.push_back(std::move(m));
+        };
+        counter("netio_socket_messages_total", "Messages sent or received by the socket", s.messages);
+        counter("netio_socket_bytes_total", "Payload bytes sent or received by the socket, without framing", s.bytes);
+        counter("netio_socket_pages_total", "Pages (high-throughput) or buffers (low-latency) moved", s.pages);
+        const char* flushes = "Pages sent, by why they were sent (full, timer, explicit)";
+        counter("netio_socket_flushes_total", flushes, s.flushes_full, "full");
+        counter("netio_socket_flushes_total", flushes, s.flushes_timer, "timer");
+        counter("netio_socket_flushes_total", flushes, s.flushes_explicit, "explicit");
+        counter("netio_socket_backpressure_waits_total", "send() calls that had to wait for a free buffer",
+                s.backpressure_waits);
+        counter("netio_socket_connections_total", "Connections accepted or established", s.connections);
+        counter("netio_socket_disconnects_total", "Connections lost or dropped for a protocol error", s.disconnects);
+        counter("netio_socket_zero_copy_messages_total", "High-throughput messages sent from the caller's memory",
+                s.zero_copy_messages);
+      });
+}
+
+}  // namespace netio::detail

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+#include "scheduled_push_metrics.hpp"
+
+#include "netio/context.hpp"
+
+#include <utility>
+
+namespace netio::scheduled_push::detail {
+namespace {
+
+// Appends samples with the same labels.
+struct Samples {
+  std::vector<Metric>& out;
+  std::vector<std::pair<std::string, std::string>> labels;
+  void counter(const char* name, const char* help, std::uint64_t value) {
+    out.push_back({name, MetricType::counter, help, labels, double(value)});
+  }
+  void gauge(const char* name, const char* help, std::uint64_t value) {
+    out.push_back({name, MetricType::gauge, help, labels, double(value)});
+  }
+};
+
+}  // namespace
+
+MetricsRegistry::Registration add_sender_metrics(Context& context, std::uint32_t input,
+                                                 std::function<TimesliceSenderStats()> stats) {
+  return context.metrics().add([input = std::to_string(input), stats = std::move(stats)](std::vector<Metric>& out) {
+    const TimesliceSenderStats s = stats();
+    Samples add{out, {{"socket", "timeslice_sender"}, {"input", input}}};
+    add.counter("netio_timeslice_sender_pushed_total", "Contributions pushed by the application", s.pushed);
+    add.counter("netio_timeslice_sender_sent_total", "Contributions sent to their compute node", s.sent);
+    add.counter("netio_timeslice_sender_undeliverable_total", "Contributions skipped: their compute node was lost",
+                s.undeliverable);
+    add.counter("netio_timeslice_sender_credits_returned_total", "Credits compute nodes returned", s.credits_returned);
+    add.counter("netio_timeslice_sender_incomplete_credits_total", "Credits of time-slices a compute node gave up on",
+                s.incomplete_credits);
+    add.counter("netio_timeslice_sender_reports_sent_total", "DFS interval reports handed to DDE connections",
+                s.reports_sent);
+    add.counter("netio_timeslice_sender_reports_missed_total", "DFS reports a DDE missed", s.reports_missed);
+    add.counter("netio_timeslice_sender_proposals_taken_total", "DFS proposals this input followed", s.proposals_taken);
+    add.gauge("netio_timeslice_sender_computes_lost", "Compute nodes lost", s.computes_lost);
+    add.gauge("netio_timeslice_sender_ddes_lost", "DDE replicas lost", s.ddes_lost);
+  });
+}
+
+MetricsRegistry::Registration add_receiver_metrics(Context& context, std::string endpoint,
+                                                   std::function<TimesliceReceiverStats()> stats) {
+  return context.metrics().add([endpoint = std::move(endpoint), stats = std::move(stats)](std::vector<Metric>& out) {
+    const TimesliceReceiverStats s = stats();
+    Samples add{out, {{"socket", "timeslice_receiver"}, {"endpoint", endpoint}}};
+    add.counter("netio_timeslice_receiver_complete_total", "Time-slices complete and handed over", s.complete);
+    add.counter("netio_timeslice_receiver_incomplete_total", "Time-slices given up on as incomplete", s.incomplete);
+    add.counter("netio_timeslice_receiver_contributions_total", "Contributions received", s.contributions);
+    add.gauge("netio_timeslice_receiver_held_bytes", "Contribution bytes held now (the buffer's fill)", s.held_bytes);
+    add.gauge("netio_timeslice_receiver_peak_held_bytes", "The most contribution bytes ever held at once",
+              s.peak_held_bytes);
+    add.gauge("netio_timeslice_receiver_kept", "Time-slices kept by the application and not released", s.kept);
+    add.counter("netio_timeslice_receiver_dropped_total", "Contributions refused (misbehaving inputs)", s.dropped);
+    add.counter("netio_timeslice_receiver_kept_stalls_total", "Stalls on kept time-slices past kept_stall_warning",
+                s.kept_stalls);
+  });
+}
+
+MetricsRegistry::Registration add_dde_metrics(Context& context, std::string endpoint,
+                                              std::function<DdeServiceStats()> stats) {
+  return context.metrics().add([endpoint = std::move(endpoint), stats = std::move(stats)](std::vector<Metric>& out) {
+    const DdeServiceStats s = stats();
+    Samples add{out, {{"socket", "dde"}, {"endpoint", endpoint}}};
+    add.counter("netio_dde_reports_total", "Interval reports received from inputs", s.reports);
+    add.counter("netio_dde_requests_total", "Proposal requests received", s.requests);
+    add.counter("netio_dde_proposals_sent_total", "Proposals sent to inputs", s.proposals_sent);
+    add.counter("netio_dde_proposals_dropped_total", "Proposals dropped: the input's window was full or it was gone",
+                s.proposals_dropped);
+    add.counter("netio_dde_bad_messages_total", "Malformed control messages", s.bad_messages);
+    add.counter("netio_dde_clock_probes_total", "Start handshake clock probes answered", s.clock_probes);
+    add.counter("netio_dde_clock_samples_total", "Interval-start clock samples taken", s.clock_samples);
+    add.counter("netio_dde_fallbacks_total", "Times pacing lost and the DDE switched to best-effort", s.fallbacks);
+    add.counter("netio_dde_best_effort_intervals_total", "Intervals proposed best-effort", s.best_effort_intervals);
+  });
+}
+
+}  // namespace netio::scheduled_push::detail

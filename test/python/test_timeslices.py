@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: MIT
+"""The scheduled push from Python: TimesliceSender inputs, a TimesliceReceiver with a handler
+and one whose time-slices are taken with recv() and a for loop (kept until released)."""
+import time
+
+import pytest
+
+import netio
+from conftest import LOOPBACK
+
+
+def contribution(t, i):
+    return b"t%d-i%d" % (t, i)
+
+
+def run_inputs(ctx, endpoints, timeslices, inputs=2):
+    senders = [netio.TimesliceSender(ctx, input=i, input_count=inputs, compute_count=len(endpoints),
+                                     compute_endpoints=endpoints, timeslices_per_interval=len(endpoints) * 10)
+               for i in range(inputs)]
+    for t in range(timeslices):
+        for i, sender in enumerate(senders):
+            sender.push(t, contribution(t, i))
+    for sender in senders:
+        sender.finish()
+    return senders
+
+
+def test_receiver_with_handler(ctx):
+    seen = []
+
+    def handler(timeslice):
+        seen.append((timeslice.index, timeslice.complete, [bytes(c) for c in timeslice.contributions]))
+
+    with netio.TimesliceReceiver(ctx, LOOPBACK, handler, input_count=2, compute_count=1,
+                                 timeslices_per_interval=10) as receiver:
+        senders = run_inputs(ctx, [receiver.local_endpoint], 6)
+        for sender in senders:
+            assert sender.wait_finished(10)
+            assert sender.stats().sent == 6
+            sender.close()
+        assert receiver.stats().complete == 6
+    assert seen == [(t, True, [contribution(t, 0), contribution(t, 1)]) for t in range(6)]
+
+
+def test_receiver_recv_and_iteration_keep_until_release(ctx):
+    receivers = [netio.TimesliceReceiver(ctx, LOOPBACK, input_count=2, compute_count=2, compute=c,
+                                         timeslices_per_interval=20, credits_per_input=2) for c in range(2)]
+    senders = run_inputs(ctx, [r.local_endpoint for r in receivers], 4)
+    kept = receivers[0].recv(timeout=10)
+    assert kept.index == 0 and kept.complete and kept.contributed == [True, True]
+    views = kept.contributions
+    assert [bytes(v) for v in views] == [contribution(0, 0), contribution(0, 1)]
+    with pytest.raises(BufferError):
+        kept.release()
+    for view in views:
+        view.release()
+    kept.release()
+    with pytest.raises(netio.ClosedError):
+        kept.contributions
+    indices = [1, 3]
+    for timeslice in receivers[1]:
+        with timeslice:
+            assert timeslice.index == indices.pop(0)
+            assert bytes(timeslice.contributions[1]) == contribution(timeslice.index, 1)
+        if not indices:
+            break
+    with receivers[0].recv(timeout=10) as timeslice:
+        assert timeslice.index == 2
+    for sender in senders:
+        assert sender.wait_finished(10)
+        sender.close()
+    for receiver in receivers:
+        receiver.close()
+
+
+def test_receiver_closed_in_its_own_handler(ctx):
+    holder = {}
+    seen = []
+
+    def handler(timeslice):
+        seen.append(timeslice.index)
+        holder["receiver"].close()
+
+    holder["receiver"] = netio.TimesliceReceiver(ctx, LOOPBACK, handler, input_count=1, compute_count=1,
+                                                 timeslices_per_interval=10)
+    senders = run_inputs(ctx, [holder["receiver"].local_endpoint], 3, inputs=1)
+    deadline = time.monotonic() + 5
+    while not holder["receiver"].closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert holder["receiver"].closed and seen == [0]
+    for sender in senders:
+        sender.close()
