@@ -325,6 +325,21 @@ TEST_CASE("tsbench simulation: a shared port is fair between connections and kee
     CHECK(out == std::vector<std::uint32_t>{10, 11, 20});
     CHECK(now == 200ns);
   }
+  SECTION("fifo with a priority lane: a control buffer passes those waiting, not the one released") {
+    SharedPort port(limit, {}, PortSharing::fifo);
+    port.arrive(1, 100, 10, 0ns);
+    port.arrive(1, 100, 11, 0ns);
+    std::vector<std::uint32_t> out{port.release(0ns)};  // 10 leaves at once (the bucket holds it)
+    port.arrive(3, 10, 30, 0ns, true);                  // a control buffer behind 11
+    ns::Time now{0};
+    while (const auto next = port.next_release(now)) {
+      now = *next;
+      out.push_back(port.release(now));
+    }
+    // Without the lane: 10, 11 (at 100 ns), 30 (at 110 ns).
+    CHECK(out == std::vector<std::uint32_t>{10, 30, 11});
+    CHECK(now == 110ns);
+  }
   SECTION("unlimited") { CHECK_FALSE(SharedPort<>().limited()); }
 }
 
@@ -478,6 +493,10 @@ TEST_CASE("tsbench simulation: a core slower than the ports bounds the whole sys
   CHECK_THROWS_WITH(parse_core("fast"), Catch::Contains("--core 'fast'"));
   o.network = NetworkModel::lossless;
   CHECK_THROWS_WITH(simulate(b, ns::Mode::best_effort, o), Catch::Contains("--core"));
+  o.core = {};
+  o.network = NetworkModel::ports;
+  o.control_lane = true;  // fair ports: no lane
+  CHECK_THROWS_WITH(simulate(b, ns::Mode::best_effort, o), Catch::Contains("--control-lane"));
 }
 
 TEST_CASE("tsbench simulation: a run needs a capacity to model", "[tsbench][simulation]") {

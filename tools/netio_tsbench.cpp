@@ -28,11 +28,16 @@
 #include "netio/error.hpp"
 #include "netio/scheduler/credits.hpp"
 
+#ifdef NETIO_TSBENCH_FAT_TREE
+#include <fat_tree_network.hpp>  // --network fat-tree (scheduler/simulation/fabric, with ns-3)
+#endif
+
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace {
@@ -64,7 +69,14 @@ struct Options {
   std::chrono::nanoseconds clock_offset = std::chrono::milliseconds(1);
   std::string timer_late;
   std::string port_late;
+  bool control_lane = false;
   double clock_drift_ppm = 20;
+  // --network fat-tree (built with ns-3: NETIO_TSBENCH_FAT_TREE)
+  std::size_t leaf_size = 16;
+  std::size_t oversubscription = 1;
+  std::uint64_t switch_buffer = 128 * 1024;
+  std::uint64_t mtu = 9000;
+  std::chrono::nanoseconds tcp_min_rto = std::chrono::milliseconds(200);
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -177,14 +189,36 @@ void add_options(CLI::App& app, Options& o) {
       ->needs(simulate);
   app.add_option("--network", o.network,
                  "--simulate: ports (as the emulator: a queue per connection, node ports shared between connections) "
-                 "or lossless (an input's port sends one contribution at a time at the rate its receiver gives it)")
-      ->check(CLI::IsMember({"ports", "lossless"}))
+                 "or lossless (an input's port sends one contribution at a time at the rate its receiver gives it) "
+                 "or fat-tree (ns-3's packet-level two-level fat-tree, every message as TCP segments through drop-tail "
+                 "switch ports; links at the spec's in= rate; when built with ns-3)")
+      ->check(CLI::IsMember({"ports", "lossless", "fat-tree"}))
       ->capture_default_str()
       ->needs(simulate);
   app.add_option("--core", o.core,
                  "--simulate, ports model: a switch core of this capacity (e.g. 10Gbps) shared by every buffer "
                  "between nodes: a network that congests before its ports do")
       ->type_name("RATE")
+      ->needs(simulate);
+  app.add_option("--leaf-size", o.leaf_size,
+                 "--network fat-tree: hosts per leaf switch (inputs first, then compute nodes)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->needs(simulate);
+  app.add_option("--oversubscription", o.oversubscription,
+                 "--network fat-tree: N for N:1, the leaf's host links over its uplinks (spines = leaf size / N)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->needs(simulate);
+  add_size_option(app, "--switch-buffer", o.switch_buffer, "--network fat-tree: every switch port's drop-tail buffer")
+      ->needs(simulate);
+  add_size_option(app, "--mtu", o.mtu, "--network fat-tree: the IP packet size on every link")->needs(simulate);
+  add_duration_option(app, "--tcp-min-rto", o.tcp_min_rto, "--network fat-tree: TCP's minimum retransmission timeout")
+      ->needs(simulate);
+  app.add_flag("--control-lane", o.control_lane,
+               "--simulate, fifo ports: every message but the contributions (acknowledgements, credits, reports, "
+               "proposals, clock samples) on a priority lane served before the contributions (a switch's priority "
+               "class for control traffic)")
       ->needs(simulate);
   app.add_option("--timer-late", o.timer_late,
                  "--simulate: how late an input's timers fire (DFS's paced sends and interval starts), a distribution "
@@ -260,11 +294,31 @@ simulation::SimulationOptions simulation_options(const Options& o) {
   simulation::SimulationOptions so;
   so.sharing = o.port_sharing == "fifo" ? simulation::PortSharing::fifo : simulation::PortSharing::fair;
   so.network = o.network == "lossless" ? simulation::NetworkModel::lossless : simulation::NetworkModel::ports;
+  if (o.network == "fat-tree") {
+#ifdef NETIO_TSBENCH_FAT_TREE
+    so.network = simulation::NetworkModel::packet;
+    netio::fabric_model::FatTreeNetworkOptions f;
+    f.leaf_size = o.leaf_size;
+    f.oversubscription = o.oversubscription;
+    f.port_buffer_bytes = o.switch_buffer;
+    f.mtu_bytes = o.mtu;
+    f.tcp_min_rto = o.tcp_min_rto;
+    try {
+      so.packet_network = netio::fabric_model::fat_tree_network(f);
+    } catch (const std::invalid_argument& e) {
+      throw netio::Error(netio::Errc::invalid_option, e.what());
+    }
+#else
+    throw netio::Error(netio::Errc::invalid_option,
+                       "--network fat-tree: this netio_tsbench was built without ns-3 (NETIO_WITH_NS3, libns3-dev)");
+#endif
+  }
   if (!o.core.empty()) so.core = simulation::parse_core(o.core);
   so.max_clock_offset = o.clock_offset;
   so.max_clock_drift = o.clock_drift_ppm * 1e-6;
   if (!o.timer_late.empty()) so.timer_late = simulation::parse_timer_late(o.timer_late);
   if (!o.port_late.empty()) so.port_late = simulation::parse_port_late(o.port_late);
+  so.control_lane = o.control_lane;
   return so;
 }
 
@@ -275,6 +329,8 @@ LocalRunResult run_simulated(const Options& o, ns::Mode mode, const Deadline& de
   // The model's own figures (deterministic), for the simulator's cost per event and per transfer.
   fmt::print(stderr, "{}: {}: simulated {} events, {:.3f} s of model time\n", kTool, key_of(mode), simulated.events,
              static_cast<double>(simulated.end.count()) / 1e9);
+  if (!simulated.network_summary.empty())
+    fmt::print(stderr, "{}: {}: {}\n", kTool, key_of(mode), simulated.network_summary);
   if (auto& gaps = simulated.replica_gaps; !gaps.empty()) {
     std::sort(gaps.begin(), gaps.end());
     const auto within = std::upper_bound(gaps.begin(), gaps.end(), std::chrono::microseconds(100)) - gaps.begin();

@@ -14,6 +14,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -24,9 +25,9 @@ bool fabric_exists = false;  // ns-3's simulator is one per process
 
 // IPv4 (20) and TCP with the timestamp option ns-3 sends (32): what a segment leaves of the MTU.
 constexpr std::size_t kHeaderBytes = 52;
-// A receiver listens on kFirstPort + sender: the port names the connection.
+// A receiver listens on kFirstPort + channel * hosts + sender: the port names the connection.
 constexpr std::size_t kFirstPort = 1024;
-constexpr std::size_t kMaxHosts = 65535 - kFirstPort;
+constexpr std::size_t kMaxHosts = (65535 - kFirstPort) / FatTreeFabric::channels;
 
 ns3::Time to_ns3(SimTime t) { return ns3::NanoSeconds(t.count()); }
 SimTime from_ns3(ns3::Time t) { return SimTime(t.GetNanoSeconds()); }
@@ -65,7 +66,7 @@ struct FatTreeFabric::Impl {
   FatTreeConfig config;
   ns3::NodeContainer hosts, leaves, spines;
   std::vector<ns3::Ipv4Address> host_address;
-  std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<Connection>> connections;
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t>, std::unique_ptr<Connection>> connections;
   FabricCounters counters;
 
   explicit Impl(const FatTreeConfig& c) : config(c) {}
@@ -75,7 +76,7 @@ struct FatTreeFabric::Impl {
                   const std::vector<std::vector<std::pair<ns3::Ipv4Address, std::uint32_t>>>& spine_downlinks,
                   const std::vector<ns3::Ipv4Address>& host_gateway);
   void count_packets(ns3::NetDeviceContainer devices);
-  Connection& connection(std::size_t from, std::size_t to);
+  Connection& connection(std::size_t from, std::size_t to, std::size_t channel);
   void pump(Connection& c);
   void read(Connection& c, ns3::Ptr<ns3::Socket> socket);
 };
@@ -92,6 +93,10 @@ void FatTreeFabric::Impl::build() {
   // delays by 40 ms at most against its 200 ms RTO: the same ratio here.
   Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(to_ns3(config.tcp_min_rto) / 5));
   Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpNewReno::GetTypeId()));
+  // ns-3 closes a connection after 6 retransmissions of a segment; Linux tries 15 times
+  // (tcp_retries2). Under heavy incast with a low minimum RTO, 6 gave up on connections
+  // whose messages then never arrived.
+  Config::SetDefault("ns3::TcpSocket::DataRetries", UintegerValue(15));
   Config::SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", BooleanValue(config.ecmp));
 
   hosts.Create(config.leaves * config.hosts_per_leaf);
@@ -211,13 +216,13 @@ void FatTreeFabric::Impl::count_packets(ns3::NetDeviceContainer devices) {
   }
 }
 
-Connection& FatTreeFabric::Impl::connection(std::size_t from, std::size_t to) {
+Connection& FatTreeFabric::Impl::connection(std::size_t from, std::size_t to, std::size_t channel) {
   using namespace ns3;
-  auto& slot = connections[{from, to}];
+  auto& slot = connections[{from, to, channel}];
   if (slot) return *slot;
   slot = std::make_unique<Connection>();
   Connection* c = slot.get();
-  auto port = static_cast<std::uint16_t>(kFirstPort + from);
+  auto port = static_cast<std::uint16_t>(kFirstPort + channel * hosts.GetN() + from);
 
   Ptr<Socket> listener = Socket::CreateSocket(hosts.Get(to), TcpSocketFactory::GetTypeId());
   listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), port));
@@ -240,6 +245,12 @@ Connection& FatTreeFabric::Impl::connection(std::size_t from, std::size_t to) {
                                                            std::to_string(from) + " to host " + std::to_string(to) +
                                                            " failed");
                                 }));
+  // A connection that gives up (DataRetries exhausted) would leave its messages undelivered.
+  c->sender->SetCloseCallbacks(
+      MakeNullCallback<void, Ptr<Socket>>(), Callback<void, Ptr<Socket>>([from, to](Ptr<Socket>) {
+        throw std::runtime_error("fat-tree fabric: TCP connection from host " + std::to_string(from) + " to host " +
+                                 std::to_string(to) + " gave up (15 retransmissions of a segment)");
+      }));
   c->sender->SetSendCallback(
       Callback<void, Ptr<Socket>, std::uint32_t>([this, c](Ptr<Socket>, std::uint32_t) { pump(*c); }));
   c->sender->Connect(InetSocketAddress(host_address[to], port));
@@ -300,14 +311,16 @@ double FatTreeFabric::oversubscription() const {
          (static_cast<double>(c.spines) * c.uplink_bits_per_second);
 }
 
-void FatTreeFabric::send(std::size_t from, std::size_t to, std::uint64_t bytes, Delivered on_delivered) {
+void FatTreeFabric::send(std::size_t from, std::size_t to, std::uint64_t bytes, Delivered on_delivered,
+                         std::size_t channel) {
   if (from >= hosts() || to >= hosts()) {
     throw std::out_of_range("FatTreeFabric::send: host " + std::to_string(std::max(from, to)) + " of " +
                             std::to_string(hosts()));
   }
   if (from == to) throw std::invalid_argument("FatTreeFabric::send: from and to are host " + std::to_string(from));
   if (bytes == 0) throw std::invalid_argument("FatTreeFabric::send: an empty message");
-  Connection& c = impl_->connection(from, to);
+  if (channel >= channels) throw std::out_of_range("FatTreeFabric::send: channel " + std::to_string(channel));
+  Connection& c = impl_->connection(from, to, channel);
   c.queued += bytes;
   c.pending.emplace_back(c.queued, std::move(on_delivered));
   impl_->pump(c);

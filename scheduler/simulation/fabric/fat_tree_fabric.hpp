@@ -65,10 +65,15 @@ class FatTreeFabric {
   // (hosts_per_leaf x host rate) / (spines x uplink rate): 1 for 1:1, 2 for 2:1.
   double oversubscription() const;
 
+  // Connections per ordered pair of hosts: a message on channel 1 does not wait behind one on
+  // channel 0 in a TCP stream (the pattern's control connection beside its data connection).
+  static constexpr std::size_t channels = 2;
+
   // Queues a message of `bytes` (> 0) from host `from` to host `to` (different hosts, both
-  // < hosts()) behind the earlier messages of the same pair; `on_delivered` runs in simulated
-  // time when its last byte arrives. Throws std::out_of_range / std::invalid_argument.
-  void send(std::size_t from, std::size_t to, std::uint64_t bytes, Delivered on_delivered);
+  // < hosts()) behind the earlier messages of the same pair and channel (< channels, each a
+  // TCP connection of its own); `on_delivered` runs in simulated time when its last byte
+  // arrives. Throws std::out_of_range / std::invalid_argument.
+  void send(std::size_t from, std::size_t to, std::uint64_t bytes, Delivered on_delivered, std::size_t channel = 0);
   // Runs `action` at simulated time `at` (not before now()).
   void at(SimTime at, std::function<void()> action);
 

@@ -45,6 +45,7 @@ SimulatedNetwork::SimulatedNetwork(const SimulatedSystem& system, const Simulati
       if (c == 0) compute.control_replies.emplace_back(e, n + i, Flows{n + i, 2 * n * m + n + i, m});
     }
   }
+  if (options_.network == NetworkModel::packet) packet_ = options_.packet_network(system_);
   // The ports model: every node's out= and in= as the emulator shapes them (a node without
   // one is not limited there), and the core. The lossless model keeps its ports in network_.
   out_ports_.resize(system_.inputs() + system_.computes());
@@ -73,12 +74,36 @@ SimulatedNetwork::SimulatedNetwork(const SimulatedSystem& system, const Simulati
   }
 }
 
+void SimulatedNetwork::run_packets() {
+  std::optional<Time> next;
+  if (!queue_.empty()) next = queue_.top().at;
+  if (!timers_.empty() && (!next || timers_.key(timers_.top()).at < *next)) next = timers_.key(timers_.top()).at;
+  if (!next && in_flight_ == 0) return;
+  // Nothing due here: as long as the messages in flight need, within the run's limit.
+  packet_->run_until(next ? *next : Time{options_.time_limit} + Duration{1});
+}
+
 void SimulatedNetwork::start() {
   if (options_.network == NetworkModel::lossless) apply_capacities();
 }
 
 void SimulatedNetwork::transmit(Link& link, std::uint32_t from, std::uint32_t to, std::uint64_t bytes,
                                 bool through_in_port, Message message) {
+  if (packet_) {
+    // Its way is the packet network's; its arrival an event here, at the network's time.
+    message.from = from;
+    message.to = to;
+    message.bytes = bytes;
+    message.stage = Message::Stage::arrived;
+    const auto m = messages_.put(message);
+    ++in_flight_;
+    packet_->send(from, to, bytes, channel_of(link), [this, m] {
+      --in_flight_;
+      schedule(packet_->now(), Event::Kind::message, m);
+      packet_->stop();  // back here before the network runs past it
+    });
+    return;
+  }
   const Time due = std::max(now_ + draw(link.delay, senders_[from].delay) + senders_[from].slowdown.extra_delay(now_),
                             link.last_due);
   link.last_due = due;
@@ -86,6 +111,7 @@ void SimulatedNetwork::transmit(Link& link, std::uint32_t from, std::uint32_t to
   message.to = to;
   message.bytes = bytes;
   message.through_in_port = through_in_port;
+  message.priority = options_.control_lane && message.kind != Message::Kind::contribution;
   message.flows = link.flows;
   // An unlimited out-port passes it at once: straight on to the far side.
   const bool out_limited = out_ports_[from].shape.limited();
@@ -128,7 +154,7 @@ void SimulatedNetwork::move_on(Message message) {
     }
     Port& p = port(next_port);
     if (p.shape.limited()) {
-      p.shape.arrive(flow, message.bytes, message, now_);
+      p.shape.arrive(flow, message.bytes, message, now_, message.priority);
       arm(next_port);
       return;
     }
@@ -214,6 +240,7 @@ void SimulatedNetwork::deliver_message(const Message& message) {
 }
 
 std::optional<Event> SimulatedNetwork::next_event() {
+  if (packet_) run_packets();
   if (queue_.empty() && timers_.empty()) return std::nullopt;
   // The earlier of the queue's next event and the next due timer: the order one queue would give.
   Event event;

@@ -23,7 +23,9 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace netio::scheduler::simulation {
@@ -100,6 +102,7 @@ struct Message {
   Kind kind = Kind::closure;
   Stage stage = Stage::out_port;
   bool through_in_port = true;
+  bool priority = false;  // on the ports' priority lane (SimulationOptions::control_lane)
   std::uint32_t from = 0;
   std::uint32_t to = 0;
   Flows flows;
@@ -182,8 +185,11 @@ class SimulatedNetwork {
   void network_changed();
 
   // The earliest event (the event queue's or a due timer, as one queue would order them),
-  // taken off; none when nothing is left.
+  // taken off; none when nothing is left. On a packet network, runs it up to that event
+  // first (its deliveries become events).
   std::optional<Event> next_event();
+  // NetworkModel::packet: PacketNetwork::summary(); empty otherwise.
+  std::string summary() const { return packet_ ? packet_->summary() : std::string{}; }
   // Runs it: the model's time moves to its time.
   void dispatch(const Event& event);
 
@@ -220,6 +226,12 @@ class SimulatedNetwork {
   std::uint32_t core_index() const { return static_cast<std::uint32_t>(2 * out_ports_.size()); }
   void apply_capacities();
   void on_network();
+  void run_packets();  // the packet network up to the next event here (or a delivery)
+  // Which of the packet network's channels a link is on: the control connections' flows are
+  // numbered after the data connections' and their replies' (2 N M of them) at the core.
+  std::uint32_t channel_of(const Link& link) const {
+    return link.flows.core >= 2 * system_.inputs() * system_.computes() ? 1 : 0;
+  }
 
   const SimulatedSystem& system_;
   const SimulationOptions& options_;
@@ -238,6 +250,8 @@ class SimulatedNetwork {
   DueTimers timers_;  // the inputs' due timers, ordered with queue_
   Time now_{0};
   std::uint64_t network_generation_ = 0;
+  std::unique_ptr<PacketNetwork> packet_;  // NetworkModel::packet
+  std::uint64_t in_flight_ = 0;            // messages in the packet network
 };
 
 }  // namespace netio::scheduler::simulation

@@ -7,6 +7,7 @@
 #include "simulated_network.hpp"
 #include "simulated_nodes.hpp"
 
+#include "netio/emulated/slowdown_schedule.hpp"
 #include "netio/error.hpp"
 #include "netio/internal/reject.hpp"
 
@@ -48,6 +49,7 @@ SimulationResult run(SimulatedNetwork& network, SimulatedNodes& nodes, const Sim
                                static_cast<double>(network.now().count()) / 1e9, nodes.handed_over(), nodes.limit());
   }
   result.end = network.now();
+  result.network_summary = network.summary();
   nodes.finish(result);
   return result;
 }
@@ -55,7 +57,12 @@ SimulationResult run(SimulatedNetwork& network, SimulatedNodes& nodes, const Sim
 }  // namespace
 
 std::string_view to_string(NetworkModel model) noexcept {
-  return model == NetworkModel::lossless ? "lossless" : "ports";
+  switch (model) {
+    case NetworkModel::ports: return "ports";
+    case NetworkModel::lossless: return "lossless";
+    case NetworkModel::packet: return "packet";
+  }
+  return "ports";
 }
 
 void check_simulatable(const SimulatedSystem& system, const SimulationOptions& options) {
@@ -75,6 +82,18 @@ void check_simulatable(const SimulatedSystem& system, const SimulationOptions& o
   if (options.max_clock_offset < Duration{0}) reject("the simulated clock offset must not be negative");
   if (options.core && options.network != NetworkModel::ports) {
     reject("--core is a part of the ports model (--network ports), not of the lossless one");
+  }
+  if (options.control_lane && (options.network != NetworkModel::ports || options.sharing != PortSharing::fifo)) {
+    reject(
+        "--control-lane is a part of the ports model with --port-sharing fifo (a fair port passes a control "
+        "message by its finish time already; the lossless model has no lane)");
+  }
+  if (options.network == NetworkModel::packet) {
+    if (!options.packet_network) reject("the packet network model needs a network (SimulationOptions::packet_network)");
+    for (const auto& e : system.nodes) {
+      if (!emulated::SlowdownSchedule::node_windows(e).empty())
+        reject("--slowdown is not modelled on a packet network (its links keep their rates)");
+    }
   }
   if (options.port_late.kind != DelayKind::none && options.network != NetworkModel::ports) {
     reject("--port-late is a part of the ports model (--network ports), not of the lossless one");

@@ -12,6 +12,11 @@
 // vector indexed by that number). Memory: the waiting buffers, bounded by what the caller's
 // protocol keeps in flight. Cost: O(log n) per buffer in n connections waiting, no lookup, no
 // allocation once the queues have grown.
+//
+// Priority lane (fifo only, our model of a switch's strict-priority class for control
+// traffic): a buffer that arrives with `priority` waits in a queue of its own, served before
+// the first-come-first-served one whenever both hold a buffer; a buffer already released is
+// not preempted. Fair ports have no lane: a small buffer passes there by its finish time.
 #pragma once
 
 #include "netio/emulated/shared_capacity.hpp"
@@ -48,12 +53,14 @@ class SharedPort {
   bool limited() const noexcept { return limited_; }
   bool empty() const noexcept { return waiting_ == 0; }
 
-  // A buffer of `bytes` on `connection` reaches the port at `now`.
-  void arrive(Connection connection, std::uint64_t bytes, const Item& item, scheduler::Time now) {
+  // A buffer of `bytes` on `connection` reaches the port at `now`; `priority` (fifo): on the
+  // priority lane.
+  void arrive(Connection connection, std::uint64_t bytes, const Item& item, scheduler::Time now,
+              bool priority = false) {
     (void)now;
     ++waiting_;
     if (sharing_ == PortSharing::fifo) {
-      fifo_.push_back(Waiting{bytes, item});
+      (priority ? priority_ : fifo_).push_back(Waiting{bytes, item});
       return;
     }
     if (connection >= queues_.size()) queues_.resize(connection + 1);
@@ -65,7 +72,7 @@ class SharedPort {
   std::optional<scheduler::Time> next_release(scheduler::Time now) {
     if (waiting_ == 0) return std::nullopt;
     const auto at =
-        sharing_ == PortSharing::fifo ? bucket_.ready_at(now, fifo_.front().bytes) : capacity_.next_release_time(now);
+        sharing_ == PortSharing::fifo ? bucket_.ready_at(now, fifo_head().bytes) : capacity_.next_release_time(now);
     if (at == scheduler::Time::max()) return std::nullopt;
     return at;
   }
@@ -73,8 +80,9 @@ class SharedPort {
   Item release(scheduler::Time now) {
     --waiting_;
     if (sharing_ == PortSharing::fifo) {
-      const Waiting head = fifo_.front();
-      fifo_.pop_front();
+      auto& lane = priority_.empty() ? fifo_ : priority_;
+      const Waiting head = lane.front();
+      lane.pop_front();
       bucket_.consume(now, head.bytes);
       return head.item;
     }
@@ -91,6 +99,7 @@ class SharedPort {
     std::uint64_t bytes;
     Item item;
   };
+  const Waiting& fifo_head() const { return priority_.empty() ? fifo_.front() : priority_.front(); }
   // fair: a connection's waiting buffers, a list through the port's pool of waiting buffers
   // (a connection holds one or two at a time, the port thousands of connections: a small
   // record per connection, and the pool's slots, reused last-freed first, stay in the caches).
@@ -150,6 +159,7 @@ class SharedPort {
   // fifo: one queue, the bucket alone
   emulated::TokenBucket bucket_;
   std::deque<Waiting> fifo_;
+  std::deque<Waiting> priority_;  // fifo: the priority lane, served first
 };
 
 }  // namespace netio::scheduler::simulation

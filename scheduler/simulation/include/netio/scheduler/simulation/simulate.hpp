@@ -43,6 +43,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,8 +58,11 @@ namespace netio::scheduler::simulation {
 //     nodes at once, and a busy receiver port delays only what goes to it;
 //   - lossless: a fluid model (FluidNetwork) of a lossless network whose input ports have a
 //     single queue: an out-port sends one contribution at a time at the rate the receiving
-//     port gives it, and whatever follows waits behind it (head-of-line blocking).
-enum class NetworkModel { ports, lossless };
+//     port gives it, and whatever follows waits behind it (head-of-line blocking);
+//   - packet: a packet-level network of another simulator (PacketNetwork below: the ns-3
+//     fat-tree, docs/design/fabric-model.md), every message through its queues. The spec's
+//     delay= and slowdown= are not applied: latency and capacity are the network's own.
+enum class NetworkModel { ports, lossless, packet };
 
 // The system a run models: N inputs, M compute nodes, their sizes, and the emulated network
 // every node sits on (netio_tsbench builds it from its BenchConfig).
@@ -83,6 +87,29 @@ struct SimulatedSystem {
 
 std::string_view to_string(NetworkModel model) noexcept;
 
+// A packet-level network that carries every message of a run (NetworkModel::packet), in its own
+// simulated time, which the simulator follows: it runs the network up to its own next event
+// and takes the deliveries as events. Nodes by rank (inputs 0 .. N-1, compute nodes
+// N .. N+M-1). Channel 0: the data connections (contributions one way, acknowledgements and
+// credits back); channel 1: the control connections (reports and requests, proposals, clock
+// probes, echoes and samples), as the scheduled-push pattern has a connection of each.
+class PacketNetwork {
+ public:
+  virtual ~PacketNetwork() = default;
+  // A message of `bytes`; `delivered` runs (inside run_until) when its last byte arrives.
+  virtual void send(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, std::uint32_t channel,
+                    std::function<void()> delivered) = 0;
+  // Runs the network's events up to `until`, or until a callback calls stop(); now() is where it stopped.
+  virtual void run_until(Time until) = 0;
+  virtual void stop() = 0;
+  virtual Time now() const = 0;
+  // One line on what it did (events, packets, drops), for the tool's log.
+  virtual std::string summary() const = 0;
+};
+
+// Makes the packet network of one run (a run at a time: ns-3's simulator is one per process).
+using PacketNetworkFactory = std::function<std::unique_ptr<PacketNetwork>(const SimulatedSystem&)>;
+
 struct SimulationOptions {
   NetworkModel network = NetworkModel::ports;
   PortSharing sharing = PortSharing::fair;
@@ -102,6 +129,14 @@ struct SimulationOptions {
   // schedule does not move (its bucket refills meanwhile); a port's buffers stay in the order
   // released. none: on time.
   DelayDistribution port_late;
+  // Every message but the contributions (acknowledgements, credits, reports, requests,
+  // proposals, clock probes and samples, hellos) on a priority lane at every port it crosses:
+  // a switch's strict-priority class for control traffic (our extension, not the paper's;
+  // docs/design/dfs-engines.md). The ports model with fifo sharing only: a fair port passes a
+  // small message by its finish time already.
+  bool control_lane = false;
+  // NetworkModel::packet: makes the network (e.g. netio::fabric_model's fat_tree_network()).
+  PacketNetworkFactory packet_network;
   // Model time after which a run that has not finished is an error.
   ns::Duration time_limit = std::chrono::hours(2);
   // Asked every few thousand events; true stops the run (interrupted).
@@ -123,6 +158,7 @@ struct SimulationResult {
   // in how many they differed (0: replicas agree).
   std::uint64_t assignments_compared = 0;
   std::uint64_t assignment_mismatches = 0;
+  std::string network_summary;  // NetworkModel::packet: PacketNetwork::summary() at the end
 };
 
 // Runs one scheduler for system.duration of model time (or system.timeslices), then lets every
