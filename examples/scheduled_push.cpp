@@ -34,9 +34,9 @@ namespace ns = netio::scheduler;
 
 namespace {
 
-constexpr std::uint32_t kInputs = 4;
-constexpr std::uint32_t kComputes = 4;
-constexpr std::uint64_t kTimeslices = 4000;
+constexpr std::uint32_t input_nodes = 4;
+constexpr std::uint32_t computes = 4;
+constexpr std::uint64_t timeslices = 4000;
 
 // What an input's read-out produces for time-slice t: a small header naming the input and
 // t, then payload of a size that varies with both.
@@ -85,7 +85,7 @@ class Consumer {
     }
   }
   void check(const sp::TimesliceView& timeslice) {
-    for (ns::InputIndex i = 0; i < kInputs; ++i) {
+    for (ns::InputIndex i = 0; i < input_nodes; ++i) {
       const auto& part = timeslice.contributions[i];
       ns::InputIndex input = 0;
       ns::TimesliceIndex t = 0;
@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
   const ns::Mode mode = mode_name == "best-effort" ? ns::Mode::best_effort : ns::Mode::dfs;
   try {
     ns::SchedulerConfig config;
-    config.input_count = kInputs;
-    config.compute_count = kComputes;
+    config.input_count = input_nodes;
+    config.compute_count = computes;
     config.timeslices_per_interval = 40;
     config.history_length = 4;  // laptop-scale intervals: proposals from the 5th interval on
 
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     std::vector<std::unique_ptr<Consumer>> consumers;
     std::atomic<std::uint64_t> incomplete{0};
     std::vector<std::unique_ptr<sp::TimesliceReceiver>> receivers;
-    for (ns::ComputeIndex c = 0; c < kComputes; ++c) {
+    for (ns::ComputeIndex c = 0; c < computes; ++c) {
       consumers.push_back(std::make_unique<Consumer>());
       contexts.push_back(std::make_unique<netio::Context>());
       sp::TimesliceReceiverOptions options;
@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
 
     // Input nodes: a generator thread each, pushing its contributions in time-slice order.
     std::vector<std::unique_ptr<sp::TimesliceSender>> senders;
-    for (ns::InputIndex i = 0; i < kInputs; ++i) {
+    for (ns::InputIndex i = 0; i < input_nodes; ++i) {
       contexts.push_back(std::make_unique<netio::Context>());
       sp::TimesliceSenderOptions options;
       options.config = config;
@@ -153,9 +153,9 @@ int main(int argc, char** argv) {
     }
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::thread> generators;
-    for (ns::InputIndex i = 0; i < kInputs; ++i) {
+    for (ns::InputIndex i = 0; i < input_nodes; ++i) {
       generators.emplace_back([&, i] {
-        for (ns::TimesliceIndex t = 0; t < kTimeslices; ++t) senders[i]->push(t, read_out(i, t));
+        for (ns::TimesliceIndex t = 0; t < timeslices; ++t) senders[i]->push(t, read_out(i, t));
         senders[i]->finish();
       });
     }
@@ -174,9 +174,9 @@ int main(int argc, char** argv) {
       wrong += c->wrong();
     }
     consumers.clear();
-    fmt::print("{} × {} ({}): {} time-slices built in {:.2f} s, {} incomplete, {} wrong; {} proposals taken\n", kInputs,
-               kComputes, ns::to_string(mode), built, seconds, incomplete.load(), wrong, proposals);
-    return finished && built == kTimeslices && wrong == 0 && incomplete == 0 ? 0 : 1;
+    fmt::print("{} × {} ({}): {} time-slices built in {:.2f} s, {} incomplete, {} wrong; {} proposals taken\n",
+               input_nodes, computes, ns::to_string(mode), built, seconds, incomplete.load(), wrong, proposals);
+    return finished && built == timeslices && wrong == 0 && incomplete == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "scheduled_push: {}\n", e.what());
     return 2;

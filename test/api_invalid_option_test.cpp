@@ -28,7 +28,7 @@ using netio::test::check_invalid_option;
 
 namespace {
 
-const netio::Endpoint kLocal = netio::Endpoint::parse("tcp://127.0.0.1:0");
+const netio::Endpoint local = netio::Endpoint::parse("tcp://127.0.0.1:0");
 
 }  // namespace
 
@@ -67,7 +67,7 @@ TEST_CASE(
 
 TEST_CASE("bad socket options are Errc::invalid_option naming the option and the value", "[api][errors]") {
   netio::Context context;
-  netio::HighThroughputReceiveSocket receiver(context, kLocal);
+  netio::HighThroughputReceiveSocket receiver(context, local);
   {
     netio::HighThroughputSendOptions options;
     options.page_size = 3;
@@ -107,5 +107,5 @@ TEST_CASE("bad scheduled-push options are Errc::invalid_option naming the option
 
 TEST_CASE("a low-latency receive socket without a handler is Errc::invalid_option", "[api][errors]") {
   netio::Context context;
-  check_invalid_option([&] { netio::LowLatencyReceiveSocket socket(context, kLocal, nullptr); }, {"handler"});
+  check_invalid_option([&] { netio::LowLatencyReceiveSocket socket(context, local, nullptr); }, {"handler"});
 }

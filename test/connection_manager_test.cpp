@@ -160,34 +160,34 @@ TEST_CASE("64 destinations through 8 connections: each message once, in order, n
   const auto policy = GENERATE(ConnectionPolicy::lru, ConnectionPolicy::lru_m);
   const auto mode = GENERATE(SendMode::low_latency, SendMode::high_throughput);
   INFO(base << " " << to_string(policy) << (mode == SendMode::low_latency ? " low-latency" : " high-throughput"));
-  constexpr std::size_t kDestinations = 64;
-  constexpr std::size_t kLimit = 8;
+  constexpr std::size_t destination_count = 64;
+  constexpr std::size_t connection_cap = 8;
   Context receiving(context_options());
   Context sending(context_options());
-  Receivers receivers(receiving, base, kDestinations, mode);
-  std::vector<std::uint64_t> sent(kDestinations, 0);
+  Receivers receivers(receiving, base, destination_count, mode);
+  std::vector<std::uint64_t> sent(destination_count, 0);
   {
-    MultiDestinationSendSocket socket(sending, limited(kLimit, policy, mode));
+    MultiDestinationSendSocket socket(sending, limited(connection_cap, policy, mode));
     const auto burst = [&](std::size_t d, std::size_t n) {
       for (std::size_t k = 0; k < n; ++k) socket.send(receivers.endpoint(d), message_for(d, sent[d]++));
     };
     // Every destination once (56 tear-downs), then a skewed pattern: a hot set of 4 and
     // random others, in bursts so that a fabric connection's set-up does not dominate.
-    for (std::size_t d = 0; d < kDestinations; ++d) burst(d, 10);
+    for (std::size_t d = 0; d < destination_count; ++d) burst(d, 10);
     std::mt19937_64 random(19);
     for (int access = 0; access < (netio::test::sanitized ? 50 : 150); ++access) {
-      const std::size_t d = random() % 10 < 7 ? random() % 4 : 4 + random() % (kDestinations - 4);
+      const std::size_t d = random() % 10 < 7 ? random() % 4 : 4 + random() % (destination_count - 4);
       burst(d, 20);
     }
     socket.flush();
     const ConnectionStats s = socket.connection_stats();
-    CHECK(s.peak_open <= kLimit);
-    CHECK(s.peak_open == kLimit);
-    CHECK(s.open <= kLimit);
-    CHECK(s.opened >= kDestinations);
-    CHECK(s.torn_down >= kDestinations - kLimit);
-    CHECK(s.opened - s.torn_down <= kLimit);  // nothing failed: every other open was torn down
-    CHECK(s.reopened == s.opened - kDestinations);
+    CHECK(s.peak_open <= connection_cap);
+    CHECK(s.peak_open == connection_cap);
+    CHECK(s.open <= connection_cap);
+    CHECK(s.opened >= destination_count);
+    CHECK(s.torn_down >= destination_count - connection_cap);
+    CHECK(s.opened - s.torn_down <= connection_cap);  // nothing failed: every other open was torn down
+    CHECK(s.reopened == s.opened - destination_count);
     CHECK(s.failed == 0);
     CHECK(s.peak_connection_bytes > 0);
     CHECK(socket.stats().messages == std::accumulate(sent.begin(), sent.end(), std::uint64_t{0}));
@@ -313,16 +313,16 @@ TEST_CASE("A destination torn down and opened again keeps its order while its re
   MultiDestinationSendSocket socket(sending, options);
   // First 300 messages of 200 bytes to `a` (16 pages: 2 taken, the rest fits the kernel's
   // buffers), one to `b` (tears `a` down), 500 more to `a` (tears `b` down, opens `a` again).
-  constexpr std::uint64_t kFirst = 300;
-  constexpr std::uint64_t kTotal = 800;
+  constexpr std::uint64_t first_batch = 300;
+  constexpr std::uint64_t total = 800;
   std::atomic<bool> sent_all{false};
   std::string send_error;  // read after join()
   std::jthread sender([&] {
     try {
       std::uint64_t sequence = 0;
-      for (; sequence < kFirst; ++sequence) socket.send(a.local_endpoint(), message_for(0, sequence, 200));
+      for (; sequence < first_batch; ++sequence) socket.send(a.local_endpoint(), message_for(0, sequence, 200));
       socket.send(b.local_endpoint(), message_for(1, 0, 200));
-      for (; sequence < kTotal; ++sequence) socket.send(a.local_endpoint(), message_for(0, sequence, 200));
+      for (; sequence < total; ++sequence) socket.send(a.local_endpoint(), message_for(0, sequence, 200));
       socket.flush();
       sent_all = true;
     } catch (const Error& e) {
@@ -333,7 +333,7 @@ TEST_CASE("A destination torn down and opened again keeps its order while its re
   SequenceCheck at_a;
   SequenceCheck at_b;
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while ((at_a.received < kTotal || at_b.received < 1) && std::chrono::steady_clock::now() < deadline) {
+  while ((at_a.received < total || at_b.received < 1) && std::chrono::steady_clock::now() < deadline) {
     at_a.read(a, 10ms);
     at_b.read(b, 0ms);
   }
@@ -341,7 +341,7 @@ TEST_CASE("A destination torn down and opened again keeps its order while its re
   INFO(at_a.first_error);
   INFO(send_error);
   CHECK(at_a.out_of_order == 0);
-  CHECK(at_a.received == kTotal);
+  CHECK(at_a.received == total);
   CHECK(at_b.received == 1);
   CHECK(sent_all);
   CHECK(socket.connection_stats().torn_down == 2);

@@ -18,10 +18,10 @@ using netio::fabric_model::FatTreeFabric;
 using netio::fabric_model::SimTime;
 using namespace std::chrono_literals;
 
-constexpr double kGbps = 1e9;
+constexpr double gbps = 1e9;
 // A full packet carries 1448 payload bytes (1500 minus IPv4, TCP and its timestamp option)
 // and takes 1502 bytes of the link (with the point-to-point header).
-constexpr double kWireBytesPerPayloadByte = 1502.0 / 1448.0;
+constexpr double wire_bytes_per_payload_byte = 1502.0 / 1448.0;
 
 double seconds(SimTime t) { return std::chrono::duration<double>(t).count(); }
 
@@ -30,8 +30,8 @@ FatTreeConfig gigabit(std::size_t leaves, std::size_t hosts_per_leaf, std::size_
   config.leaves = leaves;
   config.hosts_per_leaf = hosts_per_leaf;
   config.spines = spines;
-  config.host_link_bits_per_second = kGbps;
-  config.uplink_bits_per_second = kGbps;
+  config.host_link_bits_per_second = gbps;
+  config.uplink_bits_per_second = gbps;
   config.link_delay = 1us;
   return config;
 }
@@ -58,7 +58,7 @@ TEST_CASE("fat-tree fabric: a message over one path takes its bytes over the rat
   double delivered = -1;
   fabric.send(0, 1, bytes, [&](SimTime at) { delivered = seconds(at); });
   fabric.run();
-  const double expected = bytes * kWireBytesPerPayloadByte * 8 / kGbps;  // 8.30 ms
+  const double expected = bytes * wire_bytes_per_payload_byte * 8 / gbps;  // 8.30 ms
   CHECK(delivered == Approx(expected).epsilon(0.03));
   CHECK(fabric.counters().messages_delivered == 1);
   CHECK(fabric.counters().packets_dropped == 0);
@@ -71,14 +71,14 @@ TEST_CASE("fat-tree fabric: a message over one path takes its bytes over the rat
     REQUIRE(times.size() == 3);
     CHECK(times[0] < times[1]);
     CHECK(times[1] < times[2]);
-    CHECK(times[2] - start == Approx(3 * 100'000 * kWireBytesPerPayloadByte * 8 / kGbps).epsilon(0.05));
+    CHECK(times[2] - start == Approx(3 * 100'000 * wire_bytes_per_payload_byte * 8 / gbps).epsilon(0.05));
   }
 }
 
 TEST_CASE("fat-tree fabric: incast onto one port shares its rate", "[ns3]") {
   const std::size_t senders = 8;
   const std::uint64_t bytes = 256 * 1024;
-  const double port_seconds = senders * bytes * kWireBytesPerPayloadByte * 8 / kGbps;  // 17.4 ms
+  const double port_seconds = senders * bytes * wire_bytes_per_payload_byte * 8 / gbps;  // 17.4 ms
 
   SECTION("a buffer that holds every window: no loss, the port's rate") {
     auto config = gigabit(1, senders + 1, 1);
@@ -111,7 +111,7 @@ TEST_CASE("fat-tree fabric: oversubscription divides what crosses the spines", "
   // has an uplink of its own; with 2 (2:1) two flows share each (D-mod-k: 4 and 6 to spine 0,
   // 5 and 7 to spine 1); with 1 (4:1) all four share one.
   const std::uint64_t bytes = 500'000;
-  const double alone = bytes * kWireBytesPerPayloadByte * 8 / kGbps;
+  const double alone = bytes * wire_bytes_per_payload_byte * 8 / gbps;
   for (std::size_t spines : {4, 2, 1}) {
     FatTreeFabric fabric(gigabit(2, 4, spines));
     CHECK(fabric.oversubscription() == Approx(4.0 / static_cast<double>(spines)));
@@ -151,7 +151,7 @@ double victim_seconds(std::size_t victim_to, bool hotspot) {
 
 TEST_CASE("fat-tree fabric: a hotspot slows a flow that does not go to it", "[ns3]") {
   const double alone = victim_seconds(8, false);  // leaf 0 -> spine 0 -> leaf 2
-  CHECK(alone == Approx(1'000'000 * kWireBytesPerPayloadByte * 8 / kGbps).epsilon(0.05));
+  CHECK(alone == Approx(1'000'000 * wire_bytes_per_payload_byte * 8 / gbps).epsilon(0.05));
   // The hotspot's flows from leaf 0 climb the victim's uplink (to spine 0), whose queue they
   // fill while host 4's port holds them back: the victim gets a share of its uplink.
   const double beside_hotspot = victim_seconds(8, true);

@@ -20,7 +20,7 @@ namespace sim = netio::scheduler::simulation;
 using netio::fabric_model::FatTreeNetworkOptions;
 using namespace std::chrono_literals;
 
-constexpr std::uint64_t kContribution = 64 * 1024;
+constexpr std::uint64_t contribution = 64 * 1024;
 
 // 2 inputs (leaf 0) and 2 compute nodes (leaf 1), 1 Gb/s links, 64 KiB contributions, 4 credits
 // per pair, 2 rounds per interval, 40 time-slices.
@@ -30,8 +30,8 @@ sim::SimulatedSystem two_by_two() {
   s.scheduler.compute_count = 2;
   s.scheduler.timeslices_per_interval = 4;
   s.scheduler.history_length = 3;
-  s.contribution_bytes = kContribution;
-  s.buffer_bytes = 4 * 2 * kContribution;
+  s.contribution_bytes = contribution;
+  s.buffer_bytes = 4 * 2 * contribution;
   netio::EmulationConfig e;
   e.node_in = netio::RateLimit{125e6, 64 * 1024};
   for (std::uint32_t rank = 0; rank < 4; ++rank) {
@@ -75,7 +75,7 @@ TEST_CASE("simulator on the fat-tree: both schedulers build every time-slice, th
     CHECK_THAT(full.network_summary, Catch::Contains("4 hosts") && Catch::Contains("0 dropped"));
     // 80 contributions of 64 KiB: over two spines (1:1) the two compute links carry them, about
     // 21 ms; over one spine (2:1) one uplink carries all, twice that.
-    const double bytes_on_wire = 80.0 * kContribution * 9040 / 8948;  // 9000-byte packets, 52 + 40 bytes of headers
+    const double bytes_on_wire = 80.0 * contribution * 9040 / 8948;  // 9000-byte packets, 52 + 40 bytes of headers
     const auto half = sim::simulate(two_by_two(), mode, on_fat_tree(2));
     REQUIRE(half.error.empty());
     CHECK(last_arrival_s(full) > bytes_on_wire / 2 / 125e6);

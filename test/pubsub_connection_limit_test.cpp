@@ -116,31 +116,31 @@ TEST_CASE(
   const auto base = GENERATE(netio::test::loopback_endpoints());
   const auto policy = GENERATE(ConnectionPolicy::lru, ConnectionPolicy::lru_m);
   INFO(base << " " << netio::to_string(policy));
-  constexpr std::size_t kLimit = 4;
-  constexpr std::size_t kSubscribers = 12;  // 6 high-throughput, 6 low-latency
-  constexpr Tag kEveryone = 100;
+  constexpr std::size_t connection_cap = 4;
+  constexpr std::size_t subscriber_count = 12;  // 6 high-throughput, 6 low-latency
+  constexpr Tag everyone_tag = 100;
   netio::Context publishing(netio::test::context_options());
   netio::Context subscribing(netio::test::context_options());
-  PublishSocket publisher(publishing, Endpoint::parse(base), limited(kLimit, policy));
+  PublishSocket publisher(publishing, Endpoint::parse(base), limited(connection_cap, policy));
   std::vector<std::unique_ptr<Subscriber>> subscribers;
   std::vector<Subscriber*> high_throughput;
-  for (std::size_t s = 0; s < kSubscribers; ++s) {
+  for (std::size_t s = 0; s < subscriber_count; ++s) {
     const Mode mode = s % 2 == 0 ? Mode::high_throughput : Mode::low_latency;
     subscribers.push_back(std::make_unique<Subscriber>(subscribing, fmt::format("s{}", s), mode));
     subscribers.back()->socket->subscribe(publisher.local_endpoint(), s, mode);  // its own tag
-    subscribers.back()->socket->subscribe(publisher.local_endpoint(), kEveryone, mode);
+    subscribers.back()->socket->subscribe(publisher.local_endpoint(), everyone_tag, mode);
     if (mode == Mode::high_throughput) high_throughput.push_back(subscribers.back().get());
   }
-  REQUIRE(publisher.stats().connections == kSubscribers);
+  REQUIRE(publisher.stats().connections == subscriber_count);
   // Acknowledging 6 subscribers of a mode through 4 connections tore some down already.
-  CHECK(publisher.connection_stats(Mode::high_throughput).peak_open <= kLimit);
-  CHECK(publisher.connection_stats(Mode::low_latency).peak_open <= kLimit);
+  CHECK(publisher.connection_stats(Mode::high_throughput).peak_open <= connection_cap);
+  CHECK(publisher.connection_stats(Mode::low_latency).peak_open <= connection_cap);
 
   // Two threads, each publishing bursts to the tags of half the subscribers in turn (each
   // burst needs a connection that another burst's tear-down made room for), the first one
   // also to everyone now and then.
-  constexpr std::uint64_t kRounds = netio::test::sanitized ? 10 : 30;  // each round tears down
-  constexpr std::uint64_t kBurst = 20;
+  constexpr std::uint64_t rounds = netio::test::sanitized ? 10 : 30;  // each round tears down
+  constexpr std::uint64_t burst_size = 20;
   std::atomic<std::uint64_t> to_everyone{0};
   std::string failure;
   std::mutex failure_mutex;
@@ -150,15 +150,15 @@ TEST_CASE(
     for (std::size_t half = 0; half < 2; ++half) {
       producers.emplace_back([&, half] {
         try {
-          for (std::uint64_t round = 0; round < kRounds; ++round) {
-            for (std::size_t s = half; s < kSubscribers; s += 2) {
-              for (std::uint64_t k = 0; k < kBurst; ++k) {
-                const std::uint64_t i = round * kBurst + k;
+          for (std::uint64_t round = 0; round < rounds; ++round) {
+            for (std::size_t s = half; s < subscriber_count; s += 2) {
+              for (std::uint64_t k = 0; k < burst_size; ++k) {
+                const std::uint64_t i = round * burst_size + k;
                 publisher.publish(s, pubsub_message(s, i, 64 + (i * 13 + s) % 400));
               }
             }
             if (half == 0 && round % 5 == 0)
-              publisher.publish(kEveryone, pubsub_message(kEveryone, to_everyone++, 100));
+              publisher.publish(everyone_tag, pubsub_message(everyone_tag, to_everyone++, 100));
           }
         } catch (const netio::Error& e) {
           std::lock_guard lock(failure_mutex);
@@ -168,34 +168,34 @@ TEST_CASE(
     }
     for (auto& t : producers) t.join();
     publisher.flush();
-    const std::uint64_t each = kRounds * kBurst + to_everyone.load();
-    for (std::size_t s = 0; s < kSubscribers; ++s) {
+    const std::uint64_t each = rounds * burst_size + to_everyone.load();
+    for (std::size_t s = 0; s < subscriber_count; ++s) {
       INFO("subscriber " << s);
       CHECK(eventually([&] { return subscribers[s]->received() >= each; }, 60s));
     }
     std::this_thread::sleep_for(50ms);  // anything extra would show up now
   }
   CHECK(failure == "");
-  for (std::size_t s = 0; s < kSubscribers; ++s) {
+  for (std::size_t s = 0; s < subscriber_count; ++s) {
     INFO("subscriber " << s);
-    CHECK(subscribers[s]->received() == kRounds * kBurst + to_everyone.load());
-    CHECK(subscribers[s]->complete(s, kRounds * kBurst));
-    CHECK(subscribers[s]->complete(kEveryone, to_everyone.load()));
+    CHECK(subscribers[s]->received() == rounds * burst_size + to_everyone.load());
+    CHECK(subscribers[s]->complete(s, rounds * burst_size));
+    CHECK(subscribers[s]->complete(everyone_tag, to_everyone.load()));
     CHECK(subscribers[s]->lost == 0);  // a torn-down data connection is nothing to the application
     CHECK(subscribers[s]->socket->stats().subscriptions_lost == 0);
   }
   for (const Mode mode : {Mode::high_throughput, Mode::low_latency}) {
     INFO(netio::to_string(mode));
     const ConnectionStats c = publisher.connection_stats(mode);
-    CHECK(c.peak_open == kLimit);
-    CHECK(c.open <= kLimit);
-    CHECK(c.torn_down >= kRounds);  // 6 subscribers in turn through 4 connections
-    CHECK(c.reopened >= kRounds);
+    CHECK(c.peak_open == connection_cap);
+    CHECK(c.open <= connection_cap);
+    CHECK(c.torn_down >= rounds);  // 6 subscribers in turn through 4 connections
+    CHECK(c.reopened >= rounds);
     CHECK(c.failed == 0);
   }
   CHECK(publisher.stats().dropped == 0);
   CHECK(publisher.stats().subscribers_lost == 0);
-  CHECK(publisher.stats().connections == kSubscribers);  // every subscriber is still subscribed
+  CHECK(publisher.stats().connections == subscriber_count);  // every subscriber is still subscribed
 }
 
 TEST_CASE(
@@ -349,10 +349,10 @@ TEST_CASE(
 
   // Every message goes to both through one connection: each attempt can reach one of them,
   // the other's connection is being made; a retry with the same progress reaches only it.
-  constexpr std::uint64_t kCount = netio::test::sanitized ? 40 : 100;
+  constexpr std::uint64_t message_count = netio::test::sanitized ? 40 : 100;
   std::uint64_t partial = 0;
   std::set<std::string> skipped;
-  for (std::uint64_t i = 0; i < kCount; ++i) {
+  for (std::uint64_t i = 0; i < message_count; ++i) {
     const auto message = pubsub_message(5, i, 200);
     netio::pubsub::PublishProgress progress;
     int attempts = 0;
@@ -364,14 +364,14 @@ TEST_CASE(
     REQUIRE(progress.complete());
   }
   publisher.flush();
-  CHECK(eventually([&] { return blocking.received() == kCount && dropping.received() == kCount; }));
-  CHECK(partial >= kCount);  // at least one re-connect per message
+  CHECK(eventually([&] { return blocking.received() == message_count && dropping.received() == message_count; }));
+  CHECK(partial >= message_count);  // at least one re-connect per message
   CHECK(skipped == std::set<std::string>{"blocking", "dropping"});
-  CHECK(blocking.complete(5, kCount));  // no duplicate, no gap, in order
-  CHECK(dropping.complete(5, kCount));  // skipped while re-connecting, never dropped
+  CHECK(blocking.complete(5, message_count));  // no duplicate, no gap, in order
+  CHECK(dropping.complete(5, message_count));  // skipped while re-connecting, never dropped
   CHECK(publisher.stats().dropped == 0);
-  CHECK(publisher.stats().deliveries == 2 * kCount);
+  CHECK(publisher.stats().deliveries == 2 * message_count);
   const ConnectionStats c = publisher.connection_stats(Mode::high_throughput);
   CHECK(c.peak_open == 1);
-  CHECK(c.torn_down >= 2 * kCount - 2);
+  CHECK(c.torn_down >= 2 * message_count - 2);
 }

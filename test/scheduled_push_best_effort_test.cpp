@@ -69,7 +69,7 @@ TEST_CASE(
     "derived buffer",
     "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
-  run_complete_system(base, 3, 2, 300, ns::kMinCreditsPerInput, true);
+  run_complete_system(base, 3, 2, 300, ns::min_credits_per_input, true);
 }
 
 TEST_CASE("A slow consumer: credits hold the inputs back and its buffer never overflows", "[scheduled_push]") {

@@ -39,12 +39,12 @@ TEST_CASE("Scheduled-push data messages round-trip", "[scheduled_push]") {
 
   const std::vector<std::byte> payload{std::byte{1}, std::byte{2}, std::byte{3}};
   const auto message = encode_contribution(3, 0x1'0000'0007ull, payload);
-  REQUIRE(message.size() == kContributionHeaderSize + 3);
+  REQUIRE(message.size() == contribution_header_size + 3);
   const auto header = decode_contribution(message);
   CHECK(header.input == 3);
   CHECK(header.timeslice == 0x1'0000'0007ull);
   CHECK(header.length == 3);
-  CHECK(std::vector<std::byte>(message.begin() + kContributionHeaderSize, message.end()) == payload);
+  CHECK(std::vector<std::byte>(message.begin() + contribution_header_size, message.end()) == payload);
   CHECK(decode_contribution(encode_contribution(0, 0, {})).length == 0);
 
   CHECK(decode_welcome(encode(Welcome{2, 17})) == Welcome{2, 17});
@@ -52,7 +52,7 @@ TEST_CASE("Scheduled-push data messages round-trip", "[scheduled_push]") {
   CHECK(decode_credit(encode(Credit{5, true})) == Credit{5, true});
   CHECK(decode_credit(encode(Credit{6, false})) == Credit{6, false});
   CHECK(decode_refusal(encode_refusal("wrong system")) == "wrong system");
-  CHECK(decode_refusal(encode_refusal(std::string(5000, 'x'))).size() == kMaxRefusalText);
+  CHECK(decode_refusal(encode_refusal(std::string(5000, 'x'))).size() == max_refusal_text);
 }
 
 TEST_CASE("Scheduled-push data messages with wrong sizes, types or bits are rejected", "[scheduled_push]") {

@@ -18,11 +18,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr long long kTransmit = 100;
-constexpr long long kAckAfter = 10;
-constexpr long long kControl = 55;
-constexpr long long kSkew[2] = {0, 7'000};
-constexpr long long kBegin[2] = {0, 37};
+constexpr long long transmit = 100;
+constexpr long long ack_after = 10;
+constexpr long long control_value = 55;
+constexpr long long clock_skew[2] = {0, 7'000};
+constexpr long long first_grant[2] = {0, 37};
 
 struct Model {
   SchedulerConfig config;
@@ -41,7 +41,7 @@ struct Model {
   }
 
   void deliver_proposals(const std::vector<AddressedProposal>& out, long long now) {
-    for (const auto& p : out) to_ies.emplace(now + kControl, p);
+    for (const auto& p : out) to_ies.emplace(now + control_value, p);
   }
 
   void step(long long g) {  // global time g, 1 ns steps
@@ -55,18 +55,18 @@ struct Model {
     }
     for (auto it = acks.begin(); it != acks.end() && it->first <= g; it = acks.erase(it)) {
       const auto [i, t] = it->second;
-      if (auto done = ies[i].on_acknowledged(t, Time{g + kSkew[i]})) {
+      if (auto done = ies[i].on_acknowledged(t, Time{g + clock_skew[i]})) {
         reports[i].push_back(done->report);
-        to_dde.emplace(g + kControl, *done);
+        to_dde.emplace(g + control_value, *done);
       }
     }
     for (InputIndex i = 0; i < 2; ++i) {
-      if (g < kBegin[i] || g < link_free[i]) continue;
-      const SendDecision d = ies[i].next_send(Time{g + kSkew[i]});
+      if (g < first_grant[i] || g < link_free[i]) continue;
+      const SendDecision d = ies[i].next_send(Time{g + clock_skew[i]});
       if (d.action != SendDecision::Action::send) continue;
-      ies[i].on_sent(d.timeslice, Time{g + kSkew[i]});
-      link_free[i] = g + kTransmit;
-      acks.emplace(g + kTransmit + kAckAfter, std::pair{i, d.timeslice});
+      ies[i].on_sent(d.timeslice, Time{g + clock_skew[i]});
+      link_free[i] = g + transmit;
+      acks.emplace(g + transmit + ack_after, std::pair{i, d.timeslice});
     }
   }
 };
@@ -108,13 +108,13 @@ TEST_CASE("scheduler closed loop: IEs follow the DDE's proposals, in sync, and t
   // Best-effort, input 1 stays 37 ns behind; once proposed, both IEs start each interval at
   // the same global instant.
   for (std::size_t n = 0; n < 4; ++n) {
-    CHECK(model.reports[1][n].start - Time{kSkew[1]} - model.reports[0][n].start == 37ns);
+    CHECK(model.reports[1][n].start - Time{clock_skew[1]} - model.reports[0][n].start == 37ns);
   }
   for (std::size_t n = 10; n < 30; ++n) {
     const MetadataReport& r0 = model.reports[0][n];
     const MetadataReport& r1 = model.reports[1][n];
     REQUIRE(r0.interval == r1.interval);
-    CHECK(r1.start - Time{kSkew[1]} == r0.start);
+    CHECK(r1.start - Time{clock_skew[1]} == r0.start);
   }
   // The link bounds an interval to 410 ns: the proposals settle 5 % below what is measured,
   // 410 * 0.95 = 389.5 → 390, and the intervals keep taking 410.

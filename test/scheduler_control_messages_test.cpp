@@ -169,7 +169,7 @@ TEST_CASE("scheduler control messages: the clock handshake's probe and echo", "[
   CHECK(message_type(bytes_of(encode(echo))) == MessageType::clock_echo);
   // layout: [4][1][flags][0] u32 input, u32 sequence, i64 sent_at, i64 round trip
   const auto bytes = bytes_of(encode(second));
-  REQUIRE(bytes.size() == kClockProbeSize);
+  REQUIRE(bytes.size() == clock_probe_size);
   CHECK(bytes[0] == std::byte{4});
   CHECK(bytes[2] == std::byte{1});
   CHECK(bytes[4] == std::byte{7});

@@ -84,10 +84,10 @@ TEST_CASE("scheduler credits: sized by the receiver's buffer share per input", "
 }
 
 TEST_CASE("scheduler credits: a buffer sized by credits per pair gives those credits back", "[scheduler]") {
-  CHECK(kMinCreditsPerInput == 2);
-  CHECK(kDefaultCreditsPerInput == 16);
+  CHECK(min_credits_per_input == 2);
+  CHECK(default_credits_per_input == 16);
   // The paper's 16 credits at 48 inputs of 16 KiB contributions: 16 × 48 × 16 KiB = 12 MiB
-  CHECK(buffer_for_credits(kDefaultCreditsPerInput, 48, 16 * 1024) == 12u * 1024 * 1024);
+  CHECK(buffer_for_credits(default_credits_per_input, 48, 16 * 1024) == 12u * 1024 * 1024);
   // at 4 inputs the tool's old default, 1 MiB
   CHECK(buffer_for_credits(16, 4, 16 * 1024) == 1024u * 1024);
   CHECK(buffer_for_credits(2, 3, 1000) == 6000);

@@ -23,10 +23,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr Duration kLink = 300ms;
-constexpr Duration kSlow = 400ms;  // the link at 75 %
-constexpr IntervalIndex kSlowFrom = 30;
-constexpr IntervalIndex kSlowUntil = 40;  // exclusive
+constexpr Duration link_duration = 300ms;
+constexpr Duration slow_duration = 400ms;  // the link at 75 %
+constexpr IntervalIndex slow_from = 30;
+constexpr IntervalIndex slow_until = 40;  // exclusive
 
 // durp of every interval from 0 to `count`, as the DDE proposed them (none: best-effort).
 std::map<IntervalIndex, std::optional<Duration>> run(std::uint32_t history, double speed_up_percent,
@@ -49,7 +49,7 @@ std::map<IntervalIndex, std::optional<Duration>> run(std::uint32_t history, doub
     std::optional<Duration> durp;
     if (const auto it = proposals.find(j); it != proposals.end()) durp = it->second;
     proposed[j] = durp;
-    const Duration link = j >= kSlowFrom && j < kSlowUntil ? kSlow : kLink;
+    const Duration link = j >= slow_from && j < slow_until ? slow_duration : link_duration;
     const Duration durm = std::max(durp.value_or(Duration{0}), link);  // paced, or bound by the link
     MetadataReport report{0, j, now, durm, Duration{0}, durp};
     now += durm;
@@ -66,7 +66,7 @@ bool near(std::optional<Duration> d, Duration expected) { return d && std::chron
 // The first interval from the end of the slow-down on whose proposal is within 5 % of the link.
 IntervalIndex recovered(const std::map<IntervalIndex, std::optional<Duration>>& proposed) {
   for (const auto& [j, durp] : proposed) {
-    if (j >= kSlowUntil && durp && *durp <= kLink * 105 / 100) return j;
+    if (j >= slow_until && durp && *durp <= link_duration * 105 / 100) return j;
   }
   return 0;
 }
@@ -76,12 +76,12 @@ IntervalIndex recovered(const std::map<IntervalIndex, std::optional<Duration>>& 
 TEST_CASE("scheduler recovery: after a slow-down the proposals come down by the paper's rules", "[scheduler]") {
   SECTION("hist_cnt 10, ssu_pct 5 (the paper's): 34 intervals after the end") {
     const auto p = run(10, 5, 100);
-    CHECK(p.at(29) == 285ms);  // before: the speed-up under the link's 300 ms
-    CHECK(p.at(36) == 350ms);  // the median of 10 is half slow
-    CHECK(p.at(38) == kSlow);  // followed
+    CHECK(p.at(29) == 285ms);          // before: the speed-up under the link's 300 ms
+    CHECK(p.at(36) == 350ms);          // the median of 10 is half slow
+    CHECK(p.at(38) == slow_duration);  // followed
     for (IntervalIndex j = 40; j < 48; ++j) {
       INFO("interval " << j);
-      CHECK(p.at(j) == kSlow);  // paced at 400 ms, and no speed-up while the window holds 30-36
+      CHECK(p.at(j) == slow_duration);  // paced at 400 ms, and no speed-up while the window holds 30-36
     }
     CHECK(p.at(48) == 380ms);  // the first step: 5 % of the median
     CHECK(p.at(50) == 380ms);  // 10 intervals after the end: +27 % over the link
@@ -134,14 +134,14 @@ TEST_CASE("scheduler recovery: the tracking rule is back within 10 intervals and
   // The issue's target: within 5 % of the duration before within 10 intervals of the end, and
   // never below 0.95 of it.
   IntervalIndex back = 0;
-  for (IntervalIndex j = kSlowUntil; j < 80; ++j) {
+  for (IntervalIndex j = slow_until; j < 80; ++j) {
     const Duration d = *p.at(j);
     INFO("interval " << j);
     CHECK(d >= before * 95 / 100);
     if (back == 0 && d <= before * 105 / 100) back = j;
   }
   CHECK(back == 44);
-  CHECK(back - kSlowUntil <= 10);
+  CHECK(back - slow_until <= 10);
 }
 
 // Without extension 8 (single steps after every kept-up interval): 42, 43: 342.95; 44, 45:

@@ -27,9 +27,9 @@ struct DriftingClock {
   double true_ns(Time reading) const { return (static_cast<double>(reading.count()) - offset_ns) / (1 + drift); }
 };
 
-constexpr InputIndex kInputs = 8;
-constexpr IntervalIndex kIntervals = 30;
-constexpr double kInterval = 1.25e9;  // ns: as at 192 x 192 (10 rounds of 125 ms)
+constexpr InputIndex input_nodes = 8;
+constexpr IntervalIndex intervals = 30;
+constexpr double interval_ns = 1.25e9;  // ns: as at 192 x 192 (10 rounds of 125 ms)
 
 // How long the report of IE i about interval j takes to reach replica `replica` (delay draw
 // and queueing), ns: every IE's reports reach each replica once in four after 10 µs, at
@@ -52,14 +52,14 @@ struct ReplicaStarts {
 // and request at the interval's end.
 ReplicaStarts replicas_run(ClockRule rule) {
   SchedulerConfig c;
-  c.input_count = kInputs;
+  c.input_count = input_nodes;
   c.compute_count = 2;
   c.timeslices_per_interval = 2;
   c.clock_rule = rule;  // the tracking duration rule: proposals from interval 4 (the 5th) on
   DeterministicEngine replica_a(c), replica_b(c);
   const DriftingClock clock_a{2'000'000, 15e-6}, clock_b{-3'000'000, -11e-6};
   std::vector<DriftingClock> ies;
-  for (InputIndex i = 0; i < kInputs; ++i) ies.push_back({1'000'000.0 - 250'000.0 * i, (-20.0 + 5.0 * i) * 1e-6});
+  for (InputIndex i = 0; i < input_nodes; ++i) ies.push_back({1'000'000.0 - 250'000.0 * i, (-20.0 + 5.0 * i) * 1e-6});
   ReplicaStarts out;
   const auto keep = [&](std::map<std::pair<InputIndex, IntervalIndex>, double>& into,
                         const std::vector<AddressedProposal>& proposals) {
@@ -67,10 +67,10 @@ ReplicaStarts replicas_run(ClockRule rule) {
       into.emplace(std::pair{p.input, p.proposal.interval}, ies[p.input].true_ns(p.proposal.start));
     }
   };
-  for (IntervalIndex j = 0; j < kIntervals; ++j) {
-    for (InputIndex i = 0; i < kInputs; ++i) {
-      const double start = kInterval * static_cast<double>(j) + 3'000.0 * i;
-      const double end = start + kInterval - 1'000'000.0 - 250'000.0 * static_cast<double>((j + i) % 9);
+  for (IntervalIndex j = 0; j < intervals; ++j) {
+    for (InputIndex i = 0; i < input_nodes; ++i) {
+      const double start = interval_ns * static_cast<double>(j) + 3'000.0 * i;
+      const double end = start + interval_ns - 1'000'000.0 - 250'000.0 * static_cast<double>((j + i) % 9);
       const DriftingClock& ie = ies[i];
       const MetadataReport report{i, j, ie.read(start), ie.read(end) - ie.read(start), 400'000ns, std::nullopt};
       const ProposalRequest request{i, j + 2};
@@ -99,7 +99,7 @@ TEST_CASE(
     ++compared;
   }
   // Every IE from interval 4 (the tracking rule's first proposal) to the last request's.
-  CHECK(compared == kInputs * (kIntervals + 2 - 4));
+  CHECK(compared == input_nodes * (intervals + 2 - 4));
   // The paper's offsets take each report's queueing as it comes.
   const ReplicaStarts paper = replicas_run(ClockRule::paper);
   double paper_widest = 0;

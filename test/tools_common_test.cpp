@@ -295,7 +295,7 @@ TEST_CASE("data messages verify at every size, and every single-bit flip is caug
     INFO("size " << size);
     const RunKey key{2, size};
     DataMessageBuilder builder(key);
-    for (std::uint64_t sequence : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{77777}, kMaxSequence}) {
+    for (std::uint64_t sequence : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{77777}, max_sequence}) {
       auto message = builder.stamp(sequence);
       CHECK_FALSE(looks_like_control_frame(message));
       REQUIRE(verify_data_message(message, key, key.salt()) == sequence);

@@ -84,7 +84,7 @@ TEST_CASE("netio_pingpong: neither main thread wakes while the pings fly", "[too
   // more. Sleeping until the run ends, each wakes only for the steps of a run, 7-9 times
   // (connect, welcome, end, goodbye; on the server the client's hello, goodbye and leaving,
   // the stop, and the loop's answers to run_sync()).
-  constexpr long kMostSleeps = 14;
+  constexpr long most_sleeps = 14;
   netio::Context server_context;
   std::promise<netio::Endpoint> listening;
   auto listening_at = listening.get_future();
@@ -121,8 +121,8 @@ TEST_CASE("netio_pingpong: neither main thread wakes while the pings fly", "[too
 
   REQUIRE_FALSE(result.error);
   REQUIRE(result.rtt_us.size() == 500);
-  REQUIRE(took >= 2s);  // what makes kMostSleeps a test
+  REQUIRE(took >= 2s);  // what makes most_sleeps a test
   INFO("the client's main thread slept " << client_sleeps << " times, the server's " << server_sleeps);
-  CHECK(client_sleeps <= kMostSleeps);
-  CHECK(server_sleeps <= kMostSleeps);
+  CHECK(client_sleeps <= most_sleeps);
+  CHECK(server_sleeps <= most_sleeps);
 }

@@ -38,7 +38,7 @@ namespace {
 
 using namespace netio::tools;
 using Clock = std::chrono::steady_clock;
-constexpr const char* kTool = "netio_cat";
+constexpr const char* tool_name = "netio_cat";
 
 struct SubOptions {
   std::string endpoint;
@@ -70,7 +70,7 @@ struct PubOptions {
 
 int run_sub(const SubOptions& o) {
   install_termination_handlers();
-  const Watchdog watchdog(kTool, o.timeout);
+  const Watchdog watchdog(tool_name, o.timeout);
   const Deadline deadline(o.timeout);
   const CatFormat format = o.format == "raw" ? CatFormat::raw : o.format == "count" ? CatFormat::count : CatFormat::hex;
   RecordPrinter printer(format, stdout);
@@ -91,16 +91,17 @@ int run_sub(const SubOptions& o) {
     printer.print(tag, data, publisher.name());
   };
   options.on_subscriptions_lost = [](const netio::Endpoint& publisher) {
-    fmt::print(stderr, "{}: publisher {} went away; subscribing again when it is back\n", kTool, publisher.to_string());
+    fmt::print(stderr, "{}: publisher {} went away; subscribing again when it is back\n", tool_name,
+               publisher.to_string());
   };
   options.on_resubscribed = [](const netio::Endpoint& publisher) {
-    fmt::print(stderr, "{}: subscribed again to {}\n", kTool, publisher.to_string());
+    fmt::print(stderr, "{}: subscribed again to {}\n", tool_name, publisher.to_string());
   };
   netio::pubsub::SubscribeSocket subscriber(context, on_message, options);
   const auto publisher = netio::Endpoint::parse(o.endpoint);
   const auto mode = o.mode == "ll" ? netio::pubsub::Mode::low_latency : netio::pubsub::Mode::high_throughput;
   subscriber.subscribe(publisher, o.tags, mode);  // one request and acknowledgement for all
-  fmt::print(stderr, "{}: subscribed to tag(s) {} on {}\n", kTool, fmt::join(o.tags, ","), publisher.to_string());
+  fmt::print(stderr, "{}: subscribed to tag(s) {} on {}\n", tool_name, fmt::join(o.tags, ","), publisher.to_string());
 
   const auto start = Clock::now();
   auto last_interval = start;
@@ -135,15 +136,15 @@ int run_sub(const SubOptions& o) {
   std::fflush(stdout);
   if (stop_requested()) return 128 + stop_signal();
   if (deadline.expired() && !done()) {
-    fmt::print(stderr, "{}: error: --timeout {} passed\n", kTool, format_duration(o.timeout));
-    return kExitFailure;
+    fmt::print(stderr, "{}: error: --timeout {} passed\n", tool_name, format_duration(o.timeout));
+    return exit_failure;
   }
-  return kExitOk;
+  return exit_ok;
 }
 
 int run_pub(const PubOptions& o) {
   install_termination_handlers();
-  const Watchdog watchdog(kTool, o.timeout);
+  const Watchdog watchdog(tool_name, o.timeout);
   const Deadline deadline(o.timeout);
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   netio::ContextOptions context_options;
@@ -157,15 +158,15 @@ int run_pub(const PubOptions& o) {
   options.admission = o.access.admission();
   options.flush_timeout = std::chrono::milliseconds(10);
   netio::pubsub::PublishSocket publisher(context, netio::Endpoint::parse(o.endpoint), options);
-  fmt::print(stderr, "{}: publishing tag {} on {}, waiting for {} subscriber(s)\n", kTool, o.tag,
+  fmt::print(stderr, "{}: publishing tag {} on {}, waiting for {} subscriber(s)\n", tool_name, o.tag,
              publisher.local_endpoint().to_string(), o.subscribers);
   if (!o.port_file.empty()) write_port_file(o.port_file, publisher.local_endpoint().port);
   while (!publisher.wait_for_subscribers(o.subscribers, std::chrono::milliseconds(100))) {
     if (stop_requested()) return 128 + stop_signal();
     if (deadline.expired()) {
-      fmt::print(stderr, "{}: error: --timeout {} passed before {} subscriber(s) came\n", kTool,
+      fmt::print(stderr, "{}: error: --timeout {} passed before {} subscriber(s) came\n", tool_name,
                  format_duration(o.timeout), o.subscribers);
-      return kExitFailure;
+      return exit_failure;
     }
   }
   std::uint64_t records = 0;
@@ -191,14 +192,15 @@ int run_pub(const PubOptions& o) {
   // Let what was published reach the subscribers before the connections close.
   while (publisher.pages().pages_in_use() > 0 && !deadline.expired())
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  fmt::print(stderr, "{}: published {} record(s) under tag {}\n", kTool, records, o.tag);
-  return stop_requested() ? 128 + stop_signal() : kExitOk;
+  fmt::print(stderr, "{}: published {} record(s) under tag {}\n", tool_name, records, o.tag);
+  return stop_requested() ? 128 + stop_signal() : exit_ok;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"netio_cat: print what a netio publisher publishes (sub), or publish records from stdin (pub).", kTool};
+  CLI::App app{"netio_cat: print what a netio publisher publishes (sub), or publish records from stdin (pub).",
+               tool_name};
   app.require_subcommand(1);
   add_version_flag(app);
   SubOptions sub_options;
@@ -227,7 +229,7 @@ int main(int argc, char** argv) {
   add_emulate_option(*sub, sub_options.emulate);
   add_metrics_options(*sub, sub_options.metrics);
   add_peer_access_options(*sub, sub_options.access, /*listens=*/true);
-  sub->footer(std::string(kUnitsHelp) +
+  sub->footer(std::string(units_help) +
               "\n\nRuns until -n/-t, Ctrl-C or --timeout; a publisher that restarts is "
               "subscribed to again.\nExit status: 0 done, 1 failure or --timeout, 128+N on signal N.");
 
@@ -250,7 +252,7 @@ int main(int argc, char** argv) {
   add_emulate_option(*pub, pub_options.emulate);
   add_metrics_options(*pub, pub_options.metrics);
   add_peer_access_options(*pub, pub_options.access, /*listens=*/true);
-  pub->footer(std::string(kUnitsHelp) +
+  pub->footer(std::string(units_help) +
               "\n\nExit status: 0 when stdin was published, 1 on failure or --timeout, 128+N on signal N.");
   return parse_and_run(app, argc, argv, {},
                        [&] { return sub->parsed() ? run_sub(sub_options) : run_pub(pub_options); });

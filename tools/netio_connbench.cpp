@@ -24,7 +24,7 @@
 namespace {
 
 using namespace netio::tools;
-constexpr const char* kTool = "netio_connbench";
+constexpr const char* tool_name = "netio_connbench";
 
 struct Options {
   ConnbenchPattern pattern;
@@ -94,7 +94,7 @@ void add_options(CLI::App& app, Options& o) {
   add_cpu_option(app, o.cpu);
   add_emulate_option(app, o.emulate);
   add_timeout_option(app, o.timeout);
-  app.footer(std::string(kUnitsHelp) +
+  app.footer(std::string(units_help) +
              "\n\nOne sender (a MultiDestinationSendSocket) sends to --peers receivers in this process. Each access\n"
              "is a burst of --burst messages to one destination: a hot set (--hot) takes --hot-share of them, random\n"
              "others the rest. The pattern is drawn once from --seed, so every configuration replays it. msg/s\n"
@@ -124,7 +124,7 @@ std::string limit_text(const ConnbenchResult& r, std::size_t peers) {
 // the middle of a round, "37–38".
 void print_text(const Options& o, const ConnbenchConfig& config, const std::vector<ConnbenchResult>& results,
                 const std::string& rounds) {
-  fmt::print("{}: {} peers, hot set {} ({:.0f} % of accesses), {} accesses x {} messages of {}, {}, {}\n", kTool,
+  fmt::print("{}: {} peers, hot set {} ({:.0f} % of accesses), {} accesses x {} messages of {}, {}, {}\n", tool_name,
              o.pattern.peers, o.pattern.hot, o.pattern.hot_share * 100, o.pattern.accesses, o.pattern.burst,
              format_size(o.size), o.mode == "ll" ? "low-latency" : "high-throughput", config.base);
   if (o.repeat > 1) fmt::print("msg/s: the median of {} interleaved rounds\n", rounds);
@@ -171,7 +171,7 @@ void print_json(const std::vector<ConnbenchResult>& results, bool several) {
 
 int run(const Options& o) {
   install_termination_handlers();
-  const Watchdog watchdog(kTool, o.timeout);
+  const Watchdog watchdog(tool_name, o.timeout);
   const Deadline deadline(o.timeout);
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   ConnbenchConfig config;
@@ -209,7 +209,7 @@ int run(const Options& o) {
   results.resize(configurations.size());
   // Ctrl-C, SIGTERM or --timeout end the rounds early: the configurations with a round done
   // are still reported, and the exit status says the run was cut short.
-  int status = kExitOk;
+  int status = exit_ok;
   try {
     for (std::size_t round = 0; round < o.repeat; ++round) {
       for (std::size_t i = 0; i < configurations.size(); ++i) {
@@ -221,19 +221,19 @@ int run(const Options& o) {
         results[c].out_of_order = out_of_order;
         rates[c].push_back(r.msgs_per_s);
         memory[c].push_back(r.connections.peak_connection_bytes);
-        fmt::print(stderr, "{}: round {} max_connections {} {}: {:.0f} msg/s, peak connection memory {} B\n", kTool,
+        fmt::print(stderr, "{}: round {} max_connections {} {}: {:.0f} msg/s, peak connection memory {} B\n", tool_name,
                    round + 1, configurations[c].limit,
                    configurations[c].limit == 0 ? "-" : netio::to_string(configurations[c].policy), r.msgs_per_s,
                    r.connections.peak_connection_bytes);
       }
     }
   } catch (const ConnbenchInterrupted&) {
-    fmt::print(stderr, "{}: interrupted; reporting the rounds done\n", kTool);
+    fmt::print(stderr, "{}: interrupted; reporting the rounds done\n", tool_name);
     status = 128 + stop_signal();  // the shell's convention for "ended by a signal"
   } catch (const netio::Error& e) {
     if (e.code() != netio::Errc::timeout) throw;
-    fmt::print(stderr, "{}: error: {}; reporting the rounds done\n", kTool, e.what());
-    status = kExitFailure;
+    fmt::print(stderr, "{}: error: {}; reporting the rounds done\n", tool_name, e.what());
+    status = exit_failure;
   }
   std::vector<ConnbenchResult> done;
   std::size_t fewest_rounds = o.repeat, most_rounds = 0;
@@ -260,9 +260,9 @@ int run(const Options& o) {
   }
   for (const auto& r : results) {
     if (r.out_of_order != 0) {
-      fmt::print(stderr, "{}: error: {} messages lost, duplicated or out of order (max_connections {}, {})\n", kTool,
-                 r.out_of_order, r.max_connections, netio::to_string(r.policy));
-      return kExitVerificationFailed;
+      fmt::print(stderr, "{}: error: {} messages lost, duplicated or out of order (max_connections {}, {})\n",
+                 tool_name, r.out_of_order, r.max_connections, netio::to_string(r.policy));
+      return exit_verification_failed;
     }
   }
   return status;
@@ -274,7 +274,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "netio_connbench: sending to many peers through a bounded number of connections, opened on demand "
       "and torn down by LRU or LRU-M (throughput, tear-downs, peak connections and their memory).",
-      kTool};
+      tool_name};
   Options options;
   add_options(app, options);
   add_version_flag(app);

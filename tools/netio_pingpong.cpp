@@ -28,7 +28,7 @@
 namespace {
 
 using namespace netio::tools;
-constexpr const char* kTool = "netio_pingpong";
+constexpr const char* tool_name = "netio_pingpong";
 
 struct Options {
   bool server = false;
@@ -84,7 +84,7 @@ void add_options(CLI::App& app, Options& o) {
   add_peer_access_options(app, o.access, true);
   add_timeout_option(app, o.timeout);
   add_connect_timeout_option(app, o.connect_timeout)->excludes(server);
-  app.footer(std::string(kUnitsHelp) +
+  app.footer(std::string(units_help) +
              "\n\nPings and pongs share one connection: the server answers each ping with a reply on the\n"
              "connection it came on. With --two-connections the client listens for the pongs on port 0 of the\n"
              "loopback address when the server is on loopback, else of the wildcard address, and the server\n"
@@ -103,8 +103,8 @@ void validate(const Options& o) {
 }
 
 void print_text(const Options& o, const netio::Endpoint& server, const LatencyStats& s) {
-  fmt::print("{}: {} round trips of {} to {} ({} warm-up)\n", kTool, s.count, format_size(o.size), server.to_string(),
-             o.warmup);
+  fmt::print("{}: {} round trips of {} to {} ({} warm-up)\n", tool_name, s.count, format_size(o.size),
+             server.to_string(), o.warmup);
   fmt::print("RTT us {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "min", "median", "mean", "p90", "p99",
              "p99.9", "max", "stddev");
   fmt::print("       {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}\n", s.min,
@@ -147,39 +147,39 @@ int run_client(netio::Context& context, const Options& o, const Deadline& deadli
     if (o.histogram) fmt::print(o.json ? stderr : stdout, "{}", text_histogram(result.rtt_us));
   }
   if (result.error) {
-    fmt::print(stderr, "{}: error: {}\n", kTool, *result.error);
-    return kExitFailure;
+    fmt::print(stderr, "{}: error: {}\n", tool_name, *result.error);
+    return exit_failure;
   }
   if (result.interrupted) {
     if (stop_requested()) {
-      fmt::print(stderr, "{}: interrupted after {} measured round trips\n", kTool, result.rtt_us.size());
+      fmt::print(stderr, "{}: interrupted after {} measured round trips\n", tool_name, result.rtt_us.size());
       return 128 + stop_signal();
     }
-    fmt::print(stderr, "{}: error: --timeout {} passed after {} of {} measured round trips\n", kTool,
+    fmt::print(stderr, "{}: error: --timeout {} passed after {} of {} measured round trips\n", tool_name,
                format_duration(o.timeout), result.rtt_us.size(), o.iterations);
-    return kExitFailure;
+    return exit_failure;
   }
-  return kExitOk;
+  return exit_ok;
 }
 
 int run_server(netio::Context& context, const Options& o, const Deadline& deadline) {
   PingpongServerCallbacks callbacks;
   callbacks.on_listening = [&](const netio::Endpoint& local) {
-    fmt::print(stderr, "{}: listening on {}{}\n", kTool, local.to_string(), o.busy_poll ? " (busy polling)" : "");
+    fmt::print(stderr, "{}: listening on {}{}\n", tool_name, local.to_string(), o.busy_poll ? " (busy polling)" : "");
     if (!o.port_file.empty()) write_port_file(o.port_file, local.port);
   };
   run_pingpong_server(context, netio::Endpoint::parse(o.endpoint), deadline, callbacks, o.access.admission());
   if (stop_requested()) {
-    fmt::print(stderr, "{}: stopped\n", kTool);
-    return kExitOk;  // Ctrl-C is how a server is meant to end
+    fmt::print(stderr, "{}: stopped\n", tool_name);
+    return exit_ok;  // Ctrl-C is how a server is meant to end
   }
-  fmt::print(stderr, "{}: --timeout {} passed; stopped\n", kTool, format_duration(o.timeout));
-  return kExitOk;
+  fmt::print(stderr, "{}: --timeout {} passed; stopped\n", tool_name, format_duration(o.timeout));
+  return exit_ok;
 }
 
 int run(const Options& o) {
   install_termination_handlers();
-  const Watchdog watchdog(kTool, o.timeout);
+  const Watchdog watchdog(tool_name, o.timeout);
   const Deadline deadline(o.timeout);
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   netio::ContextOptions context_options;
@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "netio_pingpong: round-trip times of netio low-latency sockets. Start a server with --server, then "
       "run clients against it.",
-      kTool};
+      tool_name};
   Options options;
   add_options(app, options);
   add_version_flag(app);

@@ -34,7 +34,7 @@
 namespace {
 
 using namespace netio::tools;
-constexpr const char* kTool = "netio_recv";
+constexpr const char* tool_name = "netio_recv";
 
 struct Options {
   std::string endpoint;
@@ -108,7 +108,7 @@ void add_options(CLI::App& app, Options& o) {
       ->type_name("T[,T...]")
       ->needs(subscribe);
   add_connect_timeout_option(app, o.connect_timeout)->needs(subscribe);
-  app.footer(std::string(kUnitsHelp) +
+  app.footer(std::string(units_help) +
              "\n\nThe receiver's time for a size runs from the arrival of the run's begin marker to that of its\n"
              "end marker. Exit status: 0 when the stream ended (or -n/-t was reached) and, with --verify, all was\n"
              "intact; 3 when --verify found lost, duplicated or corrupt messages (or messages outside any run);\n"
@@ -159,7 +159,7 @@ netio::ContextOptions context_options(const Options& o) {
 
 int run_subscriber(const Options& o) {
   install_termination_handlers();
-  const Watchdog watchdog(kTool, o.timeout);
+  const Watchdog watchdog(tool_name, o.timeout);
   const Deadline deadline(o.timeout);
   BenchSubscriberOptions subscriber;
   subscriber.publisher = netio::Endpoint::parse(o.endpoint);
@@ -177,8 +177,8 @@ int run_subscriber(const Options& o) {
   watch_metrics(context);
   BenchReceiverCallbacks callbacks;
   callbacks.on_listening = [&](const netio::Endpoint& publisher) {
-    fmt::print(stderr, "{}: subscribed to {} on {} ({} mode{})\n", kTool, fmt::join(o.tags, ","), publisher.to_string(),
-               o.mode, o.verify ? ", verifying" : "");
+    fmt::print(stderr, "{}: subscribed to {} on {} ({} mode{})\n", tool_name, fmt::join(o.tags, ","),
+               publisher.to_string(), o.mode, o.verify ? ", verifying" : "");
   };
   callbacks.on_interval = print_interval;
   const BenchSubscriberReport report = run_bench_subscriber(context, subscriber, deadline, callbacks);
@@ -204,15 +204,16 @@ int run_subscriber(const Options& o) {
     }
     fmt::print("all tags:\n{}", results_table(report.merged, VerificationColumns::reported));
   }
-  for (const std::string& anomaly : report.anomalies) fmt::print(stderr, "{}: protocol anomaly: {}\n", kTool, anomaly);
+  for (const std::string& anomaly : report.anomalies)
+    fmt::print(stderr, "{}: protocol anomaly: {}\n", tool_name, anomaly);
   if (report.dropped > 0)
-    fmt::print(stderr, "{}: the publisher dropped {} messages for this subscriber\n", kTool, report.dropped);
+    fmt::print(stderr, "{}: the publisher dropped {} messages for this subscriber\n", tool_name, report.dropped);
   bool bad = report.stray_messages > 0;
   for (const auto& tag : report.per_tag) {
     for (const auto& r : tag.results) {
       if (r.verification && !r.verification->clean()) {
         bad = true;
-        fmt::print(stderr, "{}: tag {}, {} B: {} lost, {} duplicated, {} corrupt\n", kTool, tag.tag, r.size,
+        fmt::print(stderr, "{}: tag {}, {} B: {} lost, {} duplicated, {} corrupt\n", tool_name, tag.tag, r.size,
                    r.verification->lost, r.verification->duplicated, r.verification->corrupt);
       }
     }
@@ -224,7 +225,7 @@ int run(const Options& o) {
   const MetricsSession metrics(o.metrics);
   if (o.subscribe) return run_subscriber(o);
   install_termination_handlers();
-  const Watchdog watchdog(kTool, o.timeout);
+  const Watchdog watchdog(tool_name, o.timeout);
   const Deadline deadline(o.timeout);
 
   BenchReceiverOptions receiver;
@@ -246,7 +247,7 @@ int run(const Options& o) {
 
   BenchReceiverCallbacks callbacks;
   callbacks.on_listening = [&](const netio::Endpoint& local) {
-    fmt::print(stderr, "{}: listening on {} ({} mode{})\n", kTool, local.to_string(), o.mode,
+    fmt::print(stderr, "{}: listening on {} ({} mode{})\n", tool_name, local.to_string(), o.mode,
                o.verify ? ", verifying" : "");
     if (!o.port_file.empty()) write_port_file(o.port_file, local.port);
   };
@@ -276,59 +277,60 @@ int run(const Options& o) {
   for (const auto& stream : report.per_stream) {
     for (const auto& r : stream.results) {
       if (r.verification && !r.verification->clean()) {
-        fmt::print(stderr, "{}: from {}, {} B: {} lost, {} duplicated, {} corrupt\n", kTool, stream.peer, r.size,
+        fmt::print(stderr, "{}: from {}, {} B: {} lost, {} duplicated, {} corrupt\n", tool_name, stream.peer, r.size,
                    r.verification->lost, r.verification->duplicated, r.verification->corrupt);
       }
     }
   }
-  for (const std::string& anomaly : report.anomalies) fmt::print(stderr, "{}: protocol anomaly: {}\n", kTool, anomaly);
+  for (const std::string& anomaly : report.anomalies)
+    fmt::print(stderr, "{}: protocol anomaly: {}\n", tool_name, anomaly);
   if (report.stranger_messages > 0) {
     fmt::print(stderr, "{}: ignored {} messages from connections that never began a run (not netio_throughput)\n",
-               kTool, report.stranger_messages);
+               tool_name, report.stranger_messages);
   }
   if (report.stranger_controls > 0) {
-    fmt::print(stderr, "{}: ignored {} control messages from connections that never began a run\n", kTool,
+    fmt::print(stderr, "{}: ignored {} control messages from connections that never began a run\n", tool_name,
                report.stranger_controls);
   }
   if (report.stray_messages > 0) {
-    fmt::print(stderr, "{}: {} messages arrived outside any run (is the sender netio_throughput?)\n", kTool,
+    fmt::print(stderr, "{}: {} messages arrived outside any run (is the sender netio_throughput?)\n", tool_name,
                report.stray_messages);
   }
   for (const std::string& peer : report.truncated_streams) {
     fmt::print(stderr, "{}: error: the stream from {} did not end properly (no end of stream, or a run cut short)\n",
-               kTool, peer);
+               tool_name, peer);
   }
-  if (!report.truncated_streams.empty() && report.end == ReceiveEnd::end_of_stream) return kExitFailure;
+  if (!report.truncated_streams.empty() && report.end == ReceiveEnd::end_of_stream) return exit_failure;
   return exit_status(o, report.end, verification_failed(report));
 }
 
 int exit_status(const Options& o, ReceiveEnd end, bool verification_bad) {
   switch (end) {
-    case ReceiveEnd::signal: fmt::print(stderr, "{}: interrupted\n", kTool); return 128 + stop_signal();
+    case ReceiveEnd::signal: fmt::print(stderr, "{}: interrupted\n", tool_name); return 128 + stop_signal();
     case ReceiveEnd::timeout:
-      fmt::print(stderr, "{}: error: --timeout {} passed before the end of the stream\n", kTool,
+      fmt::print(stderr, "{}: error: --timeout {} passed before the end of the stream\n", tool_name,
                  format_duration(o.timeout));
-      return kExitFailure;
+      return exit_failure;
     case ReceiveEnd::sender_gone:
-      fmt::print(stderr, "{}: error: {} disconnected without ending {}\n", kTool,
+      fmt::print(stderr, "{}: error: {} disconnected without ending {}\n", tool_name,
                  o.subscribe ? "the publisher" : "a sender", o.subscribe ? "its streams" : "its stream");
-      return kExitFailure;
+      return exit_failure;
     case ReceiveEnd::end_of_stream:
     case ReceiveEnd::message_limit:
     case ReceiveEnd::time_limit: break;
   }
   if (o.verify && verification_bad) {
-    fmt::print(stderr, "{}: verification failed: messages were lost, duplicated or corrupt\n", kTool);
-    return kExitVerificationFailed;
+    fmt::print(stderr, "{}: verification failed: messages were lost, duplicated or corrupt\n", tool_name);
+    return exit_verification_failed;
   }
-  return kExitOk;
+  return exit_ok;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"netio_recv: the receiving side of the netio throughput benchmark; pair it with netio_throughput.",
-               kTool};
+               tool_name};
   Options options;
   add_options(app, options);
   add_version_flag(app);

@@ -34,7 +34,7 @@
 namespace {
 
 using namespace netio::tools;
-constexpr const char* kTool = "netio_throughput";
+constexpr const char* tool_name = "netio_throughput";
 
 struct Options {
   std::string endpoint;
@@ -64,7 +64,7 @@ struct Options {
   std::string policy = "lru";
 };
 
-constexpr auto kDefaultDuration = std::chrono::seconds(2);
+constexpr auto default_duration = std::chrono::seconds(2);
 
 void add_options(CLI::App& app, Options& o) {
   app.add_option("-e,--endpoint", o.endpoint, std::string("Where netio_recv listens: ") + endpoint_forms)->required();
@@ -82,7 +82,7 @@ void add_options(CLI::App& app, Options& o) {
   auto* messages = app.add_option("-n,--messages", o.messages, "Messages per size");
   auto* duration = add_duration_option(
       app, "-t,--time", o.duration,
-      fmt::format("Time per size (default {} when -n is not given)", format_duration(kDefaultDuration)));
+      fmt::format("Time per size (default {} when -n is not given)", format_duration(default_duration)));
   messages->excludes(duration);
   add_size_option(app, "--page-size", o.page_size, "Page size of the high-throughput socket (--mode ht)");
   app.add_option("--pages", o.pages, "Pages in the sender's pool (--mode ht): its memory is pages × page size")
@@ -140,7 +140,7 @@ void add_options(CLI::App& app, Options& o) {
                  "With --publish: write the port bound to FILE once listening (for scripts using port 0)")
       ->type_name("FILE")
       ->needs(publish);
-  app.footer(std::string(kUnitsHelp) +
+  app.footer(std::string(units_help) +
              "\n\nExit status: 0 when every run was sent, 1 on failure (connection refused, receiver gone,\n"
              "--timeout), 128+N when stopped by signal N (Ctrl-C), other non-zero values for bad arguments.");
 }
@@ -156,10 +156,10 @@ void validate(const CLI::App& app, const Options& o) {
   }
   if (o.sizes.empty() && !o.sweep) throw CLI::ValidationError("give the message sizes: -s SIZE[,SIZE...] or --sweep");
   for (const std::uint64_t size : o.sizes) {
-    if (size < kMinDataMessageSize) {
+    if (size < min_data_message_size) {
       throw CLI::ValidationError("--size", fmt::format("{} B is too small: benchmark messages carry an 8-byte header, "
                                                        "so the smallest size is {} B",
-                                                       size, kMinDataMessageSize));
+                                                       size, min_data_message_size));
     }
   }
   if (o.messages && *o.messages == 0) throw CLI::ValidationError("--messages", "must be at least 1");
@@ -176,7 +176,7 @@ void validate(const CLI::App& app, const Options& o) {
 }
 
 void print_run_progress(const ThroughputResult& r) {
-  fmt::print(stderr, "{}: {:>9}: {} messages in {:.3f} s, {:.0f} msg/s, {:.3f} Gb/s\n", kTool, format_size(r.size),
+  fmt::print(stderr, "{}: {:>9}: {} messages in {:.3f} s, {:.0f} msg/s, {:.3f} Gb/s\n", tool_name, format_size(r.size),
              r.messages, r.seconds, r.msgs_per_s(), r.gbps());
 }
 
@@ -185,7 +185,7 @@ int report_and_exit(const Options& o, const BenchSenderReport& report);
 // --publish: the pub/sub benchmark's publisher (throughput/bench_publisher.hpp).
 int run_publisher(const Options& o) {
   install_termination_handlers();
-  const Watchdog watchdog(kTool, o.timeout);
+  const Watchdog watchdog(tool_name, o.timeout);
   const Deadline deadline(o.timeout);
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
   BenchPublisherOptions publisher;
@@ -194,7 +194,7 @@ int run_publisher(const Options& o) {
   publisher.subscribers = o.subscribers;
   publisher.sizes = o.sweep ? sweep_sizes() : o.sizes;
   publisher.messages_per_size = o.messages;
-  publisher.duration_per_size = o.duration.value_or(kDefaultDuration);
+  publisher.duration_per_size = o.duration.value_or(default_duration);
   publisher.payload = o.verify ? PayloadMode::per_message : PayloadMode::fixed_per_run;
   publisher.page_size = o.page_size;
   publisher.page_count = o.pages;
@@ -209,7 +209,8 @@ int run_publisher(const Options& o) {
   watch_metrics(context);
   BenchPublisherCallbacks callbacks;
   callbacks.on_listening = [&](const netio::Endpoint& local) {
-    fmt::print(stderr, "{}: publishing on {}, waiting for {} subscriber(s)\n", kTool, local.to_string(), o.subscribers);
+    fmt::print(stderr, "{}: publishing on {}, waiting for {} subscriber(s)\n", tool_name, local.to_string(),
+               o.subscribers);
     if (!o.port_file.empty()) write_port_file(o.port_file, local.port);
   };
   if (!o.json) callbacks.on_run_done = print_run_progress;
@@ -220,7 +221,7 @@ int run(const Options& o) {
   const MetricsSession metrics(o.metrics);
   if (o.publish) return run_publisher(o);
   install_termination_handlers();
-  const Watchdog watchdog(kTool, o.timeout);
+  const Watchdog watchdog(tool_name, o.timeout);
   const Deadline deadline(o.timeout);
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
 
@@ -230,7 +231,7 @@ int run(const Options& o) {
   sender.key = o.access.key;
   sender.sizes = o.sweep ? sweep_sizes() : o.sizes;
   sender.messages_per_size = o.messages;
-  sender.duration_per_size = o.duration.value_or(kDefaultDuration);
+  sender.duration_per_size = o.duration.value_or(default_duration);
   sender.payload = o.verify ? PayloadMode::per_message : PayloadMode::fixed_per_run;
   sender.page_size = o.page_size;
   sender.page_count = o.pages;
@@ -257,27 +258,29 @@ int report_and_exit(const Options& o, const BenchSenderReport& report) {
     fmt::print("{}", results_table(report.results, VerificationColumns::none));
   }
   if (report.error) {
-    fmt::print(stderr, "{}: error: {}\n", kTool, *report.error);
-    return kExitFailure;
+    fmt::print(stderr, "{}: error: {}\n", tool_name, *report.error);
+    return exit_failure;
   }
   if (report.interrupted) {
     if (stop_requested()) {
       if (report.results.empty())
-        fmt::print(stderr, "{}: interrupted before anything was sent\n", kTool);
+        fmt::print(stderr, "{}: interrupted before anything was sent\n", tool_name);
       else
-        fmt::print(stderr, "{}: interrupted; the receiver was told the stream ended\n", kTool);
+        fmt::print(stderr, "{}: interrupted; the receiver was told the stream ended\n", tool_name);
       return 128 + stop_signal();  // the shell's convention for "ended by a signal"
     }
-    fmt::print(stderr, "{}: error: --timeout {} passed before every run was sent\n", kTool, format_duration(o.timeout));
-    return kExitFailure;
+    fmt::print(stderr, "{}: error: --timeout {} passed before every run was sent\n", tool_name,
+               format_duration(o.timeout));
+    return exit_failure;
   }
-  return kExitOk;
+  return exit_ok;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"netio_throughput: the sending side of the netio throughput benchmark; pair it with netio_recv.", kTool};
+  CLI::App app{"netio_throughput: the sending side of the netio throughput benchmark; pair it with netio_recv.",
+               tool_name};
   Options options;
   add_options(app, options);
   add_version_flag(app);

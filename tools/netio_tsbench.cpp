@@ -45,7 +45,7 @@ namespace {
 using namespace netio::tools;
 using namespace netio::tools::tsbench;
 namespace ns = netio::scheduler;
-constexpr const char* kTool = "netio_tsbench";
+constexpr const char* tool_name = "netio_tsbench";
 
 struct Options {
   BenchConfig bench;
@@ -94,7 +94,7 @@ void add_options(CLI::App& app, Options& o) {
          "--credits", [&b](std::uint32_t n) { b.credits = n; },
          "Credits per input-compute pair (contributions an input may have at a compute node); the receive buffer of "
          "every compute node is then credits x N x contribution-size. At least 2")
-      ->default_str(std::to_string(ns::kDefaultCreditsPerInput));
+      ->default_str(std::to_string(ns::default_credits_per_input));
   add_size_option(app, "--buffer-size", b.buffer_bytes,
                   "Receive buffer of every compute node instead of --credits; each input then gets buffer / N / "
                   "contribution-size credits (at least 2)")
@@ -146,7 +146,7 @@ void add_options(CLI::App& app, Options& o) {
       ->description(fmt::format("The emulated network of every node (netio/emulation.hpp; 'none': plain loopback), "
                                 "default '{}'. node= is set to each node's rank: inputs 0..N-1, compute nodes "
                                 "N..N+M-1",
-                                kDefaultEmulation));
+                                default_emulation));
   add_metrics_options(app, o.metrics);
   app.add_option("--slowdown", b.slowdown,
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "
@@ -252,11 +252,11 @@ void add_options(CLI::App& app, Options& o) {
           "event-loop thread to CPU M (default: N as well)");
   add_timeout_option(app, o.timeout);
   app.footer(
-      std::string(kUnitsHelp) +
+      std::string(units_help) +
       "\n\nDefaults: 4 x 4 nodes, 16 KiB contributions, 16 credits per input-compute pair (receive buffers of\n"
       "16 x N x contribution-size: 1 MiB at 4 x 4), 1000 time-slices per interval, 12 s per scheduler,\n"
       "--emulate '" +
-      std::string(kDefaultEmulation) +
+      std::string(default_emulation) +
       "'.\n"
       "Completion spread: the time between the first and the last contribution of a time-slice arriving at "
       "its\ncompute node. Gb/s: contribution bytes over the time they took to arrive. Buffer fill: sampled "
@@ -286,7 +286,7 @@ int finish_output(const Options& o, const std::string& title, const std::vector<
     fmt::print("{}\n", json);
   else
     print_table(stdout, title, runs);
-  return kExitOk;
+  return exit_ok;
 }
 
 // --simulate: the same records as a socket run, from the discrete-event model.
@@ -327,23 +327,23 @@ LocalRunResult run_simulated(const Options& o, ns::Mode mode, const Deadline& de
   so.should_stop = [&deadline] { return stop_requested() || deadline.expired(); };
   auto simulated = simulation::simulate(o.bench, mode, so);
   // The model's own figures (deterministic), for the simulator's cost per event and per transfer.
-  fmt::print(stderr, "{}: {}: simulated {} events, {:.3f} s of model time\n", kTool, key_of(mode), simulated.events,
+  fmt::print(stderr, "{}: {}: simulated {} events, {:.3f} s of model time\n", tool_name, key_of(mode), simulated.events,
              static_cast<double>(simulated.end.count()) / 1e9);
   if (!simulated.network_summary.empty())
-    fmt::print(stderr, "{}: {}: {}\n", kTool, key_of(mode), simulated.network_summary);
+    fmt::print(stderr, "{}: {}: {}\n", tool_name, key_of(mode), simulated.network_summary);
   if (auto& gaps = simulated.replica_gaps; !gaps.empty()) {
     std::sort(gaps.begin(), gaps.end());
     const auto within = std::upper_bound(gaps.begin(), gaps.end(), std::chrono::microseconds(100)) - gaps.begin();
     fmt::print(stderr,
                "{}: dfs: a second DDE replica (compute node 1) proposed starts within 100 us of compute node "
                "0's for {:.1f} % of {} proposals (median {:.1f} us apart, p99 {:.1f} us)\n",
-               kTool, 100.0 * static_cast<double>(within) / static_cast<double>(gaps.size()), gaps.size(),
+               tool_name, 100.0 * static_cast<double>(within) / static_cast<double>(gaps.size()), gaps.size(),
                static_cast<double>(gaps[gaps.size() / 2].count()) / 1e3,
                static_cast<double>(gaps[gaps.size() * 99 / 100].count()) / 1e3);
   }
   if (simulated.assignments_compared > 0) {
     fmt::print(stderr, "{}: {}: a second coordinator (compute node 1) decided {} of {} interval assignments alike\n",
-               kTool, key_of(mode), simulated.assignments_compared - simulated.assignment_mismatches,
+               tool_name, key_of(mode), simulated.assignments_compared - simulated.assignment_mismatches,
                simulated.assignments_compared);
   }
   LocalRunResult result;
@@ -360,42 +360,43 @@ int run_local_mode(const Options& o, const Deadline& deadline) {
   else
     modes = {mode_of(o.scheduler)};
   std::vector<NamedSummary> runs;
-  int status = kExitOk;
+  int status = exit_ok;
   for (const auto mode : modes) {
-    fmt::print(stderr, "{}: {} x {}, {}...\n", kTool, o.bench.inputs, o.bench.computes, key_of(mode));
+    fmt::print(stderr, "{}: {} x {}, {}...\n", tool_name, o.bench.inputs, o.bench.computes, key_of(mode));
     auto result = o.simulate ? run_simulated(o, mode, deadline) : run_local(o.bench, mode, deadline);
     if (!o.csv.empty()) write_csv(o.csv + "/" + key_of(mode), result.records);
     const auto summary = summarize(result.records);
     runs.push_back({key_of(mode), summary});
     if (!result.error.empty()) {
-      fmt::print(stderr, "{}: error: {}: {}\n", kTool, key_of(mode), result.error);
-      status = kExitFailure;
+      fmt::print(stderr, "{}: error: {}: {}\n", tool_name, key_of(mode), result.error);
+      status = exit_failure;
     } else if (summary.incomplete > 0) {
-      fmt::print(stderr, "{}: error: {}: {} incomplete time-slices\n", kTool, key_of(mode), summary.incomplete);
-      status = kExitFailure;
+      fmt::print(stderr, "{}: error: {}: {} incomplete time-slices\n", tool_name, key_of(mode), summary.incomplete);
+      status = exit_failure;
     } else if (summary.measured == 0 && !result.interrupted) {
       fmt::print(stderr,
                  "{}: error: {}: all {} time-slices fell within the first {} intervals (--warmup-intervals), "
                  "which the statistics leave out: run longer (-t, -n) or lower --warmup-intervals\n",
-                 kTool, key_of(mode), summary.timeslices, o.bench.warmup_intervals);
-      status = kExitFailure;
+                 tool_name, key_of(mode), summary.timeslices, o.bench.warmup_intervals);
+      status = exit_failure;
     }
     if (result.interrupted) {
-      fmt::print(stderr, "{}: {} cut short ({})\n", kTool, key_of(mode), stop_requested() ? "stopped" : "--timeout");
-      status = stop_requested() ? 128 + stop_signal() : kExitFailure;
+      fmt::print(stderr, "{}: {} cut short ({})\n", tool_name, key_of(mode),
+                 stop_requested() ? "stopped" : "--timeout");
+      status = stop_requested() ? 128 + stop_signal() : exit_failure;
       break;
     }
   }
   const auto title = fmt::format(
       "{}: {}{} inputs x {} computes, {} contributions, {} buffers ({} credits per "
       "input-compute pair), {} time-slices per interval, emulate '{}'{}{}",
-      kTool, o.simulate ? fmt::format("simulated ({} in-ports, model time), ", o.port_sharing) : "", o.bench.inputs,
+      tool_name, o.simulate ? fmt::format("simulated ({} in-ports, model time), ", o.port_sharing) : "", o.bench.inputs,
       o.bench.computes, format_size(o.bench.contribution_bytes), format_size(o.bench.buffer_bytes),
       o.bench.credits_per_pair(), o.bench.interval_timeslices, o.bench.emulate,
       o.bench.slowdown.empty() ? "" : ", slowdown " + o.bench.slowdown,
       o.bench.assignment == ns::Assignment::load ? ", assignment by load" : "");
   const int output = finish_output(o, title, runs);
-  return status != kExitOk ? status : output;
+  return status != exit_ok ? status : output;
 }
 
 int run_role_mode(const Options& o, const Deadline& deadline) {
@@ -419,15 +420,15 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
                              cluster.computes},
                     result.records);
   }
-  int status = kExitOk;
+  int status = exit_ok;
   if (!result.error.empty()) {
-    fmt::print(stderr, "{}: error: {}\n", kTool, result.error);
-    status = kExitFailure;
+    fmt::print(stderr, "{}: error: {}\n", tool_name, result.error);
+    status = exit_failure;
   }
   const auto summary = summarize(result.records);
   if (summary.incomplete > 0) {
-    fmt::print(stderr, "{}: {}: {} incomplete time-slices\n", kTool, result.node, summary.incomplete);
-    status = kExitFailure;
+    fmt::print(stderr, "{}: {}: {} incomplete time-slices\n", tool_name, result.node, summary.incomplete);
+    status = exit_failure;
   }
   const std::vector<NamedSummary> runs{{key_of(mode), summary}};
   if (o.json) {
@@ -439,7 +440,7 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
           fmt::format(", {} buffer ({} credits per input-compute pair)", format_size(result.records.buffer_bytes),
                       ns::credits_per_input(result.records.buffer_bytes, cluster.inputs, o.bench.contribution_bytes));
     }
-    print_table(stdout, fmt::format("{}: rank {}, {}{}", kTool, rank, result.node, buffer), runs);
+    print_table(stdout, fmt::format("{}: rank {}, {}{}", tool_name, rank, result.node, buffer), runs);
   }
   return status;
 }
@@ -448,42 +449,42 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
 int run_collect_mode(const Options& o) {
   const auto collected = collect_role_runs(o.collect);
   std::vector<NamedSummary> runs;
-  int status = kExitOk;
+  int status = exit_ok;
   std::uint32_t computes = 0;
   std::uint32_t inputs = 0;
   for (const auto& run : collected) {
     if (!run.error.empty()) {
-      fmt::print(stderr, "{}: error: {}: {}\n", kTool, run.scheduler, run.error);
-      status = kExitFailure;
+      fmt::print(stderr, "{}: error: {}: {}\n", tool_name, run.scheduler, run.error);
+      status = exit_failure;
     }
     write_csv(o.collect + "/" + run.scheduler, run.records);
     const auto summary = summarize(run.records, ClockBasis::per_compute);
     if (summary.incomplete > 0) {
-      fmt::print(stderr, "{}: error: {}: {} incomplete time-slices\n", kTool, run.scheduler, summary.incomplete);
-      status = kExitFailure;
+      fmt::print(stderr, "{}: error: {}: {} incomplete time-slices\n", tool_name, run.scheduler, summary.incomplete);
+      status = exit_failure;
     }
     if (run.records.corrupt > 0) {
-      fmt::print(stderr, "{}: error: {}: {} contributions with the wrong stamp\n", kTool, run.scheduler,
+      fmt::print(stderr, "{}: error: {}: {} contributions with the wrong stamp\n", tool_name, run.scheduler,
                  run.records.corrupt);
-      status = kExitFailure;
+      status = exit_failure;
     }
     computes = std::max(computes, run.computes_found);
     inputs = std::max(inputs, run.inputs_found);
     runs.push_back({run.scheduler, summary});
   }
   const auto title =
-      fmt::format("{}: collected from {}: {} inputs x {} computes (Gb/s: the sum over the compute nodes)", kTool,
+      fmt::format("{}: collected from {}: {} inputs x {} computes (Gb/s: the sum over the compute nodes)", tool_name,
                   o.collect, inputs, computes);
   Options output_options = o;
   output_options.csv = o.collect;  // DIR/summary.json next to the merged files
   const int output = finish_output(output_options, title, runs);
-  return status != kExitOk ? status : output;
+  return status != exit_ok ? status : output;
 }
 
 int run(const Options& o) {
   install_termination_handlers();
   if (o.cpu.tool_thread) pin_current_thread(*o.cpu.tool_thread);
-  const Watchdog watchdog(kTool, o.timeout);
+  const Watchdog watchdog(tool_name, o.timeout);
   const Deadline deadline(o.timeout);
   const MetricsSession metrics(o.metrics);
   if (!o.role.empty()) return run_role_mode(o, deadline);
@@ -498,7 +499,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "netio_tsbench: time-slice building (scheduled push) with N inputs and M compute nodes, best-effort "
       "or under the Data Flow Scheduler, on an emulated network",
-      kTool};
+      tool_name};
   Options options;
   add_options(app, options);
   add_version_flag(app);
@@ -519,7 +520,7 @@ int main(int argc, char** argv) {
       throw netio::Error(netio::Errc::invalid_option,
                          fmt::format("--buffer-size 0 gives no credits; give at least {} per input-compute pair "
                                      "(--credits {}) or leave it out",
-                                     ns::kMinCreditsPerInput, ns::kMinCreditsPerInput));
+                                     ns::min_credits_per_input, ns::min_credits_per_input));
     }
     // Role mode: the counts come from --config, and run_role() resolves the buffer with them.
     if (options.role.empty() && options.collect.empty()) options.bench.resolve();
@@ -527,8 +528,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return exit_for_parse_error(app, e);
   } catch (const netio::Error& e) {
-    fmt::print(stderr, "{}: {}\n", kTool, e.what());
-    return kExitUsage;
+    fmt::print(stderr, "{}: {}\n", tool_name, e.what());
+    return exit_usage;
   }
-  return run_tool(kTool, [&] { return run(options); });
+  return run_tool(tool_name, [&] { return run(options); });
 }

@@ -74,8 +74,8 @@ double duration_param(const Params& p, std::string_view name, std::string_view w
   const double ns = need(emulated::parse_duration_ns(p.find(name)->second), fmt::format("{} {}=", what, name));
   // Durations become nanosecond counts (int64): a century is plenty, and more would overflow
   // the conversion (found by fuzz_strings: every=11111111111111s).
-  constexpr double kMaxNanoseconds = 100.0 * 365 * 24 * 3600 * 1e9;
-  if (!(ns <= kMaxNanoseconds)) fail(fmt::format("{} {}={}: longer than a century", what, name, p.find(name)->second));
+  constexpr double max_nanoseconds = 100.0 * 365 * 24 * 3600 * 1e9;
+  if (!(ns <= max_nanoseconds)) fail(fmt::format("{} {}={}: longer than a century", what, name, p.find(name)->second));
   return ns;
 }
 double number_param(const Params& p, std::string_view name, std::string_view what) {
@@ -261,8 +261,8 @@ RateLimit parse_rate_clause(std::string_view key, std::string_view value) {
   limit.bytes_per_second = need(emulated::parse_rate(items[0]), fmt::format("{}=", key));
   // Beyond any link, and beyond what the bucket's byte counts hold (found by fuzz_strings:
   // the default burst below overflowed its conversion to an integer).
-  constexpr double kMaxBytesPerSecond = 1e15;  // 8 Pb/s
-  if (!(limit.bytes_per_second <= kMaxBytesPerSecond)) {
+  constexpr double max_bytes_per_second = 1e15;  // 8 Pb/s
+  if (!(limit.bytes_per_second <= max_bytes_per_second)) {
     fail(fmt::format("{}={}: more than 8 Pb/s is no network rate", key, items[0]));
   }
   // Default burst: 4 ms at the rate, at least 64 KiB. Shallower buckets lose tokens whenever

@@ -45,7 +45,7 @@ namespace netio {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::size_t kNobody = std::numeric_limits<std::size_t>::max();
+constexpr std::size_t nobody = std::numeric_limits<std::size_t>::max();
 
 long long milliseconds(std::chrono::nanoseconds d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -150,7 +150,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     d.failure.reset();
     if (d.state == State::open && d.senders == 0) {
       selector_.closed(id);
-      begin_close(lock, id, kNobody);
+      begin_close(lock, id, nobody);
     } else if (d.state == State::open || d.state == State::opening) {
       d.retire = true;  // closed by its last sender on the way out, or as it comes up (install())
     }
@@ -237,9 +237,9 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     std::string name;
     State state = State::closed;
     std::shared_ptr<detail::DestinationConnection> connection;
-    std::size_t senders = 0;             // threads inside a send on `connection` (not a victim then)
-    std::size_t hand_over_to = kNobody;  // while closing: the destination that gets the slot
-    bool retire = false;                 // disconnect()ed while busy: close when it is idle
+    std::size_t senders = 0;            // threads inside a send on `connection` (not a victim then)
+    std::size_t hand_over_to = nobody;  // while closing: the destination that gets the slot
+    bool retire = false;                // disconnect()ed while busy: close when it is idle
     bool opened_before = false;
     bool failure_reported = false;  // this connection's failure was reported already
     std::optional<Error> failure;   // sends throw it until failed_at + failed_peer_retry
@@ -322,7 +322,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     changed_.notify_all();                     // it may be a victim now
     if (d.retire && d.state == State::open) {  // disconnect() came while it was sending
       selector_.closed(id);
-      begin_close(lock, id, kNobody);
+      begin_close(lock, id, nobody);
     }
   }
 
@@ -368,7 +368,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     d.opened_before = true;
     changed_.notify_all();
     if (closing_all_ || std::exchange(d.retire, false)) {
-      begin_close(lock, id, kNobody);  // close() or disconnect() ran while it was connecting
+      begin_close(lock, id, nobody);  // close() or disconnect() ran while it was connecting
       return;
     }
     selector_.opened(id);
@@ -395,7 +395,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
       Destination& d = destinations_[id];
       if (d.state == State::open) {
         selector_.closed(id);
-        begin_close(lock, id, kNobody);
+        begin_close(lock, id, nobody);
       } else if (d.state == State::awaiting_slot) {
         d.state = State::closed;  // its victim's close sees closing_all_ and frees the slot
       }
@@ -428,7 +428,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
   // On the loop thread when a close ended.
   void closed(std::size_t id, const Error* error) {
     std::shared_ptr<detail::DestinationConnection> finished;
-    std::size_t grant = kNobody;
+    std::size_t grant = nobody;
     std::optional<Error> report;
     Endpoint reported_endpoint;
     {
@@ -448,12 +448,12 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
           reported_endpoint = d.endpoint;
         }
       }
-      const std::size_t requester = std::exchange(d.hand_over_to, kNobody);
-      if (requester != kNobody && destinations_[requester].state == State::awaiting_slot && !closing_all_) {
+      const std::size_t requester = std::exchange(d.hand_over_to, nobody);
+      if (requester != nobody && destinations_[requester].state == State::awaiting_slot && !closing_all_) {
         destinations_[requester].state = State::opening;  // the slot passes on, still counted
         grant = requester;
       } else {
-        if (requester != kNobody && destinations_[requester].state == State::awaiting_slot) {
+        if (requester != nobody && destinations_[requester].state == State::awaiting_slot) {
           destinations_[requester].state = State::closed;
         }
         give_back_slot();
@@ -463,7 +463,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     if (report && options_.on_peer_failed) options_.on_peer_failed(reported_endpoint, *report);
     // Its close has ended; destroy it in a later loop task, not inside its own callback.
     if (finished) context_.loop().post([finished = std::move(finished)] {});
-    if (grant != kNobody) open_granted(grant);
+    if (grant != nobody) open_granted(grant);
   }
 
   // Opens the connection of a destination that was handed a slot (on the loop thread).
@@ -494,7 +494,7 @@ class MultiDestinationSendSocket::Impl : public std::enable_shared_from_this<Imp
     const Error error = d.failure ? *d.failure : e;
     if (d.state == State::open) {
       selector_.closed(id);
-      begin_close(lock, id, kNobody);
+      begin_close(lock, id, nobody);
     }
     if (first && options_.on_peer_failed) {
       const Endpoint endpoint = d.endpoint;

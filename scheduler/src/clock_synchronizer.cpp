@@ -135,7 +135,7 @@ void ClockSynchronizer::filter(Input& in, Time at, Duration sample) const {
   if (kept.size() > 4 * std::size_t{filter_length_}) kept.pop_front();
   const Time newest = kept.back().end;
   in.slope.reset();
-  if (kept.size() >= kSlopeSamples && newest > kept.front().end) {
+  if (kept.size() >= slope_samples && newest > kept.front().end) {
     in.slope = std::clamp(lower_envelope_slope(kept, max_drift_), -max_drift_, max_drift_);
   }
   if (kept.size() >= 2 * std::size_t{filter_length_} && in.slope) in.drift = *in.slope;

@@ -12,17 +12,17 @@ namespace {
 using detail::WireReader;
 using detail::WireWriter;
 
-constexpr std::uint8_t kVersion = 1;
-constexpr std::uint8_t kHasProposedDuration = 0x01;  // metadata report flag
-constexpr std::uint8_t kHasRoundTrip = 0x01;         // clock probe flag
-constexpr std::uint8_t kIsSample = 0x02;             // clock probe flag: an interval-start sample
-constexpr std::uint8_t kBestEffort = 0x01;           // proposal flag: the fallback (extension 7)
+constexpr std::uint8_t version = 1;
+constexpr std::uint8_t has_proposed_duration = 0x01;  // metadata report flag
+constexpr std::uint8_t has_round_trip = 0x01;         // clock probe flag
+constexpr std::uint8_t is_sample = 0x02;              // clock probe flag: an interval-start sample
+constexpr std::uint8_t best_effort_flag = 0x01;       // proposal flag: the fallback (extension 7)
 
 // Fixed-size messages: the 4-byte header, then the fields (wire_codec.hpp).
 template <std::size_t N>
 class Writer {
  public:
-  Writer(MessageType type, std::uint8_t flags) { w_.put_header(static_cast<std::uint8_t>(type), kVersion, flags); }
+  Writer(MessageType type, std::uint8_t flags) { w_.put_header(static_cast<std::uint8_t>(type), version, flags); }
   Writer(const Writer&) = delete;  // w_ writes into this object's bytes_
   Writer& operator=(const Writer&) = delete;
   void u32(std::uint32_t value) { w_.put(value); }
@@ -48,7 +48,7 @@ class Reader {
          std::uint8_t flags_allowed)
       : r_(bytes, message) {
     r_.expect_size(size);
-    flags_ = r_.get_header(static_cast<std::uint8_t>(type), kVersion, flags_allowed);
+    flags_ = r_.get_header(static_cast<std::uint8_t>(type), version, flags_allowed);
   }
   std::uint8_t flags() const { return flags_; }
   std::uint32_t u32() { return r_.get<std::uint32_t>("u32"); }
@@ -68,8 +68,8 @@ class Reader {
 
 }  // namespace
 
-std::array<std::byte, kMetadataReportSize> encode(const MetadataReport& m) {
-  Writer<kMetadataReportSize> w(MessageType::metadata_report, m.proposed_duration ? kHasProposedDuration : 0);
+std::array<std::byte, metadata_report_size> encode(const MetadataReport& m) {
+  Writer<metadata_report_size> w(MessageType::metadata_report, m.proposed_duration ? has_proposed_duration : 0);
   w.u32(m.input);
   w.u64(m.interval);
   w.i64(m.start.count());
@@ -79,15 +79,15 @@ std::array<std::byte, kMetadataReportSize> encode(const MetadataReport& m) {
   return w.finish();
 }
 
-std::array<std::byte, kProposalRequestSize> encode(const ProposalRequest& m) {
-  Writer<kProposalRequestSize> w(MessageType::proposal_request, 0);
+std::array<std::byte, proposal_request_size> encode(const ProposalRequest& m) {
+  Writer<proposal_request_size> w(MessageType::proposal_request, 0);
   w.u32(m.input);
   w.u64(m.interval);
   return w.finish();
 }
 
-std::array<std::byte, kProposalSize> encode(const Proposal& m) {
-  Writer<kProposalSize> w(MessageType::proposal, m.best_effort ? kBestEffort : 0);
+std::array<std::byte, proposal_size> encode(const Proposal& m) {
+  Writer<proposal_size> w(MessageType::proposal, m.best_effort ? best_effort_flag : 0);
   w.u64(m.interval);
   w.i64(m.start.count());
   w.i64(m.duration.count());
@@ -95,10 +95,10 @@ std::array<std::byte, kProposalSize> encode(const Proposal& m) {
 }
 
 // Clock probe: u32 input, u32 sequence, i64 sent_at, i64 previous round trip (flag bit 0).
-std::array<std::byte, kClockProbeSize> encode(const ClockProbe& m) {
-  Writer<kClockProbeSize> w(
+std::array<std::byte, clock_probe_size> encode(const ClockProbe& m) {
+  Writer<clock_probe_size> w(
       MessageType::clock_probe,
-      static_cast<std::uint8_t>((m.previous_round_trip ? kHasRoundTrip : 0) | (m.sample ? kIsSample : 0)));
+      static_cast<std::uint8_t>((m.previous_round_trip ? has_round_trip : 0) | (m.sample ? is_sample : 0)));
   w.u32(m.input);
   w.u32(m.sequence);
   w.i64(m.sent_at.count());
@@ -107,8 +107,8 @@ std::array<std::byte, kClockProbeSize> encode(const ClockProbe& m) {
 }
 
 // Clock echo: u32 sequence, u32 0, i64 probe_sent_at, i64 received_at.
-std::array<std::byte, kClockEchoSize> encode(const ClockEcho& m) {
-  Writer<kClockEchoSize> w(MessageType::clock_echo, 0);
+std::array<std::byte, clock_echo_size> encode(const ClockEcho& m) {
+  Writer<clock_echo_size> w(MessageType::clock_echo, 0);
   w.u32(m.sequence);
   w.u32(0);
   w.i64(m.probe_sent_at.count());
@@ -126,7 +126,7 @@ MessageType message_type(std::span<const std::byte> bytes) {
 
 MetadataReport decode_metadata_report(std::span<const std::byte> bytes) {
   const char* name = "DFS meta-data report";
-  Reader r(name, bytes, MessageType::metadata_report, kMetadataReportSize, kHasProposedDuration);
+  Reader r(name, bytes, MessageType::metadata_report, metadata_report_size, has_proposed_duration);
   MetadataReport m;
   m.input = r.u32();
   m.interval = r.u64();
@@ -134,7 +134,7 @@ MetadataReport decode_metadata_report(std::span<const std::byte> bytes) {
   m.duration = r.duration("duration");
   m.median_ack_latency = r.duration("median acknowledgement latency");
   const Duration proposed = r.duration("proposed duration");
-  if (r.flags() & kHasProposedDuration) {
+  if (r.flags() & has_proposed_duration) {
     m.proposed_duration = proposed;
   } else if (proposed != Duration::zero()) {
     r.fail("a proposed duration of " + std::to_string(proposed.count()) + " ns without its flag");
@@ -144,7 +144,7 @@ MetadataReport decode_metadata_report(std::span<const std::byte> bytes) {
 
 ProposalRequest decode_proposal_request(std::span<const std::byte> bytes) {
   const char* name = "DFS proposal request";
-  Reader r(name, bytes, MessageType::proposal_request, kProposalRequestSize, 0);
+  Reader r(name, bytes, MessageType::proposal_request, proposal_request_size, 0);
   ProposalRequest m;
   m.input = r.u32();
   m.interval = r.u64();
@@ -153,9 +153,9 @@ ProposalRequest decode_proposal_request(std::span<const std::byte> bytes) {
 
 Proposal decode_proposal(std::span<const std::byte> bytes) {
   const char* name = "DFS proposal";
-  Reader r(name, bytes, MessageType::proposal, kProposalSize, kBestEffort);
+  Reader r(name, bytes, MessageType::proposal, proposal_size, best_effort_flag);
   Proposal m;
-  m.best_effort = (r.flags() & kBestEffort) != 0;
+  m.best_effort = (r.flags() & best_effort_flag) != 0;
   m.interval = r.u64();
   m.start = Time{r.i64()};
   m.duration = r.duration("duration");
@@ -165,15 +165,15 @@ Proposal decode_proposal(std::span<const std::byte> bytes) {
 
 ClockProbe decode_clock_probe(std::span<const std::byte> bytes) {
   const char* name = "DFS clock probe";
-  Reader r(name, bytes, MessageType::clock_probe, kClockProbeSize, kHasRoundTrip | kIsSample);
-  if ((r.flags() & kHasRoundTrip) && (r.flags() & kIsSample)) r.fail("a sample with a round trip");
+  Reader r(name, bytes, MessageType::clock_probe, clock_probe_size, has_round_trip | is_sample);
+  if ((r.flags() & has_round_trip) && (r.flags() & is_sample)) r.fail("a sample with a round trip");
   ClockProbe m;
-  m.sample = (r.flags() & kIsSample) != 0;
+  m.sample = (r.flags() & is_sample) != 0;
   m.input = r.u32();
   m.sequence = r.u32();
   m.sent_at = Time{r.i64()};
   const Duration round_trip = r.duration("round trip");
-  if (r.flags() & kHasRoundTrip) {
+  if (r.flags() & has_round_trip) {
     m.previous_round_trip = round_trip;
   } else if (round_trip != Duration::zero()) {
     r.fail("a round trip of " + std::to_string(round_trip.count()) + " ns without its flag");
@@ -183,7 +183,7 @@ ClockProbe decode_clock_probe(std::span<const std::byte> bytes) {
 
 ClockEcho decode_clock_echo(std::span<const std::byte> bytes) {
   const char* name = "DFS clock echo";
-  Reader r(name, bytes, MessageType::clock_echo, kClockEchoSize, 0);
+  Reader r(name, bytes, MessageType::clock_echo, clock_echo_size, 0);
   ClockEcho m;
   m.sequence = r.u32();
   if (const auto reserved = r.u32(); reserved != 0) r.fail("reserved field is " + std::to_string(reserved));

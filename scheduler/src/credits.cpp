@@ -46,7 +46,7 @@ std::uint64_t buffer_for_credits(std::uint32_t credits, std::uint32_t input_coun
 std::string too_few_credits_message(std::uint64_t credits, std::string_view sized_by, std::string_view instead) {
   std::string text(sized_by);
   text += " gives " + std::to_string(credits) + (credits == 1 ? " credit" : " credits") +
-          " per input–compute pair; at least " + std::to_string(kMinCreditsPerInput) +
+          " per input–compute pair; at least " + std::to_string(min_credits_per_input) +
           " are needed, so that one contribution is in flight while the next waits for its credit (with one, every "
           "send waits a full round trip for its credit";
   text += credits == 0 ? "; with none, no contribution fits)" : ")";

@@ -9,8 +9,8 @@
 namespace netio::scheduler {
 namespace {
 
-constexpr std::uint32_t kMaxHoldFactor = 8;  // the hold doubles up to 8 × fallback_hold
-constexpr IntervalIndex kRemembered = 256;   // decisions kept, far more than any window
+constexpr std::uint32_t max_hold_factor = 8;  // the hold doubles up to 8 × fallback_hold
+constexpr IntervalIndex remembered = 256;     // decisions kept, far more than any window
 
 }  // namespace
 
@@ -82,7 +82,7 @@ bool FallbackGuard::best_effort(IntervalIndex k, const HistoryManager& history) 
                  static_cast<double>(reference_->count()) * (1.0 + config_.fallback_margin)) {
     // A retry that loses at once doubles the hold; one that held for a while starts it afresh.
     const bool lost_at_once = retrying_ && k <= first_check + 1;
-    hold_ = lost_at_once ? std::min(hold_ * 2, config_.fallback_hold * kMaxHoldFactor) : config_.fallback_hold;
+    hold_ = lost_at_once ? std::min(hold_ * 2, config_.fallback_hold * max_hold_factor) : config_.fallback_hold;
     falling_back_ = true;
     run_start_ = k;
     retrying_ = false;
@@ -93,7 +93,7 @@ bool FallbackGuard::best_effort(IntervalIndex k, const HistoryManager& history) 
   decisions_[k] = falling_back_;
   if (falling_back_) ++stats_.best_effort_intervals;
   stats_.active = falling_back_;
-  while (!decisions_.empty() && decisions_.begin()->first + kRemembered < k) decisions_.erase(decisions_.begin());
+  while (!decisions_.empty() && decisions_.begin()->first + remembered < k) decisions_.erase(decisions_.begin());
   return falling_back_;
 }
 

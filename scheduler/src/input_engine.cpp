@@ -13,7 +13,7 @@
 namespace netio::scheduler {
 namespace {
 
-constexpr Time kAcknowledged = Time::min();
+constexpr Time acknowledged_mark = Time::min();
 
 [[noreturn]] void reject(InputIndex self, const std::string& what) {
   netio::detail::reject(Errc::invalid_option, "input engine " + std::to_string(self), what);
@@ -142,11 +142,11 @@ std::optional<IntervalCompletion> InputEngine::on_acknowledged(TimesliceIndex ti
   const std::uint64_t place = layout_.sequence_of(self_, timeslice) - layout_.first_timeslice(j);
   if (place >= interval.sent)
     reject(self_, "acknowledgement of time-slice " + std::to_string(timeslice) + ", not sent yet");
-  if (interval.sent_at[place] == kAcknowledged) {
+  if (interval.sent_at[place] == acknowledged_mark) {
     reject(self_, "second acknowledgement of time-slice " + std::to_string(timeslice));
   }
   interval.latencies.push_back(now - interval.sent_at[place]);
-  interval.sent_at[place] = kAcknowledged;
+  interval.sent_at[place] = acknowledged_mark;
   ++interval.acknowledged;
   if (j == current_) advance_if_released();
   if (interval.acknowledged < layout_.timeslices_per_interval()) return std::nullopt;

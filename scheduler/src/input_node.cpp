@@ -11,7 +11,7 @@ namespace netio::scheduler {
 namespace {
 
 // How many outstanding time-slices per compute node grant() makes room for at most.
-constexpr std::uint32_t kPresizedSlots = 64;
+constexpr std::uint32_t presized_slots = 64;
 
 // Where the k-th oldest time-slice of compute node c lies, its ring starting at `head`, in
 // rings of `size` slots each (a power of 2).
@@ -128,7 +128,7 @@ void InputNode::grant(ComputeIndex c, std::uint32_t credits) {
   available_[c] = credits;
   // Sized for the credits, up to a bound: the count comes from the peer (its welcome), and
   // beyond it the rings grow with what is really outstanding.
-  if (engine_) grow_rings(std::min(credits, kPresizedSlots));
+  if (engine_) grow_rings(std::min(credits, presized_slots));
 }
 
 void InputNode::grow_rings(std::uint32_t at_least) {

@@ -18,7 +18,7 @@
 
 namespace {
 
-constexpr std::size_t kMaxMessage = 4 << 20;
+constexpr std::size_t max_message = 4 << 20;
 
 // A received page as the back-ends hand it over: its bytes and spare room behind them.
 struct Page {
@@ -27,7 +27,7 @@ struct Page {
 };
 
 void parse_arbitrary(FuzzedDataProvider& in) {
-  netio::detail::PageParser parser(in.ConsumeIntegralInRange<std::size_t>(0, kMaxMessage));
+  netio::detail::PageParser parser(in.ConsumeIntegralInRange<std::size_t>(0, max_message));
   std::size_t received = 0;
   std::size_t delivered = 0;
   std::vector<std::shared_ptr<const void>> held;  // keeps joined pages alive, as a receive socket does
@@ -84,7 +84,7 @@ void round_trip(FuzzedDataProvider& in) {
   }
   if (used > 0) pages.emplace_back(page.begin(), page.begin() + static_cast<std::ptrdiff_t>(used));
 
-  netio::detail::PageParser parser(kMaxMessage);
+  netio::detail::PageParser parser(max_message);
   std::size_t next = 0;
   for (const auto& p : pages) {
     parser.set_page(p);

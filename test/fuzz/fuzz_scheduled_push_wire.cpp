@@ -34,8 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   refused_or_decoded([&] { FUZZ_CHECK(same(sp::encode(sp::decode_hello(bytes)), bytes)); });
   refused_or_decoded([&] {
     const auto header = sp::decode_contribution(bytes);
-    FUZZ_CHECK(bytes.size() >= sp::kContributionHeaderSize);
-    const auto payload = bytes.subspan(sp::kContributionHeaderSize);
+    FUZZ_CHECK(bytes.size() >= sp::contribution_header_size);
+    const auto payload = bytes.subspan(sp::contribution_header_size);
     FUZZ_CHECK(same(sp::encode_contribution(header.input, header.timeslice, payload), bytes));
   });
   refused_or_decoded([&] { FUZZ_CHECK(same(sp::encode(sp::decode_welcome(bytes)), bytes)); });

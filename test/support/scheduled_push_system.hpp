@@ -31,11 +31,11 @@ namespace netio::test {
 namespace sp = netio::scheduled_push;
 namespace ns = netio::scheduler;
 
-inline constexpr std::uint64_t kMaxContribution = 1024;
+inline constexpr std::uint64_t max_contribution = 1024;
 
 // Input i's contribution to time-slice t: 16 … 1023 bytes of a pattern seeded by (i, t).
 inline std::vector<std::byte> contribution(ns::InputIndex i, ns::TimesliceIndex t) {
-  const std::size_t size = 16 + (i * 131 + t * 17) % (kMaxContribution - 16);
+  const std::size_t size = 16 + (i * 131 + t * 17) % (max_contribution - 16);
   return pattern(size, t * 1000 + i);
 }
 
@@ -132,7 +132,7 @@ class System {
   System(const std::string& base, SystemOptions options) : options_(std::move(options)) {
     const auto& config = options_.config;
     const auto endpoint = Endpoint::parse(base);
-    buffer_bytes_ = std::uint64_t{options_.credits} * config.input_count * kMaxContribution;
+    buffer_bytes_ = std::uint64_t{options_.credits} * config.input_count * max_contribution;
     deliveries_ = std::vector<Deliveries>(config.compute_count);
     undeliverable_ = std::vector<Undeliverable>(config.input_count);
     incomplete_ = std::vector<Deliveries>(config.compute_count);
@@ -145,7 +145,7 @@ class System {
         ro.credits_per_input = options_.credits;
       else
         ro.receive_buffer_bytes = buffer_bytes_;
-      ro.max_contribution_bytes = kMaxContribution;
+      ro.max_contribution_bytes = max_contribution;
       ro.incomplete_timeout = options_.incomplete_timeout;
       ro.kept_stall_warning = options_.kept_stall_warning;
       ro.admission = options_.admission;
@@ -209,7 +209,7 @@ class System {
     for (const auto& r : receivers_) {
       if (auto dde = r->dde_endpoint()) so.dde_endpoints.push_back(*dde);
     }
-    so.max_contribution_bytes = kMaxContribution;
+    so.max_contribution_bytes = max_contribution;
     so.welcome_timeout = options_.welcome_timeout;
     so.on_undeliverable = [this, i](ns::TimesliceIndex t, ns::ComputeIndex) { undeliverable_[i].add(t); };
     return so;

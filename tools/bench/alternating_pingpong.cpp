@@ -48,20 +48,20 @@
 namespace {
 
 using namespace netio::bench;
-constexpr const char* kTool = "alternating_pingpong";
+constexpr const char* tool_name = "alternating_pingpong";
 
 // The client's request for a raw chunk, a netio message: magic, round trips, ping size. The
 // server answers it with the same bytes before it starts echoing the raw connection.
-constexpr std::array<char, 8> kRawChunkMagic{'N', 'I', 'O', 'A', 'L', 'T', 'R', 'W'};
-constexpr std::size_t kRequestSize = 24;
+constexpr std::array<char, 8> raw_chunk_magic{'N', 'I', 'O', 'A', 'L', 'T', 'R', 'W'};
+constexpr std::size_t request_size = 24;
 
 // Little-endian, whatever the hosts are.
 void put_u64(std::byte* at, std::uint64_t value) { netio::detail::store_le(at, value); }
 std::uint64_t get_u64(const std::byte* at) { return netio::detail::load_le<std::uint64_t>(at); }
 
-std::array<std::byte, kRequestSize> raw_chunk_request(std::uint64_t round_trips, std::uint64_t size) {
-  std::array<std::byte, kRequestSize> request{};
-  std::memcpy(request.data(), kRawChunkMagic.data(), kRawChunkMagic.size());
+std::array<std::byte, request_size> raw_chunk_request(std::uint64_t round_trips, std::uint64_t size) {
+  std::array<std::byte, request_size> request{};
+  std::memcpy(request.data(), raw_chunk_magic.data(), raw_chunk_magic.size());
   put_u64(request.data() + 8, round_trips);
   put_u64(request.data() + 16, size);
   return request;
@@ -73,8 +73,8 @@ struct RawChunk {
 };
 
 std::optional<RawChunk> parse_raw_chunk_request(std::span<const std::byte> message) {
-  if (message.size() != kRequestSize ||
-      std::memcmp(message.data(), kRawChunkMagic.data(), kRawChunkMagic.size()) != 0) {
+  if (message.size() != request_size ||
+      std::memcmp(message.data(), raw_chunk_magic.data(), raw_chunk_magic.size()) != 0) {
     return std::nullopt;
   }
   return RawChunk{get_u64(message.data() + 8), get_u64(message.data() + 16)};
@@ -135,7 +135,7 @@ int run_server(const Options& o) {
   std::uint16_t raw_port = 0;
   const Fd listener = listen_loopback(o.port, raw_port);
   if (!o.port_file.empty()) netio::tools::write_port_file(o.port_file, raw_port);
-  fmt::print(stderr, "{}: listening on 127.0.0.1:{} (raw TCP; netio's port follows over it){}\n", kTool, raw_port,
+  fmt::print(stderr, "{}: listening on 127.0.0.1:{} (raw TCP; netio's port follows over it){}\n", tool_name, raw_port,
              o.busy_poll ? " (busy polling)" : "");
   const Fd raw = accept_one(listener, deadline);
   prepare_pingpong_socket(raw, o.busy_poll);
@@ -330,8 +330,8 @@ int run_client(const Options& o) {
   alternation.prepare_raw_request();
   netio::LowLatencySendOptions send_options;
   send_options.buffer_count = 64;  // as netio_pingpong: send completions may lag the replies
-  send_options.identity.name = kTool;
-  send_options.replies.max_size = std::max<std::size_t>(o.size, kRequestSize);
+  send_options.identity.name = tool_name;
+  send_options.replies.max_size = std::max<std::size_t>(o.size, request_size);
   send_options.replies.credits = 16;
   send_options.replies.on_reply = [&alternation](std::span<const std::byte> reply) { alternation.on_reply(reply); };
   netio::LowLatencySendSocket socket(
@@ -378,7 +378,7 @@ int run_client(const Options& o) {
     fmt::print("{}\n", w.str());
     return 0;
   }
-  fmt::print("{}: {} pairs of chunks of {} round trips of {} B{}\n", kTool, o.chunks, o.iterations, o.size,
+  fmt::print("{}: {} pairs of chunks of {} round trips of {} B{}\n", tool_name, o.chunks, o.iterations, o.size,
              o.busy_poll   ? ", busy polling"
              : o.raw_epoll ? ", raw TCP waiting in epoll_wait()"
                            : "");
@@ -401,7 +401,7 @@ int main(int argc, char** argv) {
       "alternating_pingpong: netio's round trip (low-latency sockets, pongs as replies) and raw TCP's "
       "(TCP_NODELAY), in alternating chunks between the same two processes; start a server with --server, "
       "then the client.",
-      kTool};
+      tool_name};
   Options o;
   o.iterations = 500;
   o.warmup = 50;
@@ -432,5 +432,5 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return run_program(kTool, o, [&] { return o.listener ? run_server(o) : run_client(o); });
+  return run_program(tool_name, o, [&] { return o.listener ? run_server(o) : run_client(o); });
 }

@@ -25,9 +25,9 @@ namespace {
 
 // The hand-rolled checksum as tools/common/checksum.cpp had it until XXH3 replaced it
 // (xxHash64's primes and lane round, a simplified tail and finalisation): the reference.
-constexpr std::uint64_t kPrime1 = 0x9E3779B185EBCA87ULL;
-constexpr std::uint64_t kPrime2 = 0xC2B2AE3D27D4EB4FULL;
-constexpr std::uint64_t kPrime3 = 0x165667B19E3779F9ULL;
+constexpr std::uint64_t prime1 = 0x9E3779B185EBCA87ULL;
+constexpr std::uint64_t prime2 = 0xC2B2AE3D27D4EB4FULL;
+constexpr std::uint64_t prime3 = 0x165667B19E3779F9ULL;
 std::uint64_t load64(const std::byte* p) {
   std::uint64_t v;
   std::memcpy(&v, p, 8);
@@ -35,12 +35,12 @@ std::uint64_t load64(const std::byte* p) {
 }
 using netio::tools::mix64;
 constexpr std::uint64_t lane_round(std::uint64_t lane, std::uint64_t input) {
-  lane += input * kPrime2;
+  lane += input * prime2;
   lane = std::rotl(lane, 31);
-  return lane * kPrime1;
+  return lane * prime1;
 }
 std::uint64_t hand_rolled(const std::byte* p, std::size_t n) {
-  std::uint64_t lanes[4] = {kPrime1 + kPrime2, kPrime2, 0, 0 - kPrime1};
+  std::uint64_t lanes[4] = {prime1 + prime2, prime2, 0, 0 - prime1};
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
     lanes[0] = lane_round(lanes[0], load64(p + i));
@@ -49,9 +49,9 @@ std::uint64_t hand_rolled(const std::byte* p, std::size_t n) {
     lanes[3] = lane_round(lanes[3], load64(p + i + 24));
   }
   std::uint64_t h =
-      std::rotl(lanes[0], 1) + std::rotl(lanes[1], 7) + std::rotl(lanes[2], 12) + std::rotl(lanes[3], 18) + kPrime3 * n;
+      std::rotl(lanes[0], 1) + std::rotl(lanes[1], 7) + std::rotl(lanes[2], 12) + std::rotl(lanes[3], 18) + prime3 * n;
   for (; i + 8 <= n; i += 8) h = mix64(h ^ lane_round(0, load64(p + i)));
-  for (; i < n; ++i) h = (h ^ std::to_integer<std::uint64_t>(p[i])) * kPrime1 + kPrime3;
+  for (; i < n; ++i) h = (h ^ std::to_integer<std::uint64_t>(p[i])) * prime1 + prime3;
   return mix64(h);
 }
 

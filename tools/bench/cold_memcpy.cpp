@@ -26,7 +26,7 @@
 namespace {
 
 using namespace netio::bench;
-constexpr const char* kTool = "cold_memcpy";
+constexpr const char* tool_name = "cold_memcpy";
 
 struct Options {
   std::uint64_t size = 1 << 20;            // bytes per memcpy() call
@@ -56,7 +56,7 @@ int run(const Options& o) {
   const std::uint64_t llc = last_level_cache_bytes();
   if (llc > 0 && 2 * o.buffer_size < 4 * llc) {
     fmt::print(stderr, "{}: warning: 2 x {} of buffers is less than 4x the last-level cache ({}): not all cold\n",
-               kTool, netio::tools::format_size(o.buffer_size), netio::tools::format_size(llc));
+               tool_name, netio::tools::format_size(o.buffer_size), netio::tools::format_size(llc));
   }
 
   const auto start = Clock::now();
@@ -91,7 +91,7 @@ int run(const Options& o) {
         .end_object();
     fmt::print("{}\n", json.str());
   } else {
-    fmt::print("{}: {} passes over 2 x {} in calls of {}: {:.2f} GB/s = {:.1f} Gb/s\n", kTool, passes,
+    fmt::print("{}: {} passes over 2 x {} in calls of {}: {:.2f} GB/s = {:.1f} Gb/s\n", tool_name, passes,
                netio::tools::format_size(o.buffer_size), netio::tools::format_size(o.size), gbytes_per_s, r.gbps());
   }
   return 0;
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "cold_memcpy: memcpy() between two buffers much larger than the last-level cache, the cold "
       "memory-bandwidth reference for shm://. Reports GB/s and Gb/s of bytes copied.",
-      kTool};
+      tool_name};
   Options o;
   netio::tools::add_size_option(app, "-s,--size", o.size, "Bytes per memcpy() call (the message size to compare)");
   netio::tools::add_size_option(app, "--buffer-size", o.buffer_size,
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
                "Print {\"results\":[{size, messages (calls), bytes, seconds, msgs_per_s, gbps}], gbytes_per_s, "
                "buffer_bytes, passes, last_level_cache_bytes}");
   add_cpu_option(app, o.cpu);
-  app.footer(netio::tools::kUnitsHelp);
+  app.footer(netio::tools::units_help);
   try {
     app.parse(argc, argv);
     if (o.size == 0) throw CLI::ValidationError("--size", "must be at least 1 byte");
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return netio::tools::run_tool(kTool, [&] {
+  return netio::tools::run_tool(tool_name, [&] {
     netio::tools::install_termination_handlers();
     pin_if_asked(o.cpu);
     return run(o);

@@ -44,10 +44,10 @@
 namespace {
 
 using namespace netio::bench;
-constexpr const char* kTool = "fi_oneway_pingpong";
-constexpr std::uint32_t kApiVersion = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
-constexpr std::uint64_t kCheckEvery = 4096;                 // spin rounds between deadline / shutdown checks
-constexpr std::uint64_t kMaxSize = std::uint64_t{1} << 30;  // what a server allocates for a client at most
+constexpr const char* tool_name = "fi_oneway_pingpong";
+constexpr std::uint32_t api_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+constexpr std::uint64_t check_every = 4096;                 // spin rounds between deadline / shutdown checks
+constexpr std::uint64_t max_size = std::uint64_t{1} << 30;  // what a server allocates for a client at most
 
 struct Options : netio::bench::PingPongOptions {
   bool one_way = false;  // pings on one connection, pongs on a second one
@@ -146,7 +146,7 @@ Fabric open_fabric(const std::string& node, std::uint16_t port, bool listen, con
   hints->fabric_attr->prov_name = ::strdup("tcp");  // fi_freeinfo frees it
   if (hints->fabric_attr->prov_name == nullptr) throw std::bad_alloc();
   fi_info* found = nullptr;
-  const int rc = ::fi_getinfo(kApiVersion, node.c_str(), std::to_string(port).c_str(), listen ? FI_SOURCE : 0,
+  const int rc = ::fi_getinfo(api_version, node.c_str(), std::to_string(port).c_str(), listen ? FI_SOURCE : 0,
                               hints.get(), &found);
   Fabric f;
   f.info.reset(found);
@@ -303,7 +303,7 @@ class EventReader {
 // --- the data path -----------------------------------------------------------------------
 
 // The connections one side polls: every CQ on every round (as netio's loop does), every EQ
-// every kCheckEvery rounds, with the deadline.
+// every check_every rounds, with the deadline.
 class Poller {
  public:
   Poller(std::vector<Connection*> connections, Clock::time_point deadline)
@@ -321,7 +321,7 @@ class Poller {
         fail(*c, n);
       }
     }
-    if ((++rounds_ % kCheckEvery) == 0) {
+    if ((++rounds_ % check_every) == 0) {
       check_deadline(deadline_, connections_.front()->name);
       for (Connection* c : connections_) events_.check_shutdown(c->eq.get(), c->name);
     }
@@ -416,7 +416,7 @@ void serve_client(Listener& l, const Options& o, std::uint64_t client, EventRead
                      : "the server does not run --one-way: the client must not either");
   }
   const std::uint64_t size = first.hello->size;
-  if (size == 0 || size > kMaxSize || size > first.info->ep_attr->max_msg_size) {
+  if (size == 0 || size > max_size || size > first.info->ep_attr->max_msg_size) {
     reject(l, first, fmt::format("bad message size {}", size));
   }
 
@@ -490,7 +490,7 @@ int run_server(const Options& o) {
   if (bound.sin_family != AF_INET) throw std::runtime_error(fmt::format("{}: fi_getname: not IPv4", l.name));
   const std::uint16_t port = ntohs(bound.sin_port);
   l.name = fmt::format("listener 127.0.0.1:{}", port);
-  fmt::print(stderr, "{}: listening on 127.0.0.1:{} (libfabric {} provider, FI_EP_MSG{})\n", kTool, port,
+  fmt::print(stderr, "{}: listening on 127.0.0.1:{} (libfabric {} provider, FI_EP_MSG{})\n", tool_name, port,
              l.fabric.info->fabric_attr->prov_name, o.one_way ? ", --one-way" : "");
   if (!o.port_file.empty()) netio::tools::write_port_file(o.port_file, port);
   const auto deadline = deadline_after(o.timeout);
@@ -505,7 +505,7 @@ int run_server(const Options& o) {
       // the client is done
     } catch (const std::runtime_error& e) {
       if (Clock::now() >= deadline || netio::tools::stop_requested()) break;
-      fmt::print(stderr, "{}: client dropped: {}\n", kTool, e.what());
+      fmt::print(stderr, "{}: client dropped: {}\n", tool_name, e.what());
     }
   }
   return 0;
@@ -549,7 +549,7 @@ int run_client(const Options& o) {
     if (context == &tx_context) sent = true;
     if (context == &rx_context) got = true;
   };
-  measure_round_trips(kTool, o, [&] {
+  measure_round_trips(tool_name, o, [&] {
     sent = got = false;
     poller.post(
         in, "fi_recv", [&] { return ::fi_recv(in.ep.get(), pong, o.size, buffers.desc, 0, &rx_context); },
@@ -569,7 +569,7 @@ int main(int argc, char** argv) {
       "fi_oneway_pingpong: round-trip time over libfabric's tcp provider (FI_EP_MSG, spinning on the "
       "completion queues like fi_pingpong), without netio; --one-way in the shape of netio's send and "
       "receive sockets. Start a server with --server, then the client.",
-      kTool};
+      tool_name};
   Options o;
   static constexpr netio::bench::RoleNames names{
       "--server", "Echo what clients send, one client after another", "Server",
@@ -584,5 +584,5 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return netio::bench::run_program(kTool, o, [&] { return o.listener ? run_server(o) : run_client(o); });
+  return netio::bench::run_program(tool_name, o, [&] { return o.listener ? run_server(o) : run_client(o); });
 }

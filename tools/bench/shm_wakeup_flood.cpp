@@ -35,7 +35,7 @@
 namespace {
 
 using namespace netio::bench;
-constexpr const char* kTool = "shm_wakeup_flood";
+constexpr const char* tool_name = "shm_wakeup_flood";
 
 struct Options {
   std::string endpoint;
@@ -122,7 +122,8 @@ int run(const Options& o) {
     fmt::print("{}\n", json.str());
   } else {
     fmt::print("{}: {:.1f} s: {} connections, {} dropped by the receiver, {} refused; {} of wake-up bytes written\n",
-               kTool, seconds, tally.connections, tally.dropped, tally.refused, netio::tools::format_size(tally.bytes));
+               tool_name, seconds, tally.connections, tally.dropped, tally.refused,
+               netio::tools::format_size(tally.bytes));
   }
   return 0;
 }
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "shm_wakeup_flood: a hostile shm:// peer that writes wake-up bytes without end, reconnecting "
       "whenever the receiver drops it (issue 49's wake-up flood).",
-      kTool};
+      tool_name};
   Options o;
   app.add_option("-e,--endpoint", o.endpoint, "The receiver, shm://NAME:PORT")->required();
   app.add_option("--mode", o.mode, "The receive socket's mode: ht (high-throughput) or ll (low-latency)")
@@ -143,7 +144,7 @@ int main(int argc, char** argv) {
   app.add_flag("--once", o.once, "Do not reconnect once the receiver dropped the connection");
   app.add_flag("--json", o.json, "Print {\"seconds\", \"connections\", \"dropped\", \"refused\", \"bytes\"}");
   add_cpu_option(app, o.cpu);
-  app.footer(netio::tools::kUnitsHelp);
+  app.footer(netio::tools::units_help);
   return netio::tools::parse_and_run(
       app, argc, argv, [] {},
       [&] {

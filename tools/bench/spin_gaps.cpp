@@ -24,9 +24,9 @@
 namespace {
 
 using namespace netio::bench;
-constexpr const char* kTool = "spin_gaps";
-constexpr auto kShortGap = std::chrono::microseconds(20);
-constexpr auto kLongGap = std::chrono::milliseconds(1);
+constexpr const char* tool_name = "spin_gaps";
+constexpr auto short_gap = std::chrono::microseconds(20);
+constexpr auto long_gap = std::chrono::milliseconds(1);
 
 struct Options {
   std::chrono::nanoseconds time{std::chrono::seconds(2)};
@@ -49,9 +49,9 @@ Gaps spin(int cpu, std::chrono::nanoseconds time) {
   while (last - start < time) {
     const auto now = Clock::now();
     const auto gap = now - last;
-    if (gap > kShortGap) {
+    if (gap > short_gap) {
       ++gaps.over_20us;
-      if (gap > kLongGap) ++gaps.over_1ms;
+      if (gap > long_gap) ++gaps.over_1ms;
       gaps.longest = std::max<std::chrono::nanoseconds>(gaps.longest, gap);
     }
     last = now;
@@ -86,7 +86,7 @@ int run(Options o) {
     fmt::print("{}\n", json.str());
   } else {
     for (const auto& g : results) {
-      fmt::print("{}: CPU {}: {} gaps over 20 us, {} over 1 ms in {:.1f} s; longest {:.0f} us\n", kTool, g.cpu,
+      fmt::print("{}: CPU {}: {} gaps over 20 us, {} over 1 ms in {:.1f} s; longest {:.0f} us\n", tool_name, g.cpu,
                  g.over_20us, g.over_1ms, seconds, std::chrono::duration<double, std::micro>(g.longest).count());
     }
   }
@@ -99,12 +99,12 @@ int main(int argc, char** argv) {
   CLI::App app{
       "spin_gaps: one spinning thread pinned to each CPU counts the gaps in its running (another task "
       "took the core): the floor under busy-polling round trips' tail.",
-      kTool};
+      tool_name};
   Options o;
   netio::tools::add_duration_option(app, "-t,--time", o.time, "Spin for DURATION");
   app.add_option("--cpus", o.cpus, "CPUs to spin on (default: every online CPU)")->delimiter(',');
   app.add_flag("--json", o.json, "Print {\"seconds\", \"cpus\": [{cpu, gaps_over_20us, gaps_over_1ms, longest_us}]}");
-  app.footer(netio::tools::kUnitsHelp);
+  app.footer(netio::tools::units_help);
   return netio::tools::parse_and_run(
       app, argc, argv, [] {}, [&] { return run(o); });
 }

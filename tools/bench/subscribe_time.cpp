@@ -31,7 +31,7 @@
 
 namespace {
 
-constexpr const char* kTool = "subscribe_time";
+constexpr const char* tool_name = "subscribe_time";
 
 struct Options {
   std::string endpoint = "tcp://127.0.0.1:0";
@@ -68,7 +68,7 @@ int run(const Options& o) {
   std::vector<std::unique_ptr<pubsub::SubscribeSocket>> subscribers;
   std::vector<double> seconds;
   for (std::size_t k = 0; k < o.subscribers; ++k) {
-    subscribe_options.identity.name = fmt::format("{}-{}", kTool, k);
+    subscribe_options.identity.name = fmt::format("{}-{}", tool_name, k);
     subscribers.push_back(std::make_unique<pubsub::SubscribeSocket>(subscriber_context, subscribe_options));
     const auto start = std::chrono::steady_clock::now();
     subscribers.back()->subscribe(publisher.local_endpoint(), tags);
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "subscribe_time: the time K subscribers take, one after the other, to subscribe to the same N tags on "
       "one publisher (loopback, one process)",
-      kTool};
+      tool_name};
   Options o;
   app.add_option("-e,--endpoint", o.endpoint, "The publisher's endpoint (port 0: any free one)")->capture_default_str();
   app.add_option("--tags", o.tags, "Tags each subscriber subscribes to (1..N), in one call")

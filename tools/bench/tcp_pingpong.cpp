@@ -20,7 +20,7 @@
 namespace {
 
 using namespace netio::bench;
-constexpr const char* kTool = "tcp_pingpong";
+constexpr const char* tool_name = "tcp_pingpong";
 
 struct Options : netio::bench::PingPongOptions {
   bool busy_poll = false;
@@ -30,7 +30,7 @@ struct Options : netio::bench::PingPongOptions {
 int run_server(const Options& o) {
   std::uint16_t port = 0;
   const Fd listener = listen_loopback(o.port, port);
-  fmt::print(stderr, "{}: listening on 127.0.0.1:{}{}\n", kTool, port, o.busy_poll ? " (busy polling)" : "");
+  fmt::print(stderr, "{}: listening on 127.0.0.1:{}{}\n", tool_name, port, o.busy_poll ? " (busy polling)" : "");
   if (!o.port_file.empty()) netio::tools::write_port_file(o.port_file, port);
   const auto deadline = deadline_after(o.timeout);
   std::vector<char> buffer(1 << 20);
@@ -57,7 +57,7 @@ int run_server(const Options& o) {
       }
     } catch (const std::runtime_error& e) {
       if (Clock::now() >= deadline || netio::tools::stop_requested()) break;
-      fmt::print(stderr, "{}: client dropped: {}\n", kTool, e.what());
+      fmt::print(stderr, "{}: client dropped: {}\n", tool_name, e.what());
     }
   }
   return 0;
@@ -76,7 +76,7 @@ int run_client(const Options& o) {
   const auto deadline = deadline_after(o.timeout);
   std::vector<char> ping(o.size, 'p');
   std::vector<char> pong(o.size);
-  measure_round_trips(kTool, o, [&] {
+  measure_round_trips(tool_name, o, [&] {
     write_all(s, ping.data(), ping.size(), deadline);
     for (std::size_t got = 0; got < o.size;) {
       const std::size_t n = read_some(in, pong.data() + got, o.size - got, o.busy_poll, deadline);
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "tcp_pingpong: raw TCP round-trip time (TCP_NODELAY), the reference for netio_pingpong. Start a "
       "server with --server, then the client.",
-      kTool};
+      tool_name};
   Options o;
   static constexpr netio::bench::RoleNames names{"--server", "Echo what clients send, one client after another",
                                                  "Server", "Client: the server, tcp://HOST:PORT",
@@ -109,5 +109,5 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return netio::bench::run_program(kTool, o, [&] { return o.listener ? run_server(o) : run_client(o); });
+  return netio::bench::run_program(tool_name, o, [&] { return o.listener ? run_server(o) : run_client(o); });
 }

@@ -29,7 +29,7 @@ namespace {
 
 using namespace netio::bench;
 using netio::tools::ThroughputResult;
-constexpr const char* kTool = "tcp_throughput";
+constexpr const char* tool_name = "tcp_throughput";
 
 struct Options : netio::bench::RoleOptions {
   std::uint64_t size = 1 << 20;
@@ -40,12 +40,12 @@ struct Options : netio::bench::RoleOptions {
   std::uint64_t page_size = 1 << 20;  // --paged: netio's default page
 };
 
-constexpr std::size_t kPages = 16;
+constexpr std::size_t page_count = 16;
 
 int run_receiver(const Options& o) {
   std::uint16_t port = 0;
   const Fd listener = listen_loopback(o.port, port);
-  fmt::print(stderr, "{}: listening on 127.0.0.1:{}\n", kTool, port);
+  fmt::print(stderr, "{}: listening on 127.0.0.1:{}\n", tool_name, port);
   if (!o.port_file.empty()) netio::tools::write_port_file(o.port_file, port);
   const auto deadline = deadline_after(o.timeout);
   const Fd stream = accept_one(listener, deadline);
@@ -98,14 +98,14 @@ std::uint64_t send_plain(const Options& o, const Fd& stream, std::uint64_t total
 std::uint64_t send_paged(const Options& o, const Fd& stream, std::uint64_t total_bytes, Clock::time_point end_time,
                          Clock::time_point deadline) {
   const std::size_t page_size = o.page_size;
-  std::vector<std::vector<char>> pages(kPages, std::vector<char>(page_size));
-  std::vector<std::size_t> used(kPages, 0);
+  std::vector<std::vector<char>> pages(page_count, std::vector<char>(page_size));
+  std::vector<std::size_t> used(page_count, 0);
   std::mutex mutex;
   std::condition_variable changed;
   std::deque<std::size_t> free_pages, full_pages;  // guarded by mutex
   bool done = false;
   std::string failure;
-  for (std::size_t i = 0; i < kPages; ++i) free_pages.push_back(i);
+  for (std::size_t i = 0; i < page_count; ++i) free_pages.push_back(i);
   std::thread writer([&] {
     for (;;) {
       std::size_t page = 0;
@@ -132,18 +132,18 @@ std::uint64_t send_paged(const Options& o, const Fd& stream, std::uint64_t total
   });
   const std::vector<char> message(o.size, 'x');
   std::uint64_t sent = 0;
-  std::size_t current = kPages;  // none
+  std::size_t current = page_count;  // none
   auto hand_over = [&] {
     std::lock_guard lock(mutex);
     full_pages.push_back(current);
-    current = kPages;
+    current = page_count;
     changed.notify_all();
   };
   for (std::uint64_t count = 0;; ++count) {
     if (total_bytes ? sent >= total_bytes : ((count & 63) == 0 && Clock::now() >= end_time)) break;
     std::uint64_t offset = 0;
     while (offset < o.size) {  // a message larger than the free space continues in the next page
-      if (current == kPages) {
+      if (current == page_count) {
         std::unique_lock lock(mutex);
         changed.wait(lock, [&] { return !free_pages.empty() || done; });
         if (!failure.empty()) break;
@@ -160,10 +160,10 @@ std::uint64_t send_paged(const Options& o, const Fd& stream, std::uint64_t total
     if (!failure.empty()) break;
     sent += o.size;
   }
-  if (current != kPages && used[current] > 0) hand_over();
+  if (current != page_count && used[current] > 0) hand_over();
   {
     std::unique_lock lock(mutex);
-    changed.wait(lock, [&] { return free_pages.size() + (current == kPages ? 0 : 1) == kPages || done; });
+    changed.wait(lock, [&] { return free_pages.size() + (current == page_count ? 0 : 1) == page_count || done; });
     done = true;
     changed.notify_all();
   }
@@ -191,7 +191,7 @@ int run_sender(const Options& o) {
   if (o.json)
     print_throughput(r, true);
   else
-    fmt::print(stderr, "{}: sent {} bytes in {:.3f} s\n", kTool, sent, r.seconds);
+    fmt::print(stderr, "{}: sent {} bytes in {:.3f} s\n", tool_name, sent, r.seconds);
   // Wait for the receiver to close (it has read everything then), bounded.
   char byte = 0;
   while (Clock::now() < deadline && !netio::tools::stop_requested()) {
@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "tcp_throughput: raw TCP one-stream throughput, the reference for netio_throughput/netio_recv. "
       "Start the receiver with --recv, then the sender.",
-      kTool};
+      tool_name};
   Options o;
   static constexpr netio::bench::RoleNames names{
       "--recv", "Receive: listen on 127.0.0.1, read until the sender closes, report", "Receiver",
@@ -235,5 +235,5 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return netio::bench::run_program(kTool, o, [&] { return o.listener ? run_receiver(o) : run_sender(o); });
+  return netio::bench::run_program(tool_name, o, [&] { return o.listener ? run_receiver(o) : run_sender(o); });
 }

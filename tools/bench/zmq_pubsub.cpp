@@ -13,7 +13,7 @@
 namespace {
 
 using namespace netio::bench;
-constexpr const char* kTool = "zmq_pubsub";
+constexpr const char* tool_name = "zmq_pubsub";
 
 struct Options : netio::bench::RoleOptions {
   unsigned subscribers = 1;
@@ -59,13 +59,13 @@ int run(const Options& o) {
   xpub.set(ZMQ_LINGER, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                             std::max(deadline - Clock::now(), Clock::duration::zero()))
                                             .count()));
-  bind_and_announce(xpub, kTool, o.port, o.port_file);
+  bind_and_announce(xpub, tool_name, o.port, o.port_file);
   wait_for_subscribers(xpub, o.subscribers, deadline);
   const auto result = send_stream(xpub, {o.size, o.messages, o.time, deadline});
   if (o.json)
     print_throughput(result, true);
   else
-    fmt::print(stderr, "{}: published {} messages of {} B\n", kTool, result.messages, o.size);
+    fmt::print(stderr, "{}: published {} messages of {} B\n", tool_name, result.messages, o.size);
   return 0;
 }
 
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "zmq_pubsub: ZeroMQ XPUB(NODROP)/SUB throughput. Start the publisher with --publish, then the "
       "subscribers.",
-      kTool};
+      tool_name};
   Options o;
   static constexpr netio::bench::RoleNames names{
       "--publish", "Publish (XPUB, binds 127.0.0.1) once --subscribers joined", "Publisher",
@@ -95,5 +95,5 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return netio::bench::run_program(kTool, o, [&] { return run(o); });
+  return netio::bench::run_program(tool_name, o, [&] { return run(o); });
 }

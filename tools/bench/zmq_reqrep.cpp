@@ -13,7 +13,7 @@
 namespace {
 
 using namespace netio::bench;
-constexpr const char* kTool = "zmq_reqrep";
+constexpr const char* tool_name = "zmq_reqrep";
 
 using Options = netio::bench::PingPongOptions;
 
@@ -31,7 +31,7 @@ int run_server(const ZmqContext& context, const Options& o, Clock::time_point de
   ZmqSocket rep(context, ZMQ_REP);
   rep.set(ZMQ_RCVTIMEO, 100);
   rep.set(ZMQ_LINGER, 0);
-  bind_and_announce(rep, kTool, o.port, o.port_file);
+  bind_and_announce(rep, tool_name, o.port, o.port_file);
   for (;;) {
     ZmqMessage request;
     if (!receive(rep, request, deadline)) return 0;  // how a server ends
@@ -45,7 +45,7 @@ int run_client(const ZmqContext& context, const Options& o, Clock::time_point de
   req.set(ZMQ_LINGER, 0);
   req.connect(o.endpoint);
   std::vector<char> ping(o.size, 'p');
-  measure_round_trips(kTool, o, [&] {
+  measure_round_trips(tool_name, o, [&] {
     zmq_check(zmq_send(req.get(), ping.data(), ping.size(), 0), "zmq_send");
     ZmqMessage reply;
     if (!receive(req, reply, deadline)) throw std::runtime_error("--timeout passed (or interrupted) awaiting a reply");
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "zmq_reqrep: ZeroMQ REQ/REP round-trip time, the reference for netio_pingpong. Start a server with "
       "--server, then the client.",
-      kTool};
+      tool_name};
   Options o;
   static constexpr netio::bench::RoleNames names{
       "--server", "Echo requests (REP, binds 127.0.0.1) until --timeout or Ctrl-C", "Server",
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return netio::bench::run_program(kTool, o, [&] {
+  return netio::bench::run_program(tool_name, o, [&] {
     const ZmqContext context;  // after pinning: its I/O thread inherits the CPU
     const auto deadline = deadline_after(o.timeout);
     return o.listener ? run_server(context, o, deadline) : run_client(context, o, deadline);

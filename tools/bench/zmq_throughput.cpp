@@ -12,7 +12,7 @@
 namespace {
 
 using namespace netio::bench;
-constexpr const char* kTool = "zmq_throughput";
+constexpr const char* tool_name = "zmq_throughput";
 
 struct Options : netio::bench::RoleOptions {
   std::uint64_t size = 64;
@@ -29,9 +29,9 @@ int run(const Options& o) {
     pull.set(ZMQ_RCVTIMEO, 100);
     pull.set(ZMQ_LINGER, 0);
     if (o.bind.empty())
-      bind_and_announce(pull, kTool, o.port, o.port_file);
+      bind_and_announce(pull, tool_name, o.port, o.port_file);
     else
-      bind_and_announce(pull, kTool, o.bind, o.port_file);
+      bind_and_announce(pull, tool_name, o.bind, o.port_file);
     print_throughput(receive_stream(pull, deadline), o.json);
     return 0;
   }
@@ -48,7 +48,7 @@ int run(const Options& o) {
   if (o.json)
     print_throughput(result, true);
   else
-    fmt::print(stderr, "{}: sent {} messages of {} B\n", kTool, result.messages, o.size);
+    fmt::print(stderr, "{}: sent {} messages of {} B\n", tool_name, result.messages, o.size);
   return 0;
 }
 
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "zmq_throughput: ZeroMQ PUSH/PULL throughput, the reference for netio_throughput/netio_recv. Start "
       "the receiver with --recv, then the sender.",
-      kTool};
+      tool_name};
   Options o;
   static constexpr netio::bench::RoleNames names{
       "--recv", "Receive (PULL, binds 127.0.0.1 or --bind) until the sender's end, then report", "Receiver",
@@ -80,5 +80,5 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return netio::bench::run_program(kTool, o, [&] { return run(o); });
+  return netio::bench::run_program(tool_name, o, [&] { return run(o); });
 }

@@ -24,8 +24,8 @@ std::uint64_t RunKey::salt() const noexcept { return mix64((run << 32) ^ size); 
 
 DataMessageBuilder::DataMessageBuilder(RunKey key, PayloadMode mode)
     : key_(key), mode_(mode), salt_(key.salt()), pattern_checksum_(0) {
-  if (key.size < kMinDataMessageSize) {
-    throw Error(Errc::invalid_option, "benchmark messages must be at least " + std::to_string(kMinDataMessageSize) +
+  if (key.size < min_data_message_size) {
+    throw Error(Errc::invalid_option, "benchmark messages must be at least " + std::to_string(min_data_message_size) +
                                           " bytes, not " + std::to_string(key.size));
   }
   buffer_.resize(key.size);
@@ -57,7 +57,7 @@ std::span<const std::byte> DataMessageBuilder::stamp(std::uint64_t sequence) noe
 
 std::optional<std::uint64_t> verify_data_message(std::span<const std::byte> message, const RunKey& key,
                                                  std::uint64_t salt) noexcept {
-  if (message.size() != key.size || message.size() < kMinDataMessageSize) return std::nullopt;
+  if (message.size() != key.size || message.size() < min_data_message_size) return std::nullopt;
   const std::uint64_t header = detail::load_le<std::uint64_t>(message.data());
   if ((header >> 63) != 0) return std::nullopt;
   const std::uint64_t sequence = header >> 16;

@@ -54,8 +54,8 @@
 
 namespace netio::tools {
 
-inline constexpr std::size_t kMinDataMessageSize = 8;
-inline constexpr std::uint64_t kMaxSequence = (std::uint64_t{1} << 47) - 1;
+inline constexpr std::size_t min_data_message_size = 8;
+inline constexpr std::uint64_t max_sequence = (std::uint64_t{1} << 47) - 1;
 
 // Identifies a run on both sides and derives its salt.
 struct RunKey {
@@ -74,10 +74,10 @@ enum class PayloadMode {
 // the checks in place and returns the whole message. No allocation after construction.
 class DataMessageBuilder {
  public:
-  // Throws netio::Error (Errc::invalid_option) when key.size < kMinDataMessageSize.
+  // Throws netio::Error (Errc::invalid_option) when key.size < min_data_message_size.
   explicit DataMessageBuilder(RunKey key, PayloadMode mode = PayloadMode::fixed_per_run);
 
-  // `sequence` must be <= kMaxSequence. The span stays valid until the next stamp().
+  // `sequence` must be <= max_sequence. The span stays valid until the next stamp().
   std::span<const std::byte> stamp(std::uint64_t sequence) noexcept;
   std::size_t size() const noexcept { return buffer_.size(); }
 

@@ -12,7 +12,7 @@
 
 namespace netio::tools {
 
-const char* const kUnitsHelp =
+const char* const units_help =
     "Sizes: 64, 64B, 4K or 4KiB (=4096), 1M or 1MiB, 1G or 1GiB (K/M/G are binary, like iperf3;\n"
     "KB/MB/GB are refused as ambiguous). Durations: 10us, 500ms, 2s, 1.5s, 1m, 1h; a bare\n"
     "number is seconds.";
@@ -37,7 +37,7 @@ struct ForeignOption {
   std::string_view owner;  // where it belongs
   std::string_view option;
 };
-constexpr ForeignOption kForeignOptions[] = {
+constexpr ForeignOption foreign_options[] = {
     {"netio_recv", "netio_throughput", "--size"},          {"netio_recv", "netio_throughput", "-s"},
     {"netio_recv", "netio_throughput", "--sweep"},         {"netio_recv", "netio_throughput", "--page-size"},
     {"netio_recv", "netio_throughput", "--pages"},         {"netio_recv", "netio_throughput", "--zero-copy-threshold"},
@@ -51,7 +51,7 @@ constexpr ForeignOption kForeignOptions[] = {
 void name_foreign_options(const CLI::App& app, const std::vector<std::string>& extras) {
   for (const std::string& extra : extras) {
     const std::string option = extra.substr(0, extra.find('='));
-    for (const ForeignOption& foreign : kForeignOptions) {
+    for (const ForeignOption& foreign : foreign_options) {
       if (foreign.tool == app.get_name() && foreign.option == option) {
         fmt::print(stderr, "{}: {} is an option of {}, not of {} (man {})\n", app.get_name(), option, foreign.owner,
                    app.get_name(), foreign.owner);
@@ -64,11 +64,11 @@ void name_foreign_options(const CLI::App& app, const std::vector<std::string>& e
 
 int exit_for_parse_error(CLI::App& app, const CLI::ParseError& error) {
   const int code = app.exit(error);
-  if (code == 0) return kExitOk;  // --help, --version
+  if (code == 0) return exit_ok;  // --help, --version
   // Whatever the error CLI11 names first (a missing --endpoint, say), the arguments it did not
   // know are still listed: one of the sibling tool's is the likelier mistake.
   name_foreign_options(app, app.remaining());
-  return kExitUsage;
+  return exit_usage;
 }
 
 CLI::Validator size_transformer() {

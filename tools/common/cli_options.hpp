@@ -24,13 +24,13 @@ inline constexpr const char* endpoint_forms =
 // A tool's main() after its options were declared on `app`: parses the command line, runs
 // `validate` (which throws CLI::ValidationError, or another CLI::ParseError, for arguments
 // that do not go together), and on success `run` under run_tool() (tool_main.hpp). Bad
-// arguments print the parser's message and give kExitUsage (2); --help and --version print
+// arguments print the parser's message and give exit_usage (2); --help and --version print
 // and give 0.
 int parse_and_run(CLI::App& app, int argc, char** argv, const std::function<void()>& validate,
                   const std::function<int()>& run);
 
 // What every tool does with a CLI::ParseError: prints it as CLI11 does (help and version on
-// stdout) and returns 0 for --help/--version, kExitUsage for every real usage error. An
+// stdout) and returns 0 for --help/--version, exit_usage for every real usage error. An
 // argument that is an option of the sibling tool (netio_recv's --size belongs to
 // netio_throughput) is named with the tool it belongs to.
 int exit_for_parse_error(CLI::App& app, const CLI::ParseError& error);
@@ -92,6 +92,6 @@ CLI::Option* add_connect_timeout_option(CLI::App& app, std::chrono::nanoseconds&
 CLI::Option* add_version_flag(CLI::App& app);
 
 // The text used in every tool's --help for sizes and durations.
-extern const char* const kUnitsHelp;
+extern const char* const units_help;
 
 }  // namespace netio::tools

@@ -5,7 +5,7 @@
 // Layout, 48 bytes, every field little-endian:
 //   0..7    magic   0xCC54'434F'4954'454E  ("NETIOCT" + 0xCC: bit 63 is set)
 //   8..11   kind    (ControlKind)
-//   12..15  version (kControlVersion)
+//   12..15  version (control_version)
 //   16..23  a       (a, b, c: meaning depends on the kind)
 //   24..31  b
 //   32..39  c
@@ -23,9 +23,9 @@
 
 namespace netio::tools {
 
-inline constexpr std::size_t kControlFrameSize = 48;
-inline constexpr std::uint64_t kControlMagic = 0xCC54'434F'4954'454EULL;
-inline constexpr std::uint32_t kControlVersion = 2;  // 2: check is XXH3_64bits (1: a hand-rolled checksum)
+inline constexpr std::size_t control_frame_size = 48;
+inline constexpr std::uint64_t control_magic = 0xCC54'434F'4954'454EULL;
+inline constexpr std::uint32_t control_version = 2;  // 2: check is XXH3_64bits (1: a hand-rolled checksum)
 
 enum class ControlKind : std::uint32_t {
   // netio_throughput → netio_recv (see bench_message.hpp)
@@ -46,7 +46,7 @@ struct ControlFrame {
   friend bool operator==(const ControlFrame&, const ControlFrame&) = default;
 };
 
-using ControlFrameBytes = std::array<std::byte, kControlFrameSize>;
+using ControlFrameBytes = std::array<std::byte, control_frame_size>;
 
 ControlFrameBytes encode_control_frame(const ControlFrame& frame) noexcept;
 

@@ -44,9 +44,9 @@ std::string text_histogram(std::span<const double> samples_us, HistogramOptions 
   if (samples_us.empty()) return {};
   const int per_decade = std::max(1, options.buckets_per_decade);
   // Below 1 ns nothing is measurable; clamping keeps log10 finite.
-  constexpr double kFloor = 1e-3;
+  constexpr double floor_seconds = 1e-3;
   auto bucket_of = [&](double sample) {
-    return static_cast<long>(std::floor(std::log10(std::max(sample, kFloor)) * per_decade));
+    return static_cast<long>(std::floor(std::log10(std::max(sample, floor_seconds)) * per_decade));
   };
   auto edge = [&](long bucket) { return std::pow(10.0, static_cast<double>(bucket) / per_decade); };
 

@@ -13,7 +13,7 @@ void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by) noexcept {
   counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
-constexpr std::size_t kMaxAnomalies = 100;
+constexpr std::size_t max_anomalies = 100;
 
 }  // namespace
 
@@ -112,7 +112,7 @@ void RunTracker::close_run(std::optional<std::uint64_t> sent, bool complete, Clo
 }
 
 void RunTracker::note_anomaly(std::string text) {
-  if (anomalies_.size() < kMaxAnomalies) anomalies_.push_back(std::move(text));
+  if (anomalies_.size() < max_anomalies) anomalies_.push_back(std::move(text));
 }
 
 std::vector<ThroughputResult> RunTracker::finish(std::optional<Clock::time_point> end) {

@@ -12,7 +12,7 @@ void SequenceTracker::record(std::uint64_t sequence) {
     return;
   }
   if (sequence > next_) {
-    if (gaps_.size() == kMaxGaps) gaps_.erase(gaps_.begin());
+    if (gaps_.size() == max_gaps) gaps_.erase(gaps_.begin());
     gaps_.push_back({next_, sequence});
     next_ = sequence + 1;
     ++unique_;

@@ -4,7 +4,7 @@
 //
 // netio delivers a connection's messages in order, so a gap is a loss; a number from an
 // open gap arriving late (a reordering, which would itself be a bug) fills it and is not a
-// duplicate. At most kMaxGaps gaps are remembered; beyond that the oldest are forgotten
+// duplicate. At most max_gaps gaps are remembered; beyond that the oldest are forgotten
 // (their late arrivals then count as duplicates), so a pathological stream cannot eat
 // memory.
 #pragma once
@@ -18,7 +18,7 @@ namespace netio::tools {
 
 class SequenceTracker {
  public:
-  static constexpr std::size_t kMaxGaps = 1 << 16;
+  static constexpr std::size_t max_gaps = 1 << 16;
 
   void record(std::uint64_t sequence);
 

@@ -21,7 +21,7 @@ int run_tool(std::string_view tool, const std::function<int()>& body) {
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: error: {}\n", tool, e.what());
   }
-  return kExitFailure;
+  return exit_failure;
 }
 
 void write_port_file(const std::string& path, std::uint16_t port) {

@@ -11,13 +11,13 @@
 namespace netio::tools {
 
 // Exit codes of the tools.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;             // connection failed, timed out, peer vanished...
-inline constexpr int kExitUsage = 2;               // bad arguments: every parse or validation error
-inline constexpr int kExitVerificationFailed = 3;  // --verify found lost, duplicated or corrupt messages
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failure = 1;              // connection failed, timed out, peer vanished...
+inline constexpr int exit_usage = 2;                // bad arguments: every parse or validation error
+inline constexpr int exit_verification_failed = 3;  // --verify found lost, duplicated or corrupt messages
 
 // Runs `body` and returns its exit code; an escaping netio::Error or other exception is
-// printed as "<tool>: error: <what>" on stderr and gives kExitFailure.
+// printed as "<tool>: error: <what>" on stderr and gives exit_failure.
 int run_tool(std::string_view tool, const std::function<int()>& body);
 
 // Writes "<port>\n" to `path` atomically (a temporary file renamed into place), so a

@@ -92,7 +92,7 @@ struct Unit {
   u64 multiplier;
 };
 
-constexpr std::array kSizeUnits{
+constexpr std::array size_units{
     Unit{"", 1},
     Unit{"b", 1},
     Unit{"k", u64{1} << 10},
@@ -103,7 +103,7 @@ constexpr std::array kSizeUnits{
     Unit{"gib", u64{1} << 30},
 };
 
-constexpr std::array kDurationUnits{
+constexpr std::array duration_units{
     Unit{"", 1'000'000'000},
     Unit{"ns", 1},
     Unit{"us", 1'000},
@@ -137,7 +137,7 @@ ParseResult<u64> parse_size(std::string_view text) {
     return fail(fmt::format("'{}' is ambiguous (1000 or 1024?); write {}iB or the number of bytes", unit_text,
                             static_cast<char>(std::toupper(unit_name[0]))));
   }
-  const Unit* unit = find_unit(kSizeUnits, unit_name);
+  const Unit* unit = find_unit(size_units, unit_name);
   if (unit == nullptr) return fail(fmt::format("unknown unit '{}' (use B, KiB, MiB or GiB)", unit_text));
   u64 remainder = 0;
   const auto bytes = scale(number, unit->multiplier, remainder);
@@ -155,32 +155,32 @@ ParseResult<std::chrono::nanoseconds> parse_duration(std::string_view text) {
   auto split = split_number(trimmed);
   if (auto* error = std::get_if<std::string>(&split)) return fail(*error);
   const auto& [number, unit_name, unit_text] = std::get<NumberAndUnit>(split);
-  const Unit* unit = find_unit(kDurationUnits, unit_name);
+  const Unit* unit = find_unit(duration_units, unit_name);
   if (unit == nullptr) return fail(fmt::format("unknown unit '{}' (use ns, us, ms, s, m or h)", unit_text));
   u64 remainder = 0;
   auto nanoseconds = scale(number, unit->multiplier, remainder);
   if (nanoseconds && remainder * 2 >= number.fraction_scale) ++*nanoseconds;  // round half up
-  constexpr u64 kMax = static_cast<u64>(std::chrono::nanoseconds::max().count());
-  if (!nanoseconds || *nanoseconds > kMax) return fail("it is too long");
+  constexpr u64 max_nanoseconds_value = static_cast<u64>(std::chrono::nanoseconds::max().count());
+  if (!nanoseconds || *nanoseconds > max_nanoseconds_value) return fail("it is too long");
   return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(*nanoseconds));
 }
 
 std::string format_size(u64 bytes) {
-  constexpr std::array<std::string_view, 4> kUnits{"B", "KiB", "MiB", "GiB"};
+  constexpr std::array<std::string_view, 4> unit_names{"B", "KiB", "MiB", "GiB"};
   std::size_t unit = 0;
   double value = static_cast<double>(bytes);
-  while (value >= 1024.0 && unit + 1 < kUnits.size()) {
+  while (value >= 1024.0 && unit + 1 < unit_names.size()) {
     value /= 1024.0;
     ++unit;
   }
   if (unit == 0) return fmt::format("{} B", bytes);
-  return fmt::format("{:.4g} {}", value, kUnits[unit]);
+  return fmt::format("{:.4g} {}", value, unit_names[unit]);
 }
 
 std::string format_size_compact(u64 bytes) {
-  constexpr std::array<std::pair<u64, std::string_view>, 3> kUnits{
+  constexpr std::array<std::pair<u64, std::string_view>, 3> unit_names{
       {{u64{1} << 30, "GiB"}, {u64{1} << 20, "MiB"}, {u64{1} << 10, "KiB"}}};
-  for (const auto& [multiplier, name] : kUnits) {
+  for (const auto& [multiplier, name] : unit_names) {
     if (bytes != 0 && bytes % multiplier == 0) return fmt::format("{}{}", bytes / multiplier, name);
   }
   return fmt::format("{}", bytes);
@@ -188,13 +188,13 @@ std::string format_size_compact(u64 bytes) {
 
 std::string format_duration(std::chrono::nanoseconds duration) {
   const u64 ns = static_cast<u64>(duration.count() < 0 ? 0 : duration.count());
-  constexpr std::array<std::pair<u64, std::string_view>, 5> kUnits{
+  constexpr std::array<std::pair<u64, std::string_view>, 5> unit_names{
       {{3'600'000'000'000, "h"}, {60'000'000'000, "m"}, {1'000'000'000, "s"}, {1'000'000, "ms"}, {1'000, "us"}}};
   if (ns == 0) return "0s";
-  for (const auto& [multiplier, name] : kUnits) {
+  for (const auto& [multiplier, name] : unit_names) {
     if (ns % multiplier == 0) return fmt::format("{}{}", ns / multiplier, name);
   }
-  for (const auto& [multiplier, name] : kUnits) {
+  for (const auto& [multiplier, name] : unit_names) {
     // Not a whole number of any unit: the largest unit it reaches, with a fraction.
     if (ns >= multiplier) return fmt::format("{}{}", static_cast<double>(ns) / static_cast<double>(multiplier), name);
   }

@@ -24,9 +24,9 @@ namespace netio::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kTick = std::chrono::milliseconds(100);  // how often the loop looks for the run's end
-constexpr auto kGoodbyeTimeout = std::chrono::seconds(1);
-constexpr auto kPoll = std::chrono::milliseconds(5);
+constexpr auto tick_period = std::chrono::milliseconds(100);  // how often the loop looks for the run's end
+constexpr auto goodbye_timeout = std::chrono::seconds(1);
+constexpr auto poll = std::chrono::milliseconds(5);
 
 bool is_loopback(const std::string& host) { return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0; }
 
@@ -209,7 +209,7 @@ class Watch {
         const Deadline& deadline)
       : loop_(loop), pings_(pings), options_(options), deadline_(deadline) {}
 
-  // Loop thread, every kTick.
+  // Loop thread, every tick_period.
   void look() {
     if (ended_) return;
     if (stop_requested() || deadline_.expired()) {
@@ -244,7 +244,7 @@ class Watch {
 // loop thread that stopped running altogether (its timer with it) is caught here.
 void wait_for_end(PingLoop& loop, const PingpongClientOptions& options, PingpongClientResult& result) {
   std::uint64_t seen = loop.progress();
-  while (!loop.wait_for(PingLoop::Milestone::finished, options.stall_timeout + kTick)) {
+  while (!loop.wait_for(PingLoop::Milestone::finished, options.stall_timeout + tick_period)) {
     if (loop.progress() == seen) {
       result.error = stall_message(seen, options.stall_timeout);
       return;
@@ -264,7 +264,7 @@ Endpoint reply_endpoint_for(const Endpoint& server) {
 PingpongClientResult run_pingpong_client(Context& context, const PingpongClientOptions& options,
                                          const Deadline& deadline) {
   PingLoop loop(options, random_session());
-  const std::size_t largest = std::max<std::size_t>(options.size, kControlFrameSize);
+  const std::size_t largest = std::max<std::size_t>(options.size, control_frame_size);
   // With two connections, the pongs come to a receive socket of ours, on a port the hello
   // tells the server; otherwise as replies on the ping connection (port 0 in the hello).
   std::optional<LowLatencyReceiveSocket> pongs;
@@ -310,7 +310,7 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
 
   PingpongClientResult result;
   Watch watch(loop, pings, options, deadline);
-  const auto watch_timer = context.loop().add_timer(kTick, kTick, [&watch] { watch.look(); });
+  const auto watch_timer = context.loop().add_timer(tick_period, tick_period, [&watch] { watch.look(); });
   context.loop().post([&loop] { loop.start(); });
   wait_for_end(loop, options, result);
   context.loop().cancel_timer(watch_timer);  // posted: runs before stop()'s round trip
@@ -325,9 +325,9 @@ PingpongClientResult run_pingpong_client(Context& context, const PingpongClientO
   // still sends on gets a warning. A missing answer is not an error of the measurement.
   try {
     pings.send(encode_control_frame({ControlKind::ping_goodbye, loop.session(), result.rtt_us.size(), 0}));
-    if (loop.wait_for(PingLoop::Milestone::goodbye_acknowledged, kGoodbyeTimeout) && pongs) {
-      const auto until = Clock::now() + kGoodbyeTimeout;
-      while (pongs->stats().disconnects == 0 && Clock::now() < until) std::this_thread::sleep_for(kPoll);
+    if (loop.wait_for(PingLoop::Milestone::goodbye_acknowledged, goodbye_timeout) && pongs) {
+      const auto until = Clock::now() + goodbye_timeout;
+      while (pongs->stats().disconnects == 0 && Clock::now() < until) std::this_thread::sleep_for(poll);
     }
   } catch (const Error&) {
   }

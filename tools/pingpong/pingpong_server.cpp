@@ -22,15 +22,15 @@ namespace netio::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kTick = std::chrono::milliseconds(100);  // how often the loop asks whether to stop
+constexpr auto tick_period = std::chrono::milliseconds(100);  // how often the loop asks whether to stop
 // The main thread's longest sleep: stopping is its wake-up (see serve()); this only bounds a
 // loop thread that stopped running altogether.
-constexpr auto kIdleWait = std::chrono::seconds(10);
-constexpr auto kConnectBackPoll = std::chrono::milliseconds(1);
-constexpr auto kConnectBackTimeout = std::chrono::seconds(5);
+constexpr auto idle_wait = std::chrono::seconds(10);
+constexpr auto connect_back_poll = std::chrono::milliseconds(1);
+constexpr auto connect_back_timeout = std::chrono::seconds(5);
 
 // Pings and replies, one at a time per client: the reply window holds that many and more.
-constexpr std::size_t kReplyWindow = 64;
+constexpr std::size_t reply_window_size = 64;
 
 // A client of the two-connection shape: the connection back to it, for its pongs.
 LowLatencySendOptions connect_back_options(const std::optional<PreSharedKey>& key) {
@@ -72,12 +72,12 @@ class EchoServer {
     // way waits for the switch, up to a scheduler tick). A busy-polling loop runs its timers
     // inline.
     const auto stop = [&] { return stop_requested() || deadline.expired() || (should_stop && should_stop()); };
-    const auto stop_timer = context_.loop().add_timer(kTick, kTick, [this, &stop] {
+    const auto stop_timer = context_.loop().add_timer(tick_period, tick_period, [this, &stop] {
       if (stop()) push_stop();
     });
     while (!stopping() && !stop()) {
       // While connections back are being made, look at them often: a welcome waits on them.
-      if (auto event = next_event(connecting_back_.empty() ? kIdleWait : kConnectBackPoll)) handle(*event);
+      if (auto event = next_event(connecting_back_.empty() ? idle_wait : connect_back_poll)) handle(*event);
       progress_connections_back();
     }
     context_.loop().cancel_timer(stop_timer);  // posted: runs before the run_sync() below
@@ -91,7 +91,7 @@ class EchoServer {
     LowLatencyReceiveOptions options;
     options.admission = admission;
     options.max_message_size = 64 * 1024 * 1024;
-    options.reply_window = kReplyWindow;
+    options.reply_window = reply_window_size;
     // Echoes are as large as the pings; they count against the memory budget while queued,
     // and a client that reads none for the reply timeout is dropped.
     options.admission.max_reply_size = options.max_message_size;
@@ -199,19 +199,19 @@ class EchoServer {
   }
 
   // Main thread: welcomes the clients whose connection back is up, gives up on those that
-  // failed or took longer than kConnectBackTimeout.
+  // failed or took longer than connect_back_timeout.
   void progress_connections_back() {
     for (auto it = connecting_back_.begin(); it != connecting_back_.end();) {
       ConnectingBack& c = *it;
       try {
         if (!c.client->back->wait_connected(std::chrono::nanoseconds::zero())) {
-          if (Clock::now() - c.since < kConnectBackTimeout) {
+          if (Clock::now() - c.since < connect_back_timeout) {
             ++it;
             continue;
           }
           throw Error(Errc::timeout,
                       fmt::format("no connection within {} ms",
-                                  std::chrono::duration_cast<std::chrono::milliseconds>(kConnectBackTimeout).count()));
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(connect_back_timeout).count()));
         }
       } catch (const Error& e) {
         fmt::print(stderr, "netio_pingpong: cannot connect back to the client {} at {}: {}\n", c.peer.to_string(),

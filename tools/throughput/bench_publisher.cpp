@@ -48,7 +48,7 @@ void publish_run(pubsub::PublishSocket& socket, const RunKey& key, const BenchPu
   }
   const std::uint64_t mask =
       std::bit_floor(std::clamp<std::uint64_t>((64 * 1024) / std::max<std::uint64_t>(key.size, 1), 1, 4096)) - 1;
-  const std::uint64_t limit = options.messages_per_size.value_or(kMaxSequence + 1);
+  const std::uint64_t limit = options.messages_per_size.value_or(max_sequence + 1);
   const auto start = Clock::now();
   const auto end = options.messages_per_size ? Clock::time_point::max() : start + options.duration_per_size;
   std::vector<std::uint64_t> sequences(tags.size(), 0);

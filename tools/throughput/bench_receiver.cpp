@@ -23,7 +23,7 @@ namespace netio::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kTick = std::chrono::milliseconds(100);  // how often the supervisor looks around
+constexpr auto tick_period = std::chrono::milliseconds(100);  // how often the supervisor looks around
 
 // The streams of one receiver, one per connection, made at the connection's first message.
 // The consumer (one thread at a time: the recv() thread, or the loop thread in ll mode)
@@ -222,7 +222,7 @@ class Supervisor {
 
   ReceiveEnd run() {
     for (;;) {
-      if (auto end = session_.wait_for_consumer(kTick)) return *end;
+      if (auto end = session_.wait_for_consumer(tick_period)) return *end;
       const auto now = Clock::now();
       note_progress(now);
       report_intervals(now);
@@ -283,13 +283,13 @@ class Supervisor {
 };
 
 // After the end of the stream, the receiver stays until the senders close (at most
-// kSenderCloseWait): a sender waits for its last page to be sent, and on libfabric a receiver
+// sender_close_wait): a sender waits for its last page to be sent, and on libfabric a receiver
 // that closes first can fail that wait ("closed the connection") though the page arrived.
-constexpr auto kSenderCloseWait = std::chrono::seconds(2);
+constexpr auto sender_close_wait = std::chrono::seconds(2);
 
 void wait_for_senders_to_close(Session& session, ReceiveEnd end) {
   if (end != ReceiveEnd::end_of_stream) return;
-  const auto until = Clock::now() + kSenderCloseWait;
+  const auto until = Clock::now() + sender_close_wait;
   while (!session.streams().ended_senders_closed() && Clock::now() < until && !stop_requested()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -326,7 +326,7 @@ Ending receive_high_throughput(Context& context, Session& session, const BenchRe
     // Batches: one consumer turn and no page reference per message (what recv() costs).
     bool more = true;
     while (more && !session.stopping()) {
-      socket.recv_each(4096, kTick, [&](std::span<const std::byte> message, const Peer& peer) {
+      socket.recv_each(4096, tick_period, [&](std::span<const std::byte> message, const Peer& peer) {
         return more = session.consume(message, peer);
       });
     }

@@ -93,7 +93,7 @@ void send_run(Stream& stream, const RunKey& key, const BenchSenderOptions& optio
   stream.send(encode_run_begin(key, options.messages_per_size.value_or(0)));
 
   const std::uint64_t mask = clock_check_mask(key.size);
-  const std::uint64_t limit = options.messages_per_size.value_or(kMaxSequence + 1);
+  const std::uint64_t limit = options.messages_per_size.value_or(max_sequence + 1);
   const auto start = Clock::now();
   const auto end = options.messages_per_size ? Clock::time_point::max() : start + options.duration_per_size;
   auto account = [&](std::uint64_t sent) {

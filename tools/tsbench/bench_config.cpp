@@ -52,14 +52,14 @@ void BenchConfig::resolve() {
   if (inputs == 0 || computes == 0) reject("--inputs and --computes must be at least 1");
   if (!interval_given) {
     interval_timeslices =
-        std::max<std::uint64_t>(computes, kDefaultIntervalTimeslices - kDefaultIntervalTimeslices % computes);
+        std::max<std::uint64_t>(computes, default_interval_timeslices - default_interval_timeslices % computes);
   }
   if (contribution_bytes == 0) reject("--contribution-size must be at least 1 byte");
   if (buffer_bytes == 0) {
-    const auto n = credits.value_or(scheduler::kDefaultCreditsPerInput);
-    if (n < scheduler::kMinCreditsPerInput) {
+    const auto n = credits.value_or(scheduler::default_credits_per_input);
+    if (n < scheduler::min_credits_per_input) {
       reject(scheduler::too_few_credits_message(n, fmt::format("--credits {}", n),
-                                                fmt::format("--credits {} or more", scheduler::kMinCreditsPerInput)));
+                                                fmt::format("--credits {} or more", scheduler::min_credits_per_input)));
     }
     buffer_bytes = scheduler::buffer_for_credits(n, inputs, contribution_bytes);
   } else if (credits && buffer_bytes != scheduler::buffer_for_credits(*credits, inputs, contribution_bytes)) {
@@ -77,15 +77,15 @@ void BenchConfig::validate() const {
   if (inputs == 0 || computes == 0) reject("--inputs and --computes must be at least 1");
   if (contribution_bytes == 0) reject("--contribution-size must be at least 1 byte");
   if (buffer_bytes == 0) reject("the receive buffer is not sized yet (BenchConfig::resolve() derives it)");
-  const auto least = scheduler::buffer_for_credits(scheduler::kMinCreditsPerInput, inputs, contribution_bytes);
+  const auto least = scheduler::buffer_for_credits(scheduler::min_credits_per_input, inputs, contribution_bytes);
   if (buffer_bytes < least) {
     reject(scheduler::too_few_credits_message(
         buffer_bytes / inputs / contribution_bytes,
         fmt::format("--buffer-size {} ({} / {} inputs / {} contributions)", format_size_compact(buffer_bytes),
                     format_size(buffer_bytes), inputs, format_size(contribution_bytes)),
         fmt::format("--buffer-size {} or more, or --credits {} instead (without either: --credits {}, a {} buffer)",
-                    format_size_compact(least), scheduler::kMinCreditsPerInput, scheduler::kDefaultCreditsPerInput,
-                    format_size(scheduler::buffer_for_credits(scheduler::kDefaultCreditsPerInput, inputs,
+                    format_size_compact(least), scheduler::min_credits_per_input, scheduler::default_credits_per_input,
+                    format_size(scheduler::buffer_for_credits(scheduler::default_credits_per_input, inputs,
                                                               contribution_bytes)))));
   }
   if (interval_timeslices < computes) {

@@ -20,26 +20,26 @@ namespace netio::tools::tsbench {
 // inputs sending to it, and a log-normal latency with a long tail on every send. Chosen so
 // that a 4 × 4 run on a 2-core machine shows the DFS effect within a minute (docs/performance.md,
 // "Scheduled push").
-inline constexpr const char* kDefaultEmulation = "delay=lognormal:mean=100us,sigma=1,clip=5ms;in=400Mbps";
+inline constexpr const char* default_emulation = "delay=lognormal:mean=100us,sigma=1,clip=5ms;in=400Mbps";
 
 struct BenchConfig {
   std::uint32_t inputs = 4;
   std::uint32_t computes = 4;
   std::uint64_t contribution_bytes = 16 * 1024;
   // The receive buffer of every compute node, sized by one of two (resolve()):
-  //   credits (--credits) per input–compute pair, default scheduler::kDefaultCreditsPerInput
+  //   credits (--credits) per input–compute pair, default scheduler::default_credits_per_input
   //     (16): resolve() sets buffer_bytes = credits × inputs × contribution_bytes;
   //   buffer_bytes (--buffer-size) set before resolve(): the credits are then
   //     buffer_bytes / inputs / contribution_bytes (credits_per_pair()).
   // After resolve() buffer_bytes is always filled in: the runs (local, role, simulated)
-  // read it. Fewer than scheduler::kMinCreditsPerInput (2) per pair are refused.
+  // read it. Fewer than scheduler::min_credits_per_input (2) per pair are refused.
   std::optional<std::uint32_t> credits;
   std::uint64_t buffer_bytes = 0;  // 0: derived from credits by resolve()
   // Time-slices per interval, whole rounds of M (~0.35 s at 4 x 4). Given (--interval): must be
-  // a multiple of M. Not given: resolve() rounds kDefaultIntervalTimeslices down to whole
+  // a multiple of M. Not given: resolve() rounds default_interval_timeslices down to whole
   // rounds (at least one), as the engines did before they refused a remainder.
-  static constexpr std::uint64_t kDefaultIntervalTimeslices = 1000;
-  std::uint64_t interval_timeslices = kDefaultIntervalTimeslices;
+  static constexpr std::uint64_t default_interval_timeslices = 1000;
+  std::uint64_t interval_timeslices = default_interval_timeslices;
   bool interval_given = false;
   std::uint32_t history_length = 10;                                          // hist_cnt
   double speed_up_threshold = 10.0;                                           // ssu_TH, %²
@@ -51,7 +51,7 @@ struct BenchConfig {
   std::uint32_t warmup_intervals = 12;  // left out of the statistics (DFS needs hist_cnt + 2)
   std::chrono::nanoseconds duration = std::chrono::seconds(12);
   std::optional<std::uint64_t> timeslices;  // a count instead of a duration (role mode needs it)
-  std::string emulate = kDefaultEmulation;  // "" or "none": an unshaped loopback
+  std::string emulate = default_emulation;  // "" or "none": an unshaped loopback
   std::string slowdown;                     // a slowdown= clause's parameters, e.g. "node:4,at=5s,for=2s,rate=75%"
   std::string transport = "tcp";            // local run: tcp or fabric
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);

@@ -75,12 +75,12 @@ class CsvFile {
   std::size_t line_ = 1;
 };
 
-constexpr const char* kTimeslicesHeader =
+constexpr const char* timeslices_header =
     "timeslice,compute,complete,first_arrival_us,last_arrival_us,spread_us,handed_over_us,bytes";
-constexpr const char* kIntervalsHeader =
+constexpr const char* intervals_header =
     "input,interval,proposed_start_us,actual_start_us,proposed_duration_us,actual_duration_us";
-constexpr const char* kFillHeader = "time_us,compute,fill_pct";
-constexpr const char* kRunHeader =
+constexpr const char* fill_header = "time_us,compute,fill_pct";
+constexpr const char* run_header =
     "role,index,inputs,computes,buffer_bytes,timeslices_per_interval,warmup_intervals,peak_fill_pct,corrupt";
 
 void append(RunRecords& all, RunRecords part) {
@@ -95,7 +95,7 @@ void write_role_info(const std::string& dir, const RoleInfo& info, const RunReco
   fs::create_directories(dir);
   std::ofstream file(dir + "/run.csv");
   if (!file) throw std::runtime_error("cannot write " + dir + "/run.csv");
-  file << kRunHeader << '\n'
+  file << run_header << '\n'
        << fmt::format("{},{},{},{},{},{},{},{:.2f},{}\n", info.role, info.index, info.inputs, info.computes,
                       records.buffer_bytes, records.timeslices_per_interval, records.warmup_intervals,
                       records.peak_fill_percent, records.corrupt);
@@ -105,7 +105,7 @@ RunRecords read_csv(const std::string& dir) {
   RunRecords records;
   std::vector<std::string> f;
   {
-    CsvFile file(dir + "/timeslices.csv", kTimeslicesHeader);
+    CsvFile file(dir + "/timeslices.csv", timeslices_header);
     while (file.next(f)) {
       file.expect(f, 8);
       TimesliceRecord t;
@@ -120,7 +120,7 @@ RunRecords read_csv(const std::string& dir) {
     }
   }
   {
-    CsvFile file(dir + "/intervals.csv", kIntervalsHeader);
+    CsvFile file(dir + "/intervals.csv", intervals_header);
     while (file.next(f)) {
       file.expect(f, 6);
       IntervalRecord i;
@@ -134,7 +134,7 @@ RunRecords read_csv(const std::string& dir) {
     }
   }
   {
-    CsvFile file(dir + "/buffer_fill.csv", kFillHeader);
+    CsvFile file(dir + "/buffer_fill.csv", fill_header);
     while (file.next(f)) {
       file.expect(f, 3);
       records.fill.push_back(FillSample{file.micros_at(f, 0), static_cast<ns::ComputeIndex>(file.unsigned_at(f, 1)),
@@ -163,7 +163,7 @@ std::vector<CollectedRun> collect_role_runs(const std::string& dir) {
     std::sort(ranks.begin(), ranks.end());
     try {
       for (const auto& rank : ranks) {
-        CsvFile info(rank.string() + "/run.csv", kRunHeader);
+        CsvFile info(rank.string() + "/run.csv", run_header);
         std::vector<std::string> f;
         if (!info.next(f)) info.bad("no row");
         info.expect(f, 9);

@@ -12,7 +12,7 @@
 
 namespace netio::tools::tsbench {
 
-inline constexpr std::size_t kStampBytes = 16;
+inline constexpr std::size_t stamp_bytes = 16;
 
 inline void stamp(std::span<std::byte> contribution, scheduler::TimesliceIndex t, scheduler::InputIndex input) {
   const std::uint64_t words[2] = {t, input};

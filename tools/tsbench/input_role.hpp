@@ -35,7 +35,7 @@ struct InputRoleOptions {
 
 class InputRole {
  public:
-  static constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
+  static constexpr std::uint64_t no_limit = std::numeric_limits<std::uint64_t>::max();
 
   InputRole(Context& context, InputRoleOptions options);
   ~InputRole();
@@ -59,7 +59,7 @@ class InputRole {
 
   Context& context_;
   InputRoleOptions options_;
-  std::atomic<std::uint64_t> limit_{kNoLimit};
+  std::atomic<std::uint64_t> limit_{no_limit};
   std::atomic<std::uint64_t> pushed_{0};
   std::mutex error_mutex_;
   std::string error_;                      // what the generator's push threw

@@ -514,7 +514,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   // reply window full (the subscriber's loop is busy; on libfabric a reply needs a receive
   // it has posted) waits here and is sent from the poll timer as room comes: a subscriber
   // waits for every answer, so losing one would hold its subscribe() until ack_timeout.
-  // A subscriber that keeps asking and never reads makes us hold kMaxUnsentAnswers at
+  // A subscriber that keeps asking and never reads makes us hold max_unsent_answers at
   // most; beyond that its answers are dropped, logged once.
   void answer(const Peer& peer, std::uint64_t request_id, bool accepted, std::string reason) {
     auto bytes = detail::encode(detail::SubscriptionAnswer{accepted, request_id, std::move(reason)});
@@ -524,7 +524,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       queued = unsent_answers_.emplace(peer.connection(), UnsentAnswers{peer, {}, false}).first;
     }
     auto& unsent = queued->second;
-    if (unsent.answers.size() >= kMaxUnsentAnswers) {
+    if (unsent.answers.size() >= max_unsent_answers) {
       if (!std::exchange(unsent.complained, true)) {
         log(LogLevel::warn, "publisher {}: {} is not taking its answers ({} wait); further answers are dropped",
             local_.to_string(), peer.to_string(), unsent.answers.size());
@@ -626,7 +626,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     std::deque<std::vector<std::byte>> answers;  // encoded, oldest first
     bool complained = false;                     // its overflow was logged
   };
-  static constexpr std::size_t kMaxUnsentAnswers = 1024;  // 4× what max_tags_per_subscriber's tags need
+  static constexpr std::size_t max_unsent_answers = 1024;  // 4× what max_tags_per_subscriber's tags need
   std::unordered_map<ConnectionId, UnsentAnswers> unsent_answers_;
   EventLoop::TimerId drop_timer_ = 0;
   std::unordered_set<ConnectionId> complained_;

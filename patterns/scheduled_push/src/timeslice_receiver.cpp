@@ -37,7 +37,7 @@ constexpr netio::detail::Rejecter reject{Errc::invalid_option, "scheduled push r
 
 // The receive buffer and the credits per input it gives, from the options: by
 // credits_per_input (default 16) or by receive_buffer_bytes. Throws for both, and for fewer
-// than ns::kMinCreditsPerInput credits.
+// than ns::min_credits_per_input credits.
 struct BufferSizing {
   std::uint64_t buffer_bytes = 0;
   std::uint32_t credits = 0;
@@ -55,21 +55,21 @@ BufferSizing size_buffer(const TimesliceReceiverOptions& options) {
   if (inputs == 0) reject("config.input_count is 0");
   if (contribution == 0) reject("max_contribution_bytes is 0");
   if (!options.receive_buffer_bytes) {
-    const auto credits = options.credits_per_input.value_or(ns::kDefaultCreditsPerInput);
-    if (credits < ns::kMinCreditsPerInput) {
+    const auto credits = options.credits_per_input.value_or(ns::default_credits_per_input);
+    if (credits < ns::min_credits_per_input) {
       reject(ns::too_few_credits_message(credits, fmt::format("credits_per_input = {}", credits),
-                                         fmt::format("credits_per_input = {} or more", ns::kMinCreditsPerInput)));
+                                         fmt::format("credits_per_input = {} or more", ns::min_credits_per_input)));
     }
     return {ns::buffer_for_credits(credits, inputs, contribution), credits};
   }
   const auto buffer = *options.receive_buffer_bytes;
-  const auto least = ns::buffer_for_credits(ns::kMinCreditsPerInput, inputs, contribution);
+  const auto least = ns::buffer_for_credits(ns::min_credits_per_input, inputs, contribution);
   if (buffer < least) {
     reject(ns::too_few_credits_message(
         buffer / inputs / contribution,
         fmt::format("receive_buffer_bytes = {} ({} inputs, max_contribution_bytes {})", buffer, inputs, contribution),
         fmt::format("receive_buffer_bytes = {} or more ({} × {} × {}), or credits_per_input = {} instead", least,
-                    ns::kMinCreditsPerInput, inputs, contribution, ns::kMinCreditsPerInput)));
+                    ns::min_credits_per_input, inputs, contribution, ns::min_credits_per_input)));
   }
   return {buffer, ns::credits_per_input(buffer, inputs, contribution)};
 }
@@ -194,7 +194,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
           open.slots.resize(options.config.input_count);
           open.first_arrival = arrived;
         }
-        open.slots[i].assign(bytes.begin() + kContributionHeaderSize, bytes.end());
+        open.slots[i].assign(bytes.begin() + contribution_header_size, bytes.end());
         open.last_arrival = arrived;
         std::lock_guard lock(stats_mutex);
         ++stats.contributions;
@@ -448,7 +448,7 @@ TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, Ti
     : state_(std::make_shared<State>(context, std::move(options), std::move(handler), std::move(keeping))) {
   State* state = state_.get();  // the socket and the timer die before the state (destructor)
   LowLatencyReceiveOptions socket_options;
-  socket_options.max_message_size = kContributionHeaderSize + state->options.max_contribution_bytes;
+  socket_options.max_message_size = contribution_header_size + state->options.max_contribution_bytes;
   // Per connection at most credits contributions are in flight, each answered by an
   // acknowledgement and a credit: the window holds them all, so try_reply() rarely says no.
   socket_options.reply_window = 2 * static_cast<std::size_t>(state->credits) + 4;

@@ -31,8 +31,8 @@ ns::Time now() { return std::chrono::steady_clock::now().time_since_epoch(); }
 
 constexpr netio::detail::Rejecter reject{Errc::invalid_option, "scheduled push sender"};
 
-constexpr auto kHealthPeriod = 10ms;  // how often connections and welcomes are checked
-constexpr auto kRetryDelay = 200us;   // after every send buffer was in flight
+constexpr auto health_period = 10ms;  // how often connections and welcomes are checked
+constexpr auto retry_delay = 200us;   // after every send buffer was in flight
 
 }  // namespace
 
@@ -79,7 +79,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     for (ns::ComputeIndex c = 0; c < computes.size(); ++c) {
       LowLatencySendOptions socket_options;
       socket_options.buffer_count = 16;
-      socket_options.buffer_size = kContributionHeaderSize + options.max_contribution_bytes;
+      socket_options.buffer_size = contribution_header_size + options.max_contribution_bytes;
       socket_options.identity.name = name;
       socket_options.connect_timeout = connect_once;  // a node not there is this input's health check's to judge
       socket_options.replies.credits = 64;
@@ -118,7 +118,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         ddes[d].socket = std::make_unique<LowLatencySendSocket>(context, options.dde_endpoints[d], socket_options);
       }
     }
-    health_timer = context.loop().add_timer(kHealthPeriod, kHealthPeriod, [weak] {
+    health_timer = context.loop().add_timer(health_period, health_period, [weak] {
       if (auto state = weak.lock()) state->check_health();
     });
   }
@@ -409,7 +409,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
             failure = e.what();
           }
           if (!sent && !failure) {  // every send buffer in flight
-            arm(retry_timer, kRetryDelay);
+            arm(retry_timer, retry_delay);
             break;
           }
         }

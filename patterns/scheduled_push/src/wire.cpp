@@ -12,15 +12,15 @@ namespace {
 using detail::WireReader;
 using detail::WireWriter;
 
-constexpr std::uint8_t kVersion = 1;
-constexpr std::uint8_t kDfsFlag = 0x01;       // Hello: the input runs in DFS mode
-constexpr std::uint8_t kCompleteFlag = 0x01;  // Credit: the time-slice was complete
+constexpr std::uint8_t version = 1;
+constexpr std::uint8_t dfs_flag = 0x01;       // Hello: the input runs in DFS mode
+constexpr std::uint8_t complete_flag = 0x01;  // Credit: the time-slice was complete
 
 // The 4-byte header (wire_codec.hpp), then the fields.
 class Writer : public WireWriter {
  public:
   Writer(std::span<std::byte> out, WireType type, std::uint8_t flags) : WireWriter(out) {
-    put_header(static_cast<std::uint8_t>(type), kVersion, flags);
+    put_header(static_cast<std::uint8_t>(type), version, flags);
   }
 };
 
@@ -35,7 +35,7 @@ class Reader : public WireReader {
     } else {
       expect_size(size);
     }
-    flags_ = get_header(static_cast<std::uint8_t>(type), kVersion, flags_allowed);
+    flags_ = get_header(static_cast<std::uint8_t>(type), version, flags_allowed);
   }
   std::uint8_t flags() const { return flags_; }
 
@@ -45,9 +45,9 @@ class Reader : public WireReader {
 
 }  // namespace
 
-std::array<std::byte, kHelloSize> encode(const Hello& hello) {
-  std::array<std::byte, kHelloSize> out{};
-  Writer w(out, WireType::hello, hello.mode == Mode::dfs ? kDfsFlag : 0);
+std::array<std::byte, hello_size> encode(const Hello& hello) {
+  std::array<std::byte, hello_size> out{};
+  Writer w(out, WireType::hello, hello.mode == Mode::dfs ? dfs_flag : 0);
   w.put<std::uint32_t>(hello.input);
   w.put<std::uint32_t>(hello.compute);
   w.put<std::uint32_t>(hello.input_count);
@@ -58,17 +58,17 @@ std::array<std::byte, kHelloSize> encode(const Hello& hello) {
 }
 
 std::vector<std::byte> encode_contribution(InputIndex input, TimesliceIndex t, std::span<const std::byte> bytes) {
-  std::vector<std::byte> out(kContributionHeaderSize + bytes.size());
+  std::vector<std::byte> out(contribution_header_size + bytes.size());
   Writer w(out, WireType::contribution, 0);
   w.put<std::uint32_t>(input);
   w.put<std::uint64_t>(t);
   w.put<std::uint64_t>(bytes.size());
-  if (!bytes.empty()) std::memcpy(out.data() + kContributionHeaderSize, bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(out.data() + contribution_header_size, bytes.data(), bytes.size());
   return out;
 }
 
-std::array<std::byte, kWelcomeSize> encode(const Welcome& welcome) {
-  std::array<std::byte, kWelcomeSize> out{};
+std::array<std::byte, welcome_size> encode(const Welcome& welcome) {
+  std::array<std::byte, welcome_size> out{};
   Writer w(out, WireType::welcome, 0);
   w.put<std::uint32_t>(welcome.compute);
   w.put<std::uint32_t>(welcome.credits);
@@ -76,7 +76,7 @@ std::array<std::byte, kWelcomeSize> encode(const Welcome& welcome) {
 }
 
 std::vector<std::byte> encode_refusal(const std::string& reason) {
-  const std::size_t length = std::min(reason.size(), kMaxRefusalText);
+  const std::size_t length = std::min(reason.size(), max_refusal_text);
   std::vector<std::byte> out(6 + length);
   Writer w(out, WireType::refusal, 0);
   w.put<std::uint16_t>(length);
@@ -84,16 +84,16 @@ std::vector<std::byte> encode_refusal(const std::string& reason) {
   return out;
 }
 
-std::array<std::byte, kAcknowledgementSize> encode_acknowledgement(TimesliceIndex t) {
-  std::array<std::byte, kAcknowledgementSize> out{};
+std::array<std::byte, acknowledgement_size> encode_acknowledgement(TimesliceIndex t) {
+  std::array<std::byte, acknowledgement_size> out{};
   Writer w(out, WireType::acknowledgement, 0);
   w.put<std::uint64_t>(t);
   return out;
 }
 
-std::array<std::byte, kCreditSize> encode(const Credit& credit) {
-  std::array<std::byte, kCreditSize> out{};
-  Writer w(out, WireType::credit, credit.complete ? kCompleteFlag : 0);
+std::array<std::byte, credit_size> encode(const Credit& credit) {
+  std::array<std::byte, credit_size> out{};
+  Writer w(out, WireType::credit, credit.complete ? complete_flag : 0);
   w.put<std::uint64_t>(credit.timeslice);
   return out;
 }
@@ -109,9 +109,9 @@ WireType wire_type(std::span<const std::byte> bytes) {
 }
 
 Hello decode_hello(std::span<const std::byte> bytes) {
-  Reader r("scheduled push hello", bytes, WireType::hello, kHelloSize, kDfsFlag);
+  Reader r("scheduled push hello", bytes, WireType::hello, hello_size, dfs_flag);
   Hello hello;
-  hello.mode = (r.flags() & kDfsFlag) != 0 ? Mode::dfs : Mode::best_effort;
+  hello.mode = (r.flags() & dfs_flag) != 0 ? Mode::dfs : Mode::best_effort;
   hello.input = static_cast<InputIndex>(r.get<std::uint32_t>("input"));
   hello.compute = static_cast<ComputeIndex>(r.get<std::uint32_t>("compute"));
   hello.input_count = r.get<std::uint32_t>("input count");
@@ -122,20 +122,20 @@ Hello decode_hello(std::span<const std::byte> bytes) {
 }
 
 ContributionHeader decode_contribution(std::span<const std::byte> bytes) {
-  Reader r("scheduled push contribution", bytes, WireType::contribution, kContributionHeaderSize, 0, true);
+  Reader r("scheduled push contribution", bytes, WireType::contribution, contribution_header_size, 0, true);
   ContributionHeader header;
   header.input = static_cast<InputIndex>(r.get<std::uint32_t>("input"));
   header.timeslice = r.get<std::uint64_t>("timeslice");
   header.length = r.get<std::uint64_t>("length");
-  if (header.length != bytes.size() - kContributionHeaderSize) {
+  if (header.length != bytes.size() - contribution_header_size) {
     r.fail("length field " + std::to_string(header.length) + " but " +
-           std::to_string(bytes.size() - kContributionHeaderSize) + " bytes follow");
+           std::to_string(bytes.size() - contribution_header_size) + " bytes follow");
   }
   return header;
 }
 
 Welcome decode_welcome(std::span<const std::byte> bytes) {
-  Reader r("scheduled push welcome", bytes, WireType::welcome, kWelcomeSize, 0);
+  Reader r("scheduled push welcome", bytes, WireType::welcome, welcome_size, 0);
   Welcome welcome;
   welcome.compute = static_cast<ComputeIndex>(r.get<std::uint32_t>("compute"));
   welcome.credits = r.get<std::uint32_t>("credits");
@@ -146,21 +146,21 @@ Welcome decode_welcome(std::span<const std::byte> bytes) {
 std::string decode_refusal(std::span<const std::byte> bytes) {
   Reader r("scheduled push refusal", bytes, WireType::refusal, 6, 0, true);
   const auto length = r.get<std::uint16_t>("text length");
-  if (length > kMaxRefusalText || length != bytes.size() - 6) {
+  if (length > max_refusal_text || length != bytes.size() - 6) {
     r.fail("text length " + std::to_string(length) + " but " + std::to_string(bytes.size() - 6) + " bytes follow");
   }
   return {reinterpret_cast<const char*>(bytes.data() + 6), length};
 }
 
 TimesliceIndex decode_acknowledgement(std::span<const std::byte> bytes) {
-  Reader r("scheduled push acknowledgement", bytes, WireType::acknowledgement, kAcknowledgementSize, 0);
+  Reader r("scheduled push acknowledgement", bytes, WireType::acknowledgement, acknowledgement_size, 0);
   return r.get<std::uint64_t>("timeslice");
 }
 
 Credit decode_credit(std::span<const std::byte> bytes) {
-  Reader r("scheduled push credit", bytes, WireType::credit, kCreditSize, kCompleteFlag);
+  Reader r("scheduled push credit", bytes, WireType::credit, credit_size, complete_flag);
   Credit credit;
-  credit.complete = (r.flags() & kCompleteFlag) != 0;
+  credit.complete = (r.flags() & complete_flag) != 0;
   credit.timeslice = r.get<std::uint64_t>("timeslice");
   return credit;
 }

@@ -24,10 +24,10 @@ namespace {
 bool fabric_exists = false;  // ns-3's simulator is one per process
 
 // IPv4 (20) and TCP with the timestamp option ns-3 sends (32): what a segment leaves of the MTU.
-constexpr std::size_t kHeaderBytes = 52;
-// A receiver listens on kFirstPort + channel * hosts + sender: the port names the connection.
-constexpr std::size_t kFirstPort = 1024;
-constexpr std::size_t kMaxHosts = (65535 - kFirstPort) / FatTreeFabric::channels;
+constexpr std::size_t header_bytes = 52;
+// A receiver listens on first_port + channel * hosts + sender: the port names the connection.
+constexpr std::size_t first_port = 1024;
+constexpr std::size_t max_hosts = (65535 - first_port) / FatTreeFabric::channels;
 
 ns3::Time to_ns3(SimTime t) { return ns3::NanoSeconds(t.count()); }
 SimTime from_ns3(ns3::Time t) { return SimTime(t.GetNanoSeconds()); }
@@ -39,10 +39,10 @@ void check(const FatTreeConfig& c) {
     if (!ok) throw std::invalid_argument(std::string("FatTreeConfig: ") + what);
   };
   require(c.leaves > 0 && c.hosts_per_leaf > 0 && c.spines > 0, "leaves, hosts_per_leaf and spines must be > 0");
-  require(c.leaves * c.hosts_per_leaf <= kMaxHosts, "too many hosts (one TCP port per sender)");
+  require(c.leaves * c.hosts_per_leaf <= max_hosts, "too many hosts (one TCP port per sender)");
   require(c.host_link_bits_per_second > 0 && c.uplink_bits_per_second > 0, "link rates must be > 0");
   require(c.link_delay.count() >= 0, "link_delay must be >= 0");
-  require(c.mtu_bytes > kHeaderBytes && c.mtu_bytes <= 65535, "mtu_bytes must be in (52, 65535]");
+  require(c.mtu_bytes > header_bytes && c.mtu_bytes <= 65535, "mtu_bytes must be in (52, 65535]");
   require(c.port_buffer_bytes >= c.mtu_bytes && c.host_buffer_bytes >= c.mtu_bytes,
           "port_buffer_bytes and host_buffer_bytes must hold at least one packet (mtu_bytes)");
   require(c.tcp_min_rto.count() > 0, "tcp_min_rto must be > 0");
@@ -85,7 +85,7 @@ void FatTreeFabric::Impl::build() {
   using namespace ns3;
   RngSeedManager::SetSeed(config.seed);
   RngSeedManager::SetRun(1);
-  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(config.mtu_bytes - kHeaderBytes));
+  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(config.mtu_bytes - header_bytes));
   Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(to_ns3(config.tcp_min_rto)));
   // ns-3 delays an ACK by 200 ms by default, as long as its minimum RTO: a message ending in
   // an odd segment then times out spuriously, and the next message on the connection crawls
@@ -222,7 +222,7 @@ Connection& FatTreeFabric::Impl::connection(std::size_t from, std::size_t to, st
   if (slot) return *slot;
   slot = std::make_unique<Connection>();
   Connection* c = slot.get();
-  auto port = static_cast<std::uint16_t>(kFirstPort + channel * hosts.GetN() + from);
+  auto port = static_cast<std::uint16_t>(first_port + channel * hosts.GetN() + from);
 
   Ptr<Socket> listener = Socket::CreateSocket(hosts.Get(to), TcpSocketFactory::GetTypeId());
   listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), port));

@@ -25,7 +25,7 @@ class DueTimers {
     friend bool operator<(const Key& a, const Key& b) { return a.at != b.at ? a.at < b.at : a.sequence < b.sequence; }
   };
 
-  explicit DueTimers(std::uint32_t owners) : keys_(owners), place_(owners, kNotArmed) { heap_.reserve(owners); }
+  explicit DueTimers(std::uint32_t owners) : keys_(owners), place_(owners, not_armed) { heap_.reserve(owners); }
 
   bool empty() const noexcept { return heap_.empty(); }
   // The earliest armed timer: its owner and key. Requires !empty().
@@ -34,7 +34,7 @@ class DueTimers {
 
   // Arms (or moves) owner's timer to `key`.
   void arm(std::uint32_t owner, Key key) {
-    const bool armed = place_[owner] != kNotArmed;
+    const bool armed = place_[owner] != not_armed;
     const bool earlier = key < keys_[owner];
     keys_[owner] = key;
     if (!armed) {
@@ -49,7 +49,7 @@ class DueTimers {
   }
   // Takes the earliest timer off (it fired). Requires !empty().
   void pop() noexcept {
-    place_[heap_.front()] = kNotArmed;
+    place_[heap_.front()] = not_armed;
     heap_.front() = heap_.back();
     heap_.pop_back();
     if (!heap_.empty()) {
@@ -59,7 +59,7 @@ class DueTimers {
   }
 
  private:
-  static constexpr std::uint32_t kNotArmed = std::numeric_limits<std::uint32_t>::max();
+  static constexpr std::uint32_t not_armed = std::numeric_limits<std::uint32_t>::max();
 
   void put(std::uint32_t place, std::uint32_t owner) noexcept {
     heap_[place] = owner;
@@ -90,7 +90,7 @@ class DueTimers {
   }
 
   std::vector<Key> keys_;             // by owner
-  std::vector<std::uint32_t> place_;  // by owner: its place in heap_, or kNotArmed
+  std::vector<std::uint32_t> place_;  // by owner: its place in heap_, or not_armed
   std::vector<std::uint32_t> heap_;   // owners, the earliest key on top
 };
 

@@ -13,7 +13,7 @@ namespace netio::scheduler::simulation {
 namespace {
 
 // Bytes left below this count as sent: the rounding of rate × whole nanoseconds.
-constexpr double kEpsilonBytes = 1e-6;
+constexpr double epsilon_bytes = 1e-6;
 
 void check_capacity(double bytes_per_ns, const char* what) {
   if (!(bytes_per_ns > 0)) {
@@ -81,7 +81,7 @@ std::optional<ns::Time> FluidNetwork::next_finish() const {
   for (const auto& out : outs_) {
     if (!out.head || out.head->rate <= 0) continue;
     ns::Time at = now_;
-    if (out.head->remaining > kEpsilonBytes && !std::isinf(out.head->rate)) {
+    if (out.head->remaining > epsilon_bytes && !std::isinf(out.head->rate)) {
       at += ns::Duration{static_cast<ns::Duration::rep>(std::ceil(out.head->remaining / out.head->rate))};
     }
     if (!next || at < *next) next = at;
@@ -127,7 +127,7 @@ void FluidNetwork::progress_to(ns::Time now) {
 std::vector<Transfer> FluidNetwork::take_finished() {
   std::vector<Transfer> done;
   for (auto& out : outs_) {
-    if (!out.head || out.head->rate <= 0 || out.head->remaining > kEpsilonBytes) continue;
+    if (!out.head || out.head->rate <= 0 || out.head->remaining > epsilon_bytes) continue;
     out.head->transfer.finished = now_;
     done.push_back(out.head->transfer);
     out.head.reset();

@@ -68,7 +68,7 @@ SimulatedNetwork::SimulatedNetwork(const SimulatedSystem& system, const Simulati
       // Each port's own stream, from its node's seed (the core: node 0's).
       for (std::uint32_t index = 0; index <= core_index(); ++index) {
         const auto rank = index < core_index() ? index % static_cast<std::uint32_t>(out_ports_.size()) : 0;
-        port(index).late.emplace(system_.nodes[rank].seed, kPortTimerStream + index);
+        port(index).late.emplace(system_.nodes[rank].seed, port_timer_stream + index);
       }
     }
   }
@@ -227,7 +227,7 @@ void SimulatedNetwork::deliver_message(const Message& message) {
   switch (message.kind) {
     case Message::Kind::contribution:
       receiver_->on_contribution(message.from, message.to - system_.inputs(), message.subject,
-                                 message.bytes - kContributionHeader);
+                                 message.bytes - contribution_header);
       break;
     case Message::Kind::acknowledgement: receiver_->on_acknowledged(message.to, message.subject); break;
     case Message::Kind::credit: receiver_->on_credit(message.to, message.from - system_.inputs()); break;
@@ -310,7 +310,7 @@ void SimulatedNetwork::network_changed() {
 void SimulatedNetwork::on_network() {
   for (const Transfer& t : network_.advance(now_)) {
     // The ports were crossed in network_: the delay and the latency remain.
-    transmit(inputs_[t.input].data[t.compute], t.input, system_.inputs() + t.compute, kContributionHeader, false,
+    transmit(inputs_[t.input].data[t.compute], t.input, system_.inputs() + t.compute, contribution_header, false,
              [this, t] { receiver_->on_contribution(t.input, t.compute, t.tag, t.bytes); });
   }
   network_changed();

@@ -56,15 +56,15 @@ struct Earlier {
 
 // What every message is on the wire (the pattern's encodings, docs/design/scheduled-push.md), for
 // the ports it crosses: the contributions' header, the replies and the control messages.
-constexpr std::uint64_t kContributionHeader = 24;
-constexpr std::uint64_t kHelloBytes = 36;
+constexpr std::uint64_t contribution_header = 24;
+constexpr std::uint64_t hello_bytes = 36;
 // The timers' lateness draws: streams of their own, apart from every connection's (the
-// inputs' due timers: kTimerStream + input; the ports' release timers: kPortTimerStream + port).
-constexpr std::uint64_t kTimerStream = std::uint64_t{1} << 40;
-constexpr std::uint64_t kPortTimerStream = kTimerStream + (std::uint64_t{1} << 32);
-constexpr std::uint64_t kReplyBytes = 12;        // welcome, acknowledgement, credit
-constexpr std::uint64_t kProbeBytes = 28;        // clock probe and echo, proposal
-constexpr std::uint64_t kReportBytes = 48 + 16;  // the meta-data report and the request behind it
+// inputs' due timers: timer_stream + input; the ports' release timers: port_timer_stream + port).
+constexpr std::uint64_t timer_stream = std::uint64_t{1} << 40;
+constexpr std::uint64_t port_timer_stream = timer_stream + (std::uint64_t{1} << 32);
+constexpr std::uint64_t reply_bytes = 12;        // welcome, acknowledgement, credit
+constexpr std::uint64_t probe_bytes = 28;        // clock probe and echo, proposal
+constexpr std::uint64_t report_bytes = 48 + 16;  // the meta-data report and the request behind it
 
 // One direction of one connection's number at each port it crosses (SharedPort numbers its
 // connections densely): at the sender's out-port, the core and the receiver's in-port.
@@ -199,11 +199,11 @@ class SimulatedNetwork {
     std::vector<Link> data;               // to every compute node
     std::optional<Link> control;          // to the DDE
     std::optional<Link> replica_control;  // to the second replica (compute node 1)
-    double out_capacity = FluidNetwork::kUnlimited;
-    double transfer_cap = FluidNetwork::kUnlimited;
+    double out_capacity = FluidNetwork::unlimited_rate;
+    double transfer_cap = FluidNetwork::unlimited_rate;
   };
   struct ComputeSide {
-    double in_capacity = FluidNetwork::kUnlimited;
+    double in_capacity = FluidNetwork::unlimited_rate;
     std::vector<Link> replies;          // to every input, on its data connection
     std::vector<Link> control_replies;  // to every input, on its control connection (the DDE's node)
   };

@@ -39,7 +39,7 @@ SimulatedNodes::SimulatedNodes(const SimulatedSystem& system, ns::Mode mode, con
   for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
     Input& in = inputs_.emplace_back(config_, i, mode_);
     in.clock = draw_clock();
-    if (options_.timer_late.kind != DelayKind::none) in.late.emplace(system_.nodes[i].seed, kTimerStream + i);
+    if (options_.timer_late.kind != DelayKind::none) in.late.emplace(system_.nodes[i].seed, timer_stream + i);
   }
   computes_.reserve(system_.computes());
   for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
@@ -76,8 +76,8 @@ void SimulatedNodes::start() {
   for (ns::InputIndex i = 0; i < n; ++i) {
     // The hello on every data connection; the welcome comes back as a reply with the credits.
     for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
-      network_.transmit(network_.data(i, c), i, n + c, kHelloBytes, true, [this, i, c, n] {
-        network_.transmit(network_.reply(c, i), n + c, i, kReplyBytes, false, [this, i, c] {
+      network_.transmit(network_.data(i, c), i, n + c, hello_bytes, true, [this, i, c, n] {
+        network_.transmit(network_.reply(c, i), n + c, i, reply_bytes, false, [this, i, c] {
           inputs_[i].node.grant(c, credits_);
           drive(i);
         });
@@ -118,7 +118,7 @@ void SimulatedNodes::drive(ns::InputIndex i) {
       Message message;
       message.kind = Message::Kind::contribution;
       message.subject = t;
-      network_.transmit(network_.data(i, c), i, system_.inputs() + c, kContributionHeader + system_.contribution_bytes,
+      network_.transmit(network_.data(i, c), i, system_.inputs() + c, contribution_header + system_.contribution_bytes,
                         true, message);
     }
   }
@@ -159,9 +159,9 @@ void SimulatedNodes::report(ns::InputIndex i, const ns::IntervalCompletion& done
   recorder_.interval(r);
   if (!dde_) return;
   // The report and the request, one after the other on the control connection.
-  network_.transmit(network_.control(i), i, system_.inputs(), kReportBytes, true, [this, done] { on_report(done); });
+  network_.transmit(network_.control(i), i, system_.inputs(), report_bytes, true, [this, done] { on_report(done); });
   if (replica_) {
-    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, kReportBytes, true,
+    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, report_bytes, true,
                       [this, done] { on_replica_report(done); });
   }
 }
@@ -186,10 +186,10 @@ void SimulatedNodes::on_proposal(ns::InputIndex i, const ns::Proposal& proposal)
 void SimulatedNodes::send_clock_sample(ns::InputIndex i, const ns::ClockProbe& sample) {
   // On the control connections, as the pattern sends it, to both replicas.
   if (!dde_) return;
-  network_.transmit(network_.control(i), i, system_.inputs(), kProbeBytes, true,
+  network_.transmit(network_.control(i), i, system_.inputs(), probe_bytes, true,
                     [this, sample] { dde_->on_clock_sample(sample, computes_.front().clock.local(network_.now())); });
   if (replica_) {
-    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, kProbeBytes, true,
+    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, probe_bytes, true,
                       [this, sample] { replica_->on_clock_sample(sample, computes_[1].clock.local(network_.now())); });
   }
 }
@@ -197,10 +197,10 @@ void SimulatedNodes::send_clock_sample(ns::InputIndex i, const ns::ClockProbe& s
 void SimulatedNodes::send_clock_probe(ns::InputIndex i, std::uint32_t sequence, std::optional<Duration> round_trip) {
   auto& in = inputs_[i];
   const ns::ClockProbe probe{i, sequence, in.clock.local(network_.now()), round_trip};
-  network_.transmit(network_.control(i), i, system_.inputs(), kProbeBytes, true, [this, probe] {
+  network_.transmit(network_.control(i), i, system_.inputs(), probe_bytes, true, [this, probe] {
     const auto echo = dde_->on_clock_probe(probe, computes_.front().clock.local(network_.now()));
     network_.transmit(
-        network_.control_reply(probe.input), system_.inputs(), probe.input, kProbeBytes, false, [this, probe, echo] {
+        network_.control_reply(probe.input), system_.inputs(), probe.input, probe_bytes, false, [this, probe, echo] {
           if (echo.sequence == 0) {
             send_clock_probe(probe.input, 1, inputs_[probe.input].clock.local(network_.now()) - echo.probe_sent_at);
           }
@@ -228,7 +228,7 @@ void SimulatedNodes::on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::T
     Message ack;
     ack.kind = Message::Kind::acknowledgement;
     ack.subject = t;
-    network_.transmit(network_.reply(c, i), system_.inputs() + c, i, kReplyBytes, false, ack);
+    network_.transmit(network_.reply(c, i), system_.inputs() + c, i, reply_bytes, false, ack);
   }
   deliver(c);
 }
@@ -257,7 +257,7 @@ void SimulatedNodes::deliver(ns::ComputeIndex c) {
     for (const ns::InputIndex i : compute.node.release(t)) {
       Message credit;
       credit.kind = Message::Kind::credit;
-      network_.transmit(network_.reply(c, i), system_.inputs() + c, i, kReplyBytes, false, credit);
+      network_.transmit(network_.reply(c, i), system_.inputs() + c, i, reply_bytes, false, credit);
     }
   }
   check_done();
@@ -283,14 +283,14 @@ void SimulatedNodes::compare_with_other_replica(ns::InputIndex input, const ns::
 void SimulatedNodes::send_proposals(const std::vector<ns::AddressedProposal>& proposals) {
   for (const auto& [input, proposal] : proposals) {
     if (replica_) compare_with_other_replica(input, proposal);
-    network_.transmit(network_.control_reply(input), system_.inputs(), input, kProbeBytes, false,
+    network_.transmit(network_.control_reply(input), system_.inputs(), input, probe_bytes, false,
                       [this, i = input, p = proposal] { on_proposal(i, p); });
   }
 }
 
 void SimulatedNodes::send_load_report(ns::InputIndex i, const ns::LoadReport& report) {
   // On the control connections, as the reports to the DDE.
-  const std::uint64_t bytes = kReportBytes + 2 * std::uint64_t{system_.computes()};
+  const std::uint64_t bytes = report_bytes + 2 * std::uint64_t{system_.computes()};
   network_.transmit(network_.control(i), i, system_.inputs(), bytes, true,
                     [this, report] { send_assignments(assigner_->on_report(report)); });
   if (assigner_replica_) {
@@ -300,7 +300,7 @@ void SimulatedNodes::send_load_report(ns::InputIndex i, const ns::LoadReport& re
 }
 
 void SimulatedNodes::send_assignments(const std::vector<ns::IntervalAssignment>& assignments) {
-  const std::uint64_t bytes = kProbeBytes + 4 * std::uint64_t{system_.computes()};
+  const std::uint64_t bytes = probe_bytes + 4 * std::uint64_t{system_.computes()};
   for (const auto& assignment : assignments) {
     recorder_.assigned(assignment);
     for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {

@@ -42,7 +42,7 @@ CLI::Option* add_role_options(CLI::App& app, RoleOptions& o, const RoleNames& na
   app.add_flag("--json", o.json, names.json_help);
   add_cpu_option(app, o.cpu);
   netio::tools::add_duration_option(app, "--timeout", o.timeout, "Bound on the whole run (0: none)");
-  app.footer(netio::tools::kUnitsHelp);
+  app.footer(netio::tools::units_help);
   return flag;
 }
 

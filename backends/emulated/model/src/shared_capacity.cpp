@@ -25,7 +25,7 @@ struct StartsLater {
 void SharedCapacity::enqueue(FlowId flow, std::size_t bytes) {
   if (flow >= flows_.size()) flows_.resize(flow + 1);
   Flow& state = flows_[flow];
-  if (state.waiting != kNotWaiting) return;
+  if (state.waiting != not_waiting) return;
   // A backlogged flow's buffer starts where its last one finished; a flow that was idle
   // starts level with the least-served waiting one (or the last one released), so that
   // idling earns no burst.
@@ -59,7 +59,7 @@ double SharedCapacity::least_waiting_start() {
 
 void SharedCapacity::remove(FlowId flow) noexcept {
   if (flow >= flows_.size()) return;
-  if (flows_[flow].waiting != kNotWaiting) {
+  if (flows_[flow].waiting != not_waiting) {
     std::erase_if(by_finish_, [flow](const Waiting& w) { return w.flow == flow; });
     std::make_heap(by_finish_.begin(), by_finish_.end(), FinishesLater{});
   }
@@ -70,7 +70,7 @@ void SharedCapacity::remove(FlowId flow) noexcept {
 }
 
 bool SharedCapacity::waiting(FlowId flow) const noexcept {
-  return flow < flows_.size() && flows_[flow].waiting != kNotWaiting;
+  return flow < flows_.size() && flows_[flow].waiting != not_waiting;
 }
 
 Nanos SharedCapacity::next_release_time(Nanos now) { return bucket_.ready_at(now, by_finish_.front().bytes); }
@@ -82,7 +82,7 @@ SharedCapacity::FlowId SharedCapacity::release(Nanos now) {
   virtual_time_ = chosen.start;
   Flow& state = flows_[chosen.flow];
   state.finished = chosen.finish;
-  state.waiting = kNotWaiting;
+  state.waiting = not_waiting;
   bucket_.consume(now, chosen.bytes);
   return chosen.flow;
 }

@@ -110,12 +110,12 @@ class ClockSynchronizer {
     std::deque<double> drifts;    ///< paper: the last history_length drift samples, oldest first
     double paper_drift = 0;       ///< paper: the median of drifts
     std::deque<Sample> samples;   ///< filtered: the last 4 × filter_length lt - tmend, oldest first
-    std::optional<double> slope;  ///< filtered: the samples' lower envelope's slope, from kSlopeSamples on
+    std::optional<double> slope;  ///< filtered: the samples' lower envelope's slope, from slope_samples on
     std::optional<double> drift;  ///< filtered: this IE's own drift, the slope from 2 × filter_length samples on
   };
   // filtered: an IE's envelope slope enters the common drift from this many samples on (from
   // 3, the replica test's two replicas proposed the 4th interval up to 187 µs apart).
-  static constexpr std::size_t kSlopeSamples = 4;
+  static constexpr std::size_t slope_samples = 4;
   const Input& input(InputIndex i) const;
   void filter(Input& in, Time interval_end, Duration sample) const;
   void update_common_drift();

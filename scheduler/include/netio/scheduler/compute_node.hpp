@@ -16,7 +16,7 @@
 /// refused (the input broke the credit protocol).
 ///
 /// With SchedulerConfig::assignment = load, this node's time-slices are those the coordinator
-/// assigned it (assigner.hpp), not self + kM: it takes a contribution to any time-slice (the
+/// assigned it (assigner.hpp), not self + k·M: it takes a contribution to any time-slice (the
 /// inputs send by the assignment they all received) and hands them over in index order as
 /// well, since every input sends in index order on a connection that keeps it.
 ///

@@ -94,17 +94,17 @@ struct ClockEcho {
   friend bool operator==(const ClockEcho&, const ClockEcho&) = default;
 };
 
-inline constexpr std::size_t kMetadataReportSize = 48;
-inline constexpr std::size_t kProposalRequestSize = 16;
-inline constexpr std::size_t kProposalSize = 28;
-inline constexpr std::size_t kClockProbeSize = 28;
-inline constexpr std::size_t kClockEchoSize = 28;
+inline constexpr std::size_t metadata_report_size = 48;
+inline constexpr std::size_t proposal_request_size = 16;
+inline constexpr std::size_t proposal_size = 28;
+inline constexpr std::size_t clock_probe_size = 28;
+inline constexpr std::size_t clock_echo_size = 28;
 
-std::array<std::byte, kMetadataReportSize> encode(const MetadataReport& message);
-std::array<std::byte, kProposalRequestSize> encode(const ProposalRequest& message);
-std::array<std::byte, kProposalSize> encode(const Proposal& message);
-std::array<std::byte, kClockProbeSize> encode(const ClockProbe& message);
-std::array<std::byte, kClockEchoSize> encode(const ClockEcho& message);
+std::array<std::byte, metadata_report_size> encode(const MetadataReport& message);
+std::array<std::byte, proposal_request_size> encode(const ProposalRequest& message);
+std::array<std::byte, proposal_size> encode(const Proposal& message);
+std::array<std::byte, clock_probe_size> encode(const ClockProbe& message);
+std::array<std::byte, clock_echo_size> encode(const ClockEcho& message);
 
 /// The type of an encoded message, for dispatch; throws netio::Error (Errc::protocol_error) for an empty buffer or
 /// an unknown type. The decoders check everything else.

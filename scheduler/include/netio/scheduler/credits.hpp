@@ -32,9 +32,9 @@ std::uint32_t credits_per_input(std::uint64_t receive_buffer_bytes, std::uint32_
 /// The fewest credits per input–compute pair a receive buffer may give. With one, an input's
 /// every contribution to a compute node waits a full round trip for the credit of the one
 /// before; with two, one contribution is in flight while the next waits for its credit.
-inline constexpr std::uint32_t kMinCreditsPerInput = 2;
+inline constexpr std::uint32_t min_credits_per_input = 2;
 /// The credits per pair when nobody sized the buffer (the FLESnet paper's 16).
-inline constexpr std::uint32_t kDefaultCreditsPerInput = 16;
+inline constexpr std::uint32_t default_credits_per_input = 16;
 
 /// The receive buffer that gives each of input_count inputs `credits` contributions of
 /// contribution_bytes: credits × input_count × contribution_bytes, so that credits_per_input()
@@ -42,7 +42,7 @@ inline constexpr std::uint32_t kDefaultCreditsPerInput = 16;
 /// product beyond 64 bits.
 std::uint64_t buffer_for_credits(std::uint32_t credits, std::uint32_t input_count, std::uint64_t contribution_bytes);
 
-/// The text refusing a receive buffer that gives `credits` (fewer than kMinCreditsPerInput)
+/// The text refusing a receive buffer that gives `credits` (fewer than min_credits_per_input)
 /// per input–compute pair: "<sized_by> gives <credits> credit(s) per input–compute pair",
 /// why two is the minimum, then "; give <instead>". The caller throws it its own way.
 std::string too_few_credits_message(std::uint64_t credits, std::string_view sized_by, std::string_view instead);

@@ -122,7 +122,7 @@ class InputEngine {
     std::optional<IntervalPlan> plan;
     std::uint64_t sent = 0;
     std::uint64_t acknowledged = 0;
-    std::vector<Time> sent_at;  ///< per place in the interval; acknowledged ones are kAcknowledged
+    std::vector<Time> sent_at;  ///< per place in the interval; acknowledged ones are acknowledged_mark
     std::vector<Duration> latencies;
     std::optional<Time> next_start;  ///< tm_{j+1}, once the next interval started
   };

@@ -28,7 +28,7 @@
 
 namespace netio::detail {
 
-inline constexpr std::size_t kWireHeaderSize = 4;
+inline constexpr std::size_t wire_header_size = 4;
 
 class WireWriter {
  public:

@@ -76,8 +76,8 @@ struct TimesliceReceiverOptions {
   /// The receive buffer, sized by one of these (both set: refused): credits per input–compute
   /// pair, the buffer then credits × input_count × max_contribution_bytes; or the buffer's
   /// bytes, each input then getting receive_buffer_bytes / input_count / max_contribution_bytes
-  /// credits. Neither: scheduler::kDefaultCreditsPerInput (16). Fewer than
-  /// scheduler::kMinCreditsPerInput (2) credits per input are refused.
+  /// credits. Neither: scheduler::default_credits_per_input (16). Fewer than
+  /// scheduler::min_credits_per_input (2) credits per input are refused.
   std::optional<std::uint32_t> credits_per_input;
   std::optional<std::uint64_t> receive_buffer_bytes;
   std::uint64_t max_contribution_bytes = 64 * 1024;  ///< inputs declaring more are refused

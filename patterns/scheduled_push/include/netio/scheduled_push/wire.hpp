@@ -77,26 +77,26 @@ struct Credit {
   friend bool operator==(const Credit&, const Credit&) = default;
 };
 
-inline constexpr std::size_t kHelloSize = 36;
-inline constexpr std::size_t kContributionHeaderSize = 24;
-inline constexpr std::size_t kWelcomeSize = 12;
-inline constexpr std::size_t kAcknowledgementSize = 12;
-inline constexpr std::size_t kCreditSize = 12;
-inline constexpr std::size_t kMaxRefusalText = 1024;
+inline constexpr std::size_t hello_size = 36;
+inline constexpr std::size_t contribution_header_size = 24;
+inline constexpr std::size_t welcome_size = 12;
+inline constexpr std::size_t acknowledgement_size = 12;
+inline constexpr std::size_t credit_size = 12;
+inline constexpr std::size_t max_refusal_text = 1024;
 
-std::array<std::byte, kHelloSize> encode(const Hello& hello);
+std::array<std::byte, hello_size> encode(const Hello& hello);
 /// Header and bytes in one buffer, ready to send.
 std::vector<std::byte> encode_contribution(InputIndex input, TimesliceIndex t, std::span<const std::byte> bytes);
-std::array<std::byte, kWelcomeSize> encode(const Welcome& welcome);
-std::vector<std::byte> encode_refusal(const std::string& reason);  ///< cut at kMaxRefusalText
-std::array<std::byte, kAcknowledgementSize> encode_acknowledgement(TimesliceIndex t);
-std::array<std::byte, kCreditSize> encode(const Credit& credit);
+std::array<std::byte, welcome_size> encode(const Welcome& welcome);
+std::vector<std::byte> encode_refusal(const std::string& reason);  ///< cut at max_refusal_text
+std::array<std::byte, acknowledgement_size> encode_acknowledgement(TimesliceIndex t);
+std::array<std::byte, credit_size> encode(const Credit& credit);
 
 /// The type of a message; throws (protocol_error) for an empty buffer or an unknown type.
 WireType wire_type(std::span<const std::byte> bytes);
 
 Hello decode_hello(std::span<const std::byte> bytes);
-/// The header; `bytes` must be exactly header + length. The payload is bytes.subspan(kContributionHeaderSize).
+/// The header; `bytes` must be exactly header + length. The payload is bytes.subspan(contribution_header_size).
 ContributionHeader decode_contribution(std::span<const std::byte> bytes);
 Welcome decode_welcome(std::span<const std::byte> bytes);
 std::string decode_refusal(std::span<const std::byte> bytes);

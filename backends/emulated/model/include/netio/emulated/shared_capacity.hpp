@@ -43,10 +43,10 @@ class SharedCapacity {
   FlowId release(Nanos now);
 
  private:
-  static constexpr std::uint64_t kNotWaiting = ~std::uint64_t{0};
+  static constexpr std::uint64_t not_waiting = ~std::uint64_t{0};
   struct Flow {
     double finished = 0;                  // virtual finish of its last buffer released
-    std::uint64_t waiting = kNotWaiting;  // the order of its waiting buffer
+    std::uint64_t waiting = not_waiting;  // the order of its waiting buffer
   };
   // A waiting buffer. The fair pick first: the earliest virtual finish, then the one waiting
   // longest (order: when it began waiting; unique).

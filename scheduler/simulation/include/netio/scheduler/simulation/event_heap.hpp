@@ -23,7 +23,7 @@ class EventHeap {
     items_.push_back(item);
     std::size_t place = items_.size() - 1;
     while (place > 0) {
-      const std::size_t parent = (place - 1) / kArity;
+      const std::size_t parent = (place - 1) / arity;
       if (!before_(item, items_[parent])) break;
       items_[place] = items_[parent];
       place = parent;
@@ -38,9 +38,9 @@ class EventHeap {
     if (size == 0) return;
     std::size_t place = 0;
     for (;;) {
-      const std::size_t first = kArity * place + 1;
+      const std::size_t first = arity * place + 1;
       if (first >= size) break;
-      const std::size_t end = first + kArity < size ? first + kArity : size;
+      const std::size_t end = first + arity < size ? first + arity : size;
       std::size_t best = first;
       for (std::size_t child = first + 1; child < end; ++child) {
         if (before_(items_[child], items_[best])) best = child;
@@ -53,7 +53,7 @@ class EventHeap {
   }
 
  private:
-  static constexpr std::size_t kArity = 4;
+  static constexpr std::size_t arity = 4;
   std::vector<T> items_;
   [[no_unique_address]] Before before_;
 };

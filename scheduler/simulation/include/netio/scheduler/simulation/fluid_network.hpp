@@ -49,12 +49,12 @@ struct Transfer {
 
 class FluidNetwork {
  public:
-  static constexpr double kUnlimited = std::numeric_limits<double>::infinity();
+  static constexpr double unlimited_rate = std::numeric_limits<double>::infinity();
 
   // All capacities start unlimited. Throws netio::Error (Errc::invalid_option) for zero ports.
   FluidNetwork(std::uint32_t inputs, std::uint32_t computes, PortSharing sharing);
 
-  // Capacities in bytes per ns (> 0; kUnlimited). Take effect at `now` (≥ the last time given).
+  // Capacities in bytes per ns (> 0; unlimited_rate). Take effect at `now` (≥ the last time given).
   void set_out_capacity(std::uint32_t input, double bytes_per_ns, ns::Time now);
   void set_in_capacity(std::uint32_t compute, double bytes_per_ns, ns::Time now);
   // A cap of every transfer of this input on its own (the emulator's rate=).
@@ -84,13 +84,13 @@ class FluidNetwork {
     std::uint64_t arrival_order = 0;  // when it reached its in-port, for fifo
   };
   struct OutPort {
-    double capacity = kUnlimited;
-    double transfer_cap = kUnlimited;
+    double capacity = unlimited_rate;
+    double transfer_cap = unlimited_rate;
     std::deque<Transfer> queue;  // waiting behind the head
     std::optional<Active> head;  // on the wire
   };
   struct InPort {
-    double capacity = kUnlimited;
+    double capacity = unlimited_rate;
   };
 
   void progress_to(ns::Time now);  // bytes move at the current rates

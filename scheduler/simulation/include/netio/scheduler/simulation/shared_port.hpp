@@ -107,16 +107,16 @@ class SharedPort {
   // so the port reads a slot only there: a slot holds the size of the buffer behind it (the
   // connection's head waits in capacity_ with its size, so a release reads the slot it frees,
   // not the next one), and the free slots are a stack of their own (taking one reads no slot).
-  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  static constexpr std::uint32_t no_slot = ~std::uint32_t{0};
   struct Queue {
-    std::uint32_t head = kNone;
-    std::uint32_t tail = kNone;
+    std::uint32_t head = no_slot;
+    std::uint32_t tail = no_slot;
     std::uint32_t size = 0;
   };
   struct Slot {
     Item item{};
     std::uint64_t next_bytes = 0;  // the size of the connection's next one
-    std::uint32_t next = kNone;    // the connection's next one
+    std::uint32_t next = no_slot;  // the connection's next one
   };
   void push(Queue& queue, std::uint64_t bytes, const Item& item) {
     std::uint32_t slot = 0;
@@ -127,7 +127,7 @@ class SharedPort {
       slot = free_.back();
       free_.pop_back();
     }
-    slots_[slot] = Slot{item, 0, kNone};
+    slots_[slot] = Slot{item, 0, no_slot};
     if (queue.size == 0) {
       queue.head = slot;
     } else {
