@@ -85,6 +85,14 @@ std::vector<std::pair<std::uintptr_t, std::uintptr_t>> send_areas_mapped() {
   return ranges;
 }
 
+// Whether `bytes` lie in a send area mapped here: a page read where its sender wrote it.
+bool in_a_send_area(const std::byte* bytes) {
+  const auto at = reinterpret_cast<std::uintptr_t>(bytes);
+  const auto areas = send_areas_mapped();
+  return std::any_of(areas.begin(), areas.end(),
+                     [&](const auto& range) { return at >= range.first && at < range.second; });
+}
+
 netio::HighThroughputSendOptions four_pages(std::size_t page_size) {
   netio::HighThroughputSendOptions options;
   options.page_size = page_size;
@@ -413,11 +421,8 @@ TEST_CASE(
   REQUIRE(received->size() == message.size());
   CHECK(std::equal(message.begin(), message.end(), received->bytes().begin()));
   // Where the sender wrote it: in its send area (mapped here twice, once per side).
-  const auto at = reinterpret_cast<std::uintptr_t>(received->data());
-  const auto areas = send_areas_mapped();
-  CHECK(areas.size() == 2);
-  CHECK(std::any_of(areas.begin(), areas.end(),
-                    [&](const auto& range) { return at >= range.first && at < range.second; }));
+  CHECK(send_areas_mapped().size() == 2);
+  CHECK(in_a_send_area(received->data()));
   // Sent (flushed) as soon as it is in the ring...
   CHECK(sender.flush_and_wait(5s));
   // ...but held by the receiver, the page is not the sender's: with the other 3 held too,
@@ -467,10 +472,7 @@ TEST_CASE("shm: a sender started before its receiver still lends its pages once 
   REQUIRE(received->size() == message.size());
   CHECK(std::equal(message.begin(), message.end(), received->bytes().begin()));
   // Read where the sender wrote it, in its pool's send area: lent, not copied into the ring.
-  const auto where = reinterpret_cast<std::uintptr_t>(received->data());
-  const auto areas = send_areas_mapped();
-  CHECK(std::any_of(areas.begin(), areas.end(),
-                    [&](const auto& range) { return where >= range.first && where < range.second; }));
+  CHECK(in_a_send_area(received->data()));
 }
 
 TEST_CASE("shm: a reference outside the sender's send area disconnects the receiver, naming the link", "[shm]") {
