@@ -148,6 +148,12 @@ void add_options(CLI::App& app, Options& o) {
                                 "N..N+M-1",
                                 default_emulation));
   add_metrics_options(app, o.metrics);
+  app.add_option("--fail", b.fail,
+                 "Kill a compute node: 'compute:K,at=T' (compute node K, 0 to M-1, dies T after the start: a local "
+                 "run closes its connections as a crash would, a role run's process kills itself with SIGKILL). The "
+                 "inputs send its time-slices to the others; the summary counts lost and duplicated ones and the "
+                 "recovery time (man netio_tsbench)")
+      ->type_name("SPEC");
   app.add_option("--slowdown", b.slowdown,
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "
                  "'node:4,at=6s,for=3s,rate=75%' (compute node 0 of a 4x4 run at 75 % of its in= rate for 3 s)")
@@ -410,11 +416,18 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
     }
   }
   const auto mode = mode_of(o.scheduler);
-  auto result = run_role(o.bench, mode, cluster, rank, o.connect_timeout, deadline);
-  if (!o.csv.empty()) {
-    auto dir = o.csv + "/" + key_of(mode) + "/rank-" + std::to_string(rank);
+  const auto& node = cluster.nodes.at(rank);
+  const auto dir = o.csv.empty() ? std::string() : o.csv + "/" + key_of(mode) + "/rank-" + std::to_string(rank);
+  std::string journal;
+  if (!dir.empty() && node.role == ClusterNode::Role::compute) {
+    // A compute node's run.csv first and its time-slices as they come: what --collect needs
+    // of a node killed before it wrote its files.
+    write_role_info(dir, RoleInfo{"compute", node.index, cluster.inputs, cluster.computes}, RunRecords{});
+    journal = dir + "/journal.csv";
+  }
+  auto result = run_role(o.bench, mode, cluster, rank, o.connect_timeout, deadline, journal);
+  if (!dir.empty()) {
     write_csv(dir, result.records);
-    const auto& node = cluster.nodes.at(rank);
     write_role_info(dir,
                     RoleInfo{node.role == ClusterNode::Role::compute ? "compute" : "input", node.index, cluster.inputs,
                              cluster.computes},
@@ -525,6 +538,11 @@ int main(int argc, char** argv) {
     // Role mode: the counts come from --config, and run_role() resolves the buffer with them.
     if (options.role.empty() && options.collect.empty()) options.bench.resolve();
     if (options.simulate) simulation::check_simulatable(options.bench, simulation_options(options));
+    if (options.simulate && !options.bench.fail.empty()) {
+      throw netio::Error(netio::Errc::invalid_option,
+                         "--fail with --simulate: the simulator does not model a compute node's failure yet (run "
+                         "it on the sockets: without --simulate, or in role mode)");
+    }
   } catch (const CLI::ParseError& e) {
     return exit_for_parse_error(app, e);
   } catch (const netio::Error& e) {
