@@ -111,6 +111,7 @@ TEST_CASE("A compute node lost while a time-slice is half delivered: the others 
     CHECK(system.sender(i).wait_finished(30s));
     const auto stats = system.sender(i).stats();
     CHECK(stats.computes_lost == 1);
+    CHECK(stats.lost_computes == std::vector<ns::ComputeIndex>{2});
     CHECK(stats.undeliverable + stats.unbuilt == 0);
   }
   CHECK(eventually([&] {
@@ -118,6 +119,14 @@ TEST_CASE("A compute node lost while a time-slice is half delivered: the others 
   }));
   (void)check_each_built_once_per_attempt(system, 3, count);
   for (ns::ComputeIndex c = 0; c < 2; ++c) CHECK(system.incomplete(c).count() == 0);
+  if (assignment == ns::Assignment::load) {
+    // The coordinator heard of the loss and gives the lost node no share any more.
+    const auto dde = system.dde_slot(0)->stats();
+    CHECK(dde.computes_reported_lost == std::vector<ns::ComputeIndex>{2});
+    REQUIRE(dde.assigned_shares.size() == 3);
+    CHECK(dde.assigned_shares[2] == 0);
+    CHECK(dde.assigned_interval >= 10);
+  }
 }
 
 TEST_CASE("A compute node that stops consuming but keeps its connection is lost after the progress timeout",
@@ -147,6 +156,10 @@ TEST_CASE("A compute node that stops consuming but keeps its connection is lost 
     CHECK(stats.computes_lost == 1);
     CHECK(stats.reassigned > 0);
     CHECK(stats.undeliverable + stats.unbuilt == 0);
+    // Back-pressure: while node 2 held every credit the queue filled and push() waited.
+    CHECK(stats.pushes_blocked > 0);
+    CHECK(stats.push_blocked_ns > 0);
+    CHECK(stats.push_timeouts == 0);
   }
   CHECK(eventually([&] {
     return system.deliveries(0).count() + system.deliveries(1).count() + system.deliveries(2).count() >= count;

@@ -35,42 +35,33 @@ ComputeNode::Arrival ComputeNode::on_contribution(InputIndex i, TimesliceIndex t
   if (i >= input_count_) reject("input " + std::to_string(i) + " out of range");
   if (!by_load_ && t % compute_count_ != self_) return Arrival::not_mine;
   if (t < next_expected_) return Arrival::late;
-  auto [it, inserted] = open_.try_emplace(t);
-  Open& open = it->second;
-  if (inserted) {
-    open.first_arrival = now;
-    open.contributed.assign(input_count_, false);
-  }
-  if (open.contributed[i]) return Arrival::duplicate;
-  if (held_[i] >= credits_) {
-    if (inserted) open_.erase(it);
-    return Arrival::over_credit;
-  }
-  open.contributed[i] = true;
-  ++open.count;
-  ++held_[i];
-  return open.count == input_count_ ? Arrival::completes : Arrival::accepted;
+  return take(open_, held_, i, t, 0, now);
 }
 
 ComputeNode::Arrival ComputeNode::on_reassigned(InputIndex i, TimesliceIndex t, std::uint8_t attempt, Time now) {
   if (i >= input_count_) reject("input " + std::to_string(i) + " out of range");
   if (attempt == 0) return Arrival::not_mine;
   if (built_elsewhere_.contains(t) || handed_over_reassigned_.contains(t)) return Arrival::late;
-  auto [it, inserted] = reassigned_.try_emplace(t);
+  return take(reassigned_, reassigned_held_, i, t, attempt, now);
+}
+
+ComputeNode::Arrival ComputeNode::take(std::map<TimesliceIndex, Open>& where, std::vector<std::uint32_t>& held,
+                                       InputIndex i, TimesliceIndex t, std::uint8_t attempt, Time now) {
+  auto [it, inserted] = where.try_emplace(t);
   Open& open = it->second;
   if (inserted) {
     open.first_arrival = now;
     open.contributed.assign(input_count_, false);
   }
   if (open.contributed[i]) return Arrival::duplicate;
-  if (reassigned_held_[i] >= credits_) {
-    if (inserted) reassigned_.erase(it);
+  if (held[i] >= credits_) {
+    if (inserted) where.erase(it);
     return Arrival::over_credit;
   }
   open.contributed[i] = true;
   open.attempt = std::max(open.attempt, attempt);
   ++open.count;
-  ++reassigned_held_[i];
+  ++held[i];
   return open.count == input_count_ ? Arrival::completes : Arrival::accepted;
 }
 

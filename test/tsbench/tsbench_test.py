@@ -186,6 +186,16 @@ class Cluster:
                     texts.append(f"rank {rank} {kind}:\n" + f.read())
         return texts
 
+    def kill_after(self, rank, seconds):
+        """kill -9 of `rank` once every process ran `seconds`; returns when it was killed (time.monotonic())."""
+        time.sleep(seconds)
+        for other, p in self.procs.items():
+            if p.poll() is not None:
+                fail(f"rank {other} ended before the kill ({p.returncode})", *self.logs())
+        self.procs[rank].send_signal(signal.SIGKILL)
+        self.procs[rank].wait()
+        return time.monotonic()
+
     def kill_all(self):
         for p in self.procs.values():
             if p.poll() is None:
@@ -251,14 +261,8 @@ def run_kill_compute(tsbench):
         csv = os.path.join(work, "csv")
         cluster = Cluster(tsbench, work, "dfs", count, inputs=4, computes=4, extra=["--csv", csv],
                           emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
-        time.sleep(2)
-        for rank, p in cluster.procs.items():
-            if p.poll() is not None:
-                fail(f"rank {rank} ended before the kill ({p.returncode})", *cluster.logs())
         dead = 6
-        cluster.procs[dead].send_signal(signal.SIGKILL)
-        cluster.procs[dead].wait()
-        started = time.monotonic()
+        started = cluster.kill_after(dead, 2)
         statuses = {rank: cluster.wait(rank) for rank in range(8) if rank != dead}
         logs = cluster.logs()
         for rank, status in statuses.items():
@@ -293,14 +297,8 @@ def run_kill_input(tsbench):
     with tempfile.TemporaryDirectory() as work:
         # DFS: the DDE on compute 0 survives the kill
         cluster = Cluster(tsbench, work, "dfs", count, emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
-        time.sleep(3)
-        for rank, p in cluster.procs.items():
-            if p.poll() is not None:
-                fail(f"rank {rank} ended before the kill ({p.returncode})", *cluster.logs())
         dead = 1
-        cluster.procs[dead].send_signal(signal.SIGKILL)
-        cluster.procs[dead].wait()
-        started = time.monotonic()
+        started = cluster.kill_after(dead, 3)
         statuses = {rank: cluster.wait(rank) for rank in (0, 2, 3)}
         logs = cluster.logs()
         # the input that is left ends normally; both compute nodes hand over every time-slice, the ones

@@ -439,6 +439,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     {
       std::lock_guard lock(stats_mutex);
       ++stats.computes_lost;
+      stats.lost_computes.push_back(c);
     }
     post_drive();
   }

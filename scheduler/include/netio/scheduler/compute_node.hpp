@@ -101,6 +101,9 @@ class ComputeNode {
     std::uint32_t count = 0;
     std::uint8_t attempt = 0;
   };
+  // Input i's contribution to t, held in `where` (own or reassigned) within i's count in `held`.
+  Arrival take(std::map<TimesliceIndex, Open>& where, std::vector<std::uint32_t>& held, InputIndex i, TimesliceIndex t,
+               std::uint8_t attempt, Time now);
   // Whether `open` is ready at now: every input contributed or gone, or timed out.
   bool ready(const Open& open, Time now, Duration timeout) const;
   std::vector<InputIndex> free_contributions(const std::vector<bool>& contributed);

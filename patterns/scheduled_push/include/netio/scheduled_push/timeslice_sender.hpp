@@ -113,6 +113,7 @@ struct TimesliceSenderStats {
   std::uint64_t reports_missed = 0;      ///< DFS: reports a DDE missed (not connected yet, lost, or full)
   std::uint64_t proposals_taken = 0;     ///< DFS
   std::uint32_t computes_lost = 0;
+  std::vector<scheduler::ComputeIndex> lost_computes;  ///< which ones, in the order lost
   std::uint32_t ddes_lost = 0;
   /// Back-pressure: push() calls that found the queue full and waited (every compute node
   /// out of credits or send buffers), the time they waited in all, and those that gave up
