@@ -4,6 +4,7 @@
 #include "fat_tree_fabric.hpp"
 
 #include "netio/error.hpp"
+#include "netio/scheduler/simulation/lossless_fat_tree.hpp"
 
 #include <fmt/format.h>
 
@@ -21,7 +22,8 @@ class FatTreeNetwork final : public sim::PacketNetwork {
  public:
   explicit FatTreeNetwork(const FatTreeConfig& config) : fabric_(config) {}
 
-  void send(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, std::uint32_t channel,
+  // No priority lane (docs/design/fabric-model.md): `control` messages share the data queues.
+  void send(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, std::uint32_t channel, bool /*control*/,
             std::function<void()> delivered) override {
     fabric_.send(
         from, to, bytes, [delivered = std::move(delivered)](SimTime) { delivered(); }, channel);
@@ -41,15 +43,7 @@ class FatTreeNetwork final : public sim::PacketNetwork {
 
 }  // namespace
 
-void check(const FatTreeNetworkOptions& o) {
-  if (o.leaf_size == 0) throw std::invalid_argument("--leaf-size must be at least 1");
-  if (o.oversubscription == 0 || o.leaf_size % o.oversubscription != 0) {
-    throw std::invalid_argument(
-        fmt::format("--oversubscription {}:1 must divide the leaf size ({}): spines = "
-                    "leaf size / oversubscription",
-                    o.oversubscription, o.leaf_size));
-  }
-}
+void check(const FatTreeNetworkOptions& o) { scheduler::simulation::check_fat_tree_shape(o.leaf_size, o.oversubscription); }
 
 sim::PacketNetworkFactory fat_tree_network(const FatTreeNetworkOptions& options) {
   check(options);

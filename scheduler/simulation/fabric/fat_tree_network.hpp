@@ -28,8 +28,8 @@ struct FatTreeNetworkOptions {
   bool ecmp = false;  // a random uplink per packet instead of D-mod-k
 };
 
-// Throws std::invalid_argument (naming the option) when the options cannot make a fat-tree:
-// an oversubscription that does not divide the leaf size.
+// Throws netio::Error (Errc::invalid_option, naming the option) when the options cannot make a
+// fat-tree: an oversubscription that does not divide the leaf size (check_fat_tree_shape()).
 void check(const FatTreeNetworkOptions& options);
 
 // The factory of SimulationOptions::packet_network. The network it makes throws
