@@ -70,13 +70,13 @@ double on_lossless(std::size_t leaves, std::size_t hosts_per_leaf, std::size_t s
 
 }  // namespace
 
-TEST_CASE("lossless fat-tree and ns-3's agree without loss: one path", "[ns3][fabric]") {
+TEST_CASE("lossless fat-tree and ns-3's agree without loss: one path", "[ns3][fat-tree]") {
   const std::vector<Flow> one{{0, 5}};  // across a spine: four links
   const double ns3 = on_ns3(2, 4, 2, one, 1'000'000);
   CHECK(on_lossless(2, 4, 2, one, 1'000'000) == Approx(ns3).epsilon(0.03));
 }
 
-TEST_CASE("lossless fat-tree and ns-3's agree without loss: four flows over two spines (2:1)", "[ns3][fabric]") {
+TEST_CASE("lossless fat-tree and ns-3's agree without loss: four flows over two spines (2:1)", "[ns3][fat-tree]") {
   // Hosts 0..3 to 4..7: D-mod-k puts two flows on each spine, each flow half an uplink.
   const std::vector<Flow> four{{0, 4}, {1, 5}, {2, 6}, {3, 7}};
   const double ns3 = on_ns3(2, 4, 2, four, 1'000'000);
