@@ -40,7 +40,8 @@ double on_ns3(std::size_t leaves, std::size_t hosts_per_leaf, std::size_t spines
   FatTreeFabric fabric(c);
   double last = 0;
   for (const auto& [from, to] : flows)
-    fabric.send(from, to, bytes, [&last](SimTime at) { last = std::max(last, std::chrono::duration<double>(at).count()); });
+    fabric.send(from, to, bytes,
+                [&last](SimTime at) { last = std::max(last, std::chrono::duration<double>(at).count()); });
   fabric.run_until(2s);
   CHECK(fabric.counters().packets_dropped == 0);
   CHECK(fabric.counters().messages_delivered == flows.size());

@@ -209,9 +209,10 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->needs(simulate);
-  app.add_option("--oversubscription", o.oversubscription,
-                 "--network fat-tree[-lossless]: N for N:1, the leaf's host links over its uplinks (spines = leaf size / "
-                 "N)")
+  app.add_option(
+         "--oversubscription", o.oversubscription,
+         "--network fat-tree[-lossless]: N for N:1, the leaf's host links over its uplinks (spines = leaf size / "
+         "N)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->needs(simulate);

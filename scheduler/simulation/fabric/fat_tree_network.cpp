@@ -43,7 +43,9 @@ class FatTreeNetwork final : public sim::PacketNetwork {
 
 }  // namespace
 
-void check(const FatTreeNetworkOptions& o) { scheduler::simulation::check_fat_tree_shape(o.leaf_size, o.oversubscription); }
+void check(const FatTreeNetworkOptions& o) {
+  scheduler::simulation::check_fat_tree_shape(o.leaf_size, o.oversubscription);
+}
 
 sim::PacketNetworkFactory fat_tree_network(const FatTreeNetworkOptions& options) {
   check(options);

@@ -39,9 +39,9 @@ LosslessFabric::LosslessFabric(const LosslessFabricConfig& config)
   require(config.mtu_bytes > config.header_bytes, "the fat-tree's MTU must be larger than a packet's header");
   require(config.mtu_bytes <= std::numeric_limits<std::uint32_t>::max(), "the fat-tree's MTU is too large");
   if (config.port_buffer_bytes < config.mtu_bytes) {
-    throw std::invalid_argument(fmt::format(
-        "the fat-tree's port buffer ({} bytes) must hold at least one packet of the MTU ({} bytes)",
-        config.port_buffer_bytes, config.mtu_bytes));
+    throw std::invalid_argument(
+        fmt::format("the fat-tree's port buffer ({} bytes) must hold at least one packet of the MTU ({} bytes)",
+                    config.port_buffer_bytes, config.mtu_bytes));
   }
   const std::size_t uplinks = config.leaves * config.spines;
   links_.resize(2 * hosts_ + 2 * uplinks);
@@ -66,7 +66,8 @@ void LosslessFabric::schedule(Ps at, Event::Kind kind, std::uint32_t a, std::uin
 void LosslessFabric::send(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, std::uint32_t channel,
                           bool control, Action delivered) {
   if (from >= hosts_ || to >= hosts_) {
-    throw std::out_of_range(fmt::format("fat-tree message from host {} to host {}: there are {} hosts", from, to, hosts_));
+    throw std::out_of_range(
+        fmt::format("fat-tree message from host {} to host {}: there are {} hosts", from, to, hosts_));
   }
   if (from == to) throw std::invalid_argument(fmt::format("fat-tree message from host {} to itself", from));
   if (bytes == 0) throw std::invalid_argument(fmt::format("fat-tree message of 0 bytes from host {} to {}", from, to));
@@ -297,8 +298,7 @@ std::uint32_t LosslessFabric::route(std::uint32_t input, const Packet& p) {
   if (input < hosts_) {  // at the sender's leaf
     const std::size_t leaf = leaf_of(input);
     if (to_leaf == leaf) return static_cast<std::uint32_t>(host_downlink(p.to));
-    const std::size_t spine =
-        config_.adaptive ? least_loaded_uplink(leaf, p.lane) : std::size_t{p.to} % config_.spines;
+    const std::size_t spine = config_.adaptive ? least_loaded_uplink(leaf, p.lane) : std::size_t{p.to} % config_.spines;
     return static_cast<std::uint32_t>(leaf_uplink(leaf, spine));
   }
   if (input < 2 * hosts_ + uplinks) {  // a leaf's uplink: at its spine

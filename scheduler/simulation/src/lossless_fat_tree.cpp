@@ -26,10 +26,10 @@ class LosslessFatTree final : public PacketNetwork {
   Time now() const override { return fabric_.now(); }
   std::string summary() const override {
     const auto& c = fabric_.counters();
-    return fmt::format("fat-tree-lossless: {} hosts, {} spines, {} events, {} packet hops, {} credit stalls, "
-                       "0 dropped, {} messages",
-                       fabric_.hosts(), fabric_.config().spines, c.events, c.packet_hops, c.credit_stalls,
-                       c.messages_delivered);
+    return fmt::format(
+        "fat-tree-lossless: {} hosts, {} spines, {} events, {} packet hops, {} credit stalls, "
+        "0 dropped, {} messages",
+        fabric_.hosts(), fabric_.config().spines, c.events, c.packet_hops, c.credit_stalls, c.messages_delivered);
   }
 
  private:
@@ -58,10 +58,9 @@ LosslessFabricConfig fabric_config(const LosslessFatTreeOptions& o, std::size_t 
 void check_fat_tree_shape(std::size_t leaf_size, std::size_t oversubscription) {
   if (leaf_size == 0) throw Error(Errc::invalid_option, "--leaf-size must be at least 1");
   if (oversubscription == 0 || leaf_size % oversubscription != 0) {
-    throw Error(Errc::invalid_option,
-                fmt::format("--oversubscription {}:1 must divide the leaf size ({}): spines = "
-                            "leaf size / oversubscription",
-                            oversubscription, leaf_size));
+    throw Error(Errc::invalid_option, fmt::format("--oversubscription {}:1 must divide the leaf size ({}): spines = "
+                                                  "leaf size / oversubscription",
+                                                  oversubscription, leaf_size));
   }
 }
 

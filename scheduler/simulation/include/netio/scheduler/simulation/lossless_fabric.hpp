@@ -51,9 +51,9 @@ struct LosslessFabricConfig {
   std::size_t leaves = 2;
   std::size_t hosts_per_leaf = 4;
   std::size_t spines = 4;
-  double host_link_bytes_per_second = 1.25e9;  // host <-> leaf
-  double uplink_bytes_per_second = 1.25e9;     // leaf <-> spine
-  Duration link_delay{1000};                   // propagation, every link (credits return as fast)
+  double host_link_bytes_per_second = 1.25e9;    // host <-> leaf
+  double uplink_bytes_per_second = 1.25e9;       // leaf <-> spine
+  Duration link_delay{1000};                     // propagation, every link (credits return as fast)
   std::uint64_t port_buffer_bytes = 128 * 1024;  // a switch input port's buffer per lane: its link's credits
   std::uint64_t mtu_bytes = 4096;                // largest packet on a link, header included
   std::uint64_t header_bytes = 30;               // per packet (InfiniBand's LRH, BTH and CRCs: 26 to 30)
@@ -72,10 +72,10 @@ struct LosslessFabricCounters {
 // One directed link, as its sender saw it.
 struct LinkReport {
   std::uint64_t packets = 0;
-  std::uint64_t bytes = 0;            // on the wire, headers included
-  Duration busy{0};                   // time spent sending
-  Time last_end{0};                   // when its last packet's last bit left
-  std::uint64_t most_buffered = 0;    // the most bytes its receiving input port held (all lanes)
+  std::uint64_t bytes = 0;          // on the wire, headers included
+  Duration busy{0};                 // time spent sending
+  Time last_end{0};                 // when its last packet's last bit left
+  std::uint64_t most_buffered = 0;  // the most bytes its receiving input port held (all lanes)
 };
 
 class LosslessFabric {
@@ -149,7 +149,7 @@ class LosslessFabric {
   struct Message {
     std::uint32_t pair = 0;  // queue pair
     std::uint64_t sequence = 0;
-    std::uint64_t unsent = 0;  // payload bytes not yet cut into packets
+    std::uint64_t unsent = 0;   // payload bytes not yet cut into packets
     std::uint64_t missing = 0;  // payload bytes not yet arrived
     std::uint32_t next = none;  // behind it in its queue pair
     Action delivered;
@@ -158,9 +158,9 @@ class LosslessFabric {
     std::uint32_t from = 0, to = 0;
     std::uint8_t lane = 0;
     std::uint32_t head = none, tail = none;  // messages with bytes to send
-    std::uint32_t next_busy = none;           // in its host's round of busy queue pairs
+    std::uint32_t next_busy = none;          // in its host's round of busy queue pairs
     bool busy = false;
-    std::uint64_t sent = 0, delivered = 0;  // sequence numbers
+    std::uint64_t sent = 0, delivered = 0;            // sequence numbers
     std::map<std::uint64_t, std::uint32_t> complete;  // arrived out of order (adaptive routing), by sequence
   };
   struct Fifo {  // an intrusive queue of indices

@@ -19,13 +19,13 @@
 namespace netio::scheduler::simulation {
 
 struct LosslessFatTreeOptions {
-  std::size_t leaf_size = 16;                      // hosts per leaf switch
-  std::size_t oversubscription = 1;                // 1, 2, 4 ...: a divisor of leaf_size
-  std::uint64_t port_buffer_bytes = 128 * 1024;    // per switch input port and lane: its link's credits
-  std::uint64_t mtu_bytes = 4096;                  // InfiniBand's largest
-  Duration link_delay{1000};                       // propagation, every link
-  bool adaptive = false;                           // the least loaded uplink instead of D-mod-k
-  bool control_lane = false;                       // control messages on a virtual lane of their own, first
+  std::size_t leaf_size = 16;                    // hosts per leaf switch
+  std::size_t oversubscription = 1;              // 1, 2, 4 ...: a divisor of leaf_size
+  std::uint64_t port_buffer_bytes = 128 * 1024;  // per switch input port and lane: its link's credits
+  std::uint64_t mtu_bytes = 4096;                // InfiniBand's largest
+  Duration link_delay{1000};                     // propagation, every link
+  bool adaptive = false;                         // the least loaded uplink instead of D-mod-k
+  bool control_lane = false;                     // control messages on a virtual lane of their own, first
 };
 
 // Throws netio::Error (Errc::invalid_option) naming the option when a leaf of `leaf_size`
