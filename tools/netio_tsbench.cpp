@@ -318,6 +318,7 @@ simulation::SimulationOptions simulation_options(const Options& o) {
     f.port_buffer_bytes = o.switch_buffer;
     f.mtu_bytes = o.mtu ? o.mtu : 9000;
     f.tcp_min_rto = o.tcp_min_rto;
+    f.control_lane = o.control_lane;
     try {
       so.packet_network = netio::fabric_model::fat_tree_network(f);
     } catch (const std::invalid_argument& e) {
@@ -341,10 +342,7 @@ simulation::SimulationOptions simulation_options(const Options& o) {
   }
   if (o.adaptive_routing && o.network != "fat-tree-lossless")
     throw netio::Error(netio::Errc::invalid_option, "--adaptive-routing is a part of --network fat-tree-lossless");
-  if (o.control_lane && o.network == "fat-tree")
-    throw netio::Error(netio::Errc::invalid_option,
-                       "--control-lane: the ns-3 fat-tree (--network fat-tree) has no priority lane; "
-                       "--network fat-tree-lossless has one");
+
   if (!o.core.empty()) so.core = simulation::parse_core(o.core);
   so.max_clock_offset = o.clock_offset;
   so.max_clock_drift = o.clock_drift_ppm * 1e-6;

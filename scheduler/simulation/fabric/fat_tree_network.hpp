@@ -26,6 +26,9 @@ struct FatTreeNetworkOptions {
   std::chrono::nanoseconds tcp_min_rto{std::chrono::milliseconds(200)};
   std::chrono::nanoseconds link_delay{std::chrono::microseconds(1)};
   bool ecmp = false;  // a random uplink per packet instead of D-mod-k
+  // Every message but the contributions on the control connections (channel 1), which a
+  // strict-priority band at every port serves first (FatTreeConfig::control_lane).
+  bool control_lane = false;
 };
 
 // Throws netio::Error (Errc::invalid_option, naming the option) when the options cannot make a
