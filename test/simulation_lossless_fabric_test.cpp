@@ -242,6 +242,7 @@ TEST_CASE("lossless fat-tree: refuses what it cannot model", "[simulation][fat-t
   sim::LosslessFabric f(unit_fabric(2, 4, 2));
   CHECK_THROWS_AS(f.send(0, 8, 10, 0, false, [] {}), std::out_of_range);
   CHECK_THROWS_AS(f.send(3, 3, 10, 0, false, [] {}), std::invalid_argument);
+  CHECK_THROWS_AS(f.send(3, 4, 10, 65536, false, [] {}), std::invalid_argument);
   sim::LosslessFatTreeOptions o;
   o.leaf_size = 6;
   o.oversubscription = 4;

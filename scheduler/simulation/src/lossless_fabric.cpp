@@ -71,6 +71,8 @@ void LosslessFabric::send(std::uint32_t from, std::uint32_t to, std::uint64_t by
   }
   if (from == to) throw std::invalid_argument(fmt::format("fat-tree message from host {} to itself", from));
   if (bytes == 0) throw std::invalid_argument(fmt::format("fat-tree message of 0 bytes from host {} to {}", from, to));
+  if (channel > 0xffff)
+    throw std::invalid_argument(fmt::format("fat-tree message on channel {} (at most 65535)", channel));
   const std::uint8_t lane = control && config_.control_lane ? 1 : 0;
   const std::uint64_t key = ((std::uint64_t{from} * hosts_ + to) * 65536 + channel) * lanes + lane;
   auto [found, added] = pair_index_.try_emplace(key, static_cast<std::uint32_t>(pairs_.size()));

@@ -94,7 +94,8 @@ class LosslessFabric {
   // Queues a message of `bytes` (> 0) from host `from` to host `to` (different, both < hosts())
   // behind the earlier ones of its queue pair (from, to, channel, lane); `delivered` runs in
   // simulated time (inside run_until) when it is delivered. `control`: on the control lane
-  // when the fabric has one. Throws std::out_of_range / std::invalid_argument.
+  // when the fabric has one. Throws std::out_of_range / std::invalid_argument (also for a
+  // channel above 65535).
   void send(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, std::uint32_t channel, bool control,
             Action delivered);
   // Runs `action` at `at` (now, if that has passed).
