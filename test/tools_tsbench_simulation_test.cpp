@@ -57,6 +57,16 @@ SimulationOptions exact(PortSharing sharing = PortSharing::fair, NetworkModel ne
   return o;
 }
 
+// 4 × 4 on small()'s ports for `duration`: 4 credits per pair, intervals of 10 rounds (40 ms).
+BenchConfig four_by_four(std::chrono::nanoseconds duration) {
+  auto b = small(4, 4);
+  b.buffer_bytes = 4 * 4 * 1000;
+  b.interval_timeslices = 40;
+  b.timeslices = std::nullopt;
+  b.duration = duration;
+  return b;
+}
+
 const TimesliceRecord& record(const SimulationResult& r, ns::TimesliceIndex t) {
   REQUIRE(r.records.timeslices.size() > t);
   REQUIRE(r.records.timeslices[t].timeslice == t);
@@ -571,11 +581,7 @@ TEST_CASE("tsbench simulation: one compute node at half speed, fixed against by 
   // at 50 % from the start: it can build one per 8 ms. Fixed, every node gets every 4th
   // time-slice, so the system runs at its pace: 4 × 4 Mb/s = 16 Mb/s. By load it can carry
   // 3.5 nodes' worth: 28 Mb/s.
-  auto b = small(4, 4);
-  b.buffer_bytes = 4 * 4 * 1000;  // 4 credits per pair
-  b.interval_timeslices = 40;     // 10 rounds, 40 ms
-  b.timeslices = std::nullopt;
-  b.duration = 10s;
+  auto b = four_by_four(10s);
   b.warmup_intervals = 60;  // the first 2.4 s: the assignment settles
   b.slowdown = "node:4,at=0s,for=60s,rate=50%";
   const auto run = [&](ns::Assignment assignment) {
@@ -592,4 +598,37 @@ TEST_CASE("tsbench simulation: one compute node at half speed, fixed against by 
   const double by_load = run(ns::Assignment::load);
   CHECK(by_load >= 0.8 * 28);
   CHECK(by_load <= 28 * 1.01);
+}
+
+TEST_CASE("tsbench simulation: a compute node dies, its time-slices go to the others, by hand",
+          "[tsbench][simulation]") {
+  // 4 × 4, 1000-byte contributions, every compute port 8 Mb/s (a contribution per ms): the
+  // compute ports are the bottleneck, 4 × 8 = 32 Mb/s. Compute node 2 dies at 3 s: every
+  // input loses it at once and reroutes its time-slices (reroute(): one in three to each of
+  // the others), so the three ports left carry it all: (M − 1)/M × 32 = 24 Mb/s. Nothing is
+  // lost; what node 2 built but whose credits died with it is built again, with attempt 1.
+  auto b = four_by_four(8s);
+  b.fail = "compute:2,at=3s";
+  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
+  CAPTURE(ns::to_string(mode));
+  const auto r = simulate(b, mode, exact(PortSharing::fair, NetworkModel::ports));
+  REQUIRE(r.error.empty());
+  const auto s = summarize(r.records);
+  CHECK(s.lost == 0);
+  CHECK(s.same_attempt == 0);    // a duplicate only with a higher attempt
+  CHECK(s.duplicates <= 4 * 4);  // at most what node 2 held (its credits to every input)
+  CHECK(s.reassigned > 0);
+  CHECK(s.computes_failed == 1);
+  CHECK(s.computes_lost == 1);
+  CHECK(s.contributions_reassigned >= 4 * s.reassigned);
+  // Before: 31 Mb/s (the latency between the ports costs a little, as in the slow-node case).
+  CHECK(s.capacity_before_gbps * 1000 == Approx(32).epsilon(0.05));
+  // After: the bytes handed over from 4 s to 7.5 s (recovered, before the run's end).
+  std::uint64_t bytes = 0;
+  for (const auto& t : r.records.timeslices) {
+    if (t.handed_over >= ns::Time{4s} && t.handed_over < ns::Time{7500ms}) bytes += t.bytes;
+  }
+  const double after = static_cast<double>(bytes) * 8 / 3.5e6;  // Mb/s
+  CHECK(after == Approx(24).epsilon(0.05));
+  CHECK(s.recovery_ms < 1000);
 }

@@ -568,10 +568,12 @@ int main(int argc, char** argv) {
     // Role mode: the counts come from --config, and run_role() resolves the buffer with them.
     if (options.role.empty() && options.collect.empty()) options.bench.resolve();
     if (options.simulate) simulation::check_simulatable(options.bench, simulation_options(options));
-    if (options.simulate && !options.bench.fail.empty()) {
+    if (const auto failing = options.bench.fail_spec();
+        options.simulate && failing && failing->compute == 0 &&
+        (options.compare || mode_of(options.scheduler) == ns::Mode::dfs)) {
       throw netio::Error(netio::Errc::invalid_option,
-                         "--fail with --simulate: the simulator does not model a compute node's failure yet (run "
-                         "it on the sockets: without --simulate, or in role mode)");
+                         "--fail 'compute:0,...' with --simulate and DFS: the simulator does not model the DDE's node "
+                         "failing (compute node 0): fail another compute node");
     }
   } catch (const CLI::ParseError& e) {
     return exit_for_parse_error(app, e);

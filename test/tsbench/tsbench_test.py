@@ -347,6 +347,17 @@ def run_simulate(tsbench):
             fail(f"--port-sharing fifo: exit status {p.returncode}", p.stdout, p.stderr)
         if p.stdout == outputs[0]:
             fail("another seed and fifo ports gave the same output", p.stdout)
+        # --fail: compute node 1 of 4 dies at 1 s; its time-slices go to the others, none lost
+        p = subprocess.run([tsbench, "--simulate", "--scheduler", "dfs", "--inputs", "3", "--computes", "4", "-t", "2s",
+                            "--fail", "compute:1,at=1s", "--json", "--timeout", f"{TIMEOUT}s"] + SMALL,
+                           capture_output=True, text=True, timeout=TIMEOUT + 30)
+        if p.returncode != 0:
+            fail(f"--simulate --fail: exit status {p.returncode}", p.stdout, p.stderr)
+        dfs = json.loads(p.stdout)["dfs"]
+        check_summary("--simulate --fail", dfs, timeslices=None, fallback=True)
+        if dfs["lost"] != 0 or dfs["reassigned"] == 0 or dfs["failure"]["computes_failed"] != 1 \
+                or dfs["failure"]["computes_lost"] != 1:
+            fail("--simulate --fail: expected 0 lost, some reassigned, 1 failed and lost", p.stdout)
     # bad arguments: non-zero and a message that says what is wrong
     for args, expected in (([ "--port-sharing", "fifo"], "--simulate"),
                            (["--simulate", "--emulate", "none"], "in= or out="),
@@ -364,7 +375,7 @@ def run_simulate(tsbench):
                            (["--fail", "node:1,at=1s"], "only a compute node"),
                            (["--fail", "compute:1"], "no at="),
                            (["--computes", "2", "--fail", "compute:5,at=1s"], "out of range"),
-                           (["--simulate", "--fail", "compute:1,at=1s"], "--simulate")):
+                           (["--simulate", "--fail", "compute:0,at=1s"], "DDE's node")):
         p = subprocess.run([tsbench] + args, capture_output=True, text=True, timeout=30)
         if p.returncode == 0 or expected not in p.stderr:
             fail(f"{args}: exit status {p.returncode}, expected a failure naming '{expected}'", p.stdout, p.stderr)

@@ -24,6 +24,8 @@ SimulatedSystem simulated_system(const BenchConfig& bench) {
   system.duration = bench.duration;
   system.sample_period = bench.sample_period;
   system.warmup_intervals = bench.warmup_intervals;
+  if (const auto failing = bench.fail_spec())
+    system.failure = SimulatedSystem::ComputeFailure{failing->compute, failing->at};
   return system;
 }
 

@@ -230,8 +230,12 @@ void SimulatedNetwork::deliver_message(const Message& message) {
       receiver_->on_contribution(message.from, message.to - system_.inputs(), message.subject,
                                  message.bytes - contribution_header);
       break;
-    case Message::Kind::acknowledgement: receiver_->on_acknowledged(message.to, message.subject); break;
-    case Message::Kind::credit: receiver_->on_credit(message.to, message.from - system_.inputs()); break;
+    case Message::Kind::acknowledgement:
+      receiver_->on_acknowledged(message.to, message.from - system_.inputs(), message.subject);
+      break;
+    case Message::Kind::credit:
+      receiver_->on_credit(message.to, message.from - system_.inputs(), message.subject);
+      break;
     case Message::Kind::closure: {
       const auto run = closures_.take(static_cast<std::uint32_t>(message.subject));
       run();

@@ -66,6 +66,19 @@ constexpr std::uint64_t reply_bytes = 12;        // welcome, acknowledgement, cr
 constexpr std::uint64_t probe_bytes = 28;        // clock probe and echo, proposal
 constexpr std::uint64_t report_bytes = 48 + 16;  // the meta-data report and the request behind it
 
+// A contribution's Message::subject (and the lossless model's tag): time-slice t with its
+// delivery number, above 0 when reassigned from a lost compute node (reassignment.hpp).
+constexpr unsigned attempt_shift = 56;
+constexpr std::uint64_t contribution_subject(TimesliceIndex t, std::uint8_t attempt) {
+  return t | std::uint64_t{attempt} << attempt_shift;
+}
+constexpr TimesliceIndex subject_timeslice(std::uint64_t subject) {
+  return subject & ((std::uint64_t{1} << attempt_shift) - 1);
+}
+constexpr std::uint8_t subject_attempt(std::uint64_t subject) {
+  return static_cast<std::uint8_t>(subject >> attempt_shift);
+}
+
 // One direction of one connection's number at each port it crosses (SharedPort numbers its
 // connections densely): at the sender's out-port, the core and the receiver's in-port.
 struct Flows {
@@ -107,7 +120,9 @@ struct Message {
   std::uint32_t to = 0;
   Flows flows;
   std::uint64_t bytes = 0;
-  // contribution, acknowledgement: the time-slice; closure: its index in the closures' pool
+  // contribution: the time-slice, and its delivery number (attempt) in the top 8 bits
+  // (contribution_subject()); acknowledgement, credit: the time-slice; closure: its index in
+  // the closures' pool
   std::uint64_t subject = 0;
 };
 
@@ -133,9 +148,11 @@ struct Port {
 // due timers firing. (The other messages run the closure they were sent with.)
 class NetworkReceiver {
  public:
-  virtual void on_contribution(InputIndex i, ComputeIndex c, TimesliceIndex t, std::uint64_t bytes) = 0;
-  virtual void on_acknowledged(InputIndex i, TimesliceIndex t) = 0;
-  virtual void on_credit(InputIndex i, ComputeIndex c) = 0;
+  // subject: the time-slice and its delivery number (contribution_subject()).
+  virtual void on_contribution(InputIndex i, ComputeIndex c, std::uint64_t subject, std::uint64_t bytes) = 0;
+  virtual void on_acknowledged(InputIndex i, ComputeIndex c, TimesliceIndex t) = 0;
+  // c returns i's credit for t (Message::subject).
+  virtual void on_credit(InputIndex i, ComputeIndex c, TimesliceIndex t) = 0;
   virtual void on_due(InputIndex i) = 0;
 
  protected:

@@ -25,7 +25,8 @@ SimulatedNodes::SimulatedNodes(const SimulatedSystem& system, ns::Mode mode, con
       network_(network),
       recorder_(recorder),
       config_(system.scheduler),
-      credits_(ns::credits_per_input(system.buffer_bytes, system.inputs(), system.contribution_bytes)) {
+      credits_(ns::credits_per_input(system.buffer_bytes, system.inputs(), system.contribution_bytes)),
+      faults_(system.failure.has_value()) {
   // Clocks: one draw of offset and drift per node, from the spec's seed.
   emulated::Xoshiro256 clocks(system_.nodes[0].seed ^ 0x636c6f636b73ULL);  // "clocks"
   auto draw_clock = [&] {
@@ -63,6 +64,18 @@ std::uint64_t SimulatedNodes::handed_over() const {
 void SimulatedNodes::finish(SimulationResult& result) {
   for (const auto& c : computes_) recorder_.peak(c.peak_held_bytes);
   recorder_.finish(result, dde_ ? std::optional{dde_->fallback().stats()} : std::nullopt);
+  auto& records = result.records;
+  if (limit_set_) records.expected_timeslices = limit_;
+  if (failed_at_) {
+    records.failed_at = *failed_at_;
+    records.computes_failed = 1;
+  }
+  for (const auto& in : inputs_) {
+    records.contributions_reassigned += in.reassigned;
+    std::uint32_t lost = 0;
+    for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) lost += in.node.lost(c) ? 1 : 0;
+    records.computes_lost = std::max(records.computes_lost, lost);
+  }
 }
 
 void SimulatedNodes::start() {
@@ -89,12 +102,14 @@ void SimulatedNodes::start() {
     }
   }
   network_.at(Time{system_.sample_period}, [this] { sample_fill(); });
+  if (const auto& failure = system_.failure) network_.at(Time{failure->at}, [this, c = failure->compute] { fail(c); });
 }
 
 void SimulatedNodes::drive(ns::InputIndex i) {
   using What = ns::InputNode::Next::What;
   auto& in = inputs_[i];
   bool posted = false;
+  if (faults_) send_reassigned(i);
   for (;;) {
     const Time local = in.clock.local(network_.now());
     const auto next = in.node.next(local);
@@ -102,27 +117,124 @@ void SimulatedNodes::drive(ns::InputIndex i) {
       arm(i, next.due);
       break;
     }
-    if (next.what == What::skip) reject("simulation: a compute node was lost, which the model never does");
-    if (next.what != What::send) break;   // a credit, an acknowledgement or an assignment calls again
+    if (next.what != What::send && next.what != What::skip)
+      break;                              // a credit, an acknowledgement or an assignment calls again
     if (next.timeslice >= limit_) break;  // not pushed: the run ends below it
-    in.node.on_sent(next.timeslice, local);
+    if (next.what == What::skip) {
+      // A lost node's time-slice goes to another (send_reassigned()); as the pattern's
+      // bounded queue, a few wait at most (a credit calls again).
+      if (in.to_reassign.size() >= 2 * std::size_t{system_.computes()}) break;
+      in.to_reassign.emplace(next.timeslice, Retained{next.compute, next.compute, 0});
+      if (auto done = in.node.on_skipped(next.timeslice, local)) report(i, *done);
+    } else {
+      in.node.on_sent(next.timeslice, local);
+      if (faults_) in.retained.emplace(next.timeslice, Retained{next.compute, next.compute, 0});
+      note_plan(in, next.timeslice);
+      posted = send_contribution(i, next.compute, next.timeslice, 0) || posted;
+    }
     if (const auto sample = in.node.take_clock_sample()) send_clock_sample(i, *sample);
     if (const auto load = in.node.take_load_report()) send_load_report(i, *load);
-    note_plan(in, next.timeslice);
-    if (options_.network == NetworkModel::lossless) {
-      network_.post(i, next.compute, system_.contribution_bytes, next.timeslice);
-      posted = true;
-    } else {
-      const auto c = next.compute;
-      const auto t = next.timeslice;
-      Message message;
-      message.kind = Message::Kind::contribution;
-      message.subject = t;
-      network_.transmit(network_.data(i, c), i, system_.inputs() + c, contribution_header + system_.contribution_bytes,
-                        true, message);
-    }
+    if (next.what == What::skip) send_reassigned(i);
   }
   if (posted) network_.network_changed();
+}
+
+bool SimulatedNodes::send_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t,
+                                       std::uint8_t attempt) {
+  const auto subject = contribution_subject(t, attempt);
+  if (options_.network == NetworkModel::lossless) {
+    network_.post(i, c, system_.contribution_bytes, subject);
+    return true;
+  }
+  Message message;
+  message.kind = Message::Kind::contribution;
+  message.subject = subject;
+  network_.transmit(network_.data(i, c), i, system_.inputs() + c, contribution_header + system_.contribution_bytes,
+                    true, message);
+  return false;
+}
+
+void SimulatedNodes::send_reply(ns::ComputeIndex c, ns::InputIndex i, Message::Kind kind, ns::TimesliceIndex t) {
+  Message reply;
+  reply.kind = kind;
+  reply.subject = t;
+  network_.transmit(network_.reply(c, i), system_.inputs() + c, i, reply_bytes, false, reply);
+}
+
+void SimulatedNodes::fail(ns::ComputeIndex c) {
+  computes_[c].dead = true;
+  failed_at_ = network_.now();
+  for (ns::InputIndex i = 0; i < system_.inputs(); ++i) lose(i, c);
+  for (ns::InputIndex i = 0; i < system_.inputs(); ++i) drive(i);
+  check_done();
+}
+
+void SimulatedNodes::lose(ns::InputIndex i, ns::ComputeIndex c) {
+  // As TimesliceSender::State::lose() and reassign_from(): the engine counts what c owed as
+  // acknowledged; every other node hears which of c's time-slices this input knows built
+  // there (on the data connection, before any reassigned contribution); what c holds of this
+  // input's, and did not credit, waits to go elsewhere.
+  auto& in = inputs_[i];
+  if (in.node.lost(c)) return;
+  for (const auto& done : in.node.on_compute_lost(c, in.clock.local(network_.now()))) report(i, done);
+  const std::vector<ns::TimesliceIndex> built(in.recently_built[c].begin(), in.recently_built[c].end());
+  for (ns::ComputeIndex d = 0; d < system_.computes(); ++d) {
+    if (d == c || computes_[d].dead) continue;
+    network_.transmit(network_.data(i, d), i, system_.inputs() + d, reply_bytes + 8 * built.size(), true,
+                      [this, d, built] { on_lost_compute(d, built); });
+  }
+  for (auto it = in.retained.begin(); it != in.retained.end();) {
+    if (it->second.compute != c) {
+      ++it;
+      continue;
+    }
+    in.to_reassign.insert_or_assign(it->first, it->second);
+    it = in.retained.erase(it);
+  }
+  in.reassigned_out[c] = 0;
+}
+
+void SimulatedNodes::send_reassigned(ns::InputIndex i) {
+  // As TimesliceSender::State::send_reassigned(): each to the node reroute() names, in index
+  // order, as far as that node's window (its credits) allows.
+  auto& in = inputs_[i];
+  if (in.to_reassign.empty()) return;
+  std::vector<bool> lost(system_.computes());
+  for (ns::ComputeIndex d = 0; d < system_.computes(); ++d) lost[d] = in.node.lost(d);
+  std::vector<bool> blocked(system_.computes(), false);
+  bool posted = false;
+  for (auto it = in.to_reassign.begin(); it != in.to_reassign.end();) {
+    const auto t = it->first;
+    const auto where = ns::reroute(t, it->second.own, lost);
+    if (!where) reject(fmt::format("simulation: input {} lost every compute node", i));
+    const auto target = where->compute;
+    if (blocked[target] || in.reassigned_out[target] >= in.node.granted(target)) {
+      blocked[target] = true;  // later ones to it wait too: index order
+      ++it;
+      continue;
+    }
+    ++in.reassigned_out[target];
+    ++in.reassigned;
+    in.retained.insert_or_assign(t, Retained{it->second.own, target, where->attempt});
+    posted = send_contribution(i, target, t, where->attempt) || posted;
+    it = in.to_reassign.erase(it);
+  }
+  if (posted) network_.network_changed();
+}
+
+void SimulatedNodes::on_lost_compute(ns::ComputeIndex c, const std::vector<ns::TimesliceIndex>& built) {
+  // As TimesliceReceiver::State::on_lost_compute(): what the lost node built is not built here.
+  auto& compute = computes_[c];
+  if (compute.dead) return;
+  for (const auto t : built) {
+    const auto owed = compute.node.on_built_elsewhere(t);
+    if (owed.empty()) continue;
+    if (const auto it = compute.reassigned_held.find(t); it != compute.reassigned_held.end()) {
+      compute.held_bytes -= it->second.bytes;
+      compute.reassigned_held.erase(it);
+    }
+    for (const ns::InputIndex i : owed) send_reply(c, i, Message::Kind::credit, t);
+  }
 }
 
 void SimulatedNodes::arm(ns::InputIndex i, Time due) {
@@ -166,14 +278,32 @@ void SimulatedNodes::report(ns::InputIndex i, const ns::IntervalCompletion& done
   }
 }
 
-void SimulatedNodes::on_acknowledged(ns::InputIndex i, ns::TimesliceIndex t) {
+void SimulatedNodes::on_acknowledged(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t) {
+  if (computes_[c].dead) return;  // its connection is gone
   auto& in = inputs_[i];
   if (auto done = in.node.on_acknowledged(t, in.clock.local(network_.now()))) report(i, *done);
   drive(i);
 }
 
-void SimulatedNodes::on_credit(ns::InputIndex i, ns::ComputeIndex c) {
-  inputs_[i].node.on_credit(c);
+void SimulatedNodes::on_credit(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t) {
+  if (computes_[c].dead) return;  // its connection is gone
+  auto& in = inputs_[i];
+  bool reassigned = false;
+  if (faults_) {
+    // As TimesliceSender::State::release(): c built t (or gave it up), the copy goes.
+    const auto it = in.retained.find(t);
+    if (it == in.retained.end() || it->second.compute != c) {
+      reject(fmt::format("simulation: compute node {} credited input {} for time-slice {}, not outstanding there", c, i,
+                         t));
+    }
+    reassigned = it->second.attempt > 0;
+    in.retained.erase(it);
+    if (reassigned) --in.reassigned_out[c];
+    auto& built = in.recently_built[c];
+    built.push_back(t);
+    while (built.size() > 2 * std::size_t{std::max(in.node.granted(c), 1u)}) built.pop_front();
+  }
+  if (!reassigned) in.node.on_credit(c);  // a reassigned one is outside the credits
   drive(i);
   check_done();
 }
@@ -189,8 +319,9 @@ void SimulatedNodes::send_clock_sample(ns::InputIndex i, const ns::ClockProbe& s
   network_.transmit(network_.control(i), i, system_.inputs(), probe_bytes, true,
                     [this, sample] { dde_->on_clock_sample(sample, computes_.front().clock.local(network_.now())); });
   if (replica_) {
-    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, probe_bytes, true,
-                      [this, sample] { replica_->on_clock_sample(sample, computes_[1].clock.local(network_.now())); });
+    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, probe_bytes, true, [this, sample] {
+      if (!computes_[1].dead) replica_->on_clock_sample(sample, computes_[1].clock.local(network_.now()));
+    });
   }
 }
 
@@ -208,28 +339,41 @@ void SimulatedNodes::send_clock_probe(ns::InputIndex i, std::uint32_t sequence, 
   });
 }
 
-void SimulatedNodes::on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t, std::uint64_t bytes) {
+void SimulatedNodes::on_contribution(ns::InputIndex i, ns::ComputeIndex c, std::uint64_t subject, std::uint64_t bytes) {
   auto& compute = computes_[c];
-  const auto arrival = compute.node.on_contribution(i, t, compute.clock.local(network_.now()));
+  if (compute.dead) return;  // its connection is gone
+  const auto t = subject_timeslice(subject);
+  const auto attempt = subject_attempt(subject);
+  const Time local = compute.clock.local(network_.now());
+  // A reassigned one (attempt > 0) is not acknowledged: the input's DFS engine counted it as skipped.
+  const bool acknowledge = mode_ == ns::Mode::dfs && attempt == 0;
+  const auto arrival =
+      attempt > 0 ? compute.node.on_reassigned(i, t, attempt, local) : compute.node.on_contribution(i, t, local);
+  if (arrival == ns::ComputeNode::Arrival::late) {  // built elsewhere or given up: the credit goes back at once
+    if (acknowledge) send_reply(c, i, Message::Kind::acknowledgement, t);
+    send_reply(c, i, Message::Kind::credit, t);
+    return;
+  }
   if (arrival != ns::ComputeNode::Arrival::accepted && arrival != ns::ComputeNode::Arrival::completes) {
     reject(fmt::format("simulation: compute node {} refused input {}'s contribution to time-slice {}", c, i, t));
   }
-  if (compute.held.empty()) compute.held_base = t;
-  const std::uint64_t k = t - compute.held_base;
-  if (k >= compute.held.size()) compute.held.resize(k + 1);
-  auto& held = compute.held[k];
+  Held* slot = nullptr;
+  if (attempt > 0) {
+    slot = &compute.reassigned_held[t];
+  } else {
+    if (compute.held.empty()) compute.held_base = t;
+    const std::uint64_t k = t - compute.held_base;
+    if (k >= compute.held.size()) compute.held.resize(k + 1);
+    slot = &compute.held[k];
+  }
+  auto& held = *slot;
   held.present = true;
   if (held.bytes == 0) held.first = network_.now();
   held.last = network_.now();
   held.bytes += bytes;
   compute.held_bytes += bytes;
   compute.peak_held_bytes = std::max(compute.peak_held_bytes, compute.held_bytes);
-  if (mode_ == ns::Mode::dfs) {
-    Message ack;
-    ack.kind = Message::Kind::acknowledgement;
-    ack.subject = t;
-    network_.transmit(network_.reply(c, i), system_.inputs() + c, i, reply_bytes, false, ack);
-  }
+  if (acknowledge) send_reply(c, i, Message::Kind::acknowledgement, t);
   deliver(c);
 }
 
@@ -237,7 +381,20 @@ void SimulatedNodes::deliver(ns::ComputeIndex c) {
   auto& compute = computes_[c];
   while (const auto ready = compute.node.next_ready(compute.clock.local(network_.now()), Duration{0})) {
     const auto t = ready->timeslice;
-    Held& held = compute.held[t - compute.held_base];  // complete: present
+    Held held;  // complete: present
+    if (ready->attempt > 0) {
+      const auto it = compute.reassigned_held.find(t);
+      held = it->second;
+      compute.reassigned_held.erase(it);
+    } else {
+      Held& own = compute.held[t - compute.held_base];
+      held = own;
+      own = Held{};
+      while (!compute.held.empty() && !compute.held.front().present) {
+        compute.held.pop_front();
+        ++compute.held_base;
+      }
+    }
     TimesliceRecord r;
     r.timeslice = t;
     r.compute = c;
@@ -246,19 +403,11 @@ void SimulatedNodes::deliver(ns::ComputeIndex c) {
     r.last_arrival = held.last;
     r.handed_over = network_.now();
     r.bytes = held.bytes;
+    r.attempt = ready->attempt;
     recorder_.timeslice(r);
     compute.held_bytes -= held.bytes;
-    held = Held{};
-    while (!compute.held.empty() && !compute.held.front().present) {
-      compute.held.pop_front();
-      ++compute.held_base;
-    }
     ++compute.handed_over;
-    for (const ns::InputIndex i : compute.node.release(t)) {
-      Message credit;
-      credit.kind = Message::Kind::credit;
-      network_.transmit(network_.reply(c, i), system_.inputs() + c, i, reply_bytes, false, credit);
-    }
+    for (const ns::InputIndex i : compute.node.release(t)) send_reply(c, i, Message::Kind::credit, t);
   }
   check_done();
 }
@@ -270,6 +419,7 @@ void SimulatedNodes::on_report(const ns::IntervalCompletion& done) {
 }
 
 void SimulatedNodes::on_replica_report(const ns::IntervalCompletion& done) {
+  if (computes_[1].dead) return;  // the replica's node failed
   const Time local = computes_[1].clock.local(network_.now());
   auto proposals = replica_->on_report(done.report, local);
   for (auto& p : replica_->on_request(done.request)) proposals.push_back(p);
@@ -294,8 +444,9 @@ void SimulatedNodes::send_load_report(ns::InputIndex i, const ns::LoadReport& re
   network_.transmit(network_.control(i), i, system_.inputs(), bytes, true,
                     [this, report] { send_assignments(assigner_->on_report(report)); });
   if (assigner_replica_) {
-    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, bytes, true,
-                      [this, report] { compare_assignments(assigner_replica_->on_report(report)); });
+    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, bytes, true, [this, report] {
+      if (!computes_[1].dead) compare_assignments(assigner_replica_->on_report(report));
+    });
   }
 }
 
@@ -321,7 +472,9 @@ void SimulatedNodes::compare_assignments(const std::vector<ns::IntervalAssignmen
 
 void SimulatedNodes::sample_fill() {
   if (done_) return;
-  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) recorder_.fill(network_.now(), c, computes_[c].held_bytes);
+  for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
+    if (!computes_[c].dead) recorder_.fill(network_.now(), c, computes_[c].held_bytes);
+  }
   network_.at(network_.now() + system_.sample_period, [this] { sample_fill(); });
 }
 
@@ -341,7 +494,10 @@ void SimulatedNodes::check_done() {
   if (!limit_set_ || done_) return;
   if (handed_over() < limit_) return;
   for (const auto& in : inputs_) {
+    // With a failure: every time-slice below the end sent or rerouted, and every copy credited.
+    if (faults_ && (in.node.sent_count() < limit_ || !in.retained.empty() || !in.to_reassign.empty())) return;
     for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
+      if (in.node.lost(c)) continue;
       if (in.node.available(c) != in.node.granted(c)) return;
     }
   }

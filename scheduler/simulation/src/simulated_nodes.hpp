@@ -4,6 +4,9 @@
 // clock, driven exactly as the scheduled-push pattern drives them (TimesliceSender::drive,
 // TimesliceReceiver::deliver, DdeService). They send through the network (SimulatedNetwork),
 // take what it delivers (NetworkReceiver), and tell the recorder (RunRecorder) what happened.
+// A compute node's failure (SimulatedSystem::failure) as the pattern meets it: every input
+// loses it at once and reroutes its time-slices (TimesliceSender's retention, LostCompute
+// notice and reassignment; TimesliceReceiver's handling of reassigned contributions).
 #pragma once
 
 #include "run_recorder.hpp"
@@ -14,6 +17,7 @@
 #include "netio/scheduler/control_messages.hpp"
 #include "netio/scheduler/deterministic_engine.hpp"
 #include "netio/scheduler/input_node.hpp"
+#include "netio/scheduler/reassignment.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -55,18 +59,32 @@ class SimulatedNodes final : public NetworkReceiver {
   void finish(SimulationResult& result);
 
   // NetworkReceiver
-  void on_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t, std::uint64_t bytes) override;
-  void on_acknowledged(ns::InputIndex i, ns::TimesliceIndex t) override;
-  void on_credit(ns::InputIndex i, ns::ComputeIndex c) override;
+  void on_contribution(ns::InputIndex i, ns::ComputeIndex c, std::uint64_t subject, std::uint64_t bytes) override;
+  void on_acknowledged(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t) override;
+  void on_credit(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t) override;
   void on_due(ns::InputIndex i) override { drive(i); }
 
  private:
+  // A contribution sent and not credited back yet, or waiting to be reassigned (with a failure
+  // only: TimesliceSender's retention).
+  struct Retained {
+    ns::ComputeIndex own = 0;      // the node it was assigned to
+    ns::ComputeIndex compute = 0;  // the node it was sent to (another when own was lost)
+    std::uint8_t attempt = 0;      // its delivery number there
+  };
   struct Input {
-    Input(const ns::SchedulerConfig& config, ns::InputIndex i, ns::Mode mode) : node(config, i, mode) {}
+    Input(const ns::SchedulerConfig& config, ns::InputIndex i, ns::Mode mode)
+        : node(config, i, mode), reassigned_out(config.compute_count, 0), recently_built(config.compute_count) {}
     ns::InputNode node;
     NodeClock clock;
     std::optional<emulated::DelayStream> late;  // how late its due timer fires (draws of options' timer_late)
     std::map<ns::IntervalIndex, std::optional<ns::IntervalPlan>> plans;  // started, not reported
+    // With a failure only, as TimesliceSender::State keeps them.
+    std::map<ns::TimesliceIndex, Retained> retained;
+    std::map<ns::TimesliceIndex, Retained> to_reassign;          // of the lost node, not sent elsewhere yet
+    std::vector<std::uint32_t> reassigned_out;                   // per compute node: at most its credits
+    std::vector<std::deque<ns::TimesliceIndex>> recently_built;  // per compute node: credited last
+    std::uint64_t reassigned = 0;                                // contributions sent to another node
   };
   struct Held {
     Time first{0};
@@ -82,9 +100,11 @@ class SimulatedNodes final : public NetworkReceiver {
     // Handed over in order, so the front goes first: no search, no tree.
     std::deque<Held> held;
     std::uint64_t held_base = 0;
+    std::map<ns::TimesliceIndex, Held> reassigned_held;  // a lost node's, reassigned here
     std::uint64_t held_bytes = 0;
     std::uint64_t peak_held_bytes = 0;
     std::uint64_t handed_over = 0;
+    bool dead = false;  // failed: nothing reaches it, nothing it sent arrives
   };
 
   // Input side, as TimesliceSender::State.
@@ -106,6 +126,15 @@ class SimulatedNodes final : public NetworkReceiver {
   void send_load_report(ns::InputIndex i, const ns::LoadReport& report);
   void send_assignments(const std::vector<ns::IntervalAssignment>& assignments);
   void compare_assignments(const std::vector<ns::IntervalAssignment>& assignments);
+  // The failure: compute node c dies now; input i loses it, sends what waits to be reassigned.
+  void fail(ns::ComputeIndex c);
+  void lose(ns::InputIndex i, ns::ComputeIndex c);
+  void send_reassigned(ns::InputIndex i);
+  // Returns true when posted to the lossless model (then network_changed()).
+  bool send_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t, std::uint8_t attempt);
+  // An acknowledgement or a credit for t, from c to i on their data connection.
+  void send_reply(ns::ComputeIndex c, ns::InputIndex i, Message::Kind kind, ns::TimesliceIndex t);
+  void on_lost_compute(ns::ComputeIndex c, const std::vector<ns::TimesliceIndex>& built);
   void sample_fill();
   void end_of_duration();
   void check_done();
@@ -131,6 +160,8 @@ class SimulatedNodes final : public NetworkReceiver {
   std::uint64_t limit_ = UINT64_MAX;  // inputs send the time-slices below it
   bool limit_set_ = false;
   bool done_ = false;
+  bool faults_ = false;  // a failure is modelled: the inputs retain what they sent
+  std::optional<Time> failed_at_;
 };
 
 }  // namespace netio::scheduler::simulation

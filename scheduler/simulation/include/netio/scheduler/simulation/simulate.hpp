@@ -29,7 +29,14 @@
 //     node's clock. Records (CSV) are in the model's true time;
 //   - no processing time: a complete time-slice is handed over and freed when it completes.
 //     Timers run on time unless SimulationOptions::timer_late (the inputs' due timers) and
-//     port_late (the ports' releases) say how late. No faults.
+//     port_late (the ports' releases) say how late;
+//   - a compute node's failure (SimulatedSystem::failure): at its time it is gone, and so are
+//     its connections: every input sees it lost at once (as on a socket's connection
+//     failure), nothing more reaches it and nothing it sent is delivered after. The inputs
+//     reroute its time-slices as the pattern does (reassignment.hpp: reroute(), the
+//     LostCompute notice of what they know built there, the reassigned contributions outside
+//     the credits), the others build them (ComputeNode::on_reassigned). Not modelled: the
+//     DDE's or the coordinator's node failing (compute node 0 under DFS or assignment by load).
 // Deterministic: the same options and seed give the same records.
 #pragma once
 
@@ -80,6 +87,12 @@ struct SimulatedSystem {
   ns::Duration duration = std::chrono::seconds(12);
   ns::Duration sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
   std::uint32_t warmup_intervals = 0;                         // left out of the statistics (RunRecords)
+  // A compute node that dies `at` after the run's start (netio_tsbench --fail); none: no fault.
+  struct ComputeFailure {
+    ComputeIndex compute = 0;
+    ns::Duration at{0};
+  };
+  std::optional<ComputeFailure> failure;
 
   std::uint32_t inputs() const noexcept { return scheduler.input_count; }
   std::uint32_t computes() const noexcept { return scheduler.compute_count; }
