@@ -302,7 +302,12 @@ std::string key_of(ns::Mode mode) { return mode == ns::Mode::dfs ? "dfs" : "best
 
 int finish_output(const Options& o, const std::string& title, const std::vector<NamedSummary>& runs) {
   const auto json = summary_json(runs);
-  if (!o.csv.empty()) write_text(o.csv + "/summary.json", json);
+  if (!o.csv.empty()) {
+    write_text(o.csv + "/summary.json", json);
+    auto csv = summary_csv(runs);
+    csv.pop_back();  // write_text adds the last newline
+    write_text(o.csv + "/summary.csv", csv);
+  }
   if (o.json)
     fmt::print("{}\n", json);
   else

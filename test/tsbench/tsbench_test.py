@@ -50,6 +50,10 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None):
     None when they may be (a role run's compute node 0 has them, the others not)."""
     keys = {"timeslices", "incomplete", "spread_us", "gbps", "buffer_fill_pct", "lost", "duplicates",
             "duplicates_same_attempt", "reassigned", "failure", "backpressure"}
+    if "assignment" in summary:  # assignment by load: the current one
+        keys.add("assignment")
+        if set(summary["assignment"]) != {"interval", "shares"}:
+            fail(f"{name}: assignment keys {sorted(summary['assignment'])}")
     if "fallback" in summary and fallback is not False:
         keys.add("fallback")
         if set(summary["fallback"]) != {"engaged", "best_effort_intervals"}:
@@ -347,9 +351,11 @@ def run_simulate(tsbench):
             fail(f"--port-sharing fifo: exit status {p.returncode}", p.stdout, p.stderr)
         if p.stdout == outputs[0]:
             fail("another seed and fifo ports gave the same output", p.stdout)
-        # --fail: compute node 1 of 4 dies at 1 s; its time-slices go to the others, none lost
+        # --fail: compute node 1 of 4 dies at 1 s; its time-slices go to the others, none lost; by
+        # load, the coordinator gives it no share; the figures in summary.csv as in the JSON
         p = subprocess.run([tsbench, "--simulate", "--scheduler", "dfs", "--inputs", "3", "--computes", "4", "-t", "2s",
-                            "--fail", "compute:1,at=1s", "--json", "--timeout", f"{TIMEOUT}s"] + SMALL,
+                            "--fail", "compute:1,at=1s", "--assignment", "load", "--json", "--csv", csv,
+                            "--timeout", f"{TIMEOUT}s"] + SMALL,
                            capture_output=True, text=True, timeout=TIMEOUT + 30)
         if p.returncode != 0:
             fail(f"--simulate --fail: exit status {p.returncode}", p.stdout, p.stderr)
@@ -358,6 +364,17 @@ def run_simulate(tsbench):
         if dfs["lost"] != 0 or dfs["reassigned"] == 0 or dfs["failure"]["computes_failed"] != 1 \
                 or dfs["failure"]["computes_lost"] != 1:
             fail("--simulate --fail: expected 0 lost, some reassigned, 1 failed and lost", p.stdout)
+        shares = dfs["assignment"]["shares"]
+        if len(shares) != 4 or shares[1] != 0 or sum(shares) != 40:
+            fail(f"--simulate --fail --assignment load: current shares {shares}, expected 0 for node 1, 40 in all")
+        with open(os.path.join(csv, "summary.csv")) as f:
+            rows = [line.rstrip("\n").split(",") for line in f]
+        row = dict(zip(rows[0], rows[1]))
+        if len(rows) != 2 or row["scheduler"] != "dfs" or int(row["lost"]) != 0 \
+                or int(row["reassigned"]) != dfs["reassigned"] or int(row["duplicates"]) != dfs["duplicates"] \
+                or int(row["pushes_blocked"]) != 0 or float(row["push_blocked_s"]) != 0 \
+                or row["assigned_shares"] != ";".join(map(str, shares)):
+            fail(f"summary.csv differs from the JSON: {rows}", p.stdout)
     # bad arguments: non-zero and a message that says what is wrong
     for args, expected in (([ "--port-sharing", "fifo"], "--simulate"),
                            (["--simulate", "--emulate", "none"], "in= or out="),

@@ -157,6 +157,10 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
     all.peak_fill_percent = std::max(all.peak_fill_percent, r.peak_fill_percent);
     all.corrupt += r.corrupt;
     if (r.fallback) all.fallback = r.fallback;  // the DDE's, on compute node 0
+    // Assignment by load: the current assignment, the latest any coordinator decided.
+    if (!r.assignments.empty() &&
+        (all.assignments.empty() || all.assignments.back().interval < r.assignments.back().interval))
+      all.assignments = r.assignments;
     all.buffer_bytes = r.buffer_bytes;
     all.timeslices_per_interval = r.timeslices_per_interval;
     all.warmup_intervals = r.warmup_intervals;

@@ -102,6 +102,7 @@ RunSummary summarize(const RunRecords& records, ClockBasis basis) {
   s.computes_lost = records.computes_lost;
   s.pushes_blocked = records.pushes_blocked;
   s.push_blocked_s = static_cast<double>(records.push_blocked.count()) / 1e9;
+  if (!records.assignments.empty()) s.assignment = records.assignments.back();
   struct Span {
     ns::Time begin = ns::Time::max();
     ns::Time end = ns::Time::min();

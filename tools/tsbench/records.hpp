@@ -59,6 +59,9 @@ struct RunSummary {
   std::uint32_t computes_lost = 0;
   std::uint64_t pushes_blocked = 0;
   double push_blocked_s = 0;
+  // Assignment by load: the current assignment (the last interval the coordinator decided,
+  // and its shares per compute node: a lost node's 0); none under the fixed assignment.
+  std::optional<ns::IntervalAssignment> assignment;
 };
 
 // The fraction of the capacity a run must be back to after losing one of M compute nodes.

@@ -4,6 +4,7 @@
 #include "common/json_writer.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <filesystem>
@@ -89,6 +90,10 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
       fmt::print(out, "{}: the inputs waited {:.3f} s in push() (every compute node full), {} pushes\n", name,
                  s.push_blocked_s, s.pushes_blocked);
     }
+    if (s.assignment) {
+      fmt::print(out, "{}: the current assignment (interval {}): shares {} (compute node 0 first)\n", name,
+                 s.assignment->interval, fmt::join(s.assignment->shares, " "));
+    }
     if (s.fallback && s.fallback->engaged > 0) {
       fmt::print(out, "{}: pacing lost to best-effort {} time(s); the DDE ran {} interval(s) best-effort\n", name,
                  s.fallback->engaged, s.fallback->best_effort_intervals);
@@ -134,6 +139,11 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
     json.key("backpressure").begin_object();
     json.field("pushes_blocked", s.pushes_blocked).field("push_blocked_s", s.push_blocked_s);
     json.end_object();
+    if (s.assignment) {
+      json.key("assignment").begin_object().field("interval", s.assignment->interval).key("shares").begin_array();
+      for (const auto share : s.assignment->shares) json.value(share);
+      json.end_array().end_object();
+    }
     if (s.fallback) {
       json.key("fallback").begin_object();
       json.field("engaged", s.fallback->engaged).field("best_effort_intervals", s.fallback->best_effort_intervals);
@@ -146,6 +156,23 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
   }
   json.end_object();
   return json.str();
+}
+
+std::string summary_csv(const std::vector<NamedSummary>& runs) {
+  std::string csv =
+      "scheduler,timeslices,incomplete,gbps,lost,duplicates,duplicates_same_attempt,reassigned,"
+      "contributions_reassigned,computes_failed,computes_lost,recovery_ms,pushes_blocked,push_blocked_s,"
+      "assigned_interval,assigned_shares\n";
+  for (const auto& [name, s] : runs) {
+    const auto number = [](double value) { return std::isnan(value) ? std::string() : fmt::format("{:.6g}", value); };
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, s.timeslices, s.incomplete,
+                       number(measured(s, s.gbps)), s.lost, s.duplicates, s.same_attempt, s.reassigned,
+                       s.contributions_reassigned, s.computes_failed, s.computes_lost,
+                       number(s.computes_failed > 0 ? s.recovery_ms : std::nan("")), s.pushes_blocked,
+                       number(s.push_blocked_s), s.assignment ? std::to_string(s.assignment->interval) : std::string(),
+                       s.assignment ? fmt::format("{}", fmt::join(s.assignment->shares, ";")) : std::string());
+  }
+  return csv;
 }
 
 void write_csv(const std::string& dir, const RunRecords& records) {

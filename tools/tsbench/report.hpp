@@ -36,6 +36,11 @@ inline constexpr const char* timeslices_csv_header =
     "timeslice,compute,complete,first_arrival_us,last_arrival_us,spread_us,handed_over_us,bytes,attempt";
 std::string timeslice_csv_row(const TimesliceRecord& t);
 
+// DIR/summary.csv: a header and a line per scheduler, the summary's figures (the JSON's
+// keys, flat): the time-slices, Gb/s, the losses, the reassignment, the back-pressure and
+// (assignment by load) the current assignment's shares, ';' between compute nodes.
+std::string summary_csv(const std::vector<NamedSummary>& runs);
+
 // DIR/timeslices.csv, intervals.csv, buffer_fill.csv, bandwidth.csv. Creates DIR. Throws
 // std::runtime_error naming a file it cannot write.
 void write_csv(const std::string& dir, const RunRecords& records);
