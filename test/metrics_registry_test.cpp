@@ -75,6 +75,55 @@ TEST_CASE("metrics: InfluxDB lines escape tags, leave out empty ones and skip va
         "netio_y,tag=line\\ break value=0.25 1700000000000000000\n");
 }
 
+TEST_CASE("metrics: a summary is one family of _sum and _count samples", "[metrics]") {
+  const std::vector<Metric> metrics = {
+      {"netio_late_seconds_sum", MetricType::summary, "Late", {{"input", "0"}}, 0.25},
+      {"netio_late_seconds_count", MetricType::summary, "Late", {{"input", "0"}}, 10},
+      {"netio_late_seconds_sum", MetricType::summary, "Late", {{"input", "1"}}, 0.5},
+      {"netio_late_seconds_count", MetricType::summary, "Late", {{"input", "1"}}, 20},
+  };
+  CHECK(netio::to_prometheus_text(metrics) ==
+        "# HELP netio_late_seconds Late\n"
+        "# TYPE netio_late_seconds summary\n"
+        "netio_late_seconds_count{input=\"0\"} 10\n"
+        "netio_late_seconds_count{input=\"1\"} 20\n"
+        "netio_late_seconds_sum{input=\"0\"} 0.25\n"
+        "netio_late_seconds_sum{input=\"1\"} 0.5\n");
+}
+
+TEST_CASE("metrics: kept totals outlive their collector, folded by series; gauges go", "[metrics]") {
+  MetricsRegistry registry;
+  auto socket = [](double messages, double held) {
+    return [messages, held](std::vector<Metric>& out) {
+      out.push_back({"netio_messages_total", MetricType::counter, "", {{"endpoint", "e"}}, messages});
+      out.push_back({"netio_held_bytes", MetricType::gauge, "", {{"endpoint", "e"}}, held});
+    };
+  };
+  auto before = registry.add(socket(1, 100));
+  before.reset();
+  CHECK(registry.collect().empty());  // off by default: a removed socket's series go with it
+
+  registry.keep_removed_totals();
+  auto first = registry.add(socket(10, 100));
+  auto second = registry.add(socket(5, 50));
+  first.reset();
+  auto metrics = registry.collect();
+  CHECK(metrics.size() == 3);  // the second's two, the first's counter
+  second.reset();
+  auto third = registry.add(socket(2, 20));
+  metrics = registry.collect();
+  // The live socket's, and the two removed ones' totals as one series.
+  CHECK(netio::to_prometheus_text(metrics) ==
+        "# TYPE netio_held_bytes gauge\n"
+        "netio_held_bytes{endpoint=\"e\"} 20\n"
+        "# TYPE netio_messages_total counter\n"
+        "netio_messages_total{endpoint=\"e\"} 17\n");
+  third.reset();
+  metrics = registry.collect();
+  REQUIRE(metrics.size() == 1);
+  CHECK(metrics[0].value == 17);
+}
+
 TEST_CASE("metrics: a collector is called until its registration goes, and never after", "[metrics]") {
   MetricsRegistry registry;
   std::atomic<int> calls{0};

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <numeric>
 #include <set>
 
 using namespace netio;
@@ -78,6 +79,10 @@ TEST_CASE("Assignment by load: every time-slice of a 3x3 system built once, in o
     CHECK(stats.load_reports >= 3 * 28);
     CHECK(stats.assignments_sent >= 3 * 20);
     CHECK(stats.bad_messages == 0);
+    // The latest decision, as netio_dde_assignment_share and _interval show it.
+    CHECK(stats.assignment == ns::Assignment::load);
+    CHECK(stats.assigned_interval >= 20);
+    CHECK(std::accumulate(stats.shares.begin(), stats.shares.end(), std::uint64_t{0}) == 12);
   }
 }
 

@@ -7,7 +7,9 @@
 
 #include "netio/log.hpp"
 
+#include <algorithm>
 #include <exception>
+#include <map>
 #include <mutex>
 
 namespace netio {
@@ -17,9 +19,43 @@ struct MetricsRegistry::Registration::Entry {
   Collector collector;
 };
 
+namespace {
+
+// Calls `collector`, appending to `out`; what a throwing one appended is taken back (logged).
+void call(const MetricsRegistry::Collector& collector, std::vector<Metric>& out) noexcept {
+  const std::size_t before = out.size();
+  try {
+    collector(out);
+  } catch (const std::exception& e) {
+    out.resize(before);
+    log(LogLevel::warn, "metrics: a collector threw, its samples are left out: {}", e.what());
+  } catch (...) {
+    out.resize(before);
+    log(LogLevel::warn, "metrics: a collector threw, its samples are left out");
+  }
+}
+
+}  // namespace
+
 struct MetricsRegistry::Registration::State {
+  using Key = std::pair<std::string, std::vector<std::pair<std::string, std::string>>>;  // name, sorted labels
+
   mutable std::mutex mutex;
   std::vector<std::shared_ptr<Entry>> entries;
+  bool keep_removed = false;
+  std::map<Key, Metric> kept;  // the totals of removed collectors, folded by series
+
+  // A removed collector's last samples: counters and summaries added to what is kept.
+  void keep(std::vector<Metric> last) {
+    std::lock_guard lock(mutex);
+    for (Metric& m : last) {
+      if (m.type == MetricType::gauge) continue;
+      auto labels = m.labels;
+      std::sort(labels.begin(), labels.end());
+      auto [it, fresh] = kept.try_emplace(Key{m.name, std::move(labels)}, m);
+      if (!fresh) it->second.value += m.value;
+    }
+  }
 };
 
 MetricsRegistry::Registration::Registration(std::shared_ptr<State> state, std::shared_ptr<Entry> entry) noexcept
@@ -40,12 +76,20 @@ void MetricsRegistry::Registration::reset() noexcept {
     std::lock_guard lock(state_->mutex);
     std::erase(state_->entries, entry_);
   }
+  bool keep = false;
+  {
+    std::lock_guard lock(state_->mutex);
+    keep = state_->keep_removed;
+  }
   Collector gone;  // destroyed after the entry's lock is released
+  std::vector<Metric> last;
   {
     std::lock_guard lock(entry_->mutex);  // waits for a call in progress
     gone = std::move(entry_->collector);
     entry_->collector = nullptr;
+    if (keep && gone) call(gone, last);  // what it reads is still alive: its owner removes it first
   }
+  if (!last.empty()) state_->keep(std::move(last));
   entry_.reset();
   state_.reset();
 }
@@ -72,18 +116,16 @@ std::vector<Metric> MetricsRegistry::collect() const {
   for (const auto& entry : entries) {
     std::lock_guard lock(entry->mutex);
     if (!entry->collector) continue;  // removed since the copy
-    const std::size_t before = out.size();
-    try {
-      entry->collector(out);
-    } catch (const std::exception& e) {
-      out.resize(before);
-      log(LogLevel::warn, "metrics: a collector threw, its samples are left out: {}", e.what());
-    } catch (...) {
-      out.resize(before);
-      log(LogLevel::warn, "metrics: a collector threw, its samples are left out");
-    }
+    call(entry->collector, out);
   }
+  std::lock_guard lock(state_->mutex);
+  for (const auto& [key, metric] : state_->kept) out.push_back(metric);
   return out;
+}
+
+void MetricsRegistry::keep_removed_totals() {
+  std::lock_guard lock(state_->mutex);
+  state_->keep_removed = true;
 }
 
 std::size_t MetricsRegistry::collectors() const {

@@ -3,12 +3,15 @@
 
 #include "netio/context.hpp"
 
+#include <chrono>
+#include <initializer_list>
+#include <string_view>
 #include <utility>
 
 namespace netio::scheduled_push::detail {
 namespace {
 
-// Appends samples with the same labels.
+// Appends samples with the same labels: one line per field of a stats struct.
 struct Samples {
   std::vector<Metric>& out;
   std::vector<std::pair<std::string, std::string>> labels;
@@ -17,6 +20,32 @@ struct Samples {
   }
   void gauge(const char* name, const char* help, std::uint64_t value) {
     out.push_back({name, MetricType::gauge, help, labels, double(value)});
+  }
+  // A time spent in all, as a counter in seconds (name ending in _seconds_total).
+  void seconds_total(const char* name, const char* help, std::chrono::nanoseconds total) {
+    out.push_back({name, MetricType::counter, help, labels, std::chrono::duration<double>(total).count()});
+  }
+  // A duration as a summary in seconds: <name>_sum (the total) and <name>_count (how many).
+  void summary(const std::string& name, const char* help, std::chrono::nanoseconds sum, std::uint64_t count) {
+    out.push_back({name + "_sum", MetricType::summary, help, labels, std::chrono::duration<double>(sum).count()});
+    out.push_back({name + "_count", MetricType::summary, help, labels, double(count)});
+  }
+  // One series per compute node, labelled compute=C (node= is netio_tsbench's rank of the process).
+  void per_compute(const char* name, const char* help, const std::vector<std::uint32_t>& values) {
+    for (std::size_t c = 0; c < values.size(); ++c) {
+      auto with_compute = labels;
+      with_compute.emplace_back("compute", std::to_string(c));
+      out.push_back({name, MetricType::gauge, help, std::move(with_compute), double(values[c])});
+    }
+  }
+  // A state set: one series per state, 1 for the current one (Prometheus' enum idiom).
+  void state(const char* name, const char* help, const char* label, std::initializer_list<std::string_view> states,
+             std::string_view current) {
+    for (const std::string_view state : states) {
+      auto with_state = labels;
+      with_state.emplace_back(label, std::string(state));
+      out.push_back({name, MetricType::gauge, help, std::move(with_state), state == current ? 1.0 : 0.0});
+    }
   }
 };
 
@@ -40,6 +69,8 @@ MetricsRegistry::Registration add_sender_metrics(Context& context, std::uint32_t
     add.counter("netio_timeslice_sender_proposals_taken_total", "DFS proposals this input followed", s.proposals_taken);
     add.gauge("netio_timeslice_sender_computes_lost", "Compute nodes lost", s.computes_lost);
     add.gauge("netio_timeslice_sender_ddes_lost", "DDE replicas lost", s.ddes_lost);
+    add.summary("netio_timeslice_sender_lateness_seconds",
+                "DFS: how late paced contributions went after their due time", s.paced_lateness, s.paced_sent);
   });
 }
 
@@ -76,6 +107,18 @@ MetricsRegistry::Registration add_dde_metrics(Context& context, std::string endp
     add.counter("netio_dde_clock_samples_total", "Interval-start clock samples taken", s.clock_samples);
     add.counter("netio_dde_fallbacks_total", "Times pacing lost and the DDE switched to best-effort", s.fallbacks);
     add.counter("netio_dde_best_effort_intervals_total", "Intervals proposed best-effort", s.best_effort_intervals);
+    add.gauge("netio_dde_fallback_active", "1 while the safety net runs the intervals best-effort", s.fallback_active);
+    add.counter("netio_dde_load_reports_total", "Assignment by load: the inputs' load reports taken", s.load_reports);
+    add.counter("netio_dde_assignments_sent_total", "Assignment by load: interval assignments sent to inputs",
+                s.assignments_sent);
+    add.counter("netio_dde_assignments_dropped_total",
+                "Assignment by load: interval assignments dropped (reply window full, input gone)",
+                s.assignments_dropped);
+    add.state("netio_dde_assignment_mode", "How time-slices are assigned to compute nodes (1: the mode in force)",
+              "mode", {"fixed", "load"}, scheduler::to_string(s.assignment));
+    add.gauge("netio_dde_assignment_interval", "The latest interval whose assignment was decided", s.assigned_interval);
+    add.per_compute("netio_dde_assignment_share", "Time-slices per interval a compute node builds (latest decision)",
+                    s.shares);
   });
 }
 

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace netio::scheduled_push {
 
@@ -46,11 +47,17 @@ struct DdeServiceStats {
   /// and this DDE switched to best-effort, and how many intervals it proposed best-effort.
   std::uint64_t fallbacks = 0;
   std::uint64_t best_effort_intervals = 0;
+  bool fallback_active = false;  ///< the latest interval decided runs best-effort
   /// Assignment by load (SchedulerConfig::assignment): the inputs' load reports taken, and
   /// the interval assignments sent to inputs or dropped (reply window full, input gone).
   std::uint64_t load_reports = 0;
   std::uint64_t assignments_sent = 0;
   std::uint64_t assignments_dropped = 0;
+  /// The assignment in force: the mode, and the shares (time-slices per interval, by compute
+  /// node) of the latest interval decided (`assigned_interval`); fixed: every node the same.
+  scheduler::Assignment assignment = scheduler::Assignment::fixed;
+  scheduler::IntervalIndex assigned_interval = 0;
+  std::vector<std::uint32_t> shares;
 };
 
 class DdeService {

@@ -94,6 +94,10 @@ struct TimesliceSenderStats {
   std::uint64_t proposals_taken = 0;     ///< DFS
   std::uint32_t computes_lost = 0;
   std::uint32_t ddes_lost = 0;
+  /// DFS: contributions sent under a plan (paced, not best-effort), and by how much they went
+  /// after their due time in all (waiting for a credit or for the event loop counts too).
+  std::uint64_t paced_sent = 0;
+  std::chrono::nanoseconds paced_lateness{0};
 };
 
 class TimesliceSender {
