@@ -89,9 +89,8 @@ TEST_CASE("metrics: a receive socket's budget held and replies queued follow its
     CHECK(gauge("netio_socket_budget_held_bytes") >= reply_size);  // the replies' buffers, the connection's
   }
   // The client gone, its connection's replies and buffers go with it.
-  CHECK(netio::test::eventually([&] {
-    return gauge("netio_socket_replies_queued") == 0 && gauge("netio_socket_budget_held_bytes") == 0;
-  }));
+  CHECK(netio::test::eventually(
+      [&] { return gauge("netio_socket_replies_queued") == 0 && gauge("netio_socket_budget_held_bytes") == 0; }));
   CHECK(gauge("netio_socket_budget_peak_bytes") >= 64 * 1024);
 }
 
