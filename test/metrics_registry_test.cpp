@@ -202,6 +202,9 @@ TEST_CASE("metrics: every socket of a context is in its registry for its life", 
 
 TEST_CASE("metrics: sockets made and destroyed on two threads while a third collects", "[metrics]") {
   netio::Context context(netio::test::context_options());
+  const bool keep = GENERATE(false, true);  // with keep_removed_totals(): each removal collects once more
+  INFO("keeping removed totals: " << keep);
+  if (keep) context.metrics().keep_removed_totals();
   std::atomic<bool> done{false};
   std::atomic<std::size_t> collections{0};
   std::thread scraper([&] {
@@ -225,4 +228,13 @@ TEST_CASE("metrics: sockets made and destroyed on two threads while a third coll
   scraper.join();
   CHECK(collections > 0);
   CHECK(context.metrics().collectors() == 0);
+  // 60 receivers of 1 message each; kept, their totals are one series per endpoint.
+  double kept = 0;
+  for (const Metric& m : context.metrics().collect()) {
+    if (m.name == "netio_socket_messages_total" &&
+        std::find(m.labels.begin(), m.labels.end(),
+                  std::pair<std::string, std::string>("socket", "low_latency_send")) != m.labels.end())
+      kept += m.value;
+  }
+  CHECK(kept == (keep ? 60 : 0));
 }
