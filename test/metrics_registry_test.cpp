@@ -7,6 +7,7 @@
 #include "netio/context.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "support/metric_sample.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"
 
@@ -24,22 +25,7 @@ using netio::Metric;
 using netio::MetricsRegistry;
 using netio::MetricType;
 
-namespace {
-
-// The value of the sample `name` whose labels include all of `labels`; nullopt if none.
-std::optional<double> sample(const std::vector<Metric>& metrics, const std::string& name,
-                             const std::vector<std::pair<std::string, std::string>>& labels) {
-  for (const Metric& m : metrics) {
-    if (m.name != name) continue;
-    const bool all = std::all_of(labels.begin(), labels.end(), [&](const auto& label) {
-      return std::find(m.labels.begin(), m.labels.end(), label) != m.labels.end();
-    });
-    if (all) return m.value;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
+using netio::test::sample;
 
 TEST_CASE("metrics: the Prometheus text names each family once, escapes label values and sums duplicates",
           "[metrics]") {

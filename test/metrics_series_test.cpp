@@ -5,6 +5,7 @@
 #include "netio/low_latency_socket.hpp"
 #include "netio/metrics.hpp"
 #include "netio/receive_budget.hpp"
+#include "support/metric_sample.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"
 
@@ -20,23 +21,8 @@
 
 using namespace std::chrono_literals;
 
-namespace {
-
-using Labels = std::vector<std::pair<std::string, std::string>>;
-
-// The value of the series `name` whose labels include `labels`; nullopt if none.
-std::optional<double> series(const std::vector<netio::Metric>& metrics, const std::string& name, const Labels& labels) {
-  for (const netio::Metric& m : metrics) {
-    if (m.name != name) continue;
-    const bool all = std::all_of(labels.begin(), labels.end(), [&](const auto& label) {
-      return std::find(m.labels.begin(), m.labels.end(), label) != m.labels.end();
-    });
-    if (all) return m.value;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
+using Labels = netio::test::MetricLabels;
+using netio::test::sample;
 
 TEST_CASE("metrics: a receive socket's budget held and replies queued follow its connections", "[metrics]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
@@ -54,11 +40,11 @@ TEST_CASE("metrics: a receive socket's budget held and replies queued follow its
       },
       service_options);
   const Labels at{{"socket", "low_latency_receive"}, {"endpoint", service.local_endpoint().to_string()}};
-  auto gauge = [&](const char* name) { return series(context.metrics().collect(), name, at).value_or(-1); };
+  auto gauge = [&](const char* name) { return sample(context.metrics().collect(), name, at).value_or(-1); };
   CHECK(gauge("netio_socket_replies_queued") == 0);
   CHECK(gauge("netio_socket_budget_held_bytes") == 0);
   CHECK(gauge("netio_socket_budget_limit_bytes") == double(service.memory_budget().limit()));
-  CHECK(series(context.metrics().collect(), "netio_socket_budget_held_bytes", {{"budget", "own"}}));
+  CHECK(sample(context.metrics().collect(), "netio_socket_budget_held_bytes", {{"budget", "own"}}));
   {
     constexpr std::size_t reply_size = 64 * 1024;
     netio::LowLatencySendOptions options;
