@@ -17,6 +17,7 @@ namespace netio {
 struct MetricsRegistry::Registration::Entry {
   std::mutex mutex;  ///< held while the collector runs and while it is removed
   Collector collector;
+  std::vector<Metric> last;  ///< keep_removed_totals(): its samples when it was removed
 };
 
 namespace {
@@ -45,11 +46,9 @@ struct MetricsRegistry::Registration::State {
   bool keep_removed = false;
   std::map<Key, Metric> kept;  // the totals of removed collectors, folded by series
 
-  // A removed collector's last samples: counters and summaries added to what is kept.
-  void keep(std::vector<Metric> last) {
-    std::lock_guard lock(mutex);
-    for (Metric& m : last) {
-      if (m.type == MetricType::gauge) continue;
+  // A removed collector's last counters and summaries, added to what is kept. Under `mutex`.
+  void keep(const std::vector<Metric>& last) {
+    for (const Metric& m : last) {
       auto labels = m.labels;
       std::sort(labels.begin(), labels.end());
       auto [it, fresh] = kept.try_emplace(Key{m.name, std::move(labels)}, m);
@@ -70,26 +69,33 @@ MetricsRegistry::Registration& MetricsRegistry::Registration::operator=(Registra
   return *this;
 }
 
+// With keep_removed_totals(), a collect() sees a removed collector's totals exactly once: from
+// its entry (`last`) if it copied the list before the removal, from `kept` if after (the list
+// and `kept` are copied together, and change together below).
 void MetricsRegistry::Registration::reset() noexcept {
   if (!entry_) return;
-  {
-    std::lock_guard lock(state_->mutex);
-    std::erase(state_->entries, entry_);
-  }
   bool keep = false;
   {
     std::lock_guard lock(state_->mutex);
     keep = state_->keep_removed;
   }
-  Collector gone;  // destroyed after the entry's lock is released
-  std::vector<Metric> last;
+  Collector gone;  // destroyed after the locks are released
   {
-    std::lock_guard lock(entry_->mutex);  // waits for a call in progress
+    std::lock_guard lock(entry_->mutex);  // waits for a call in progress; none starts after
     gone = std::move(entry_->collector);
     entry_->collector = nullptr;
-    if (keep && gone) call(gone, last);  // what it reads is still alive: its owner removes it first
+    // What it reads is still alive: its owner removes it first.
+    if (keep && gone) {
+      call(gone, entry_->last);
+      std::erase_if(entry_->last,
+                    [](const Metric& m) { return m.type == MetricType::gauge; });  // a gone socket holds nothing
+    }
   }
-  if (!last.empty()) state_->keep(std::move(last));
+  {
+    std::lock_guard lock(state_->mutex);
+    std::erase(state_->entries, entry_);
+    state_->keep(entry_->last);  // entry_->last no longer changes
+  }
   entry_.reset();
   state_.reset();
 }
@@ -108,18 +114,22 @@ MetricsRegistry::Registration MetricsRegistry::add(Collector collector) {
 
 std::vector<Metric> MetricsRegistry::collect() const {
   std::vector<std::shared_ptr<Registration::Entry>> entries;
+  std::vector<Metric> kept;
   {
     std::lock_guard lock(state_->mutex);
     entries = state_->entries;
+    for (const auto& [key, metric] : state_->kept) kept.push_back(metric);
   }
   std::vector<Metric> out;
   for (const auto& entry : entries) {
     std::lock_guard lock(entry->mutex);
-    if (!entry->collector) continue;  // removed since the copy
-    call(entry->collector, out);
+    if (entry->collector) {
+      call(entry->collector, out);
+    } else {  // removed since the copy: its kept totals, if any, are not in `kept` yet
+      out.insert(out.end(), entry->last.begin(), entry->last.end());
+    }
   }
-  std::lock_guard lock(state_->mutex);
-  for (const auto& [key, metric] : state_->kept) out.push_back(metric);
+  out.insert(out.end(), std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()));
   return out;
 }
 
