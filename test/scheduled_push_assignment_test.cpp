@@ -82,7 +82,7 @@ TEST_CASE("Assignment by load: every time-slice of a 3x3 system built once, in o
     // The latest decision, as netio_dde_assignment_share and _interval show it.
     CHECK(stats.assignment == ns::Assignment::load);
     CHECK(stats.assigned_interval >= 20);
-    CHECK(std::accumulate(stats.shares.begin(), stats.shares.end(), std::uint64_t{0}) == 12);
+    CHECK(std::accumulate(stats.assigned_shares.begin(), stats.assigned_shares.end(), std::uint64_t{0}) == 12);
   }
 }
 

@@ -28,7 +28,7 @@ struct DdeService::State {
       : engine(config), input_count(config.input_count), on_proposal(std::move(observer)) {
     if (config.assignment == ns::Assignment::load) assigner.emplace(config);
     stats.assignment = config.assignment;
-    stats.shares = ns::fixed_assignment(config, 0).shares;  // until the first decision by load
+    stats.assigned_shares = ns::fixed_assignment(config, 0).shares;  // until the first decision by load
   }
 
   void on_message(std::span<const std::byte> bytes, const Peer& peer) {
@@ -101,7 +101,7 @@ struct DdeService::State {
       {
         std::lock_guard lock(stats_mutex);
         stats.assigned_interval = assignment.interval;
-        stats.shares = assignment.shares;
+        stats.assigned_shares = assignment.shares;
       }
       const auto bytes = ns::encode(assignment);
       for (auto it = peers.begin(); it != peers.end();) {

@@ -118,7 +118,7 @@ MetricsRegistry::Registration add_dde_metrics(Context& context, std::string endp
               "mode", {"fixed", "load"}, scheduler::to_string(s.assignment));
     add.gauge("netio_dde_assignment_interval", "The latest interval whose assignment was decided", s.assigned_interval);
     add.per_compute("netio_dde_assignment_share", "Time-slices per interval a compute node builds (latest decision)",
-                    s.shares);
+                    s.assigned_shares);
   });
 }
 

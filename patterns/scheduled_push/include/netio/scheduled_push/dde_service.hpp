@@ -56,8 +56,8 @@ struct DdeServiceStats {
   /// The assignment in force: the mode, and the shares (time-slices per interval, by compute
   /// node) of the latest interval decided (`assigned_interval`); fixed: every node the same.
   scheduler::Assignment assignment = scheduler::Assignment::fixed;
-  scheduler::IntervalIndex assigned_interval = 0;
-  std::vector<std::uint32_t> shares;
+  std::uint64_t assigned_interval = 0;
+  std::vector<std::uint32_t> assigned_shares;
 };
 
 class DdeService {
