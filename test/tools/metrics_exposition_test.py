@@ -139,9 +139,8 @@ def main():
     check(subscriber.wait() == 0, f"netio_recv --subscribe failed: {''.join(subscriber.stderr_lines)}")
 
     # The scheduled push: a local DFS run of 2 inputs and 2 compute nodes.
-    bench = Tool([tsbench, "--inputs", "2", "--computes", "2", "--scheduler", "dfs", "--assignment", "load", "-t", "3s",
-                  "--contribution-size", "4KiB", "--buffer-size", "256KiB", "--interval", "40", "--emulate",
-                  "in=200Mbps"] + metrics)
+    bench = Tool([tsbench, "--inputs", "2", "--computes", "2", "--scheduler", "dfs", "-t", "3s", "--contribution-size",
+                  "4KiB", "--buffer-size", "256KiB", "--interval", "40", "--emulate", "in=200Mbps"] + metrics)
     pushed = scrape_until(bench, lambda s: value(s, "netio_timeslice_receiver_complete_total") > 0 and
                           value(s, "netio_dde_reports_total") > 0, "complete time-slices and DDE reports", timeout=15)
     for name, labels in (("netio_timeslice_sender_sent_total", {"node": "0", "input": "0"}),
@@ -150,6 +149,8 @@ def main():
                          ("netio_timeslice_receiver_complete_total", {"node": "3"}),
                          ("netio_dde_proposals_sent_total", {"node": "2"}),
                          ("netio_socket_bytes_total", {"socket": "low_latency_receive", "node": "3"}),
+                         ("netio_timeslice_sender_retained", {"input": "0"}),
+                         ("netio_timeslice_sender_unbuilt_total", {"input": "1"}),
                          ("netio_timeslice_sender_lateness_seconds_sum", {"input": "0"}),
                          ("netio_timeslice_sender_lateness_seconds_count", {"input": "1"}),
                          ("netio_dde_fallback_active", {"node": "2"}),
@@ -160,8 +161,10 @@ def main():
                          ("netio_dde_assignments_sent_total", {}),
                          ("netio_dde_assignments_dropped_total", {})):
         check(has(pushed, name, **labels), f"netio_tsbench: no {name} {labels}: {sorted(pushed)[:40]}")
-    check(value(pushed, "netio_dde_assignment_mode", mode="load") >= 1 and
-          value(pushed, "netio_dde_assignment_mode", mode="fixed") == 0, "netio_tsbench: not assigning by load")
+    check(value(pushed, "netio_dde_assignment_mode", mode="fixed") >= 1 and
+          value(pushed, "netio_dde_assignment_mode", mode="load") == 0, "netio_tsbench: the fixed assignment not shown")
+    check(value(pushed, "netio_dde_assignment_share", node="2", compute="0") == 20, "netio_tsbench: a fixed share "
+          "is not an interval's 40 time-slices over 2 compute nodes")
     check(bench.wait(60) == 0, f"netio_tsbench failed: {''.join(bench.stderr_lines)}")
     # --simulate runs no socket, in model time: the options are refused, saying why.
     for option in (["--metrics", "127.0.0.1:0"], ["--influx", "udp://127.0.0.1:9"]):

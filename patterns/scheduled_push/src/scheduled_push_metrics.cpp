@@ -69,6 +69,11 @@ MetricsRegistry::Registration add_sender_metrics(Context& context, std::uint32_t
     add.counter("netio_timeslice_sender_proposals_taken_total", "DFS proposals this input followed", s.proposals_taken);
     add.gauge("netio_timeslice_sender_computes_lost", "Compute nodes lost", s.computes_lost);
     add.gauge("netio_timeslice_sender_ddes_lost", "DDE replicas lost", s.ddes_lost);
+    add.counter("netio_timeslice_sender_unbuilt_total", "Contributions sent that no compute node built (lost)",
+                s.unbuilt);
+    add.gauge("netio_timeslice_sender_retained", "Contributions sent and kept until their credit comes back",
+              s.retained);
+    add.gauge("netio_timeslice_sender_peak_retained", "The most contributions retained at once", s.peak_retained);
     add.summary("netio_timeslice_sender_lateness_seconds",
                 "DFS: how late paced contributions went after their due time", s.paced_lateness, s.paced_sent);
   });
