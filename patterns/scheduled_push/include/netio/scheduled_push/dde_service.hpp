@@ -26,6 +26,7 @@
 #include "netio/endpoint.hpp"
 #include "netio/scheduler/config.hpp"
 #include "netio/scheduler/control_messages.hpp"
+#include "netio/scheduler/time.hpp"
 #include "netio/socket_options.hpp"
 
 #include <cstdint>
@@ -53,11 +54,13 @@ struct DdeServiceStats {
   std::uint64_t load_reports = 0;
   std::uint64_t assignments_sent = 0;
   std::uint64_t assignments_dropped = 0;
-  /// The assignment in force: the mode, and the shares (time-slices per interval, by compute
-  /// node) of the latest interval decided (`assigned_interval`); fixed: every node the same.
+  /// The assignment in force: the mode; the latest interval decided and its shares per compute
+  /// node (time-slices per interval; fixed: every node the same; load: a lost node's is 0);
+  /// and the compute nodes some input reported lost.
   scheduler::Assignment assignment = scheduler::Assignment::fixed;
   std::uint64_t assigned_interval = 0;
   std::vector<std::uint32_t> assigned_shares;
+  std::vector<scheduler::ComputeIndex> computes_reported_lost;
 };
 
 class DdeService {
