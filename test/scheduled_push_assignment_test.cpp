@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <numeric>
 #include <set>
 
 using namespace netio;
@@ -80,6 +81,10 @@ TEST_CASE("Assignment by load: every time-slice of a 3x3 system built once, in o
     const auto stats = system.dde_slot(d)->stats();
     CHECK(stats.assignments_sent >= 3 * 20);
     CHECK(stats.bad_messages == 0);
+    // The latest decision, as netio_dde_assignment_share and _interval show it.
+    CHECK(stats.assignment == ns::Assignment::load);
+    CHECK(stats.assigned_interval >= 20);
+    CHECK(std::accumulate(stats.assigned_shares.begin(), stats.assigned_shares.end(), std::uint64_t{0}) == 12);
   }
 }
 
