@@ -7,6 +7,7 @@
 #include "netio/context.hpp"
 #include "netio/high_throughput_socket.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "support/metric_sample.hpp"
 #include "support/test_context.hpp"
 #include "support/transports.hpp"
 
@@ -24,22 +25,7 @@ using netio::Metric;
 using netio::MetricsRegistry;
 using netio::MetricType;
 
-namespace {
-
-// The value of the sample `name` whose labels include all of `labels`; nullopt if none.
-std::optional<double> sample(const std::vector<Metric>& metrics, const std::string& name,
-                             const std::vector<std::pair<std::string, std::string>>& labels) {
-  for (const Metric& m : metrics) {
-    if (m.name != name) continue;
-    const bool all = std::all_of(labels.begin(), labels.end(), [&](const auto& label) {
-      return std::find(m.labels.begin(), m.labels.end(), label) != m.labels.end();
-    });
-    if (all) return m.value;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
+using netio::test::sample;
 
 TEST_CASE("metrics: the Prometheus text names each family once, escapes label values and sums duplicates",
           "[metrics]") {
@@ -73,6 +59,55 @@ TEST_CASE("metrics: InfluxDB lines escape tags, leave out empty ones and skip va
   CHECK(netio::to_influx_lines(metrics, time) ==
         "netio_x_total,endpoint=a\\,b\\=c,socket=ht\\ recv value=42 1700000000000000000\n"
         "netio_y,tag=line\\ break value=0.25 1700000000000000000\n");
+}
+
+TEST_CASE("metrics: a summary is one family of _sum and _count samples", "[metrics]") {
+  const std::vector<Metric> metrics = {
+      {"netio_late_seconds_sum", MetricType::summary, "Late", {{"input", "0"}}, 0.25},
+      {"netio_late_seconds_count", MetricType::summary, "Late", {{"input", "0"}}, 10},
+      {"netio_late_seconds_sum", MetricType::summary, "Late", {{"input", "1"}}, 0.5},
+      {"netio_late_seconds_count", MetricType::summary, "Late", {{"input", "1"}}, 20},
+  };
+  CHECK(netio::to_prometheus_text(metrics) ==
+        "# HELP netio_late_seconds Late\n"
+        "# TYPE netio_late_seconds summary\n"
+        "netio_late_seconds_count{input=\"0\"} 10\n"
+        "netio_late_seconds_count{input=\"1\"} 20\n"
+        "netio_late_seconds_sum{input=\"0\"} 0.25\n"
+        "netio_late_seconds_sum{input=\"1\"} 0.5\n");
+}
+
+TEST_CASE("metrics: kept totals outlive their collector, folded by series; gauges go", "[metrics]") {
+  MetricsRegistry registry;
+  auto socket = [](double messages, double held) {
+    return [messages, held](std::vector<Metric>& out) {
+      out.push_back({"netio_messages_total", MetricType::counter, "", {{"endpoint", "e"}}, messages});
+      out.push_back({"netio_held_bytes", MetricType::gauge, "", {{"endpoint", "e"}}, held});
+    };
+  };
+  auto before = registry.add(socket(1, 100));
+  before.reset();
+  CHECK(registry.collect().empty());  // off by default: a removed socket's series go with it
+
+  registry.keep_removed_totals();
+  auto first = registry.add(socket(10, 100));
+  auto second = registry.add(socket(5, 50));
+  first.reset();
+  auto metrics = registry.collect();
+  CHECK(metrics.size() == 3);  // the second's two, the first's counter
+  second.reset();
+  auto third = registry.add(socket(2, 20));
+  metrics = registry.collect();
+  // The live socket's, and the two removed ones' totals as one series.
+  CHECK(netio::to_prometheus_text(metrics) ==
+        "# TYPE netio_held_bytes gauge\n"
+        "netio_held_bytes{endpoint=\"e\"} 20\n"
+        "# TYPE netio_messages_total counter\n"
+        "netio_messages_total{endpoint=\"e\"} 17\n");
+  third.reset();
+  metrics = registry.collect();
+  REQUIRE(metrics.size() == 1);
+  CHECK(metrics[0].value == 17);
 }
 
 TEST_CASE("metrics: a collector is called until its registration goes, and never after", "[metrics]") {
@@ -153,12 +188,31 @@ TEST_CASE("metrics: every socket of a context is in its registry for its life", 
 
 TEST_CASE("metrics: sockets made and destroyed on two threads while a third collects", "[metrics]") {
   netio::Context context(netio::test::context_options());
+  const bool keep = GENERATE(false, true);  // with keep_removed_totals(): each removal collects once more
+  INFO("keeping removed totals: " << keep);
+  if (keep) context.metrics().keep_removed_totals();
+  // The messages the send sockets sent, live and kept: never fewer than a collect before saw
+  // (kept, a removed socket's total is seen once, never twice or not at all).
+  auto sent = [](const std::vector<Metric>& metrics) {
+    double sum = 0;
+    const std::pair<std::string, std::string> send("socket", "low_latency_send");
+    for (const Metric& m : metrics) {
+      if (m.name == "netio_socket_messages_total" &&
+          std::find(m.labels.begin(), m.labels.end(), send) != m.labels.end())
+        sum += m.value;
+    }
+    return sum;
+  };
   std::atomic<bool> done{false};
-  std::atomic<std::size_t> collections{0};
+  std::atomic<std::size_t> collections{0}, went_back{0};
   std::thread scraper([&] {
+    double before = 0;
     while (!done) {
-      const auto text = netio::to_prometheus_text(context.metrics().collect());
-      if (!text.empty()) ++collections;
+      const auto metrics = context.metrics().collect();
+      if (!netio::to_prometheus_text(metrics).empty()) ++collections;
+      const double now = sent(metrics);
+      if (now < before) ++went_back;
+      before = now;
     }
   });
   auto churn = [&] {
@@ -176,4 +230,6 @@ TEST_CASE("metrics: sockets made and destroyed on two threads while a third coll
   scraper.join();
   CHECK(collections > 0);
   CHECK(context.metrics().collectors() == 0);
+  CHECK(sent(context.metrics().collect()) == (keep ? 60 : 0));  // 60 senders of 1 message each
+  if (keep) CHECK(went_back == 0);
 }

@@ -3,11 +3,13 @@
 // stalled subscriber under `block` holds the publisher and loses nothing; under `drop` it
 // costs the others nothing and its drops are counted on both sides; try_publish() retries
 // reach only the subscribers that missed the message, never twice.
+#include "netio/metrics.hpp"
 #include "support/pubsub_test.hpp"
 #include "support/test_context.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <string>
@@ -129,6 +131,17 @@ TEST_CASE(
   CHECK(stalled_checker.clean());
   CHECK(stalled_got + dropped == count);
   CHECK(eventually([&] { return stalled.stats().dropped == dropped; }));
+  // And by tag, as metrics: where the publisher dropped, and as the subscriber was told.
+  auto tag_one = [&](const char* name) {
+    double sum = 0;
+    for (const auto& m : context.metrics().collect()) {
+      const std::pair<std::string, std::string> tag("tag", "1");
+      if (m.name == name && std::find(m.labels.begin(), m.labels.end(), tag) != m.labels.end()) sum += m.value;
+    }
+    return sum;
+  };
+  CHECK(tag_one("netio_publish_tag_dropped_total") == double(dropped));
+  CHECK(eventually([&] { return tag_one("netio_subscribe_tag_dropped_total") == double(dropped); }));
 }
 
 TEST_CASE("pub/sub: try_publish retries reach only the subscribers that missed the message, never twice", "[pubsub]") {

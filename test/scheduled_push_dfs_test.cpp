@@ -55,6 +55,9 @@ void run_dfs_system(const std::string& base, std::uint32_t inputs, std::uint32_t
     // Proposals arrive once the DDE holds history_length intervals; the IE paces by them
     // (one that comes after its interval started is too late and ignored).
     CHECK(stats.proposals_taken >= intervals / 3);
+    // Paced by them: the sends whose lateness netio_timeslice_sender_lateness_seconds sums.
+    CHECK(stats.paced_sent > 0);
+    CHECK(stats.paced_sent <= stats.sent);
   }
 }
 

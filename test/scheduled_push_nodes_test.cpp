@@ -192,3 +192,29 @@ TEST_CASE("A compute node keeps handed-over time-slices' credits until each is r
   CHECK_THROWS_AS(node.release(10), netio::Error);  // never seen
   CHECK(node.held(0) == 1);                         // t = 7
 }
+
+TEST_CASE("A DFS input node says which sends are paced: those whose lateness the sender measures", "[scheduled_push]") {
+  InputNode node(config_3x3(), 0, Mode::dfs);
+  for (ComputeIndex c = 0; c < 3; ++c) node.grant(c, 4);
+  auto next = node.next(0ns);
+  REQUIRE(next.what == What::send);
+  CHECK_FALSE(next.paced);  // no proposal yet: best-effort, due now
+  // Interval 0 proposed to start at 1 ms and last 6 ms: its sends are due 1 ms apart.
+  REQUIRE(node.on_proposal(Proposal{0, 1ms, 6ms}));
+  next = node.next(0ns);
+  CHECK(next.what == What::wait_until);
+  CHECK(next.paced);
+  CHECK(next.due == 1ms);
+  next = node.next(3ms);  // 2 ms late
+  REQUIRE(next.what == What::send);
+  CHECK(next.paced);
+  CHECK(3ms - next.due == 2ms);
+  node.on_sent(next.timeslice, 3ms);
+  // The DDE's fallback: best-effort again, nothing is late.
+  InputNode fallen_back(config_3x3(), 0, Mode::dfs);
+  for (ComputeIndex c = 0; c < 3; ++c) fallen_back.grant(c, 4);
+  REQUIRE(fallen_back.on_proposal(Proposal{0, 1ms, 6ms, true}));
+  next = fallen_back.next(3ms);
+  REQUIRE(next.what == What::send);
+  CHECK_FALSE(next.paced);
+}

@@ -573,6 +573,13 @@ int main(int argc, char** argv) {
     // Role mode: the counts come from --config, and run_role() resolves the buffer with them.
     if (options.role.empty() && options.collect.empty()) options.bench.resolve();
     if (options.simulate) simulation::check_simulatable(options.bench, simulation_options(options));
+    if (options.simulate && (!options.metrics.metrics.empty() || !options.metrics.influx.empty())) {
+      // docs/design/metrics.md: a model's counters move in model time, a scrape's in wall time.
+      throw netio::Error(netio::Errc::invalid_option,
+                         "--metrics/--influx watch running sockets; --simulate runs none (its nodes live in model "
+                         "time, which a scrape's rate() would misread): the simulated nodes' statistics are in "
+                         "its output (--json, --csv DIR)");
+    }
     if (const auto failing = options.bench.fail_spec();
         options.simulate && failing && failing->compute == 0 &&
         (options.compare || mode_of(options.scheduler) == ns::Mode::dfs)) {

@@ -300,8 +300,9 @@ class HighThroughputReceiveSocket::Impl {
 HighThroughputReceiveSocket::HighThroughputReceiveSocket(Context& context, const Endpoint& local,
                                                          HighThroughputReceiveOptions options)
     : impl_(std::make_shared<Impl>(context, local, options)) {
-  impl_->metrics_ =
-      detail::add_socket_metrics(context, "high_throughput_receive", local_endpoint().to_string(), impl_->stats_);
+  impl_->metrics_ = detail::add_socket_metrics(
+      context, "high_throughput_receive", local_endpoint().to_string(), impl_->stats_,
+      detail::ReceiveGauges{impl_->budget_, options.shared_budget != nullptr, impl_->connections_.replies_queued()});
 }
 
 HighThroughputReceiveSocket::~HighThroughputReceiveSocket() {

@@ -69,8 +69,9 @@ static LowLatencyReceiveSocket::Handler required(LowLatencyReceiveSocket::Handle
 LowLatencyReceiveSocket::LowLatencyReceiveSocket(Context& context, const Endpoint& local, Handler handler,
                                                  LowLatencyReceiveOptions options)
     : impl_(std::make_shared<Impl>(context, local, required(std::move(handler)), options)) {
-  impl_->metrics_ =
-      detail::add_socket_metrics(context, "low_latency_receive", local_endpoint().to_string(), impl_->stats_);
+  impl_->metrics_ = detail::add_socket_metrics(
+      context, "low_latency_receive", local_endpoint().to_string(), impl_->stats_,
+      detail::ReceiveGauges{impl_->budget_, options.shared_budget != nullptr, impl_->connections_.replies_queued()});
 }
 
 LowLatencyReceiveSocket::~LowLatencyReceiveSocket() {

@@ -78,25 +78,43 @@ std::string influx_escaped(std::string_view text, bool tag) {
 
 }  // namespace
 
-std::string_view to_string(MetricType type) noexcept { return type == MetricType::counter ? "counter" : "gauge"; }
+std::string_view to_string(MetricType type) noexcept {
+  switch (type) {
+    case MetricType::counter: return "counter";
+    case MetricType::gauge: return "gauge";
+    case MetricType::summary: return "summary";
+  }
+  return "untyped";
+}
 
 std::string to_prometheus_text(std::span<const Metric> metrics) {
   struct Family {
     MetricType type;
     std::string help;
-    std::map<std::string, double> series;  // labels as written -> value (duplicates summed)
+    std::map<std::string, double> series;  // sample suffix and labels as written -> value (duplicates summed)
   };
   std::map<std::string, Family> families;  // sorted by name: a stable, diffable exposition
   for (const Metric& metric : metrics) {
-    auto [it, fresh] = families.try_emplace(sanitized_name(metric.name, true), Family{metric.type, metric.help, {}});
-    it->second.series[series_labels(metric)] += metric.value;
+    std::string name = sanitized_name(metric.name, true);
+    std::string_view suffix;  // a summary's samples: the family is the name without _sum or _count
+    if (metric.type == MetricType::summary) {
+      for (const std::string_view s : {std::string_view("_sum"), std::string_view("_count")}) {
+        if (name.size() > s.size() && name.ends_with(s)) {
+          suffix = s;
+          name = name.substr(0, name.size() - s.size());
+          break;
+        }
+      }
+    }
+    auto [it, fresh] = families.try_emplace(std::move(name), Family{metric.type, metric.help, {}});
+    it->second.series[std::string(suffix) + series_labels(metric)] += metric.value;
   }
   std::string out;
   for (const auto& [name, family] : families) {
     if (!family.help.empty()) out += fmt::format("# HELP {} {}\n", name, prometheus_escaped(family.help, false));
     out += fmt::format("# TYPE {} {}\n", name, to_string(family.type));
-    for (const auto& [labels, value] : family.series)
-      out += fmt::format("{}{} {}\n", name, labels, prometheus_value(value));
+    for (const auto& [sample, value] : family.series)
+      out += fmt::format("{}{} {}\n", name, sample, prometheus_value(value));
   }
   return out;
 }

@@ -321,8 +321,9 @@ void ReceiveConnections::on_accepted(std::unique_ptr<LowLevelReceiveSocket> sock
       challenges_.erase(it);
     }
   }
-  connection.replies = std::make_shared<ReplySender>(loop_, *connection.socket, reply_window_,
-                                                     admission_.max_reply_size, budget_, connection.peer.to_string());
+  connection.replies =
+      std::make_shared<ReplySender>(loop_, *connection.socket, reply_window_, admission_.max_reply_size, budget_,
+                                    connection.peer.to_string(), replies_queued_);
   stats_.connections().fetch_add(1, std::memory_order_relaxed);
   log(LogLevel::debug, "receive socket {}: accepted {}", local_.to_string(), connection.peer.to_string());
   LowLevelReceiveSocket::Callbacks socket_callbacks;

@@ -32,6 +32,7 @@
 #include "peer_state.hpp"
 #include "stats_counters.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -85,6 +86,8 @@ class ReceiveConnections {
 
   Endpoint local_endpoint() const { return local_; }
   EventLoop& loop() noexcept { return loop_; }
+  // The replies queued on every connection, not yet sent (ReplySender); any thread.
+  std::shared_ptr<const std::atomic<std::uint64_t>> replies_queued() const noexcept { return replies_queued_; }
   // Whether the Context this was made from was destroyed (the socket's calls throw Errc::closed).
   bool context_gone() const noexcept { return detail::context_gone(context_); }
   // Disconnects a peer that broke the protocol; logged with `why`. Any thread.
@@ -165,6 +168,7 @@ class ReceiveConnections {
   ConnectionEvents events_;
   StatsCounters& stats_;
   std::size_t reply_window_;
+  std::shared_ptr<std::atomic<std::uint64_t>> replies_queued_ = std::make_shared<std::atomic<std::uint64_t>>(0);
   AdmissionOptions admission_;
   std::map<std::string, AnsweredChallenge> challenges_;  // by the peer's address; loop thread only
   std::set<std::uint64_t> unintroduced_;                 // connections waiting for their introduction, oldest first

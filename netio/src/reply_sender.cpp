@@ -21,7 +21,8 @@ std::chrono::steady_clock::rep now_ticks() noexcept {
 }  // namespace
 
 ReplySender::ReplySender(EventLoop& loop, LowLevelReceiveSocket& socket, std::size_t window, std::size_t max_size,
-                         std::shared_ptr<ReceiveBudget> budget, std::string peer)
+                         std::shared_ptr<ReceiveBudget> budget, std::string peer,
+                         std::shared_ptr<std::atomic<std::uint64_t>> socket_queued)
     : loop_(loop),
       socket_(&socket),
       declared_max_size_(socket.max_reply_size()),
@@ -29,6 +30,7 @@ ReplySender::ReplySender(EventLoop& loop, LowLevelReceiveSocket& socket, std::si
       max_size_(std::min(declared_max_size_, limit_)),
       budget_(std::move(budget)),
       peer_(std::move(peer)),
+      socket_queued_(std::move(socket_queued)),
       pool_(std::make_unique<BufferPool>(std::max<std::size_t>(window, 1), std::min(max_size_, initial_reply_buffer),
                                          socket.reply_registrar())) {}
 
@@ -126,6 +128,7 @@ bool ReplySender::fill(Buffer* buffer, std::span<const std::byte> message) {
   }
   if (queued_.fetch_add(1, std::memory_order_relaxed) == 0)
     last_progress_.store(now_ticks(), std::memory_order_relaxed);
+  if (socket_queued_) socket_queued_->fetch_add(1, std::memory_order_relaxed);
   if (!message.empty()) std::memcpy(buffer->data, message.data(), message.size());
   buffer->size = message.size();
   return true;
@@ -180,6 +183,7 @@ void ReplySender::drain() {
 void ReplySender::on_completed(Buffer* buffer) {
   if (!pool_) return;  // closed: the pool and its buffers are gone
   queued_.fetch_sub(1, std::memory_order_relaxed);
+  if (socket_queued_) socket_queued_->fetch_sub(1, std::memory_order_relaxed);
   last_progress_.store(now_ticks(), std::memory_order_relaxed);
   pool_->release(buffer);
   if (waiters_.load(std::memory_order_seq_cst) != 0) {
@@ -198,7 +202,10 @@ void ReplySender::close() noexcept {
     std::lock_guard charge_lock(charge_mutex_);
     detail::BudgetAccounting::give_back(*budget_, std::exchange(charged_, 0));
   }
-  queued_.store(0, std::memory_order_relaxed);
+  // Under mutex_, which fill() on user threads holds too: what the socket's count drops by is
+  // exactly what this connection added and did not take back.
+  const std::size_t dropped = queued_.exchange(0, std::memory_order_relaxed);
+  if (socket_queued_) socket_queued_->fetch_sub(dropped, std::memory_order_relaxed);
   room_.notify_all();
 }
 

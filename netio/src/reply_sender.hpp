@@ -28,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -39,9 +40,12 @@ namespace netio::detail {
 class ReplySender : public std::enable_shared_from_this<ReplySender> {
  public:
   // `socket` must stay open until close(); `window`: replies queued at most; `max_size`:
-  // the receiver's own limit on a reply; `budget` (may be null): counts queued replies.
+  // the receiver's own limit on a reply; `budget` (may be null): counts queued replies;
+  // `socket_queued` (may be null): the replies queued on all of the socket's connections,
+  // which this one's count is part of until close() (its metrics: netio_socket_replies_queued).
   ReplySender(EventLoop& loop, LowLevelReceiveSocket& socket, std::size_t window, std::size_t max_size,
-              std::shared_ptr<ReceiveBudget> budget, std::string peer);
+              std::shared_ptr<ReceiveBudget> budget, std::string peer,
+              std::shared_ptr<std::atomic<std::uint64_t>> socket_queued = nullptr);
 
   // Copies `message` and queues it after the replies before it. `wait`: up to `timeout` for
   // room, on user threads only. Returns false when there is no room. Throws as
@@ -76,6 +80,7 @@ class ReplySender : public std::enable_shared_from_this<ReplySender> {
   std::mutex charge_mutex_;
   std::size_t charged_ = 0;             // the pool's bytes counted against budget_; guarded by charge_mutex_
   std::atomic<std::size_t> queued_{0};  // replies filled and not completed
+  std::shared_ptr<std::atomic<std::uint64_t>> socket_queued_;  // queued_ added in, for the socket's metrics
   // When a reply was last taken (or the first queued after none waited), in steady ticks.
   std::atomic<std::chrono::steady_clock::rep> last_progress_{0};
   std::atomic<bool> budget_refusal_logged_{false};

@@ -57,6 +57,7 @@ InputNode::Next InputNode::next(Time now) const {
     }
     next.timeslice = decision.timeslice;
     next.due = decision.due;
+    next.paced = !decision.best_effort;
     const auto compute = compute_of(next.timeslice);
     if (!compute) {
       next.what = Next::What::wait_for_assignment;

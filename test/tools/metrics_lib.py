@@ -82,10 +82,12 @@ def check_exposition(text, where):
     assert len(names) == len(set(names)), f"{where}: family names not unique: {names}"
     for family in families:
         assert family.name.startswith("netio_"), f"{where}: {family.name} without the netio_ prefix"
-        assert family.type in ("counter", "gauge"), f"{where}: {family.name} of type {family.type}"
+        assert family.type in ("counter", "gauge", "summary"), f"{where}: {family.name} of type {family.type}"
         for s in family.samples:
             if family.type == "counter":
                 assert s.name.endswith("_total"), f"{where}: counter sample {s.name} without _total"
+            if family.type == "summary":
+                assert s.name in (family.name + "_sum", family.name + "_count"), f"{where}: summary sample {s.name}"
             key = (s.name, frozenset(s.labels.items()))
             assert key not in samples, f"{where}: series {key} twice"
             samples[key] = s.value

@@ -36,7 +36,17 @@ SMALL = ["--contribution-size", "4KiB", "--buffer-size", "256KiB", "--interval",
          "--warmup-intervals", "5", "--emulate", EMULATE]
 
 
+class PortTaken(Exception):
+    """A port free_ports() found was taken by another process (a test beside this one) before a node
+    bound it: the test is run again with new ports."""
+
+
+LIVE_CLUSTERS = []
+
+
 def fail(message, *outputs):
+    if any(text and "Address already in use" in text for text in outputs):
+        raise PortTaken(message)
     print("FAIL: " + message, file=sys.stderr)
     for text in outputs:
         if text:
@@ -45,9 +55,11 @@ def fail(message, *outputs):
     sys.exit(1)
 
 
-def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None):
+def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None, max_fill=100):
     """fallback: True when the DDE's safety-net counts must be there (DFS, local and simulated runs),
-    None when they may be (a role run's compute node 0 has them, the others not)."""
+    None when they may be (a role run's compute node 0 has them, the others not). max_fill: the
+    buffer fill allowed, in percent (a node taking over a lost one's time-slices holds them beyond
+    its credits: up to twice its buffer, docs/design/assignment.md)."""
     keys = {"timeslices", "incomplete", "spread_us", "gbps", "buffer_fill_pct", "lost", "duplicates",
             "duplicates_same_attempt", "reassigned", "failure", "backpressure"}
     if "assignment" in summary:  # assignment by load: the current one
@@ -87,7 +99,7 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None):
     if not summary["gbps"] > 0:
         fail(f"{name}: gbps {summary['gbps']}")
     fill = summary["buffer_fill_pct"]
-    if not 0 <= fill["median"] <= fill["max"] <= 100:
+    if not 0 <= fill["median"] <= fill["max"] <= max_fill:
         fail(f"{name}: buffer fill {fill}")
 
 
@@ -157,6 +169,7 @@ class Cluster:
                 f.write(f"compute tcp://127.0.0.1:{ports[c]}\n")
         self.work = work
         self.procs = {}
+        LIVE_CLUSTERS.append(self)
         args = SMALL[:-1] + [emulate, "--scheduler", scheduler, "-n", str(count), "--config", self.config,
                              "--json", "--timeout", f"{TIMEOUT}s"] + list(extra)
         order = [(inputs + c, "compute") for c in range(computes)] + [(i, "input") for i in range(inputs)]
@@ -204,6 +217,7 @@ class Cluster:
         for p in self.procs.values():
             if p.poll() is None:
                 p.kill()
+                p.wait()
 
 
 def run_roles(tsbench, scheduler):
@@ -284,7 +298,7 @@ def run_kill_compute(tsbench):
         if p.returncode != 0:
             fail(f"--collect: exit status {p.returncode}", p.stdout, p.stderr, *logs)
         summary = json.loads(p.stdout)["dfs"]
-        check_summary("--collect", summary, incomplete=0)
+        check_summary("--collect", summary, incomplete=0, max_fill=200)
         if summary["lost"] != 0 or summary["reassigned"] == 0 or summary["failure"]["computes_failed"] != 1:
             fail(f"--collect: {summary['lost']} lost, {summary['reassigned']} built elsewhere, "
                  f"{summary['failure']['computes_failed']} failed nodes", p.stdout, *logs)
@@ -502,7 +516,20 @@ def run_credits(tsbench):
 
 
 def main():
-    tsbench, what = sys.argv[1], sys.argv[2]
+    for _ in range(3):
+        try:
+            run_test(sys.argv[1], sys.argv[2])
+            print("PASS")
+            return
+        except PortTaken as e:
+            for cluster in LIVE_CLUSTERS:
+                cluster.kill_all()
+            LIVE_CLUSTERS.clear()
+            print(f"a port was taken before its node bound it ({e}): again, with new ports", file=sys.stderr)
+    fail("three runs in a row lost a port to another process")
+
+
+def run_test(tsbench, what):
     if what == "local":
         run_local(tsbench, sys.argv[3])
     elif what == "roles":
@@ -519,7 +546,6 @@ def main():
         run_kill_input(tsbench)
     else:
         fail(f"unknown test {what}")
-    print("PASS")
 
 
 if __name__ == "__main__":

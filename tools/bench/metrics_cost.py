@@ -6,9 +6,16 @@ fetching both /metrics every second. Runs alternate (off, on, off, on, ...); pri
 medians, the median of the per-pair ratios and their range. Take the benchmark lock:
 
   flock /tmp/netio-bench.lock tools/bench/metrics_cost.py build/release [--runs 5] [--seconds 3]
+
+Where the machine's noise hides a 2 % effect, --scrape-cost N measures what a scrape costs
+directly: the CPU time (user + system, every thread, /proc/PID/stat) an idle netio_recv spends
+serving N scrapes of /metrics, less what it spends idle over the same wall time, per scrape.
+The receive socket's series do not depend on the traffic, so this is a scrape's work during a
+stream too; at one scrape per second it is that many microseconds of CPU per second.
 """
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -60,13 +67,53 @@ def run_pair(bin_dir, seconds, metrics):
     return result["msgs_per_s"], scrapes[0]
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of every thread of `pid` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def scrape_cost(bin_dir, scrapes):
+    recv = subprocess.Popen([f"{bin_dir}/netio_recv", "-e", "tcp://127.0.0.1:0", "--report-interval", "0",
+                             "--timeout", "600s", "--metrics", "127.0.0.1:0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = None
+    while url is None:
+        line = recv.stderr.readline()
+        if not line:
+            raise SystemExit("netio_recv ended before serving")
+        if line.startswith("metrics: "):
+            url = line.split()[1]
+    size = len(urllib.request.urlopen(url, timeout=5).read())
+    time.sleep(1)
+    start_cpu, start = cpu_seconds(recv.pid), time.monotonic()
+    for _ in range(scrapes):
+        urllib.request.urlopen(url, timeout=5).read()
+    busy_cpu, wall = cpu_seconds(recv.pid) - start_cpu, time.monotonic() - start
+    idle_start = cpu_seconds(recv.pid)
+    time.sleep(wall)
+    idle_cpu = cpu_seconds(recv.pid) - idle_start
+    recv.terminate()
+    recv.wait(10)
+    per_scrape = max(busy_cpu - idle_cpu, 0) / scrapes
+    print(f"{scrapes} scrapes of {size} bytes in {wall:.2f} s: netio_recv's CPU {busy_cpu * 1e3:.1f} ms "
+          f"(idle over the same time {idle_cpu * 1e3:.1f} ms): {per_scrape * 1e6:.1f} us of CPU per scrape, "
+          f"{per_scrape * 100:.4f} % of one core at one scrape per second")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("build")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seconds", type=int, default=3)
+    parser.add_argument("--scrape-cost", type=int, default=0, metavar="N",
+                        help="measure the CPU time of N scrapes of an idle netio_recv instead")
     args = parser.parse_args()
     bin_dir = f"{args.build}/tools"
+    if args.scrape_cost:
+        scrape_cost(bin_dir, args.scrape_cost)
+        return
     off, on, ratios, scrapes = [], [], [], []
     for i in range(args.runs):
         order = (False, True) if i % 2 == 0 else (True, False)

@@ -78,6 +78,8 @@ void watch_metrics(Context& context, const std::string& node) {
     state = session.lock();
   }
   if (!state) return;
+  // The sockets end before the session's last push: their totals stay for it.
+  context.metrics().keep_removed_totals();
   auto registration = state->registry.add([source = context.metrics(), node](std::vector<Metric>& out) {
     const std::size_t first = out.size();
     auto metrics = source.collect();

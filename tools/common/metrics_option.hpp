@@ -45,7 +45,10 @@ class MetricsSession {
 };
 
 /// Adds `context`'s metrics, labelled node=`node` when not empty (netio_tsbench: a context
-/// per node), to the session's for the rest of the session; nothing without a session.
+/// per node), to the session's for the rest of the session; nothing without a session. The
+/// counters of the context's sockets stay after the sockets end
+/// (MetricsRegistry::keep_removed_totals()), so that the last InfluxDB push, when the session
+/// ends, carries the run's final totals.
 void watch_metrics(Context& context, const std::string& node = "");
 
 }  // namespace netio::tools

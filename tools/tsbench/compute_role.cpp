@@ -101,7 +101,8 @@ RunRecords ComputeRole::take_records() {
     fallback.best_effort_intervals = dde->best_effort_intervals;
     records_.fallback = fallback;
     // Assignment by load: the coordinator's current assignment (its replica's on compute node 1).
-    if (!dde->assigned_shares.empty()) records_.assignments = {{dde->assigned_interval, dde->assigned_shares}};
+    if (dde->assignment == scheduler::Assignment::load && !dde->assigned_shares.empty())
+      records_.assignments = {{dde->assigned_interval, dde->assigned_shares}};
   }
   receiver_.reset();  // no handler runs after this
   records_.peak_fill_percent = 100.0 * static_cast<double>(peak) / static_cast<double>(records_.buffer_bytes);

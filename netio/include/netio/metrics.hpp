@@ -29,8 +29,10 @@
 
 namespace netio {
 
-enum class MetricType { counter, gauge };
-/// "counter", "gauge": the words of Prometheus' # TYPE lines.
+/// A summary is written as two samples, `<name>_sum` and `<name>_count` (no quantiles): the
+/// Metric's name is the sample's, ending in one of the two; the family is the name without it.
+enum class MetricType { counter, gauge, summary };
+/// "counter", "gauge", "summary": the words of Prometheus' # TYPE lines.
 std::string_view to_string(MetricType type) noexcept;
 
 /// One sample: a series (name and labels) and its current value.
@@ -76,17 +78,25 @@ class MetricsRegistry {
   MetricsRegistry();
 
   [[nodiscard]] Registration add(Collector collector);
-  /// Calls every collector, in the order they were added.
+  /// Calls every collector, in the order they were added; then the samples kept of removed
+  /// ones (keep_removed_totals()).
   std::vector<Metric> collect() const;
+  /// From now on, a collector being removed is called once more and its counters and
+  /// summaries are kept: collect() returns them after the live ones, folded by name and
+  /// labels (a removed socket's total plus the next one's with the same labels is one series
+  /// that never goes back). Gauges go with their collector (what a gone socket holds is
+  /// nothing). For a program whose sockets end before its last push (the tools' --influx);
+  /// off by default. The kept series are bounded by the distinct names and labels seen.
+  void keep_removed_totals();
   std::size_t collectors() const;
 
  private:
   std::shared_ptr<Registration::State> state_;
 };
 
-/// `metrics` in Prometheus' text format 0.0.4: samples grouped by name, each name with its
-/// # HELP and # TYPE once, label values escaped (\\, \", \n). Samples of the same name and
-/// labels (two send sockets to one endpoint) are written once, as their sum.
+/// `metrics` in Prometheus' text format 0.0.4: samples grouped by family (a summary's _sum and
+/// _count under its name), each family with its # HELP and # TYPE once, label values escaped (\\, \", \n). Samples of
+/// the same name and labels (two send sockets to one endpoint) are written once, as their sum.
 std::string to_prometheus_text(std::span<const Metric> metrics);
 
 /// `metrics` as InfluxDB line protocol, one line per sample:

@@ -212,7 +212,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     for (auto& p : pending) {
       const Delivery result = p.connection->try_deliver(frame.parts());
       if (result == Delivery::full && p.backpressure == Backpressure::drop) {
-        count_drop(*p.counters);
+        count_drop(*p.counters, tag);
         continue;
       }
       if (result == Delivery::sent) bump(deliveries_, own ? &own->deliveries : nullptr);
@@ -313,7 +313,7 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
       bump(deliveries_, own_deliveries);
     } else if ((result == Delivery::full || result == Delivery::reconnecting) &&
                route.backpressure == Backpressure::drop) {
-      count_drop(*route.counters);
+      count_drop(*route.counters, route.tag);
     }
   }
 
@@ -343,10 +343,11 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
     }
     return o;
   }
-  void count_drop(detail::RouteCounters& counters) {
+  void count_drop(detail::RouteCounters& counters, Tag tag) {
     counters.dropped.fetch_add(1, std::memory_order_relaxed);
     counters.unreported.fetch_add(1, std::memory_order_relaxed);
     dropped_.fetch_add(1, std::memory_order_relaxed);
+    drops_by_tag_.add(tag, 1);  // the drop path only: a delivery never gets here
   }
 
   // ---- subscriptions (event-loop thread) ----
@@ -634,20 +635,22 @@ class PublishSocket::Impl : public std::enable_shared_from_this<PublishSocket::I
   std::atomic<bool> shut_down_{false};  // the PublishSocket is gone (its Publishers may not be)
   std::atomic<std::size_t> pending_count_{0};
   std::atomic<std::uint64_t> published_{0}, unrouted_{0}, deliveries_{0}, dropped_{0}, subscribers_lost_{0};
+  detail::DropsByTag drops_by_tag_;           // for the metrics
   std::uint64_t dropped_at_last_report_ = 0;  // report_drops(), on the loop thread
   bool report_again_ = false;                 // a report found no room: try on the next tick
   mutable std::mutex publishers_mutex_;
   std::vector<std::shared_ptr<PublisherCounters>> publishers_;  // of the Publishers alive
 
  public:
+  const detail::DropsByTag& drops_by_tag() const noexcept { return drops_by_tag_; }
   MetricsRegistry::Registration metrics;  // pubsub_metrics.hpp: removed first by ~PublishSocket
 };
 
 PublishSocket::PublishSocket(Context& context, const Endpoint& local, PublishOptions options)
     : impl_(std::make_shared<Impl>(context, std::move(options))) {
   impl_->start(local);
-  impl_->metrics =
-      detail::add_publish_metrics(context, impl_->local().to_string(), [impl = impl_.get()] { return impl->stats(); });
+  impl_->metrics = detail::add_publish_metrics(
+      context, impl_->local().to_string(), [impl = impl_.get()] { return impl->stats(); }, impl_->drops_by_tag());
 }
 
 PublishSocket::~PublishSocket() {

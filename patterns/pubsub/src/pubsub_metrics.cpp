@@ -5,9 +5,24 @@
 
 namespace netio::pubsub::detail {
 
+namespace {
+
+// A series per tag that dropped (at most max_tags_with_drop_series, then tag="other").
+void add_drops_by_tag(std::vector<Metric>& out, const char* name, const char* help,
+                      std::vector<std::pair<std::string, std::string>> labels, const DropsByTag& drops) {
+  labels.emplace_back("tag", "");
+  for (auto& [tag, dropped] : drops.snapshot()) {
+    labels.back().second = std::move(tag);
+    out.push_back({name, MetricType::counter, help, labels, double(dropped)});
+  }
+}
+
+}  // namespace
+
 MetricsRegistry::Registration add_publish_metrics(Context& context, std::string endpoint,
-                                                  std::function<PublishStats()> stats) {
-  return context.metrics().add([endpoint = std::move(endpoint), stats = std::move(stats)](std::vector<Metric>& out) {
+                                                  std::function<PublishStats()> stats, const DropsByTag& drops) {
+  return context.metrics().add([endpoint = std::move(endpoint), stats = std::move(stats),
+                                &drops](std::vector<Metric>& out) {
     const PublishStats s = stats();
     auto add = [&](const char* name, MetricType type, const char* help, std::uint64_t value) {
       out.push_back({name, type, help, {{"socket", "publish"}, {"endpoint", endpoint}}, double(value)});
@@ -23,11 +38,14 @@ MetricsRegistry::Registration add_publish_metrics(Context& context, std::string 
     add("netio_publish_subscribers", MetricType::gauge, "Current subscribers with a subscription", s.subscribers);
     add("netio_publish_subscribers_lost_total", MetricType::counter,
         "Subscribers whose control connection went away with subscriptions", s.subscribers_lost);
+    add_drops_by_tag(out, "netio_publish_tag_dropped_total", "Messages dropped under drop, by tag (64 tags at most)",
+                     {{"socket", "publish"}, {"endpoint", endpoint}}, drops);
   });
 }
 
-MetricsRegistry::Registration add_subscribe_metrics(Context& context, std::function<SubscribeStats()> stats) {
-  return context.metrics().add([stats = std::move(stats)](std::vector<Metric>& out) {
+MetricsRegistry::Registration add_subscribe_metrics(Context& context, std::function<SubscribeStats()> stats,
+                                                    const DropsByTag& drops) {
+  return context.metrics().add([stats = std::move(stats), &drops](std::vector<Metric>& out) {
     const SubscribeStats s = stats();
     auto add = [&](const char* name, const char* help, std::uint64_t value) {
       out.push_back({name, MetricType::counter, help, {{"socket", "subscribe"}}, double(value)});
@@ -40,6 +58,9 @@ MetricsRegistry::Registration add_subscribe_metrics(Context& context, std::funct
     add("netio_subscribe_resubscriptions_total", "Times all of a publisher's subscriptions were restored",
         s.resubscribed);
     add("netio_subscribe_malformed_total", "Data messages too short to carry a tag (ignored)", s.malformed);
+    add_drops_by_tag(out, "netio_subscribe_tag_dropped_total",
+                     "Messages publishers dropped for this subscriber, by tag (64 tags at most)",
+                     {{"socket", "subscribe"}}, drops);
   });
 }
 

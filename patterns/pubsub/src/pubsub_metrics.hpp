@@ -4,6 +4,7 @@
 // before it shuts down, holding no lock of its own.
 #pragma once
 
+#include "drops_by_tag.hpp"
 #include "netio/metrics.hpp"
 #include "netio/pubsub/publish_socket.hpp"
 #include "netio/pubsub/subscribe_socket.hpp"
@@ -13,9 +14,12 @@
 
 namespace netio::pubsub::detail {
 
+// `drops` (the socket's, which outlives the registration): netio_*_tag_dropped_total{tag}.
 [[nodiscard]] MetricsRegistry::Registration add_publish_metrics(Context& context, std::string endpoint,
-                                                                std::function<PublishStats()> stats);
+                                                                std::function<PublishStats()> stats,
+                                                                const DropsByTag& drops);
 [[nodiscard]] MetricsRegistry::Registration add_subscribe_metrics(Context& context,
-                                                                  std::function<SubscribeStats()> stats);
+                                                                  std::function<SubscribeStats()> stats,
+                                                                  const DropsByTag& drops);
 
 }  // namespace netio::pubsub::detail

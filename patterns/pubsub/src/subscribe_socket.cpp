@@ -400,6 +400,7 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
     }
     if (const auto* report = std::get_if<detail::DropReport>(&reply)) {
       dropped_.fetch_add(report->dropped, std::memory_order_relaxed);
+      drops_by_tag_.add(report->tag, report->dropped);
       return;
     }
     const auto& answer = std::get<detail::SubscriptionAnswer>(reply);
@@ -562,8 +563,10 @@ class SubscribeSocket::Impl : public std::enable_shared_from_this<SubscribeSocke
   std::shared_ptr<HighThroughputReceiveSocket> high_throughput_;
   bool stopped_ = false;
   std::atomic<std::uint64_t> received_{0}, dropped_{0}, lost_{0}, resubscribed_{0}, malformed_{0};
+  detail::DropsByTag drops_by_tag_;  // as the publishers report them, for the metrics
 
  public:
+  const detail::DropsByTag& drops_by_tag() const noexcept { return drops_by_tag_; }
   MetricsRegistry::Registration metrics;  // pubsub_metrics.hpp: removed first by ~SubscribeSocket
 };
 
@@ -573,7 +576,8 @@ SubscribeSocket::SubscribeSocket(Context& context, SubscribeOptions options)
 SubscribeSocket::SubscribeSocket(Context& context, Handler on_message, SubscribeOptions options)
     : impl_(std::make_shared<Impl>(context, std::move(on_message), std::move(options))) {
   impl_->start();
-  impl_->metrics = detail::add_subscribe_metrics(context, [impl = impl_.get()] { return impl->stats(); });
+  impl_->metrics = detail::add_subscribe_metrics(
+      context, [impl = impl_.get()] { return impl->stats(); }, impl_->drops_by_tag());
 }
 
 SubscribeSocket::~SubscribeSocket() {

@@ -27,6 +27,8 @@ struct DdeService::State {
   State(const ns::SchedulerConfig& config, ProposalObserver observer)
       : engine(config), input_count(config.input_count), on_proposal(std::move(observer)) {
     if (config.assignment == ns::Assignment::load) assigner.emplace(config);
+    stats.assignment = config.assignment;
+    stats.assigned_shares = ns::fixed_assignment(config, 0).shares;  // until the first decision by load
   }
 
   void on_message(std::span<const std::byte> bytes, const Peer& peer) {
@@ -85,6 +87,7 @@ struct DdeService::State {
     std::lock_guard lock(stats_mutex);
     stats.fallbacks = fallback.engaged;
     stats.best_effort_intervals = fallback.best_effort_intervals;
+    stats.fallback_active = fallback.active;
   }
 
   // Assignment by load: the coordinator's part. The report's connection is where the input's

@@ -3,12 +3,15 @@
 
 #include "netio/context.hpp"
 
+#include <chrono>
+#include <initializer_list>
+#include <string_view>
 #include <utility>
 
 namespace netio::scheduled_push::detail {
 namespace {
 
-// Appends samples with the same labels.
+// Appends samples with the same labels: one line per field of a stats struct.
 struct Samples {
   std::vector<Metric>& out;
   std::vector<std::pair<std::string, std::string>> labels;
@@ -17,6 +20,32 @@ struct Samples {
   }
   void gauge(const char* name, const char* help, std::uint64_t value) {
     out.push_back({name, MetricType::gauge, help, labels, double(value)});
+  }
+  // A time spent in all, as a counter in seconds (name ending in _seconds_total).
+  void seconds_total(const char* name, const char* help, std::chrono::nanoseconds total) {
+    out.push_back({name, MetricType::counter, help, labels, std::chrono::duration<double>(total).count()});
+  }
+  // A duration as a summary in seconds: <name>_sum (the total) and <name>_count (how many).
+  void summary(const std::string& name, const char* help, std::chrono::nanoseconds sum, std::uint64_t count) {
+    out.push_back({name + "_sum", MetricType::summary, help, labels, std::chrono::duration<double>(sum).count()});
+    out.push_back({name + "_count", MetricType::summary, help, labels, double(count)});
+  }
+  // One series per compute node, labelled compute=C (node= is netio_tsbench's rank of the process).
+  void per_compute(const char* name, const char* help, const std::vector<std::uint32_t>& values) {
+    for (std::size_t c = 0; c < values.size(); ++c) {
+      auto with_compute = labels;
+      with_compute.emplace_back("compute", std::to_string(c));
+      out.push_back({name, MetricType::gauge, help, std::move(with_compute), double(values[c])});
+    }
+  }
+  // A state set: one series per state, 1 for the current one (Prometheus' enum idiom).
+  void state(const char* name, const char* help, const char* label, std::initializer_list<std::string_view> states,
+             std::string_view current) {
+    for (const std::string_view state : states) {
+      auto with_state = labels;
+      with_state.emplace_back(label, std::string(state));
+      out.push_back({name, MetricType::gauge, help, std::move(with_state), state == current ? 1.0 : 0.0});
+    }
   }
 };
 
@@ -29,8 +58,10 @@ MetricsRegistry::Registration add_sender_metrics(Context& context, std::uint32_t
     Samples add{out, {{"socket", "timeslice_sender"}, {"input", input}}};
     add.counter("netio_timeslice_sender_pushed_total", "Contributions pushed by the application", s.pushed);
     add.counter("netio_timeslice_sender_sent_total", "Contributions sent to their compute node", s.sent);
-    add.counter("netio_timeslice_sender_undeliverable_total", "Contributions skipped: their compute node was lost",
+    add.counter("netio_timeslice_sender_undeliverable_total", "Contributions never sent: every compute node was lost",
                 s.undeliverable);
+    add.counter("netio_timeslice_sender_reassigned_total",
+                "Contributions sent to another compute node because theirs was lost", s.reassigned);
     add.counter("netio_timeslice_sender_credits_returned_total", "Credits compute nodes returned", s.credits_returned);
     add.counter("netio_timeslice_sender_incomplete_credits_total", "Credits of time-slices a compute node gave up on",
                 s.incomplete_credits);
@@ -40,6 +71,19 @@ MetricsRegistry::Registration add_sender_metrics(Context& context, std::uint32_t
     add.counter("netio_timeslice_sender_proposals_taken_total", "DFS proposals this input followed", s.proposals_taken);
     add.gauge("netio_timeslice_sender_computes_lost", "Compute nodes lost", s.computes_lost);
     add.gauge("netio_timeslice_sender_ddes_lost", "DDE replicas lost", s.ddes_lost);
+    add.counter("netio_timeslice_sender_unbuilt_total", "Contributions sent that no compute node is left to build",
+                s.unbuilt);
+    add.gauge("netio_timeslice_sender_retained", "Contributions sent and kept until their credit comes back",
+              s.retained);
+    add.gauge("netio_timeslice_sender_peak_retained", "The most contributions retained at once", s.peak_retained);
+    add.counter("netio_timeslice_sender_pushes_blocked_total", "push() calls that waited for room in the queue",
+                s.pushes_blocked);
+    add.seconds_total("netio_timeslice_sender_push_blocked_seconds_total", "Time push() calls waited for room",
+                      std::chrono::nanoseconds(s.push_blocked_ns));
+    add.counter("netio_timeslice_sender_push_timeouts_total", "push() calls that gave up after push_timeout",
+                s.push_timeouts);
+    add.summary("netio_timeslice_sender_lateness_seconds",
+                "DFS: how late paced contributions went after their due time", s.paced_lateness, s.paced_sent);
   });
 }
 
@@ -58,6 +102,14 @@ MetricsRegistry::Registration add_receiver_metrics(Context& context, std::string
     add.counter("netio_timeslice_receiver_dropped_total", "Contributions refused (misbehaving inputs)", s.dropped);
     add.counter("netio_timeslice_receiver_kept_stalls_total", "Stalls on kept time-slices past kept_stall_warning",
                 s.kept_stalls);
+    add.counter("netio_timeslice_receiver_reassigned_built_total",
+                "Time-slices of a lost compute node built here (delivered again)", s.reassigned_built);
+    add.counter("netio_timeslice_receiver_built_elsewhere_total",
+                "Reassigned time-slices freed here: the lost node had built them", s.built_elsewhere);
+    add.gauge("netio_timeslice_receiver_computes_lost_heard", "Lost compute nodes inputs told this node of",
+              s.computes_lost_heard);
+    add.gauge("netio_timeslice_receiver_inputs_connected", "Inputs welcomed and still connected", s.inputs_connected);
+    add.gauge("netio_timeslice_receiver_inputs_gone", "Inputs welcomed whose connection closed since", s.inputs_gone);
   });
 }
 
@@ -76,6 +128,20 @@ MetricsRegistry::Registration add_dde_metrics(Context& context, std::string endp
     add.counter("netio_dde_clock_samples_total", "Interval-start clock samples taken", s.clock_samples);
     add.counter("netio_dde_fallbacks_total", "Times pacing lost and the DDE switched to best-effort", s.fallbacks);
     add.counter("netio_dde_best_effort_intervals_total", "Intervals proposed best-effort", s.best_effort_intervals);
+    add.gauge("netio_dde_fallback_active", "1 while the safety net runs the intervals best-effort", s.fallback_active);
+    add.counter("netio_dde_load_reports_total", "Assignment by load: the inputs' load reports taken", s.load_reports);
+    add.counter("netio_dde_assignments_sent_total", "Assignment by load: interval assignments sent to inputs",
+                s.assignments_sent);
+    add.counter("netio_dde_assignments_dropped_total",
+                "Assignment by load: interval assignments dropped (reply window full, input gone)",
+                s.assignments_dropped);
+    add.state("netio_dde_assignment_mode", "How time-slices are assigned to compute nodes (1: the mode in force)",
+              "mode", {"fixed", "load"}, scheduler::to_string(s.assignment));
+    add.gauge("netio_dde_assignment_interval", "The latest interval whose assignment was decided", s.assigned_interval);
+    add.gauge("netio_dde_computes_reported_lost", "Compute nodes some input reported lost",
+              s.computes_reported_lost.size());
+    add.per_compute("netio_dde_assignment_share", "Time-slices per interval a compute node builds (latest decision)",
+                    s.assigned_shares);
   });
 }
 

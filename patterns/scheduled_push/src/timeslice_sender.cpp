@@ -548,6 +548,10 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         note_plan(next.timeslice);
         std::lock_guard lock(stats_mutex);
         ++stats.sent;
+        if (next.paced) {
+          ++stats.paced_sent;
+          stats.paced_lateness += t_now - next.due;  // sent only once due: never negative
+        }
         continue;
       }
       if (auto done = node.on_skipped(next.timeslice, t_now)) report(*done);

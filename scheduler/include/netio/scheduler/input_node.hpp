@@ -59,6 +59,7 @@ class InputNode {
     TimesliceIndex timeslice = 0;
     ComputeIndex compute = 0;
     Time due{0};
+    bool paced = false;  ///< DFS: `due` is the plan's (InputEngine's SendDecision not best-effort)
 
     friend bool operator==(const Next&, const Next&) = default;
   };

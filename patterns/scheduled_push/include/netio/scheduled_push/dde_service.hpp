@@ -48,13 +48,16 @@ struct DdeServiceStats {
   /// and this DDE switched to best-effort, and how many intervals it proposed best-effort.
   std::uint64_t fallbacks = 0;
   std::uint64_t best_effort_intervals = 0;
+  bool fallback_active = false;  ///< the latest interval decided runs best-effort
   /// Assignment by load (SchedulerConfig::assignment): the inputs' load reports taken, and
   /// the interval assignments sent to inputs or dropped (reply window full, input gone).
   std::uint64_t load_reports = 0;
   std::uint64_t assignments_sent = 0;
   std::uint64_t assignments_dropped = 0;
-  /// Assignment by load: the current assignment (the latest interval decided, and its shares
-  /// per compute node: a lost node's is 0), and the compute nodes some input reported lost.
+  /// The assignment in force: the mode; the latest interval decided and its shares per compute
+  /// node (time-slices per interval; fixed: every node the same; load: a lost node's is 0);
+  /// and the compute nodes some input reported lost.
+  scheduler::Assignment assignment = scheduler::Assignment::fixed;
   std::uint64_t assigned_interval = 0;
   std::vector<std::uint32_t> assigned_shares;
   std::vector<scheduler::ComputeIndex> computes_reported_lost;

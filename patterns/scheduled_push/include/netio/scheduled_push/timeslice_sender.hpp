@@ -121,6 +121,10 @@ struct TimesliceSenderStats {
   std::uint64_t pushes_blocked = 0;
   std::uint64_t push_blocked_ns = 0;
   std::uint64_t push_timeouts = 0;
+  /// DFS: contributions sent under a plan (paced, not best-effort), and by how much they went
+  /// after their due time in all (waiting for a credit or for the event loop counts too).
+  std::uint64_t paced_sent = 0;
+  std::chrono::nanoseconds paced_lateness{0};
 };
 
 class TimesliceSender {
