@@ -197,8 +197,13 @@ void ShmConnection::pump_outbound() {
         }
         continue;
       }
-      if (!corrupt.empty() || referenced) break;  // a reference waits for pages to come back (below)
-      if (busy_poll_ || peer_closed_ || announce_wait(outbound_.wait_for_space(buffer->size, corrupt)))
+      if (!corrupt.empty()) break;
+      // A reference over the receiver's window waits for pages to come back (below); one the
+      // ring has no room for waits for room, as a copy does: with no page in flight nothing
+      // else would wake us.
+      if (referenced && referenced_bytes_ + buffer->size > outbound_.capacity()) break;
+      const std::size_t entry = referenced ? reference_payload_size : buffer->size;
+      if (busy_poll_ || peer_closed_ || announce_wait(outbound_.wait_for_space(entry, corrupt)))
         break;  // woken when freed
     }
     // Lent pages come back in any order: sleep until one does, unless one did meanwhile (the
