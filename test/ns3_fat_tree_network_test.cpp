@@ -7,6 +7,8 @@
 
 #include "netio/scheduler/simulation/simulate.hpp"
 
+#include "support/fat_tree_system.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -22,26 +24,8 @@ using namespace std::chrono_literals;
 
 constexpr std::uint64_t contribution = 64 * 1024;
 
-// 2 inputs (leaf 0) and 2 compute nodes (leaf 1), 1 Gb/s links, 64 KiB contributions, 4 credits
-// per pair, 2 rounds per interval, 40 time-slices.
-sim::SimulatedSystem two_by_two() {
-  sim::SimulatedSystem s;
-  s.scheduler.input_count = 2;
-  s.scheduler.compute_count = 2;
-  s.scheduler.timeslices_per_interval = 4;
-  s.scheduler.history_length = 3;
-  s.contribution_bytes = contribution;
-  s.buffer_bytes = 4 * 2 * contribution;
-  netio::EmulationConfig e;
-  e.node_in = netio::RateLimit{125e6, 64 * 1024};
-  for (std::uint32_t rank = 0; rank < 4; ++rank) {
-    e.node_id = rank;
-    s.nodes.push_back(e);
-  }
-  s.emulate = "in=1Gbps";
-  s.timeslices = 40;
-  return s;
-}
+using netio::test::last_arrival_s;
+sim::SimulatedSystem two_by_two() { return netio::test::fat_tree_two_by_two(); }
 
 sim::SimulationOptions on_fat_tree(std::size_t oversubscription) {
   FatTreeNetworkOptions f;
@@ -54,12 +38,6 @@ sim::SimulationOptions on_fat_tree(std::size_t oversubscription) {
   o.max_clock_offset = 0ns;
   o.max_clock_drift = 0;
   return o;
-}
-
-double last_arrival_s(const sim::SimulationResult& r) {
-  ns::Time latest{0};
-  for (const auto& t : r.records.timeslices) latest = std::max(latest, t.last_arrival);
-  return std::chrono::duration<double>(latest).count();
 }
 
 }  // namespace

@@ -143,3 +143,20 @@ TEST_CASE("tsbench config: the default interval is whole rounds; a given one mus
   given.interval_timeslices = 984;
   CHECK_NOTHROW(given.resolve());
 }
+
+TEST_CASE("tsbench config: --fail names a compute node and a moment", "[tsbench]") {
+  using namespace std::chrono_literals;
+  const auto spec = parse_fail_spec("compute:2,at=1.5s");
+  CHECK(spec.compute == 2);
+  CHECK(spec.at == 1500ms);
+  for (const char* bad : {"compute:2", "node:2,at=1s", "compute:x,at=1s", "compute:2,at=soon", "compute:,at=1s"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_fail_spec(bad), netio::Error);
+  }
+  auto config = system_of(4, 4);
+  config.resolve();
+  config.fail = "compute:3,at=1s";
+  CHECK_NOTHROW(config.validate());
+  config.fail = "compute:4,at=1s";
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("compute node 4 out of range"));
+}

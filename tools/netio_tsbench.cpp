@@ -27,6 +27,7 @@
 
 #include "netio/error.hpp"
 #include "netio/scheduler/credits.hpp"
+#include "netio/scheduler/simulation/lossless_fat_tree.hpp"
 
 #ifdef NETIO_TSBENCH_FAT_TREE
 #include <fat_tree_network.hpp>  // --network fat-tree (scheduler/simulation/fabric, with ns-3)
@@ -71,12 +72,13 @@ struct Options {
   std::string port_late;
   bool control_lane = false;
   double clock_drift_ppm = 20;
-  // --network fat-tree (built with ns-3: NETIO_TSBENCH_FAT_TREE)
+  // --network fat-tree (built with ns-3: NETIO_TSBENCH_FAT_TREE) and fat-tree-lossless
   std::size_t leaf_size = 16;
   std::size_t oversubscription = 1;
   std::uint64_t switch_buffer = 128 * 1024;
-  std::uint64_t mtu = 9000;
+  std::uint64_t mtu = 0;  // 0: 9000 on the Ethernet fat-tree, 4096 (InfiniBand's) on the lossless one
   std::chrono::nanoseconds tcp_min_rto = std::chrono::milliseconds(200);
+  bool adaptive_routing = false;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -148,6 +150,12 @@ void add_options(CLI::App& app, Options& o) {
                                 "N..N+M-1",
                                 default_emulation));
   add_metrics_options(app, o.metrics);
+  app.add_option("--fail", b.fail,
+                 "Kill a compute node: 'compute:K,at=T' (compute node K, 0 to M-1, dies T after the start: a local "
+                 "run closes its connections as a crash would, a role run's process kills itself with SIGKILL). The "
+                 "inputs send its time-slices to the others; the summary counts lost and duplicated ones and the "
+                 "recovery time (man netio_tsbench)")
+      ->type_name("SPEC");
   app.add_option("--slowdown", b.slowdown,
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "
                  "'node:4,at=6s,for=3s,rate=75%' (compute node 0 of a 4x4 run at 75 % of its in= rate for 3 s)")
@@ -191,8 +199,10 @@ void add_options(CLI::App& app, Options& o) {
                  "--simulate: ports (as the emulator: a queue per connection, node ports shared between connections) "
                  "or lossless (an input's port sends one contribution at a time at the rate its receiver gives it) "
                  "or fat-tree (ns-3's packet-level two-level fat-tree, every message as TCP segments through drop-tail "
-                 "switch ports; links at the spec's in= rate; when built with ns-3)")
-      ->check(CLI::IsMember({"ports", "lossless", "fat-tree"}))
+                 "switch ports; links at the spec's in= rate; when built with ns-3) or fat-tree-lossless (the same "
+                 "fat-tree at packet level with InfiniBand's link-level credits: a full switch buffer stops the link "
+                 "feeding it, nothing is dropped, no TCP)")
+      ->check(CLI::IsMember({"ports", "lossless", "fat-tree", "fat-tree-lossless"}))
       ->capture_default_str()
       ->needs(simulate);
   app.add_option("--core", o.core,
@@ -201,18 +211,29 @@ void add_options(CLI::App& app, Options& o) {
       ->type_name("RATE")
       ->needs(simulate);
   app.add_option("--leaf-size", o.leaf_size,
-                 "--network fat-tree: hosts per leaf switch (inputs first, then compute nodes)")
+                 "--network fat-tree[-lossless]: hosts per leaf switch (inputs first, then compute nodes)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->needs(simulate);
-  app.add_option("--oversubscription", o.oversubscription,
-                 "--network fat-tree: N for N:1, the leaf's host links over its uplinks (spines = leaf size / N)")
+  app.add_option(
+         "--oversubscription", o.oversubscription,
+         "--network fat-tree[-lossless]: N for N:1, the leaf's host links over its uplinks (spines = leaf size / "
+         "N)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->needs(simulate);
-  add_size_option(app, "--switch-buffer", o.switch_buffer, "--network fat-tree: every switch port's drop-tail buffer")
+  add_size_option(app, "--switch-buffer", o.switch_buffer,
+                  "--network fat-tree: every switch port's drop-tail buffer; fat-tree-lossless: every switch input "
+                  "port's buffer per lane (its link's credits)")
       ->needs(simulate);
-  add_size_option(app, "--mtu", o.mtu, "--network fat-tree: the IP packet size on every link")->needs(simulate);
+  add_size_option(app, "--mtu", o.mtu,
+                  "--network fat-tree: the IP packet size on every link (default 9000); fat-tree-lossless: the "
+                  "largest packet, its 30-byte header included (default 4096)")
+      ->needs(simulate);
+  app.add_flag("--adaptive-routing", o.adaptive_routing,
+               "--network fat-tree-lossless: a packet goes up by the least loaded uplink instead of the spine its "
+               "destination maps to (D-mod-k)")
+      ->needs(simulate);
   add_duration_option(app, "--tcp-min-rto", o.tcp_min_rto, "--network fat-tree: TCP's minimum retransmission timeout")
       ->needs(simulate);
   app.add_flag("--control-lane", o.control_lane,
@@ -301,8 +322,9 @@ simulation::SimulationOptions simulation_options(const Options& o) {
     f.leaf_size = o.leaf_size;
     f.oversubscription = o.oversubscription;
     f.port_buffer_bytes = o.switch_buffer;
-    f.mtu_bytes = o.mtu;
+    f.mtu_bytes = o.mtu ? o.mtu : 9000;
     f.tcp_min_rto = o.tcp_min_rto;
+    f.control_lane = o.control_lane;
     try {
       so.packet_network = netio::fabric_model::fat_tree_network(f);
     } catch (const std::invalid_argument& e) {
@@ -313,6 +335,20 @@ simulation::SimulationOptions simulation_options(const Options& o) {
                        "--network fat-tree: this netio_tsbench was built without ns-3 (NETIO_WITH_NS3, libns3-dev)");
 #endif
   }
+  if (o.network == "fat-tree-lossless") {
+    so.network = simulation::NetworkModel::packet;
+    netio::scheduler::simulation::LosslessFatTreeOptions f;
+    f.leaf_size = o.leaf_size;
+    f.oversubscription = o.oversubscription;
+    f.port_buffer_bytes = o.switch_buffer;
+    f.mtu_bytes = o.mtu ? o.mtu : 4096;
+    f.adaptive = o.adaptive_routing;
+    f.control_lane = o.control_lane;
+    so.packet_network = netio::scheduler::simulation::lossless_fat_tree_network(f);
+  }
+  if (o.adaptive_routing && o.network != "fat-tree-lossless")
+    throw netio::Error(netio::Errc::invalid_option, "--adaptive-routing is a part of --network fat-tree-lossless");
+
   if (!o.core.empty()) so.core = simulation::parse_core(o.core);
   so.max_clock_offset = o.clock_offset;
   so.max_clock_drift = o.clock_drift_ppm * 1e-6;
@@ -410,11 +446,18 @@ int run_role_mode(const Options& o, const Deadline& deadline) {
     }
   }
   const auto mode = mode_of(o.scheduler);
-  auto result = run_role(o.bench, mode, cluster, rank, o.connect_timeout, deadline);
-  if (!o.csv.empty()) {
-    auto dir = o.csv + "/" + key_of(mode) + "/rank-" + std::to_string(rank);
+  const auto& node = cluster.nodes.at(rank);
+  const auto dir = o.csv.empty() ? std::string() : o.csv + "/" + key_of(mode) + "/rank-" + std::to_string(rank);
+  std::string journal;
+  if (!dir.empty() && node.role == ClusterNode::Role::compute) {
+    // A compute node's run.csv first and its time-slices as they come: what --collect needs
+    // of a node killed before it wrote its files.
+    write_role_info(dir, RoleInfo{"compute", node.index, cluster.inputs, cluster.computes}, RunRecords{});
+    journal = dir + "/journal.csv";
+  }
+  auto result = run_role(o.bench, mode, cluster, rank, o.connect_timeout, deadline, journal);
+  if (!dir.empty()) {
     write_csv(dir, result.records);
-    const auto& node = cluster.nodes.at(rank);
     write_role_info(dir,
                     RoleInfo{node.role == ClusterNode::Role::compute ? "compute" : "input", node.index, cluster.inputs,
                              cluster.computes},
@@ -525,6 +568,11 @@ int main(int argc, char** argv) {
     // Role mode: the counts come from --config, and run_role() resolves the buffer with them.
     if (options.role.empty() && options.collect.empty()) options.bench.resolve();
     if (options.simulate) simulation::check_simulatable(options.bench, simulation_options(options));
+    if (options.simulate && !options.bench.fail.empty()) {
+      throw netio::Error(netio::Errc::invalid_option,
+                         "--fail with --simulate: the simulator does not model a compute node's failure yet (run "
+                         "it on the sockets: without --simulate, or in role mode)");
+    }
   } catch (const CLI::ParseError& e) {
     return exit_for_parse_error(app, e);
   } catch (const netio::Error& e) {

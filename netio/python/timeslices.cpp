@@ -54,6 +54,7 @@ using Sender = HeldSocket<sp::TimesliceSender>;
 struct PyTimeslice {
   scheduler::TimesliceIndex index = 0;
   bool complete = true;
+  std::uint32_t attempt = 0;
   std::vector<bool> contributed;
   double first_arrival = 0;  ///< seconds on this node's steady clock
   double last_arrival = 0;
@@ -78,6 +79,7 @@ PyTimeslice describe(const sp::TimesliceView& view) {
   PyTimeslice result;
   result.index = view.index;
   result.complete = view.complete;
+  result.attempt = view.attempt;
   for (const auto flag : view.contributed) result.contributed.push_back(flag != 0);
   result.first_arrival = seconds(view.first_arrival);
   result.last_arrival = seconds(view.last_arrival);
@@ -113,10 +115,12 @@ sp::TimesliceReceiver::Handler view_handler(SharedCallable callable, const char*
 }
 
 scheduler::SchedulerConfig config_of(std::uint32_t input_count, std::uint32_t compute_count,
-                                     std::optional<std::uint64_t> timeslices_per_interval) {
+                                     std::optional<std::uint64_t> timeslices_per_interval,
+                                     scheduler::Assignment assignment) {
   scheduler::SchedulerConfig config;
   config.input_count = input_count;
   config.compute_count = compute_count;
+  config.assignment = assignment;
   if (timeslices_per_interval) config.timeslices_per_interval = *timeslices_per_interval;
   return config;
 }
@@ -142,6 +146,12 @@ void bind_timeslices(py::module_& m) {
   py::enum_<scheduler::Mode>(m, "SchedulerMode", "How inputs send: best-effort under credits, or paced by DFS.")
       .value("best_effort", scheduler::Mode::best_effort)
       .value("dfs", scheduler::Mode::dfs);
+  py::enum_<scheduler::Assignment>(m, "Assignment",
+                                   "Which compute node builds a time-slice: t mod M (fixed), or by load (the DDE "
+                                   "shares each interval out by what the inputs report). Every node of a system "
+                                   "must use the same.")
+      .value("fixed", scheduler::Assignment::fixed)
+      .value("load", scheduler::Assignment::load);
 
   py::class_<PyTimeslice>(m, "Timeslice",
                           "A time-slice: index, complete, and contributions, one memoryview per input (empty for an "
@@ -149,6 +159,9 @@ void bind_timeslices(py::module_& m) {
                           "valid until release() (or the end of a `with` block), which gives the credits back.")
       .def_readonly("index", &PyTimeslice::index)
       .def_readonly("complete", &PyTimeslice::complete)
+      .def_readonly("attempt", &PyTimeslice::attempt,
+                    "The delivery number: 0 on the time-slice's own compute node, 1 and up when it was sent "
+                    "again after a compute node was lost. Seen twice: keep the higher attempt (the index is the key).")
       .def_readonly("contributed", &PyTimeslice::contributed)
       .def_readonly("first_arrival", &PyTimeslice::first_arrival, "When its first contribution came (seconds).")
       .def_readonly("last_arrival", &PyTimeslice::last_arrival, "When its last contribution came (seconds).")
@@ -168,9 +181,10 @@ void bind_timeslices(py::module_& m) {
                        std::uint32_t compute_count, std::uint32_t compute,
                        std::optional<std::uint64_t> timeslices_per_interval,
                        std::optional<std::uint32_t> credits_per_input, std::uint64_t max_contribution_bytes,
-                       nanoseconds incomplete_timeout, const py::object& on_incomplete, bool run_dde) {
+                       nanoseconds incomplete_timeout, const py::object& on_incomplete, bool run_dde,
+                       scheduler::Assignment assignment) {
              sp::TimesliceReceiverOptions options;
-             options.config = config_of(input_count, compute_count, timeslices_per_interval);
+             options.config = config_of(input_count, compute_count, timeslices_per_interval, assignment);
              options.compute = compute;
              options.credits_per_input = credits_per_input;
              options.max_contribution_bytes = max_contribution_bytes;
@@ -198,7 +212,7 @@ void bind_timeslices(py::module_& m) {
            py::arg("compute_count"), py::arg("compute") = 0, py::arg("timeslices_per_interval") = py::none(),
            py::arg("credits_per_input") = py::none(), py::arg("max_contribution_bytes") = 64 * 1024,
            py::arg("incomplete_timeout") = nanoseconds(std::chrono::seconds(5)), py::arg("on_incomplete") = py::none(),
-           py::arg("run_dde") = false)
+           py::arg("run_dde") = false, py::arg("assignment") = scheduler::Assignment::fixed)
       .def(
           "recv",
           [](PyTimesliceReceiver& r, Timeout timeout) {
@@ -226,6 +240,11 @@ void bind_timeslices(py::module_& m) {
         fields["peak_held_bytes"] = s.peak_held_bytes;
         fields["dropped"] = s.dropped;
         fields["kept_stalls"] = s.kept_stalls;
+        fields["reassigned_built"] = s.reassigned_built;
+        fields["built_elsewhere"] = s.built_elsewhere;
+        fields["computes_lost_heard"] = s.computes_lost_heard;
+        fields["inputs_connected"] = s.inputs_connected;
+        fields["inputs_gone"] = s.inputs_gone;
         return attribute_bag(fields);
       });
   def_close(receiver);
@@ -238,9 +257,9 @@ void bind_timeslices(py::module_& m) {
                        const std::vector<Endpoint>& compute_endpoints, scheduler::Mode mode,
                        const std::vector<Endpoint>& dde_endpoints, std::optional<std::uint64_t> timeslices_per_interval,
                        std::uint64_t max_contribution_bytes, std::size_t queue_capacity, nanoseconds push_timeout,
-                       nanoseconds welcome_timeout) {
+                       nanoseconds welcome_timeout, nanoseconds progress_timeout, scheduler::Assignment assignment) {
              sp::TimesliceSenderOptions options;
-             options.config = config_of(input_count, compute_count, timeslices_per_interval);
+             options.config = config_of(input_count, compute_count, timeslices_per_interval, assignment);
              options.mode = mode;
              options.input = input;
              options.compute_endpoints = compute_endpoints;
@@ -249,6 +268,7 @@ void bind_timeslices(py::module_& m) {
              options.queue_capacity = queue_capacity;
              options.push_timeout = push_timeout;
              options.welcome_timeout = welcome_timeout;
+             options.progress_timeout = progress_timeout;
              return std::make_unique<Sender>(
                  std::move(context), fmt::format("the time-slice sender of input {}", input), std::move(options));
            }),
@@ -257,7 +277,9 @@ void bind_timeslices(py::module_& m) {
            py::arg("dde_endpoints") = std::vector<Endpoint>{}, py::arg("timeslices_per_interval") = py::none(),
            py::arg("max_contribution_bytes") = 64 * 1024, py::arg("queue_capacity") = 0,
            py::arg("push_timeout") = nanoseconds(std::chrono::seconds(10)),
-           py::arg("welcome_timeout") = nanoseconds(std::chrono::seconds(10)))
+           py::arg("welcome_timeout") = nanoseconds(std::chrono::seconds(10)),
+           py::arg("progress_timeout") = nanoseconds(std::chrono::seconds(5)),
+           py::arg("assignment") = scheduler::Assignment::fixed)
       .def(
           "push",
           [](Sender& s, scheduler::TimesliceIndex t, const py::object& data) {
@@ -289,6 +311,10 @@ void bind_timeslices(py::module_& m) {
         fields["pushed"] = st.pushed;
         fields["sent"] = st.sent;
         fields["undeliverable"] = st.undeliverable;
+        fields["unbuilt"] = st.unbuilt;
+        fields["reassigned"] = st.reassigned;
+        fields["retained"] = st.retained;
+        fields["peak_retained"] = st.peak_retained;
         fields["credits_returned"] = st.credits_returned;
         fields["incomplete_credits"] = st.incomplete_credits;
         fields["reports_sent"] = st.reports_sent;
@@ -296,6 +322,10 @@ void bind_timeslices(py::module_& m) {
         fields["proposals_taken"] = st.proposals_taken;
         fields["computes_lost"] = st.computes_lost;
         fields["ddes_lost"] = st.ddes_lost;
+        fields["lost_computes"] = st.lost_computes;
+        fields["pushes_blocked"] = st.pushes_blocked;
+        fields["push_blocked_s"] = seconds(nanoseconds(st.push_blocked_ns));
+        fields["push_timeouts"] = st.push_timeouts;
         return attribute_bag(fields);
       });
   def_close(sender_class);

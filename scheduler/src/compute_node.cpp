@@ -4,6 +4,7 @@
 #include "netio/error.hpp"
 #include "netio/internal/reject.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace netio::scheduler {
@@ -21,7 +22,8 @@ ComputeNode::ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::
       by_load_(config.assignment == Assignment::load),
       next_expected_(by_load_ ? 0 : self),
       held_(config.input_count, 0),
-      gone_(config.input_count, false) {
+      gone_(config.input_count, false),
+      reassigned_held_(config.input_count, 0) {
   validate(config);
   if (self >= config.compute_count) {
     reject("index " + std::to_string(self) + " out of range (" + std::to_string(config.compute_count) + ")");
@@ -33,21 +35,53 @@ ComputeNode::Arrival ComputeNode::on_contribution(InputIndex i, TimesliceIndex t
   if (i >= input_count_) reject("input " + std::to_string(i) + " out of range");
   if (!by_load_ && t % compute_count_ != self_) return Arrival::not_mine;
   if (t < next_expected_) return Arrival::late;
-  auto [it, inserted] = open_.try_emplace(t);
+  return take(open_, held_, i, t, 0, now);
+}
+
+ComputeNode::Arrival ComputeNode::on_reassigned(InputIndex i, TimesliceIndex t, std::uint8_t attempt, Time now) {
+  if (i >= input_count_) reject("input " + std::to_string(i) + " out of range");
+  if (attempt == 0) return Arrival::not_mine;
+  if (built_elsewhere_.contains(t) || handed_over_reassigned_.contains(t)) return Arrival::late;
+  return take(reassigned_, reassigned_held_, i, t, attempt, now);
+}
+
+ComputeNode::Arrival ComputeNode::take(std::map<TimesliceIndex, Open>& where, std::vector<std::uint32_t>& held,
+                                       InputIndex i, TimesliceIndex t, std::uint8_t attempt, Time now) {
+  auto [it, inserted] = where.try_emplace(t);
   Open& open = it->second;
   if (inserted) {
     open.first_arrival = now;
     open.contributed.assign(input_count_, false);
   }
   if (open.contributed[i]) return Arrival::duplicate;
-  if (held_[i] >= credits_) {
-    if (inserted) open_.erase(it);
+  if (held[i] >= credits_) {
+    if (inserted) where.erase(it);
     return Arrival::over_credit;
   }
   open.contributed[i] = true;
+  open.attempt = std::max(open.attempt, attempt);
   ++open.count;
-  ++held_[i];
+  ++held[i];
   return open.count == input_count_ ? Arrival::completes : Arrival::accepted;
+}
+
+std::vector<InputIndex> ComputeNode::on_built_elsewhere(TimesliceIndex t) {
+  built_elsewhere_.insert(t);
+  const auto it = reassigned_.find(t);
+  if (it == reassigned_.end()) return {};
+  auto owed = free_contributions(it->second.contributed);
+  reassigned_.erase(it);
+  return owed;
+}
+
+std::vector<InputIndex> ComputeNode::free_contributions(const std::vector<bool>& contributed) {
+  std::vector<InputIndex> owed;
+  for (InputIndex i = 0; i < input_count_; ++i) {
+    if (!contributed[i]) continue;
+    owed.push_back(i);
+    --reassigned_held_[i];
+  }
+  return owed;
 }
 
 void ComputeNode::on_input_gone(InputIndex i) {
@@ -55,18 +89,31 @@ void ComputeNode::on_input_gone(InputIndex i) {
   gone_[i] = true;
 }
 
+bool ComputeNode::ready(const Open& open, Time now, Duration timeout) const {
+  // Every input contributed or never will (gone): nothing more can come.
+  bool all = true;
+  for (InputIndex i = 0; all && i < input_count_; ++i) all = open.contributed[i] || gone_[i];
+  return all || (timeout > Duration::zero() && now - open.first_arrival >= timeout);
+}
+
 std::optional<ComputeNode::Ready> ComputeNode::next_ready(Time now, Duration timeout) const {
+  // Reassigned ones first, the lowest ready one: they are late already, and wait for nothing
+  // of this node's own order.
+  for (const auto& [t, open] : reassigned_) {
+    if (ready(open, now, timeout)) return Ready{t, open.count == input_count_, open.contributed, open.attempt};
+  }
   if (open_.empty()) return std::nullopt;
   const auto& [t, open] = *open_.begin();
-  // Every input contributed or never will (gone): nothing more can come.
-  bool ready = true;
-  for (InputIndex i = 0; ready && i < input_count_; ++i) ready = open.contributed[i] || gone_[i];
-  if (!ready && timeout > Duration::zero() && now - open.first_arrival >= timeout) ready = true;
-  if (!ready) return std::nullopt;
-  return Ready{t, open.count == input_count_, open.contributed};
+  if (!ready(open, now, timeout)) return std::nullopt;
+  return Ready{t, open.count == input_count_, open.contributed, 0};
 }
 
 void ComputeNode::hand_over(TimesliceIndex t) {
+  if (const auto it = reassigned_.find(t); it != reassigned_.end()) {
+    handed_over_reassigned_.emplace(t, std::move(it->second.contributed));
+    reassigned_.erase(it);
+    return;
+  }
   if (open_.empty() || open_.begin()->first != t) {
     reject("hand-over of time-slice " + std::to_string(t) + ", which is not the oldest open");
   }
@@ -77,6 +124,14 @@ void ComputeNode::hand_over(TimesliceIndex t) {
 }
 
 std::vector<InputIndex> ComputeNode::release(TimesliceIndex t) {
+  if (reassigned_.contains(t)) hand_over(t);
+  if (const auto it = handed_over_reassigned_.find(t); it != handed_over_reassigned_.end()) {
+    const bool complete = std::find(it->second.begin(), it->second.end(), false) == it->second.end();
+    auto owed = free_contributions(it->second);
+    handed_over_reassigned_.erase(it);
+    if (!complete) built_elsewhere_.insert(t);  // given up: a contribution still on its way is late
+    return owed;
+  }
   if (const auto open = open_.find(t); open != open_.end()) hand_over(t);
   const auto it = handed_over_.find(t);
   if (it == handed_over_.end()) {

@@ -90,3 +90,43 @@ def test_receiver_closed_in_its_own_handler(ctx):
     assert holder["receiver"].closed and seen == [0]
     for sender in senders:
         sender.close()
+
+
+def test_a_lost_compute_node_s_timeslices_come_from_the_others_with_their_attempt(ctx):
+    seen = []
+
+    def handler(timeslice):
+        seen.append((timeslice.index, timeslice.attempt, timeslice.complete))
+
+    kept = netio.TimesliceReceiver(ctx, LOOPBACK, handler, input_count=2, compute_count=2, compute=0,
+                                   timeslices_per_interval=20, assignment=netio.Assignment.fixed)
+    lost = netio.TimesliceReceiver(ctx, LOOPBACK, input_count=2, compute_count=2, compute=1,
+                                   timeslices_per_interval=20)
+    endpoints = [kept.local_endpoint, lost.local_endpoint]
+    senders = [netio.TimesliceSender(ctx, input=i, input_count=2, compute_count=2, compute_endpoints=endpoints,
+                                     timeslices_per_interval=20, progress_timeout=2.0,
+                                     assignment=netio.Assignment.fixed) for i in range(2)]
+    for t in range(2):
+        for i, sender in enumerate(senders):
+            sender.push(t, contribution(t, i))
+    with lost.recv(timeout=10) as timeslice:
+        assert timeslice.index == 1 and timeslice.attempt == 0
+    deadline = time.monotonic() + 10  # both credits back at both inputs: t = 1 is known built
+    while any(s.stats().credits_returned < 2 for s in senders) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    lost.close()  # compute node 1 goes: its time-slices from here on are built by node 0
+    for t in range(2, 8):
+        for i, sender in enumerate(senders):
+            sender.push(t, contribution(t, i))
+    for sender in senders:
+        sender.finish()
+        assert sender.wait_finished(10)
+        stats = sender.stats()
+        assert stats.lost_computes == [1] and stats.computes_lost == 1
+        assert stats.reassigned >= 3 and stats.undeliverable == 0
+        sender.close()
+    # Node 0 built its own (attempt 0) and node 1's after it went (attempt 1); t = 1 was built
+    # and credited on node 1 before it went, so it is not built again.
+    assert sorted(seen) == [(t, t % 2, True) for t in range(8) if t != 1]
+    assert kept.stats().reassigned_built == 3
+    kept.close()

@@ -44,6 +44,7 @@ struct Delivery {
   bool complete = false;
   bool content_ok = false;  // every contribution present matched contribution(i, t)
   std::uint32_t contributions = 0;
+  std::uint32_t attempt = 0;
 };
 
 // What one receiver's handlers saw.
@@ -52,7 +53,7 @@ struct Deliveries {
   std::vector<Delivery> seen;
 
   void add(const sp::TimesliceView& view) {
-    Delivery d{view.index, view.complete, true, 0};
+    Delivery d{view.index, view.complete, true, 0, view.attempt};
     for (ns::InputIndex i = 0; i < view.contributions.size(); ++i) {
       if (view.contributed[i] == 0) continue;
       ++d.contributions;
@@ -115,6 +116,7 @@ struct SystemOptions {
   bool dde_in_receivers = false;   // the replicas run inside receivers 0, 1, ... (run_dde) instead
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
+  std::chrono::nanoseconds progress_timeout = sp::TimesliceSenderOptions{}.progress_timeout;
   std::chrono::microseconds slow_consumer{0};  // compute node 0's handler takes this long per time-slice
   // Called by every receiver's handler after recording the time-slice (on its loop thread).
   std::function<void(ns::ComputeIndex, const sp::TimesliceView&)> after_delivery;
@@ -211,6 +213,7 @@ class System {
     }
     so.max_contribution_bytes = max_contribution;
     so.welcome_timeout = options_.welcome_timeout;
+    so.progress_timeout = options_.progress_timeout;
     so.on_undeliverable = [this, i](ns::TimesliceIndex t, ns::ComputeIndex) { undeliverable_[i].add(t); };
     return so;
   }
@@ -298,6 +301,39 @@ inline void check_complete_in_order(const System& system, ns::ComputeIndex c, st
   INFO("compute node " << c);
   CHECK(incomplete == 0);
   CHECK(system.incomplete(c).count() == 0);
+}
+
+// Every time-slice below `count` reached the application of some compute node complete,
+// with the right bytes, and any second copy with a higher attempt (one copy per attempt: a
+// time-slice a lost node built just before it went is built again elsewhere, with attempt
+// 1); incomplete hand-overs (a lost node giving up what it held) are not counted.
+// Returns how many were built again (duplicates).
+inline std::size_t check_each_built_once_per_attempt(const System& system, std::uint32_t compute_count,
+                                                     ns::TimesliceIndex count) {
+  std::map<ns::TimesliceIndex, std::vector<std::uint32_t>> attempts;
+  std::size_t corrupt = 0;
+  for (ns::ComputeIndex c = 0; c < compute_count; ++c) {
+    for (const auto& d : system.deliveries(c).copy()) {
+      if (!d.complete) continue;
+      if (!d.content_ok) ++corrupt;
+      attempts[d.t].push_back(d.attempt);
+    }
+  }
+  CHECK(corrupt == 0);
+  std::size_t missing = 0, same_attempt = 0, duplicates = 0;
+  for (ns::TimesliceIndex t = 0; t < count; ++t) {
+    auto& seen = attempts[t];
+    if (seen.empty()) {
+      ++missing;
+      continue;
+    }
+    std::sort(seen.begin(), seen.end());
+    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) ++same_attempt;
+    duplicates += seen.size() - 1;
+  }
+  CHECK(missing == 0);
+  CHECK(same_attempt == 0);
+  return duplicates;
 }
 
 // Waits until each of the `compute_count` receivers was handed its share of `count`

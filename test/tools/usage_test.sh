@@ -40,6 +40,13 @@ expect_status 2 "$pingpong"                                                 # re
 expect_status 2 "$cat_tool"                                                 # a subcommand is required
 expect_status 2 "$tsbench" --scheduler dfs --compare                       # was 108
 expect_status 2 "$connbench" -e tcp://127.0.0.1:5000 --bogus 1
+# The fat-trees' options: refused where they do not apply, naming the option.
+expect_status 2 "$tsbench" --simulate --adaptive-routing -n 10 --warmup-intervals 0
+grep -qF -- "--adaptive-routing is a part of --network fat-tree-lossless" "$WORK/err" || fail "--adaptive-routing: $(cat "$WORK/err")"
+expect_status 2 "$tsbench" --simulate --network fat-tree-lossless --switch-buffer 1000 -n 10 --warmup-intervals 0
+grep -qF -- "port buffer (1000 bytes)" "$WORK/err" || fail "--switch-buffer 1000: $(cat "$WORK/err")"
+expect_status 2 "$tsbench" --simulate --control-lane -n 10 --warmup-intervals 0
+grep -qF -- "--control-lane is a part of" "$WORK/err" || fail "--control-lane on fair ports: $(cat "$WORK/err")"
 
 # The sibling tool's options, with or without the rest of the command line right.
 expect_status 2 "$recv" --size -5

@@ -12,7 +12,9 @@
   tsbench_test.py TSBENCH credits            --credits: the receive buffer derived from it (16 per pair by default),
                                              in the header and a role run's run.csv; fewer than 2 per pair refused
                                              in a local run, --simulate and role mode
-  tsbench_test.py TSBENCH kill-compute       kill -9 of a compute process: the others end, its share reported lost
+  tsbench_test.py TSBENCH kill-compute       kill -9 of a compute process of a running 4 x 4: the inputs send its
+                                             time-slices to the others; --collect: 0 lost, duplicates only with
+                                             a higher attempt
   tsbench_test.py TSBENCH kill-input         kill -9 of an input process: the others end, incomplete time-slices reported
 
 Ports: every node listens on a port this script found free (bound to port 0, then released);
@@ -46,7 +48,8 @@ def fail(message, *outputs):
 def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None):
     """fallback: True when the DDE's safety-net counts must be there (DFS, local and simulated runs),
     None when they may be (a role run's compute node 0 has them, the others not)."""
-    keys = {"timeslices", "incomplete", "spread_us", "gbps", "buffer_fill_pct"}
+    keys = {"timeslices", "incomplete", "spread_us", "gbps", "buffer_fill_pct", "lost", "duplicates",
+            "duplicates_same_attempt", "reassigned", "failure", "backpressure"}
     if "fallback" in summary and fallback is not False:
         keys.add("fallback")
         if set(summary["fallback"]) != {"engaged", "best_effort_intervals"}:
@@ -59,6 +62,13 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None):
         fail(f"{name}: keys {sorted(summary)}, expected {sorted(keys)}")
     if set(summary["spread_us"]) != {"median", "p90", "max"}:
         fail(f"{name}: spread_us keys {sorted(summary['spread_us'])}")
+    if set(summary["failure"]) != {"computes_failed", "computes_lost", "contributions_reassigned",
+                                   "capacity_before_gbps", "recovery_ms", "lowest_after_gbps"}:
+        fail(f"{name}: failure keys {sorted(summary['failure'])}")
+    if set(summary["backpressure"]) != {"pushes_blocked", "push_blocked_s"}:
+        fail(f"{name}: backpressure keys {sorted(summary['backpressure'])}")
+    if summary["duplicates_same_attempt"] != 0:
+        fail(f"{name}: {summary['duplicates_same_attempt']} time-slices built twice with the same attempt")
     if set(summary["buffer_fill_pct"]) != {"median", "max"}:
         fail(f"{name}: buffer_fill_pct keys {sorted(summary['buffer_fill_pct'])}")
     if timeslices is not None and summary["timeslices"] != timeslices:
@@ -130,20 +140,23 @@ def free_ports(n):
 
 
 class Cluster:
-    """2 inputs (ranks 0, 1) and 2 compute nodes (ranks 2, 3; compute 0 runs the DDE)."""
+    """`inputs` inputs (ranks 0 .. inputs-1) and `computes` compute nodes (the ranks after them; compute 0 runs
+    the DDE); 2 x 2 unless told."""
 
-    def __init__(self, tsbench, work, scheduler, count, emulate=EMULATE, extra=()):
-        ports = free_ports(3)
+    def __init__(self, tsbench, work, scheduler, count, emulate=EMULATE, extra=(), inputs=2, computes=2):
+        ports = free_ports(computes + 1)
         self.config = os.path.join(work, "cluster.conf")
         with open(self.config, "w") as f:
-            f.write("# rank: role endpoint\ninput\ninput tcp://127.0.0.1:0\n")
-            f.write(f"compute tcp://127.0.0.1:{ports[0]} tcp://127.0.0.1:{ports[2]}\n")
-            f.write(f"compute tcp://127.0.0.1:{ports[1]}\n")
+            f.write("# rank: role endpoint\ninput\n" + "input tcp://127.0.0.1:0\n" * (inputs - 1))
+            f.write(f"compute tcp://127.0.0.1:{ports[0]} tcp://127.0.0.1:{ports[-1]}\n")
+            for c in range(1, computes):
+                f.write(f"compute tcp://127.0.0.1:{ports[c]}\n")
         self.work = work
         self.procs = {}
         args = SMALL[:-1] + [emulate, "--scheduler", scheduler, "-n", str(count), "--config", self.config,
                              "--json", "--timeout", f"{TIMEOUT}s"] + list(extra)
-        for rank, role in ((2, "compute"), (3, "compute"), (0, "input"), (1, "input")):
+        order = [(inputs + c, "compute") for c in range(computes)] + [(i, "input") for i in range(inputs)]
+        for rank, role in order:
             out = open(os.path.join(work, f"rank{rank}.out"), "w")
             err = open(os.path.join(work, f"rank{rank}.err"), "w")
             env = dict(os.environ)
@@ -172,6 +185,16 @@ class Cluster:
                 with open(os.path.join(self.work, f"rank{rank}.{kind}")) as f:
                     texts.append(f"rank {rank} {kind}:\n" + f.read())
         return texts
+
+    def kill_after(self, rank, seconds):
+        """kill -9 of `rank` once every process ran `seconds`; returns when it was killed (time.monotonic())."""
+        time.sleep(seconds)
+        for other, p in self.procs.items():
+            if p.poll() is not None:
+                fail(f"rank {other} ended before the kill ({p.returncode})", *self.logs())
+        self.procs[rank].send_signal(signal.SIGKILL)
+        self.procs[rank].wait()
+        return time.monotonic()
 
     def kill_all(self):
         for p in self.procs.values():
@@ -229,47 +252,66 @@ def run_roles(tsbench, scheduler):
             fail(f"--collect without rank 3: exit status {p.returncode}", p.stdout, p.stderr)
 
 
-def run_kill(tsbench, victim):
-    """victim: 'compute' kills rank 3 (compute 1), 'input' kills rank 1 (input 1), after 2 s of a long run."""
-    count = 40000  # at 200 Mb/s per compute node: far longer than the test; the kill comes first
+def run_kill_compute(tsbench):
+    """kill -9 of compute 2 (rank 6) of a running 4 x 4, 2 s in: the inputs send its time-slices to the other
+    three; every process that is left ends normally, and --collect (the killed node's journal included) finds every
+    time-slice built, a second time only with a higher attempt."""
+    count = 16000  # about 5 s at 4 x 100 Mb/s (16 KiB per time-slice): the kill comes in the middle
     with tempfile.TemporaryDirectory() as work:
-        # DFS: the DDE on compute 0 survives either kill
-        cluster = Cluster(tsbench, work, "dfs", count, emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
-        time.sleep(3)
-        for rank, p in cluster.procs.items():
-            if p.poll() is not None:
-                fail(f"rank {rank} ended before the kill ({p.returncode})", *cluster.logs())
-        dead = 3 if victim == "compute" else 1
-        cluster.procs[dead].send_signal(signal.SIGKILL)
-        cluster.procs[dead].wait()
-        started = time.monotonic()
-        statuses = {rank: cluster.wait(rank) for rank in (0, 1, 2, 3) if rank != dead}
+        csv = os.path.join(work, "csv")
+        cluster = Cluster(tsbench, work, "dfs", count, inputs=4, computes=4, extra=["--csv", csv],
+                          emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
+        dead = 6
+        started = cluster.kill_after(dead, 2)
+        statuses = {rank: cluster.wait(rank) for rank in range(8) if rank != dead}
         logs = cluster.logs()
-        if victim == "compute":
-            # the inputs skip compute 1's share, report it lost and end; compute 0 builds all of its own
-            for rank in (0, 1):
-                if rank == dead:
-                    continue
-            for rank in (0, 1):
-                err = open(os.path.join(work, f"rank{rank}.err")).read()
-                if statuses[rank] != 1 or "undeliverable" not in err:
-                    fail(f"input rank {rank}: status {statuses[rank]}, expected 1 with undeliverable contributions",
-                         *logs)
-            if statuses[2] != 0:
-                fail(f"compute rank 2 exited with {statuses[2]}", *logs)
-            check_summary("rank 2", json.loads(cluster.output(2))["dfs"], timeslices=count // 2)
-        else:
-            # the input that is left ends normally; both compute nodes hand over every time-slice, the ones
-            # input 1 did not contribute to as incomplete, and say so (exit status 1)
-            if statuses[0] != 0:
-                fail(f"input rank 0 exited with {statuses[0]}", *logs)
-            for rank in (2, 3):
-                if statuses[rank] != 1:
-                    fail(f"compute rank {rank} exited with {statuses[rank]}, expected 1 (incomplete)", *logs)
-                summary = json.loads(cluster.output(rank))["dfs"]
-                check_summary(f"rank {rank}", summary, timeslices=count // 2, incomplete=None)
-                if summary["incomplete"] == 0:
-                    fail(f"rank {rank}: no incomplete time-slice reported", *logs)
+        for rank, status in statuses.items():
+            if status != 0:
+                fail(f"rank {rank} exited with {status} after compute 2 was killed", *logs)
+        reassigned = 0
+        for rank in range(4):
+            summary = json.loads(cluster.output(rank))["dfs"]
+            if summary["failure"]["computes_lost"] != 1:
+                fail(f"input rank {rank}: lost {summary['failure']['computes_lost']} compute nodes, expected 1", *logs)
+            reassigned += summary["failure"]["contributions_reassigned"]
+        if reassigned == 0:
+            fail("no contribution was reassigned", *logs)
+        p = subprocess.run([tsbench, "--collect", csv, "--json"], capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            fail(f"--collect: exit status {p.returncode}", p.stdout, p.stderr, *logs)
+        summary = json.loads(p.stdout)["dfs"]
+        check_summary("--collect", summary, incomplete=0)
+        if summary["lost"] != 0 or summary["reassigned"] == 0 or summary["failure"]["computes_failed"] != 1:
+            fail(f"--collect: {summary['lost']} lost, {summary['reassigned']} built elsewhere, "
+                 f"{summary['failure']['computes_failed']} failed nodes", p.stdout, *logs)
+        if summary["timeslices"] - summary["duplicates"] != count:
+            fail(f"--collect: {summary['timeslices']} hand-overs, {summary['duplicates']} duplicates, expected "
+                 f"{count} time-slices", p.stdout)
+        print(f"survivors ended {time.monotonic() - started:.1f} s after the kill; {summary['reassigned']} "
+              f"time-slices built elsewhere, {summary['duplicates']} twice (higher attempt)")
+
+
+def run_kill_input(tsbench):
+    """kill -9 of input 1 (rank 1) of a running 2 x 2, 3 s in: the compute nodes report its time-slices incomplete."""
+    count = 40000  # at 100 Mb/s per compute node: far longer than the test; the kill comes first
+    with tempfile.TemporaryDirectory() as work:
+        # DFS: the DDE on compute 0 survives the kill
+        cluster = Cluster(tsbench, work, "dfs", count, emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
+        dead = 1
+        started = cluster.kill_after(dead, 3)
+        statuses = {rank: cluster.wait(rank) for rank in (0, 2, 3)}
+        logs = cluster.logs()
+        # the input that is left ends normally; both compute nodes hand over every time-slice, the ones
+        # input 1 did not contribute to as incomplete, and say so (exit status 1)
+        if statuses[0] != 0:
+            fail(f"input rank 0 exited with {statuses[0]}", *logs)
+        for rank in (2, 3):
+            if statuses[rank] != 1:
+                fail(f"compute rank {rank} exited with {statuses[rank]}, expected 1 (incomplete)", *logs)
+            summary = json.loads(cluster.output(rank))["dfs"]
+            check_summary(f"rank {rank}", summary, timeslices=count // 2, incomplete=None)
+            if summary["incomplete"] == 0:
+                fail(f"rank {rank}: no incomplete time-slice reported", *logs)
         print(f"survivors ended {time.monotonic() - started:.1f} s after the kill")
 
 
@@ -318,7 +360,11 @@ def run_simulate(tsbench):
                            (["--cpu", "100000"], "CPU 100000"),
                            (["-t", "0s"], "-t/--time must be more than 0"),
                            (["-n", "100"], "warm-up intervals"),
-                           (["--collect", "/nonexistent-tsbench-dir"], "neither")):
+                           (["--collect", "/nonexistent-tsbench-dir"], "neither"),
+                           (["--fail", "node:1,at=1s"], "only a compute node"),
+                           (["--fail", "compute:1"], "no at="),
+                           (["--computes", "2", "--fail", "compute:5,at=1s"], "out of range"),
+                           (["--simulate", "--fail", "compute:1,at=1s"], "--simulate")):
         p = subprocess.run([tsbench] + args, capture_output=True, text=True, timeout=30)
         if p.returncode == 0 or expected not in p.stderr:
             fail(f"{args}: exit status {p.returncode}, expected a failure naming '{expected}'", p.stdout, p.stderr)
@@ -440,9 +486,9 @@ def main():
     elif what == "credits":
         run_credits(tsbench)
     elif what == "kill-compute":
-        run_kill(tsbench, "compute")
+        run_kill_compute(tsbench)
     elif what == "kill-input":
-        run_kill(tsbench, "input")
+        run_kill_input(tsbench)
     else:
         fail(f"unknown test {what}")
     print("PASS")

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
+#include <string_view>
 
 namespace netio::tools::tsbench {
 
@@ -19,6 +21,35 @@ namespace {
 constexpr netio::detail::Rejecter reject{Errc::invalid_option, ""};
 
 }  // namespace
+
+FailSpec parse_fail_spec(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    reject(fmt::format("--fail '{}': {} (expected 'compute:K,at=T', e.g. 'compute:1,at=5s')", text, why));
+  };
+  constexpr std::string_view prefix = "compute:";
+  if (text.rfind(prefix, 0) != 0) bad("only a compute node can be failed");
+  const auto comma = text.find(',');
+  if (comma == std::string::npos || text.compare(comma + 1, 3, "at=") != 0) bad("no at=");
+  const auto index = text.substr(prefix.size(), comma - prefix.size());
+  FailSpec spec;
+  try {
+    std::size_t used = 0;
+    const auto k = std::stoul(index, &used);
+    if (used != index.size() || k > 0xFFFFFFFFul) bad("'" + index + "' is not a compute node's index");
+    spec.compute = static_cast<std::uint32_t>(k);
+  } catch (const std::logic_error&) {
+    bad("'" + index + "' is not a compute node's index");
+  }
+  const auto at = parse_duration(text.substr(comma + 4));
+  if (!at) bad(at.error());
+  spec.at = at.value();
+  return spec;
+}
+
+std::optional<FailSpec> BenchConfig::fail_spec() const {
+  if (fail.empty()) return std::nullopt;
+  return parse_fail_spec(fail);
+}
 
 scheduler::SchedulerConfig BenchConfig::scheduler_config() const {
   scheduler::SchedulerConfig config;
@@ -106,6 +137,10 @@ void BenchConfig::validate() const {
   }
   scheduler::validate(scheduler_config());
   (void)node_emulation(0);  // throws for a bad spec
+  if (const auto failing = fail_spec(); failing && failing->compute >= computes) {
+    reject(fmt::format("--fail '{}': compute node {} out of range ({} compute nodes: 0 to {})", fail, failing->compute,
+                       computes, computes - 1));
+  }
   if (transport != "tcp" && transport != "shm" && transport != "fabric") {
     reject("--backend must be tcp, shm or fabric, not " + transport);
   }

@@ -22,6 +22,14 @@ namespace netio::tools::tsbench {
 // "Scheduled push").
 inline constexpr const char* default_emulation = "delay=lognormal:mean=100us,sigma=1,clip=5ms;in=400Mbps";
 
+// --fail 'compute:K,at=T': compute node K (0 .. M-1) dies T after the run's start.
+struct FailSpec {
+  std::uint32_t compute = 0;
+  std::chrono::nanoseconds at{0};
+};
+// Throws netio::Error (Errc::invalid_option) quoting the text for a spec that does not parse.
+FailSpec parse_fail_spec(const std::string& text);
+
 struct BenchConfig {
   std::uint32_t inputs = 4;
   std::uint32_t computes = 4;
@@ -53,6 +61,7 @@ struct BenchConfig {
   std::optional<std::uint64_t> timeslices;  // a count instead of a duration (role mode needs it)
   std::string emulate = default_emulation;  // "" or "none": an unshaped loopback
   std::string slowdown;                     // a slowdown= clause's parameters, e.g. "node:4,at=5s,for=2s,rate=75%"
+  std::string fail;                         // --fail: "compute:K,at=T" (a compute node dies), "" none
   std::string transport = "tcp";            // local run: tcp or fabric
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);
   std::chrono::nanoseconds sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
@@ -60,6 +69,8 @@ struct BenchConfig {
   std::optional<int> generator_cpu;  // --cpu: the inputs' generator threads pinned here
 
   scheduler::SchedulerConfig scheduler_config() const;
+  // --fail parsed; nullopt without one.
+  std::optional<FailSpec> fail_spec() const;
   // The emulation of node `rank` (inputs 0 .. N-1, computes N .. N+M-1): the spec with the
   // slow-down appended and node= set to the rank, so that slowdown=node:RANK picks that
   // node. nullopt when nothing is shaped.

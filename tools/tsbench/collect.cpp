@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "tsbench/collect.hpp"
 
+#include "tsbench/report.hpp"
+
 #include "netio/error.hpp"
 
 #include <fmt/format.h>
@@ -75,8 +77,6 @@ class CsvFile {
   std::size_t line_ = 1;
 };
 
-constexpr const char* timeslices_header =
-    "timeslice,compute,complete,first_arrival_us,last_arrival_us,spread_us,handed_over_us,bytes";
 constexpr const char* intervals_header =
     "input,interval,proposed_start_us,actual_start_us,proposed_duration_us,actual_duration_us";
 constexpr const char* fill_header = "time_us,compute,fill_pct";
@@ -84,6 +84,8 @@ constexpr const char* run_header =
     "role,index,inputs,computes,buffer_bytes,timeslices_per_interval,warmup_intervals,peak_fill_pct,corrupt";
 
 void append(RunRecords& all, RunRecords part) {
+  all.computes_failed += part.computes_failed;
+  all.contributions_reassigned += part.contributions_reassigned;
   all.timeslices.insert(all.timeslices.end(), part.timeslices.begin(), part.timeslices.end());
   all.intervals.insert(all.intervals.end(), part.intervals.begin(), part.intervals.end());
   all.fill.insert(all.fill.end(), part.fill.begin(), part.fill.end());
@@ -104,10 +106,14 @@ void write_role_info(const std::string& dir, const RoleInfo& info, const RunReco
 RunRecords read_csv(const std::string& dir) {
   RunRecords records;
   std::vector<std::string> f;
+  // A compute node killed before it wrote its files left its journal (run.csv and the
+  // time-slices it handed over, nothing else): it counts as failed.
+  const bool killed = !fs::exists(dir + "/timeslices.csv") && fs::exists(dir + "/journal.csv");
+  if (killed) ++records.computes_failed;
   {
-    CsvFile file(dir + "/timeslices.csv", timeslices_header);
+    CsvFile file(dir + (killed ? "/journal.csv" : "/timeslices.csv"), timeslices_csv_header);
     while (file.next(f)) {
-      file.expect(f, 8);
+      file.expect(f, 9);
       TimesliceRecord t;
       t.timeslice = file.unsigned_at(f, 0);
       t.compute = static_cast<ns::ComputeIndex>(file.unsigned_at(f, 1));
@@ -116,9 +122,11 @@ RunRecords read_csv(const std::string& dir) {
       t.last_arrival = file.micros_at(f, 4);
       t.handed_over = file.micros_at(f, 6);
       t.bytes = file.unsigned_at(f, 7);
+      t.attempt = static_cast<std::uint32_t>(file.unsigned_at(f, 8));
       records.timeslices.push_back(t);
     }
   }
+  if (killed) return records;
   {
     CsvFile file(dir + "/intervals.csv", intervals_header);
     while (file.next(f)) {
@@ -172,9 +180,11 @@ std::vector<CollectedRun> collect_role_runs(const std::string& dir) {
         expected_computes = static_cast<std::uint32_t>(info.unsigned_at(f, 3));
         if (f[0] == "compute") {
           if (!computes.insert(index).second) info.bad(fmt::format("compute node {} twice", index));
-          run.records.buffer_bytes = info.unsigned_at(f, 4);
-          run.records.timeslices_per_interval = info.unsigned_at(f, 5);
-          run.records.warmup_intervals = static_cast<std::uint32_t>(info.unsigned_at(f, 6));
+          if (info.unsigned_at(f, 4) != 0) {  // 0: a killed node's run.csv, written at its start
+            run.records.buffer_bytes = info.unsigned_at(f, 4);
+            run.records.timeslices_per_interval = info.unsigned_at(f, 5);
+            run.records.warmup_intervals = static_cast<std::uint32_t>(info.unsigned_at(f, 6));
+          }
           run.records.peak_fill_percent = std::max(run.records.peak_fill_percent, info.number_at(f, 7));
           run.records.corrupt += info.unsigned_at(f, 8);
         } else if (f[0] == "input") {

@@ -2,13 +2,27 @@
 #include "tsbench/compute_role.hpp"
 
 #include "netio/backend/event_loop.hpp"
+#include "netio/error.hpp"
 #include "tsbench/contribution_stamp.hpp"
+#include "tsbench/report.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
 
 namespace netio::tools::tsbench {
 
 namespace {
 
 ns::Time now() { return std::chrono::steady_clock::now().time_since_epoch(); }
+
+// One write() per line: what the kernel took survives the process (kill -9 included).
+void append_line(int fd, const std::string& line) {
+  if (fd >= 0) (void)!::write(fd, line.data(), line.size());
+}
 
 }  // namespace
 
@@ -18,6 +32,13 @@ ComputeRole::ComputeRole(Context& context, ComputeRoleOptions options)
   records_.buffer_bytes = bench.buffer_bytes;
   records_.timeslices_per_interval = bench.scheduler_config().timeslices_in_interval();
   records_.warmup_intervals = bench.warmup_intervals;
+  if (!options_.journal.empty()) {
+    journal_fd_ = ::open(options_.journal.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (journal_fd_ < 0) {
+      throw Error(Errc::invalid_option, "cannot write " + options_.journal + ": " + std::strerror(errno));
+    }
+    append_line(journal_fd_, std::string(timeslices_csv_header) + "\n");
+  }
 
   scheduled_push::TimesliceReceiverOptions ro;
   ro.config = bench.scheduler_config();
@@ -35,6 +56,7 @@ ComputeRole::ComputeRole(Context& context, ComputeRoleOptions options)
 
 ComputeRole::~ComputeRole() {
   if (receiver_) (void)take_records();
+  if (journal_fd_ >= 0) ::close(journal_fd_);
 }
 
 Endpoint ComputeRole::endpoint() const { return receiver_->local_endpoint(); }
@@ -53,12 +75,14 @@ void ComputeRole::on_timeslice(const scheduled_push::TimesliceView& view) {
   r.first_arrival = view.first_arrival - options_.origin;
   r.last_arrival = view.last_arrival - options_.origin;
   r.handed_over = now() - options_.origin;
+  r.attempt = view.attempt;
   for (ns::InputIndex i = 0; i < view.contributions.size(); ++i) {
     if (view.contributed[i] == 0) continue;
     r.bytes += view.contributions[i].size();
     if (!stamp_matches(view.contributions[i], view.index, i)) ++records_.corrupt;
   }
   records_.timeslices.push_back(r);
+  append_line(journal_fd_, timeslice_csv_row(r));
   handed_over_.fetch_add(1, std::memory_order_release);
 }
 

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 
 namespace netio::tools::tsbench {
 
@@ -29,6 +30,9 @@ struct ComputeRoleOptions {
   bool run_dde = false;               // a DDE replica in this node
   std::optional<Endpoint> dde_local;  // where the replica listens (default: local's host, port 0)
   ns::Time origin{0};                 // the run's start on this node's steady clock
+  // When set: every time-slice handed over is appended to this file at once (timeslices.csv's
+  // format, unbuffered), so that what a node built survives its process being killed.
+  std::string journal;
 };
 
 class ComputeRole {
@@ -45,6 +49,8 @@ class ComputeRole {
   std::uint64_t handed_over() const noexcept { return handed_over_.load(std::memory_order_acquire); }
   // How many of the time-slices below `count` belong to this node.
   std::uint64_t share_of(ns::TimesliceIndex count) const;
+  // Inputs that connected and have closed their connections since; any thread.
+  std::uint32_t inputs_gone() const { return receiver_->stats().inputs_gone; }
 
   // Stops the receiver (and the sampling) and returns what was recorded. Once.
   RunRecords take_records();
@@ -57,6 +63,7 @@ class ComputeRole {
   ComputeRoleOptions options_;
   RunRecords records_;  // loop thread until take_records()
   std::atomic<std::uint64_t> handed_over_{0};
+  int journal_fd_ = -1;
   EventLoop::TimerId sampler_ = 0;
   std::unique_ptr<scheduled_push::TimesliceReceiver> receiver_;
 };

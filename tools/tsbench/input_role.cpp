@@ -71,9 +71,9 @@ std::string InputRole::finish(std::chrono::nanoseconds timeout) {
                        options_.input, std::chrono::duration_cast<std::chrono::seconds>(timeout).count(), s.sent,
                        s.pushed, s.credits_returned);
   }
-  if (const auto s = sender_->stats(); s.undeliverable > 0) {
-    return fmt::format("input {}: {} contributions undeliverable ({} compute nodes lost)", options_.input,
-                       s.undeliverable, s.computes_lost);
+  if (const auto s = sender_->stats(); s.undeliverable + s.unbuilt > 0) {
+    return fmt::format("input {}: {} contributions no compute node could build ({} compute nodes lost)", options_.input,
+                       s.undeliverable + s.unbuilt, s.computes_lost);
   }
   return {};
 }

@@ -53,6 +53,8 @@ class InputRole {
 
   // Stops the sender and returns the interval records (DFS). Once.
   std::vector<IntervalRecord> take_records();
+  // The sender's statistics (before take_records()).
+  scheduled_push::TimesliceSenderStats sender_stats() const { return sender_->stats(); }
 
  private:
   void generate();

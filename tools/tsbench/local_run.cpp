@@ -89,7 +89,18 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
   for (auto& input : inputs) input->start();
 
   // Run for the duration (a count ends by itself), then agree on where every input stops.
+  // --fail: compute node K's receiver is destroyed at T, its connections close as if its
+  // process died; what it had handed over stays in its records.
   const auto started = std::chrono::steady_clock::now();
+  const auto failing = bench.fail_spec();
+  std::optional<RunRecords> failed_records;
+  auto fail_when_due = [&] {
+    if (!failing || failed_records || std::chrono::steady_clock::now() - started < failing->at) return;
+    result.records.failed_at = std::chrono::steady_clock::now().time_since_epoch() - origin;
+    failed_records = computes[failing->compute]->take_records();
+    computes[failing->compute].reset();
+    ++result.records.computes_failed;
+  };
   auto running = [&] {
     if (stop_requested() || deadline.expired()) return false;
     if (bench.timeslices) {
@@ -98,7 +109,10 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
     }
     return std::chrono::steady_clock::now() - started < bench.duration;
   };
-  while (running()) std::this_thread::sleep_for(20ms);
+  while (running()) {
+    fail_when_due();
+    std::this_thread::sleep_for(failing && !failed_records ? 1ms : 20ms);
+  }
   result.interrupted = stop_requested() || deadline.expired();
   const std::uint64_t total =
       bench.timeslices && !result.interrupted ? *bench.timeslices : common_limit(inputs, interval);
@@ -113,6 +127,7 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
   const auto wait_until =
       std::chrono::steady_clock::now() + std::max<std::chrono::nanoseconds>(deadline.remaining(30s), 1s);
   for (auto& compute : computes) {
+    if (!compute) continue;  // failed (--fail): the others built its share
     while (compute->handed_over() < compute->share_of(total) && std::chrono::steady_clock::now() < wait_until &&
            !stop_requested()) {
       std::this_thread::sleep_for(5ms);
@@ -123,12 +138,19 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
     }
   }
 
+  result.records.expected_timeslices = total;
   for (auto& input : inputs) {
+    const auto stats = input->sender_stats();
+    result.records.contributions_reassigned += stats.reassigned;
+    result.records.computes_lost = std::max(result.records.computes_lost, stats.computes_lost);
+    result.records.push_blocked += std::chrono::nanoseconds(stats.push_blocked_ns);
+    result.records.pushes_blocked += stats.pushes_blocked;
     auto intervals = input->take_records();
     result.records.intervals.insert(result.records.intervals.end(), intervals.begin(), intervals.end());
   }
+  if (failed_records) computes.push_back(nullptr);  // its records join the others' below
   for (auto& compute : computes) {
-    auto r = compute->take_records();
+    auto r = compute ? compute->take_records() : std::move(*failed_records);
     auto& all = result.records;
     all.timeslices.insert(all.timeslices.end(), r.timeslices.begin(), r.timeslices.end());
     all.fill.insert(all.fill.end(), r.fill.begin(), r.fill.end());

@@ -13,8 +13,8 @@ configuration is worse, 0 when every one holds.
 
 The runs are in model time, so their results do not depend on the machine's load; only
 their wall time does (about 6 minutes on one core for the whole matrix, --quick: 1). The
-fat-tree rows need a netio_tsbench built with ns-3 (NETIO_WITH_NS3); without it they are
-skipped (and said so).
+ns-3 fat-tree rows need a netio_tsbench built with ns-3 (NETIO_WITH_NS3); without it they
+are skipped (and said so). The lossless fat-tree rows need nothing more.
 """
 
 import argparse
@@ -32,6 +32,12 @@ BUSY_HOST = "lognormal:mean=500us,sigma=1.4,clip=20ms"  # the sockets' inputs, f
 # packets, TCP's minimum RTO lowered to 10 ms as in data centres (above 3 hops of full queues).
 FAT_TREE = ["--network", "fat-tree", "--leaf-size", "4", "--contribution-size", "64KiB", "--interval", "64",
             "--warmup-intervals", "6", "--tcp-min-rto", "10ms"]
+
+# The lossless fat-tree (our packet model, InfiniBand's link-level credits): the same leaves,
+# contributions and links as FAT_TREE, 128 KiB of buffer per switch input port, 4096-byte
+# packets; no TCP.
+FAT_TREE_LOSSLESS = ["--network", "fat-tree-lossless", "--leaf-size", "4", "--contribution-size", "64KiB",
+                     "--interval", "64", "--warmup-intervals", "6"]
 
 # name, nodes per side, extra netio_tsbench arguments, what it stands for, quick?
 MATRIX = [
@@ -74,6 +80,12 @@ MATRIX = [
     ("96x96", 96, ["--interval", "960", "-t", "17s"], "fair ports at scale", False),
     ("192x192", 192, ["--interval", "1920", "-t", "29s", "--warmup-intervals", "6"],
      "the largest", False),
+    ("8x8-lossless-fat-tree-1to1", 8, FAT_TREE_LOSSLESS + ["--oversubscription", "1", "-t", "4s"],
+     "lossless fat-tree (credit flow control), 1:1", False),
+    ("8x8-lossless-fat-tree-2to1", 8, FAT_TREE_LOSSLESS + ["--oversubscription", "2", "-t", "8s"],
+     "the lossless fat-tree at 2:1", False),
+    ("8x8-lossless-fat-tree-4to1", 8, FAT_TREE_LOSSLESS + ["--oversubscription", "4", "-t", "10s"],
+     "the lossless fat-tree at 4:1", False),
 ]
 
 BANDWIDTH_AT_LEAST = 0.98

@@ -4,6 +4,7 @@
 #include "common/latency_stats.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -15,9 +16,92 @@ double micros(ns::Duration d) { return static_cast<double>(d.count()) / 1e3; }
 
 }  // namespace
 
+namespace {
+
+// Every time-slice below the count reached an application complete; duplicates and their
+// attempts (see RunSummary).
+void count_deliveries(const RunRecords& records, RunSummary& s) {
+  std::map<ns::TimesliceIndex, std::vector<std::uint32_t>> attempts;
+  ns::TimesliceIndex highest = 0;
+  for (const auto& t : records.timeslices) {
+    if (!t.complete) continue;
+    attempts[t.timeslice].push_back(t.attempt);
+    highest = std::max(highest, t.timeslice + 1);
+    if (t.attempt > 0) ++s.reassigned;
+  }
+  const auto count = records.expected_timeslices.value_or(highest);
+  for (ns::TimesliceIndex t = 0; t < count; ++t) {
+    const auto it = attempts.find(t);
+    if (it == attempts.end()) {
+      ++s.lost;
+      continue;
+    }
+    auto& seen = it->second;
+    std::sort(seen.begin(), seen.end());
+    s.duplicates += seen.size() - 1;
+    s.same_attempt += static_cast<std::uint64_t>(seen.end() - std::unique(seen.begin(), seen.end()));
+  }
+}
+
+// --fail: the capacity before the failure and the time until the aggregate is back (see RunSummary).
+void measure_recovery(const RunRecords& records, RunSummary& s) {
+  s.recovery_ms = std::numeric_limits<double>::quiet_NaN();
+  if (!records.failed_at || records.timeslices.empty()) return;
+  using namespace std::chrono_literals;
+  constexpr ns::Duration bin = 10ms;
+  constexpr ns::Duration window = 200ms;
+  const auto failed = *records.failed_at;
+  ns::Time last = ns::Time::min();
+  ns::ComputeIndex computes = 0;
+  for (const auto& t : records.timeslices) {
+    last = std::max(last, t.handed_over);
+    computes = std::max(computes, t.compute + 1);
+  }
+  const ns::Time from = failed - 2s;
+  if (last <= failed) return;
+  const auto bins = static_cast<std::size_t>((last - from) / bin) + 1;
+  std::vector<std::uint64_t> bytes(bins + 1, 0);  // prefix sums, from `from` on
+  for (const auto& t : records.timeslices) {
+    if (!t.complete || t.handed_over < from) continue;
+    bytes[static_cast<std::size_t>((t.handed_over - from) / bin) + 1] += t.bytes;
+  }
+  for (std::size_t i = 1; i < bytes.size(); ++i) bytes[i] += bytes[i - 1];
+  const auto gbps = [&](std::size_t begin, std::size_t end) {  // bins [begin, end)
+    return static_cast<double>(bytes[end] - bytes[begin]) * 8 /
+           static_cast<double>((bin * static_cast<ns::Duration::rep>(end - begin)).count());
+  };
+  const auto failed_bin = static_cast<std::size_t>((failed - from) / bin);
+  s.capacity_before_gbps = gbps(0, failed_bin);
+  const double threshold = recovered_fraction(computes) * s.capacity_before_gbps;
+  const auto per_window = static_cast<std::size_t>(window / bin);
+  // The run's own end (the inputs stop) is no failure: windows end half a second before it.
+  const auto end_bin = bins > failed_bin + 50 ? bins - 50 : bins;
+  const auto two_seconds = static_cast<std::size_t>(2s / bin);
+  s.lowest_after_gbps = std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t b = failed_bin; b + per_window <= std::min(end_bin, failed_bin + two_seconds); ++b) {
+    const auto g = gbps(b, b + per_window);
+    if (std::isnan(s.lowest_after_gbps) || g < s.lowest_after_gbps) s.lowest_after_gbps = g;
+  }
+  for (std::size_t b = failed_bin + 1; b + per_window <= end_bin; ++b) {
+    if (gbps(b, b + per_window) >= threshold) {
+      s.recovery_ms = static_cast<double>((bin * static_cast<ns::Duration::rep>(b - failed_bin)).count()) / 1e6;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 RunSummary summarize(const RunRecords& records, ClockBasis basis) {
   RunSummary s;
   s.fallback = records.fallback;
+  count_deliveries(records, s);
+  measure_recovery(records, s);
+  s.computes_failed = records.computes_failed;
+  s.contributions_reassigned = records.contributions_reassigned;
+  s.computes_lost = records.computes_lost;
+  s.pushes_blocked = records.pushes_blocked;
+  s.push_blocked_s = static_cast<double>(records.push_blocked.count()) / 1e9;
   struct Span {
     ns::Time begin = ns::Time::max();
     ns::Time end = ns::Time::min();
@@ -29,8 +113,10 @@ RunSummary summarize(const RunRecords& records, ClockBasis basis) {
   std::uint64_t bytes = 0;
   ns::Time begin = ns::Time::max();
   ns::Time end = ns::Time::min();
+  std::map<ns::TimesliceIndex, bool> counted;  // a duplicate's bytes count once
   for (const auto& t : records.timeslices) {
     ++s.timeslices;
+    if (t.complete && !counted.emplace(t.timeslice, true).second) continue;
     if (!t.complete) {
       ++s.incomplete;
       continue;

@@ -37,7 +37,34 @@ struct RunSummary {
   double fill_median_pct = 0, fill_max_pct = 0;
   std::uint64_t measured = 0;                 // time-slices the statistics cover
   std::optional<ns::FallbackStats> fallback;  // DFS: how often the DDE fell back to best-effort
+  // A compute node lost (--fail, or a process killed): every time-slice below the run's
+  // count reached some application complete, or is `lost`; `duplicates` were built a second
+  // time (each with a higher attempt, else `same_attempt`); `reassigned` were built by
+  // another node than their own (attempt > 0).
+  std::uint64_t lost = 0;
+  std::uint64_t duplicates = 0;
+  std::uint64_t same_attempt = 0;
+  std::uint64_t reassigned = 0;
+  std::uint32_t computes_failed = 0;
+  // --fail: the aggregate before the failure (Gb/s over the 2 s before it, complete
+  // time-slices by hand-over time); the time from the failure to the start of the first
+  // 200 ms window (in steps of 10 ms, the first one starting 10 ms after the failure) whose
+  // aggregate is at or above 0.95 x (M-1)/M of that (NaN: never, or no failure); the lowest
+  // 200 ms aggregate in the 2 s after the failure.
+  double capacity_before_gbps = 0;
+  double recovery_ms = 0;
+  double lowest_after_gbps = 0;
+  // The inputs' back-pressure and losses, summed over them.
+  std::uint64_t contributions_reassigned = 0;
+  std::uint32_t computes_lost = 0;
+  std::uint64_t pushes_blocked = 0;
+  double push_blocked_s = 0;
 };
+
+// The fraction of the capacity a run must be back to after losing one of M compute nodes.
+inline double recovered_fraction(std::uint32_t computes) {
+  return computes <= 1 ? 0.0 : 0.95 * (computes - 1) / computes;
+}
 
 // Which times may be compared: `shared`, every node's records are on one clock (a local or
 // simulated run): Gb/s is all bytes over the first to the last arrival anywhere, fill

@@ -70,6 +70,25 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
                s.fill_max_pct);
   }
   for (const auto& [name, s] : runs) {
+    if (s.computes_failed > 0 || s.computes_lost > 0 || s.duplicates > 0 || s.lost > 0) {
+      fmt::print(out,
+                 "{}: {} compute node(s) failed, lost by the inputs: {}; {} time-slices lost, {} built by another "
+                 "node, {} built twice ({} with the same attempt); {} contributions reassigned\n",
+                 name, s.computes_failed, s.computes_lost, s.lost, s.reassigned, s.duplicates, s.same_attempt,
+                 s.contributions_reassigned);
+    }
+    if (s.computes_failed > 0) {
+      fmt::print(out,
+                 "{}: aggregate before the failure {:.3f} Gb/s; back to 0.95 x (M-1)/M of it {} after it (200 ms "
+                 "windows; the lowest in the 2 s after it {:.3f} Gb/s)\n",
+                 name, s.capacity_before_gbps,
+                 std::isnan(s.recovery_ms) ? std::string("never") : fmt::format("{:.0f} ms", s.recovery_ms),
+                 s.lowest_after_gbps);
+    }
+    if (s.pushes_blocked > 0) {
+      fmt::print(out, "{}: the inputs waited {:.3f} s in push() (every compute node full), {} pushes\n", name,
+                 s.push_blocked_s, s.pushes_blocked);
+    }
     if (s.fallback && s.fallback->engaged > 0) {
       fmt::print(out, "{}: pacing lost to best-effort {} time(s); the DDE ran {} interval(s) best-effort\n", name,
                  s.fallback->engaged, s.fallback->best_effort_intervals);
@@ -100,6 +119,21 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
     json.key("buffer_fill_pct").begin_object();
     json.field("median", s.fill_median_pct).field("max", s.fill_max_pct);
     json.end_object();
+    json.field("lost", s.lost)
+        .field("duplicates", s.duplicates)
+        .field("duplicates_same_attempt", s.same_attempt)
+        .field("reassigned", s.reassigned);
+    json.key("failure").begin_object();
+    json.field("computes_failed", s.computes_failed)
+        .field("computes_lost", s.computes_lost)
+        .field("contributions_reassigned", s.contributions_reassigned)
+        .field("capacity_before_gbps", s.capacity_before_gbps)
+        .field("recovery_ms", s.recovery_ms)
+        .field("lowest_after_gbps", s.lowest_after_gbps);
+    json.end_object();
+    json.key("backpressure").begin_object();
+    json.field("pushes_blocked", s.pushes_blocked).field("push_blocked_s", s.push_blocked_s);
+    json.end_object();
     if (s.fallback) {
       json.key("fallback").begin_object();
       json.field("engaged", s.fallback->engaged).field("best_effort_intervals", s.fallback->best_effort_intervals);
@@ -118,12 +152,8 @@ void write_csv(const std::string& dir, const RunRecords& records) {
   std::filesystem::create_directories(dir);
   {
     auto file = open_file(dir + "/timeslices.csv");
-    file << "timeslice,compute,complete,first_arrival_us,last_arrival_us,spread_us,handed_over_us,bytes\n";
-    for (const auto& t : records.timeslices) {
-      file << fmt::format("{},{},{},{:.1f},{:.1f},{:.1f},{:.1f},{}\n", t.timeslice, t.compute, t.complete ? 1 : 0,
-                          micros(t.first_arrival), micros(t.last_arrival), micros(t.last_arrival - t.first_arrival),
-                          micros(t.handed_over), t.bytes);
-    }
+    file << timeslices_csv_header << '\n';
+    for (const auto& t : records.timeslices) file << timeslice_csv_row(t);
   }
   {
     auto file = open_file(dir + "/intervals.csv");
@@ -148,6 +178,12 @@ void write_csv(const std::string& dir, const RunRecords& records) {
       file << fmt::format("{:.3f},{:.4f}\n", static_cast<double>(b.start.count()) / 1e9, b.gbps);
     }
   }
+}
+
+std::string timeslice_csv_row(const TimesliceRecord& t) {
+  return fmt::format("{},{},{},{:.1f},{:.1f},{:.1f},{:.1f},{},{}\n", t.timeslice, t.compute, t.complete ? 1 : 0,
+                     micros(t.first_arrival), micros(t.last_arrival), micros(t.last_arrival - t.first_arrival),
+                     micros(t.handed_over), t.bytes, t.attempt);
 }
 
 void write_text(const std::string& path, const std::string& text) {

@@ -31,6 +31,11 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
 // both ran).
 std::string summary_json(const std::vector<NamedSummary>& runs);
 
+// timeslices.csv: its header, and one time-slice's line (with its newline).
+inline constexpr const char* timeslices_csv_header =
+    "timeslice,compute,complete,first_arrival_us,last_arrival_us,spread_us,handed_over_us,bytes,attempt";
+std::string timeslice_csv_row(const TimesliceRecord& t);
+
 // DIR/timeslices.csv, intervals.csv, buffer_fill.csv, bandwidth.csv. Creates DIR. Throws
 // std::runtime_error naming a file it cannot write.
 void write_csv(const std::string& dir, const RunRecords& records);

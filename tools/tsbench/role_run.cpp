@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <thread>
 
 namespace netio::tools::tsbench {
@@ -48,7 +49,7 @@ std::string wait_reachable(Context& context, const std::vector<Endpoint>& endpoi
 }  // namespace
 
 RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterConfig& cluster, std::uint32_t rank,
-                       std::chrono::nanoseconds connect_timeout, const Deadline& deadline) {
+                       std::chrono::nanoseconds connect_timeout, const Deadline& deadline, const std::string& journal) {
   if (!bench.timeslices) {
     throw Error(Errc::invalid_option, "--role needs --timeslices COUNT (the same on every node)");
   }
@@ -84,11 +85,24 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
     co.run_dde = uses_dde && self.dde.has_value();
     co.dde_local = self.dde;
     co.origin = origin;
+    co.journal = journal;
     ComputeRole compute(context, co);
     log(LogLevel::info, "netio_tsbench: rank {} is compute node {} at {}", rank, self.index,
         compute.endpoint().to_string());
     const auto share = compute.share_of(total);
-    while (compute.handed_over() < share && !stop_requested() && !deadline.expired()) std::this_thread::sleep_for(5ms);
+    // Done once it built its share and every input has gone (finished: everything it sent
+    // was built, here or, for a lost node's time-slices, anywhere). --fail: this node dies.
+    const auto failing = bench.fail_spec();
+    const auto started = std::chrono::steady_clock::now();
+    while ((compute.handed_over() < share || compute.inputs_gone() < cluster.inputs) && !stop_requested() &&
+           !deadline.expired()) {
+      if (failing && failing->compute == self.index && std::chrono::steady_clock::now() - started >= failing->at) {
+        log(LogLevel::warn, "netio_tsbench: rank {} (compute node {}) fails now (--fail {})", rank, self.index,
+            bench.fail);
+        std::raise(SIGKILL);
+      }
+      std::this_thread::sleep_for(failing ? 1ms : 5ms);
+    }
     result.interrupted = compute.handed_over() < share;
     if (result.interrupted) {
       result.error =
@@ -124,6 +138,11 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   if (input.pushed() < total) input.set_limit(input.pushed());  // cut short: stop where it is
   result.error = input.finish(deadline.remaining(std::chrono::hours(24)));
   result.interrupted = stop_requested() || deadline.expired();
+  const auto stats = input.sender_stats();
+  result.records.contributions_reassigned = stats.reassigned;
+  result.records.computes_lost = stats.computes_lost;
+  result.records.push_blocked = std::chrono::nanoseconds(stats.push_blocked_ns);
+  result.records.pushes_blocked = stats.pushes_blocked;
   result.records.intervals = input.take_records();
   result.records.timeslices_per_interval = bench.scheduler_config().timeslices_in_interval();
   result.records.warmup_intervals = bench.warmup_intervals;

@@ -26,8 +26,12 @@ struct RoleRunResult {
 
 // bench.timeslices must be set (the processes cannot agree on where a duration ends).
 // The counts of the file override bench.inputs and bench.computes. An input waits up to
-// `connect_timeout` for each node it sends to (0: without end).
+// `connect_timeout` for each node it sends to (0: without end). A compute node ends once it
+// built its share and every input has gone; with `journal` it appends each time-slice it
+// hands over to that file at once (ComputeRoleOptions::journal), and with bench.fail naming
+// it, it kills itself (SIGKILL) at that moment.
 RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterConfig& cluster, std::uint32_t rank,
-                       std::chrono::nanoseconds connect_timeout, const Deadline& deadline);
+                       std::chrono::nanoseconds connect_timeout, const Deadline& deadline,
+                       const std::string& journal = {});
 
 }  // namespace netio::tools::tsbench

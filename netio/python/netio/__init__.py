@@ -13,6 +13,7 @@ pages (no copy): valid during a handler's call, or until the Message is released
 import atexit as _atexit
 
 from ._netio import (  # noqa: F401  (re-exported)
+    Assignment,
     Backpressure,
     ClosedError,
     Context,

@@ -49,6 +49,10 @@ class SchedulerMode(enum.Enum):
     best_effort: int
     dfs: int
 
+class Assignment(enum.Enum):
+    fixed: int
+    load: int
+
 class Endpoint:
     scheme: str
     host: str
@@ -102,6 +106,7 @@ class Publication(_LentBytes):
 class Timeslice:
     index: int
     complete: bool
+    attempt: int
     contributed: list[bool]
     first_arrival: float
     last_arrival: float
@@ -199,7 +204,8 @@ class TimesliceReceiver(_Closable):
                  *, input_count: int, compute_count: int, compute: int = 0,
                  timeslices_per_interval: Optional[int] = None, credits_per_input: Optional[int] = None,
                  max_contribution_bytes: int = 65536, incomplete_timeout: Seconds = 5.0,
-                 on_incomplete: Optional[Callable[[Timeslice], None]] = None, run_dde: bool = False) -> None: ...
+                 on_incomplete: Optional[Callable[[Timeslice], None]] = None, run_dde: bool = False,
+                 assignment: Assignment = Assignment.fixed) -> None: ...
     def recv(self, timeout: Optional[Seconds] = None) -> Timeslice: ...
     def __iter__(self) -> Iterator[Timeslice]: ...
     def __next__(self) -> Timeslice: ...
@@ -210,7 +216,8 @@ class TimesliceSender(_Closable):
                  compute_endpoints: list[EndpointLike], mode: SchedulerMode = SchedulerMode.best_effort,
                  dde_endpoints: list[EndpointLike] = [], timeslices_per_interval: Optional[int] = None,
                  max_contribution_bytes: int = 65536, queue_capacity: int = 0, push_timeout: Seconds = 10.0,
-                 welcome_timeout: Seconds = 10.0) -> None: ...
+                 welcome_timeout: Seconds = 10.0, progress_timeout: Seconds = 5.0,
+                 assignment: Assignment = Assignment.fixed) -> None: ...
     def push(self, t: int, data: Buffer) -> None: ...
     def try_push(self, t: int, data: Buffer) -> bool: ...
     def finish(self) -> None: ...

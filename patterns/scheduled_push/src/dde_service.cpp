@@ -94,7 +94,13 @@ struct DdeService::State {
     check_input(report.input);
     peers[report.input] = peer;
     count(&DdeServiceStats::load_reports);
+    note_lost(report);
     for (const auto& assignment : assigner->on_report(report)) {
+      {
+        std::lock_guard lock(stats_mutex);
+        stats.assigned_interval = assignment.interval;
+        stats.assigned_shares = assignment.shares;
+      }
       const auto bytes = ns::encode(assignment);
       for (auto it = peers.begin(); it != peers.end();) {
         bool sent = false;
@@ -136,6 +142,16 @@ struct DdeService::State {
   std::string local_endpoint() const {
     std::lock_guard lock(stats_mutex);
     return endpoint.to_string();
+  }
+
+  // The compute nodes an input reported lost (LoadReport::in_use = lost_compute), for the stats.
+  void note_lost(const ns::LoadReport& report) {
+    std::lock_guard lock(stats_mutex);
+    auto& lost = stats.computes_reported_lost;
+    for (ns::ComputeIndex c = 0; c < report.in_use.size(); ++c) {
+      if (report.in_use[c] == ns::lost_compute && std::find(lost.begin(), lost.end(), c) == lost.end())
+        lost.push_back(c);
+    }
   }
 
   void count(std::uint64_t DdeServiceStats::*field) {

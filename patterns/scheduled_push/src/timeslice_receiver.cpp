@@ -112,6 +112,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       switch (wire_type(bytes)) {
         case WireType::hello: on_hello(decode_hello(bytes), peer); break;
         case WireType::contribution: on_contribution(bytes, peer); break;
+        case WireType::lost_compute: on_lost_compute(decode_lost_compute(bytes), peer); break;
         default: throw Error(Errc::protocol_error, "a reply-type message sent to a compute node");
       }
     } catch (const Error& e) {
@@ -168,6 +169,10 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     }
     by_connection[peer.connection()] = hello.input;
     inputs[hello.input].peer = peer;
+    {
+      std::lock_guard lock(stats_mutex);
+      ++stats.inputs_connected;
+    }
     acknowledge[hello.input] = hello.mode == Mode::dfs;
     reply(hello.input, encode(Welcome{options.compute, credits}));
   }
@@ -186,7 +191,10 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     }
     const auto t = header.timeslice;
     const auto arrived = now();
-    switch (node.on_contribution(i, t, arrived)) {
+    const bool reassigned = header.attempt > 0;  // not acknowledged: the input's DFS engine counted it as skipped
+    const auto arrival =
+        reassigned ? node.on_reassigned(i, t, header.attempt, arrived) : node.on_contribution(i, t, arrived);
+    switch (arrival) {
       case ns::ComputeNode::Arrival::accepted:
       case ns::ComputeNode::Arrival::completes: {
         auto& open = held[t];
@@ -203,7 +211,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         break;
       }
       case ns::ComputeNode::Arrival::late:  // given up already: its credit goes back at once
-        if (acknowledge[i]) reply(i, encode_acknowledgement(t));
+        if (acknowledge[i] && !reassigned) reply(i, encode_acknowledgement(t));
         reply(i, encode(Credit{t, false}));
         return;
       case ns::ComputeNode::Arrival::not_mine:
@@ -214,13 +222,52 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       case ns::ComputeNode::Arrival::over_credit:
         throw Error(Errc::protocol_error, fmt::format("time-slice {} sent without a credit ({} held)", t, credits));
     }
-    if (acknowledge[i]) reply(i, encode_acknowledgement(t));
+    if (acknowledge[i] && !reassigned) reply(i, encode_acknowledgement(t));
+  }
+
+  // An input lost compute node lost.compute: the time-slices it names were built there (not
+  // to be built here), and every input hears of the loss, so that all reroute its time-slices.
+  void on_lost_compute(const LostCompute& lost, const Peer& peer) {
+    const auto known = by_connection.find(peer.connection());
+    if (known == by_connection.end()) throw Error(Errc::protocol_error, "a lost-compute message before a hello");
+    if (lost.compute >= options.config.compute_count) {
+      throw Error(Errc::protocol_error, fmt::format("lost compute node {} out of range", lost.compute));
+    }
+    for (const auto t : lost.built) {
+      const auto owed = node.on_built_elsewhere(t);
+      if (owed.empty()) continue;
+      std::uint64_t bytes = 0;
+      if (const auto it = held.find(t); it != held.end()) {
+        for (const auto& slot : it->second.slots) bytes += slot.size();
+        held.erase(it);
+      }
+      {
+        std::lock_guard lock(stats_mutex);
+        stats.held_bytes -= bytes;
+        ++stats.built_elsewhere;
+      }
+      for (const InputIndex i : owed) reply(i, encode(Credit{t, true}));
+    }
+    if (!lost_heard.insert(lost.compute).second) return;
+    log(LogLevel::info, "scheduled push: compute node {}: input {} lost compute node {}; telling every input",
+        options.compute, known->second, lost.compute);
+    {
+      std::lock_guard lock(stats_mutex);
+      ++stats.computes_lost_heard;
+    }
+    const auto notice = encode(LostCompute{lost.compute, {}});
+    for (InputIndex i = 0; i < inputs.size(); ++i) reply(i, notice);
   }
 
   void on_disconnected(const Peer& peer) {
     const auto known = by_connection.find(peer.connection());
     if (known == by_connection.end()) return;
     const InputIndex i = known->second;
+    if (!inputs[i].gone) {
+      std::lock_guard lock(stats_mutex);
+      --stats.inputs_connected;
+      ++stats.inputs_gone;
+    }
     inputs[i].gone = true;
     inputs[i].pending_replies.clear();
     node.on_input_gone(i);
@@ -247,10 +294,11 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         bytes += open->second.slots[i].size();
       }
       if (ready->complete && keeping && open != held.end()) {
-        keep(t, open, std::move(views), std::move(contributed), bytes);
+        keep(t, open, std::move(views), std::move(contributed), bytes, ready->attempt);
         continue;
       }
       TimesliceView view{t, ready->complete, views, contributed};
+      view.attempt = ready->attempt;
       if (open != held.end()) {
         view.first_arrival = open->second.first_arrival;
         view.last_arrival = open->second.last_arrival;
@@ -273,6 +321,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         std::lock_guard lock(stats_mutex);
         stats.held_bytes -= bytes;
         ++(ready->complete ? stats.complete : stats.incomplete);
+        if (ready->attempt > 0 && ready->complete) ++stats.reassigned_built;
       }
       for (const InputIndex i : node.release(t)) reply(i, encode(Credit{t, ready->complete}));
     }
@@ -281,13 +330,14 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   // Hands complete time-slice t over to the KeepingHandler: its contributions move into a
   // Timeslice, and the credits wait for its release (released()).
   void keep(ns::TimesliceIndex t, std::map<ns::TimesliceIndex, Held>::iterator open,
-            std::vector<std::span<const std::byte>> views, std::vector<std::uint8_t> contributed, std::uint64_t bytes) {
+            std::vector<std::span<const std::byte>> views, std::vector<std::uint8_t> contributed, std::uint64_t bytes,
+            std::uint8_t attempt) {
     auto owned = std::make_unique<Timeslice::Owned>();
     owned->slots = std::move(open->second.slots);  // the views point into these buffers, which move along
     owned->views = std::move(views);
     owned->contributed = std::move(contributed);
-    owned->view =
-        TimesliceView{t, true, owned->views, owned->contributed, open->second.first_arrival, open->second.last_arrival};
+    owned->view = TimesliceView{
+        t, true, owned->views, owned->contributed, open->second.first_arrival, open->second.last_arrival, attempt};
     owned->bytes = bytes;
     owned->receiver = weak_from_this();
     held.erase(open);
@@ -296,6 +346,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       std::lock_guard lock(stats_mutex);
       ++stats.complete;
       ++stats.kept;
+      if (attempt > 0) ++stats.reassigned_built;
     }
     try {
       keeping(Timeslice(std::move(owned)));
@@ -419,6 +470,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   std::map<InputIndex, bool> acknowledge;  // per input: it runs DFS and wants acknowledgements
   std::map<ns::TimesliceIndex, Held> held;
   std::set<ConnectionId> complained;
+  std::set<ns::ComputeIndex> lost_heard;     // lost compute nodes an input told of (passed on to every input)
   std::optional<ns::Time> kept_stall_since;  // since when the kept Timeslices hold every credit
   bool kept_stall_warned = false;
   Endpoint endpoint;

@@ -12,6 +12,7 @@
 #include "netio/scheduled_push/wire.hpp"
 #include "netio/scheduler/assignment_messages.hpp"
 #include "netio/scheduler/control_messages.hpp"
+#include "netio/scheduler/reassignment.hpp"
 
 #include <algorithm>
 #include <condition_variable>
@@ -42,6 +43,16 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     bool welcomed = false;
     bool lost = false;
     ns::Time opened{0};
+    // Retained contributions here (own and reassigned), and since when it last made progress
+    // (a credit back, or the first send while it held nothing): the progress timeout.
+    std::uint32_t outstanding = 0;
+    ns::Time last_progress{0};
+    std::uint32_t reassigned_out = 0;  // reassigned contributions here: at most its credits
+    // The time-slices it credited last (at most twice its credits): built there, so if it is
+    // lost they are not to be built again (the LostCompute message names them).
+    std::deque<ns::TimesliceIndex> recently_built;
+    // Messages that must reach it before any reassigned contribution (LostCompute), oldest first.
+    std::deque<std::vector<std::byte>> control_out;
   };
   struct Dde {
     std::unique_ptr<LowLatencySendSocket> socket;
@@ -50,6 +61,15 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     // Assignment by load: the load reports not handed to this DDE yet, oldest first. Unlike
     // DFS's reports, none may be missed: the coordinator decides once every input reported.
     std::deque<std::vector<std::byte>> load_reports;
+  };
+
+  // A contribution sent and not yet credited back (built), or waiting to be reassigned.
+  struct Retained {
+    ns::ComputeIndex own = 0;      // the node it was assigned to
+    ns::ComputeIndex compute = 0;  // the node it was sent to (another when own was lost)
+    std::uint8_t attempt = 0;      // its delivery number there
+    std::vector<std::byte> message;
+    bool was_sent = false;  // sent somewhere once (when nowhere is left: unbuilt, not undeliverable)
   };
 
   State(Context& ctx, TimesliceSenderOptions opts)
@@ -152,13 +172,19 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
           break;
         }
         case WireType::refusal: lose(c, "it refused this input: " + decode_refusal(reply)); break;
+        case WireType::lost_compute: {
+          const auto lost = decode_lost_compute(reply);
+          if (lost.compute >= computes.size())
+            throw Error(Errc::protocol_error, fmt::format("lost compute node {} out of range", lost.compute));
+          lose(lost.compute, fmt::format("compute node {} says another input lost it", c));
+          break;
+        }
         case WireType::acknowledgement:
           if (auto done = node.on_acknowledged(decode_acknowledgement(reply), now())) report(*done);
           break;
         case WireType::credit: {
           const auto credit = decode_credit(reply);
-          node.on_credit(c);
-          release(credit.timeslice, c);
+          if (!release(credit.timeslice, c)) node.on_credit(c);  // a reassigned one is outside the credits
           std::lock_guard lock(stats_mutex);
           ++stats.credits_returned;
           if (!credit.complete) ++stats.incomplete_credits;
@@ -224,41 +250,118 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   }
 
   // Retention: a contribution sent is kept until its compute node returns the credit.
-  void retain(ns::TimesliceIndex t, ns::ComputeIndex c, std::vector<std::byte> message) {
-    retained.emplace(t, Retained{c, std::move(message)});
+  void retain(ns::TimesliceIndex t, Retained entry) {
+    auto& compute = computes[entry.compute];
+    if (compute.outstanding++ == 0) compute.last_progress = now();  // the progress timeout starts
+    if (entry.attempt > 0) ++compute.reassigned_out;
+    retained.insert_or_assign(t, std::move(entry));
     std::lock_guard lock(stats_mutex);
     stats.retained = retained.size();
     stats.peak_retained = std::max(stats.peak_retained, stats.retained);
   }
 
-  void release(ns::TimesliceIndex t, ns::ComputeIndex c) {
+  // c credited t: it built t (or gave it up), so the copy goes. True when t was a reassigned
+  // contribution (outside c's credits).
+  bool release(ns::TimesliceIndex t, ns::ComputeIndex c) {
     const auto it = retained.find(t);
     if (it == retained.end() || it->second.compute != c) {
       throw Error(Errc::protocol_error, fmt::format("a credit for time-slice {}, not outstanding there", t));
     }
+    const bool reassigned = it->second.attempt > 0;
     retained.erase(it);
+    auto& compute = computes[c];
+    --compute.outstanding;
+    if (reassigned) --compute.reassigned_out;
+    compute.last_progress = now();
+    compute.recently_built.push_back(t);
+    while (compute.recently_built.size() > 2 * std::size_t{std::max(node.granted(c), 1u)})
+      compute.recently_built.pop_front();
     std::lock_guard lock(stats_mutex);
     stats.retained = retained.size();
+    return reassigned;
   }
 
-  // Compute node c is lost: what it never built is reported, not dropped silently.
-  void report_unbuilt(ns::ComputeIndex c) {
-    std::vector<ns::TimesliceIndex> unbuilt;
+  // Compute node c is lost: every other node hears which of its time-slices this input knows
+  // built (before any reassigned contribution), and what c never built goes to the others
+  // (reassignment.hpp), in index order.
+  void reassign_from(ns::ComputeIndex c) {
+    LostCompute notice{c, {computes[c].recently_built.begin(), computes[c].recently_built.end()}};
+    const auto bytes = encode(notice);
+    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) {
+      if (!computes[d].lost) computes[d].control_out.push_back(bytes);
+    }
     for (auto it = retained.begin(); it != retained.end();) {
       if (it->second.compute != c) {
         ++it;
         continue;
       }
-      unbuilt.push_back(it->first);
+      to_reassign.insert_or_assign(it->first, std::move(it->second));
       it = retained.erase(it);
     }
-    {
-      std::lock_guard lock(stats_mutex);
-      stats.unbuilt += unbuilt.size();
-      stats.retained = retained.size();
+    computes[c].outstanding = 0;
+    computes[c].reassigned_out = 0;
+    // The others waited for c too (their time-slices wait for inputs that waited for c): each
+    // gets a whole progress_timeout from now on before it counts as stuck.
+    const auto t = now();
+    for (auto& compute : computes) compute.last_progress = t;
+    std::lock_guard lock(stats_mutex);
+    stats.retained = retained.size();
+  }
+
+  // Sends what waits: the LostCompute notices, then the reassigned contributions, each to the
+  // node reroute() names now, as far as its window (its credits) and send buffers allow.
+  void send_reassigned() {
+    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) {
+      auto& compute = computes[d];
+      try {
+        while (!compute.lost && compute.welcomed && !compute.control_out.empty() &&
+               compute.socket->try_send(compute.control_out.front()))
+          compute.control_out.pop_front();
+      } catch (const Error& e) {
+        lose(d, e.what());
+        return;  // lose() reshuffled what waits; the drive it posts comes back here
+      }
     }
-    if (options.on_undeliverable) {
-      for (const auto t : unbuilt) options.on_undeliverable(t, c);
+    std::vector<bool> lost_now(computes.size());
+    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) lost_now[d] = computes[d].lost;
+    std::vector<bool> blocked(computes.size(), false);
+    for (auto it = to_reassign.begin(); it != to_reassign.end();) {
+      const auto t = it->first;
+      auto& entry = it->second;
+      const auto where = ns::reroute(t, entry.own, lost_now);
+      if (!where) {  // every compute node is lost
+        std::lock_guard lock(stats_mutex);
+        ++(entry.was_sent ? stats.unbuilt : stats.undeliverable);
+        if (options.on_undeliverable) options.on_undeliverable(t, entry.own);
+        it = to_reassign.erase(it);
+        continue;
+      }
+      auto& target = computes[where->compute];
+      if (blocked[where->compute] || !target.welcomed || !target.control_out.empty() ||
+          target.reassigned_out >= node.granted(where->compute)) {
+        blocked[where->compute] = true;  // later ones to it wait too: index order
+        ++it;
+        continue;
+      }
+      set_contribution_attempt(entry.message, where->attempt);
+      bool sent = false;
+      try {
+        sent = target.socket->try_send(entry.message);
+      } catch (const Error& e) {
+        lose(where->compute, e.what());
+        return;
+      }
+      if (!sent) {  // every send buffer in flight
+        arm(retry_timer, retry_delay);
+        return;
+      }
+      entry.compute = where->compute;
+      entry.attempt = where->attempt;
+      entry.was_sent = true;
+      retain(t, std::move(entry));
+      it = to_reassign.erase(it);
+      std::lock_guard lock(stats_mutex);
+      ++stats.reassigned;
     }
   }
 
@@ -328,14 +431,15 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   void lose(ns::ComputeIndex c, const std::string& why) {
     if (computes[c].lost) return;
     computes[c].lost = true;
-    log(LogLevel::warn, "scheduled push: input {} lost compute node {} ({}): {}; its time-slices are skipped",
+    log(LogLevel::warn, "scheduled push: input {} lost compute node {} ({}): {}; its time-slices go to the others",
         options.input, c, options.compute_endpoints[c].to_string(), why);
     for (const auto& done : node.on_compute_lost(c, now())) report(done);
-    report_unbuilt(c);
+    reassign_from(c);
     if (computes[c].socket) computes[c].socket->close();
     {
       std::lock_guard lock(stats_mutex);
       ++stats.computes_lost;
+      stats.lost_computes.push_back(c);
     }
     post_drive();
   }
@@ -353,6 +457,10 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   void check_health() {
     if (stopped) return;
     const auto t = now();
+    // The progress timeout judges only the node that holds this input's oldest contribution
+    // not credited back: when one node stops, the others stop returning credits too (their
+    // time-slices wait for inputs that wait for that node), but what they hold is newer.
+    const auto oldest_holder = retained.empty() ? ns::ComputeIndex(computes.size()) : retained.begin()->second.compute;
     for (ns::ComputeIndex c = 0; c < computes.size(); ++c) {
       auto& compute = computes[c];
       if (compute.lost) continue;
@@ -361,6 +469,11 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       } else if (!compute.welcomed && t - compute.opened > options.welcome_timeout) {
         lose(c, fmt::format("no welcome within {} ms",
                             std::chrono::duration_cast<std::chrono::milliseconds>(options.welcome_timeout).count()));
+      } else if (options.progress_timeout > 0ns && c == oldest_holder && compute.outstanding > 0 &&
+                 t - compute.last_progress > options.progress_timeout) {
+        lose(c, fmt::format("no progress: no credit back for {} ms while it holds {} of this input's contributions",
+                            std::chrono::duration_cast<std::chrono::milliseconds>(options.progress_timeout).count(),
+                            compute.outstanding));
       }
     }
     for (std::size_t d = 0; d < ddes.size(); ++d) {
@@ -386,6 +499,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   // Loop thread: sends whatever the engine allows now.
   void drive() {
     if (stopped) return;
+    send_reassigned();
     using What = ns::InputNode::Next::What;
     for (;;) {
       const auto t_now = now();
@@ -395,6 +509,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         break;
       }
       if (next.what != What::send && next.what != What::skip) break;  // a credit or acknowledgement calls again
+      // A lost node's time-slice goes to another (send_reassigned()); a bounded number wait.
+      if (next.what == What::skip && to_reassign.size() >= options.queue_capacity) break;  // a credit calls again
       bool sent = false;
       std::optional<std::string> failure;
       {
@@ -413,7 +529,11 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
             break;
           }
         }
-        if (sent) retain(next.timeslice, next.compute, std::move(it->second));
+        if (sent) retain(next.timeslice, Retained{next.compute, next.compute, 0, std::move(it->second), true});
+        if (next.what == What::skip) {
+          to_reassign.insert_or_assign(next.timeslice,
+                                       Retained{next.compute, next.compute, 0, std::move(it->second), false});
+        }
         if (sent || next.what == What::skip) queue.erase(it);
       }
       changed.notify_all();
@@ -433,9 +553,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       if (auto done = node.on_skipped(next.timeslice, t_now)) report(*done);
       send_clock_sample();
       send_load_report();
-      if (options.on_undeliverable) options.on_undeliverable(next.timeslice, next.compute);
-      std::lock_guard lock(stats_mutex);
-      ++stats.undeliverable;
+      send_reassigned();
     }
     update_done();
   }
@@ -458,7 +576,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     }
     {
       std::lock_guard lock(queue_mutex);
-      all_done = finished && queue.empty() && node.sent_count() == next_push && credits_back;
+      all_done = finished && queue.empty() && node.sent_count() == next_push && credits_back && retained.empty() &&
+                 to_reassign.empty();
     }
     if (all_done) changed.notify_all();
   }
@@ -483,8 +602,20 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
                       fmt::format("input {}: push() with a full queue on the event-loop thread; use try_push()",
                                   options.input));
         }
-        if (!changed.wait_for(lock, options.push_timeout,
-                              [&] { return closed || queue.size() < options.queue_capacity; })) {
+        // Back-pressure: the queue is full because no compute node takes more (credits out,
+        // send buffers in flight); counted, so that a user sees how long the inputs waited.
+        const auto waited_from = std::chrono::steady_clock::now();
+        const bool room = changed.wait_for(lock, options.push_timeout,
+                                           [&] { return closed || queue.size() < options.queue_capacity; });
+        {
+          std::lock_guard stats_lock(stats_mutex);
+          ++stats.pushes_blocked;
+          stats.push_blocked_ns += static_cast<std::uint64_t>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - waited_from)
+                  .count());
+          if (!room) ++stats.push_timeouts;
+        }
+        if (!room) {
           throw Error(Errc::timeout,
                       fmt::format("input {}: no room for time-slice {} within the push timeout", options.input, t));
         }
@@ -517,11 +648,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   std::condition_variable changed;
   std::map<ns::TimesliceIndex, std::vector<std::byte>> queue;  // encoded contributions, not yet sent
   // Sent and not yet credited back (built), by time-slice; loop thread only.
-  struct Retained {
-    ns::ComputeIndex compute = 0;
-    std::vector<std::byte> message;
-  };
   std::map<ns::TimesliceIndex, Retained> retained;
+  // Of lost nodes, not yet sent to the node that builds them instead; loop thread only.
+  std::map<ns::TimesliceIndex, Retained> to_reassign;
   ns::TimesliceIndex next_push = 0;
   bool finished = false;
   bool closed = false;

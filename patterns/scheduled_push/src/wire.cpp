@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "netio/scheduled_push/wire.hpp"
 
+#include "netio/error.hpp"
 #include "netio/internal/wire_codec.hpp"
 
 #include <algorithm>
@@ -57,13 +58,34 @@ std::array<std::byte, hello_size> encode(const Hello& hello) {
   return out;
 }
 
-std::vector<std::byte> encode_contribution(InputIndex input, TimesliceIndex t, std::span<const std::byte> bytes) {
+std::vector<std::byte> encode_contribution(InputIndex input, TimesliceIndex t, std::span<const std::byte> bytes,
+                                           std::uint8_t attempt) {
   std::vector<std::byte> out(contribution_header_size + bytes.size());
-  Writer w(out, WireType::contribution, 0);
+  Writer w(out, WireType::contribution, attempt);
   w.put<std::uint32_t>(input);
   w.put<std::uint64_t>(t);
   w.put<std::uint64_t>(bytes.size());
   if (!bytes.empty()) std::memcpy(out.data() + contribution_header_size, bytes.data(), bytes.size());
+  return out;
+}
+
+void set_contribution_attempt(std::span<std::byte> contribution, std::uint8_t attempt) {
+  if (contribution.size() < contribution_header_size) {
+    throw Error(Errc::invalid_option, "set_contribution_attempt: not an encoded contribution");
+  }
+  contribution[2] = static_cast<std::byte>(attempt);  // the header's flags byte
+}
+
+std::vector<std::byte> encode(const LostCompute& lost) {
+  if (lost.built.size() > max_lost_built) {
+    throw Error(Errc::invalid_option, "lost compute message: " + std::to_string(lost.built.size()) +
+                                          " time-slices, at most " + std::to_string(max_lost_built));
+  }
+  std::vector<std::byte> out(lost_compute_header_size + 8 * lost.built.size());
+  Writer w(out, WireType::lost_compute, 0);
+  w.put<std::uint32_t>(lost.compute);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(lost.built.size()));
+  for (const auto t : lost.built) w.put<std::uint64_t>(t);
   return out;
 }
 
@@ -102,7 +124,7 @@ WireType wire_type(std::span<const std::byte> bytes) {
   WireReader r(bytes, "scheduled push message");
   if (bytes.empty()) r.fail("empty");
   const auto type = r.get<std::uint8_t>("type");
-  if (type < static_cast<std::uint8_t>(WireType::hello) || type > static_cast<std::uint8_t>(WireType::credit)) {
+  if (type < static_cast<std::uint8_t>(WireType::hello) || type > static_cast<std::uint8_t>(WireType::lost_compute)) {
     r.fail("unknown type byte " + std::to_string(type));
   }
   return static_cast<WireType>(type);
@@ -122,8 +144,9 @@ Hello decode_hello(std::span<const std::byte> bytes) {
 }
 
 ContributionHeader decode_contribution(std::span<const std::byte> bytes) {
-  Reader r("scheduled push contribution", bytes, WireType::contribution, contribution_header_size, 0, true);
+  Reader r("scheduled push contribution", bytes, WireType::contribution, contribution_header_size, max_attempt, true);
   ContributionHeader header;
+  header.attempt = r.flags();
   header.input = static_cast<InputIndex>(r.get<std::uint32_t>("input"));
   header.timeslice = r.get<std::uint64_t>("timeslice");
   header.length = r.get<std::uint64_t>("length");
@@ -163,6 +186,19 @@ Credit decode_credit(std::span<const std::byte> bytes) {
   credit.complete = (r.flags() & complete_flag) != 0;
   credit.timeslice = r.get<std::uint64_t>("timeslice");
   return credit;
+}
+
+LostCompute decode_lost_compute(std::span<const std::byte> bytes) {
+  Reader r("scheduled push lost compute", bytes, WireType::lost_compute, lost_compute_header_size, 0, true);
+  LostCompute lost;
+  lost.compute = static_cast<ComputeIndex>(r.get<std::uint32_t>("compute"));
+  const auto count = r.get<std::uint32_t>("count");
+  if (count > max_lost_built || bytes.size() != lost_compute_header_size + 8 * std::size_t{count}) {
+    r.fail(std::to_string(count) + " time-slices but " + std::to_string(bytes.size()) + " bytes");
+  }
+  lost.built.resize(count);
+  for (auto& t : lost.built) t = r.get<std::uint64_t>("timeslice");
+  return lost;
 }
 
 }  // namespace netio::scheduled_push

@@ -28,6 +28,36 @@ constexpr std::size_t header_bytes = 52;
 // A receiver listens on first_port + channel * hosts + sender: the port names the connection.
 constexpr std::size_t first_port = 1024;
 constexpr std::size_t max_hosts = (65535 - first_port) / FatTreeFabric::channels;
+// The control lane (FatTreeConfig::control_lane): every port's PrioQueueDisc classifies a
+// packet by its TCP ports (ControlLaneFilter): channel 1's connections (either direction,
+// their ACKs too) into band 0, served first, everything else into band 1. (ns-3's sockets
+// attach a priority tag, and an IP TOS when asked, but neither reaches the switches' queue
+// discs for the data segments of a connection.)
+class ControlLaneFilter : public ns3::Ipv4PacketFilter {
+ public:
+  static ns3::TypeId GetTypeId() {
+    static ns3::TypeId tid = ns3::TypeId("netio::fabric_model::ControlLaneFilter")
+                                 .SetParent<ns3::Ipv4PacketFilter>()
+                                 .SetGroupName("netio")
+                                 .AddConstructor<ControlLaneFilter>();
+    return tid;
+  }
+  // Channel 1's listening ports: [first, end).
+  void set_ports(std::uint16_t first, std::uint16_t end) {
+    first_ = first;
+    end_ = end;
+  }
+
+ private:
+  std::int32_t DoClassify(ns3::Ptr<ns3::QueueDiscItem> item) const override {
+    ns3::TcpHeader tcp;
+    if (item->GetPacket()->PeekHeader(tcp) == 0) return 1;
+    auto control = [this](std::uint16_t port) { return port >= first_ && port < end_; };
+    return control(tcp.GetDestinationPort()) || control(tcp.GetSourcePort()) ? 0 : 1;
+  }
+
+  std::uint16_t first_ = 0, end_ = 0;
+};
 
 ns3::Time to_ns3(SimTime t) { return ns3::NanoSeconds(t.count()); }
 SimTime from_ns3(ns3::Time t) { return SimTime(t.GetNanoSeconds()); }
@@ -76,6 +106,7 @@ struct FatTreeFabric::Impl {
                   const std::vector<std::vector<std::pair<ns3::Ipv4Address, std::uint32_t>>>& spine_downlinks,
                   const std::vector<ns3::Ipv4Address>& host_gateway);
   void count_packets(ns3::NetDeviceContainer devices);
+  void install_lanes(ns3::Ptr<ns3::NetDevice> device, std::size_t band_bytes);
   Connection& connection(std::size_t from, std::size_t to, std::size_t channel);
   void pump(Connection& c);
   void read(Connection& c, ns3::Ptr<ns3::Socket> socket);
@@ -138,14 +169,22 @@ void FatTreeFabric::Impl::build() {
     // device's own drop-tail FIFO, so take it off.
     traffic_control.Uninstall(devices);
     count_packets(devices);
+    if (config.control_lane) {
+      for (std::size_t i = 0; i < devices.GetN(); ++i) install_lanes(devices.Get(i), config.port_buffer_bytes);
+    }
     return std::make_pair(devices, interfaces);
   };
 
   std::vector<Ipv4Address> host_gateway;
   for (std::size_t h = 0; h < hosts.GetN(); ++h) {
     auto [devices, interfaces] = connect(host_link, hosts.Get(h), leaves.Get(h / config.hosts_per_leaf));
-    devices.Get(0)->GetObject<PointToPointNetDevice>()->GetQueue()->SetMaxSize(
-        QueueSize(bytes_size(config.host_buffer_bytes)));
+    if (config.control_lane) {
+      traffic_control.Uninstall(devices.Get(0));
+      install_lanes(devices.Get(0), config.host_buffer_bytes);
+    } else {
+      devices.Get(0)->GetObject<PointToPointNetDevice>()->GetQueue()->SetMaxSize(
+          QueueSize(bytes_size(config.host_buffer_bytes)));
+    }
     host_address.push_back(interfaces.GetAddress(0));
     host_gateway.push_back(interfaces.GetAddress(1));
   }
@@ -177,6 +216,12 @@ void FatTreeFabric::Impl::build() {
     }
   } else {
     add_routes(leaf_uplinks, spine_downlinks, host_gateway);
+  }
+  // The traffic-control layer learns its devices' queue discs when its node is initialized,
+  // which ns-3 schedules for the start of the run; a message sent before that would find the
+  // lanes' queue discs unknown (a crash in TrafficControlLayer::Send).
+  if (config.control_lane) {
+    for (std::size_t n = 0; n < all.GetN(); ++n) all.Get(n)->Initialize();
   }
 }
 
@@ -214,6 +259,29 @@ void FatTreeFabric::Impl::count_packets(ns3::NetDeviceContainer devices) {
     device->GetQueue()->TraceConnectWithoutContext(
         "Drop", Callback<void, Ptr<const Packet>>([this](Ptr<const Packet>) { ++counters.packets_dropped; }));
   }
+}
+
+// Two bands of `band_bytes` each before the device, band 0 (the control lane) first; the
+// device holds one packet, so that what waits, waits in the bands.
+void FatTreeFabric::Impl::install_lanes(ns3::Ptr<ns3::NetDevice> device, std::size_t band_bytes) {
+  using namespace ns3;
+  device->GetObject<PointToPointNetDevice>()->GetQueue()->SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, 1));
+  TrafficControlHelper lanes;
+  const std::uint16_t root = lanes.SetRootQueueDisc("ns3::PrioQueueDisc");
+  const auto bands = lanes.AddQueueDiscClasses(root, 2, "ns3::QueueDiscClass");
+  for (const auto band : bands) {
+    lanes.AddChildQueueDisc(root, band, "ns3::FifoQueueDisc", "MaxSize",
+                            QueueSizeValue(QueueSize(bytes_size(band_bytes))));
+  }
+  QueueDiscContainer installed = lanes.Install(device);
+  auto filter = CreateObject<ControlLaneFilter>();
+  const auto hosts_n = static_cast<std::uint16_t>(hosts.GetN());
+  filter->set_ports(static_cast<std::uint16_t>(first_port + hosts_n),
+                    static_cast<std::uint16_t>(first_port + 2 * hosts_n));
+  installed.Get(0)->AddPacketFilter(filter);
+  installed.Get(0)->TraceConnectWithoutContext(
+      "Drop",
+      Callback<void, Ptr<const QueueDiscItem>>([this](Ptr<const QueueDiscItem>) { ++counters.packets_dropped; }));
 }
 
 Connection& FatTreeFabric::Impl::connection(std::size_t from, std::size_t to, std::size_t channel) {

@@ -38,6 +38,10 @@ struct FatTreeConfig {
   std::size_t mtu_bytes = 1500;                         // IP packet size on every link
   bool ecmp = false;                                    // random uplink per packet instead of D-mod-k
   SimTime tcp_min_rto{std::chrono::milliseconds(200)};  // Linux's; data-centre studies lower it
+  // Channel 1's connections on a strict-priority band at every port (ns-3's PrioQueueDisc,
+  // told apart by their IP TOS, low delay), channel 0's on the other; each band a drop-tail
+  // FIFO of port_buffer_bytes (host_buffer_bytes at a host), the device's own queue one packet.
+  bool control_lane = false;
   std::uint32_t seed = 1;
 };
 

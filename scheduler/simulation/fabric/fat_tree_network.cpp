@@ -4,6 +4,7 @@
 #include "fat_tree_fabric.hpp"
 
 #include "netio/error.hpp"
+#include "netio/scheduler/simulation/lossless_fat_tree.hpp"
 
 #include <fmt/format.h>
 
@@ -19,12 +20,16 @@ namespace sim = scheduler::simulation;
 
 class FatTreeNetwork final : public sim::PacketNetwork {
  public:
-  explicit FatTreeNetwork(const FatTreeConfig& config) : fabric_(config) {}
+  explicit FatTreeNetwork(const FatTreeConfig& config) : fabric_(config), control_lane_(config.control_lane) {}
 
-  void send(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, std::uint32_t channel,
+  // With the control lane, every control message (acknowledgements and credits too) on the
+  // pair's control connection, whose packets the ports serve first; without it, as the
+  // pattern sends them, sharing the data queues.
+  void send(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, std::uint32_t channel, bool control,
             std::function<void()> delivered) override {
     fabric_.send(
-        from, to, bytes, [delivered = std::move(delivered)](SimTime) { delivered(); }, channel);
+        from, to, bytes, [delivered = std::move(delivered)](SimTime) { delivered(); },
+        control_lane_ && control ? 1 : channel);
   }
   void run_until(Time until) override { fabric_.run_until(until); }
   void stop() override { fabric_.stop(); }
@@ -37,18 +42,13 @@ class FatTreeNetwork final : public sim::PacketNetwork {
 
  private:
   FatTreeFabric fabric_;
+  bool control_lane_;
 };
 
 }  // namespace
 
 void check(const FatTreeNetworkOptions& o) {
-  if (o.leaf_size == 0) throw std::invalid_argument("--leaf-size must be at least 1");
-  if (o.oversubscription == 0 || o.leaf_size % o.oversubscription != 0) {
-    throw std::invalid_argument(
-        fmt::format("--oversubscription {}:1 must divide the leaf size ({}): spines = "
-                    "leaf size / oversubscription",
-                    o.oversubscription, o.leaf_size));
-  }
+  scheduler::simulation::check_fat_tree_shape(o.leaf_size, o.oversubscription);
 }
 
 sim::PacketNetworkFactory fat_tree_network(const FatTreeNetworkOptions& options) {
@@ -73,6 +73,7 @@ sim::PacketNetworkFactory fat_tree_network(const FatTreeNetworkOptions& options)
     c.mtu_bytes = options.mtu_bytes;
     c.ecmp = options.ecmp;
     c.tcp_min_rto = options.tcp_min_rto;
+    c.control_lane = options.control_lane;
     c.seed = static_cast<std::uint32_t>(e.seed);
     try {
       return std::make_unique<FatTreeNetwork>(c);

@@ -26,10 +26,13 @@ struct FatTreeNetworkOptions {
   std::chrono::nanoseconds tcp_min_rto{std::chrono::milliseconds(200)};
   std::chrono::nanoseconds link_delay{std::chrono::microseconds(1)};
   bool ecmp = false;  // a random uplink per packet instead of D-mod-k
+  // Every message but the contributions on the control connections (channel 1), which a
+  // strict-priority band at every port serves first (FatTreeConfig::control_lane).
+  bool control_lane = false;
 };
 
-// Throws std::invalid_argument (naming the option) when the options cannot make a fat-tree:
-// an oversubscription that does not divide the leaf size.
+// Throws netio::Error (Errc::invalid_option, naming the option) when the options cannot make a
+// fat-tree: an oversubscription that does not divide the leaf size (check_fat_tree_shape()).
 void check(const FatTreeNetworkOptions& options);
 
 // The factory of SimulationOptions::packet_network. The network it makes throws

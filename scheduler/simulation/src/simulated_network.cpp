@@ -97,7 +97,8 @@ void SimulatedNetwork::transmit(Link& link, std::uint32_t from, std::uint32_t to
     message.stage = Message::Stage::arrived;
     const auto m = messages_.put(message);
     ++in_flight_;
-    packet_->send(from, to, bytes, channel_of(link), [this, m] {
+    const bool control = message.kind != Message::Kind::contribution;
+    packet_->send(from, to, bytes, channel_of(link), control, [this, m] {
       --in_flight_;
       schedule(packet_->now(), Event::Kind::message, m);
       packet_->stop();  // back here before the network runs past it

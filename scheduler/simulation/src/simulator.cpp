@@ -83,10 +83,11 @@ void check_simulatable(const SimulatedSystem& system, const SimulationOptions& o
   if (options.core && options.network != NetworkModel::ports) {
     reject("--core is a part of the ports model (--network ports), not of the lossless one");
   }
-  if (options.control_lane && (options.network != NetworkModel::ports || options.sharing != PortSharing::fifo)) {
+  if (options.control_lane && options.network != NetworkModel::packet &&
+      (options.network != NetworkModel::ports || options.sharing != PortSharing::fifo)) {
     reject(
         "--control-lane is a part of the ports model with --port-sharing fifo (a fair port passes a control "
-        "message by its finish time already; the lossless model has no lane)");
+        "message by its finish time already; the lossless model has no lane) and of --network fat-tree-lossless");
   }
   if (options.network == NetworkModel::packet) {
     if (!options.packet_network) reject("the packet network model needs a network (SimulationOptions::packet_network)");

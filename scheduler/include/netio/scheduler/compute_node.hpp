@@ -20,14 +20,24 @@
 /// inputs send by the assignment they all received) and hands them over in index order as
 /// well, since every input sends in index order on a connection that keeps it.
 ///
+/// Reassigned time-slices (reassignment.hpp): a lost node's time-slices come here with an
+/// attempt above 0 (on_reassigned()), outside this node's own order: each is handed over as
+/// soon as it is ready (complete, every input contributed or gone, or timed out), the lowest
+/// index first, before the oldest open time-slice of its own. They are held apart from the
+/// credits (an input sends at most credits_per_input of them here at once, its own window).
+/// A time-slice another node is known to have built (an input's LostCompute names it:
+/// on_built_elsewhere()) is not built here: its contributions are freed and later ones are late.
+///
 /// No clock, sockets or threads; not thread-safe (one driver thread).
 #pragma once
 
 #include "netio/scheduler/config.hpp"
 #include "netio/scheduler/time.hpp"
 
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 namespace netio::scheduler {
@@ -47,6 +57,14 @@ class ComputeNode {
   };
   Arrival on_contribution(InputIndex i, TimesliceIndex t, Time now);
 
+  /// A contribution to t, reassigned here from a lost node with delivery number `attempt` (> 0).
+  /// late: t was built elsewhere (return the credit at once); not_mine: attempt 0.
+  Arrival on_reassigned(InputIndex i, TimesliceIndex t, std::uint8_t attempt, Time now);
+  /// t was built on the lost node (an input had its credit): not to be built here. Returns the
+  /// inputs whose contributions to t this frees (owed a credit), ascending; none if t was not
+  /// reassigned here (yet).
+  std::vector<InputIndex> on_built_elsewhere(TimesliceIndex t);
+
   /// Input i will send nothing more (its connection is gone).
   void on_input_gone(InputIndex i);
 
@@ -54,6 +72,7 @@ class ComputeNode {
     TimesliceIndex timeslice = 0;
     bool complete = false;
     std::vector<bool> contributed;  ///< per input
+    std::uint8_t attempt = 0;       ///< its delivery number: above 0 when reassigned here
   };
   /// The oldest open time-slice when it is ready (see above); nothing otherwise. A zero or
   /// negative timeout never gives up on time.
@@ -68,6 +87,7 @@ class ComputeNode {
   std::vector<InputIndex> release(TimesliceIndex t);
 
   std::size_t open_timeslices() const noexcept { return open_.size(); }
+  std::size_t reassigned_open() const noexcept { return reassigned_.size(); }
   std::size_t handed_over_timeslices() const noexcept { return handed_over_.size(); }
   std::uint32_t held(InputIndex i) const { return held_.at(i); }  // contributions held from i
   std::uint32_t credits_per_input() const noexcept { return credits_; }
@@ -79,7 +99,14 @@ class ComputeNode {
     Time first_arrival{0};
     std::vector<bool> contributed;
     std::uint32_t count = 0;
+    std::uint8_t attempt = 0;
   };
+  // Input i's contribution to t, held in `where` (own or reassigned) within i's count in `held`.
+  Arrival take(std::map<TimesliceIndex, Open>& where, std::vector<std::uint32_t>& held, InputIndex i, TimesliceIndex t,
+               std::uint8_t attempt, Time now);
+  // Whether `open` is ready at now: every input contributed or gone, or timed out.
+  bool ready(const Open& open, Time now, Duration timeout) const;
+  std::vector<InputIndex> free_contributions(const std::vector<bool>& contributed);
 
   std::uint32_t input_count_;
   std::uint32_t compute_count_;
@@ -91,6 +118,10 @@ class ComputeNode {
   std::map<TimesliceIndex, std::vector<bool>> handed_over_;  ///< contributed, per input
   std::vector<std::uint32_t> held_;
   std::vector<bool> gone_;
+  std::map<TimesliceIndex, Open> reassigned_;   ///< open reassigned time-slices
+  std::vector<std::uint32_t> reassigned_held_;  ///< per input
+  std::set<TimesliceIndex> built_elsewhere_;    ///< not to be built here
+  std::map<TimesliceIndex, std::vector<bool>> handed_over_reassigned_;
 };
 
 }  // namespace netio::scheduler

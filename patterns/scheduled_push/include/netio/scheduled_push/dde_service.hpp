@@ -26,11 +26,13 @@
 #include "netio/endpoint.hpp"
 #include "netio/scheduler/config.hpp"
 #include "netio/scheduler/control_messages.hpp"
+#include "netio/scheduler/time.hpp"
 #include "netio/socket_options.hpp"
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace netio::scheduled_push {
 
@@ -51,6 +53,11 @@ struct DdeServiceStats {
   std::uint64_t load_reports = 0;
   std::uint64_t assignments_sent = 0;
   std::uint64_t assignments_dropped = 0;
+  /// Assignment by load: the current assignment (the latest interval decided, and its shares
+  /// per compute node: a lost node's is 0), and the compute nodes some input reported lost.
+  std::uint64_t assigned_interval = 0;
+  std::vector<std::uint32_t> assigned_shares;
+  std::vector<scheduler::ComputeIndex> computes_reported_lost;
 };
 
 class DdeService {

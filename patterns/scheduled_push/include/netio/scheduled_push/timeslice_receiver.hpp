@@ -23,6 +23,11 @@
 /// credits: when a consumer keeps the whole receive buffer, the inputs wait for it
 /// (back-pressure) and nothing more is taken in.
 ///
+/// A compute node lost (scheduler/reassignment.hpp): the inputs send its time-slices to the
+/// others, with a delivery number (TimesliceView::attempt) above 0; this node builds them
+/// besides its own, as soon as each is complete, and tells every input of a loss one of
+/// them reported, so that all give the lost node up.
+///
 /// Faults: a time-slice that cannot complete is handed to on_incomplete (in order with the
 /// complete ones) and freed, crediting the inputs that did contribute: when an input that has
 /// not contributed is gone (its connection closed), or `incomplete_timeout` after its first
@@ -68,6 +73,12 @@ struct TimesliceView {
   /// node's clock): last - first is the time-slice's completion spread.
   scheduler::Time first_arrival{0};
   scheduler::Time last_arrival{0};
+  /// The delivery number: 0 when built on its own compute node, +1 for every compute node
+  /// lost on its way here (scheduler/reassignment.hpp). A time-slice the lost node handed to
+  /// its application just before it died, whose credit never left it, is built again here
+  /// with a higher number: an application that must see each time-slice once drops the copy
+  /// with the higher attempt (the index is the key), or deduplicates downstream.
+  std::uint32_t attempt = 0;
 };
 
 struct TimesliceReceiverOptions {
@@ -102,11 +113,16 @@ struct TimesliceReceiverStats {
   std::uint64_t complete = 0;
   std::uint64_t incomplete = 0;
   std::uint64_t contributions = 0;
-  std::uint64_t held_bytes = 0;       ///< contribution bytes held now (kept Timeslices included)
-  std::uint64_t kept = 0;             ///< Timeslices kept (KeepingHandler) and not released yet
-  std::uint64_t peak_held_bytes = 0;  ///< the most ever held at once
-  std::uint64_t dropped = 0;          ///< contributions refused (misbehaving inputs)
-  std::uint64_t kept_stalls = 0;      ///< stalls on kept Timeslices that lasted kept_stall_warning
+  std::uint64_t held_bytes = 0;           ///< contribution bytes held now (kept Timeslices included)
+  std::uint64_t kept = 0;                 ///< Timeslices kept (KeepingHandler) and not released yet
+  std::uint64_t peak_held_bytes = 0;      ///< the most ever held at once
+  std::uint64_t dropped = 0;              ///< contributions refused (misbehaving inputs)
+  std::uint64_t kept_stalls = 0;          ///< stalls on kept Timeslices that lasted kept_stall_warning
+  std::uint64_t reassigned_built = 0;     ///< time-slices of a lost compute node handed over here (attempt > 0)
+  std::uint64_t built_elsewhere = 0;      ///< reassigned here, but an input knew the lost node built them: freed
+  std::uint32_t computes_lost_heard = 0;  ///< lost compute nodes inputs told this node of (passed on to every input)
+  std::uint32_t inputs_connected = 0;     ///< inputs welcomed and still connected
+  std::uint32_t inputs_gone = 0;          ///< inputs welcomed whose connection closed since
 };
 
 class TimesliceReceiver {

@@ -6,14 +6,15 @@
 ///
 /// Feed it with push(t, bytes) for t = 0, 1, 2, ... in order (each contribution is copied
 /// into a bounded queue of `queue_capacity` contributions; push() waits for room, try_push()
-/// does not). It opens a low-latency data connection to every compute endpoint (index =
-/// compute index), introduces itself (Hello), takes the credits of each compute node's
-/// Welcome, and sends a contribution when (DFS) it is due and the compute node has a credit.
-/// Credits and acknowledgements come back as replies on the data connections. In DFS mode it
-/// also opens a low-latency connection to every DDE in dde_endpoints, sends each finished
-/// interval's meta-data report and proposal request there, and takes the proposals that come
-/// back as replies (the first of an interval wins; it never waits for a DDE; a DDE that goes
-/// away is dropped and logged once).
+/// does not). When every compute node is full (no credits back) the queue fills and push()
+/// blocks, up to push_timeout, then fails with Errc::timeout: the policy is "block, then
+/// fail"; try_push() is "fail at once" (stats(): pushes_blocked, push_blocked_ns, push_timeouts). It opens a
+/// low-latency data connection to every compute endpoint (index = compute index), introduces itself (Hello), takes the
+/// credits of each compute node's Welcome, and sends a contribution when (DFS) it is due and the compute node has a
+/// credit. Credits and acknowledgements come back as replies on the data connections. In DFS mode it also opens a
+/// low-latency connection to every DDE in dde_endpoints, sends each finished interval's meta-data report and proposal
+/// request there, and takes the proposals that come back as replies (the first of an interval wins; it never waits for
+/// a DDE; a DDE that goes away is dropped and logged once).
 ///
 /// With config.assignment = load (scheduler/assigner.hpp) the DDEs also decide which compute
 /// node builds which time-slice: the sender connects to them in either mode, hands each one
@@ -21,15 +22,27 @@
 /// it), and sends into an interval only once it holds that interval's assignment, the first
 /// a DDE sent (replicas send the same). The first two intervals are t mod M.
 ///
-/// Faults: a compute node whose connection fails, that refuses this input, or that does not
-/// welcome it within `welcome_timeout`, is lost: its contributions are skipped and reported
-/// to on_undeliverable (loop thread), and the rest goes on.
+/// Faults: a compute node whose connection fails, that refuses this input, that does not
+/// welcome it within `welcome_timeout`, or that makes no progress (no credit back for
+/// `progress_timeout` while it holds this input's oldest contribution), is lost, and so is one
+/// another input lost (a compute node passes the news on to every input). Its time-slices
+/// go to the other compute nodes (scheduler/reassignment.hpp: every input picks the same
+/// node, without asking anyone), with a delivery number above 0 (TimesliceView::attempt):
+/// those it sent there and never got the credit of (retained, below), and those it had
+/// not sent yet. Each compute node first hears which of the lost node's time-slices this
+/// input knows built there (its last credits), so that a time-slice built there is not
+/// built again from the other inputs' copies alone. Only when every compute node is lost
+/// are contributions reported to on_undeliverable (loop thread).
 ///
 /// Retention: a contribution sent stays with the sender until its compute node returns the
 /// credit, i.e. built the time-slice and freed it (bounded by the credits: at most credits ×
-/// compute_count contributions). When that node is lost, the ones it never built are
-/// reported to on_undeliverable as well (stats().unbuilt): nothing sent is lost silently.
-/// (Sending them to another node instead is issue 51's item 2, not done yet.)
+/// compute_count contributions, and as many reassigned ones). A reassigned contribution goes
+/// to its new node outside that node's credits, at most its credits' worth at once.
+///
+/// Guarantee (one compute node lost at a time, every input alive): every time-slice reaches
+/// the application of exactly one live compute node complete, or a second one with a higher
+/// attempt (the lost node handed it over, and died, before its credit left), or, after
+/// `incomplete_timeout` on that node, its on_incomplete.
 ///
 /// Threading: push()/try_push()/finish()/wait_finished()/stats() from any thread, except that
 /// push() and wait_finished() must not be called on the event-loop thread (use try_push()
@@ -72,8 +85,14 @@ struct TimesliceSenderOptions {
   std::size_t queue_capacity = 0;                    ///< contributions queued at most; 0: 2 × compute_count
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds push_timeout = std::chrono::seconds(10);  ///< push() waits at most this long
-  /// Optional, loop thread: a contribution skipped because its compute node was lost, or sent
-  /// there and never built (see Retention above).
+  /// A compute node that holds this input's oldest contribution not credited back, and
+  /// returns no credit for this long, is lost (see Faults): its consumer stopped, or it hangs
+  /// with its connection open. (Only the oldest's holder: when one node stops, the others
+  /// stop returning credits too, as their time-slices wait for inputs that wait for it.)
+  /// Longer than the longest a healthy consumer keeps a time-slice; zero: never.
+  std::chrono::nanoseconds progress_timeout = std::chrono::seconds(5);
+  /// Optional, loop thread: a contribution that no compute node can build any more (every
+  /// one is lost: see Faults), whether it had been sent once or not.
   std::function<void(scheduler::TimesliceIndex, scheduler::ComputeIndex)> on_undeliverable;
   std::function<void(const IntervalOutcome&)> on_interval;  ///< optional, DFS, loop thread: every finished interval
 };
@@ -81,10 +100,11 @@ struct TimesliceSenderOptions {
 struct TimesliceSenderStats {
   std::uint64_t pushed = 0;
   std::uint64_t sent = 0;
-  std::uint64_t undeliverable = 0;  ///< skipped: their compute node was lost
-  /// Sent, but their compute node was lost before it returned the credit (built them): also
-  /// reported to on_undeliverable.
+  std::uint64_t undeliverable = 0;  ///< never sent: every compute node was lost
+  /// Sent, but no compute node is left to build them: also reported to on_undeliverable.
   std::uint64_t unbuilt = 0;
+  /// Contributions sent to another compute node because theirs was lost (each time it is).
+  std::uint64_t reassigned = 0;
   std::uint64_t retained = 0;       ///< contributions sent and kept until their credit comes back, now
   std::uint64_t peak_retained = 0;  ///< the most at once
   std::uint64_t credits_returned = 0;
@@ -93,7 +113,14 @@ struct TimesliceSenderStats {
   std::uint64_t reports_missed = 0;      ///< DFS: reports a DDE missed (not connected yet, lost, or full)
   std::uint64_t proposals_taken = 0;     ///< DFS
   std::uint32_t computes_lost = 0;
+  std::vector<scheduler::ComputeIndex> lost_computes;  ///< which ones, in the order lost
   std::uint32_t ddes_lost = 0;
+  /// Back-pressure: push() calls that found the queue full and waited (every compute node
+  /// out of credits or send buffers), the time they waited in all, and those that gave up
+  /// after push_timeout (Errc::timeout). try_push() returning false is not counted.
+  std::uint64_t pushes_blocked = 0;
+  std::uint64_t push_blocked_ns = 0;
+  std::uint64_t push_timeouts = 0;
 };
 
 class TimesliceSender {

@@ -6,13 +6,20 @@
 /// connection). On it the input sends, in order:
 ///   Hello          once, first: who it is (input index), the system it belongs to (counts,
 ///                  interval length, mode) and the largest contribution it will send;
-///   Contribution   one per time-slice of that compute node: header + the bytes.
+///   Contribution   one per time-slice of that compute node: header + the bytes; its flags
+///                  byte is the delivery number (attempt: 0 on the time-slice's first node,
+///                  +1 per reassignment away from a lost node);
+///   LostCompute    when this input lost a compute node (sent to every other one, before
+///                  any reassigned contribution): which node, and the time-slices that node
+///                  credited this input last (built there: not to be built again).
 /// The compute node answers with replies on the same connection:
 ///   Welcome        to a Hello it accepts: its compute index and the credits this input gets;
 ///   Refusal        to a Hello it cannot accept (mismatched configuration), with the reason;
 ///   Acknowledgement (DFS mode) per contribution, when it arrived;
 ///   Credit         per contribution, when its buffer space was freed: the time-slice and
-///                  whether it was complete (handed to the user) or given up as incomplete.
+///                  whether it was complete (handed to the user) or given up as incomplete;
+///   LostCompute    (no time-slices) to every input, when another input told this node it
+///                  lost that compute node: so that every input gives it up, not only one.
 /// The DFS control messages (reports, requests, proposals) are scheduler/control_messages.hpp
 /// on separate connections to the DDEs.
 ///
@@ -46,6 +53,7 @@ enum class WireType : std::uint8_t {
   refusal = 0x14,
   acknowledgement = 0x15,
   credit = 0x16,
+  lost_compute = 0x17,
 };
 
 struct Hello {
@@ -63,6 +71,13 @@ struct ContributionHeader {
   InputIndex input = 0;
   TimesliceIndex timeslice = 0;
   std::uint64_t length = 0;
+  std::uint8_t attempt = 0;  ///< the delivery number (the header's flags byte)
+};
+
+struct LostCompute {
+  ComputeIndex compute = 0;
+  std::vector<TimesliceIndex> built;  ///< credited by it last (at most max_lost_built)
+  friend bool operator==(const LostCompute&, const LostCompute&) = default;
 };
 
 struct Welcome {
@@ -83,10 +98,17 @@ inline constexpr std::size_t welcome_size = 12;
 inline constexpr std::size_t acknowledgement_size = 12;
 inline constexpr std::size_t credit_size = 12;
 inline constexpr std::size_t max_refusal_text = 1024;
+inline constexpr std::size_t lost_compute_header_size = 12;  ///< then 8 bytes per built time-slice
+inline constexpr std::size_t max_lost_built = 65536;
+inline constexpr std::uint8_t max_attempt = 255;
 
 std::array<std::byte, hello_size> encode(const Hello& hello);
 /// Header and bytes in one buffer, ready to send.
-std::vector<std::byte> encode_contribution(InputIndex input, TimesliceIndex t, std::span<const std::byte> bytes);
+std::vector<std::byte> encode_contribution(InputIndex input, TimesliceIndex t, std::span<const std::byte> bytes,
+                                           std::uint8_t attempt = 0);
+/// Rewrites the delivery number of an encoded contribution in place.
+void set_contribution_attempt(std::span<std::byte> contribution, std::uint8_t attempt);
+std::vector<std::byte> encode(const LostCompute& lost);  ///< throws (invalid_option) beyond max_lost_built
 std::array<std::byte, welcome_size> encode(const Welcome& welcome);
 std::vector<std::byte> encode_refusal(const std::string& reason);  ///< cut at max_refusal_text
 std::array<std::byte, acknowledgement_size> encode_acknowledgement(TimesliceIndex t);
@@ -102,5 +124,6 @@ Welcome decode_welcome(std::span<const std::byte> bytes);
 std::string decode_refusal(std::span<const std::byte> bytes);
 TimesliceIndex decode_acknowledgement(std::span<const std::byte> bytes);
 Credit decode_credit(std::span<const std::byte> bytes);
+LostCompute decode_lost_compute(std::span<const std::byte> bytes);
 
 }  // namespace netio::scheduled_push

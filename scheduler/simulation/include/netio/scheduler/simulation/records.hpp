@@ -29,6 +29,7 @@ struct TimesliceRecord {
   ns::Time last_arrival{0};   // its last one (completion spread = last - first)
   ns::Time handed_over{0};    // the handler ran
   std::uint64_t bytes = 0;    // its contributions' bytes
+  std::uint32_t attempt = 0;  // its delivery number: above 0 when a lost compute node's
 };
 
 // One DFS interval as one input measured it, and the plan it was paced by.
@@ -61,6 +62,16 @@ struct RunRecords {
   std::optional<ns::FallbackStats> fallback;
   // Assignment by load: every interval's assignment the coordinator decided, in order.
   std::vector<ns::IntervalAssignment> assignments;
+  // A compute node failed (netio_tsbench --fail): when (relative to the origin) and how many.
+  std::optional<ns::Time> failed_at;
+  std::uint32_t computes_failed = 0;
+  // Time-slices the run pushed (0 .. expected − 1), when known: what "lost" counts against.
+  std::optional<std::uint64_t> expected_timeslices;
+  // The inputs' side, summed over them (back-pressure, item 4 of issue 51).
+  std::uint64_t contributions_reassigned = 0;  // sent to another node because theirs was lost
+  std::uint32_t computes_lost = 0;             // the most any input lost
+  ns::Duration push_blocked{0};                // time push() waited for room, every input
+  std::uint64_t pushes_blocked = 0;            // pushes that waited
 };
 
 }  // namespace netio::scheduler::simulation

@@ -97,7 +97,9 @@ class PacketNetwork {
  public:
   virtual ~PacketNetwork() = default;
   // A message of `bytes`; `delivered` runs (inside run_until) when its last byte arrives.
-  virtual void send(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, std::uint32_t channel,
+  // `control`: not a contribution, for a network with a priority lane for control traffic
+  // (SimulationOptions::control_lane; one without a lane ignores it).
+  virtual void send(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, std::uint32_t channel, bool control,
                     std::function<void()> delivered) = 0;
   // Runs the network's events up to `until`, or until a callback calls stop(); now() is where it stopped.
   virtual void run_until(Time until) = 0;
@@ -132,8 +134,9 @@ struct SimulationOptions {
   // Every message but the contributions (acknowledgements, credits, reports, requests,
   // proposals, clock probes and samples, hellos) on a priority lane at every port it crosses:
   // a switch's strict-priority class for control traffic (our extension, not the paper's;
-  // docs/design/dfs-engines.md). The ports model with fifo sharing only: a fair port passes a
-  // small message by its finish time already.
+  // docs/design/dfs-engines.md). The ports model with fifo sharing (a fair port passes a
+  // small message by its finish time already), and a packet network with a lane (the lossless
+  // fat-tree's, which then needs LosslessFatTreeOptions::control_lane as well).
   bool control_lane = false;
   // NetworkModel::packet: makes the network (e.g. netio::fabric_model's fat_tree_network()).
   PacketNetworkFactory packet_network;
