@@ -118,6 +118,38 @@ TEST_CASE("scheduler DDE: proposals by the formula, converted to each IE's clock
   CHECK_THROWS_AS(dde.on_report(MetadataReport{2, 0, Time{0}, 1ns, 1ns, std::nullopt}, Time{0}), netio::Error);
 }
 
+// An IE that runs ahead of the others (unpaced, it reports and asks again before the others
+// complete the interval its first request waits for) gets every request answered, oldest
+// first. Answering only its newest request (as before) never answered it: each completion
+// found a request still further ahead, the IE never paced and stayed ahead (the ns-3
+// fat-tree at 4:1: input 7 took no proposal in 10 s, DFS's spread 2.1× best-effort's).
+TEST_CASE("scheduler DDE: an IE that runs ahead has every request answered, oldest first", "[scheduler]") {
+  DeterministicEngine dde(config(2, 2));
+  const auto feed = [&](const Arrival& a) { return dde.on_report(a.report, a.received_at); };
+  // intervals 0 and 1 as above, one clock: 1 ends at 315
+  feed(arrival(0, 0, 0, 100));
+  feed(arrival(1, 0, 10, 140));
+  feed(arrival(0, 1, 200, 100));
+  feed(arrival(1, 1, 210, 120));
+  // IE 0 runs on: it reports 2, 3 and 4 and asks for 4, 5 and 6 while IE 1 is still in 2
+  CHECK(feed(arrival(0, 2, 400, 110)).empty());
+  CHECK(dde.on_request(ProposalRequest{0, 4}).empty());  // waits for interval 2
+  CHECK(feed(arrival(0, 3, 600, 110)).empty());
+  CHECK(dde.on_request(ProposalRequest{0, 5}).empty());  // waits for interval 3
+  CHECK(feed(arrival(0, 4, 800, 100)).empty());
+  CHECK(dde.on_request(ProposalRequest{0, 6}).empty());  // waits for interval 4
+  CHECK(dde.on_request(ProposalRequest{0, 6}).empty());  // a repeat waits once
+  // IE 1 completes 2: starts 400, 400 → 400; durations 110, 130 → 120; end 520; the window
+  // 1 2: median(110, 120) = 115; tp_4 = 520 + 115 = 635 (offsets 0: one clock)
+  CHECK(feed(arrival(1, 2, 400, 130)) == std::vector<AddressedProposal>{{0, Proposal{4, Time{635}, 115ns}}});
+  // IE 1 completes 3: starts 600, 610 → 605; durations 110, 130 → 120; end 725; the window
+  // 2 3: median(120, 120) = 120; tp_5 = 725 + 120 = 845
+  CHECK(feed(arrival(1, 3, 610, 130)) == std::vector<AddressedProposal>{{0, Proposal{5, Time{845}, 120ns}}});
+  // IE 1 completes 4: starts 800, 800; durations 100, 140 → 120; end 920; the window 3 4:
+  // median(120, 120) = 120; tp_6 = 920 + 120 = 1040, once
+  CHECK(feed(arrival(1, 4, 800, 140)) == std::vector<AddressedProposal>{{0, Proposal{6, Time{1040}, 120ns}}});
+}
+
 namespace {
 
 // 3 IEs, 9 intervals with irregular durations, starts and clock skews, proposals from

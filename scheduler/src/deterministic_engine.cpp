@@ -7,6 +7,13 @@
 #include <string>
 
 namespace netio::scheduler {
+namespace {
+
+// Requests kept per IE while their windows are incomplete: an IE is at most its credits
+// ahead of the others, far fewer intervals than this.
+constexpr std::size_t max_waiting_requests = 64;
+
+}  // namespace
 
 DeterministicEngine::DeterministicEngine(const SchedulerConfig& config)
     : config_((validate(config), config)),
@@ -44,10 +51,12 @@ std::vector<AddressedProposal> DeterministicEngine::on_report(const MetadataRepo
   std::vector<AddressedProposal> out;
   if (!completed) return out;
   for (InputIndex i = 0; i < config_.input_count; ++i) {
-    const auto k = waiting_[i];
-    if (!k || *k - config_.proposal_distance > completed->interval) continue;  // still waits
-    waiting_[i].reset();
-    if (auto p = answer(i, *k)) out.push_back(*p);
+    auto& waiting = waiting_[i];  // oldest first: answered in order, each once its window is complete
+    while (!waiting.empty() && waiting.front() - config_.proposal_distance <= completed->interval) {
+      const IntervalIndex k = waiting.front();
+      waiting.pop_front();
+      if (auto p = answer(i, k)) out.push_back(*p);
+    }
   }
   return out;
 }
@@ -59,7 +68,14 @@ std::vector<AddressedProposal> DeterministicEngine::on_request(const ProposalReq
   const IntervalIndex w = request.interval - config_.proposal_distance;
   const auto last = history_.last_complete();
   if (!last || w > *last) {
-    waiting_[request.input] = request.interval;
+    // Every request waits, not only the newest: an IE that runs ahead of the others (it has no
+    // proposal, so it is not paced) asks again before its first request's window completes,
+    // and answering only the newest would never answer it (its late proposals are what brings
+    // it back in step: InputEngine::on_proposal).
+    auto& waiting = waiting_[request.input];
+    if (!waiting.empty() && request.interval <= waiting.back()) return out;  // a repeat, or out of order
+    waiting.push_back(request.interval);
+    if (waiting.size() > max_waiting_requests) waiting.pop_front();
     return out;
   }
   if (auto p = answer(request.input, request.interval)) out.push_back(*p);

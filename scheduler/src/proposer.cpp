@@ -85,12 +85,16 @@ double Proposer::tracked_duration(IntervalIndex k, std::span<const UnifiedInterv
     // slack kept_up() allows is a queue that this pace is building, not room (extension 6). Hold.
     if (rising_latency(window)) return paced;
     auto steps = static_cast<double>(std::min<IntervalIndex>(k - last.interval, config_.proposal_distance));
-    // ... and twice as fast for each interval before w that kept up while its measured
-    // duration came down with its proposal: the network follows, so it has more room than
-    // one step (a slow-down over). At the network's capacity the measured durations stop
-    // falling, and the steps are single again (extension 8).
+    // ... and twice as fast for each earlier interval of w's chain in the window (intervals
+    // proposal_distance apart: each proposal is stepped from the one proposal_distance
+    // before, so neighbours belong to two chains that step in turn) that kept up while its
+    // successor's measured duration came down with its proposal: the network follows, so it
+    // has more room than one step (a slow-down over). At the network's capacity the measured
+    // durations stop falling, and the steps are single again (extension 8).
     if (config_.faster_recovery) {
-      for (std::size_t n = window.size() - 1; n > 0 && followed(window[n - 1], window[n]); --n) steps *= 2;
+      const std::size_t apart = config_.proposal_distance;
+      for (std::size_t n = window.size() - 1; n >= apart && followed(window[n - apart], window[n]); n -= apart)
+        steps *= 2;
     }
     return paced * std::pow(step, steps);
   }

@@ -61,6 +61,10 @@ grep -q -- "--report-interval" <<<"$("$recv" --help)" || fail "netio_recv --help
 "$recv" -e tcp://127.0.0.1:0 --interval 0 --timeout 0.3s >/dev/null 2>"$WORK/err"
 grep -qF -- "--interval is deprecated" "$WORK/err" || fail "netio_recv --interval gives no deprecation note: $(cat "$WORK/err")"
 
+# A choice's default in --help is the value the tool starts with, whatever the order of the words.
+grep -qF -- "--assignment TEXT:{load,fixed}=fixed" <<<"$("$tsbench" --help)" \
+  || fail "netio_tsbench --help: $(grep -F -- --assignment <<<"$("$tsbench" --help)")"
+
 # Stopped before any data: says so, no empty table.
 "$recv" -e tcp://127.0.0.1:0 --port-file "$WORK/port" --timeout 20s >"$WORK/out" 2>"$WORK/err" &
 pid=$!

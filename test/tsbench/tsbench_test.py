@@ -12,6 +12,7 @@
   tsbench_test.py TSBENCH credits            --credits: the receive buffer derived from it (16 per pair by default),
                                              in the header and a role run's run.csv; fewer than 2 per pair refused
                                              in a local run, --simulate and role mode
+  tsbench_test.py TSBENCH local-load         assignment by load, one compute node slowed: all built, fewer there
   tsbench_test.py TSBENCH kill-compute       kill -9 of a compute process of a running 4 x 4: the inputs send its
                                              time-slices to the others; --collect: 0 lost, duplicates only with
                                              a higher attempt
@@ -143,6 +144,30 @@ def run_local(tsbench, transport):
                        "--rank", "--config"):
             if option not in h.stdout:
                 fail(f"--help does not mention {option}", h.stdout)
+
+
+def run_local_load(tsbench):
+    """Assignment by load in a local run, one compute node slowed: every time-slice built once, the slow node
+    fewer than its t mod M share (the run used to wait for that share and fail)."""
+    with tempfile.TemporaryDirectory() as work:
+        csv = os.path.join(work, "csv")
+        count = 2400
+        cmd = [tsbench, "--scheduler", "best-effort", "--assignment", "load", "--inputs", "2", "--computes", "2",
+               "-n", str(count), "--json", "--csv", csv, "--timeout", f"{TIMEOUT}s",
+               "--slowdown", "node:3,at=0s,for=600s,rate=25%"] + SMALL
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+        if p.returncode != 0:
+            fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
+        check_summary("best_effort", json.loads(p.stdout)["best_effort"], timeslices=count)
+        with open(os.path.join(csv, "best_effort", "timeslices.csv")) as f:
+            rows = f.read().splitlines()
+        column = rows[0].split(",").index("compute")
+        per_node = [0, 0]
+        for row in rows[1:]:
+            per_node[int(row.split(",")[column])] += 1
+        if sum(per_node) != count or not per_node[1] < count // 2:
+            fail(f"time-slices per compute node {per_node}: expected {count} in all, fewer on the slow node 1",
+                 p.stderr)
 
 
 def free_ports(n):
@@ -534,6 +559,8 @@ def run_test(tsbench, what):
         run_local(tsbench, sys.argv[3])
     elif what == "roles":
         run_roles(tsbench, sys.argv[3])
+    elif what == "local-load":
+        run_local_load(tsbench)
     elif what == "simulate":
         run_simulate(tsbench)
     elif what == "cpu":

@@ -52,13 +52,17 @@ CLI::Option* add_size_option(CLI::App& app, const std::string& names, std::uint6
                              const std::string& description);
 
 // An option that takes one of a few words, each naming a value of `target` (an enum): the
-// help shows TEXT:{words} in the order given, anything else is refused with them. The first
-// word names the default shown.
+// help shows TEXT:{words} in the order given, anything else is refused with them. The default
+// shown is the word naming target's value when the option is added.
 template <typename T>
 CLI::Option* add_choice_option(CLI::App& app, const std::string& names, T& target,
                                std::vector<std::pair<std::string, T>> choices, const std::string& description) {
   std::vector<std::string> words;
-  for (const auto& choice : choices) words.push_back(choice.first);
+  std::string current;
+  for (const auto& choice : choices) {
+    words.push_back(choice.first);
+    if (current.empty() && choice.second == target) current = choice.first;
+  }
   return app
       .add_option_function<std::string>(
           names,
@@ -69,7 +73,7 @@ CLI::Option* add_choice_option(CLI::App& app, const std::string& names, T& targe
           },
           description)
       ->check(CLI::IsMember(words))
-      ->default_str(words.front());
+      ->default_str(current);
 }
 
 // --cpu N[,M]: where the tool pins its own thread (N) and the netio event-loop thread

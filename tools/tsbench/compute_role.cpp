@@ -63,6 +63,7 @@ Endpoint ComputeRole::endpoint() const { return receiver_->local_endpoint(); }
 std::optional<Endpoint> ComputeRole::dde_endpoint() const { return receiver_->dde_endpoint(); }
 
 std::uint64_t ComputeRole::share_of(ns::TimesliceIndex count) const {
+  if (options_.bench.assignment == ns::Assignment::load) return 0;
   const auto m = options_.bench.computes;
   return count / m + (count % m > options_.compute ? 1 : 0);
 }

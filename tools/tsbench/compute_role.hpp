@@ -47,7 +47,9 @@ class ComputeRole {
 
   // Time-slices this node handed over so far (complete or not); any thread.
   std::uint64_t handed_over() const noexcept { return handed_over_.load(std::memory_order_acquire); }
-  // How many of the time-slices below `count` belong to this node.
+  // How many of the time-slices below `count` belong to this node: t mod M under the fixed
+  // assignment; 0 by load, where the DDE decides as the run goes (the nodes' hand-overs then
+  // add up to `count`, which only the whole run can check).
   std::uint64_t share_of(ns::TimesliceIndex count) const;
   // Inputs that connected and have closed their connections since; any thread.
   std::uint32_t inputs_gone() const { return receiver_->stats().inputs_gone; }

@@ -137,6 +137,13 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
                                  compute->share_of(total));
     }
   }
+  // By load no node has a share known in advance: together they hand over every time-slice
+  // (the inputs' finish() has seen each one built), some twice after a --fail.
+  std::uint64_t handed_over = failed_records ? failed_records->timeslices.size() : 0;
+  for (auto& compute : computes) handed_over += compute ? compute->handed_over() : 0;
+  if (handed_over < total && result.error.empty()) {
+    result.error = fmt::format("the compute nodes handed over {} of the {} time-slices", handed_over, total);
+  }
 
   result.records.expected_timeslices = total;
   for (auto& input : inputs) {

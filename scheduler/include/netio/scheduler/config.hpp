@@ -85,9 +85,10 @@ struct SchedulerConfig {
   /// more than ssu_pct over the interval before (our extension 6): the slack the rule reads
   /// as room is then a queue the pace is building. false: the rule as before it.
   bool hold_on_rising_latency = true;
-  /// tracking: after an interval that kept up, the step down doubles for each interval
-  /// before it that kept up while its measured duration fell with its proposal (our
-  /// extension 8): the network follows, so it has more room than one step. false: single steps.
+  /// tracking: after an interval w that kept up, the step down doubles for each earlier
+  /// interval of w's chain (proposal_distance apart) that kept up while its successor's
+  /// measured duration fell with its proposal (our extension 8): the network follows, so it
+  /// has more room than one step. false: single steps.
   bool faster_recovery = true;
 
   /// The safety net (our extension 7, fallback_guard.hpp): the DDE switches to best-effort

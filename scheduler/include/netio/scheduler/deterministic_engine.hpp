@@ -9,8 +9,9 @@
 ///
 /// Determinism: the proposal of interval k is computed from the proposal_window() complete
 /// intervals (config.hpp) ending with w = k - proposal_distance, never from whatever else this DDE holds.
-/// A request that comes before interval w is complete waits (one per IE: a newer request of
-/// the same IE replaces it) and is answered when w completes. Each report's start enters the
+/// A request that comes before interval w is complete waits and is answered when w completes
+/// (every one, in order: an IE that runs ahead of the others asks again before its first
+/// request's window is complete). Each report's start enters the
 /// history shifted by the offset computed from that same report (Eq. 2), so the history
 /// depends only on the reports and their arrival times. Replicas fed the same reports thus
 /// hold the same history and propose the same start and duration in the DDE clock, whatever
@@ -37,6 +38,7 @@
 #include "netio/scheduler/history_manager.hpp"
 #include "netio/scheduler/proposer.hpp"
 
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -90,7 +92,7 @@ class DeterministicEngine {
   HistoryManager history_;
   Proposer proposer_;
   FallbackGuard guard_;
-  std::vector<std::optional<IntervalIndex>> waiting_;  ///< per IE: the interval it asked for
+  std::vector<std::deque<IntervalIndex>> waiting_;  ///< per IE: the intervals it asked for, oldest first
   struct ProbeSeen {
     std::uint32_t sequence = 0;
     Time sent_at{0};      ///< IE clock

@@ -39,7 +39,8 @@
 /// ssu_pct per interval. Two refinements (config.hpp): hold_on_rising_latency keeps durp_w
 /// when w's median acknowledgement latency rose over w-1's (extension 6: the slack that
 /// "kept up" allows is then a queue), and faster_recovery doubles the number of steps for
-/// each interval before w that kept up while its measured duration fell with its proposal
+/// each earlier interval of w's chain (w - proposal_distance, ...: the proposals each is
+/// stepped from) that kept up while the next one's measured duration fell with its proposal
 /// (extension 8). speed_up stays empty (Eq. 1 is not used). The window is the last
 /// recent_length intervals only (at most hist_cnt): the rule reads nothing older, so a DDE
 /// proposes from interval recent_length + proposal_distance - 1 on (counted from 0), where
@@ -96,7 +97,8 @@ class Proposer {
   bool rising_latency(std::span<const UnifiedInterval> window) const;
   /// The tracking rule's test: a paced interval took its proposal plus its tail.
   bool kept_up(const UnifiedInterval& interval) const;
-  /// Extension 8: both kept up and `after`'s measured duration fell with its proposal.
+  /// Extension 8: both kept up and `after`'s measured duration fell with its proposal
+  /// (`before` is proposal_distance intervals before `after`: the same chain).
   bool followed(const UnifiedInterval& before, const UnifiedInterval& after) const;
 
   SchedulerConfig config_;
