@@ -11,6 +11,7 @@
 #include "common/deadline.hpp"
 #include "common/json_writer.hpp"
 #include "common/latency_stats.hpp"
+#include "common/metrics_option.hpp"
 #include "common/peer_access_options.hpp"
 #include "common/termination.hpp"
 #include "common/tool_main.hpp"
@@ -46,6 +47,7 @@ struct Options {
   PeerAccess access;
   std::chrono::nanoseconds timeout{0};
   std::chrono::nanoseconds connect_timeout = netio::default_connect_timeout;
+  MetricsOptions metrics;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -84,6 +86,7 @@ void add_options(CLI::App& app, Options& o) {
   add_peer_access_options(app, o.access, true);
   add_timeout_option(app, o.timeout);
   add_connect_timeout_option(app, o.connect_timeout)->excludes(server);
+  add_metrics_options(app, o.metrics);
   app.footer(std::string(units_help) +
              "\n\nPings and pongs share one connection: the server answers each ping with a reply on the\n"
              "connection it came on. With --two-connections the client listens for the pongs on port 0 of the\n"
@@ -186,7 +189,9 @@ int run(const Options& o) {
   context_options.busy_poll = o.busy_poll;
   context_options.cpu = o.cpu.loop_thread;  // where the pings are answered and sent
   context_options.emulation = o.emulate;
+  const MetricsSession metrics(o.metrics);
   netio::Context context(context_options);
+  watch_metrics(context);
   return o.server ? run_server(context, o, deadline) : run_client(context, o, deadline);
 }
 

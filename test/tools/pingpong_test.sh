@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: MIT
 # netio_pingpong: one server, several clients one after another (JSON, text, histogram),
 # then three at once (pongs as replies, and on a second connection), then SIGTERM stops the
-# server cleanly and a client still pinging fails at once, naming it.
+# server cleanly and a client still pinging fails at once, naming it. The server serves its
+# metrics (--metrics): the pings it received are counted there.
 #   pingpong_test.sh NETIO_PINGPONG TRANSPORT(tcp|shm|fabric) CHECKER
 set -euo pipefail
 pingpong=$1 transport=$2 checker=$3
 source "$(dirname "$0")/tool_test_lib.sh"
 
-"$pingpong" --server -e "$(endpoint_for "$transport" 0)" --port-file "$WORK/port" --timeout 90s \
+"$pingpong" --server -e "$(endpoint_for "$transport" 0)" --port-file "$WORK/port" --timeout 90s --metrics 127.0.0.1:0 \
   >"$WORK/server.out" 2>"$WORK/server.err" &
 server_pid=$!
 BACKGROUND_PIDS+=("$server_pid")
@@ -28,6 +29,16 @@ python3 "$checker" pingpong "$WORK/client-busy.json" 200 || fail "JSON check fai
   || fail "text client exited with $?"
 grep -q "median" "$WORK/client-text.out" || fail "no statistics table in the text output"
 grep -q " us |" "$WORK/client-text.out" || fail "no histogram in the text output"
+
+# The server's metrics: its receive socket counted the pings so far (4 clients of 220, one of 110).
+url=$(sed -n 's/^metrics: //p' "$WORK/server.err" | head -1)
+[ -n "$url" ] || fail "the server printed no metrics URL: $(cat "$WORK/server.err")"
+python3 - "$url" <<'PY' || fail "the server's metrics do not count the pings"
+import re, sys, urllib.request
+text = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
+counts = [float(m.group(1)) for m in re.finditer(r'^netio_socket_messages_total\{[^}]*\} (\S+)$', text, re.M)]
+sys.exit(0 if counts and max(counts) >= 4 * 220 + 110 else 1)
+PY
 
 # Three clients at the same time: the server answers each on its own connection.
 concurrent=()
