@@ -55,6 +55,8 @@ TEST_CASE("scheduler messages: round trips", "[scheduler]") {
   CHECK(decode_metadata_report(encode(report)) == report);
   report.proposed_duration.reset();
   CHECK(decode_metadata_report(encode(report)) == report);
+  report.probe_acknowledged = 1'300'000ns;  // extension 10
+  CHECK(decode_metadata_report(encode(report)) == report);
 
   const ProposalRequest request{3, 42};
   CHECK(decode_proposal_request(encode(request)) == request);
@@ -76,21 +78,23 @@ TEST_CASE("scheduler messages: the byte layout is little-endian with a 4-byte he
         bytes_of({3, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,  //
                   0, 1, 0, 0, 0, 0, 0, 0}));
   const auto report = bytes_of(encode(sample_report()));
-  REQUIRE(report.size() == 48);
+  REQUIRE(report.size() == 56);
   CHECK(report[2] == std::byte{1});  // the flag: a proposed duration follows
-  // proposed duration 2,400,000 = 0x249F00 in the last 8 bytes
-  CHECK(std::vector<std::byte>(report.begin() + 40, report.end()) == bytes_of({0x00, 0x9f, 0x24, 0, 0, 0, 0, 0}));
+  // proposed duration 2,400,000 = 0x249F00 in bytes 40..47, then the probe's acknowledgement
+  // (none: 0, its flag bit 1 clear)
+  CHECK(std::vector<std::byte>(report.begin() + 40, report.end()) ==
+        bytes_of({0x00, 0x9f, 0x24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
 }
 
 TEST_CASE("scheduler messages: truncated and extended buffers are rejected with their size", "[scheduler]") {
   const auto report = bytes_of(encode(sample_report()));
   for (std::size_t size = 0; size < report.size(); ++size) {
     require_bad_message(decode_metadata_report, std::vector<std::byte>(report.begin(), report.begin() + size),
-                        std::to_string(size) + " bytes, expected 48");
+                        std::to_string(size) + " bytes, expected 56");
   }
   auto longer = report;
   longer.push_back(std::byte{0});
-  require_bad_message(decode_metadata_report, longer, "49 bytes, expected 48");
+  require_bad_message(decode_metadata_report, longer, "57 bytes, expected 56");
 
   const auto request = bytes_of(encode(ProposalRequest{1, 2}));
   for (std::size_t size = 0; size < request.size(); ++size) {
@@ -124,6 +128,9 @@ TEST_CASE("scheduler messages: wrong type, version, flags, reserved byte and val
   bad = report;
   bad[2] = std::byte{0};  // the flag cleared, the value still there
   require_bad_message(decode_metadata_report, bad, "a proposed duration of 2400000 ns without its flag");
+  bad = report;
+  bad[48] = std::byte{1};  // a probe acknowledgement without flag bit 1
+  require_bad_message(decode_metadata_report, bad, "a probe acknowledgement of 1 ns without its flag");
 
   require_bad_message(decode_proposal, bytes_of(encode(Proposal{1, Time{2}, 0ns})), "duration is 0 ns");
   auto request = bytes_of(encode(ProposalRequest{1, 2}));

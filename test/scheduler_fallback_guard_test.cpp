@@ -137,8 +137,13 @@ TEST_CASE("scheduler fallback: the proposal's flag on the wire", "[scheduler]") 
   CHECK(static_cast<unsigned>(bytes[2]) == 1);  // flag bit 0
   CHECK(decode_proposal(bytes) == p);
   CHECK_FALSE(decode_proposal(encode(Proposal{7, Time{123}, 456ns, false})).best_effort);
+  const Proposal gated{7, Time{123}, 456ns, true, true};  // extension 10: flag bit 1 beside bit 0
+  CHECK(static_cast<unsigned>(encode(gated)[2]) == 3);
+  CHECK(decode_proposal(encode(gated)) == gated);
   auto bad = bytes;
-  bad[2] = std::byte{0x02};
+  bad[2] = std::byte{0x02};  // the θ gate without best-effort
+  CHECK_THROWS_AS(decode_proposal(bad), netio::Error);
+  bad[2] = std::byte{0x04};
   CHECK_THROWS_AS(decode_proposal(bad), netio::Error);
 }
 
@@ -192,4 +197,190 @@ TEST_CASE("scheduler fallback: the DDE's proposals carry the guard's decision", 
   CHECK(best_effort == expected);
   CHECK(dde.fallback().stats().engaged == 2);
   CHECK(dde.fallback().stats().released == 1);
+}
+
+namespace {
+
+// Two IEs, two compute nodes, intervals of two rounds: pacing's offsets put a time-slice's
+// contributions (M − 1)/M of a round apart, 100 / 2 / 2 = 25 at a reference of 100.
+SchedulerConfig spread_config() {
+  auto c = guard_config();
+  c.input_count = 2;
+  c.compute_count = 2;
+  c.timeslices_per_interval = 4;
+  return c;
+}
+
+// Interval j took `duration` at both IEs; their probe acknowledgements `spread` apart.
+void complete_both(HistoryManager& history, IntervalIndex j, Duration duration, Duration spread, bool paced) {
+  for (InputIndex i = 0; i < 2; ++i) {
+    MeasuredInterval m{j, Time{1000 * static_cast<long long>(j)}, duration, std::nullopt, 5ns, std::nullopt};
+    if (paced) m.proposed_duration = 100ns;
+    m.probe_acknowledged = m.start + 50ns + (i == 1 ? spread : 0ns);
+    (void)history.add(i, m);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("scheduler fallback: best-effort while its spread beats pacing's floor, pacing once it does not",
+          "[scheduler]") {
+  const auto c = spread_config();
+  HistoryManager history(2, 64);
+  FallbackGuard guard(c);
+  // Warm-up 0..3: 100 each, best-effort's probe spread 10 (the IEs' packets interleaved).
+  for (IntervalIndex j = 0; j <= 3; ++j) complete_both(history, j, 100ns, 10ns, false);
+  // k = 4: reference 100, its spread 10; pacing's floor 100·(2 − 1)/(2·2) = 25, and 10 < 25/2:
+  // best-effort from the first decision on, counted.
+  CHECK(guard.best_effort(4, history));
+  CHECK(guard.reference_spread() == 10ns);
+  CHECK(guard.paced_spread_floor() == 25ns);
+  CHECK(guard.stats().engaged == 1);
+  CHECK(guard.stats().engaged_on_spread == 1);
+  // No hold: it stays best-effort as long as the spread does (hold 2 is long over at 9).
+  for (IntervalIndex k = 5; k <= 9; ++k) {
+    complete_both(history, k - 1, 100ns, 10ns, false);
+    CHECK(guard.best_effort(k, history));
+  }
+  // Best-effort's spread grows to 20 (≥ 12.5) from interval 9 on: the reference (w, w − 1,
+  // w − 2 at k = w + 2) is 10 until two of its three are 20, at k = 12 (w = 10).
+  complete_both(history, 9, 100ns, 20ns, false);
+  CHECK(guard.best_effort(10, history));
+  complete_both(history, 10, 100ns, 20ns, false);
+  CHECK(guard.best_effort(11, history));
+  complete_both(history, 11, 100ns, 20ns, false);
+  CHECK_FALSE(guard.best_effort(12, history));
+  CHECK(guard.reference_spread() == 20ns);
+  CHECK(guard.stats().released == 1);
+  // Paced intervals (12 on) do not move the reference: pacing stays while it keeps up, even
+  // with a spread of 30.
+  for (IntervalIndex k = 13; k <= 20; ++k) {
+    complete_both(history, k - 1, 100ns, 30ns, true);
+    CHECK_FALSE(guard.best_effort(k, history));
+  }
+  CHECK(guard.stats().engaged == 1);
+  CHECK(guard.stats().best_effort_intervals == 8);  // 4..11
+}
+
+TEST_CASE("scheduler fallback: the spread rule switched off, or best-effort's spread at the floor", "[scheduler]") {
+  auto c = spread_config();
+  HistoryManager narrow(2, 64);
+  HistoryManager at_floor(2, 64);
+  for (IntervalIndex j = 0; j <= 3; ++j) {
+    complete_both(narrow, j, 100ns, 10ns, false);
+    complete_both(at_floor, j, 100ns, 13ns, false);  // ≥ 25 / 2: pacing may win
+  }
+  CHECK_FALSE(FallbackGuard(c).best_effort(4, at_floor));
+  c.fallback_on_spread = false;
+  FallbackGuard off(c);
+  CHECK_FALSE(off.best_effort(4, narrow));
+  CHECK(off.stats().engaged == 0);
+}
+
+TEST_CASE("scheduler fallback: the IEs' probe acknowledgements make the DDE's spread", "[scheduler]") {
+  auto c = spread_config();
+  c.ack_threshold = 1.0;
+  InputEngine ie(c, 1);
+  // Interval 0 (4 time-slices, 2 rounds): the probe is time-slice 0·4 + (2/2)·2 + 0 = 2.
+  REQUIRE(ie.layout().probe_timeslice(0) == 2);
+  CHECK(ie.layout().probe_timeslice(1) == 4 + 2 + 1);
+  for (long long s = 0; s < 4; ++s) {
+    const auto d = ie.next_send(Time{100 + 10 * s});
+    ie.on_sent(d.timeslice, Time{100 + 10 * s});
+  }
+  CHECK_FALSE(ie.on_acknowledged(0, Time{200}));
+  CHECK_FALSE(ie.on_acknowledged(1, Time{210}));
+  CHECK_FALSE(ie.on_acknowledged(2, Time{260}));
+  const auto done = ie.on_acknowledged(3, Time{270});
+  REQUIRE(done);
+  CHECK(done->report.probe_acknowledged == 160ns);  // 260 − tm 100
+  // on the wire
+  CHECK(decode_metadata_report(encode(done->report)) == done->report);
+  // The DDE: IE 0's probe at 100 + 150, IE 1's at 100 + 160, clocks alike: a spread of 10.
+  DeterministicEngine dde(c);
+  MetadataReport r0 = done->report;
+  r0.input = 0;
+  r0.probe_acknowledged = 150ns;
+  dde.on_report(r0, Time{300});
+  dde.on_report(done->report, Time{300});
+  REQUIRE(dde.history().find(0));
+  CHECK(dde.history().find(0)->probe_spread == 10ns);
+}
+
+TEST_CASE("scheduler fallback: a fallback run after pacing starts at its proposed start, together", "[scheduler]") {
+  SchedulerConfig c;
+  c.input_count = 2;
+  c.compute_count = 2;
+  c.timeslices_per_interval = 2;  // one round
+  c.ack_threshold = 1.0;
+  InputEngine ie(c, 0);
+  // interval 0 paced from 1000 over 400: its sends at 1000 and 1200
+  CHECK(ie.on_proposal(Proposal{0, Time{1000}, 400ns, false}));
+  CHECK(ie.on_proposal(Proposal{1, Time{2000}, 400ns, true}));
+  ie.on_sent(0, Time{1000});
+  ie.on_sent(1, Time{1200});
+  CHECK_FALSE(ie.on_acknowledged(0, Time{1300}));
+  REQUIRE(ie.on_acknowledged(1, Time{1400}));
+  // Interval 1 is the first of a fallback run: it waits for its proposed start (2000), where
+  // the other IEs start it too, instead of starting at once with the offset pacing left.
+  auto d = ie.next_send(Time{1500});
+  CHECK(d.action == SendDecision::Action::wait_until);
+  CHECK(d.due == Time{2000});
+  d = ie.next_send(Time{2000});
+  CHECK(d.action == SendDecision::Action::send);
+  ie.on_sent(2, Time{2000});
+  // the rest of it unpaced, and the next fallback interval at once (no θ gate, no start)
+  d = ie.next_send(Time{2001});
+  CHECK(d.action == SendDecision::Action::send);
+  CHECK(d.best_effort);
+  ie.on_sent(3, Time{2001});
+  CHECK(ie.current_interval() == 2);
+  d = ie.next_send(Time{2002});
+  CHECK(d.action == SendDecision::Action::send);
+  CHECK(d.best_effort);
+}
+
+TEST_CASE("scheduler fallback: on the spread rule the DDE proposes best-effort with the θ gate", "[scheduler]") {
+  const auto c = spread_config();
+  DeterministicEngine dde(c);
+  // Intervals 0..4 best-effort, 100 long, the IEs' probe acknowledgements 10 apart (pacing's
+  // floor: 25); each IE asks for j + 2 after its report.
+  std::vector<Proposal> proposals;
+  for (IntervalIndex j = 0; j <= 4; ++j) {
+    for (InputIndex i = 0; i < 2; ++i) {
+      MetadataReport r{i, j, Time{1000 * static_cast<long long>(j)}, 100ns, 5ns, std::nullopt};
+      r.probe_acknowledged = 50ns + (i == 1 ? 10ns : 0ns);
+      for (const auto& p : dde.on_report(r, r.start + r.duration + 5ns)) proposals.push_back(p.proposal);
+      for (const auto& p : dde.on_request(ProposalRequest{i, j + 2})) proposals.push_back(p.proposal);
+    }
+  }
+  REQUIRE(proposals.size() == 6);  // 4, 5 and 6 for both IEs
+  for (const auto& p : proposals) {
+    CHECK(p.best_effort);
+    CHECK(p.gated);
+  }
+  CHECK(dde.fallback().stats().engaged_on_spread == 1);
+}
+
+TEST_CASE("scheduler fallback: a gated best-effort interval keeps the θ gate and is measured to its end",
+          "[scheduler]") {
+  SchedulerConfig c;
+  c.input_count = 2;
+  c.compute_count = 2;
+  c.timeslices_per_interval = 2;
+  c.ack_threshold = 1.0;
+  InputEngine ie(c, 0);
+  CHECK(ie.on_proposal(Proposal{0, Time{1000}, 400ns, true, true}));
+  auto d = ie.next_send(Time{10});  // unpaced: at once, though proposed for 1000
+  CHECK(d.action == SendDecision::Action::send);
+  CHECK(d.best_effort);
+  ie.on_sent(0, Time{10});
+  ie.on_sent(1, Time{20});
+  CHECK(ie.next_send(Time{30}).action == SendDecision::Action::wait_for_acknowledgements);  // θ = 1
+  CHECK_FALSE(ie.on_acknowledged(0, Time{500}));
+  const auto done = ie.on_acknowledged(1, Time{600});
+  REQUIRE(done);
+  CHECK(ie.current_interval() == 1);
+  CHECK(done->report.duration == 590ns);  // to the last acknowledgement, as before any proposal
+  CHECK_FALSE(done->report.proposed_duration);
 }

@@ -14,9 +14,11 @@ using detail::WireWriter;
 
 constexpr std::uint8_t version = 1;
 constexpr std::uint8_t has_proposed_duration = 0x01;  // metadata report flag
+constexpr std::uint8_t has_probe = 0x02;              // metadata report flag: probe_acknowledged
 constexpr std::uint8_t has_round_trip = 0x01;         // clock probe flag
 constexpr std::uint8_t is_sample = 0x02;              // clock probe flag: an interval-start sample
 constexpr std::uint8_t best_effort_flag = 0x01;       // proposal flag: the fallback (extension 7)
+constexpr std::uint8_t gated_flag = 0x02;             // proposal flag: best-effort with the θ gate (extension 10)
 
 // Fixed-size messages: the 4-byte header, then the fields (wire_codec.hpp).
 template <std::size_t N>
@@ -69,13 +71,16 @@ class Reader {
 }  // namespace
 
 std::array<std::byte, metadata_report_size> encode(const MetadataReport& m) {
-  Writer<metadata_report_size> w(MessageType::metadata_report, m.proposed_duration ? has_proposed_duration : 0);
+  Writer<metadata_report_size> w(MessageType::metadata_report,
+                                 static_cast<std::uint8_t>((m.proposed_duration ? has_proposed_duration : 0) |
+                                                           (m.probe_acknowledged ? has_probe : 0)));
   w.u32(m.input);
   w.u64(m.interval);
   w.i64(m.start.count());
   w.i64(m.duration.count());
   w.i64(m.median_ack_latency.count());
   w.i64(m.proposed_duration ? m.proposed_duration->count() : 0);
+  w.i64(m.probe_acknowledged ? m.probe_acknowledged->count() : 0);
   return w.finish();
 }
 
@@ -87,7 +92,8 @@ std::array<std::byte, proposal_request_size> encode(const ProposalRequest& m) {
 }
 
 std::array<std::byte, proposal_size> encode(const Proposal& m) {
-  Writer<proposal_size> w(MessageType::proposal, m.best_effort ? best_effort_flag : 0);
+  Writer<proposal_size> w(MessageType::proposal, static_cast<std::uint8_t>((m.best_effort ? best_effort_flag : 0) |
+                                                                           (m.gated ? gated_flag : 0)));
   w.u64(m.interval);
   w.i64(m.start.count());
   w.i64(m.duration.count());
@@ -126,7 +132,7 @@ MessageType message_type(std::span<const std::byte> bytes) {
 
 MetadataReport decode_metadata_report(std::span<const std::byte> bytes) {
   const char* name = "DFS meta-data report";
-  Reader r(name, bytes, MessageType::metadata_report, metadata_report_size, has_proposed_duration);
+  Reader r(name, bytes, MessageType::metadata_report, metadata_report_size, has_proposed_duration | has_probe);
   MetadataReport m;
   m.input = r.u32();
   m.interval = r.u64();
@@ -138,6 +144,12 @@ MetadataReport decode_metadata_report(std::span<const std::byte> bytes) {
     m.proposed_duration = proposed;
   } else if (proposed != Duration::zero()) {
     r.fail("a proposed duration of " + std::to_string(proposed.count()) + " ns without its flag");
+  }
+  const Duration probe = r.duration("probe acknowledgement");
+  if (r.flags() & has_probe) {
+    m.probe_acknowledged = probe;
+  } else if (probe != Duration::zero()) {
+    r.fail("a probe acknowledgement of " + std::to_string(probe.count()) + " ns without its flag");
   }
   return m;
 }
@@ -153,9 +165,11 @@ ProposalRequest decode_proposal_request(std::span<const std::byte> bytes) {
 
 Proposal decode_proposal(std::span<const std::byte> bytes) {
   const char* name = "DFS proposal";
-  Reader r(name, bytes, MessageType::proposal, proposal_size, best_effort_flag);
+  Reader r(name, bytes, MessageType::proposal, proposal_size, best_effort_flag | gated_flag);
   Proposal m;
   m.best_effort = (r.flags() & best_effort_flag) != 0;
+  m.gated = (r.flags() & gated_flag) != 0;
+  if (m.gated && !m.best_effort) r.fail("the θ gate flag without best-effort's");
   m.interval = r.u64();
   m.start = Time{r.i64()};
   m.duration = r.duration("duration");

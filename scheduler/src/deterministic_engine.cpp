@@ -45,8 +45,9 @@ std::vector<AddressedProposal> DeterministicEngine::on_report(const MetadataRepo
   // extrapolation: then it depends on nothing but this IE's reports and their arrival times
   // (this one's alone under the paper's rule), and a replica that started later records the
   // same history once its offsets rest on as many reports.
-  const MeasuredInterval measured{report.interval, report.start + clocks_.offset(report.input), report.duration,
-                                  report.proposed_duration, report.median_ack_latency};
+  MeasuredInterval measured{report.interval, report.start + clocks_.offset(report.input), report.duration,
+                            report.proposed_duration, report.median_ack_latency};
+  if (report.probe_acknowledged) measured.probe_acknowledged = measured.start + *report.probe_acknowledged;
   const auto completed = history_.add(report.input, measured);
   std::vector<AddressedProposal> out;
   if (!completed) return out;
@@ -123,7 +124,8 @@ std::optional<AddressedProposal> DeterministicEngine::answer(InputIndex i, Inter
   const auto p = proposal(k);
   if (!p || !clocks_.knows(i)) return std::nullopt;
   const bool best_effort = guard_.best_effort(k, history_);  // decided once per k, in the order asked
-  return AddressedProposal{i, Proposal{k, clocks_.to_remote(i, p->start), p->duration, best_effort}};
+  return AddressedProposal{
+      i, Proposal{k, clocks_.to_remote(i, p->start), p->duration, best_effort, best_effort && guard_.on_spread(k)}};
 }
 
 }  // namespace netio::scheduler

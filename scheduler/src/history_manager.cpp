@@ -4,6 +4,7 @@
 #include "netio/error.hpp"
 #include "netio/scheduler/statistics.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace netio::scheduler {
@@ -36,7 +37,15 @@ std::optional<UnifiedInterval> HistoryManager::add(InputIndex i, const MeasuredI
     std::vector<Duration> durations;
     std::vector<Duration> proposed;
     std::vector<Duration> latencies;
+    std::optional<Time> first_probe, last_probe;
+    bool every_probe = true;
     for (const auto& [input, m] : reports) {
+      if (m.probe_acknowledged) {
+        first_probe = first_probe ? std::min(*first_probe, *m.probe_acknowledged) : *m.probe_acknowledged;
+        last_probe = last_probe ? std::max(*last_probe, *m.probe_acknowledged) : *m.probe_acknowledged;
+      } else {
+        every_probe = false;
+      }
       starts.push_back(m.start);
       durations.push_back(m.duration);
       if (m.proposed_duration) proposed.push_back(*m.proposed_duration);
@@ -44,6 +53,7 @@ std::optional<UnifiedInterval> HistoryManager::add(InputIndex i, const MeasuredI
     }
     UnifiedInterval unified{j, average(starts), median(durations), std::nullopt, median(std::move(latencies))};
     if (!proposed.empty()) unified.proposed_duration = median(proposed);
+    if (every_probe && first_probe) unified.probe_spread = *last_probe - *first_probe;
     pending_.erase(j);
     complete_.emplace(j, unified);
     completed = unified;

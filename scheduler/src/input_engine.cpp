@@ -35,13 +35,15 @@ InputEngine::InputEngine(const SchedulerConfig& config, InputIndex self)
 std::optional<IntervalPlan> InputEngine::plan(IntervalIndex interval) const {
   if (const auto it = in_flight_.find(interval); it != in_flight_.end() && it->second.sent > 0) return it->second.plan;
   if (const auto it = proposals_.find(interval); it != proposals_.end()) {
-    return IntervalPlan{interval, it->second.start, it->second.duration, true, it->second.best_effort};
+    return IntervalPlan{interval, it->second.start,       it->second.duration,
+                        true,     it->second.best_effort, it->second.gated};
   }
   if (last_plan_ && last_plan_->interval < interval) {
     const auto intervals = static_cast<Duration::rep>(interval - last_plan_->interval);
     const Duration spacing = spacing_.value_or(last_plan_->duration);
-    return IntervalPlan{interval, last_plan_->start + intervals * spacing, last_plan_->duration, false,
-                        last_plan_->best_effort};
+    return IntervalPlan{
+        interval,         last_plan_->start + intervals * spacing, last_plan_->duration, false, last_plan_->best_effort,
+        last_plan_->gated};
   }
   return std::nullopt;
 }
@@ -72,12 +74,16 @@ SendDecision InputEngine::next_send(Time now) const {
 
   if (place == 0) {  // the interval has not started: it starts at tp_j, or at once
     const auto p = plan(current_);
-    if (!p || p->best_effort || now >= p->end()) {
+    // The first interval of a fallback run starts at its proposed start, as all IEs do
+    // (extension 7): unpaced intervals keep whatever offsets the inputs had between them.
+    const bool resync = p && p->best_effort && last_started_paced_ && now < p->start;
+    if (!resync && (!p || p->best_effort || now >= p->end())) {
       d.best_effort = true;
       d.due = now;
       return d;
     }
     d.due = p->start;
+    d.best_effort = p->best_effort;
   } else {
     const InFlight& interval = it->second;
     if (!interval.plan || interval.plan->best_effort || now >= interval.plan->end()) {
@@ -113,6 +119,7 @@ void InputEngine::on_sent(TimesliceIndex timeslice, Time now) {
     }
     interval.plan = plan(current_);
     if (interval.plan) last_plan_ = interval.plan;
+    last_started_paced_ = interval.plan && !interval.plan->best_effort;
     interval.sent_at.assign(layout_.timeslices_per_interval(), Time{0});
     interval.latencies.reserve(layout_.timeslices_per_interval());
     proposals_.erase(proposals_.begin(), proposals_.upper_bound(current_));
@@ -127,7 +134,8 @@ void InputEngine::advance_if_released() {
   if (it == in_flight_.end()) return;
   const InFlight& interval = it->second;
   if (interval.sent != layout_.timeslices_per_interval()) return;
-  const bool fallback = interval.plan && interval.plan->best_effort;  // no θ gate: as best-effort sends
+  // no θ gate: as best-effort sends (a gated fallback keeps it, extension 10)
+  const bool fallback = interval.plan && interval.plan->best_effort && !interval.plan->gated;
   if (fallback || interval.acknowledged >= threshold_) ++current_;
 }
 
@@ -146,6 +154,7 @@ std::optional<IntervalCompletion> InputEngine::on_acknowledged(TimesliceIndex ti
     reject(self_, "second acknowledgement of time-slice " + std::to_string(timeslice));
   }
   interval.latencies.push_back(now - interval.sent_at[place]);
+  if (timeslice == layout_.probe_timeslice(j)) interval.probe_acknowledged = now;
   interval.sent_at[place] = acknowledged_mark;
   ++interval.acknowledged;
   if (j == current_) advance_if_released();
@@ -155,11 +164,12 @@ std::optional<IntervalCompletion> InputEngine::on_acknowledged(TimesliceIndex ti
   done.report.input = self_;
   done.report.interval = j;
   done.report.start = interval.start;
-  const bool fallback = interval.plan && interval.plan->best_effort;
+  const bool fallback = interval.plan && interval.plan->best_effort && !interval.plan->gated;
   // A fallback interval overlaps the next one: what it took is until the next one started.
   done.report.duration = (fallback && interval.next_start ? *interval.next_start : now) - interval.start;
   done.report.median_ack_latency = median(std::move(interval.latencies));
-  if (interval.plan && !fallback) done.report.proposed_duration = interval.plan->duration;
+  if (interval.plan && !interval.plan->best_effort) done.report.proposed_duration = interval.plan->duration;
+  if (interval.probe_acknowledged) done.report.probe_acknowledged = *interval.probe_acknowledged - interval.start;
   done.request = ProposalRequest{self_, j + config_.proposal_distance};
   in_flight_.erase(it);
   return done;
@@ -181,7 +191,8 @@ bool InputEngine::on_proposal(const Proposal& proposal) {
                        (proposal.interval == last_plan_->interval && !last_plan_->from_proposal);
     if (newer) {
       note_spacing(proposal);
-      last_plan_ = IntervalPlan{proposal.interval, proposal.start, proposal.duration, true, proposal.best_effort};
+      last_plan_ = IntervalPlan{proposal.interval,    proposal.start, proposal.duration, true,
+                                proposal.best_effort, proposal.gated};
     }
     return false;
   }

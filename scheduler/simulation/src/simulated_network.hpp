@@ -64,7 +64,7 @@ constexpr std::uint64_t timer_stream = std::uint64_t{1} << 40;
 constexpr std::uint64_t port_timer_stream = timer_stream + (std::uint64_t{1} << 32);
 constexpr std::uint64_t reply_bytes = 12;        // welcome, acknowledgement, credit
 constexpr std::uint64_t probe_bytes = 28;        // clock probe and echo, proposal
-constexpr std::uint64_t report_bytes = 48 + 16;  // the meta-data report and the request behind it
+constexpr std::uint64_t report_bytes = 56 + 16;  // the meta-data report and the request behind it
 
 // A contribution's Message::subject (and the lossless model's tag): time-slice t with its
 // delivery number, above 0 when reassigned from a lost compute node (reassignment.hpp).

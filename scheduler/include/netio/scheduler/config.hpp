@@ -102,6 +102,11 @@ struct SchedulerConfig {
   /// Intervals the guard runs best-effort before pacing tries again, ≥ 1; doubles (up to 8×)
   /// while retries lose at once.
   std::uint32_t fallback_hold = 8;
+  /// The safety net's spread rule (our extension 10): best-effort while the best-effort
+  /// reference's time-slice spread, read off the IEs' probe acknowledgements, is less than
+  /// half of what pacing's offsets put between a time-slice's contributions (a round's
+  /// (M − 1)/M at the reference's pace). false: the guard looks at durations only.
+  bool fallback_on_spread = true;
 
   /// θ: the fraction of an interval's contributions that must be acknowledged before the
   /// Input Engine starts the next interval, (0, 1].

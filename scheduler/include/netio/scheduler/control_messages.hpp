@@ -47,6 +47,10 @@ struct MetadataReport {
   Duration duration{0};                       ///< durm_j: from tm_j to the interval's last acknowledgement
   Duration median_ack_latency{0};             ///< medlat: median of send → acknowledgement over the interval
   std::optional<Duration> proposed_duration;  ///< durp_j the IE paced by; none: it had no proposal
+  /// From tm_j to the acknowledgement of the interval's probe time-slice
+  /// (TimesliceLayout::probe_timeslice): the DDE reads the time-slice's spread off the IEs'
+  /// reports (extension 10). None: not measured (an older IE, or the probe not acknowledged).
+  std::optional<Duration> probe_acknowledged{};
 
   friend bool operator==(const MetadataReport&, const MetadataReport&) = default;
 };
@@ -67,6 +71,10 @@ struct Proposal {
   /// The DDE's safety net (extension 7, fallback_guard.hpp): run interval k best-effort,
   /// unpaced and without waiting for θ of the interval before. Flag bit 0 on the wire.
   bool best_effort = false;
+  /// With best_effort: the θ gate stays, as before the first proposal, and the interval is
+  /// measured to its last acknowledgement (the spread rule, extension 10: best-effort for as
+  /// long as its own spread is the narrower, run as the reference was measured). Flag bit 1.
+  bool gated = false;
 
   friend bool operator==(const Proposal&, const Proposal&) = default;
 };
@@ -94,7 +102,7 @@ struct ClockEcho {
   friend bool operator==(const ClockEcho&, const ClockEcho&) = default;
 };
 
-inline constexpr std::size_t metadata_report_size = 48;
+inline constexpr std::size_t metadata_report_size = 56;
 inline constexpr std::size_t proposal_request_size = 16;
 inline constexpr std::size_t proposal_size = 28;
 inline constexpr std::size_t clock_probe_size = 28;

@@ -29,7 +29,8 @@ struct MeasuredInterval {
   Time start{0};  ///< local clock
   Duration duration{0};
   std::optional<Duration> proposed_duration;
-  Duration ack_latency{0};  ///< the IE's median send → acknowledgement time
+  Duration ack_latency{0};                   ///< the IE's median send → acknowledgement time
+  std::optional<Time> probe_acknowledged{};  ///< local clock: the probe time-slice's acknowledgement
 };
 
 struct UnifiedInterval {
@@ -38,6 +39,9 @@ struct UnifiedInterval {
   Duration duration{0};                       ///< med_durm: median over the IEs
   std::optional<Duration> proposed_duration;  ///< median of the durp the IEs paced by
   Duration ack_latency{0};                    ///< median over the IEs of their median acknowledgement latency
+  /// The latest minus the earliest of the IEs' probe acknowledgements (extension 10): the
+  /// probe time-slice's spread as the inputs see it. None unless every IE measured one.
+  std::optional<Duration> probe_spread{};
 
   Time end() const { return start + duration; }
   friend bool operator==(const UnifiedInterval&, const UnifiedInterval&) = default;

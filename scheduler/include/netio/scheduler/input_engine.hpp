@@ -76,6 +76,9 @@ struct IntervalPlan {
   /// this one is sent, without waiting for θ of its acknowledgements. Its report's duration
   /// is then tm_{j+1} - tm_j, the time the network took to carry it, as a paced interval's is.
   bool best_effort = false;
+  /// With best_effort: the θ gate stays and the report measures to the last acknowledgement,
+  /// as before the first proposal (Proposal::gated, extension 10).
+  bool gated = false;
 
   Time end() const { return start + duration; }
   friend bool operator==(const IntervalPlan&, const IntervalPlan&) = default;
@@ -124,7 +127,8 @@ class InputEngine {
     std::uint64_t acknowledged = 0;
     std::vector<Time> sent_at;  ///< per place in the interval; acknowledged ones are acknowledged_mark
     std::vector<Duration> latencies;
-    std::optional<Time> next_start;  ///< tm_{j+1}, once the next interval started
+    std::optional<Time> next_start;          ///< tm_{j+1}, once the next interval started
+    std::optional<Time> probe_acknowledged;  ///< of TimesliceLayout::probe_timeslice(j)
   };
 
   void advance_if_released();
@@ -142,6 +146,7 @@ class InputEngine {
   std::optional<Proposal> newest_taken_;         ///< the taken proposal of the highest interval
   std::optional<Duration> spacing_;              ///< the DDE's between starts, from two proposals
   std::optional<ClockProbe> clock_sample_;       ///< of the interval just started, not taken yet
+  bool last_started_paced_ = false;              ///< the latest interval started ran paced
 };
 
 }  // namespace netio::scheduler

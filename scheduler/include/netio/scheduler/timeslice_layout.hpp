@@ -28,6 +28,13 @@ class TimesliceLayout {
   IntervalIndex interval_of(TimesliceIndex t) const noexcept { return t / timeslices_per_interval(); }
   TimesliceIndex first_timeslice(IntervalIndex j) const noexcept { return j * timeslices_per_interval(); }
 
+  /// The time-slice of interval j whose contributions' acknowledgements every IE reports
+  /// (MetadataReport::probe_acknowledged, extension 10): one in the interval's middle round,
+  /// away from its start and its tail, on compute node j mod M of the fixed assignment.
+  TimesliceIndex probe_timeslice(IntervalIndex j) const noexcept {
+    return first_timeslice(j) + (rounds_ / 2) * compute_count_ + j % compute_count_;
+  }
+
   /// The compute node input i sends to first in every round.
   ComputeIndex first_compute(InputIndex i) const noexcept;
 
