@@ -228,22 +228,22 @@ TEST_CASE("scheduler fallback: best-effort while its spread beats pacing's floor
   const auto c = spread_config();
   HistoryManager history(2, 64);
   FallbackGuard guard(c);
-  // Warm-up 0..3: 100 each, best-effort's probe spread 10 (the IEs' packets interleaved).
-  for (IntervalIndex j = 0; j <= 3; ++j) complete_both(history, j, 100ns, 10ns, false);
-  // k = 4: reference 100, its spread 10; pacing's floor 100·(2 − 1)/(2·2) = 25, and 10 < 25/2:
+  // Warm-up 0..3: 100 each, best-effort's probe spread 5 (the IEs' packets interleaved).
+  for (IntervalIndex j = 0; j <= 3; ++j) complete_both(history, j, 100ns, 5ns, false);
+  // k = 4: reference 100, its spread 5; pacing's floor 100·(2 − 1)/(2·2) = 25, and 5 < 25/4:
   // best-effort from the first decision on, counted.
   CHECK(guard.best_effort(4, history));
-  CHECK(guard.reference_spread() == 10ns);
+  CHECK(guard.reference_spread() == 5ns);
   CHECK(guard.paced_spread_floor() == 25ns);
   CHECK(guard.stats().engaged == 1);
   CHECK(guard.stats().engaged_on_spread == 1);
   // No hold: it stays best-effort as long as the spread does (hold 2 is long over at 9).
   for (IntervalIndex k = 5; k <= 9; ++k) {
-    complete_both(history, k - 1, 100ns, 10ns, false);
+    complete_both(history, k - 1, 100ns, 5ns, false);
     CHECK(guard.best_effort(k, history));
   }
-  // Best-effort's spread grows to 20 (≥ 12.5) from interval 9 on: the reference (w, w − 1,
-  // w − 2 at k = w + 2) is 10 until two of its three are 20, at k = 12 (w = 10).
+  // Best-effort's spread grows to 20 (≥ 6.25) from interval 9 on: the reference (w, w − 1,
+  // w − 2 at k = w + 2) is 5 until two of its three are 20, at k = 12 (w = 10).
   complete_both(history, 9, 100ns, 20ns, false);
   CHECK(guard.best_effort(10, history));
   complete_both(history, 10, 100ns, 20ns, false);
@@ -267,8 +267,8 @@ TEST_CASE("scheduler fallback: the spread rule switched off, or best-effort's sp
   HistoryManager narrow(2, 64);
   HistoryManager at_floor(2, 64);
   for (IntervalIndex j = 0; j <= 3; ++j) {
-    complete_both(narrow, j, 100ns, 10ns, false);
-    complete_both(at_floor, j, 100ns, 13ns, false);  // ≥ 25 / 2: pacing may win
+    complete_both(narrow, j, 100ns, 5ns, false);
+    complete_both(at_floor, j, 100ns, 7ns, false);  // ≥ 25 / 4: pacing may win
   }
   CHECK_FALSE(FallbackGuard(c).best_effort(4, at_floor));
   c.fallback_on_spread = false;
@@ -343,13 +343,13 @@ TEST_CASE("scheduler fallback: a fallback run after pacing starts at its propose
 TEST_CASE("scheduler fallback: on the spread rule the DDE proposes best-effort with the θ gate", "[scheduler]") {
   const auto c = spread_config();
   DeterministicEngine dde(c);
-  // Intervals 0..4 best-effort, 100 long, the IEs' probe acknowledgements 10 apart (pacing's
+  // Intervals 0..4 best-effort, 100 long, the IEs' probe acknowledgements 5 apart (pacing's
   // floor: 25); each IE asks for j + 2 after its report.
   std::vector<Proposal> proposals;
   for (IntervalIndex j = 0; j <= 4; ++j) {
     for (InputIndex i = 0; i < 2; ++i) {
       MetadataReport r{i, j, Time{1000 * static_cast<long long>(j)}, 100ns, 5ns, std::nullopt};
-      r.probe_acknowledged = 50ns + (i == 1 ? 10ns : 0ns);
+      r.probe_acknowledged = 50ns + (i == 1 ? 5ns : 0ns);
       for (const auto& p : dde.on_report(r, r.start + r.duration + 5ns)) proposals.push_back(p.proposal);
       for (const auto& p : dde.on_request(ProposalRequest{i, j + 2})) proposals.push_back(p.proposal);
     }

@@ -103,8 +103,8 @@ struct SchedulerConfig {
   /// while retries lose at once.
   std::uint32_t fallback_hold = 8;
   /// The safety net's spread rule (our extension 10): best-effort while the best-effort
-  /// reference's time-slice spread, read off the IEs' probe acknowledgements, is less than
-  /// half of what pacing's offsets put between a time-slice's contributions (a round's
+  /// reference's time-slice spread, read off the IEs' probe acknowledgements, is less than a
+  /// quarter of what pacing's offsets put between a time-slice's contributions (a round's
   /// (M − 1)/M at the reference's pace). false: the guard looks at durations only.
   bool fallback_on_spread = true;
 

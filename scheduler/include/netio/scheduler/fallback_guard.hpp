@@ -30,7 +30,7 @@
 /// time-slice's contributions a round's (M − 1)/M apart by construction (input i sends to
 /// compute node (i + p) mod M at a round's p-th slot). Where best-effort's own spread — the
 /// median over the reference intervals of the probe time-slice's spread, as the IEs'
-/// acknowledgements show it — is less than half of that, pacing cannot win on spread (a
+/// acknowledgements show it — is less than a quarter of that, pacing cannot win on spread (a
 /// network whose switches interleave the inputs' packets, so that a time-slice's
 /// contributions arrive together): the guard decides best-effort, and keeps deciding it while
 /// that holds, without a hold; it is re-checked at every interval, on the reference the
