@@ -30,6 +30,16 @@ SchedulerConfig guard_config() {
   return c;  // proposal_distance 2
 }
 
+// Two IEs, two compute nodes, intervals of one round, θ = 1: for the IE's own rules.
+SchedulerConfig one_round_config() {
+  SchedulerConfig c;
+  c.input_count = 2;
+  c.compute_count = 2;
+  c.timeslices_per_interval = 2;
+  c.ack_threshold = 1.0;
+  return c;
+}
+
 // Interval j took `duration`; paced by a proposal of `duration` 100 unless `paced` is false.
 void complete(HistoryManager& history, IntervalIndex j, Duration duration, bool paced) {
   MeasuredInterval m{j, Time{1000 * static_cast<long long>(j)}, duration, std::nullopt, 5ns};
@@ -148,12 +158,7 @@ TEST_CASE("scheduler fallback: the proposal's flag on the wire", "[scheduler]") 
 }
 
 TEST_CASE("scheduler fallback: the IE runs a fallback interval unpaced and without the θ gate", "[scheduler]") {
-  SchedulerConfig c;
-  c.input_count = 2;
-  c.compute_count = 2;
-  c.timeslices_per_interval = 2;  // one round
-  c.ack_threshold = 1.0;
-  InputEngine ie(c, 0);
+  InputEngine ie(one_round_config(), 0);
   CHECK(ie.on_proposal(Proposal{0, Time{1000}, 400ns, true}));
   // interval 0: best-effort at once, though its proposed start is 1000
   auto d = ie.next_send(Time{10});
@@ -308,12 +313,7 @@ TEST_CASE("scheduler fallback: the IEs' probe acknowledgements make the DDE's sp
 }
 
 TEST_CASE("scheduler fallback: a fallback run after pacing starts at its proposed start, together", "[scheduler]") {
-  SchedulerConfig c;
-  c.input_count = 2;
-  c.compute_count = 2;
-  c.timeslices_per_interval = 2;  // one round
-  c.ack_threshold = 1.0;
-  InputEngine ie(c, 0);
+  InputEngine ie(one_round_config(), 0);
   // interval 0 paced from 1000 over 400: its sends at 1000 and 1200
   CHECK(ie.on_proposal(Proposal{0, Time{1000}, 400ns, false}));
   CHECK(ie.on_proposal(Proposal{1, Time{2000}, 400ns, true}));
@@ -364,12 +364,7 @@ TEST_CASE("scheduler fallback: on the spread rule the DDE proposes best-effort w
 
 TEST_CASE("scheduler fallback: a gated best-effort interval keeps the θ gate and is measured to its end",
           "[scheduler]") {
-  SchedulerConfig c;
-  c.input_count = 2;
-  c.compute_count = 2;
-  c.timeslices_per_interval = 2;
-  c.ack_threshold = 1.0;
-  InputEngine ie(c, 0);
+  InputEngine ie(one_round_config(), 0);
   CHECK(ie.on_proposal(Proposal{0, Time{1000}, 400ns, true, true}));
   auto d = ie.next_send(Time{10});  // unpaced: at once, though proposed for 1000
   CHECK(d.action == SendDecision::Action::send);
