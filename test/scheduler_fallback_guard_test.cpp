@@ -312,34 +312,6 @@ TEST_CASE("scheduler fallback: the IEs' probe acknowledgements make the DDE's sp
   CHECK(dde.history().find(0)->probe_spread == 10ns);
 }
 
-TEST_CASE("scheduler fallback: a fallback run after pacing starts at its proposed start, together", "[scheduler]") {
-  InputEngine ie(one_round_config(), 0);
-  // interval 0 paced from 1000 over 400: its sends at 1000 and 1200
-  CHECK(ie.on_proposal(Proposal{0, Time{1000}, 400ns, false}));
-  CHECK(ie.on_proposal(Proposal{1, Time{2000}, 400ns, true}));
-  ie.on_sent(0, Time{1000});
-  ie.on_sent(1, Time{1200});
-  CHECK_FALSE(ie.on_acknowledged(0, Time{1300}));
-  REQUIRE(ie.on_acknowledged(1, Time{1400}));
-  // Interval 1 is the first of a fallback run: it waits for its proposed start (2000), where
-  // the other IEs start it too, instead of starting at once with the offset pacing left.
-  auto d = ie.next_send(Time{1500});
-  CHECK(d.action == SendDecision::Action::wait_until);
-  CHECK(d.due == Time{2000});
-  d = ie.next_send(Time{2000});
-  CHECK(d.action == SendDecision::Action::send);
-  ie.on_sent(2, Time{2000});
-  // the rest of it unpaced, and the next fallback interval at once (no θ gate, no start)
-  d = ie.next_send(Time{2001});
-  CHECK(d.action == SendDecision::Action::send);
-  CHECK(d.best_effort);
-  ie.on_sent(3, Time{2001});
-  CHECK(ie.current_interval() == 2);
-  d = ie.next_send(Time{2002});
-  CHECK(d.action == SendDecision::Action::send);
-  CHECK(d.best_effort);
-}
-
 TEST_CASE("scheduler fallback: on the spread rule the DDE proposes best-effort with the θ gate", "[scheduler]") {
   const auto c = spread_config();
   DeterministicEngine dde(c);

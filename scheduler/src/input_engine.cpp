@@ -74,16 +74,12 @@ SendDecision InputEngine::next_send(Time now) const {
 
   if (place == 0) {  // the interval has not started: it starts at tp_j, or at once
     const auto p = plan(current_);
-    // The first interval of a fallback run starts at its proposed start, as all IEs do
-    // (extension 7): unpaced intervals keep whatever offsets the inputs had between them.
-    const bool resync = p && p->best_effort && last_started_paced_ && now < p->start;
-    if (!resync && (!p || p->best_effort || now >= p->end())) {
+    if (!p || p->best_effort || now >= p->end()) {
       d.best_effort = true;
       d.due = now;
       return d;
     }
     d.due = p->start;
-    d.best_effort = p->best_effort;
   } else {
     const InFlight& interval = it->second;
     if (!interval.plan || interval.plan->best_effort || now >= interval.plan->end()) {
@@ -119,7 +115,6 @@ void InputEngine::on_sent(TimesliceIndex timeslice, Time now) {
     }
     interval.plan = plan(current_);
     if (interval.plan) last_plan_ = interval.plan;
-    last_started_paced_ = interval.plan && !interval.plan->best_effort;
     interval.sent_at.assign(layout_.timeslices_per_interval(), Time{0});
     interval.latencies.reserve(layout_.timeslices_per_interval());
     proposals_.erase(proposals_.begin(), proposals_.upper_bound(current_));

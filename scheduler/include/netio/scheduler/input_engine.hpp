@@ -146,7 +146,6 @@ class InputEngine {
   std::optional<Proposal> newest_taken_;         ///< the taken proposal of the highest interval
   std::optional<Duration> spacing_;              ///< the DDE's between starts, from two proposals
   std::optional<ClockProbe> clock_sample_;       ///< of the interval just started, not taken yet
-  bool last_started_paced_ = false;              ///< the latest interval started ran paced
 };
 
 }  // namespace netio::scheduler
