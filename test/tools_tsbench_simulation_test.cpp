@@ -593,10 +593,11 @@ TEST_CASE("tsbench simulation: one compute node at half speed, fixed against by 
   };
   const double fixed = run(ns::Assignment::fixed);
   CHECK(fixed == Approx(16).epsilon(0.05));  // 15.5: the latency between the ports
-  // 23.9 at this commit (0.85 of 28): the node's share settles just under what it can take,
-  // and the credits (4 per pair) leave the others' ports idle now and then.
+  // 26.8 at this commit (0.96 of 28; 23.9, 0.85, with the Assigner's law before the search
+  // for the slow node's share): the credits (4 per pair) leave the others' ports idle now
+  // and then.
   const double by_load = run(ns::Assignment::load);
-  CHECK(by_load >= 0.8 * 28);
+  CHECK(by_load >= 0.9 * 28);
   CHECK(by_load <= 28 * 1.01);
 }
 
