@@ -51,8 +51,15 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     // The time-slices it credited last (at most twice its credits): built there, so if it is
     // lost they are not to be built again (the LostCompute message names them).
     std::deque<ns::TimesliceIndex> recently_built;
-    // Messages that must reach it before any reassigned contribution (LostCompute), oldest first.
+    // Messages that must reach it before any reassigned contribution (LostCompute), and
+    // before any contribution of a slot rerouted here (Membership), oldest first.
     std::deque<std::vector<std::byte>> control_out;
+    // Draining (membership.hpp): it builds nothing from this boundary on; this input's
+    // farewell (the change sent back once it sent it everything below) is queued; it closed
+    // after that with nothing of this input's outstanding: departed, not lost.
+    std::optional<ns::TimesliceIndex> leaves_from;
+    bool farewell_sent = false;
+    bool departed = false;
   };
   struct Dde {
     std::unique_ptr<LowLatencySendSocket> socket;
@@ -179,6 +186,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
           lose(lost.compute, fmt::format("compute node {} says another input lost it", c));
           break;
         }
+        case WireType::membership: take_membership(c, decode_membership(reply)); break;
         case WireType::acknowledgement:
           if (auto done = node.on_acknowledged(decode_acknowledgement(reply), now())) report(*done);
           break;
@@ -247,6 +255,74 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       return;
     }
     drive();
+  }
+
+  // Compute node c announced that it drains: nothing of slot c from change.from on (it named
+  // the boundary far enough ahead that this input has not sent into its round yet). Every
+  // other node hears of it before any of c's time-slices routed to it; c hears it back once
+  // this input sent it everything below the boundary (send_farewells()).
+  void take_membership(ns::ComputeIndex c, const ns::MembershipChange& change) {
+    if (change.compute != c || change.joins) {
+      throw Error(Errc::protocol_error,
+                  fmt::format("compute node {} announced that slot {} {}", c, change.compute,
+                              change.joins ? "joins" : "leaves"));
+    }
+    bool added = false;
+    try {
+      added = node.on_membership(change);
+    } catch (const Error& e) {
+      // Not reached when the node names its boundary as it does (timeslice_receiver.cpp): its
+      // credits bound how far ahead this input can be.
+      log(LogLevel::error, "scheduled push: input {}: {}", options.input, e.what());
+      lose(c, "it drains from a time-slice this input has passed");
+      return;
+    }
+    if (!added) return;
+    computes[c].leaves_from = change.from;
+    log(LogLevel::info, "scheduled push: input {}: compute node {} ({}) drains: none of its time-slices from {} on",
+        options.input, c, options.compute_endpoints[c].to_string(), change.from);
+    const auto bytes = encode(change);
+    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) {
+      if (d != c && !computes[d].lost) computes[d].control_out.push_back({bytes.begin(), bytes.end()});
+    }
+    {
+      std::lock_guard lock(stats_mutex);
+      ++stats.computes_draining;
+    }
+    send_farewells();
+  }
+
+  // A draining node gets this input's farewell once this input sent it everything below its
+  // boundary: every visit below the boundary done (or everything pushed sent), and no
+  // reassigned contribution below it still waiting.
+  void send_farewells() {
+    bool all_sent = false;
+    {
+      std::lock_guard lock(queue_mutex);
+      all_sent = finished && node.sent_count() == next_push;
+    }
+    for (ns::ComputeIndex c = 0; c < computes.size(); ++c) {
+      auto& compute = computes[c];
+      if (!compute.leaves_from || compute.farewell_sent || compute.lost) continue;
+      const auto from = *compute.leaves_from;
+      if (node.sent_count() < from && !all_sent) continue;
+      if (!to_reassign.empty() && to_reassign.begin()->first < from) continue;
+      const auto bytes = encode(ns::MembershipChange{c, false, from});
+      compute.control_out.push_back({bytes.begin(), bytes.end()});
+      compute.farewell_sent = true;
+    }
+  }
+
+  // c drained: it closed after this input's farewell, holding nothing of this input's. Not a
+  // loss: nothing is reassigned, nothing counted lost.
+  void depart(ns::ComputeIndex c) {
+    computes[c].departed = true;
+    computes[c].lost = true;  // nothing more goes there, and nothing is expected from it
+    if (computes[c].socket) computes[c].socket->close();
+    log(LogLevel::info, "scheduled push: input {}: compute node {} ({}) drained and left", options.input, c,
+        options.compute_endpoints[c].to_string());
+    std::lock_guard lock(stats_mutex);
+    ++stats.computes_drained;
   }
 
   // Retention: a contribution sent is kept until its compute node returns the credit.
@@ -322,12 +398,13 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         return;  // lose() reshuffled what waits; the drive it posts comes back here
       }
     }
-    std::vector<bool> lost_now(computes.size());
-    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) lost_now[d] = computes[d].lost;
     std::vector<bool> blocked(computes.size(), false);
     for (auto it = to_reassign.begin(); it != to_reassign.end();) {
       const auto t = it->first;
       auto& entry = it->second;
+      // Around the nodes lost and the slots not members at t (the same on every input).
+      auto lost_now = node.membership().non_members(t);
+      for (ns::ComputeIndex d = 0; d < computes.size(); ++d) lost_now[d] = lost_now[d] || computes[d].lost;
       const auto where = ns::reroute(t, entry.own, lost_now);
       if (!where) {  // every compute node is lost
         std::lock_guard lock(stats_mutex);
@@ -465,7 +542,11 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       auto& compute = computes[c];
       if (compute.lost) continue;
       if (compute.welcomed && !compute.socket->connected()) {
-        lose(c, "the connection failed");
+        if (compute.farewell_sent && compute.control_out.empty() && compute.outstanding == 0) {
+          depart(c);
+        } else {
+          lose(c, compute.leaves_from ? "the connection failed while it drained" : "the connection failed");
+        }
       } else if (!compute.welcomed && t - compute.opened > options.welcome_timeout) {
         lose(c, fmt::format("no welcome within {} ms",
                             std::chrono::duration_cast<std::chrono::milliseconds>(options.welcome_timeout).count()));
@@ -518,6 +599,11 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         std::lock_guard lock(queue_mutex);
         const auto it = queue.find(next.timeslice);
         if (it == queue.end()) break;  // not pushed yet: push() calls again
+        if (next.what == What::send && !computes[next.compute].control_out.empty()) {
+          // A membership notice first: it must reach the node before a rerouted time-slice.
+          arm(retry_timer, retry_delay);
+          break;
+        }
         if (next.what == What::send) {
           try {
             sent = computes[next.compute].socket->try_send(it->second);
@@ -559,6 +645,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       send_load_report();
       send_reassigned();
     }
+    send_farewells();
     update_done();
   }
 

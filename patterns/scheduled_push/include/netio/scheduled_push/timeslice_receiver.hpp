@@ -123,6 +123,11 @@ struct TimesliceReceiverStats {
   std::uint32_t computes_lost_heard = 0;  ///< lost compute nodes inputs told this node of (passed on to every input)
   std::uint32_t inputs_connected = 0;     ///< inputs welcomed and still connected
   std::uint32_t inputs_gone = 0;          ///< inputs welcomed whose connection closed since
+  /// Draining (drain()): the boundary this node named (0: not draining), and whether it is
+  /// drained (everything below it built and freed, every input's farewell in).
+  std::uint64_t drain_from = 0;
+  bool drained = false;
+  std::uint32_t membership_notices = 0;  ///< other slots' membership changes inputs told this node of
 };
 
 class TimesliceReceiver {
@@ -148,6 +153,20 @@ class TimesliceReceiver {
   /// The receive buffer: the bound on held_bytes (given, or derived from the credits).
   std::uint64_t receive_buffer_bytes() const noexcept;
   TimesliceReceiverStats stats() const;  ///< any thread
+
+  /// Drains this compute node (issue 51, item 3): it names the boundary T (returned: the first
+  /// interval start beyond what any input can have sent yet) and tells every input; from T on
+  /// its time-slices go to the other compute nodes (scheduler/membership.hpp: attempt 0),
+  /// below T it builds its own as before (incomplete ones as usual). Once every input said it
+  /// sent everything below T and every time-slice here is freed with its credits returned, it
+  /// is drained (wait_drained()): destroy it then, and the inputs see its connection close as
+  /// a departure, not a loss (nothing reassigned, TimesliceSenderStats::computes_drained).
+  /// Destroyed earlier, it is lost as any node whose connection fails. Idempotent. Any thread
+  /// but the loop's. Throws netio::Error (Errc::invalid_option) under assignment by load (not
+  /// built: the boundary needs the coordinator there).
+  scheduler::TimesliceIndex drain();
+  /// True once drained, false after `timeout`. Not on the loop thread.
+  [[nodiscard]] bool wait_drained(std::chrono::nanoseconds timeout);
 
   struct State;
 

@@ -34,6 +34,12 @@
 /// built again from the other inputs' copies alone. Only when every compute node is lost
 /// are contributions reported to on_undeliverable (loop thread).
 ///
+/// Draining (TimesliceReceiver::drain()): a compute node announces a boundary T; from T on its
+/// time-slices go to the other members (scheduler/membership.hpp, attempt 0, under their
+/// credits), every other node hears of it before any of them, and once this input sent it
+/// everything below T it says farewell. When its connection then closes with nothing of this
+/// input's outstanding it has departed (stats().computes_drained), not been lost.
+///
 /// Retention: a contribution sent stays with the sender until its compute node returns the
 /// credit, i.e. built the time-slice and freed it (bounded by the credits: at most credits ×
 /// compute_count contributions, and as many reassigned ones). A reassigned contribution goes
@@ -115,6 +121,11 @@ struct TimesliceSenderStats {
   std::uint32_t computes_lost = 0;
   std::vector<scheduler::ComputeIndex> lost_computes;  ///< which ones, in the order lost
   std::uint32_t ddes_lost = 0;
+  /// Membership (scheduler/membership.hpp): compute nodes that announced a drain, and those
+  /// that then left cleanly (drained, their connection closed with nothing outstanding: not
+  /// lost, nothing reassigned).
+  std::uint32_t computes_draining = 0;
+  std::uint32_t computes_drained = 0;
   /// Back-pressure: push() calls that found the queue full and waited (every compute node
   /// out of credits or send buffers), the time they waited in all, and those that gave up
   /// after push_timeout (Errc::timeout). try_push() returning false is not counted.
