@@ -71,6 +71,58 @@ TEST_CASE("A compute node that drains: nothing lost, nothing built twice, its le
   CHECK(rerouted == (count - from) / 3);
 }
 
+TEST_CASE("A standby compute node that joins: its slot's time-slices from the named boundary on, none lost",
+          "[scheduled_push]") {
+  const auto base = GENERATE(loopback_endpoints());
+  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
+  INFO(ns::to_string(mode));
+  SystemOptions options;
+  options.mode = mode;
+  options.config.input_count = 3;
+  options.config.compute_count = 3;
+  options.config.timeslices_per_interval = 12;
+  options.config.history_length = 3;
+  options.credits = 3;
+  options.standby = {2};
+  const ns::TimesliceIndex count = 3 * 200;
+  System system(base, options);
+  REQUIRE(system.push_range(0, count / 4, false).empty());
+  CHECK(eventually([&] { return system.deliveries(0).count() + system.deliveries(1).count() >= count / 8; }));
+  CHECK(system.deliveries(2).count() == 0);
+  system.receiver(2).join();
+  REQUIRE(eventually([&] { return system.receiver(2).stats().join_from != 0; }));
+  const ns::TimesliceIndex from = system.receiver(2).stats().join_from;
+  CHECK(from % options.config.timeslices_per_interval == 0);
+  CHECK(from < count);
+  REQUIRE(system.push_range(count / 4, count, true).empty());
+  for (ns::InputIndex i = 0; i < 3; ++i) {
+    INFO("input " << i);
+    CHECK(system.sender(i).wait_finished(30s));
+    const auto stats = system.sender(i).stats();
+    CHECK(stats.computes_joined == 1);
+    CHECK(stats.computes_lost == 0);
+    CHECK(stats.reassigned == 0);
+    CHECK(stats.undeliverable + stats.unbuilt == 0);
+  }
+  CHECK(eventually([&] {
+    return system.deliveries(0).count() + system.deliveries(1).count() + system.deliveries(2).count() >= count;
+  }));
+  CHECK(check_each_built_once_per_attempt(system, 3, count) == 0);
+  const auto joined = system.deliveries(2).copy();
+  CHECK(joined.size() == (count - from) / 3);
+  for (const auto& d : joined) {
+    CHECK(d.t >= from);
+    CHECK(d.t % 3 == 2);
+  }
+  for (ns::ComputeIndex c = 0; c < 3; ++c) {
+    CHECK(system.incomplete(c).count() == 0);
+    for (const auto& d : system.deliveries(c).copy()) {
+      CHECK(d.attempt == 0);
+      if (c != 2 && d.t % 3 == 2) CHECK(d.t < from);  // slot 2's before it joined: on the members
+    }
+  }
+}
+
 TEST_CASE("drain() under assignment by load is refused, naming why", "[scheduled_push]") {
   SystemOptions options;
   options.config.input_count = 2;

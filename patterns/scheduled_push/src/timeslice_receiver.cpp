@@ -106,7 +106,11 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         sizing(size_buffer(options)),
         credits(sizing.credits),
         node(options.config, options.compute, credits),
-        inputs(options.config.input_count) {}
+        inputs(options.config.input_count) {
+    if (options.standby && options.config.assignment == ns::Assignment::load) {
+      reject("standby under assignment by load (joining is built for the fixed assignment only)");
+    }
+  }
 
   void on_message(std::span<const std::byte> bytes, const Peer& peer) {
     try {
@@ -178,6 +182,34 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     acknowledge[hello.input] = hello.mode == Mode::dfs;
     reply(hello.input, encode(Welcome{options.compute, credits}));
     if (drain_from) reply(hello.input, encode(ns::MembershipChange{options.compute, false, *drain_from}));
+    if (join_requested && !join_from) reply(hello.input, encode(ns::MembershipChange{options.compute, true, 0}));
+  }
+
+  // The first interval start no input can have sent into yet: an input can be at most its
+  // credits' worth of this node's places ahead of what this node received from it (it needs
+  // a credit back for each place of this node it passes, and every round has one), so every
+  // input is below H + (credits + 2)·M, H the highest time-slice received here. An interval
+  // start is a round start, and DFS's and the assignment's unit. Told to the inputs ordered
+  // before any credit returned after it, so it still holds when they read it.
+  ns::TimesliceIndex boundary_ahead() const {
+    const auto m = std::uint64_t{options.config.compute_count};
+    const auto n = options.config.timeslices_per_interval;
+    const auto bound = highest_received + (std::uint64_t{credits} + 2) * m;
+    return (bound + n - 1) / n * n;
+  }
+
+  // join(): a standby slot asks every input to have a member name its boundary.
+  void start_join() {
+    if (!options.standby) {
+      throw Error(Errc::invalid_option,
+                  fmt::format("compute node {}: join() without options.standby (it is a member already)",
+                              options.compute));
+    }
+    if (join_requested) return;
+    join_requested = true;
+    log(LogLevel::info, "scheduled push: compute node {} at {} asks to join", options.compute,
+        local_endpoint().to_string());
+    for (InputIndex i = 0; i < inputs.size(); ++i) reply(i, encode(ns::MembershipChange{options.compute, true, 0}));
   }
 
   // Drain (TimesliceReceiver::drain()): names the boundary T from which this node builds
@@ -196,10 +228,11 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
                               "the inputs are when its share is small); use assignment fixed",
                               options.compute));
     }
-    const auto m = std::uint64_t{options.config.compute_count};
-    const auto n = options.config.timeslices_per_interval;
-    const auto bound = highest_received + (std::uint64_t{credits} + 2) * m;
-    const ns::TimesliceIndex from = (bound + n - 1) / n * n;
+    if (options.standby && !join_from) {
+      throw Error(Errc::invalid_option,
+                  fmt::format("compute node {}: drain() of a standby slot that has not joined", options.compute));
+    }
+    const ns::TimesliceIndex from = std::max(boundary_ahead(), join_from.value_or(0) + options.config.compute_count);
     drain_from = from;
     log(LogLevel::info, "scheduled push: compute node {} at {} drains: it builds nothing from time-slice {} on",
         options.compute, local_endpoint().to_string(), from);
@@ -222,8 +255,29 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     if (change.compute >= options.config.compute_count) {
       throw Error(Errc::protocol_error, fmt::format("membership of slot {}, out of range", change.compute));
     }
+    if (change.compute == options.compute && change.joins) {  // this standby slot's boundary, named by a member
+      if (!options.standby || change.from == 0 || (join_from && *join_from != change.from)) {
+        throw Error(Errc::protocol_error, fmt::format("a join of this node from {} it cannot take", change.from));
+      }
+      if (join_from) return;
+      join_from = change.from;
+      node.accept_rerouted();
+      log(LogLevel::info, "scheduled push: compute node {} at {} joins: its time-slices from {} on",
+          options.compute, local_endpoint().to_string(), change.from);
+      std::lock_guard lock(stats_mutex);
+      stats.join_from = change.from;
+      return;
+    }
+    if (change.joins && change.from == 0) {  // a standby slot asks to join: this member names when
+      if (!joins_named.insert(change.compute).second) return;  // every input passes the request on
+      const auto from = boundary_ahead();
+      log(LogLevel::info, "scheduled push: compute node {} names time-slice {} for compute node {} to join",
+          options.compute, from, change.compute);
+      for (InputIndex i = 0; i < inputs.size(); ++i) reply(i, encode(ns::MembershipChange{change.compute, true, from}));
+      return;
+    }
     if (change.compute == options.compute) {
-      if (change.joins || !drain_from || change.from != *drain_from) {
+      if (!drain_from || change.from != *drain_from) {
         throw Error(Errc::protocol_error, fmt::format("a farewell for a drain from {} this node did not announce",
                                                       change.from));
       }
@@ -555,6 +609,9 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   ns::TimesliceIndex highest_received = 0;   // the highest time-slice a contribution came for
   std::optional<ns::TimesliceIndex> drain_from;  // draining: nothing from here on
   std::vector<bool> farewells;                   // draining: per input, it sent everything below
+  bool join_requested = false;                   // standby: join() was called
+  std::optional<ns::TimesliceIndex> join_from;   // standby: its boundary, once a member named it
+  std::set<ns::ComputeIndex> joins_named;        // standby slots this node named a boundary for
   bool drained = false;                          // guarded by stats_mutex for readers off the loop
   std::condition_variable drained_changed;
   std::optional<ns::Time> kept_stall_since;  // since when the kept Timeslices hold every credit
@@ -643,6 +700,10 @@ ns::TimesliceIndex TimesliceReceiver::drain() {
   ns::TimesliceIndex from = 0;
   state_->context.loop().run_sync([&] { from = state_->start_drain(); });
   return from;
+}
+
+void TimesliceReceiver::join() {
+  state_->context.loop().run_sync([&] { state_->start_join(); });
 }
 
 bool TimesliceReceiver::wait_drained(std::chrono::nanoseconds timeout) {

@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 namespace netio::scheduled_push {
 
@@ -80,7 +81,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   };
 
   State(Context& ctx, TimesliceSenderOptions opts)
-      : context(ctx), options(std::move(opts)), node(options.config, options.input, options.mode) {
+      : context(ctx), options(std::move(opts)), node(options.config, options.input, options.mode, options.standby_computes) {
     if (options.compute_endpoints.size() != options.config.compute_count) {
       reject(fmt::format("{} compute endpoints for {} compute nodes", options.compute_endpoints.size(),
                          options.config.compute_count));
@@ -90,6 +91,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       reject("assignment by load without a DDE endpoint (the DDE assigns the time-slices)");
     }
     if (options.max_contribution_bytes == 0) reject("max_contribution_bytes is 0");
+    if (!options.standby_computes.empty() && options.config.assignment == ns::Assignment::load) {
+      reject("standby_computes under assignment by load (joining is built for the fixed assignment only)");
+    }
     if (options.queue_capacity == 0)
       options.queue_capacity = 2 * static_cast<std::size_t>(options.config.compute_count);
     if (options.queue_capacity < options.config.compute_count) {
@@ -108,7 +112,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       socket_options.buffer_count = 16;
       socket_options.buffer_size = contribution_header_size + options.max_contribution_bytes;
       socket_options.identity.name = name;
-      socket_options.connect_timeout = connect_once;  // a node not there is this input's health check's to judge
+      // A node not there is this input's health check's to judge; a standby slot (it joins
+      // later) is tried until it is there.
+      socket_options.connect_timeout = standby(c) ? connect_forever : connect_once;
       socket_options.replies.credits = 64;
       socket_options.replies.on_reply = [weak, c](std::span<const std::byte> reply) {
         if (auto state = weak.lock()) state->on_data_reply(c, reply);
@@ -176,6 +182,12 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
             throw Error(Errc::protocol_error, fmt::format("welcome from compute node {}", welcome.compute));
           node.grant(c, welcome.credits);
           computes[c].welcomed = true;
+          // A member takes the standby slots' time-slices from the start: it hears of them first.
+          for (const auto s : options.standby_computes) {
+            if (s == c) continue;
+            const auto bytes = encode(ns::MembershipChange{s, false, 0});
+            computes[c].control_out.push_back({bytes.begin(), bytes.end()});
+          }
           break;
         }
         case WireType::refusal: lose(c, "it refused this input: " + decode_refusal(reply)); break;
@@ -257,15 +269,38 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     drive();
   }
 
-  // Compute node c announced that it drains: nothing of slot c from change.from on (it named
-  // the boundary far enough ahead that this input has not sent into its round yet). Every
-  // other node hears of it before any of c's time-slices routed to it; c hears it back once
-  // this input sent it everything below the boundary (send_farewells()).
+  bool standby(ns::ComputeIndex c) const {
+    return std::find(options.standby_computes.begin(), options.standby_computes.end(), c) !=
+           options.standby_computes.end();
+  }
+
+  // A membership message from compute node c (wire.hpp):
+  //   - c drains: {c, leaves, T}, T named by c;
+  //   - c, a standby slot, asks to join: {c, joins, 0}: passed on to the lowest member this
+  //     input has not lost, which names the boundary (its credits bound how far ahead every
+  //     input is, as a draining node's do; the joiner, sent nothing yet, knows nothing);
+  //   - member c names slot x's join boundary: {x, joins, T}.
+  // Every other node hears of a change before any time-slice it routes there (the joiner of
+  // its boundary); a draining node hears it back once this input sent it everything below
+  // the boundary (send_farewells()). Each node names its boundary far enough ahead that
+  // this input has not sent into its round yet.
   void take_membership(ns::ComputeIndex c, const ns::MembershipChange& change) {
-    if (change.compute != c || change.joins) {
+    const bool request = change.joins && change.from == 0;
+    if (request) {
+      if (change.compute != c || !standby(c))
+        throw Error(Errc::protocol_error, fmt::format("compute node {} asked to join as slot {}, not a standby slot",
+                                                      c, change.compute));
+      if (joins_requested.insert(c).second) forward_join_request(c);
+      return;
+    }
+    if (change.joins ? change.compute == c : change.compute != c) {
       throw Error(Errc::protocol_error,
                   fmt::format("compute node {} announced that slot {} {}", c, change.compute,
                               change.joins ? "joins" : "leaves"));
+    }
+    if (change.joins) {
+      take_join(c, change);
+      return;
     }
     bool added = false;
     try {
@@ -290,6 +325,46 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       ++stats.computes_draining;
     }
     send_farewells();
+  }
+
+  // A standby slot asked to join: the lowest member not lost names its boundary.
+  void forward_join_request(ns::ComputeIndex joiner) {
+    const auto position = node.sent_count();
+    for (ns::ComputeIndex m = 0; m < computes.size(); ++m) {
+      if (computes[m].lost || !node.membership().member(m, position)) continue;
+      const auto bytes = encode(ns::MembershipChange{joiner, true, 0});
+      computes[m].control_out.push_back({bytes.begin(), bytes.end()});
+      log(LogLevel::info, "scheduled push: input {}: compute node {} asks to join; compute node {} names when",
+          options.input, joiner, m);
+      return;
+    }
+    log(LogLevel::warn, "scheduled push: input {}: compute node {} asks to join, but no member is left to name when",
+        options.input, joiner);
+  }
+
+  // Member m named slot x's join boundary: from change.from on x builds its time-slices.
+  void take_join(ns::ComputeIndex m, const ns::MembershipChange& change) {
+    const auto x = change.compute;
+    if (x >= computes.size() || !standby(x)) {
+      throw Error(Errc::protocol_error, fmt::format("compute node {} announced that slot {} joins, not a standby slot",
+                                                    m, x));
+    }
+    bool added = false;
+    try {
+      added = node.on_membership(change);
+    } catch (const Error& e) {
+      log(LogLevel::error, "scheduled push: input {}: {}; slot {} stays out", options.input, e.what(), x);
+      return;
+    }
+    if (!added) return;
+    log(LogLevel::info, "scheduled push: input {}: compute node {} ({}) joins: its time-slices from {} on",
+        options.input, x, options.compute_endpoints[x].to_string(), change.from);
+    const auto bytes = encode(change);
+    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) {
+      if (d != m && !computes[d].lost) computes[d].control_out.push_back({bytes.begin(), bytes.end()});
+    }
+    std::lock_guard lock(stats_mutex);
+    ++stats.computes_joined;
   }
 
   // A draining node gets this input's farewell once this input sent it everything below its
@@ -547,7 +622,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         } else {
           lose(c, compute.leaves_from ? "the connection failed while it drained" : "the connection failed");
         }
-      } else if (!compute.welcomed && t - compute.opened > options.welcome_timeout) {
+      } else if (!compute.welcomed && !standby(c) && t - compute.opened > options.welcome_timeout) {
         lose(c, fmt::format("no welcome within {} ms",
                             std::chrono::duration_cast<std::chrono::milliseconds>(options.welcome_timeout).count()));
       } else if (options.progress_timeout > 0ns && c == oldest_holder && compute.outstanding > 0 &&
@@ -742,6 +817,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   std::map<ns::TimesliceIndex, Retained> retained;
   // Of lost nodes, not yet sent to the node that builds them instead; loop thread only.
   std::map<ns::TimesliceIndex, Retained> to_reassign;
+  std::set<ns::ComputeIndex> joins_requested;  // standby slots whose request to join went on
   ns::TimesliceIndex next_push = 0;
   bool finished = false;
   bool closed = false;

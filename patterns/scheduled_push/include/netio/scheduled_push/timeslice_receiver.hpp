@@ -101,6 +101,9 @@ struct TimesliceReceiverOptions {
   /// and a warning saying so is logged, once until a release ends the stall
   /// (stats().kept_stalls counts these). Zero: no warning.
   std::chrono::nanoseconds kept_stall_warning = std::chrono::seconds(10);
+  /// A standby slot (TimesliceSenderOptions::standby_computes on every input): welcomes the
+  /// inputs but gets nothing until join(). Fixed assignment only.
+  bool standby = false;
   bool run_dde = false;
   std::optional<Endpoint> dde_endpoint;  ///< run_dde: where it listens (default: the data endpoint's host, port 0)
   /// Who may connect, to the data endpoint and to the DDE (netio/socket_options.hpp: allow-list,
@@ -128,6 +131,7 @@ struct TimesliceReceiverStats {
   std::uint64_t drain_from = 0;
   bool drained = false;
   std::uint32_t membership_notices = 0;  ///< other slots' membership changes inputs told this node of
+  std::uint64_t join_from = 0;           ///< standby: the boundary it joined at (0: not joined)
 };
 
 class TimesliceReceiver {
@@ -165,6 +169,11 @@ class TimesliceReceiver {
   /// but the loop's. Throws netio::Error (Errc::invalid_option) under assignment by load (not
   /// built: the boundary needs the coordinator there).
   scheduler::TimesliceIndex drain();
+  /// A standby slot joins (options.standby): it asks the inputs, the lowest member names the
+  /// boundary T as drain() does, and from T on this slot's time-slices come here
+  /// (stats().join_from once known). Returns at once; idempotent. Any thread but the loop's.
+  /// Throws netio::Error (Errc::invalid_option) when not standby.
+  void join();
   /// True once drained, false after `timeout`. Not on the loop thread.
   [[nodiscard]] bool wait_drained(std::chrono::nanoseconds timeout);
 
