@@ -477,7 +477,8 @@ def run_simulate(tsbench):
                            (["--drain", "compute:1,at=1s", "--assignment", "load"], "--assignment fixed"),
                            (["--drain", "compute:0,at=1s"], "runs the DDE"),
                            (["--join", "compute:1,at=1s"], "expected 'compute,at=T'"),
-                           (["--simulate", "--join", "compute,at=1s"], "local mode only")):
+                           (["--role", "compute", "--rank", "0", "--config", "/nonexistent", "-n", "1000",
+                             "--join", "compute,at=1s"], "not --role")):
         p = subprocess.run([tsbench] + args, capture_output=True, text=True, timeout=30)
         if p.returncode == 0 or expected not in p.stderr:
             fail(f"{args}: exit status {p.returncode}, expected a failure naming '{expected}'", p.stdout, p.stderr)
