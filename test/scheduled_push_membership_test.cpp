@@ -10,11 +10,9 @@
 using namespace netio;
 using namespace netio::test;
 
-TEST_CASE("A compute node that drains: nothing lost, nothing built twice, its leaving is no loss",
-          "[scheduled_push]") {
-  const auto base = GENERATE(loopback_endpoints());
-  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
-  INFO(ns::to_string(mode));
+namespace {
+
+SystemOptions three_by_three(ns::Mode mode) {
   SystemOptions options;
   options.mode = mode;
   options.config.input_count = 3;
@@ -22,6 +20,16 @@ TEST_CASE("A compute node that drains: nothing lost, nothing built twice, its le
   options.config.timeslices_per_interval = 12;
   options.config.history_length = 3;
   options.credits = 3;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("A compute node that drains: nothing lost, nothing built twice, its leaving is no loss", "[scheduled_push]") {
+  const auto base = GENERATE(loopback_endpoints());
+  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
+  INFO(ns::to_string(mode));
+  auto options = three_by_three(mode);
   const ns::TimesliceIndex count = 3 * 200;
   System system(base, options);
   REQUIRE(system.push_range(0, count / 4, false).empty());
@@ -76,13 +84,7 @@ TEST_CASE("A standby compute node that joins: its slot's time-slices from the na
   const auto base = GENERATE(loopback_endpoints());
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
   INFO(ns::to_string(mode));
-  SystemOptions options;
-  options.mode = mode;
-  options.config.input_count = 3;
-  options.config.compute_count = 3;
-  options.config.timeslices_per_interval = 12;
-  options.config.history_length = 3;
-  options.credits = 3;
+  auto options = three_by_three(mode);
   options.standby = {2};
   const ns::TimesliceIndex count = 3 * 200;
   System system(base, options);

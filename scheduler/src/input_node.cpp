@@ -322,8 +322,9 @@ void InputNode::count_sent() {
   LoadReport report{self_, sent_ / layout_.timeslices_per_interval() - 1, {}};
   report.in_use.resize(use_sums_.size());
   for (ComputeIndex c = 0; c < use_sums_.size(); ++c) {
-    report.in_use[c] =
-        lost_[c] || !membership_.member(c, sent_) ? lost_compute : static_cast<std::uint16_t>(use_samples_ == 0 ? 0 : use_sums_[c] / use_samples_);
+    report.in_use[c] = lost_[c] || !membership_.member(c, sent_)
+                           ? lost_compute
+                           : static_cast<std::uint16_t>(use_samples_ == 0 ? 0 : use_sums_[c] / use_samples_);
     use_sums_[c] = 0;
   }
   use_samples_ = 0;

@@ -101,7 +101,8 @@ void measure_membership(const RunRecords& records, RunSummary& s) {
   ns::Time joined_first = ns::Time::max();
   for (const auto& t : records.timeslices) {
     last = std::max(last, t.handed_over);
-    if (records.joined_compute == t.compute && t.handed_over >= at) joined_first = std::min(joined_first, t.handed_over);
+    if (records.joined_compute == t.compute && t.handed_over >= at)
+      joined_first = std::min(joined_first, t.handed_over);
   }
   const auto gbps = [&](ns::Time begin, ns::Time end) {
     if (end <= begin) return nan;

@@ -201,9 +201,9 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   // join(): a standby slot asks every input to have a member name its boundary.
   void start_join() {
     if (!options.standby) {
-      throw Error(Errc::invalid_option,
-                  fmt::format("compute node {}: join() without options.standby (it is a member already)",
-                              options.compute));
+      throw Error(
+          Errc::invalid_option,
+          fmt::format("compute node {}: join() without options.standby (it is a member already)", options.compute));
     }
     if (join_requested) return;
     join_requested = true;
@@ -262,13 +262,13 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       if (join_from) return;
       join_from = change.from;
       node.accept_rerouted();
-      log(LogLevel::info, "scheduled push: compute node {} at {} joins: its time-slices from {} on",
-          options.compute, local_endpoint().to_string(), change.from);
+      log(LogLevel::info, "scheduled push: compute node {} at {} joins: its time-slices from {} on", options.compute,
+          local_endpoint().to_string(), change.from);
       std::lock_guard lock(stats_mutex);
       stats.join_from = change.from;
       return;
     }
-    if (change.joins && change.from == 0) {  // a standby slot asks to join: this member names when
+    if (change.joins && change.from == 0) {                    // a standby slot asks to join: this member names when
       if (!joins_named.insert(change.compute).second) return;  // every input passes the request on
       const auto from = boundary_ahead();
       log(LogLevel::info, "scheduled push: compute node {} names time-slice {} for compute node {} to join",
@@ -278,8 +278,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     }
     if (change.compute == options.compute) {
       if (!drain_from || change.from != *drain_from) {
-        throw Error(Errc::protocol_error, fmt::format("a farewell for a drain from {} this node did not announce",
-                                                      change.from));
+        throw Error(Errc::protocol_error,
+                    fmt::format("a farewell for a drain from {} this node did not announce", change.from));
       }
       farewells[known->second] = true;
       check_drained();
@@ -605,8 +605,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   std::map<InputIndex, bool> acknowledge;  // per input: it runs DFS and wants acknowledgements
   std::map<ns::TimesliceIndex, Held> held;
   std::set<ConnectionId> complained;
-  std::set<ns::ComputeIndex> lost_heard;     // lost compute nodes an input told of (passed on to every input)
-  ns::TimesliceIndex highest_received = 0;   // the highest time-slice a contribution came for
+  std::set<ns::ComputeIndex> lost_heard;         // lost compute nodes an input told of (passed on to every input)
+  ns::TimesliceIndex highest_received = 0;       // the highest time-slice a contribution came for
   std::optional<ns::TimesliceIndex> drain_from;  // draining: nothing from here on
   std::vector<bool> farewells;                   // draining: per input, it sent everything below
   bool join_requested = false;                   // standby: join() was called

@@ -81,7 +81,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   };
 
   State(Context& ctx, TimesliceSenderOptions opts)
-      : context(ctx), options(std::move(opts)), node(options.config, options.input, options.mode, options.standby_computes) {
+      : context(ctx),
+        options(std::move(opts)),
+        node(options.config, options.input, options.mode, options.standby_computes) {
     if (options.compute_endpoints.size() != options.config.compute_count) {
       reject(fmt::format("{} compute endpoints for {} compute nodes", options.compute_endpoints.size(),
                          options.config.compute_count));
@@ -288,15 +290,14 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     const bool request = change.joins && change.from == 0;
     if (request) {
       if (change.compute != c || !standby(c))
-        throw Error(Errc::protocol_error, fmt::format("compute node {} asked to join as slot {}, not a standby slot",
-                                                      c, change.compute));
+        throw Error(Errc::protocol_error,
+                    fmt::format("compute node {} asked to join as slot {}, not a standby slot", c, change.compute));
       if (joins_requested.insert(c).second) forward_join_request(c);
       return;
     }
     if (change.joins ? change.compute == c : change.compute != c) {
-      throw Error(Errc::protocol_error,
-                  fmt::format("compute node {} announced that slot {} {}", c, change.compute,
-                              change.joins ? "joins" : "leaves"));
+      throw Error(Errc::protocol_error, fmt::format("compute node {} announced that slot {} {}", c, change.compute,
+                                                    change.joins ? "joins" : "leaves"));
     }
     if (change.joins) {
       take_join(c, change);
@@ -346,8 +347,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   void take_join(ns::ComputeIndex m, const ns::MembershipChange& change) {
     const auto x = change.compute;
     if (x >= computes.size() || !standby(x)) {
-      throw Error(Errc::protocol_error, fmt::format("compute node {} announced that slot {} joins, not a standby slot",
-                                                    m, x));
+      throw Error(Errc::protocol_error,
+                  fmt::format("compute node {} announced that slot {} joins, not a standby slot", m, x));
     }
     bool added = false;
     try {

@@ -75,7 +75,9 @@ class SimulatedNodes final : public NetworkReceiver {
   struct Input {
     Input(const ns::SchedulerConfig& config, ns::InputIndex i, ns::Mode mode,
           const std::vector<ns::ComputeIndex>& standby)
-        : node(config, i, mode, standby), reassigned_out(config.compute_count, 0), recently_built(config.compute_count) {}
+        : node(config, i, mode, standby),
+          reassigned_out(config.compute_count, 0),
+          recently_built(config.compute_count) {}
     ns::InputNode node;
     NodeClock clock;
     std::optional<emulated::DelayStream> late;  // how late its due timer fires (draws of options' timer_late)
@@ -105,7 +107,7 @@ class SimulatedNodes final : public NetworkReceiver {
     std::uint64_t held_bytes = 0;
     std::uint64_t peak_held_bytes = 0;
     std::uint64_t handed_over = 0;
-    bool dead = false;  // failed: nothing reaches it, nothing it sent arrives
+    bool dead = false;                        // failed: nothing reaches it, nothing it sent arrives
     ns::TimesliceIndex highest_received = 0;  // membership: what bounds how far ahead the inputs are
   };
 

@@ -68,7 +68,7 @@ class Membership {
   std::size_t changes() const noexcept { return change_count_; }
 
  private:
-  std::vector<bool> initial_;                          // [slot]: a member at time-slice 0
+  std::vector<bool> initial_;                           // [slot]: a member at time-slice 0
   std::vector<std::vector<MembershipChange>> by_slot_;  // [slot]: its changes, by boundary
   std::size_t change_count_ = 0;
   TimesliceIndex first_boundary_ = 0;  // the lowest boundary of any change (none: unused)

@@ -89,8 +89,8 @@ struct TimesliceSenderOptions {
   scheduler::SchedulerConfig config;  ///< equal on every node
   scheduler::Mode mode = scheduler::Mode::best_effort;
   scheduler::InputIndex input = 0;
-  std::vector<Endpoint> compute_endpoints;           ///< [compute index]: the TimesliceReceivers
-  std::vector<Endpoint> dde_endpoints;               ///< DFS or assignment by load: every DDE replica
+  std::vector<Endpoint> compute_endpoints;  ///< [compute index]: the TimesliceReceivers
+  std::vector<Endpoint> dde_endpoints;      ///< DFS or assignment by load: every DDE replica
   /// Slots of compute_endpoints that are not members at the start (scheduler/membership.hpp):
   /// nothing goes there, their absence is no loss (no welcome timeout; connecting goes on
   /// until they listen), until one joins (TimesliceReceiverOptions::standby, join()). Fixed
