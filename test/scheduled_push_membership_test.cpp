@@ -136,3 +136,14 @@ TEST_CASE("drain() under assignment by load is refused, naming why", "[scheduled
   System system("tcp://127.0.0.1:0", options);
   CHECK_THROWS_WITH(system.receiver(1).drain(), Catch::Contains("assignment by load"));
 }
+
+TEST_CASE("drain() with the automatic interval length names a start of one", "[scheduled_push]") {
+  SystemOptions options;
+  options.config.input_count = 2;
+  options.config.compute_count = 3;  // timeslices_per_interval 0: 10,000 rounded down to 9,999
+  options.config.history_length = 3;
+  options.credits = 2;
+  System system("tcp://127.0.0.1:0", options);
+  // Nothing received yet: every input is below (2 + 2) × 3 = 12; the first interval start from there.
+  CHECK(system.receiver(2).drain() == 9999);
+}

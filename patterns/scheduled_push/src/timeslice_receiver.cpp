@@ -193,7 +193,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   // before any credit returned after it, so it still holds when they read it.
   ns::TimesliceIndex boundary_ahead() const {
     const auto m = std::uint64_t{options.config.compute_count};
-    const auto n = options.config.timeslices_per_interval;
+    const auto n = options.config.timeslices_in_interval();
     const auto bound = highest_received + (std::uint64_t{credits} + 2) * m;
     return (bound + n - 1) / n * n;
   }

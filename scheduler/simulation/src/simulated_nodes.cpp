@@ -184,7 +184,7 @@ void SimulatedNodes::change_membership() {
   membership_at_ = network_.now();
   const ns::ComputeIndex namer = change.joins ? 0 : change.compute;
   const auto m = std::uint64_t{system_.computes()};
-  const auto n = config_.timeslices_per_interval;
+  const auto n = config_.timeslices_in_interval();
   const auto bound = computes_[namer].highest_received + (std::uint64_t{credits_} + 2) * m;
   const ns::MembershipChange notice{change.compute, change.joins, (bound + n - 1) / n * n};
   for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
