@@ -29,6 +29,10 @@ struct FailSpec {
 };
 // Throws netio::Error (Errc::invalid_option) quoting the text for a spec that does not parse.
 FailSpec parse_fail_spec(const std::string& text);
+// --drain 'compute:K,at=T' parses as --fail does; --join 'compute,at=T': the time only.
+// `option` names the option in the message.
+FailSpec parse_compute_at(const std::string& text, const std::string& option);
+std::chrono::nanoseconds parse_join_spec(const std::string& text);
 
 struct BenchConfig {
   std::uint32_t inputs = 4;
@@ -62,6 +66,8 @@ struct BenchConfig {
   std::string emulate = default_emulation;  // "" or "none": an unshaped loopback
   std::string slowdown;                     // a slowdown= clause's parameters, e.g. "node:4,at=5s,for=2s,rate=75%"
   std::string fail;                         // --fail: "compute:K,at=T" (a compute node dies), "" none
+  std::string drain;                        // --drain: "compute:K,at=T" (compute node K drains at T), "" none
+  std::string join;                         // --join: "compute,at=T" (slot M-1 stays out until T), "" none
   std::string transport = "tcp";            // local run: tcp or fabric
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);
   std::chrono::nanoseconds sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
@@ -71,6 +77,10 @@ struct BenchConfig {
   scheduler::SchedulerConfig scheduler_config() const;
   // --fail parsed; nullopt without one.
   std::optional<FailSpec> fail_spec() const;
+  // --drain parsed; --join's time; the standby slot --join keeps out until then (M - 1).
+  std::optional<FailSpec> drain_spec() const;
+  std::optional<std::chrono::nanoseconds> join_at() const;
+  std::optional<std::uint32_t> standby_slot() const;
   // The emulation of node `rank` (inputs 0 .. N-1, computes N .. N+M-1): the spec with the
   // slow-down appended and node= set to the rank, so that slowdown=node:RANK picks that
   // node. nullopt when nothing is shaped.

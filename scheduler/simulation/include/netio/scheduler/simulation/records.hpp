@@ -65,6 +65,12 @@ struct RunRecords {
   // A compute node failed (netio_tsbench --fail): when (relative to the origin) and how many.
   std::optional<ns::Time> failed_at;
   std::uint32_t computes_failed = 0;
+  // Membership (netio_tsbench --drain, --join): when the node was drained or joined
+  // (relative to the origin), and how many; the joined slot's index.
+  std::optional<ns::Time> membership_at;
+  std::uint32_t computes_drained = 0;
+  std::uint32_t computes_joined = 0;
+  std::optional<ns::ComputeIndex> joined_compute;
   // Time-slices the run pushed (0 .. expected − 1), when known: what "lost" counts against.
   std::optional<std::uint64_t> expected_timeslices;
   // The inputs' side, summed over them (back-pressure, item 4 of issue 51).
