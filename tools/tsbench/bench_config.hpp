@@ -62,6 +62,9 @@ struct BenchConfig {
   std::string emulate = default_emulation;  // "" or "none": an unshaped loopback
   std::string slowdown;                     // a slowdown= clause's parameters, e.g. "node:4,at=5s,for=2s,rate=75%"
   std::string fail;                         // --fail: "compute:K,at=T" (a compute node dies), "" none
+  // --dde-replicas: a local run's DDE replicas (DFS, assignment by load), on the first compute
+  // nodes; not given: dde_replica_count()'s default.
+  std::optional<std::uint32_t> dde_replicas;
   std::string transport = "tcp";            // local run: tcp or fabric
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);
   std::chrono::nanoseconds sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
@@ -71,6 +74,9 @@ struct BenchConfig {
   scheduler::SchedulerConfig scheduler_config() const;
   // --fail parsed; nullopt without one.
   std::optional<FailSpec> fail_spec() const;
+  // The local run's DDE replicas: --dde-replicas, else 2 when there are 2 compute nodes or more
+  // (the DDE fails over when compute node 0 dies), else 1.
+  std::uint32_t dde_replica_count() const;
   // The emulation of node `rank` (inputs 0 .. N-1, computes N .. N+M-1): the spec with the
   // slow-down appended and node= set to the rank, so that slowdown=node:RANK picks that
   // node. nullopt when nothing is shaped.

@@ -114,7 +114,13 @@ struct TimesliceSenderStats {
   std::uint64_t proposals_taken = 0;     ///< DFS
   std::uint32_t computes_lost = 0;
   std::vector<scheduler::ComputeIndex> lost_computes;  ///< which ones, in the order lost
+  /// DDE replicas dropped (connection failed or refused, or a bad message), and which ones
+  /// (indices into dde_endpoints), in the order dropped: the others go on proposing and
+  /// assigning (Faults).
   std::uint32_t ddes_lost = 0;
+  std::vector<std::size_t> lost_ddes;
+  /// Assignment by load: intervals whose assignment this input took (the first replica's of each).
+  std::uint64_t assignments_taken = 0;
   /// Back-pressure: push() calls that found the queue full and waited (every compute node
   /// out of credits or send buffers), the time they waited in all, and those that gave up
   /// after push_timeout (Errc::timeout). try_push() returning false is not counted.
