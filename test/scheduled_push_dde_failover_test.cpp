@@ -48,7 +48,8 @@ SystemOptions failover_options(const FailoverSetting& setting) {
 TEST_CASE("DDE failover: the node of one of two DDE replicas dies mid-run, the other paces and assigns, nothing lost",
           "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
-  const auto setting = GENERATE(FailoverSetting{ns::Mode::dfs, ns::Assignment::fixed}, FailoverSetting{ns::Mode::dfs, ns::Assignment::load},
+  const auto setting = GENERATE(FailoverSetting{ns::Mode::dfs, ns::Assignment::fixed},
+                                FailoverSetting{ns::Mode::dfs, ns::Assignment::load},
                                 FailoverSetting{ns::Mode::best_effort, ns::Assignment::load});
   CAPTURE(base, describe_setting(setting));
   const auto options = failover_options(setting);

@@ -83,7 +83,8 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None, m
     if set(summary["spread_us"]) != {"median", "p90", "max"}:
         fail(f"{name}: spread_us keys {sorted(summary['spread_us'])}")
     if set(summary["failure"]) != {"computes_failed", "computes_lost", "contributions_reassigned",
-                                   "capacity_before_gbps", "recovery_ms", "lowest_after_gbps"}:
+                                   "capacity_before_gbps", "recovery_ms", "lowest_after_gbps",
+                                   "proposals_after_failure", "assignments_after_failure", "dde_replicas_lost"}:
         fail(f"{name}: failure keys {sorted(summary['failure'])}")
     if set(summary["backpressure"]) != {"pushes_blocked", "push_blocked_s"}:
         fail(f"{name}: backpressure keys {sorted(summary['backpressure'])}")

@@ -147,8 +147,8 @@ void BenchConfig::validate() const {
                        computes, computes - 1));
   }
   if (dde_replicas && (*dde_replicas == 0 || *dde_replicas > computes)) {
-    reject(fmt::format("--dde-replicas {}: between 1 and the {} compute nodes (each runs one)", *dde_replicas,
-                       computes));
+    reject(
+        fmt::format("--dde-replicas {}: between 1 and the {} compute nodes (each runs one)", *dde_replicas, computes));
   }
   if (transport != "tcp" && transport != "shm" && transport != "fabric") {
     reject("--backend must be tcp, shm or fabric, not " + transport);
