@@ -482,7 +482,7 @@ def run_simulate(tsbench):
                            (["--fail", "node:1,at=1s"], "only a compute node"),
                            (["--fail", "compute:1"], "no at="),
                            (["--computes", "2", "--fail", "compute:5,at=1s"], "out of range"),
-                           (["--simulate", "--fail", "compute:0,at=1s"], "DDE's node")):
+                           (["--dde-replicas", "5"], "--dde-replicas 5")):
         p = subprocess.run([tsbench] + args, capture_output=True, text=True, timeout=30)
         if p.returncode == 0 or expected not in p.stderr:
             fail(f"{args}: exit status {p.returncode}, expected a failure naming '{expected}'", p.stdout, p.stderr)
