@@ -36,7 +36,8 @@ void require_rejected(const SchedulerConfig& c, const std::string& text) {
 
 TEST_CASE("scheduler config: the paper's defaults (Table I) and θ of its code", "[scheduler]") {
   const SchedulerConfig c;
-  CHECK(c.timeslices_per_interval == 10'000);
+  CHECK(c.timeslices_per_interval == 0);  // automatic: 10,000 rounded down to whole rounds
+  CHECK(automatic_timeslices_per_interval == 10'000);
   CHECK(c.history_length == 10);
   CHECK(c.speed_up_variance_threshold == 10.0);
   CHECK(c.speed_up_percent == 5.0);
@@ -64,9 +65,28 @@ TEST_CASE("scheduler config: an interval holds whole rounds", "[scheduler]") {
   CHECK_NOTHROW(validate(c));
 }
 
+TEST_CASE("scheduler config: the default interval holds whole rounds for every M", "[scheduler]") {
+  // The default is automatic: 10,000 rounded down to whole rounds (it was 10,000, which
+  // validate() refused for every M not dividing it, 3 among them).
+  SchedulerConfig c = layout(2, 3);
+  CHECK(c.timeslices_per_interval == 0);
+  CHECK_NOTHROW(validate(c));
+  CHECK(c.rounds_per_interval() == 3333);
+  CHECK(c.timeslices_in_interval() == 9999);
+  c = layout(2, 48);
+  CHECK_NOTHROW(validate(c));
+  CHECK(c.timeslices_in_interval() == 9984);
+  c = layout(2, 4);
+  CHECK(c.timeslices_in_interval() == 10'000);
+  c = layout(2, 12'000);  // more compute nodes than the default's time-slices: one round
+  CHECK_NOTHROW(validate(c));
+  CHECK(c.rounds_per_interval() == 1);
+  CHECK(c.timeslices_in_interval() == 12'000);
+}
+
 TEST_CASE("scheduler config: a remainder of time-slices per interval is refused, not dropped", "[scheduler]") {
   SchedulerConfig c = layout(2, 3);
-  c.timeslices_per_interval = 10'000;  // the default: 3333 rounds and one time-slice over
+  c.timeslices_per_interval = 10'000;  // 3333 rounds and one time-slice over
   require_rejected(c, "timeslices_per_interval (10000) must be a multiple of compute_count (3)");
   require_rejected(c, "9999 or 10002");
   c = layout(2, 2);

@@ -28,7 +28,7 @@ std::string_view to_string(Assignment assignment) noexcept { return assignment =
 void validate(const SchedulerConfig& c) {
   if (c.input_count == 0) reject("input_count must be at least 1, not 0");
   if (c.compute_count == 0) reject("compute_count must be at least 1, not 0");
-  if (c.timeslices_per_interval < c.compute_count) {
+  if (c.timeslices_per_interval != 0 && c.timeslices_per_interval < c.compute_count) {
     reject("timeslices_per_interval (" + std::to_string(c.timeslices_per_interval) +
            ") must be at least compute_count (" + std::to_string(c.compute_count) +
            "): an interval holds whole rounds");

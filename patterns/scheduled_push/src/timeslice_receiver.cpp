@@ -142,11 +142,11 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     const auto& config = options.config;
     std::string mismatch;
     if (hello.input_count != config.input_count || hello.compute_count != config.compute_count ||
-        hello.timeslices_per_interval != config.timeslices_per_interval) {
+        hello.timeslices_per_interval != config.timeslices_in_interval()) {
       mismatch =
           fmt::format("its system is {} inputs × {} computes, {} time-slices per interval; this one is {} × {}, {}",
                       hello.input_count, hello.compute_count, hello.timeslices_per_interval, config.input_count,
-                      config.compute_count, config.timeslices_per_interval);
+                      config.compute_count, config.timeslices_in_interval());
     } else if (hello.compute != options.compute) {
       mismatch = fmt::format("it addressed compute node {}, this is {}", hello.compute, options.compute);
     } else if (hello.input >= config.input_count) {

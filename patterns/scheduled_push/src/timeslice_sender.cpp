@@ -113,7 +113,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
                         c,
                         options.config.input_count,
                         options.config.compute_count,
-                        options.config.timeslices_per_interval,
+                        options.config.timeslices_in_interval(),
                         options.max_contribution_bytes,
                         options.mode};
       try {

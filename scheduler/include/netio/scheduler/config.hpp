@@ -54,6 +54,10 @@ enum class Assignment {
 
 std::string_view to_string(Assignment assignment) noexcept;
 
+/// What SchedulerConfig::timeslices_per_interval = 0 stands for, before rounding down to
+/// whole rounds: the paper's interval.
+inline constexpr std::uint64_t automatic_timeslices_per_interval = 10'000;
+
 struct SchedulerConfig {
   std::uint32_t input_count = 0;    ///< N input nodes (IEs); required, ≥ 1
   std::uint32_t compute_count = 0;  ///< M compute nodes; required, ≥ 1
@@ -61,7 +65,9 @@ struct SchedulerConfig {
   /// ts_per_intvl. A round is one contribution to each compute node (M time-slices), so an
   /// interval holds rounds_per_interval() = timeslices_per_interval / M whole rounds. Must be
   /// a multiple of M: validate() refuses a remainder (the paper's code dropped it silently).
-  std::uint64_t timeslices_per_interval = 10'000;
+  /// 0 (the default): automatic_timeslices_per_interval rounded down to whole rounds, at
+  /// least one (9,999 for M = 3), so that the default holds for every M.
+  std::uint64_t timeslices_per_interval = 0;
 
   /// hist_cnt: complete intervals the Proposer and the Clock Synchronizer look back on. Under
   /// the paper's rule a DDE proposes only once it holds this many consecutive complete
@@ -145,7 +151,10 @@ struct SchedulerConfig {
     return recent_length < history_length ? recent_length : history_length;
   }
 
-  std::uint64_t rounds_per_interval() const noexcept { return timeslices_per_interval / compute_count; }
+  std::uint64_t rounds_per_interval() const noexcept {
+    if (timeslices_per_interval != 0) return timeslices_per_interval / compute_count;
+    return automatic_timeslices_per_interval > compute_count ? automatic_timeslices_per_interval / compute_count : 1;
+  }
   std::uint64_t timeslices_in_interval() const noexcept { return rounds_per_interval() * compute_count; }
 };
 
