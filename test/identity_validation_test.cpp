@@ -142,6 +142,9 @@ TEST_CASE("an introduction with a forged name is refused at the handshake, and l
   std::atomic<int> connected{0};
   netio::LowLatencyReceiveOptions options;
   options.events.on_connected = [&](const netio::Peer&) { ++connected; };
+  // The forger and the honest sender are one process: over shm:// the forger's drop would
+  // hold the honest one off too (misbehaviour_cooldown, shm_hostile_peers_test.cpp).
+  options.admission.misbehaviour_cooldown = {};
   netio::LowLatencyReceiveSocket receiver(
       context, netio::Endpoint::parse(base), [](std::span<const std::byte>, const netio::Peer&) {}, options);
   HelloOnlyPeer forger(context, receiver.local_endpoint());

@@ -9,6 +9,7 @@
 #include "netio/context.hpp"
 #include "netio/low_latency_socket.hpp"
 #include "support/admission_peers.hpp"
+#include "support/child_process.hpp"
 #include "support/matching_log_lines.hpp"
 #include "support/raw_shm_peer.hpp"
 #include "support/test_context.hpp"
@@ -86,6 +87,8 @@ TEST_CASE("shm: a peer flooding wake-up bytes is disconnected, logged once, and 
   netio::LowLatencyReceiveSocket receiver(receiving, Endpoint::parse("shm://netio-test:0"), stream.handler());
   constexpr std::uint64_t count = 20'000;
   std::optional<LegitimateStream> legitimate(std::in_place, receiver.local_endpoint(), count);
+  // Connected before the flood: the flooder is this process too, which its drop holds off.
+  REQUIRE(eventually([&] { return stream.received("legit") > 0; }, 20s));
   netio::test::RawShmPeer flooder(receiver.local_endpoint());
   // Wake-up bytes as fast as the socket takes them: the receiver drops the peer.
   CHECK(flooder.flood(10s));
@@ -93,6 +96,49 @@ TEST_CASE("shm: a peer flooding wake-up bytes is disconnected, logged once, and 
   CHECK(eventually([&] { return stream.received("legit") == count; }, 30s));
   CHECK(stream.corrupt() == 0);
   CHECK(flood_lines.count() == 1);
+}
+
+TEST_CASE("shm: a process dropped for a wake-up flood is held off, answered when the hold ends; others connect",
+          "[shm][admission]") {
+  // A flooder that reconnects at once kept an idle receiver 70-81 % busy setting up and
+  // tearing down its connections. Now the receiver refuses that process for
+  // misbehaviour_cooldown, before any segment is made, and answers the refusal only when the
+  // hold ends: the reconnect loop waits. Another process connects meanwhile.
+  StreamCheck stream;
+  netio::LowLatencyReceiveOptions options;
+  options.admission.misbehaviour_cooldown = 1500ms;
+  netio::Context receiving(netio::test::context_options());
+  netio::LowLatencyReceiveSocket receiver(receiving, Endpoint::parse("shm://netio-test:0"), stream.handler(), options);
+  {
+    netio::test::RawShmPeer flooder(receiver.local_endpoint());
+    REQUIRE(flooder.flood(10s));
+  }
+  netio::test::MatchingLogLines refusals("misbehaviour_cooldown");
+  netio::Context sending(netio::test::context_options());
+  const auto asked = std::chrono::steady_clock::now();
+  {
+    // The same process (this test's pid) again: refused, the answer held.
+    netio::LowLatencySendSocket again(sending, receiver.local_endpoint(), netio::test::named("again"));
+    // Another process meanwhile: admitted at once.
+    netio::test::ChildProcess child(NETIO_SHM_CHILD, {"send", receiver.local_endpoint().to_string()});
+    CHECK(child.read_line() == "connected");
+    CHECK(std::chrono::steady_clock::now() - asked < 1200ms);
+    try {
+      (void)again.wait_connected(10s);
+      FAIL("connected while held off");
+    } catch (const netio::Error& e) {
+      CHECK(e.code() == netio::Errc::handshake_rejected);
+      CHECK_THAT(e.what(), Catch::Contains("disconnected for misbehaving") && Catch::Contains("wake-up flood") &&
+                               Catch::Contains("misbehaviour_cooldown"));
+    }
+    // Held until the hold ended, not answered at once (the hold began at the drop, before `asked`).
+    CHECK(std::chrono::steady_clock::now() - asked >= 1000ms);
+    CHECK(refusals.count() == 1);
+  }
+  // The hold over, the process is admitted again.
+  std::this_thread::sleep_for(600ms);
+  netio::LowLatencySendSocket later(sending, receiver.local_endpoint(), netio::test::named("later"));
+  CHECK(later.wait_connected(10s));
 }
 
 TEST_CASE("shm: a peer referencing page after page of a large send area is charged what the receiver maps in",

@@ -593,10 +593,11 @@ TEST_CASE("tsbench simulation: one compute node at half speed, fixed against by 
   };
   const double fixed = run(ns::Assignment::fixed);
   CHECK(fixed == Approx(16).epsilon(0.05));  // 15.5: the latency between the ports
-  // 23.9 at this commit (0.85 of 28): the node's share settles just under what it can take,
-  // and the credits (4 per pair) leave the others' ports idle now and then.
+  // 26.8 at this commit (0.96 of 28; 23.9, 0.85, with the Assigner's law before the search
+  // for the slow node's share): the credits (4 per pair) leave the others' ports idle now
+  // and then.
   const double by_load = run(ns::Assignment::load);
-  CHECK(by_load >= 0.8 * 28);
+  CHECK(by_load >= 0.9 * 28);
   CHECK(by_load <= 28 * 1.01);
 }
 
@@ -691,4 +692,36 @@ TEST_CASE("tsbench simulation: the DDE's node dies, the replica on compute node 
     WARN("by load, Mb/s after the failure: compute node 0 " << after(r) << ", compute node 2 " << after(other)
                                                             << "; before " << s.capacity_before_gbps * 1000);
   }
+TEST_CASE("tsbench simulation: a compute node drains, another joins, against the capacity by hand",
+          "[tsbench][simulation]") {
+  // 4 × 4 as above: every compute port 8 Mb/s, the ports the bottleneck. Drained at 3 s,
+  // compute node 2 names a boundary; from it on its time-slices go to the other three (one
+  // in three each), attempt 0: (M − 1)/M × 32 = 24 Mb/s after, 32 before. Joining at 3 s,
+  // slot 3 (out from the start: 24 Mb/s before) takes its own time-slices from the boundary
+  // member 0 names: 32 Mb/s after. Nothing lost, nothing built twice or reassigned.
+  auto b = four_by_four(8s);
+  const bool join = GENERATE(false, true);
+  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
+  CAPTURE(join, ns::to_string(mode));
+  (join ? b.join : b.drain) = join ? "compute,at=3s" : "compute:2,at=3s";
+  const auto r = simulate(b, mode, exact(PortSharing::fair, NetworkModel::ports));
+  REQUIRE(r.error.empty());
+  const auto s = summarize(r.records);
+  CHECK(s.lost == 0);
+  CHECK(s.duplicates == 0);
+  CHECK(s.reassigned == 0);
+  CHECK(s.computes_lost == 0);
+  CHECK(s.computes_drained == (join ? 0u : 1u));
+  CHECK(s.computes_joined == (join ? 1u : 0u));
+  CHECK(s.membership_before_gbps * 1000 == Approx(join ? 24 : 32).epsilon(0.05));
+  // After: from 1 s after the change (the boundary is one or two intervals ahead) to 7.5 s.
+  std::uint64_t bytes = 0;
+  for (const auto& t : r.records.timeslices) {
+    if (t.handed_over >= ns::Time{4s} && t.handed_over < ns::Time{7500ms}) bytes += t.bytes;
+  }
+  CHECK(static_cast<double>(bytes) * 8 / 3.5e6 == Approx(join ? 32 : 24).epsilon(0.05));
+  std::uint64_t on_slot = 0;
+  for (const auto& t : r.records.timeslices) on_slot += t.compute == (join ? 3u : 2u) ? 1 : 0;
+  CHECK(on_slot > 0);
+  if (join) CHECK(s.joined_first_ms < 1000);
 }

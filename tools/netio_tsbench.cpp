@@ -163,6 +163,16 @@ void add_options(CLI::App& app, Options& o) {
                  "inputs send its time-slices to the others; the summary counts lost and duplicated ones and the "
                  "recovery time (man netio_tsbench)")
       ->type_name("SPEC");
+  app.add_option("--drain", b.drain,
+                 "Drain a compute node: 'compute:K,at=T' (compute node K, 1 to M-1, drains T after the start: it "
+                 "names a boundary, builds everything below it and leaves; the others take its time-slices from "
+                 "there on; local and --simulate runs; --assignment fixed)")
+      ->type_name("SPEC");
+  app.add_option("--join", b.join,
+                 "Join a compute node: 'compute,at=T' (slot M-1 stays out from the start, its time-slices built by "
+                 "the others, and joins T after the start at a boundary a member names; --computes counts the "
+                 "slots; local and --simulate runs; --assignment fixed)")
+      ->type_name("SPEC");
   app.add_option("--slowdown", b.slowdown,
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "
                  "'node:4,at=6s,for=3s,rate=75%' (compute node 0 of a 4x4 run at 75 % of its in= rate for 3 s)")
@@ -586,6 +596,18 @@ int main(int argc, char** argv) {
                          "--metrics/--influx watch running sockets; --simulate runs none (its nodes live in model "
                          "time, which a scrape's rate() would misread): the simulated nodes' statistics are in "
                          "its output (--json, --csv DIR)");
+    }
+    if ((!options.bench.drain.empty() || !options.bench.join.empty()) && !options.role.empty()) {
+      throw netio::Error(netio::Errc::invalid_option,
+                         "--drain and --join run in the local and --simulate modes only so far (not --role): "
+                         "docs/design/assignment.md says what is missing");
+    }
+    if (const auto failing = options.bench.fail_spec();
+        options.simulate && failing && failing->compute == 0 &&
+        (options.compare || mode_of(options.scheduler) == ns::Mode::dfs)) {
+      throw netio::Error(netio::Errc::invalid_option,
+                         "--fail 'compute:0,...' with --simulate and DFS: the simulator does not model the DDE's node "
+                         "failing (compute node 0): fail another compute node");
     }
   } catch (const CLI::ParseError& e) {
     return exit_for_parse_error(app, e);

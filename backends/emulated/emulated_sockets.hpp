@@ -82,6 +82,7 @@ class EmulatedListenSocket final : public LowLevelListenSocket {
   bool allocates_receive_buffers_up_front() const noexcept override {
     return inner_->allocates_receive_buffers_up_front();
   }
+  bool peers_are_processes() const noexcept override { return inner_->peers_are_processes(); }
   void close() noexcept override { inner_->close(); }
 
  private:

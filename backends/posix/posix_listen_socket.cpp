@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -234,8 +235,12 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
       decision = AcceptDecision::reject(e.what());
     }
   }
-  const auto reply =
+  auto reply =
       encode_reply({decision.accepted, decision.max_buffer_size, decision.reject_reason, decision.accept_data});
+  if (!decision.accepted && decision.answer_after > std::chrono::nanoseconds::zero()) {
+    hold_rejection(std::move(pending->fd), std::move(reply), decision.answer_after);
+    return;
+  }
   // A fresh connection's send buffer is empty and the reply small: one send() takes it.
   const ssize_t n = ::send(pending->fd.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
   if (n != static_cast<ssize_t>(reply.size())) {
@@ -262,6 +267,30 @@ void PosixListenSocket::answer(std::unique_ptr<PendingConnection> pending) {
     return;  // the descriptor is closed: the connector's connect fails
   }
   if (callbacks_.on_accepted) callbacks_.on_accepted(std::move(socket));
+}
+
+void PosixListenSocket::hold_rejection(SocketFd fd, std::vector<std::byte> reply, std::chrono::nanoseconds delay) {
+  // Bounded like the handshakes: beyond it the oldest goes unanswered (its peer sees the
+  // connection close, as for any handshake dropped).
+  const std::size_t limit = std::max<std::size_t>(limits_.max_pending_handshakes, 1);
+  while (held_.size() >= limit) {
+    const auto oldest = held_.begin();
+    loop_.cancel_timer(oldest->second.timer);
+    held_.erase(oldest);
+  }
+  const std::uint64_t id = next_held_++;
+  auto& held = held_[id];
+  held.fd = std::move(fd);
+  held.reply = std::move(reply);
+  held.timer = loop_.add_timer(delay, {}, [this, id] { answer_held(id); });
+}
+
+void PosixListenSocket::answer_held(std::uint64_t id) {
+  const auto it = held_.find(id);
+  if (it == held_.end()) return;
+  // The peer may have gone meanwhile: nothing to report then (MSG_NOSIGNAL, the result unused).
+  (void)::send(it->second.fd.get(), it->second.reply.data(), it->second.reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  held_.erase(it);  // closes it
 }
 
 std::unique_ptr<LowLevelReceiveSocket> StreamFamily::make_receive_socket(
@@ -297,6 +326,8 @@ void PosixListenSocket::close() noexcept {
   }
   pending_.clear();
   arrivals_.clear();
+  for (auto& [id, held] : held_) loop_.cancel_timer(held.timer);
+  held_.clear();
   if (backoff_timer_ != 0) {
     loop_.cancel_timer(std::exchange(backoff_timer_, 0));  // the descriptor is out of the loop already
   } else if (fd_) {

@@ -25,6 +25,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <vector>
 
 namespace netio::posix {
 
@@ -36,6 +37,7 @@ class PosixListenSocket final : public LowLevelListenSocket {
 
   void listen(const Endpoint& local, Callbacks callbacks, const ListenLimits& limits) override;
   Endpoint local_endpoint() const override { return local_; }
+  bool peers_are_processes() const noexcept override { return family_->peers_are_processes(); }
   void close() noexcept override;
 
  private:
@@ -66,6 +68,9 @@ class PosixListenSocket final : public LowLevelListenSocket {
   // Takes the connection out of the loop and the queue; closing it is the caller's (drop it).
   std::unique_ptr<PendingConnection> forget_pending(std::map<int, std::unique_ptr<PendingConnection>>::iterator it);
   void answer(std::unique_ptr<PendingConnection> pending);
+  // A rejection answered after AcceptDecision::answer_after: the connection waits unread.
+  void hold_rejection(SocketFd fd, std::vector<std::byte> reply, std::chrono::nanoseconds delay);
+  void answer_held(std::uint64_t id);
 
   EventLoop& loop_;
   std::shared_ptr<const StreamFamily> family_;
@@ -78,6 +83,13 @@ class PosixListenSocket final : public LowLevelListenSocket {
   // skipped (a descriptor number may come back for a newer connection, the arrival may not).
   std::deque<std::pair<std::uint64_t, int>> arrivals_;
   std::uint64_t next_arrival_ = 1;
+  struct HeldRejection {
+    SocketFd fd;
+    std::vector<std::byte> reply;
+    EventLoop::TimerId timer = 0;
+  };
+  std::map<std::uint64_t, HeldRejection> held_;  // by id, oldest first
+  std::uint64_t next_held_ = 1;
   // Pressure episodes, each logged once at its start and once at its end (end_pressure_episode()).
   static constexpr std::chrono::seconds episode_quiet_period{1};
   RejectionLog rejections_;  // malformed requests, handshakes dropped: rate-limited warnings

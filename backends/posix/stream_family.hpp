@@ -59,6 +59,9 @@ class StreamFamily {
   // memfd, for a moment): the listener makes room for them as for an accept.
   virtual int descriptors_to_set_up() const noexcept { return 0; }
 
+  // Whether admit()'s peer endpoint names one process (LowLevelListenSocket::peers_are_processes()).
+  virtual bool peers_are_processes() const noexcept { return false; }
+
   // Whether readers peek and then discard (posix::FrameReader): it saves a TCP
   // acknowledgement per small message, and costs a second copy elsewhere.
   virtual bool peek_reads() const noexcept = 0;

@@ -39,7 +39,8 @@ class UnixFamily final : public posix::StreamFamily {
                                                              const Endpoint& peer, std::size_t max_buffer_size,
                                                              std::size_t credits, std::size_t max_reply_size,
                                                              std::chrono::nanoseconds progress_timeout) const override;
-  int descriptors_to_set_up() const noexcept override { return 1; }  // the segment's memfd
+  int descriptors_to_set_up() const noexcept override { return 1; }    // the segment's memfd
+  bool peers_are_processes() const noexcept override { return true; }  // "pid123", from SO_PEERCRED
   // No stream reads (the data is in the segment).
   bool peek_reads() const noexcept override { return false; }
 

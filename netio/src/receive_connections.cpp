@@ -30,6 +30,7 @@ ReceiveConnections::ReceiveConnections(Context& context, const Endpoint& local, 
       stats_(stats),
       reply_window_(reply_window),
       admission_(std::move(admission)),
+      cooldown_(admission_.misbehaviour_cooldown),
       budget_(std::move(budget)),
       reassembly_buffer_(reassembly_buffer) {
   admission_.max_connections = admission_.connection_limit();  // from the descriptor limit now, by default
@@ -92,6 +93,7 @@ void ReceiveConnections::close() noexcept {
 }
 
 AcceptDecision ReceiveConnections::on_request(const Endpoint& peer, std::span<const std::byte> hello) {
+  if (auto refusal = held_off(peer)) return std::move(*refusal);
   AcceptDecision decision;
   try {
     decision = fit_to_budget(peer, admit(peer, expect_hello(hello, expected_, receiver_kind_)));
@@ -152,6 +154,29 @@ AcceptDecision ReceiveConnections::admit(const Endpoint& peer, const Hello& hell
   decision.accept_data.insert(decision.accept_data.end(), proof.begin(), proof.end());
   challenges_[peer.to_string()] = answered;
   return decision;
+}
+
+void ReceiveConnections::offended(const Endpoint& peer, const std::string& why) {
+  if (!cooldown_.enabled() || !listener_ || !listener_->peers_are_processes()) return;
+  cooldown_.offended(peer.host, why, std::chrono::steady_clock::now());
+}
+
+std::optional<AcceptDecision> ReceiveConnections::held_off(const Endpoint& peer) {
+  if (!cooldown_.enabled()) return std::nullopt;
+  const auto hold = cooldown_.held(peer.host, std::chrono::steady_clock::now());
+  if (!hold) return std::nullopt;
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  auto reason = fmt::format(
+      "{} was disconnected for misbehaving ({}); it is refused for {} ms (misbehaviour_cooldown, doubled for each "
+      "repeat), {} ms more",
+      peer.host, hold->why, duration_cast<milliseconds>(hold->length).count(),
+      duration_cast<milliseconds>(hold->remaining).count());
+  cooldown_log_.reject(local_.to_string(), peer.to_string(), reason);
+  auto refusal = AcceptDecision::reject(std::move(reason));
+  // Answered when the hold ends: a peer that reconnects at once waits instead of spinning us.
+  refusal.answer_after = hold->remaining;
+  return refusal;
 }
 
 std::size_t ReceiveConnections::live_connections() const {
@@ -332,6 +357,7 @@ void ReceiveConnections::on_accepted(std::unique_ptr<LowLevelReceiveSocket> sock
   socket_callbacks.on_data = [this, id, c = &connection](ReceivedBuffer buffer) { on_data(id, *c, std::move(buffer)); };
   socket_callbacks.on_disconnected = [this, id, c = &connection](const Error& error) {
     if (std::exchange(c->gone, true)) return;
+    if (error.code() == Errc::protocol_error) offended(c->peer, error.what());
     c->replies->close();
     if (c->state)
       report_disconnect(id, *c, error);
@@ -422,6 +448,7 @@ void ReceiveConnections::on_introduction(std::uint64_t id, Connection& connectio
   try {
     state->identity = decode_introduction(authenticated(connection, bytes));
   } catch (const Error& e) {
+    offended(connection.peer, e.what());
     drop_in_callback(id, connection, e.what());
     return;
   }
@@ -471,7 +498,12 @@ void ReceiveConnections::forget_later(std::uint64_t connection) {
 
 void ReceiveConnections::drop(std::uint64_t connection, const std::string& why) {
   loop_.post([this, connection, why, alive = std::weak_ptr<int>(alive_)] {
-    if (!alive.expired()) drop_now(connection, why);
+    if (alive.expired()) return;
+    // Always what its peer sent (a frame it may not send): misbehaviour.
+    if (const auto it = connections_.find(connection); it != connections_.end() && !it->second.gone) {
+      offended(it->second.peer, why);
+    }
+    drop_now(connection, why);
   });
 }
 

@@ -25,11 +25,13 @@
 #include "authentication.hpp"
 #include "budget_charge.hpp"
 #include "handshake.hpp"
+#include "misbehaviour_cooldown.hpp"
 #include "netio/backend/backend.hpp"
 #include "netio/context.hpp"
 #include "netio/log.hpp"
 #include "netio/socket_options.hpp"
 #include "peer_state.hpp"
+#include "rejection_log.hpp"
 #include "stats_counters.hpp"
 
 #include <atomic>
@@ -150,6 +152,10 @@ class ReceiveConnections {
   void sweep_unread_replies();
   // Closes, reports and forgets a connection; loop thread, outside its socket's callbacks.
   void drop_now(std::uint64_t connection, const std::string& why, LogLevel level = LogLevel::warn);
+  // A peer disconnected for misbehaving: held off for a while where it is one process.
+  void offended(const Endpoint& peer, const std::string& why);
+  // The refusal of a peer held off (AcceptDecision::answer_after set), or nullopt.
+  std::optional<AcceptDecision> held_off(const Endpoint& peer);
   void on_accepted(std::unique_ptr<LowLevelReceiveSocket> socket);
   void on_data(std::uint64_t id, Connection& connection, ReceivedBuffer buffer);
   void on_introduction(std::uint64_t id, Connection& connection, std::span<const std::byte> bytes);
@@ -170,6 +176,8 @@ class ReceiveConnections {
   std::size_t reply_window_;
   std::shared_ptr<std::atomic<std::uint64_t>> replies_queued_ = std::make_shared<std::atomic<std::uint64_t>>(0);
   AdmissionOptions admission_;
+  MisbehaviourCooldown cooldown_;                        // loop thread only
+  RejectionLog cooldown_log_;                            // refusals of held-off peers: rate-limited
   std::map<std::string, AnsweredChallenge> challenges_;  // by the peer's address; loop thread only
   std::set<std::uint64_t> unintroduced_;                 // connections waiting for their introduction, oldest first
   EventLoop::TimerId idle_timer_ = 0;

@@ -5,6 +5,7 @@
 #include "netio/internal/reject.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -16,20 +17,34 @@ constexpr netio::detail::Rejecter reject_from_peer{Errc::protocol_error, "assign
 // How many decided assignments the Assigner keeps for inputs that connect late.
 constexpr std::size_t kept_assignments = 2 * assignment_distance + 2;
 
-// The decision's law (assigner.hpp; the figures in docs/guide/scheduled-push.md chose them):
+// The decision's law (assigner.hpp, docs/design/assignment.md; the figures in
+// docs/guide/scheduled-push.md chose them):
 // The smallest share a node not skipped starts from, in fair shares (1 / live nodes), so that
 // one whose share fell to nothing (skipped while full) can come back.
 constexpr double floor_fraction_per_node = 1.0 / 16;
-// Over: a node's use (thousandths of the credits, scaled to a fair share) this far above the
-// others' median, while that median is below room_below; cut after overload_decisions
-// decisions in a row, by its excess, to between cut_min and cut_max of its share.
+// Over, for a node at its fair share or more: its use (thousandths of the credits, scaled to a
+// fair share) this far above the others' median, while that median is below room_below; cut
+// after overload_decisions decisions in a row, by its excess, to between cut_min and cut_max
+// of its share.
 constexpr double overload_band = 400;
 constexpr double room_below = 500;
-constexpr std::uint32_t overload_decisions = 2;
+constexpr std::uint32_t overload_decisions = 2;  // one for a full node past the start-up
 constexpr double cut_min = 0.5;
 constexpr double cut_max = 0.8;
-// A node cut before that keeps up gains this much of a fair share per decision, up to a fair one.
+// A node cut before (limited) is over as soon as its use rises by more than rise_band from one
+// measured interval to the next while above rise_floor (its queue grows: its share is above
+// what it takes), and keeps up while its use falls by more than rise_band (its queue drains).
+constexpr double rise_band = 50;
+constexpr double rise_floor = 100;
+// Over again at a share it kept up at before: what it takes fell; cut to this much of it.
+constexpr double recut = 0.9;
+// A limited node's search, in fair shares per decision: up by at most `increase` (half the
+// way to the lowest share it was over at, when known); held where that gap is below
+// `tolerance` (or one time-slice); the share it was over at creeps up by `creep`, so that a
+// node that got faster is tried again now and then.
 constexpr double increase = 0.04;
+constexpr double tolerance = 0.03;
+constexpr double creep = 0.0025;
 
 }  // namespace
 
@@ -75,7 +90,10 @@ Assigner::Assigner(const SchedulerConfig& config)
       per_interval_(config.timeslices_in_interval()),
       gone_(config.input_count, false),
       live_inputs_(config.input_count),
-      over_streak_(config.compute_count, 0) {
+      over_streak_(config.compute_count, 0),
+      last_use_(config.compute_count, -1),
+      limits_(config.compute_count),
+      carry_(config.compute_count, 0.0) {
   for (IntervalIndex j = 0; j < assignment_distance; ++j) decided_.emplace(j, fixed_assignment(config_, j));
 }
 
@@ -160,33 +178,80 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
   std::vector<bool> normal(m, false);
   double reduced_sum = 0;
   std::uint32_t normal_count = 0;
+  // The shares before the measured interval: a share raised only in the measured interval may
+  // not show its queue yet, so keeping up there proves nothing.
+  const std::vector<std::uint32_t>* before =
+      k > assignment_distance ? &decided_.at(k - assignment_distance - 1).shares : nullptr;
+  const double fair_timeslices = fair * n;
+  // The first decisions measure the connections' set-up, where a node may look full once.
+  constexpr IntervalIndex settled_from = 2 * assignment_distance + 1;
   for (const ComputeIndex c : live) {
     const double share = static_cast<double>(measured[c]) / n;
     const bool full = use[c] >= full_use && any_room;
+    const double last = last_use_[c];
+    last_use_[c] = use[c];
     if (full && share <= floor) {  // full at the floor: stuck
       skip[c] = true;
+      limits_[c] = Limit{};
       continue;
     }
     // Its use as if it had a fair share: at a node that keeps up, use grows with the share.
     const double scaled = static_cast<double>(use[c]) * (share < fair && share > 0 ? fair / share : 1.0);
     const double excess = std::min<double>(scaled, full_use) - typical;
+    // Its queue drains: whatever the use, the share it has now is below what it takes.
+    const bool falling = last >= 0 && use[c] + rise_band < last;
     // Over: it holds the inputs' credits far longer than the others, which have room (in a
     // system whose every node is busy, use is high everywhere and its differences are noise).
-    const bool over = (full || excess > overload_band) && typical < room_below;
-    over_streak_[c] = over ? over_streak_[c] + 1 : 0;
-    // A cut decided after the measured interval (for k − 1) has not shown in the reports yet:
-    // what they show still queues from before it. Cut once, not again on the same queue.
-    const double pending = static_cast<double>(decided_.at(k - 1).shares[c]) / n;
-    if (over && pending < share - 0.5 / n) {
-      weight[c] = pending;
-    } else if (over && over_streak_[c] >= overload_decisions) {  // slower than the others, and again: less
-      // One above its fair share is over-assigned before it is slow: back to fair first.
-      weight[c] = share * std::clamp(1 - excess / full_use, cut_min, cut_max);
-      if (share > fair + 0.5 / n) weight[c] = std::max(weight[c], fair);
-    } else if (over) {  // once: it may be a passing queue
-      weight[c] = share;
-    } else if (share < fair - 0.5 / n) {  // cut before, keeping up now: a little more
-      weight[c] = std::min(fair, std::max(share, floor) + increase * fair);
+    const bool over = (full || excess > overload_band) && typical < room_below && !falling;
+    // Its queue grows.
+    const bool rising = last >= 0 && use[c] > last + rise_band && use[c] > rise_floor;
+    Limit& limit = limits_[c];
+    if (limit.on) {
+      // Cut before: search for the share it takes, from the measured interval on.
+      const double had = static_cast<double>(measured[c]);
+      const bool held = before == nullptr || (*before)[c] >= measured[c];
+      if ((full && !falling) || over || rising) {
+        if (had <= limit.good) {
+          limit.good = had * recut;  // over where it kept up before: it got slower
+        }
+        limit.bad = std::min(limit.bad, had);
+      } else if (held) {
+        limit.good = std::max(limit.good, had);
+        if (had >= limit.bad) limit.bad = std::numeric_limits<double>::infinity();  // it got faster
+      }
+      limit.bad += creep * fair_timeslices;
+      const double gap = limit.bad - limit.good;
+      double next = limit.good;
+      if (gap > std::max(1.0, tolerance * fair_timeslices) && !(full || over || rising)) {
+        next += std::min(increase * fair_timeslices, gap / 2);
+      }
+      next = std::max(next, floor * n);
+      if (next >= fair_timeslices - 0.5) {
+        limit = Limit{};  // back to its fair share: a node as the others
+      } else {
+        weight[c] = next / n;
+      }
+      over_streak_[c] = 0;
+    } else {
+      over_streak_[c] = over ? over_streak_[c] + 1 : 0;
+      // A cut decided after the measured interval (for k − 1) has not shown in the reports yet:
+      // what they show still queues from before it. Cut once, not again on the same queue.
+      const double pending = static_cast<double>(decided_.at(k - 1).shares[c]) / n;
+      if (over && pending < share - 0.5 / n) {
+        weight[c] = pending;
+      } else if (over && (over_streak_[c] >= overload_decisions || (k >= settled_from && (full || rising)))) {
+        // Slower than the others, and again (full or its queue growing, past the start-up: once
+        // is enough): less.
+        // One above its fair share is over-assigned before it is slow: back to fair first.
+        weight[c] = share * std::clamp(1 - excess / full_use, cut_min, cut_max);
+        if (share > fair + 0.5 / n) {
+          weight[c] = std::max(weight[c], fair);
+        } else {
+          limit = Limit{true, weight[c] * n, std::numeric_limits<double>::infinity()};
+        }
+      } else if (over) {  // once: it may be a passing queue
+        weight[c] = share;
+      }
     }
     if (weight[c] > 0 && weight[c] < fair) {
       reduced_sum += weight[c];
@@ -199,17 +264,28 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
   for (const ComputeIndex c : live) {
     if (normal[c]) weight[c] = std::max(1.0 - reduced_sum, 0.0) / normal_count;
   }
-  // Whole shares summing to n: the largest remainders get the time-slices left. On a tie (the
-  // nodes that split the rest evenly) the first from node k mod M on, so that no node gets
-  // the extra time-slice interval after interval: it would run over its share and look slow.
+  // Whole shares summing to n. What rounding gave or took is carried to the next decision
+  // (carry_, summing to 0), so that a node's shares average its weight over the intervals:
+  // at 48 × 48 a fair share is 20 time-slices, and the 47 nodes that split 952 need 20.26
+  // each; without the carry the same 12 nodes got 21 for 12 intervals in a row and every
+  // interval took as long as 21 (0.95 of what 20.26 takes). The largest remainders get the
+  // time-slices left; on a tie the first from node k mod M on.
   const double total = std::accumulate(weight.begin(), weight.end(), 0.0);
+  double carried = 0;
+  for (const ComputeIndex c : live) carried += skip[c] ? 0.0 : carry_[c];
+  const double mean_carry = carried / static_cast<double>(live.size());
   IntervalAssignment assignment{k, std::vector<std::uint32_t>(m, 0)};
+  std::vector<double> exact(m, 0);
   std::vector<double> remainder(m, 0);
   std::uint64_t given = 0;
   for (ComputeIndex c = 0; c < m; ++c) {
-    const double exact = weight[c] / total * static_cast<double>(per_interval_);
-    assignment.shares[c] = static_cast<std::uint32_t>(exact);
-    remainder[c] = exact - assignment.shares[c];
+    if (skip[c]) {
+      carry_[c] = 0;
+      continue;
+    }
+    exact[c] = std::max(weight[c] / total * static_cast<double>(per_interval_) + carry_[c] - mean_carry, 0.0);
+    assignment.shares[c] = static_cast<std::uint32_t>(exact[c]);
+    remainder[c] = exact[c] - assignment.shares[c];
     given += assignment.shares[c];
   }
   std::vector<ComputeIndex> order(m);
@@ -222,6 +298,9 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
     if (skip[order[r]]) continue;
     ++assignment.shares[order[r]];
     ++given;
+  }
+  for (ComputeIndex c = 0; c < m; ++c) {
+    if (!skip[c]) carry_[c] = std::clamp(exact[c] - assignment.shares[c], -1.0, 1.0);
   }
   return assignment;
 }

@@ -89,6 +89,14 @@ void ComputeNode::on_input_gone(InputIndex i) {
   gone_[i] = true;
 }
 
+void ComputeNode::accept_rerouted() {
+  if (by_load_) return;
+  by_load_ = true;
+  // next_expected_ was the last handed over + M (or self before the first): the time-slices
+  // in between may be this node's now.
+  next_expected_ = next_expected_ >= compute_count_ ? next_expected_ - compute_count_ + 1 : 0;
+}
+
 bool ComputeNode::ready(const Open& open, Time now, Duration timeout) const {
   // Every input contributed or never will (gone): nothing more can come.
   bool all = true;

@@ -25,7 +25,8 @@ constexpr netio::detail::Rejecter reject{Errc::invalid_option, "input node"};
 
 std::string_view to_string(Mode mode) noexcept { return mode == Mode::dfs ? "dfs" : "best-effort"; }
 
-InputNode::InputNode(const SchedulerConfig& config, InputIndex self, Mode mode)
+InputNode::InputNode(const SchedulerConfig& config, InputIndex self, Mode mode,
+                     const std::vector<ComputeIndex>& standby)
     : layout_(config),
       assignment_(config.assignment),
       self_(self),
@@ -34,7 +35,8 @@ InputNode::InputNode(const SchedulerConfig& config, InputIndex self, Mode mode)
       available_(config.compute_count, 0),
       lost_(config.compute_count, false),
       rings_(config.compute_count),
-      use_sums_(config.assignment == Assignment::load ? config.compute_count : 0, 0) {
+      use_sums_(config.assignment == Assignment::load ? config.compute_count : 0, 0),
+      membership_(config.compute_count, standby) {
   if (self >= config.input_count) {
     reject("input " + std::to_string(self) + " out of range (" + std::to_string(config.input_count) + " inputs)");
   }
@@ -198,6 +200,40 @@ std::optional<ClockProbe> InputNode::take_clock_sample() {
 }
 
 std::optional<ComputeIndex> InputNode::compute_of(TimesliceIndex t) const {
+  const auto own = own_of(t);
+  if (!own || membership_.member(*own, t)) return own;
+  return membership_.route(t, *own).value_or(*own);  // no member at all: its own (lost, or never there)
+}
+
+const ComputeIndex* InputNode::round_nodes(TimesliceIndex round_start) const {
+  const std::uint32_t m = layout_.compute_count();
+  const IntervalIndex j = layout_.interval_of(round_start);
+  const auto table = tables_.find(j);
+  if (assignment_ == Assignment::load && table == tables_.end() && j >= assignment_distance) return nullptr;
+  if (membership_.all_members(round_start, round_start + m)) {
+    if (table == tables_.end()) return nullptr;
+    return table->second.data() + (round_start - layout_.first_timeslice(j));
+  }
+  if (cached_round_ != round_start) {
+    cached_nodes_.resize(m);
+    for (std::uint32_t p = 0; p < m; ++p) cached_nodes_[p] = *compute_of(round_start + p);
+    cached_round_ = round_start;
+  }
+  return cached_nodes_.data();
+}
+
+bool InputNode::on_membership(const MembershipChange& change) {
+  if (sent_ > change.from) {
+    throw Error(Errc::protocol_error, "input " + std::to_string(self_) + ": slot " + std::to_string(change.compute) +
+                                          (change.joins ? " joins" : " leaves") + " from time-slice " +
+                                          std::to_string(change.from) + ", but this input sent into its round already");
+  }
+  const bool added = membership_.apply(change);
+  cached_round_ = ~TimesliceIndex{0};
+  return added;
+}
+
+std::optional<ComputeIndex> InputNode::own_of(TimesliceIndex t) const {
   if (assignment_ == Assignment::fixed) return layout_.compute_of(t);
   const IntervalIndex j = layout_.interval_of(t);
   const auto it = tables_.find(j);
@@ -212,11 +248,10 @@ TimesliceIndex InputNode::next_timeslice() const noexcept { return in_node_order
 // node. A compute node with several places in the round takes them in index order: its
 // r-th visit goes to its r-th smallest place.
 TimesliceIndex InputNode::in_node_order(TimesliceIndex t) const noexcept {
-  const auto table = tables_.find(layout_.interval_of(t));
-  if (table == tables_.end()) return t;  // fixed: one place per node and round
   const std::uint32_t m = layout_.compute_count();
   const TimesliceIndex round_start = t - t % m;
-  const ComputeIndex* nodes = table->second.data() + (round_start - layout_.first_timeslice(table->first));
+  const ComputeIndex* nodes = round_nodes(round_start);
+  if (nodes == nullptr) return t;  // fixed: one place per node and round
   const std::uint32_t first = layout_.first_compute(self_);
   const std::uint32_t place = static_cast<std::uint32_t>(t % m);
   const ComputeIndex c = nodes[place];
@@ -231,11 +266,10 @@ TimesliceIndex InputNode::in_node_order(TimesliceIndex t) const noexcept {
 }
 
 TimesliceIndex InputNode::in_engine_order(TimesliceIndex t) const noexcept {
-  const auto table = tables_.find(layout_.interval_of(t));
-  if (table == tables_.end()) return t;
   const std::uint32_t m = layout_.compute_count();
   const TimesliceIndex round_start = t - t % m;
-  const ComputeIndex* nodes = table->second.data() + (round_start - layout_.first_timeslice(table->first));
+  const ComputeIndex* nodes = round_nodes(round_start);
+  if (nodes == nullptr) return t;
   const std::uint32_t place = static_cast<std::uint32_t>(t % m);
   const ComputeIndex c = nodes[place];
   std::uint32_t smaller = 0;  // c's places below this one
@@ -262,6 +296,7 @@ bool InputNode::on_assignment(const IntervalAssignment& assignment) {
     return false;
   }
   tables_.emplace(assignment.interval, assignment_table(assignment.shares));
+  cached_round_ = ~TimesliceIndex{0};
   return true;
 }
 
@@ -287,8 +322,9 @@ void InputNode::count_sent() {
   LoadReport report{self_, sent_ / layout_.timeslices_per_interval() - 1, {}};
   report.in_use.resize(use_sums_.size());
   for (ComputeIndex c = 0; c < use_sums_.size(); ++c) {
-    report.in_use[c] =
-        lost_[c] ? lost_compute : static_cast<std::uint16_t>(use_samples_ == 0 ? 0 : use_sums_[c] / use_samples_);
+    report.in_use[c] = lost_[c] || !membership_.member(c, sent_)
+                           ? lost_compute
+                           : static_cast<std::uint16_t>(use_samples_ == 0 ? 0 : use_sums_[c] / use_samples_);
     use_sums_[c] = 0;
   }
   use_samples_ = 0;
@@ -304,6 +340,7 @@ void InputNode::forget_assignments() {
     oldest = std::min(oldest, layout_.interval_of(unacknowledged_[ring_slot(c, ring_size_, rings_[c].head, 0)]));
   }
   tables_.erase(tables_.begin(), tables_.lower_bound(oldest));
+  cached_round_ = ~TimesliceIndex{0};
 }
 
 bool InputNode::on_proposal(const Proposal& proposal) { return engine_ ? engine_->on_proposal(proposal) : false; }

@@ -110,8 +110,9 @@ class System;
 struct SystemOptions {
   ns::SchedulerConfig config;
   ns::Mode mode = ns::Mode::best_effort;
-  std::uint32_t credits = 3;       // per input–compute pair: the receive buffer is sized for exactly this
-  bool size_by_credits = false;    // the receivers get credits_per_input instead of receive_buffer_bytes
+  std::vector<ns::ComputeIndex> standby;  // slots that join later (TimesliceReceiver::join())
+  std::uint32_t credits = 3;              // per input–compute pair: the receive buffer is sized for exactly this
+  bool size_by_credits = false;           // the receivers get credits_per_input instead of receive_buffer_bytes
   std::uint32_t dde_replicas = 1;  // DFS or assignment by load: on compute nodes 0, 1, ... (standalone DdeServices)
   bool dde_in_receivers = false;   // the replicas run inside receivers 0, 1, ... (run_dde) instead
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
@@ -151,6 +152,7 @@ class System {
       ro.incomplete_timeout = options_.incomplete_timeout;
       ro.kept_stall_warning = options_.kept_stall_warning;
       ro.admission = options_.admission;
+      ro.standby = std::find(options_.standby.begin(), options_.standby.end(), c) != options_.standby.end();
       ro.run_dde = uses_dde() && options_.dde_in_receivers && c < options_.dde_replicas;
       ro.on_incomplete = [this, c](const sp::TimesliceView& view) {
         incomplete_[c].add(view);
@@ -212,6 +214,7 @@ class System {
       if (auto dde = r->dde_endpoint()) so.dde_endpoints.push_back(*dde);
     }
     so.max_contribution_bytes = max_contribution;
+    so.standby_computes = options_.standby;
     so.welcome_timeout = options_.welcome_timeout;
     so.progress_timeout = options_.progress_timeout;
     so.on_undeliverable = [this, i](ns::TimesliceIndex t, ns::ComputeIndex) { undeliverable_[i].add(t); };

@@ -65,7 +65,7 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None, m
     buffer fill allowed, in percent (a node taking over a lost one's time-slices holds them beyond
     its credits: up to twice its buffer, docs/design/assignment.md)."""
     keys = {"timeslices", "incomplete", "spread_us", "gbps", "buffer_fill_pct", "lost", "duplicates",
-            "duplicates_same_attempt", "reassigned", "failure", "backpressure"}
+            "duplicates_same_attempt", "reassigned", "failure", "membership", "backpressure"}
     if "assignment" in summary:  # assignment by load: the current one
         keys.add("assignment")
         if set(summary["assignment"]) != {"interval", "shares"}:
@@ -86,6 +86,9 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None, m
                                    "capacity_before_gbps", "recovery_ms", "lowest_after_gbps",
                                    "proposals_after_failure", "assignments_after_failure", "dde_replicas_lost"}:
         fail(f"{name}: failure keys {sorted(summary['failure'])}")
+    if set(summary["membership"]) != {"computes_drained", "computes_joined", "before_gbps", "after_gbps",
+                                      "joined_first_ms"}:
+        fail(f"{name}: membership keys {sorted(summary['membership'])}")
     if set(summary["backpressure"]) != {"pushes_blocked", "push_blocked_s"}:
         fail(f"{name}: backpressure keys {sorted(summary['backpressure'])}")
     if summary["duplicates_same_attempt"] != 0:
@@ -172,6 +175,45 @@ def run_local_load(tsbench):
         if sum(per_node) != count or not per_node[1] < count // 2:
             fail(f"time-slices per compute node {per_node}: expected {count} in all, fewer on the slow node 1",
                  p.stderr)
+
+
+def run_local_membership(tsbench):
+    """--drain and --join in a local run, 2 inputs x 3 compute slots: every time-slice built once (attempt 0), nothing
+    lost; the drained node leaves without being lost and builds nothing after its boundary; the joined slot (2) builds
+    its own time-slices from its boundary on, the others before."""
+    for scheduler, change in (("best-effort", ["--drain", "compute:1,at=1s"]), ("dfs", ["--join", "compute,at=1s"])):
+        with tempfile.TemporaryDirectory() as work:
+            csv = os.path.join(work, "csv")
+            cmd = [tsbench, "--scheduler", scheduler, "--inputs", "2", "--computes", "3", "-t", "2.5s", "--json",
+                   "--csv", csv, "--timeout", f"{TIMEOUT}s"] + change + [a if a != "40" else "42" for a in SMALL]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+            if p.returncode != 0:
+                fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
+            name = scheduler.replace("-", "_")
+            summary = json.loads(p.stdout)[name]
+            check_summary(name, summary, fallback=None if scheduler == "dfs" else False)
+            membership = summary["membership"]
+            drained = 1 if change[0] == "--drain" else 0
+            if (summary["lost"], summary["duplicates"], summary["reassigned"]) != (0, 0, 0) or \
+                    summary["failure"]["computes_lost"] != 0 or \
+                    (membership["computes_drained"], membership["computes_joined"]) != (drained, 1 - drained):
+                fail(f"{' '.join(change)}: expected nothing lost, built twice or reassigned, no node lost, "
+                     f"{drained} drained and {1 - drained} joined", p.stdout)
+            with open(os.path.join(csv, name, "timeslices.csv")) as f:
+                rows = [row.split(",") for row in f.read().splitlines()]
+            column, node = rows[0].index("timeslice"), rows[0].index("compute")
+            built = [(int(r[column]), int(r[node])) for r in rows[1:]]
+            if len({t for t, _ in built}) != len(built):
+                fail(f"{' '.join(change)}: a time-slice built twice")
+            slot = 1 if drained else 2
+            own = sorted(t for t, c in built if c == slot)
+            others = sorted(t for t, c in built if c != slot and t % 3 == slot)
+            if not own or not others or any(t % 3 != slot for t in own):
+                fail(f"{' '.join(change)}: slot {slot} built {len(own)} (all its own?), the others {len(others)} of "
+                     f"its time-slices")
+            if drained and not own[-1] < others[-1] or not drained and not others[-1] < own[0]:
+                fail(f"{' '.join(change)}: slot {slot} built {own[0]}..{own[-1]}, the others its {others[0]}.."
+                     f"{others[-1]}: expected one side of a boundary each")
 
 
 def free_ports(n):
@@ -483,6 +525,12 @@ def run_simulate(tsbench):
                            (["--fail", "compute:1"], "no at="),
                            (["--computes", "2", "--fail", "compute:5,at=1s"], "out of range"),
                            (["--dde-replicas", "5"], "--dde-replicas 5")):
+                           (["--simulate", "--fail", "compute:0,at=1s"], "DDE's node"),
+                           (["--drain", "compute:1,at=1s", "--assignment", "load"], "--assignment fixed"),
+                           (["--drain", "compute:0,at=1s"], "runs the DDE"),
+                           (["--join", "compute:1,at=1s"], "expected 'compute,at=T'"),
+                           (["--role", "compute", "--rank", "0", "--config", "/nonexistent", "-n", "1000",
+                             "--join", "compute,at=1s"], "not --role")):
         p = subprocess.run([tsbench] + args, capture_output=True, text=True, timeout=30)
         if p.returncode == 0 or expected not in p.stderr:
             fail(f"{args}: exit status {p.returncode}, expected a failure naming '{expected}'", p.stdout, p.stderr)
@@ -612,6 +660,8 @@ def run_test(tsbench, what):
         run_roles(tsbench, sys.argv[3])
     elif what == "local-load":
         run_local_load(tsbench)
+    elif what == "local-membership":
+        run_local_membership(tsbench)
     elif what == "simulate":
         run_simulate(tsbench)
     elif what == "cpu":

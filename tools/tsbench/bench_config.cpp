@@ -22,12 +22,14 @@ constexpr netio::detail::Rejecter reject{Errc::invalid_option, ""};
 
 }  // namespace
 
-FailSpec parse_fail_spec(const std::string& text) {
+FailSpec parse_fail_spec(const std::string& text) { return parse_compute_at(text, "--fail"); }
+
+FailSpec parse_compute_at(const std::string& text, const std::string& option) {
   const auto bad = [&](const std::string& why) {
-    reject(fmt::format("--fail '{}': {} (expected 'compute:K,at=T', e.g. 'compute:1,at=5s')", text, why));
+    reject(fmt::format("{} '{}': {} (expected 'compute:K,at=T', e.g. 'compute:1,at=5s')", option, text, why));
   };
   constexpr std::string_view prefix = "compute:";
-  if (text.rfind(prefix, 0) != 0) bad("only a compute node can be failed");
+  if (text.rfind(prefix, 0) != 0) bad("only a compute node can be named");
   const auto comma = text.find(',');
   if (comma == std::string::npos || text.compare(comma + 1, 3, "at=") != 0) bad("no at=");
   const auto index = text.substr(prefix.size(), comma - prefix.size());
@@ -54,6 +56,32 @@ std::uint32_t BenchConfig::dde_replica_count() const {
 std::optional<FailSpec> BenchConfig::fail_spec() const {
   if (fail.empty()) return std::nullopt;
   return parse_fail_spec(fail);
+}
+
+std::chrono::nanoseconds parse_join_spec(const std::string& text) {
+  constexpr std::string_view prefix = "compute,at=";
+  if (text.rfind(prefix, 0) != 0) {
+    reject(fmt::format("--join '{}': expected 'compute,at=T', e.g. 'compute,at=5s' (slot M-1 joins T after the start)",
+                       text));
+  }
+  const auto at = parse_duration(text.substr(prefix.size()));
+  if (!at) reject(fmt::format("--join '{}': {}", text, at.error()));
+  return at.value();
+}
+
+std::optional<FailSpec> BenchConfig::drain_spec() const {
+  if (drain.empty()) return std::nullopt;
+  return parse_compute_at(drain, "--drain");
+}
+
+std::optional<std::chrono::nanoseconds> BenchConfig::join_at() const {
+  if (join.empty()) return std::nullopt;
+  return parse_join_spec(join);
+}
+
+std::optional<std::uint32_t> BenchConfig::standby_slot() const {
+  if (join.empty()) return std::nullopt;
+  return computes - 1;
 }
 
 scheduler::SchedulerConfig BenchConfig::scheduler_config() const {
@@ -149,6 +177,25 @@ void BenchConfig::validate() const {
   if (dde_replicas && (*dde_replicas == 0 || *dde_replicas > computes)) {
     reject(
         fmt::format("--dde-replicas {}: between 1 and the {} compute nodes (each runs one)", *dde_replicas, computes));
+  if (!drain.empty() || !join.empty()) {
+    const auto draining = drain_spec();
+    (void)join_at();
+    if (assignment == scheduler::Assignment::load) {
+      reject("--drain and --join need --assignment fixed (membership under assignment by load is not built)");
+    }
+    if (!fail.empty()) reject("--drain or --join with --fail: one change per run");
+    if (computes < 2) reject("--drain and --join need at least 2 compute nodes");
+    if (draining && draining->compute >= computes) {
+      reject(fmt::format("--drain '{}': compute node {} out of range ({} compute nodes: 0 to {})", drain,
+                         draining->compute, computes, computes - 1));
+    }
+    if (draining && standby_slot() == draining->compute) {
+      reject(fmt::format("--drain '{}': compute node {} is the slot --join keeps out until it joins", drain,
+                         draining->compute));
+    }
+    if (draining && draining->compute == 0) {
+      reject(fmt::format("--drain '{}': compute node 0 runs the DDE (DFS); drain another", drain));
+    }
   }
   if (transport != "tcp" && transport != "shm" && transport != "fabric") {
     reject("--backend must be tcp, shm or fabric, not " + transport);

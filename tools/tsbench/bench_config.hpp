@@ -29,6 +29,10 @@ struct FailSpec {
 };
 // Throws netio::Error (Errc::invalid_option) quoting the text for a spec that does not parse.
 FailSpec parse_fail_spec(const std::string& text);
+// --drain 'compute:K,at=T' parses as --fail does; --join 'compute,at=T': the time only.
+// `option` names the option in the message.
+FailSpec parse_compute_at(const std::string& text, const std::string& option);
+std::chrono::nanoseconds parse_join_spec(const std::string& text);
 
 struct BenchConfig {
   std::uint32_t inputs = 4;
@@ -65,7 +69,9 @@ struct BenchConfig {
   // --dde-replicas: a local run's DDE replicas (DFS, assignment by load), on the first compute
   // nodes; not given: dde_replica_count()'s default.
   std::optional<std::uint32_t> dde_replicas;
-  std::string transport = "tcp";  // local run: tcp or fabric
+  std::string drain;                        // --drain: "compute:K,at=T" (compute node K drains at T), "" none
+  std::string join;                         // --join: "compute,at=T" (slot M-1 stays out until T), "" none
+  std::string transport = "tcp";            // local run: tcp or fabric
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);
   std::chrono::nanoseconds sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
   std::optional<int> loop_cpu;       // --cpu: every node's event-loop thread pinned here
@@ -77,6 +83,10 @@ struct BenchConfig {
   // The local run's DDE replicas: --dde-replicas, else 2 when there are 2 compute nodes or more
   // (the DDE fails over when compute node 0 dies), else 1.
   std::uint32_t dde_replica_count() const;
+  // --drain parsed; --join's time; the standby slot --join keeps out until then (M - 1).
+  std::optional<FailSpec> drain_spec() const;
+  std::optional<std::chrono::nanoseconds> join_at() const;
+  std::optional<std::uint32_t> standby_slot() const;
   // The emulation of node `rank` (inputs 0 .. N-1, computes N .. N+M-1): the spec with the
   // slow-down appended and node= set to the rank, so that slowdown=node:RANK picks that
   // node. nullopt when nothing is shaped.

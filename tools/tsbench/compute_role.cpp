@@ -47,6 +47,7 @@ ComputeRole::ComputeRole(Context& context, ComputeRoleOptions options)
   ro.max_contribution_bytes = bench.contribution_bytes;
   ro.incomplete_timeout = bench.incomplete_timeout;
   ro.run_dde = options_.run_dde;
+  ro.standby = options_.standby;
   ro.dde_endpoint = options_.dde_local;
   ro.on_incomplete = [this](const scheduled_push::TimesliceView& view) { on_timeslice(view); };
   receiver_ = std::make_unique<scheduled_push::TimesliceReceiver>(
@@ -63,7 +64,10 @@ Endpoint ComputeRole::endpoint() const { return receiver_->local_endpoint(); }
 std::optional<Endpoint> ComputeRole::dde_endpoint() const { return receiver_->dde_endpoint(); }
 
 std::uint64_t ComputeRole::share_of(ns::TimesliceIndex count) const {
-  if (options_.bench.assignment == ns::Assignment::load) return 0;
+  // By load, or with a node draining or joining: no share known in advance.
+  if (options_.bench.assignment == ns::Assignment::load || !options_.bench.drain.empty() ||
+      !options_.bench.join.empty())
+    return 0;
   const auto m = options_.bench.computes;
   return count / m + (count % m > options_.compute ? 1 : 0);
 }

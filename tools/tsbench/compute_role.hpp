@@ -33,6 +33,7 @@ struct ComputeRoleOptions {
   // When set: every time-slice handed over is appended to this file at once (timeslices.csv's
   // format, unbuffered), so that what a node built survives its process being killed.
   std::string journal;
+  bool standby = false;  // --join: the slot kept out until join()
 };
 
 class ComputeRole {
@@ -51,6 +52,11 @@ class ComputeRole {
   // assignment; 0 by load, where the DDE decides as the run goes (the nodes' hand-overs then
   // add up to `count`, which only the whole run can check).
   std::uint64_t share_of(ns::TimesliceIndex count) const;
+  // --drain, --join (TimesliceReceiver::drain(), join()); drained(): everything below the
+  // boundary built and freed, every input's farewell in. Any thread but the loop's.
+  ns::TimesliceIndex drain() { return receiver_->drain(); }
+  bool drained() const { return receiver_->stats().drained; }
+  void join() { receiver_->join(); }
   // Inputs that connected and have closed their connections since; any thread.
   std::uint32_t inputs_gone() const { return receiver_->stats().inputs_gone; }
 

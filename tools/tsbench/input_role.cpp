@@ -18,6 +18,7 @@ InputRole::InputRole(Context& context, InputRoleOptions options) : context_(cont
   so.input = options_.input;
   so.compute_endpoints = options_.computes;
   so.dde_endpoints = options_.ddes;
+  if (const auto standby = options_.bench.standby_slot()) so.standby_computes = {*standby};
   so.max_contribution_bytes = options_.bench.contribution_bytes;
   so.on_interval = [this](const scheduled_push::IntervalOutcome& outcome) {
     IntervalRecord r;

@@ -61,6 +61,7 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
   std::vector<Endpoint> dde_endpoints;
   for (std::uint32_t c = 0; c < bench.computes; ++c) {
     ComputeRoleOptions co;
+    co.standby = bench.standby_slot() == c;
     co.bench = bench;
     co.compute = c;
     co.local = local_endpoint(bench.transport);
@@ -105,6 +106,33 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
     computes[failing->compute].reset();
     ++result.records.computes_failed;
   };
+  // --drain: compute node K drains at T; once drained its receiver goes (its connections
+  // close: the inputs see it depart), what it handed over staying in its records. --join:
+  // slot M-1, out from the start, joins at T.
+  const auto draining = bench.drain_spec();
+  const auto joining = bench.join_at();
+  bool drain_started = false, join_started = false;
+  std::optional<RunRecords> drained_records;
+  auto change_membership_when_due = [&] {
+    const auto elapsed = std::chrono::steady_clock::now() - started;
+    if (draining && !drain_started && elapsed >= draining->at) {
+      drain_started = true;
+      result.records.membership_at = std::chrono::steady_clock::now().time_since_epoch() - origin;
+      (void)computes[draining->compute]->drain();
+    }
+    if (draining && drain_started && !drained_records && computes[draining->compute]->drained()) {
+      drained_records = computes[draining->compute]->take_records();
+      computes[draining->compute].reset();
+      ++result.records.computes_drained;
+    }
+    if (joining && !join_started && elapsed >= *joining) {
+      join_started = true;
+      result.records.membership_at = std::chrono::steady_clock::now().time_since_epoch() - origin;
+      result.records.joined_compute = bench.computes - 1;
+      computes[bench.computes - 1]->join();
+      ++result.records.computes_joined;
+    }
+  };
   auto running = [&] {
     if (stop_requested() || deadline.expired()) return false;
     if (bench.timeslices) {
@@ -115,6 +143,7 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
   };
   while (running()) {
     fail_when_due();
+    change_membership_when_due();
     std::this_thread::sleep_for(failing && !failed_records ? 1ms : 20ms);
   }
   result.interrupted = stop_requested() || deadline.expired();
@@ -130,8 +159,14 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
   }
   const auto wait_until =
       std::chrono::steady_clock::now() + std::max<std::chrono::nanoseconds>(deadline.remaining(30s), 1s);
+  // A node that drains late in the run finishes draining now (its farewells come as the inputs finish).
+  while (draining && drain_started && !drained_records && std::chrono::steady_clock::now() < wait_until &&
+         !stop_requested()) {
+    change_membership_when_due();
+    std::this_thread::sleep_for(5ms);
+  }
   for (auto& compute : computes) {
-    if (!compute) continue;  // failed (--fail): the others built its share
+    if (!compute) continue;  // failed (--fail) or drained (--drain): the others built its share
     while (compute->handed_over() < compute->share_of(total) && std::chrono::steady_clock::now() < wait_until &&
            !stop_requested()) {
       std::this_thread::sleep_for(5ms);
@@ -144,6 +179,7 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
   // By load no node has a share known in advance: together they hand over every time-slice
   // (the inputs' finish() has seen each one built), some twice after a --fail.
   std::uint64_t handed_over = failed_records ? failed_records->timeslices.size() : 0;
+  handed_over += drained_records ? drained_records->timeslices.size() : 0;
   for (auto& compute : computes) handed_over += compute ? compute->handed_over() : 0;
   if (handed_over < total && result.error.empty()) {
     result.error = fmt::format("the compute nodes handed over {} of the {} time-slices", handed_over, total);
@@ -170,8 +206,14 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
     result.records.intervals.insert(result.records.intervals.end(), intervals.begin(), intervals.end());
   }
   if (failed_records) computes.push_back(nullptr);  // its records join the others' below
+  if (drained_records) {
+    failed_records = std::move(drained_records);
+    computes.push_back(nullptr);
+  }
   for (auto& compute : computes) {
+    if (!compute && !failed_records) continue;  // the drained node's slot: its records come last
     auto r = compute ? compute->take_records() : std::move(*failed_records);
+    if (!compute) failed_records.reset();
     auto& all = result.records;
     all.timeslices.insert(all.timeslices.end(), r.timeslices.begin(), r.timeslices.end());
     all.fill.insert(all.fill.end(), r.fill.begin(), r.fill.end());

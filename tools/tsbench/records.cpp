@@ -90,6 +90,33 @@ void measure_recovery(const RunRecords& records, RunSummary& s) {
   }
 }
 
+// --drain, --join: the aggregate before and after the change (see RunSummary).
+void measure_membership(const RunRecords& records, RunSummary& s) {
+  using namespace std::chrono_literals;
+  const auto nan = std::numeric_limits<double>::quiet_NaN();
+  s.membership_before_gbps = s.membership_after_gbps = s.joined_first_ms = nan;
+  if (!records.membership_at || records.timeslices.empty()) return;
+  const auto at = *records.membership_at;
+  ns::Time last = ns::Time::min();
+  ns::Time joined_first = ns::Time::max();
+  for (const auto& t : records.timeslices) {
+    last = std::max(last, t.handed_over);
+    if (records.joined_compute == t.compute && t.handed_over >= at)
+      joined_first = std::min(joined_first, t.handed_over);
+  }
+  const auto gbps = [&](ns::Time begin, ns::Time end) {
+    if (end <= begin) return nan;
+    std::uint64_t bytes = 0;
+    for (const auto& t : records.timeslices) {
+      if (t.complete && t.handed_over >= begin && t.handed_over < end) bytes += t.bytes;
+    }
+    return static_cast<double>(bytes) * 8 / static_cast<double>((end - begin).count());
+  };
+  s.membership_before_gbps = gbps(std::max(at - 2s, ns::Time{0}), at);
+  s.membership_after_gbps = gbps(at + 1s, last - 500ms);
+  if (joined_first != ns::Time::max()) s.joined_first_ms = static_cast<double>((joined_first - at).count()) / 1e6;
+}
+
 }  // namespace
 
 RunSummary summarize(const RunRecords& records, ClockBasis basis) {
@@ -101,6 +128,9 @@ RunSummary summarize(const RunRecords& records, ClockBasis basis) {
   s.dde_replicas_lost = records.dde_replicas_lost;
   s.proposals_after_failure = records.proposals_after_failure;
   s.assignments_after_failure = records.assignments_after_failure;
+  measure_membership(records, s);
+  s.computes_drained = records.computes_drained;
+  s.computes_joined = records.computes_joined;
   s.contributions_reassigned = records.contributions_reassigned;
   s.computes_lost = records.computes_lost;
   s.pushes_blocked = records.pushes_blocked;

@@ -60,6 +60,15 @@ struct RunSummary {
   std::vector<ns::ComputeIndex> dde_replicas_lost;
   std::uint64_t proposals_after_failure = 0;
   std::uint64_t assignments_after_failure = 0;
+  // --drain, --join: the aggregate in the 2 s before the change and from 1 s after it to
+  // half a second before the last hand-over (complete time-slices by hand-over time, NaN when
+  // the run has no such stretch); --join: the time from the join to the joined node's first
+  // hand-over (NaN: none).
+  std::uint32_t computes_drained = 0;
+  std::uint32_t computes_joined = 0;
+  double membership_before_gbps = 0;
+  double membership_after_gbps = 0;
+  double joined_first_ms = 0;
   // The inputs' back-pressure and losses, summed over them.
   std::uint64_t contributions_reassigned = 0;
   std::uint32_t computes_lost = 0;

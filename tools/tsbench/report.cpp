@@ -94,6 +94,15 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
                    s.proposals_after_failure, s.assignments_after_failure);
       }
     }
+    if (s.computes_drained > 0 || s.computes_joined > 0) {
+      fmt::print(out,
+                 "{}: {} compute node(s) drained, {} joined; aggregate {:.3f} Gb/s in the 2 s before, {:.3f} from 1 s "
+                 "after{}\n",
+                 name, s.computes_drained, s.computes_joined, s.membership_before_gbps, s.membership_after_gbps,
+                 s.computes_joined > 0 && !std::isnan(s.joined_first_ms)
+                     ? fmt::format("; the joined node's first time-slice {:.0f} ms after the join", s.joined_first_ms)
+                     : std::string());
+    }
     if (s.pushes_blocked > 0) {
       fmt::print(out, "{}: the inputs waited {:.3f} s in push() (every compute node full), {} pushes\n", name,
                  s.push_blocked_s, s.pushes_blocked);
@@ -149,6 +158,13 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
     for (const auto c : s.dde_replicas_lost) json.value(c);
     json.end_array();
     json.end_object();
+    json.key("membership").begin_object();
+    json.field("computes_drained", s.computes_drained)
+        .field("computes_joined", s.computes_joined)
+        .field("before_gbps", s.membership_before_gbps)
+        .field("after_gbps", s.membership_after_gbps)
+        .field("joined_first_ms", s.joined_first_ms);
+    json.end_object();
     json.key("backpressure").begin_object();
     json.field("pushes_blocked", s.pushes_blocked).field("push_blocked_s", s.push_blocked_s);
     json.end_object();
@@ -175,15 +191,16 @@ std::string summary_csv(const std::vector<NamedSummary>& runs) {
   std::string csv =
       "scheduler,timeslices,incomplete,gbps,lost,duplicates,duplicates_same_attempt,reassigned,"
       "contributions_reassigned,computes_failed,computes_lost,recovery_ms,pushes_blocked,push_blocked_s,"
-      "assigned_interval,assigned_shares\n";
+      "assigned_interval,assigned_shares,computes_drained,computes_joined\n";
   for (const auto& [name, s] : runs) {
     const auto number = [](double value) { return std::isnan(value) ? std::string() : fmt::format("{:.6g}", value); };
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, s.timeslices, s.incomplete,
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, s.timeslices, s.incomplete,
                        number(measured(s, s.gbps)), s.lost, s.duplicates, s.same_attempt, s.reassigned,
                        s.contributions_reassigned, s.computes_failed, s.computes_lost,
                        number(s.computes_failed > 0 ? s.recovery_ms : std::nan("")), s.pushes_blocked,
                        number(s.push_blocked_s), s.assignment ? std::to_string(s.assignment->interval) : std::string(),
-                       s.assignment ? fmt::format("{}", fmt::join(s.assignment->shares, ";")) : std::string());
+                       s.assignment ? fmt::format("{}", fmt::join(s.assignment->shares, ";")) : std::string(),
+                       s.computes_drained, s.computes_joined);
   }
   return csv;
 }

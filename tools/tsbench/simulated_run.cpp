@@ -26,6 +26,10 @@ SimulatedSystem simulated_system(const BenchConfig& bench) {
   system.warmup_intervals = bench.warmup_intervals;
   if (const auto failing = bench.fail_spec())
     system.failure = SimulatedSystem::ComputeFailure{failing->compute, failing->at};
+  if (const auto draining = bench.drain_spec())
+    system.membership = SimulatedSystem::MembershipChange{draining->compute, false, draining->at};
+  if (const auto joining = bench.join_at())
+    system.membership = SimulatedSystem::MembershipChange{bench.computes - 1, true, *joining};
   return system;
 }
 

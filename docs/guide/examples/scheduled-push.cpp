@@ -20,7 +20,7 @@ int main() {
   ns::SchedulerConfig config;  // equal on every node
   config.input_count = 2;
   config.compute_count = 2;
-  config.timeslices_per_interval = 20;  // default 10,000: small intervals for a short run
+  config.timeslices_per_interval = 20;  // default: 10,000 rounded down to whole rounds; small intervals for a short run
   config.history_length = 4;            // default 10: intervals the clocks' drift median looks back on
   constexpr ns::TimesliceIndex kTimeslices = 1000;
 

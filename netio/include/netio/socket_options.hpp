@@ -150,6 +150,13 @@ struct AdmissionOptions {
   /// for the newcomer (none still in its handshake, none idle as above), the listener stops
   /// taking connections for this long, then tries again by itself (logged once per episode).
   std::chrono::nanoseconds accept_backoff = std::chrono::milliseconds(100);
+  /// A peer process disconnected for misbehaving (a protocol error: malformed frames, a
+  /// shm:// wake-up flood, a bad introduction) is refused for this long when it connects
+  /// again, each repeat doubling it (up to 64×); the refusal is answered only when the hold
+  /// ends, so a peer that reconnects at once waits rather than keeping the listener busy.
+  /// Only where the back-end's peer names one process (shm://: its pid): a TCP or libfabric
+  /// peer address is a host that honest processes share. Zero: off.
+  std::chrono::nanoseconds misbehaviour_cooldown = std::chrono::seconds(1);
   /// Peers allowed to connect, by source address; empty: everyone. Others are rejected after
   /// their hello, with a reason.
   std::vector<PeerNetwork> allow;

@@ -13,6 +13,7 @@
 #include "netio/scheduler/compute_node.hpp"
 #include "netio/scheduler/credits.hpp"
 
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -105,7 +106,11 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         sizing(size_buffer(options)),
         credits(sizing.credits),
         node(options.config, options.compute, credits),
-        inputs(options.config.input_count) {}
+        inputs(options.config.input_count) {
+    if (options.standby && options.config.assignment == ns::Assignment::load) {
+      reject("standby under assignment by load (joining is built for the fixed assignment only)");
+    }
+  }
 
   void on_message(std::span<const std::byte> bytes, const Peer& peer) {
     try {
@@ -113,6 +118,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         case WireType::hello: on_hello(decode_hello(bytes), peer); break;
         case WireType::contribution: on_contribution(bytes, peer); break;
         case WireType::lost_compute: on_lost_compute(decode_lost_compute(bytes), peer); break;
+        case WireType::membership: on_membership(decode_membership(bytes), peer); break;
         default: throw Error(Errc::protocol_error, "a reply-type message sent to a compute node");
       }
     } catch (const Error& e) {
@@ -175,6 +181,131 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     }
     acknowledge[hello.input] = hello.mode == Mode::dfs;
     reply(hello.input, encode(Welcome{options.compute, credits}));
+    if (drain_from) reply(hello.input, encode(ns::MembershipChange{options.compute, false, *drain_from}));
+    if (join_requested && !join_from) reply(hello.input, encode(ns::MembershipChange{options.compute, true, 0}));
+  }
+
+  // The first interval start no input can have sent into yet: an input can be at most its
+  // credits' worth of this node's places ahead of what this node received from it (it needs
+  // a credit back for each place of this node it passes, and every round has one), so every
+  // input is below H + (credits + 2)·M, H the highest time-slice received here. An interval
+  // start is a round start, and DFS's and the assignment's unit. Told to the inputs ordered
+  // before any credit returned after it, so it still holds when they read it.
+  ns::TimesliceIndex boundary_ahead() const {
+    const auto m = std::uint64_t{options.config.compute_count};
+    const auto n = options.config.timeslices_in_interval();
+    const auto bound = highest_received + (std::uint64_t{credits} + 2) * m;
+    return (bound + n - 1) / n * n;
+  }
+
+  // join(): a standby slot asks every input to have a member name its boundary.
+  void start_join() {
+    if (!options.standby) {
+      throw Error(
+          Errc::invalid_option,
+          fmt::format("compute node {}: join() without options.standby (it is a member already)", options.compute));
+    }
+    if (join_requested) return;
+    join_requested = true;
+    log(LogLevel::info, "scheduled push: compute node {} at {} asks to join", options.compute,
+        local_endpoint().to_string());
+    for (InputIndex i = 0; i < inputs.size(); ++i) reply(i, encode(ns::MembershipChange{options.compute, true, 0}));
+  }
+
+  // Drain (TimesliceReceiver::drain()): names the boundary T from which this node builds
+  // nothing, and tells every input, ordered before any credit it returns from now on. An
+  // input can be at most its credits' worth of this node's places ahead of what this node
+  // received from it (it needs a credit back for each place of this node it passes, and every
+  // round has one), so every input is below H + (credits + 2)·M, H the highest time-slice
+  // received here; T is the first interval start from there (a round start, and DFS's and the
+  // assignment's unit). Idempotent: a second call returns the same T.
+  ns::TimesliceIndex start_drain() {
+    if (drain_from) return *drain_from;
+    if (options.config.assignment == ns::Assignment::load) {
+      throw Error(Errc::invalid_option,
+                  fmt::format("compute node {}: drain() under assignment by load is not built yet (the coordinator "
+                              "would have to name the boundary: this node's credits do not bound how far ahead "
+                              "the inputs are when its share is small); use assignment fixed",
+                              options.compute));
+    }
+    if (options.standby && !join_from) {
+      throw Error(Errc::invalid_option,
+                  fmt::format("compute node {}: drain() of a standby slot that has not joined", options.compute));
+    }
+    const ns::TimesliceIndex from = std::max(boundary_ahead(), join_from.value_or(0) + options.config.compute_count);
+    drain_from = from;
+    log(LogLevel::info, "scheduled push: compute node {} at {} drains: it builds nothing from time-slice {} on",
+        options.compute, local_endpoint().to_string(), from);
+    for (InputIndex i = 0; i < inputs.size(); ++i) reply(i, encode(ns::MembershipChange{options.compute, false, from}));
+    {
+      std::lock_guard lock(stats_mutex);
+      stats.drain_from = from;
+    }
+    farewells.assign(inputs.size(), false);
+    check_drained();
+    return from;
+  }
+
+  // An input's membership message: its farewell when it is this node's drain (it sent this
+  // node everything below the boundary); otherwise another slot's change, whose time-slices
+  // may come here now.
+  void on_membership(const ns::MembershipChange& change, const Peer& peer) {
+    const auto known = by_connection.find(peer.connection());
+    if (known == by_connection.end()) throw Error(Errc::protocol_error, "a membership message before a hello");
+    if (change.compute >= options.config.compute_count) {
+      throw Error(Errc::protocol_error, fmt::format("membership of slot {}, out of range", change.compute));
+    }
+    if (change.compute == options.compute && change.joins) {  // this standby slot's boundary, named by a member
+      if (!options.standby || change.from == 0 || (join_from && *join_from != change.from)) {
+        throw Error(Errc::protocol_error, fmt::format("a join of this node from {} it cannot take", change.from));
+      }
+      if (join_from) return;
+      join_from = change.from;
+      node.accept_rerouted();
+      log(LogLevel::info, "scheduled push: compute node {} at {} joins: its time-slices from {} on", options.compute,
+          local_endpoint().to_string(), change.from);
+      std::lock_guard lock(stats_mutex);
+      stats.join_from = change.from;
+      return;
+    }
+    if (change.joins && change.from == 0) {                    // a standby slot asks to join: this member names when
+      if (!joins_named.insert(change.compute).second) return;  // every input passes the request on
+      const auto from = boundary_ahead();
+      log(LogLevel::info, "scheduled push: compute node {} names time-slice {} for compute node {} to join",
+          options.compute, from, change.compute);
+      for (InputIndex i = 0; i < inputs.size(); ++i) reply(i, encode(ns::MembershipChange{change.compute, true, from}));
+      return;
+    }
+    if (change.compute == options.compute) {
+      if (!drain_from || change.from != *drain_from) {
+        throw Error(Errc::protocol_error,
+                    fmt::format("a farewell for a drain from {} this node did not announce", change.from));
+      }
+      farewells[known->second] = true;
+      check_drained();
+      return;
+    }
+    node.accept_rerouted();
+    std::lock_guard lock(stats_mutex);
+    ++stats.membership_notices;
+  }
+
+  // Draining: done once every input said farewell (or is gone), every time-slice here is
+  // built (or given up) and freed, and every credit has left.
+  void check_drained() {
+    if (!drain_from || drained || !socket) return;
+    for (InputIndex i = 0; i < inputs.size(); ++i) {
+      if (!(farewells[i] || inputs[i].gone) || !inputs[i].pending_replies.empty()) return;
+    }
+    if (node.open_timeslices() != 0 || node.reassigned_open() != 0 || node.handed_over_timeslices() != 0) return;
+    drained = true;
+    log(LogLevel::info, "scheduled push: compute node {} at {} drained: everything below time-slice {} built",
+        options.compute, local_endpoint().to_string(), *drain_from);
+    {
+      std::lock_guard lock(stats_mutex);
+      stats.drained = true;
+    }
+    drained_changed.notify_all();
   }
 
   void on_contribution(std::span<const std::byte> bytes, const Peer& peer) {
@@ -190,6 +321,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
                   fmt::format("a {}-byte contribution (at most {})", header.length, options.max_contribution_bytes));
     }
     const auto t = header.timeslice;
+    highest_received = std::max(highest_received, t);
     const auto arrived = now();
     const bool reassigned = header.attempt > 0;  // not acknowledged: the input's DFS engine counted it as skipped
     const auto arrival =
@@ -274,6 +406,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     log(LogLevel::debug, "scheduled push: compute node {}: input {} ({}) is gone", options.compute, i,
         peer.to_string());
     deliver();
+    check_drained();
   }
 
   // Hands over every ready time-slice, in order, and returns the credits. A handler may
@@ -388,6 +521,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       --stats.kept;
     }
     for (const InputIndex i : node.release(t)) reply(i, encode(Credit{t, true}));
+    check_drained();
   }
 
   void reply(InputIndex i, std::span<const std::byte> message) {
@@ -417,6 +551,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     }
     deliver();
     check_kept_stall();
+    check_drained();
   }
 
   // Warns once when the consumer's kept Timeslices have held every credit for
@@ -470,7 +605,15 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   std::map<InputIndex, bool> acknowledge;  // per input: it runs DFS and wants acknowledgements
   std::map<ns::TimesliceIndex, Held> held;
   std::set<ConnectionId> complained;
-  std::set<ns::ComputeIndex> lost_heard;     // lost compute nodes an input told of (passed on to every input)
+  std::set<ns::ComputeIndex> lost_heard;         // lost compute nodes an input told of (passed on to every input)
+  ns::TimesliceIndex highest_received = 0;       // the highest time-slice a contribution came for
+  std::optional<ns::TimesliceIndex> drain_from;  // draining: nothing from here on
+  std::vector<bool> farewells;                   // draining: per input, it sent everything below
+  bool join_requested = false;                   // standby: join() was called
+  std::optional<ns::TimesliceIndex> join_from;   // standby: its boundary, once a member named it
+  std::set<ns::ComputeIndex> joins_named;        // standby slots this node named a boundary for
+  bool drained = false;                          // guarded by stats_mutex for readers off the loop
+  std::condition_variable drained_changed;
   std::optional<ns::Time> kept_stall_since;  // since when the kept Timeslices hold every credit
   bool kept_stall_warned = false;
   Endpoint endpoint;
@@ -553,6 +696,24 @@ std::optional<DdeServiceStats> TimesliceReceiver::dde_stats() const {
   if (!state_->dde) return std::nullopt;
   return state_->dde->stats();
 }
+ns::TimesliceIndex TimesliceReceiver::drain() {
+  ns::TimesliceIndex from = 0;
+  state_->context.loop().run_sync([&] { from = state_->start_drain(); });
+  return from;
+}
+
+void TimesliceReceiver::join() {
+  state_->context.loop().run_sync([&] { state_->start_join(); });
+}
+
+bool TimesliceReceiver::wait_drained(std::chrono::nanoseconds timeout) {
+  if (state_->context.loop().in_loop_thread()) {
+    throw Error(Errc::would_block, "wait_drained() on the event-loop thread");
+  }
+  std::unique_lock lock(state_->stats_mutex);
+  return state_->drained_changed.wait_for(lock, timeout, [&] { return state_->stats.drained; });
+}
+
 std::uint32_t TimesliceReceiver::credits_per_input() const noexcept { return state_->credits; }
 std::uint64_t TimesliceReceiver::receive_buffer_bytes() const noexcept { return state_->sizing.buffer_bytes; }
 TimesliceReceiverStats TimesliceReceiver::stats() const {

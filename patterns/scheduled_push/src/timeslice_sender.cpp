@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 namespace netio::scheduled_push {
 
@@ -51,8 +52,15 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     // The time-slices it credited last (at most twice its credits): built there, so if it is
     // lost they are not to be built again (the LostCompute message names them).
     std::deque<ns::TimesliceIndex> recently_built;
-    // Messages that must reach it before any reassigned contribution (LostCompute), oldest first.
+    // Messages that must reach it before any reassigned contribution (LostCompute), and
+    // before any contribution of a slot rerouted here (Membership), oldest first.
     std::deque<std::vector<std::byte>> control_out;
+    // Draining (membership.hpp): it builds nothing from this boundary on; this input's
+    // farewell (the change sent back once it sent it everything below) is queued; it closed
+    // after that with nothing of this input's outstanding: departed, not lost.
+    std::optional<ns::TimesliceIndex> leaves_from;
+    bool farewell_sent = false;
+    bool departed = false;
   };
   struct Dde {
     std::unique_ptr<LowLatencySendSocket> socket;
@@ -73,7 +81,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   };
 
   State(Context& ctx, TimesliceSenderOptions opts)
-      : context(ctx), options(std::move(opts)), node(options.config, options.input, options.mode) {
+      : context(ctx),
+        options(std::move(opts)),
+        node(options.config, options.input, options.mode, options.standby_computes) {
     if (options.compute_endpoints.size() != options.config.compute_count) {
       reject(fmt::format("{} compute endpoints for {} compute nodes", options.compute_endpoints.size(),
                          options.config.compute_count));
@@ -83,6 +93,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       reject("assignment by load without a DDE endpoint (the DDE assigns the time-slices)");
     }
     if (options.max_contribution_bytes == 0) reject("max_contribution_bytes is 0");
+    if (!options.standby_computes.empty() && options.config.assignment == ns::Assignment::load) {
+      reject("standby_computes under assignment by load (joining is built for the fixed assignment only)");
+    }
     if (options.queue_capacity == 0)
       options.queue_capacity = 2 * static_cast<std::size_t>(options.config.compute_count);
     if (options.queue_capacity < options.config.compute_count) {
@@ -101,7 +114,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       socket_options.buffer_count = 16;
       socket_options.buffer_size = contribution_header_size + options.max_contribution_bytes;
       socket_options.identity.name = name;
-      socket_options.connect_timeout = connect_once;  // a node not there is this input's health check's to judge
+      // A node not there is this input's health check's to judge; a standby slot (it joins
+      // later) is tried until it is there.
+      socket_options.connect_timeout = standby(c) ? connect_forever : connect_once;
       socket_options.replies.credits = 64;
       socket_options.replies.on_reply = [weak, c](std::span<const std::byte> reply) {
         if (auto state = weak.lock()) state->on_data_reply(c, reply);
@@ -169,6 +184,12 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
             throw Error(Errc::protocol_error, fmt::format("welcome from compute node {}", welcome.compute));
           node.grant(c, welcome.credits);
           computes[c].welcomed = true;
+          // A member takes the standby slots' time-slices from the start: it hears of them first.
+          for (const auto s : options.standby_computes) {
+            if (s == c) continue;
+            const auto bytes = encode(ns::MembershipChange{s, false, 0});
+            computes[c].control_out.push_back({bytes.begin(), bytes.end()});
+          }
           break;
         }
         case WireType::refusal: lose(c, "it refused this input: " + decode_refusal(reply)); break;
@@ -179,6 +200,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
           lose(lost.compute, fmt::format("compute node {} says another input lost it", c));
           break;
         }
+        case WireType::membership: take_membership(c, decode_membership(reply)); break;
         case WireType::acknowledgement:
           if (auto done = node.on_acknowledged(decode_acknowledgement(reply), now())) report(*done);
           break;
@@ -250,6 +272,136 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       return;
     }
     drive();
+  }
+
+  bool standby(ns::ComputeIndex c) const {
+    return std::find(options.standby_computes.begin(), options.standby_computes.end(), c) !=
+           options.standby_computes.end();
+  }
+
+  // A membership message from compute node c (wire.hpp):
+  //   - c drains: {c, leaves, T}, T named by c;
+  //   - c, a standby slot, asks to join: {c, joins, 0}: passed on to the lowest member this
+  //     input has not lost, which names the boundary (its credits bound how far ahead every
+  //     input is, as a draining node's do; the joiner, sent nothing yet, knows nothing);
+  //   - member c names slot x's join boundary: {x, joins, T}.
+  // Every other node hears of a change before any time-slice it routes there (the joiner of
+  // its boundary); a draining node hears it back once this input sent it everything below
+  // the boundary (send_farewells()). Each node names its boundary far enough ahead that
+  // this input has not sent into its round yet.
+  void take_membership(ns::ComputeIndex c, const ns::MembershipChange& change) {
+    const bool request = change.joins && change.from == 0;
+    if (request) {
+      if (change.compute != c || !standby(c))
+        throw Error(Errc::protocol_error,
+                    fmt::format("compute node {} asked to join as slot {}, not a standby slot", c, change.compute));
+      if (joins_requested.insert(c).second) forward_join_request(c);
+      return;
+    }
+    if (change.joins ? change.compute == c : change.compute != c) {
+      throw Error(Errc::protocol_error, fmt::format("compute node {} announced that slot {} {}", c, change.compute,
+                                                    change.joins ? "joins" : "leaves"));
+    }
+    if (change.joins) {
+      take_join(c, change);
+      return;
+    }
+    bool added = false;
+    try {
+      added = node.on_membership(change);
+    } catch (const Error& e) {
+      // Not reached when the node names its boundary as it does (timeslice_receiver.cpp): its
+      // credits bound how far ahead this input can be.
+      log(LogLevel::error, "scheduled push: input {}: {}", options.input, e.what());
+      lose(c, "it drains from a time-slice this input has passed");
+      return;
+    }
+    if (!added) return;
+    computes[c].leaves_from = change.from;
+    log(LogLevel::info, "scheduled push: input {}: compute node {} ({}) drains: none of its time-slices from {} on",
+        options.input, c, options.compute_endpoints[c].to_string(), change.from);
+    const auto bytes = encode(change);
+    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) {
+      if (d != c && !computes[d].lost) computes[d].control_out.push_back({bytes.begin(), bytes.end()});
+    }
+    {
+      std::lock_guard lock(stats_mutex);
+      ++stats.computes_draining;
+    }
+    send_farewells();
+  }
+
+  // A standby slot asked to join: the lowest member not lost names its boundary.
+  void forward_join_request(ns::ComputeIndex joiner) {
+    const auto position = node.sent_count();
+    for (ns::ComputeIndex m = 0; m < computes.size(); ++m) {
+      if (computes[m].lost || !node.membership().member(m, position)) continue;
+      const auto bytes = encode(ns::MembershipChange{joiner, true, 0});
+      computes[m].control_out.push_back({bytes.begin(), bytes.end()});
+      log(LogLevel::info, "scheduled push: input {}: compute node {} asks to join; compute node {} names when",
+          options.input, joiner, m);
+      return;
+    }
+    log(LogLevel::warn, "scheduled push: input {}: compute node {} asks to join, but no member is left to name when",
+        options.input, joiner);
+  }
+
+  // Member m named slot x's join boundary: from change.from on x builds its time-slices.
+  void take_join(ns::ComputeIndex m, const ns::MembershipChange& change) {
+    const auto x = change.compute;
+    if (x >= computes.size() || !standby(x)) {
+      throw Error(Errc::protocol_error,
+                  fmt::format("compute node {} announced that slot {} joins, not a standby slot", m, x));
+    }
+    bool added = false;
+    try {
+      added = node.on_membership(change);
+    } catch (const Error& e) {
+      log(LogLevel::error, "scheduled push: input {}: {}; slot {} stays out", options.input, e.what(), x);
+      return;
+    }
+    if (!added) return;
+    log(LogLevel::info, "scheduled push: input {}: compute node {} ({}) joins: its time-slices from {} on",
+        options.input, x, options.compute_endpoints[x].to_string(), change.from);
+    const auto bytes = encode(change);
+    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) {
+      if (d != m && !computes[d].lost) computes[d].control_out.push_back({bytes.begin(), bytes.end()});
+    }
+    std::lock_guard lock(stats_mutex);
+    ++stats.computes_joined;
+  }
+
+  // A draining node gets this input's farewell once this input sent it everything below its
+  // boundary: every visit below the boundary done (or everything pushed sent), and no
+  // reassigned contribution below it still waiting.
+  void send_farewells() {
+    bool all_sent = false;
+    {
+      std::lock_guard lock(queue_mutex);
+      all_sent = finished && node.sent_count() == next_push;
+    }
+    for (ns::ComputeIndex c = 0; c < computes.size(); ++c) {
+      auto& compute = computes[c];
+      if (!compute.leaves_from || compute.farewell_sent || compute.lost) continue;
+      const auto from = *compute.leaves_from;
+      if (node.sent_count() < from && !all_sent) continue;
+      if (!to_reassign.empty() && to_reassign.begin()->first < from) continue;
+      const auto bytes = encode(ns::MembershipChange{c, false, from});
+      compute.control_out.push_back({bytes.begin(), bytes.end()});
+      compute.farewell_sent = true;
+    }
+  }
+
+  // c drained: it closed after this input's farewell, holding nothing of this input's. Not a
+  // loss: nothing is reassigned, nothing counted lost.
+  void depart(ns::ComputeIndex c) {
+    computes[c].departed = true;
+    computes[c].lost = true;  // nothing more goes there, and nothing is expected from it
+    if (computes[c].socket) computes[c].socket->close();
+    log(LogLevel::info, "scheduled push: input {}: compute node {} ({}) drained and left", options.input, c,
+        options.compute_endpoints[c].to_string());
+    std::lock_guard lock(stats_mutex);
+    ++stats.computes_drained;
   }
 
   // Retention: a contribution sent is kept until its compute node returns the credit.
@@ -325,12 +477,13 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         return;  // lose() reshuffled what waits; the drive it posts comes back here
       }
     }
-    std::vector<bool> lost_now(computes.size());
-    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) lost_now[d] = computes[d].lost;
     std::vector<bool> blocked(computes.size(), false);
     for (auto it = to_reassign.begin(); it != to_reassign.end();) {
       const auto t = it->first;
       auto& entry = it->second;
+      // Around the nodes lost and the slots not members at t (the same on every input).
+      auto lost_now = node.membership().non_members(t);
+      for (ns::ComputeIndex d = 0; d < computes.size(); ++d) lost_now[d] = lost_now[d] || computes[d].lost;
       const auto where = ns::reroute(t, entry.own, lost_now);
       if (!where) {  // every compute node is lost
         std::lock_guard lock(stats_mutex);
@@ -470,8 +623,12 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       auto& compute = computes[c];
       if (compute.lost) continue;
       if (compute.welcomed && !compute.socket->connected()) {
-        lose(c, "the connection failed");
-      } else if (!compute.welcomed && t - compute.opened > options.welcome_timeout) {
+        if (compute.farewell_sent && compute.control_out.empty() && compute.outstanding == 0) {
+          depart(c);
+        } else {
+          lose(c, compute.leaves_from ? "the connection failed while it drained" : "the connection failed");
+        }
+      } else if (!compute.welcomed && !standby(c) && t - compute.opened > options.welcome_timeout) {
         lose(c, fmt::format("no welcome within {} ms",
                             std::chrono::duration_cast<std::chrono::milliseconds>(options.welcome_timeout).count()));
       } else if (options.progress_timeout > 0ns && c == oldest_holder && compute.outstanding > 0 &&
@@ -526,6 +683,11 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         std::lock_guard lock(queue_mutex);
         const auto it = queue.find(next.timeslice);
         if (it == queue.end()) break;  // not pushed yet: push() calls again
+        if (next.what == What::send && !computes[next.compute].control_out.empty()) {
+          // A membership notice first: it must reach the node before a rerouted time-slice.
+          arm(retry_timer, retry_delay);
+          break;
+        }
         if (next.what == What::send) {
           try {
             sent = computes[next.compute].socket->try_send(it->second);
@@ -567,6 +729,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       send_load_report();
       send_reassigned();
     }
+    send_farewells();
     update_done();
   }
 
@@ -663,6 +826,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   std::map<ns::TimesliceIndex, Retained> retained;
   // Of lost nodes, not yet sent to the node that builds them instead; loop thread only.
   std::map<ns::TimesliceIndex, Retained> to_reassign;
+  std::set<ns::ComputeIndex> joins_requested;  // standby slots whose request to join went on
   ns::TimesliceIndex next_push = 0;
   bool finished = false;
   bool closed = false;

@@ -16,6 +16,7 @@ using detail::WireWriter;
 constexpr std::uint8_t version = 1;
 constexpr std::uint8_t dfs_flag = 0x01;       // Hello: the input runs in DFS mode
 constexpr std::uint8_t complete_flag = 0x01;  // Credit: the time-slice was complete
+constexpr std::uint8_t joins_flag = 0x01;     // Membership: the slot joins (else leaves)
 
 // The 4-byte header (wire_codec.hpp), then the fields.
 class Writer : public WireWriter {
@@ -120,11 +121,28 @@ std::array<std::byte, credit_size> encode(const Credit& credit) {
   return out;
 }
 
+std::array<std::byte, membership_size> encode(const scheduler::MembershipChange& change) {
+  std::array<std::byte, membership_size> out{};
+  Writer w(out, WireType::membership, change.joins ? joins_flag : 0);
+  w.put<std::uint32_t>(change.compute);
+  w.put<std::uint64_t>(change.from);
+  return out;
+}
+
+scheduler::MembershipChange decode_membership(std::span<const std::byte> bytes) {
+  Reader r("scheduled push membership", bytes, WireType::membership, membership_size, joins_flag);
+  scheduler::MembershipChange change;
+  change.joins = (r.flags() & joins_flag) != 0;
+  change.compute = static_cast<ComputeIndex>(r.get<std::uint32_t>("compute"));
+  change.from = r.get<std::uint64_t>("from");
+  return change;
+}
+
 WireType wire_type(std::span<const std::byte> bytes) {
   WireReader r(bytes, "scheduled push message");
   if (bytes.empty()) r.fail("empty");
   const auto type = r.get<std::uint8_t>("type");
-  if (type < static_cast<std::uint8_t>(WireType::hello) || type > static_cast<std::uint8_t>(WireType::lost_compute)) {
+  if (type < static_cast<std::uint8_t>(WireType::hello) || type > static_cast<std::uint8_t>(WireType::membership)) {
     r.fail("unknown type byte " + std::to_string(type));
   }
   return static_cast<WireType>(type);

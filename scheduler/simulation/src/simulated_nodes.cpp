@@ -38,7 +38,9 @@ SimulatedNodes::SimulatedNodes(const SimulatedSystem& system, ns::Mode mode, con
   };
   inputs_.reserve(system_.inputs());
   for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
-    Input& in = inputs_.emplace_back(config_, i, mode_);
+    std::vector<ns::ComputeIndex> standby;
+    if (system_.membership && system_.membership->joins) standby.push_back(system_.membership->compute);
+    Input& in = inputs_.emplace_back(config_, i, mode_, standby);
     in.clock = draw_clock();
     if (options_.timer_late.kind != DelayKind::none) in.late.emplace(system_.nodes[i].seed, timer_stream + i);
   }
@@ -46,6 +48,7 @@ SimulatedNodes::SimulatedNodes(const SimulatedSystem& system, ns::Mode mode, con
   for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
     Compute& compute = computes_.emplace_back(config_, c, credits_);
     compute.clock = draw_clock();
+    if (system_.membership) compute.node.accept_rerouted();
   }
   if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
   if (mode_ == ns::Mode::dfs && system_.computes() >= 2) replica_.emplace(config_);
@@ -76,6 +79,11 @@ void SimulatedNodes::finish(SimulationResult& result) {
     const auto c = system_.failure->compute;
     if ((dde_ || assigner_) && (c == 0 || (c == 1 && (replica_ || assigner_replica_))))
       records.dde_replicas_lost.push_back(c);
+  }
+  if (membership_at_) {
+    records.membership_at = *membership_at_;
+    (system_.membership->joins ? records.computes_joined : records.computes_drained) = 1;
+    if (system_.membership->joins) records.joined_compute = system_.membership->compute;
   }
   for (const auto& in : inputs_) {
     records.contributions_reassigned += in.reassigned;
@@ -110,6 +118,7 @@ void SimulatedNodes::start() {
   }
   network_.at(Time{system_.sample_period}, [this] { sample_fill(); });
   if (const auto& failure = system_.failure) network_.at(Time{failure->at}, [this, c = failure->compute] { fail(c); });
+  if (const auto& change = system_.membership) network_.at(Time{change->at}, [this] { change_membership(); });
 }
 
 void SimulatedNodes::drive(ns::InputIndex i) {
@@ -183,6 +192,23 @@ void SimulatedNodes::fail_over() {
   for (const auto& [input, proposal] : replica_latest_) latest.push_back({input, proposal});
   send_replica_proposals(latest);
   if (assigner_replica_) send_assignments(assigner_replica_->decided_from(0), true);
+}
+
+void SimulatedNodes::change_membership() {
+  // As TimesliceReceiver::State::boundary_ahead() and its notice to every input.
+  const auto& change = *system_.membership;
+  membership_at_ = network_.now();
+  const ns::ComputeIndex namer = change.joins ? 0 : change.compute;
+  const auto m = std::uint64_t{system_.computes()};
+  const auto n = config_.timeslices_in_interval();
+  const auto bound = computes_[namer].highest_received + (std::uint64_t{credits_} + 2) * m;
+  const ns::MembershipChange notice{change.compute, change.joins, (bound + n - 1) / n * n};
+  for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
+    network_.transmit(network_.reply(namer, i), system_.inputs() + namer, i, reply_bytes, false, [this, i, notice] {
+      (void)inputs_[i].node.on_membership(notice);
+      drive(i);
+    });
+  }
 }
 
 void SimulatedNodes::lose(ns::InputIndex i, ns::ComputeIndex c) {
@@ -365,6 +391,7 @@ void SimulatedNodes::on_contribution(ns::InputIndex i, ns::ComputeIndex c, std::
   if (compute.dead) return;  // its connection is gone
   const auto t = subject_timeslice(subject);
   const auto attempt = subject_attempt(subject);
+  compute.highest_received = std::max(compute.highest_received, t);
   const Time local = compute.clock.local(network_.now());
   // A reassigned one (attempt > 0) is not acknowledged: the input's DFS engine counted it as skipped.
   const bool acknowledge = mode_ == ns::Mode::dfs && attempt == 0;

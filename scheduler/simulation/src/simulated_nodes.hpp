@@ -78,8 +78,11 @@ class SimulatedNodes final : public NetworkReceiver {
     std::uint8_t attempt = 0;      // its delivery number there
   };
   struct Input {
-    Input(const ns::SchedulerConfig& config, ns::InputIndex i, ns::Mode mode)
-        : node(config, i, mode), reassigned_out(config.compute_count, 0), recently_built(config.compute_count) {}
+    Input(const ns::SchedulerConfig& config, ns::InputIndex i, ns::Mode mode,
+          const std::vector<ns::ComputeIndex>& standby)
+        : node(config, i, mode, standby),
+          reassigned_out(config.compute_count, 0),
+          recently_built(config.compute_count) {}
     ns::InputNode node;
     NodeClock clock;
     std::optional<emulated::DelayStream> late;  // how late its due timer fires (draws of options' timer_late)
@@ -109,7 +112,8 @@ class SimulatedNodes final : public NetworkReceiver {
     std::uint64_t held_bytes = 0;
     std::uint64_t peak_held_bytes = 0;
     std::uint64_t handed_over = 0;
-    bool dead = false;  // failed: nothing reaches it, nothing it sent arrives
+    bool dead = false;                        // failed: nothing reaches it, nothing it sent arrives
+    ns::TimesliceIndex highest_received = 0;  // membership: what bounds how far ahead the inputs are
   };
 
   // Input side, as TimesliceSender::State.
@@ -140,6 +144,8 @@ class SimulatedNodes final : public NetworkReceiver {
   // The failure: compute node c dies now; input i loses it, sends what waits to be reassigned.
   void fail(ns::ComputeIndex c);
   void lose(ns::InputIndex i, ns::ComputeIndex c);
+  // SimulatedSystem::membership: the boundary named now, told to every input.
+  void change_membership();
   void send_reassigned(ns::InputIndex i);
   // Returns true when posted to the lossless model (then network_changed()).
   bool send_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t, std::uint8_t attempt);
@@ -177,6 +183,7 @@ class SimulatedNodes final : public NetworkReceiver {
   bool done_ = false;
   bool faults_ = false;  // a failure is modelled: the inputs retain what they sent
   std::optional<Time> failed_at_;
+  std::optional<Time> membership_at_;
 };
 
 }  // namespace netio::scheduler::simulation

@@ -238,9 +238,9 @@ class LowLevelReceiveSocket {
 /// The listener's answer to a connection request.
 struct AcceptDecision {
   static AcceptDecision accept(std::size_t max_buffer_size, std::size_t receive_credits) {
-    return {true, {}, max_buffer_size, receive_credits, {}, SIZE_MAX};
+    return {true, {}, max_buffer_size, receive_credits, {}, SIZE_MAX, {}};
   }
-  static AcceptDecision reject(std::string reason) { return {false, std::move(reason), 0, 0, {}, 0}; }
+  static AcceptDecision reject(std::string reason) { return {false, std::move(reason), 0, 0, {}, 0, {}}; }
 
   bool accepted = false;
   std::string reject_reason;        ///< sent to the connecting side
@@ -253,6 +253,12 @@ struct AcceptDecision {
   /// ReplyWindow::max_size) is clamped to it, and the receive socket's max_reply_size() and
   /// every buffer the back-end sets aside for replies follow the smaller of the two.
   std::size_t max_reply_size = SIZE_MAX;
+  /// A rejection the listener answers only after this long, holding the connection meanwhile
+  /// (at most ListenLimits::max_pending_handshakes held at once: a newer one beyond that
+  /// closes the oldest unanswered). For a peer that reconnects at once after every refusal:
+  /// the refusal itself is cheap, so answering at once only speeds its loop up; held, its loop
+  /// waits. Zero: answered at once. Back-ends that cannot hold a connection answer at once.
+  std::chrono::nanoseconds answer_after{0};
 
   /// The largest reply sent to a sender that declared it takes `declared` bytes (what
   /// LowLevelReceiveSocket::max_reply_size() returns): the smaller of the two.
@@ -308,6 +314,10 @@ class LowLevelListenSocket {
   /// layer above charges its memory budget accordingly: up front, or as the receive socket's
   /// bytes_held() grows.
   virtual bool allocates_receive_buffers_up_front() const noexcept { return false; }
+  /// Whether the peer endpoints this listener hands to on_request name one process (shm://:
+  /// its pid), rather than an address many processes share (a TCP or libfabric host): the
+  /// layer above may then hold what one connection did against that peer's next ones.
+  virtual bool peers_are_processes() const noexcept { return false; }
   /// Stops accepting; receive sockets already handed out live on. Idempotent.
   virtual void close() noexcept = 0;
 };

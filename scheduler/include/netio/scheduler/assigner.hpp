@@ -20,11 +20,13 @@
 /// is built and freed, so they count what is queued on the way to a node as well as what its
 /// buffer holds: a node whose port or whose consumer is slow keeps the inputs' credits longer.
 /// Interval k = j + assignment_distance is decided once every input (not gone) reported j:
-/// from interval k − 1's shares, a node whose median use is above the mean of the nodes'
-/// gets a smaller share and one below it a larger one (at most halved or grown by half per
-/// interval, nothing changed within dead_band); a node every input found full (full_use)
-/// while another was not gets none, and one an input lost gets none. The first
-/// assignment_distance intervals are the fixed assignment (t mod M).
+/// from interval j's shares and the reports, a node whose median use is far above the others'
+/// (or full, or rising) while they have room gets its share cut, and from then on the largest
+/// share it keeps up at (its use falling or low) is searched for below the smallest it was
+/// over at (its use rising or full); the others split the rest evenly, in whole time-slices
+/// with the rounding carried to the next decision (the law and why: docs/design/assignment.md).
+/// A node full at the floor of 1/16 of a fair share gets none, and one an input lost gets
+/// none. The first assignment_distance intervals are the fixed assignment (t mod M).
 ///
 /// Deterministic: a decision depends only on the reports' contents and on the decisions
 /// before it, never on when the reports arrived, so replicas fed the same reports decide the
@@ -121,7 +123,18 @@ class Assigner {
   IntervalIndex next_report_ = 0;  ///< the reports' interval decided next
   std::map<IntervalIndex, std::map<InputIndex, LoadReport>> pending_;
   std::map<IntervalIndex, IntervalAssignment> decided_;  ///< the latest few
-  std::vector<std::uint32_t> over_streak_;               ///< per compute node: decisions in a row it was over
+  /// A node cut before: the share it takes is searched for between `good` (the largest share,
+  /// in time-slices, it kept up at since) and `bad` (the smallest it was over at; infinity:
+  /// none known).
+  struct Limit {
+    bool on = false;
+    double good = 0;
+    double bad = 0;
+  };
+  std::vector<std::uint32_t> over_streak_;  ///< per compute node: decisions in a row it was over
+  std::vector<double> last_use_;            ///< per compute node: its use in the interval measured before (−1: none)
+  std::vector<Limit> limits_;               ///< per compute node
+  std::vector<double> carry_;               ///< per compute node: what rounding its share gave or took
 };
 
 }  // namespace netio::scheduler

@@ -68,6 +68,12 @@ class ComputeNode {
   /// Input i will send nothing more (its connection is gone).
   void on_input_gone(InputIndex i);
 
+  /// Fixed assignment: a membership change (membership.hpp) routes a non-member slot's
+  /// time-slices to the members, so from now on this node takes a contribution to any
+  /// time-slice (as under load) and hands them over in index order; the inputs send them in
+  /// index order (InputNode::in_node_order()). Idempotent; nothing under load.
+  void accept_rerouted();
+
   struct Ready {
     TimesliceIndex timeslice = 0;
     bool complete = false;

@@ -20,6 +20,11 @@
 /// node visited at each moment do not change; within a round, a node with several places
 /// takes them in index order (in_node_order()).
 ///
+/// Membership (membership.hpp): a slot that is not a member at t (standby, not joined yet,
+/// or drained) gets none of its time-slices; they go to the members (Membership::route()),
+/// attempt 0, under the target's credits. The change is the driver's to learn and pass in
+/// (on_membership()) before this input sends into the boundary's round.
+///
 /// No clock, sockets or threads: the driver passes the time and carries out the decisions.
 /// Not thread-safe: one driver thread (the pattern's event-loop thread).
 #pragma once
@@ -27,6 +32,7 @@
 #include "netio/scheduler/assigner.hpp"
 #include "netio/scheduler/config.hpp"
 #include "netio/scheduler/input_engine.hpp"
+#include "netio/scheduler/membership.hpp"
 #include "netio/scheduler/time.hpp"
 #include "netio/scheduler/timeslice_layout.hpp"
 
@@ -44,7 +50,8 @@ std::string_view to_string(Mode mode) noexcept;
 
 class InputNode {
  public:
-  InputNode(const SchedulerConfig& config, InputIndex self, Mode mode);  ///< validates config
+  /// Validates config; `standby`: slots that are not members at the start (membership.hpp).
+  InputNode(const SchedulerConfig& config, InputIndex self, Mode mode, const std::vector<ComputeIndex>& standby = {});
 
   struct Next {
     enum class What {
@@ -82,8 +89,15 @@ class InputNode {
   /// that do not fit the configuration (check_assignment()).
   bool on_assignment(const IntervalAssignment& assignment);
   /// Which compute node builds t: t mod M (fixed), the coordinator's (load), or nothing while
-  /// its interval is not assigned yet.
+  /// its interval is not assigned yet; a slot that is not a member at t is routed around
+  /// (Membership::route()).
   std::optional<ComputeIndex> compute_of(TimesliceIndex t) const;
+  /// A membership change (every input gets the same ones). True when new; false when known.
+  /// Throws netio::Error (Errc::protocol_error) when this input has sent into the boundary's
+  /// round already (too late to agree with the others), Errc::invalid_option for a change
+  /// Membership::apply() refuses.
+  bool on_membership(const MembershipChange& change);
+  const Membership& membership() const noexcept { return membership_; }
 
   /// The credits compute node c grants this input (its welcome). Throws netio::Error
   /// (Errc::invalid_option) for c out of range, 0 credits, or a second grant.
@@ -133,6 +147,11 @@ class InputNode {
   TimesliceIndex in_node_order(TimesliceIndex engine_timeslice) const noexcept;
   TimesliceIndex in_engine_order(TimesliceIndex timeslice) const noexcept;
   void forget_assignments();
+  // The node of each place of the round starting at round_start (compute_count entries), or
+  // nullptr when every place goes to its own slot (fixed, every slot a member) or the
+  // round's interval is not assigned yet.
+  const ComputeIndex* round_nodes(TimesliceIndex round_start) const;
+  std::optional<ComputeIndex> own_of(TimesliceIndex t) const;  // before membership routing
 
   TimesliceLayout layout_;
   Assignment assignment_;
@@ -164,6 +183,10 @@ class InputNode {
   std::vector<std::uint64_t> use_sums_;
   std::uint64_t use_samples_ = 0;
   std::optional<LoadReport> load_report_;
+  Membership membership_;
+  // round_nodes() of a round with a non-member: the last one asked for (rounds are visited in order).
+  mutable TimesliceIndex cached_round_ = ~TimesliceIndex{0};
+  mutable std::vector<ComputeIndex> cached_nodes_;
 };
 
 }  // namespace netio::scheduler

@@ -101,6 +101,9 @@ struct TimesliceReceiverOptions {
   /// and a warning saying so is logged, once until a release ends the stall
   /// (stats().kept_stalls counts these). Zero: no warning.
   std::chrono::nanoseconds kept_stall_warning = std::chrono::seconds(10);
+  /// A standby slot (TimesliceSenderOptions::standby_computes on every input): welcomes the
+  /// inputs but gets nothing until join(). Fixed assignment only.
+  bool standby = false;
   bool run_dde = false;
   std::optional<Endpoint> dde_endpoint;  ///< run_dde: where it listens (default: the data endpoint's host, port 0)
   /// Who may connect, to the data endpoint and to the DDE (netio/socket_options.hpp: allow-list,
@@ -123,6 +126,12 @@ struct TimesliceReceiverStats {
   std::uint32_t computes_lost_heard = 0;  ///< lost compute nodes inputs told this node of (passed on to every input)
   std::uint32_t inputs_connected = 0;     ///< inputs welcomed and still connected
   std::uint32_t inputs_gone = 0;          ///< inputs welcomed whose connection closed since
+  /// Draining (drain()): the boundary this node named (0: not draining), and whether it is
+  /// drained (everything below it built and freed, every input's farewell in).
+  std::uint64_t drain_from = 0;
+  bool drained = false;
+  std::uint32_t membership_notices = 0;  ///< other slots' membership changes inputs told this node of
+  std::uint64_t join_from = 0;           ///< standby: the boundary it joined at (0: not joined)
 };
 
 class TimesliceReceiver {
@@ -148,6 +157,25 @@ class TimesliceReceiver {
   /// The receive buffer: the bound on held_bytes (given, or derived from the credits).
   std::uint64_t receive_buffer_bytes() const noexcept;
   TimesliceReceiverStats stats() const;  ///< any thread
+
+  /// Drains this compute node (issue 51, item 3): it names the boundary T (returned: the first
+  /// interval start beyond what any input can have sent yet) and tells every input; from T on
+  /// its time-slices go to the other compute nodes (scheduler/membership.hpp: attempt 0),
+  /// below T it builds its own as before (incomplete ones as usual). Once every input said it
+  /// sent everything below T and every time-slice here is freed with its credits returned, it
+  /// is drained (wait_drained()): destroy it then, and the inputs see its connection close as
+  /// a departure, not a loss (nothing reassigned, TimesliceSenderStats::computes_drained).
+  /// Destroyed earlier, it is lost as any node whose connection fails. Idempotent. Any thread
+  /// but the loop's. Throws netio::Error (Errc::invalid_option) under assignment by load (not
+  /// built: the boundary needs the coordinator there).
+  scheduler::TimesliceIndex drain();
+  /// A standby slot joins (options.standby): it asks the inputs, the lowest member names the
+  /// boundary T as drain() does, and from T on this slot's time-slices come here
+  /// (stats().join_from once known). Returns at once; idempotent. Any thread but the loop's.
+  /// Throws netio::Error (Errc::invalid_option) when not standby.
+  void join();
+  /// True once drained, false after `timeout`. Not on the loop thread.
+  [[nodiscard]] bool wait_drained(std::chrono::nanoseconds timeout);
 
   struct State;
 

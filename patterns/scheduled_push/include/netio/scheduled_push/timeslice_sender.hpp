@@ -34,6 +34,16 @@
 /// built again from the other inputs' copies alone. Only when every compute node is lost
 /// are contributions reported to on_undeliverable (loop thread).
 ///
+/// Draining (TimesliceReceiver::drain()): a compute node announces a boundary T; from T on its
+/// time-slices go to the other members (scheduler/membership.hpp, attempt 0, under their
+/// credits), every other node hears of it before any of them, and once this input sent it
+/// everything below T it says farewell. When its connection then closes with nothing of this
+/// input's outstanding it has departed (stats().computes_drained), not been lost.
+///
+/// Joining: a standby slot (standby_computes) gets nothing until its node asks to join; the
+/// lowest member names the boundary T (as a draining node names its own), every input routes
+/// the slot's time-slices from T on to it, every node hearing of it first.
+///
 /// Retention: a contribution sent stays with the sender until its compute node returns the
 /// credit, i.e. built the time-slice and freed it (bounded by the credits: at most credits ×
 /// compute_count contributions, and as many reassigned ones). A reassigned contribution goes
@@ -79,8 +89,13 @@ struct TimesliceSenderOptions {
   scheduler::SchedulerConfig config;  ///< equal on every node
   scheduler::Mode mode = scheduler::Mode::best_effort;
   scheduler::InputIndex input = 0;
-  std::vector<Endpoint> compute_endpoints;           ///< [compute index]: the TimesliceReceivers
-  std::vector<Endpoint> dde_endpoints;               ///< DFS or assignment by load: every DDE replica
+  std::vector<Endpoint> compute_endpoints;  ///< [compute index]: the TimesliceReceivers
+  std::vector<Endpoint> dde_endpoints;      ///< DFS or assignment by load: every DDE replica
+  /// Slots of compute_endpoints that are not members at the start (scheduler/membership.hpp):
+  /// nothing goes there, their absence is no loss (no welcome timeout; connecting goes on
+  /// until they listen), until one joins (TimesliceReceiverOptions::standby, join()). Fixed
+  /// assignment only. Equal on every input.
+  std::vector<scheduler::ComputeIndex> standby_computes;
   std::uint64_t max_contribution_bytes = 64 * 1024;  ///< larger pushes throw; must not exceed the receivers'
   std::size_t queue_capacity = 0;                    ///< contributions queued at most; 0: 2 × compute_count
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
@@ -121,6 +136,12 @@ struct TimesliceSenderStats {
   std::vector<std::size_t> lost_ddes;
   /// Assignment by load: intervals whose assignment this input took (the first replica's of each).
   std::uint64_t assignments_taken = 0;
+  /// Membership (scheduler/membership.hpp): compute nodes that announced a drain, and those
+  /// that then left cleanly (drained, their connection closed with nothing outstanding: not
+  /// lost, nothing reassigned).
+  std::uint32_t computes_draining = 0;
+  std::uint32_t computes_drained = 0;
+  std::uint32_t computes_joined = 0;  ///< standby slots that joined (their boundary taken)
   /// Back-pressure: push() calls that found the queue full and waited (every compute node
   /// out of credits or send buffers), the time they waited in all, and those that gave up
   /// after push_timeout (Errc::timeout). try_push() returning false is not counted.

@@ -12,6 +12,10 @@
 ///   LostCompute    when this input lost a compute node (sent to every other one, before
 ///                  any reassigned contribution): which node, and the time-slices that node
 ///                  credited this input last (built there: not to be built again).
+///   Membership     a slot leaves or joins from time-slice T (scheduler/membership.hpp): to
+///                  every other member as soon as this input took the change (before any
+///                  contribution of the slot routed to it), and to the leaving slot itself
+///                  once this input has sent it everything below T (its farewell).
 /// The compute node answers with replies on the same connection:
 ///   Welcome        to a Hello it accepts: its compute index and the credits this input gets;
 ///   Refusal        to a Hello it cannot accept (mismatched configuration), with the reason;
@@ -19,7 +23,9 @@
 ///   Credit         per contribution, when its buffer space was freed: the time-slice and
 ///                  whether it was complete (handed to the user) or given up as incomplete;
 ///   LostCompute    (no time-slices) to every input, when another input told this node it
-///                  lost that compute node: so that every input gives it up, not only one.
+///                  lost that compute node: so that every input gives it up, not only one;
+///   Membership     to every input, when this node drains: it leaves from T on (T named by
+///                  it, ordered before any credit it returns after naming it).
 /// The DFS control messages (reports, requests, proposals) are scheduler/control_messages.hpp
 /// on separate connections to the DDEs.
 ///
@@ -54,6 +60,7 @@ enum class WireType : std::uint8_t {
   acknowledgement = 0x15,
   credit = 0x16,
   lost_compute = 0x17,
+  membership = 0x18,
 };
 
 struct Hello {
@@ -98,6 +105,7 @@ inline constexpr std::size_t welcome_size = 12;
 inline constexpr std::size_t acknowledgement_size = 12;
 inline constexpr std::size_t credit_size = 12;
 inline constexpr std::size_t max_refusal_text = 1024;
+inline constexpr std::size_t membership_size = 16;
 inline constexpr std::size_t lost_compute_header_size = 12;  ///< then 8 bytes per built time-slice
 inline constexpr std::size_t max_lost_built = 65536;
 inline constexpr std::uint8_t max_attempt = 255;
@@ -110,6 +118,7 @@ std::vector<std::byte> encode_contribution(InputIndex input, TimesliceIndex t, s
 void set_contribution_attempt(std::span<std::byte> contribution, std::uint8_t attempt);
 std::vector<std::byte> encode(const LostCompute& lost);  ///< throws (invalid_option) beyond max_lost_built
 std::array<std::byte, welcome_size> encode(const Welcome& welcome);
+std::array<std::byte, membership_size> encode(const scheduler::MembershipChange& change);
 std::vector<std::byte> encode_refusal(const std::string& reason);  ///< cut at max_refusal_text
 std::array<std::byte, acknowledgement_size> encode_acknowledgement(TimesliceIndex t);
 std::array<std::byte, credit_size> encode(const Credit& credit);
@@ -125,5 +134,6 @@ std::string decode_refusal(std::span<const std::byte> bytes);
 TimesliceIndex decode_acknowledgement(std::span<const std::byte> bytes);
 Credit decode_credit(std::span<const std::byte> bytes);
 LostCompute decode_lost_compute(std::span<const std::byte> bytes);
+scheduler::MembershipChange decode_membership(std::span<const std::byte> bytes);
 
 }  // namespace netio::scheduled_push

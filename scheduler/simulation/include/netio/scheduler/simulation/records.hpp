@@ -71,6 +71,12 @@ struct RunRecords {
   std::vector<ns::ComputeIndex> dde_replicas_lost;
   std::uint64_t proposals_after_failure = 0;
   std::uint64_t assignments_after_failure = 0;
+  // Membership (netio_tsbench --drain, --join): when the node was drained or joined
+  // (relative to the origin), and how many; the joined slot's index.
+  std::optional<ns::Time> membership_at;
+  std::uint32_t computes_drained = 0;
+  std::uint32_t computes_joined = 0;
+  std::optional<ns::ComputeIndex> joined_compute;
   // Time-slices the run pushed (0 .. expected − 1), when known: what "lost" counts against.
   std::optional<std::uint64_t> expected_timeslices;
   // The inputs' side, summed over them (back-pressure, item 4 of issue 51).

@@ -95,6 +95,20 @@ struct SimulatedSystem {
     ns::Duration at{0};
   };
   std::optional<ComputeFailure> failure;
+  // A compute node draining, or a standby slot joining, `at` after the start (netio_tsbench
+  // --drain, --join; fixed assignment). Modelled as the pattern does it: the node that names
+  // the boundary (the draining one; member 0 for a join) names the first interval start beyond
+  // H + (credits + 2)·M, H the highest time-slice it received, and tells every input on its
+  // reply connection (ordered with its credits); every input then routes the slot's
+  // time-slices by the membership (scheduler/membership.hpp). Simplified: the members take
+  // other slots' time-slices from the start (ComputeNode::accept_rerouted()), the drained
+  // node stays (it gets nothing more).
+  struct MembershipChange {
+    ComputeIndex compute = 0;
+    bool joins = false;  // joins: a standby slot from the start, joining at `at`
+    ns::Duration at{0};
+  };
+  std::optional<MembershipChange> membership;
 
   std::uint32_t inputs() const noexcept { return scheduler.input_count; }
   std::uint32_t computes() const noexcept { return scheduler.compute_count; }

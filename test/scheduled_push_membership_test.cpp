@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+// Compute nodes draining during a run (issue 51, item 3), on loopback over every back-end
+// and in both modes: the draining node names its boundary, builds everything below it and
+// nothing from it on, and leaves; the others build its time-slices from the boundary on
+// (attempt 0); nothing is lost or built twice, and its connection closing is not a loss.
+#include "support/scheduled_push_system.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace netio;
+using namespace netio::test;
+
+namespace {
+
+SystemOptions three_by_three(ns::Mode mode) {
+  SystemOptions options;
+  options.mode = mode;
+  options.config.input_count = 3;
+  options.config.compute_count = 3;
+  options.config.timeslices_per_interval = 12;
+  options.config.history_length = 3;
+  options.credits = 3;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("A compute node that drains: nothing lost, nothing built twice, its leaving is no loss", "[scheduled_push]") {
+  const auto base = GENERATE(loopback_endpoints());
+  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
+  INFO(ns::to_string(mode));
+  auto options = three_by_three(mode);
+  const ns::TimesliceIndex count = 3 * 200;
+  System system(base, options);
+  REQUIRE(system.push_range(0, count / 4, false).empty());
+  CHECK(eventually([&] { return system.deliveries(2).count() >= 10; }));
+  const auto from = system.receiver(2).drain();
+  CHECK(system.receiver(2).drain() == from);  // idempotent
+  CHECK(from % options.config.timeslices_per_interval == 0);
+  CHECK(from < count);
+  REQUIRE(system.push_range(count / 4, count, true).empty());
+  REQUIRE(system.receiver(2).wait_drained(30s));
+  const auto drained = system.receiver(2).stats();
+  CHECK(drained.drained);
+  CHECK(drained.drain_from == from);
+  system.receiver_slot(2).reset();  // it leaves: its connections close
+  for (ns::InputIndex i = 0; i < 3; ++i) {
+    INFO("input " << i);
+    CHECK(system.sender(i).wait_finished(30s));
+    CHECK(eventually([&] { return system.sender(i).stats().computes_drained == 1; }));
+    const auto stats = system.sender(i).stats();
+    CHECK(stats.computes_draining == 1);
+    CHECK(stats.computes_lost == 0);
+    CHECK(stats.reassigned == 0);
+    CHECK(stats.undeliverable + stats.unbuilt == 0);
+    CHECK(stats.retained == 0);
+  }
+  // Everything built once (attempt 0), node 2's own below the boundary on node 2.
+  CHECK(eventually([&] {
+    return system.deliveries(0).count() + system.deliveries(1).count() + system.deliveries(2).count() >= count;
+  }));
+  CHECK(check_each_built_once_per_attempt(system, 3, count) == 0);
+  for (const auto& d : system.deliveries(2).copy()) {
+    CHECK(d.t < from);
+    CHECK(d.t % 3 == 2);
+  }
+  std::size_t rerouted = 0;
+  for (ns::ComputeIndex c = 0; c < 2; ++c) {
+    CHECK(system.incomplete(c).count() == 0);
+    for (const auto& d : system.deliveries(c).copy()) {
+      CHECK(d.attempt == 0);
+      if (d.t % 3 == 2) {
+        CHECK(d.t >= from);
+        ++rerouted;
+      }
+    }
+    CHECK(system.receiver(c).stats().membership_notices >= 1);
+  }
+  CHECK(rerouted == (count - from) / 3);
+}
+
+TEST_CASE("A standby compute node that joins: its slot's time-slices from the named boundary on, none lost",
+          "[scheduled_push]") {
+  const auto base = GENERATE(loopback_endpoints());
+  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
+  INFO(ns::to_string(mode));
+  auto options = three_by_three(mode);
+  options.standby = {2};
+  const ns::TimesliceIndex count = 3 * 200;
+  System system(base, options);
+  REQUIRE(system.push_range(0, count / 4, false).empty());
+  CHECK(eventually([&] { return system.deliveries(0).count() + system.deliveries(1).count() >= count / 8; }));
+  CHECK(system.deliveries(2).count() == 0);
+  system.receiver(2).join();
+  REQUIRE(eventually([&] { return system.receiver(2).stats().join_from != 0; }));
+  const ns::TimesliceIndex from = system.receiver(2).stats().join_from;
+  CHECK(from % options.config.timeslices_per_interval == 0);
+  CHECK(from < count);
+  REQUIRE(system.push_range(count / 4, count, true).empty());
+  for (ns::InputIndex i = 0; i < 3; ++i) {
+    INFO("input " << i);
+    CHECK(system.sender(i).wait_finished(30s));
+    const auto stats = system.sender(i).stats();
+    CHECK(stats.computes_joined == 1);
+    CHECK(stats.computes_lost == 0);
+    CHECK(stats.reassigned == 0);
+    CHECK(stats.undeliverable + stats.unbuilt == 0);
+  }
+  CHECK(eventually([&] {
+    return system.deliveries(0).count() + system.deliveries(1).count() + system.deliveries(2).count() >= count;
+  }));
+  CHECK(check_each_built_once_per_attempt(system, 3, count) == 0);
+  const auto joined = system.deliveries(2).copy();
+  CHECK(joined.size() == (count - from) / 3);
+  for (const auto& d : joined) {
+    CHECK(d.t >= from);
+    CHECK(d.t % 3 == 2);
+  }
+  for (ns::ComputeIndex c = 0; c < 3; ++c) {
+    CHECK(system.incomplete(c).count() == 0);
+    for (const auto& d : system.deliveries(c).copy()) {
+      CHECK(d.attempt == 0);
+      if (c != 2 && d.t % 3 == 2) CHECK(d.t < from);  // slot 2's before it joined: on the members
+    }
+  }
+}
+
+TEST_CASE("drain() under assignment by load is refused, naming why", "[scheduled_push]") {
+  SystemOptions options;
+  options.config.input_count = 2;
+  options.config.compute_count = 2;
+  options.config.timeslices_per_interval = 8;
+  options.config.history_length = 3;
+  options.config.assignment = ns::Assignment::load;
+  options.credits = 2;
+  System system("tcp://127.0.0.1:0", options);
+  CHECK_THROWS_WITH(system.receiver(1).drain(), Catch::Contains("assignment by load"));
+}
+
+TEST_CASE("drain() with the automatic interval length names a start of one", "[scheduled_push]") {
+  SystemOptions options;
+  options.config.input_count = 2;
+  options.config.compute_count = 3;  // timeslices_per_interval 0: 10,000 rounded down to 9,999
+  options.config.history_length = 3;
+  options.credits = 2;
+  System system("tcp://127.0.0.1:0", options);
+  // Nothing received yet: every input is below (2 + 2) × 3 = 12; the first interval start from there.
+  CHECK(system.receiver(2).drain() == 9999);
+}
