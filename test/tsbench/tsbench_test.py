@@ -524,8 +524,7 @@ def run_simulate(tsbench):
                            (["--fail", "node:1,at=1s"], "only a compute node"),
                            (["--fail", "compute:1"], "no at="),
                            (["--computes", "2", "--fail", "compute:5,at=1s"], "out of range"),
-                           (["--dde-replicas", "5"], "--dde-replicas 5")):
-                           (["--simulate", "--fail", "compute:0,at=1s"], "DDE's node"),
+                           (["--dde-replicas", "5"], "--dde-replicas 5"),
                            (["--drain", "compute:1,at=1s", "--assignment", "load"], "--assignment fixed"),
                            (["--drain", "compute:0,at=1s"], "runs the DDE"),
                            (["--join", "compute:1,at=1s"], "expected 'compute,at=T'"),

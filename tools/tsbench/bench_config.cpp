@@ -177,6 +177,7 @@ void BenchConfig::validate() const {
   if (dde_replicas && (*dde_replicas == 0 || *dde_replicas > computes)) {
     reject(
         fmt::format("--dde-replicas {}: between 1 and the {} compute nodes (each runs one)", *dde_replicas, computes));
+  }
   if (!drain.empty() || !join.empty()) {
     const auto draining = drain_spec();
     (void)join_at();

@@ -69,9 +69,9 @@ struct BenchConfig {
   // --dde-replicas: a local run's DDE replicas (DFS, assignment by load), on the first compute
   // nodes; not given: dde_replica_count()'s default.
   std::optional<std::uint32_t> dde_replicas;
-  std::string drain;                        // --drain: "compute:K,at=T" (compute node K drains at T), "" none
-  std::string join;                         // --join: "compute,at=T" (slot M-1 stays out until T), "" none
-  std::string transport = "tcp";            // local run: tcp or fabric
+  std::string drain;              // --drain: "compute:K,at=T" (compute node K drains at T), "" none
+  std::string join;               // --join: "compute,at=T" (slot M-1 stays out until T), "" none
+  std::string transport = "tcp";  // local run: tcp or fabric
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);
   std::chrono::nanoseconds sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
   std::optional<int> loop_cpu;       // --cpu: every node's event-loop thread pinned here
