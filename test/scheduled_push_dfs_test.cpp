@@ -138,6 +138,15 @@ TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting p
       30s);
   first_half.join();
   REQUIRE(push_errors.empty());
+  // When this fails, it has so far been over fabric under load (8 to 11 of 60 runs at six
+  // at once on 2 cores, none over tcp or shm): one replica takes 4 or 5 intervals' reports
+  // and then nothing, its connections' progress drivers woken 6 to 14 times against the
+  // other's 400 to 650 (NETIO_LOG=debug), the inputs' sends to it all in flight (their
+  // reports to it missed): a fabric connection that stalls, not the DDE.
+  for (std::size_t d = 0; d < 2; ++d) {
+    const auto dde = system.dde_slot(d)->stats();
+    UNSCOPED_INFO("replica " << d << ": " << dde.reports << " reports, " << dde.proposals_sent << " proposals sent");
+  }
   CHECK(proposals_flowing);
   std::vector<std::uint64_t> taken_before(3);
   for (ns::InputIndex i = 0; i < 3; ++i) taken_before[i] = system.sender(i).stats().proposals_taken;

@@ -160,3 +160,17 @@ TEST_CASE("tsbench config: --fail names a compute node and a moment", "[tsbench]
   config.fail = "compute:4,at=1s";
   CHECK_THROWS_WITH(config.validate(), Catch::Contains("compute node 4 out of range"));
 }
+
+TEST_CASE("tsbench config: two DDE replicas by default where there are two compute nodes, --dde-replicas within M",
+          "[tsbench]") {
+  CHECK(system_of(4, 4).dde_replica_count() == 2);  // compute node 0 may die: the replica on node 1 goes on
+  CHECK(system_of(4, 1).dde_replica_count() == 1);
+  auto config = system_of(4, 4);
+  config.dde_replicas = 4;
+  CHECK(config.dde_replica_count() == 4);
+  config.resolve();
+  for (const std::uint32_t bad : {0u, 5u}) {
+    config.dde_replicas = bad;
+    CHECK_THROWS_WITH(config.validate(), Catch::Contains("--dde-replicas " + std::to_string(bad)));
+  }
+}

@@ -127,9 +127,16 @@ void add_options(CLI::App& app, Options& o) {
                     "longer than best-effort ones, and counts it) or off (the paper's DDE)");
   add_choice_option(app, "--assignment", b.assignment,
                     {{"load", ns::Assignment::load}, {"fixed", ns::Assignment::fixed}},
-                    "Which compute node builds a time-slice: fixed (t mod M) or load (a coordinator on compute node "
-                    "0 shares each interval out by the room the inputs find in the compute nodes' buffers: a slow "
+                    "Which compute node builds a time-slice: fixed (t mod M) or load (the coordinator, a DDE replica, "
+                    "shares each interval out by the room the inputs find in the compute nodes' buffers: a slow "
                     "or full node gets fewer, a lost one none)");
+  app.add_option_function<std::uint32_t>(
+         "--dde-replicas", [&b](std::uint32_t n) { b.dde_replicas = n; },
+         "Local run, DFS or --assignment load: DDE replicas on the first N compute nodes (default 2, 1 with one "
+         "compute node: a compute node that dies with the only DDE would stop pacing and assignment; the inputs "
+         "take each proposal and assignment from the first replica it comes from). Role mode: the --config file's "
+         "DDE endpoints; --simulate: nodes 0 and 1")
+      ->type_name("N");
   app.add_option("--speed-up-threshold", b.speed_up_threshold, "ssu_TH, in %²")->capture_default_str();
   app.add_option("--speed-up-percent", b.speed_up_percent, "ssu_pct: the staged speed-up's step, in %")
       ->capture_default_str();

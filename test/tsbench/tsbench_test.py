@@ -17,6 +17,9 @@
                                              time-slices to the others; --collect: 0 lost, duplicates only with
                                              a higher attempt
   tsbench_test.py TSBENCH kill-input         kill -9 of an input process: the others end, incomplete time-slices reported
+  tsbench_test.py TSBENCH kill-dde           kill -9 of the compute process with the first DDE replica of a running
+                                             4 x 4 (DFS, assignment by load): the second replica paces and assigns on,
+                                             0 lost
 
 Ports: every node listens on a port this script found free (bound to port 0, then released);
 nothing is fixed.
@@ -80,7 +83,8 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None, m
     if set(summary["spread_us"]) != {"median", "p90", "max"}:
         fail(f"{name}: spread_us keys {sorted(summary['spread_us'])}")
     if set(summary["failure"]) != {"computes_failed", "computes_lost", "contributions_reassigned",
-                                   "capacity_before_gbps", "recovery_ms", "lowest_after_gbps"}:
+                                   "capacity_before_gbps", "recovery_ms", "lowest_after_gbps",
+                                   "proposals_after_failure", "assignments_after_failure", "dde_replicas_lost"}:
         fail(f"{name}: failure keys {sorted(summary['failure'])}")
     if set(summary["membership"]) != {"computes_drained", "computes_joined", "before_gbps", "after_gbps",
                                       "joined_first_ms"}:
@@ -223,17 +227,18 @@ def free_ports(n):
 
 
 class Cluster:
-    """`inputs` inputs (ranks 0 .. inputs-1) and `computes` compute nodes (the ranks after them; compute 0 runs
-    the DDE); 2 x 2 unless told."""
+    """`inputs` inputs (ranks 0 .. inputs-1) and `computes` compute nodes (the ranks after them; compute nodes 0 ..
+    dde_replicas-1 run a DDE replica each); 2 x 2 with one DDE unless told."""
 
-    def __init__(self, tsbench, work, scheduler, count, emulate=EMULATE, extra=(), inputs=2, computes=2):
-        ports = free_ports(computes + 1)
+    def __init__(self, tsbench, work, scheduler, count, emulate=EMULATE, extra=(), inputs=2, computes=2,
+                 dde_replicas=1):
+        ports = free_ports(computes + dde_replicas)
         self.config = os.path.join(work, "cluster.conf")
         with open(self.config, "w") as f:
             f.write("# rank: role endpoint\ninput\n" + "input tcp://127.0.0.1:0\n" * (inputs - 1))
-            f.write(f"compute tcp://127.0.0.1:{ports[0]} tcp://127.0.0.1:{ports[-1]}\n")
-            for c in range(1, computes):
-                f.write(f"compute tcp://127.0.0.1:{ports[c]}\n")
+            for c in range(computes):
+                dde = f" tcp://127.0.0.1:{ports[computes + c]}" if c < dde_replicas else ""
+                f.write(f"compute tcp://127.0.0.1:{ports[c]}{dde}\n")
         self.work = work
         self.procs = {}
         LIVE_CLUSTERS.append(self)
@@ -376,6 +381,52 @@ def run_kill_compute(tsbench):
               f"time-slices built elsewhere, {summary['duplicates']} twice (higher attempt)")
 
 
+def run_kill_dde(tsbench):
+    """kill -9 of compute 0 (rank 4), which carries the first of two DDE replicas, of a running 4 x 4 DFS run with
+    assignment by load, 2 s in: the inputs drop that replica and take proposals and assignments from the second (on
+    compute 1); every process left ends (no input waits for an assignment for ever) and --collect finds every
+    time-slice built."""
+    count = 16000  # about 5 s at 4 x 100 Mb/s (16 KiB per time-slice): the kill comes in the middle
+    with tempfile.TemporaryDirectory() as work:
+        csv = os.path.join(work, "csv")
+        cluster = Cluster(tsbench, work, "dfs", count, inputs=4, computes=4, dde_replicas=2,
+                          extra=["--csv", csv, "--assignment", "load"],
+                          emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
+        dead = 4
+        started = cluster.kill_after(dead, 2)
+        statuses = {rank: cluster.wait(rank) for rank in range(8) if rank != dead}
+        ended = time.monotonic() - started
+        logs = cluster.logs()
+        for rank, status in statuses.items():
+            if status != 0:
+                fail(f"rank {rank} exited with {status} after compute 0 (the first DDE replica) was killed", *logs)
+        proposals = assignments = 0
+        for rank in range(4):
+            failure = json.loads(cluster.output(rank))["dfs"]["failure"]
+            if failure["computes_lost"] != 1 or failure["dde_replicas_lost"] != [0]:
+                fail(f"input rank {rank}: lost {failure['computes_lost']} compute nodes and DDE replicas "
+                     f"{failure['dde_replicas_lost']}, expected 1 and [0]", *logs)
+            # the second replica went on: every input took proposals (DFS's pacing) and assignments after the kill
+            if failure["proposals_after_failure"] == 0 or failure["assignments_after_failure"] == 0:
+                fail(f"input rank {rank}: {failure['proposals_after_failure']} proposals and "
+                     f"{failure['assignments_after_failure']} assignments taken after the kill", *logs)
+            proposals += failure["proposals_after_failure"]
+            assignments += failure["assignments_after_failure"]
+        p = subprocess.run([tsbench, "--collect", csv, "--json"], capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            fail(f"--collect: exit status {p.returncode}", p.stdout, p.stderr, *logs)
+        summary = json.loads(p.stdout)["dfs"]
+        check_summary("--collect", summary, incomplete=0, max_fill=200)
+        if summary["lost"] != 0 or summary["failure"]["computes_failed"] != 1:
+            fail(f"--collect: {summary['lost']} lost, {summary['failure']['computes_failed']} failed nodes", p.stdout,
+                 *logs)
+        if summary["timeslices"] - summary["duplicates"] != count:
+            fail(f"--collect: {summary['timeslices']} hand-overs, {summary['duplicates']} duplicates, expected "
+                 f"{count} time-slices", p.stdout)
+        print(f"survivors ended {ended:.1f} s after the kill; the inputs took {proposals} proposals and {assignments} "
+              f"assignments after it; {summary['reassigned']} time-slices built elsewhere")
+
+
 def run_kill_input(tsbench):
     """kill -9 of input 1 (rank 1) of a running 2 x 2, 3 s in: the compute nodes report its time-slices incomplete."""
     count = 40000  # at 100 Mb/s per compute node: far longer than the test; the kill comes first
@@ -473,7 +524,7 @@ def run_simulate(tsbench):
                            (["--fail", "node:1,at=1s"], "only a compute node"),
                            (["--fail", "compute:1"], "no at="),
                            (["--computes", "2", "--fail", "compute:5,at=1s"], "out of range"),
-                           (["--simulate", "--fail", "compute:0,at=1s"], "DDE's node"),
+                           (["--dde-replicas", "5"], "--dde-replicas 5"),
                            (["--drain", "compute:1,at=1s", "--assignment", "load"], "--assignment fixed"),
                            (["--drain", "compute:0,at=1s"], "runs the DDE"),
                            (["--join", "compute:1,at=1s"], "expected 'compute,at=T'"),
@@ -620,6 +671,8 @@ def run_test(tsbench, what):
         run_kill_compute(tsbench)
     elif what == "kill-input":
         run_kill_input(tsbench)
+    elif what == "kill-dde":
+        run_kill_dde(tsbench)
     else:
         fail(f"unknown test {what}")
 

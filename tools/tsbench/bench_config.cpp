@@ -48,6 +48,11 @@ FailSpec parse_compute_at(const std::string& text, const std::string& option) {
   return spec;
 }
 
+std::uint32_t BenchConfig::dde_replica_count() const {
+  if (dde_replicas) return *dde_replicas;
+  return computes >= 2 ? 2 : 1;
+}
+
 std::optional<FailSpec> BenchConfig::fail_spec() const {
   if (fail.empty()) return std::nullopt;
   return parse_fail_spec(fail);
@@ -168,6 +173,10 @@ void BenchConfig::validate() const {
   if (const auto failing = fail_spec(); failing && failing->compute >= computes) {
     reject(fmt::format("--fail '{}': compute node {} out of range ({} compute nodes: 0 to {})", fail, failing->compute,
                        computes, computes - 1));
+  }
+  if (dde_replicas && (*dde_replicas == 0 || *dde_replicas > computes)) {
+    reject(
+        fmt::format("--dde-replicas {}: between 1 and the {} compute nodes (each runs one)", *dde_replicas, computes));
   }
   if (!drain.empty() || !join.empty()) {
     const auto draining = drain_spec();

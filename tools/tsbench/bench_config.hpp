@@ -66,9 +66,12 @@ struct BenchConfig {
   std::string emulate = default_emulation;  // "" or "none": an unshaped loopback
   std::string slowdown;                     // a slowdown= clause's parameters, e.g. "node:4,at=5s,for=2s,rate=75%"
   std::string fail;                         // --fail: "compute:K,at=T" (a compute node dies), "" none
-  std::string drain;                        // --drain: "compute:K,at=T" (compute node K drains at T), "" none
-  std::string join;                         // --join: "compute,at=T" (slot M-1 stays out until T), "" none
-  std::string transport = "tcp";            // local run: tcp or fabric
+  // --dde-replicas: a local run's DDE replicas (DFS, assignment by load), on the first compute
+  // nodes; not given: dde_replica_count()'s default.
+  std::optional<std::uint32_t> dde_replicas;
+  std::string drain;              // --drain: "compute:K,at=T" (compute node K drains at T), "" none
+  std::string join;               // --join: "compute,at=T" (slot M-1 stays out until T), "" none
+  std::string transport = "tcp";  // local run: tcp or fabric
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(5);
   std::chrono::nanoseconds sample_period = std::chrono::milliseconds(5);  // receive-buffer fill
   std::optional<int> loop_cpu;       // --cpu: every node's event-loop thread pinned here
@@ -77,6 +80,9 @@ struct BenchConfig {
   scheduler::SchedulerConfig scheduler_config() const;
   // --fail parsed; nullopt without one.
   std::optional<FailSpec> fail_spec() const;
+  // The local run's DDE replicas: --dde-replicas, else 2 when there are 2 compute nodes or more
+  // (the DDE fails over when compute node 0 dies), else 1.
+  std::uint32_t dde_replica_count() const;
   // --drain parsed; --join's time; the standby slot --join keeps out until then (M - 1).
   std::optional<FailSpec> drain_spec() const;
   std::optional<std::chrono::nanoseconds> join_at() const;

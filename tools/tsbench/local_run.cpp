@@ -65,8 +65,10 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
     co.bench = bench;
     co.compute = c;
     co.local = local_endpoint(bench.transport);
-    // DFS's pacing or assignment by load: the DDE (coordinator) on compute node 0.
-    co.run_dde = (mode == scheduler::Mode::dfs || bench.assignment == scheduler::Assignment::load) && c == 0;
+    // DFS's pacing or assignment by load: DDE replicas (coordinators) on the first compute nodes,
+    // so that one dying with its node leaves another (--dde-replicas).
+    co.run_dde = (mode == scheduler::Mode::dfs || bench.assignment == scheduler::Assignment::load) &&
+                 c < bench.dde_replica_count();
     co.origin = origin;
     computes.push_back(std::make_unique<ComputeRole>(*compute_contexts[c], co));
     compute_endpoints.push_back(computes.back()->endpoint());
@@ -95,8 +97,10 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
   const auto started = std::chrono::steady_clock::now();
   const auto failing = bench.fail_spec();
   std::optional<RunRecords> failed_records;
+  std::vector<scheduled_push::TimesliceSenderStats> at_failure;  // the inputs' when it failed
   auto fail_when_due = [&] {
     if (!failing || failed_records || std::chrono::steady_clock::now() - started < failing->at) return;
+    for (auto& input : inputs) at_failure.push_back(input->sender_stats());
     result.records.failed_at = std::chrono::steady_clock::now().time_since_epoch() - origin;
     failed_records = computes[failing->compute]->take_records();
     computes[failing->compute].reset();
@@ -182,8 +186,18 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
   }
 
   result.records.expected_timeslices = total;
-  for (auto& input : inputs) {
-    const auto stats = input->sender_stats();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto stats = inputs[i]->sender_stats();
+    // The replicas run on compute nodes 0, 1, ...: replica d on compute node d.
+    for (const auto d : stats.lost_ddes) {
+      auto& lost = result.records.dde_replicas_lost;
+      if (std::find(lost.begin(), lost.end(), d) == lost.end()) lost.push_back(static_cast<ns::ComputeIndex>(d));
+    }
+    if (!at_failure.empty()) {
+      result.records.proposals_after_failure += stats.proposals_taken - at_failure[i].proposals_taken;
+      result.records.assignments_after_failure += stats.assignments_taken - at_failure[i].assignments_taken;
+    }
+    auto& input = inputs[i];
     result.records.contributions_reassigned += stats.reassigned;
     result.records.computes_lost = std::max(result.records.computes_lost, stats.computes_lost);
     result.records.push_blocked += std::chrono::nanoseconds(stats.push_blocked_ns);
@@ -205,7 +219,7 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
     all.fill.insert(all.fill.end(), r.fill.begin(), r.fill.end());
     all.peak_fill_percent = std::max(all.peak_fill_percent, r.peak_fill_percent);
     all.corrupt += r.corrupt;
-    if (r.fallback) all.fallback = r.fallback;  // the DDE's, on compute node 0
+    if (r.fallback && (compute || !all.fallback)) all.fallback = r.fallback;  // a DDE's, a live one's first
     // Assignment by load: the current assignment, the latest any coordinator decided.
     if (!r.assignments.empty() &&
         (all.assignments.empty() || all.assignments.back().interval < r.assignments.back().interval))

@@ -125,6 +125,9 @@ RunSummary summarize(const RunRecords& records, ClockBasis basis) {
   count_deliveries(records, s);
   measure_recovery(records, s);
   s.computes_failed = records.computes_failed;
+  s.dde_replicas_lost = records.dde_replicas_lost;
+  s.proposals_after_failure = records.proposals_after_failure;
+  s.assignments_after_failure = records.assignments_after_failure;
   measure_membership(records, s);
   s.computes_drained = records.computes_drained;
   s.computes_joined = records.computes_joined;

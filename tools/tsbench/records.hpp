@@ -54,6 +54,12 @@ struct RunSummary {
   double capacity_before_gbps = 0;
   double recovery_ms = 0;
   double lowest_after_gbps = 0;
+  // DFS or assignment by load: the DDE replicas lost with the failure (the compute nodes they
+  // ran on), and the proposals and assignments the inputs took after it, summed over the
+  // inputs (above 0: pacing and assignment went on, from the replicas left).
+  std::vector<ns::ComputeIndex> dde_replicas_lost;
+  std::uint64_t proposals_after_failure = 0;
+  std::uint64_t assignments_after_failure = 0;
   // --drain, --join: the aggregate in the 2 s before the change and from 1 s after it to
   // half a second before the last hand-over (complete time-slices by hand-over time, NaN when
   // the run has no such stretch); --join: the time from the join to the joined node's first

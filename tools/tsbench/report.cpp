@@ -85,6 +85,14 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
                  name, s.capacity_before_gbps,
                  std::isnan(s.recovery_ms) ? std::string("never") : fmt::format("{:.0f} ms", s.recovery_ms),
                  s.lowest_after_gbps);
+      if (!s.dde_replicas_lost.empty()) {
+        fmt::print(out, "{}: DDE replica(s) lost with it: on compute node(s) {}\n", name,
+                   fmt::join(s.dde_replicas_lost, " "));
+      }
+      if (s.proposals_after_failure > 0 || s.assignments_after_failure > 0) {
+        fmt::print(out, "{}: after the failure the inputs took {} proposal(s) and {} assignment(s)\n", name,
+                   s.proposals_after_failure, s.assignments_after_failure);
+      }
     }
     if (s.computes_drained > 0 || s.computes_joined > 0) {
       fmt::print(out,
@@ -143,7 +151,12 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
         .field("contributions_reassigned", s.contributions_reassigned)
         .field("capacity_before_gbps", s.capacity_before_gbps)
         .field("recovery_ms", s.recovery_ms)
-        .field("lowest_after_gbps", s.lowest_after_gbps);
+        .field("lowest_after_gbps", s.lowest_after_gbps)
+        .field("proposals_after_failure", s.proposals_after_failure)
+        .field("assignments_after_failure", s.assignments_after_failure);
+    json.key("dde_replicas_lost").begin_array();
+    for (const auto c : s.dde_replicas_lost) json.value(c);
+    json.end_array();
     json.end_object();
     json.key("membership").begin_object();
     json.field("computes_drained", s.computes_drained)

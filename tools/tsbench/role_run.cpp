@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <csignal>
+#include <optional>
 #include <thread>
 
 namespace netio::tools::tsbench {
@@ -134,13 +135,30 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   InputRole input(context, io);
   input.set_limit(total);
   input.start();
-  while (input.pushed() < total && !stop_requested() && !deadline.expired()) std::this_thread::sleep_for(20ms);
+  // The statistics when this input first lost a compute node: what it took after (DDE failover).
+  std::optional<scheduled_push::TimesliceSenderStats> at_failure;
+  while (input.pushed() < total && !stop_requested() && !deadline.expired()) {
+    if (!at_failure) {
+      if (auto s = input.sender_stats(); s.computes_lost > 0) at_failure = std::move(s);
+    }
+    std::this_thread::sleep_for(20ms);
+  }
   if (input.pushed() < total) input.set_limit(input.pushed());  // cut short: stop where it is
   result.error = input.finish(deadline.remaining(std::chrono::hours(24)));
   result.interrupted = stop_requested() || deadline.expired();
   const auto stats = input.sender_stats();
   result.records.contributions_reassigned = stats.reassigned;
   result.records.computes_lost = stats.computes_lost;
+  if (at_failure) {
+    result.records.proposals_after_failure = stats.proposals_taken - at_failure->proposals_taken;
+    result.records.assignments_after_failure = stats.assignments_taken - at_failure->assignments_taken;
+  }
+  // The DDE replicas this input dropped, by the compute node each runs on (the file's order).
+  std::vector<ns::ComputeIndex> dde_nodes;
+  for (const auto& node : cluster.nodes) {
+    if (node.dde) dde_nodes.push_back(node.index);
+  }
+  for (const auto d : stats.lost_ddes) result.records.dde_replicas_lost.push_back(dde_nodes.at(d));
   result.records.push_blocked = std::chrono::nanoseconds(stats.push_blocked_ns);
   result.records.pushes_blocked = stats.pushes_blocked;
   result.records.intervals = input.take_records();

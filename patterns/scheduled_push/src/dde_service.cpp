@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -91,13 +92,17 @@ struct DdeService::State {
   }
 
   // Assignment by load: the coordinator's part. The report's connection is where the input's
-  // assignments go (as its proposals); every decision goes to every input.
+  // assignments go (as its proposals); every decision goes to every input. One that does not
+  // fit the input's reply window now is kept and sent again with its next report: an input
+  // sends into an interval only once it holds its assignment, and after a failover this
+  // replica may be the only one left to send it.
   void on_load_report(const ns::LoadReport& report, const Peer& peer) {
     if (!assigner) throw Error(Errc::protocol_error, "a load report, but this DDE's assignment is fixed");
     check_input(report.input);
     peers[report.input] = peer;
     count(&DdeServiceStats::load_reports);
     note_lost(report);
+    send_unsent_assignments(report.input);
     for (const auto& assignment : assigner->on_report(report)) {
       {
         std::lock_guard lock(stats_mutex);
@@ -106,17 +111,43 @@ struct DdeService::State {
       }
       const auto bytes = ns::encode(assignment);
       for (auto it = peers.begin(); it != peers.end();) {
+        auto& unsent = unsent_assignments[it->first];
         bool sent = false;
         try {
-          sent = it->second.try_reply(bytes);
+          sent = unsent.empty() && it->second.try_reply(bytes);
         } catch (const Error&) {
+          unsent.clear();
           it = peers.erase(it);  // that input's connection is gone; its next message brings the new one
           count(&DdeServiceStats::assignments_dropped);
           continue;
         }
-        count(sent ? &DdeServiceStats::assignments_sent : &DdeServiceStats::assignments_dropped);
+        if (sent) {
+          count(&DdeServiceStats::assignments_sent);
+        } else {
+          unsent.push_back(bytes);
+          if (unsent.size() > max_unsent_assignments) {  // an input this far behind is not reading: dropped
+            unsent.pop_front();
+            count(&DdeServiceStats::assignments_dropped);
+          }
+        }
         ++it;
       }
+    }
+  }
+
+  void send_unsent_assignments(ns::InputIndex input) {
+    auto& unsent = unsent_assignments[input];
+    const auto peer = peers.find(input);
+    while (!unsent.empty() && peer != peers.end()) {
+      bool sent = false;
+      try {
+        sent = peer->second.try_reply(unsent.front());
+      } catch (const Error&) {
+        return;  // gone: the caller's next reply finds it so
+      }
+      if (!sent) return;
+      unsent.pop_front();
+      count(&DdeServiceStats::assignments_sent);
     }
   }
 
@@ -168,6 +199,9 @@ struct DdeService::State {
   ProposalObserver on_proposal;
   Endpoint endpoint;
   std::map<ns::InputIndex, Peer> peers;  // where each input's proposals go
+  // Assignment by load: per input, the encoded assignments its reply window did not take yet.
+  static constexpr std::size_t max_unsent_assignments = 16;
+  std::map<ns::InputIndex, std::deque<std::vector<std::byte>>> unsent_assignments;
   std::set<ConnectionId> complained;
   mutable std::mutex stats_mutex;
   DdeServiceStats stats;

@@ -251,7 +251,10 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     if (stopped || ddes[d].lost) return;
     try {
       if (ns::control_message_type(reply) == ns::assignment_type) {
-        (void)node.on_assignment(ns::decode_assignment(reply));
+        if (node.on_assignment(ns::decode_assignment(reply))) {
+          std::lock_guard lock(stats_mutex);
+          ++stats.assignments_taken;
+        }
         drive();
         return;
       }
@@ -603,8 +606,10 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     log(LogLevel::warn, "scheduled push: input {} dropped DDE {}: {}", options.input,
         options.dde_endpoints[d].to_string(), why);
     if (ddes[d].socket) ddes[d].socket->close();
+    ddes[d].load_reports.clear();  // the other replicas have their own copies
     std::lock_guard lock(stats_mutex);
     ++stats.ddes_lost;
+    stats.lost_ddes.push_back(d);
   }
 
   void check_health() {
@@ -640,6 +645,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         ddes[d].connected_once = true;
       } else if (ddes[d].connected_once) {
         lose_dde(d, "the connection failed");
+      } else if (const auto failure = ddes[d].socket->failure()) {
+        // Never up (refused, or not there: one attempt): its load reports would queue for ever.
+        lose_dde(d, failure->what());
       }
     }
     send_load_report();  // what a DDE not connected yet could not take

@@ -45,6 +45,12 @@ void RunRecorder::compare(const IntervalAssignment& assignment, int by) {
   first_assigned_.erase(it);
 }
 
+void RunRecorder::assigned_by_replica(const IntervalAssignment& assignment) {
+  // At the failover it hands over what it decided already: some the coordinator had too.
+  if (!records_.assignments.empty() && records_.assignments.back().interval >= assignment.interval) return;
+  records_.assignments.push_back(assignment);
+}
+
 void RunRecorder::finish(SimulationResult& result, std::optional<FallbackStats> fallback) {
   std::sort(records_.timeslices.begin(), records_.timeslices.end(),
             [](const auto& a, const auto& b) { return a.timeslice < b.timeslice; });

@@ -33,6 +33,8 @@ class RunRecorder {
   // decided an interval's assignment: whichever comes second is compared with the first.
   void assigned(const IntervalAssignment& assignment) { compare(assignment, 0); }
   void replica_assigned(const IntervalAssignment& assignment) { compare(assignment, 1); }
+  // The replica's decision after the coordinator's node failed: the assignment in force.
+  void assigned_by_replica(const IntervalAssignment& assignment);
 
   // Hands the records over, in order (time-slices by index, intervals by input then index),
   // with the DDE's fallback statistics when there is a DDE.

@@ -43,6 +43,7 @@ SimulatedNetwork::SimulatedNetwork(const SimulatedSystem& system, const Simulati
     for (ns::InputIndex i = 0; i < n; ++i) {
       compute.replies.emplace_back(e, i, Flows{i, n * m + i * m + c, c});
       if (c == 0) compute.control_replies.emplace_back(e, n + i, Flows{n + i, 2 * n * m + n + i, m});
+      if (c == 1) compute.control_replies.emplace_back(e, n + i, Flows{n + i, 2 * n * m + 3 * n + i, m + 1});
     }
   }
   if (options_.network == NetworkModel::packet) packet_ = options_.packet_network(system_);

@@ -179,12 +179,14 @@ class SimulatedNetwork {
 
   // The connections, one direction each: input i's data connection to compute node c, and its
   // replies; input i's control connections to the DDE (compute node 0) and to the second
-  // replica (compute node 1, M >= 2), and the DDE's replies on the first.
+  // replica (compute node 1, M >= 2), and each replica's replies on its own (the second's
+  // carry its proposals and assignments once the first one's node failed).
   Link& data(InputIndex i, ComputeIndex c) { return inputs_[i].data[c]; }
   Link& reply(ComputeIndex c, InputIndex i) { return computes_[c].replies[i]; }
   Link& control(InputIndex i) { return *inputs_[i].control; }
   Link& replica_control(InputIndex i) { return *inputs_[i].replica_control; }
   Link& control_reply(InputIndex i) { return computes_.front().control_replies[i]; }
+  Link& replica_control_reply(InputIndex i) { return computes_[1].control_replies[i]; }
 
   // A message from node `from` to node `to` (ranks) on `link`: its delay draw (of the sender's
   // delay= and slow-down), the sender's out-port, the core, and (unless a reply, which the
@@ -222,7 +224,7 @@ class SimulatedNetwork {
   struct ComputeSide {
     double in_capacity = FluidNetwork::unlimited_rate;
     std::vector<Link> replies;          // to every input, on its data connection
-    std::vector<Link> control_replies;  // to every input, on its control connection (the DDE's node)
+    std::vector<Link> control_replies;  // to every input, on its control connection (the DDE replicas' nodes)
   };
 
   void schedule(Time when, Event::Kind kind, std::uint32_t index, std::uint64_t generation = 0) {

@@ -66,12 +66,19 @@ std::uint64_t SimulatedNodes::handed_over() const {
 
 void SimulatedNodes::finish(SimulationResult& result) {
   for (const auto& c : computes_) recorder_.peak(c.peak_held_bytes);
-  recorder_.finish(result, dde_ ? std::optional{dde_->fallback().stats()} : std::nullopt);
+  // After a failover the replica left saw every report of the run: its safety net's statistics.
+  const auto* dde = failed_over() && replica_ ? &*replica_ : dde_ ? &*dde_ : nullptr;
+  recorder_.finish(result, dde ? std::optional{dde->fallback().stats()} : std::nullopt);
   auto& records = result.records;
   if (limit_set_) records.expected_timeslices = limit_;
   if (failed_at_) {
     records.failed_at = *failed_at_;
     records.computes_failed = 1;
+    records.proposals_after_failure = proposals_after_failure_;
+    records.assignments_after_failure = assignments_after_failure_;
+    const auto c = system_.failure->compute;
+    if ((dde_ || assigner_) && (c == 0 || (c == 1 && (replica_ || assigner_replica_))))
+      records.dde_replicas_lost.push_back(c);
   }
   if (membership_at_) {
     records.membership_at = *membership_at_;
@@ -174,8 +181,17 @@ void SimulatedNodes::fail(ns::ComputeIndex c) {
   computes_[c].dead = true;
   failed_at_ = network_.now();
   for (ns::InputIndex i = 0; i < system_.inputs(); ++i) lose(i, c);
+  if (c == 0 && failed_over()) fail_over();
   for (ns::InputIndex i = 0; i < system_.inputs(); ++i) drive(i);
   check_done();
+}
+
+void SimulatedNodes::fail_over() {
+  // The pattern's replica sent these as it decided them; the inputs take what is new to them.
+  std::vector<ns::AddressedProposal> latest;
+  for (const auto& [input, proposal] : replica_latest_) latest.push_back({input, proposal});
+  send_replica_proposals(latest);
+  if (assigner_replica_) send_assignments(assigner_replica_->decided_from(0), true);
 }
 
 void SimulatedNodes::change_membership() {
@@ -296,9 +312,11 @@ void SimulatedNodes::report(ns::InputIndex i, const ns::IntervalCompletion& done
   }
   recorder_.interval(r);
   if (!dde_) return;
-  // The report and the request, one after the other on the control connection.
-  network_.transmit(network_.control(i), i, system_.inputs(), report_bytes, true, [this, done] { on_report(done); });
-  if (replica_) {
+  // The report and the request, one after the other on the control connection (to a replica
+  // whose node is gone, nothing: the input dropped it).
+  if (!first_replica_dead())
+    network_.transmit(network_.control(i), i, system_.inputs(), report_bytes, true, [this, done] { on_report(done); });
+  if (replica_ && !computes_[1].dead) {
     network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, report_bytes, true,
                       [this, done] { on_replica_report(done); });
   }
@@ -335,16 +353,19 @@ void SimulatedNodes::on_credit(ns::InputIndex i, ns::ComputeIndex c, ns::Timesli
 }
 
 void SimulatedNodes::on_proposal(ns::InputIndex i, const ns::Proposal& proposal) {
-  (void)inputs_[i].node.on_proposal(proposal);
+  if (inputs_[i].node.on_proposal(proposal) && failed_at_) ++proposals_after_failure_;
   drive(i);
 }
 
 void SimulatedNodes::send_clock_sample(ns::InputIndex i, const ns::ClockProbe& sample) {
   // On the control connections, as the pattern sends it, to both replicas.
   if (!dde_) return;
-  network_.transmit(network_.control(i), i, system_.inputs(), probe_bytes, true,
-                    [this, sample] { dde_->on_clock_sample(sample, computes_.front().clock.local(network_.now())); });
-  if (replica_) {
+  if (!first_replica_dead()) {
+    network_.transmit(network_.control(i), i, system_.inputs(), probe_bytes, true, [this, sample] {
+      if (!first_replica_dead()) dde_->on_clock_sample(sample, computes_.front().clock.local(network_.now()));
+    });
+  }
+  if (replica_ && !computes_[1].dead) {
     network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, probe_bytes, true, [this, sample] {
       if (!computes_[1].dead) replica_->on_clock_sample(sample, computes_[1].clock.local(network_.now()));
     });
@@ -440,6 +461,7 @@ void SimulatedNodes::deliver(ns::ComputeIndex c) {
 }
 
 void SimulatedNodes::on_report(const ns::IntervalCompletion& done) {
+  if (first_replica_dead()) return;  // the DDE's node failed
   const Time local = computes_.front().clock.local(network_.now());
   send_proposals(dde_->on_report(done.report, local));
   send_proposals(dde_->on_request(done.request));
@@ -450,7 +472,21 @@ void SimulatedNodes::on_replica_report(const ns::IntervalCompletion& done) {
   const Time local = computes_[1].clock.local(network_.now());
   auto proposals = replica_->on_report(done.report, local);
   for (auto& p : replica_->on_request(done.request)) proposals.push_back(p);
+  for (const auto& [input, proposal] : proposals) replica_latest_.insert_or_assign(input, proposal);
+  if (failed_over()) {
+    send_replica_proposals(proposals);
+    return;
+  }
   for (const auto& [input, proposal] : proposals) compare_with_other_replica(input, proposal);
+}
+
+void SimulatedNodes::send_replica_proposals(const std::vector<ns::AddressedProposal>& proposals) {
+  for (const auto& [input, proposal] : proposals) {
+    network_.transmit(network_.replica_control_reply(input), system_.inputs() + 1, input, probe_bytes, false,
+                      [this, i = input, p = proposal] {
+                        if (!computes_[1].dead) on_proposal(i, p);
+                      });
+  }
 }
 
 void SimulatedNodes::compare_with_other_replica(ns::InputIndex input, const ns::Proposal& proposal) {
@@ -461,29 +497,47 @@ void SimulatedNodes::send_proposals(const std::vector<ns::AddressedProposal>& pr
   for (const auto& [input, proposal] : proposals) {
     if (replica_) compare_with_other_replica(input, proposal);
     network_.transmit(network_.control_reply(input), system_.inputs(), input, probe_bytes, false,
-                      [this, i = input, p = proposal] { on_proposal(i, p); });
+                      [this, i = input, p = proposal] {
+                        if (!first_replica_dead()) on_proposal(i, p);  // nothing it sent arrives after
+                      });
   }
 }
 
 void SimulatedNodes::send_load_report(ns::InputIndex i, const ns::LoadReport& report) {
   // On the control connections, as the reports to the DDE.
   const std::uint64_t bytes = report_bytes + 2 * std::uint64_t{system_.computes()};
-  network_.transmit(network_.control(i), i, system_.inputs(), bytes, true,
-                    [this, report] { send_assignments(assigner_->on_report(report)); });
-  if (assigner_replica_) {
+  if (!first_replica_dead()) {
+    network_.transmit(network_.control(i), i, system_.inputs(), bytes, true, [this, report] {
+      if (!first_replica_dead()) send_assignments(assigner_->on_report(report));
+    });
+  }
+  if (assigner_replica_ && !computes_[1].dead) {
     network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, bytes, true, [this, report] {
-      if (!computes_[1].dead) compare_assignments(assigner_replica_->on_report(report));
+      if (computes_[1].dead) return;
+      const auto decided = assigner_replica_->on_report(report);
+      if (failed_over())
+        send_assignments(decided, true);
+      else
+        compare_assignments(decided);
     });
   }
 }
 
-void SimulatedNodes::send_assignments(const std::vector<ns::IntervalAssignment>& assignments) {
+void SimulatedNodes::send_assignments(const std::vector<ns::IntervalAssignment>& assignments, bool by_replica) {
   const std::uint64_t bytes = probe_bytes + 4 * std::uint64_t{system_.computes()};
+  const ns::ComputeIndex c = by_replica ? 1 : 0;
   for (const auto& assignment : assignments) {
-    recorder_.assigned(assignment);
+    if (by_replica)
+      recorder_.assigned_by_replica(assignment);
+    else
+      recorder_.assigned(assignment);
     for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
-      network_.transmit(network_.control_reply(i), system_.inputs(), i, bytes, false, [this, i, assignment] {
-        if (inputs_[i].node.on_assignment(assignment)) drive(i);
+      auto& link = by_replica ? network_.replica_control_reply(i) : network_.control_reply(i);
+      network_.transmit(link, system_.inputs() + c, i, bytes, false, [this, i, c, assignment] {
+        if (computes_[c].dead) return;  // nothing it sent arrives after
+        if (!inputs_[i].node.on_assignment(assignment)) return;
+        if (failed_at_) ++assignments_after_failure_;
+        drive(i);
       });
     }
   }

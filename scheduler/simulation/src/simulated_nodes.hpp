@@ -6,7 +6,12 @@
 // take what it delivers (NetworkReceiver), and tell the recorder (RunRecorder) what happened.
 // A compute node's failure (SimulatedSystem::failure) as the pattern meets it: every input
 // loses it at once and reroutes its time-slices (TimesliceSender's retention, LostCompute
-// notice and reassignment; TimesliceReceiver's handling of reassigned contributions).
+// notice and reassignment; TimesliceReceiver's handling of reassigned contributions). The
+// failure of compute node 0 takes the first DDE replica (DFS) or coordinator (load) with it:
+// the one on compute node 1, fed the same reports all along, answers the inputs from then on
+// (as an input of the pattern takes the first proposal or assignment of an interval from
+// whichever replica it comes: the first replica's come first while it lives, the second's are
+// left out until then, where the pattern's would be duplicates).
 #pragma once
 
 #include "run_recorder.hpp"
@@ -128,8 +133,14 @@ class SimulatedNodes final : public NetworkReceiver {
   // Assignment by load: the inputs' reports to the assigner on compute node 0 (and the
   // replica on compute node 1), its decisions to every input.
   void send_load_report(ns::InputIndex i, const ns::LoadReport& report);
-  void send_assignments(const std::vector<ns::IntervalAssignment>& assignments);
+  void send_assignments(const std::vector<ns::IntervalAssignment>& assignments, bool by_replica = false);
   void compare_assignments(const std::vector<ns::IntervalAssignment>& assignments);
+  // DDE failover: compute node 0 (the first replica) is dead, the second answers; it hands the
+  // inputs what it decided and would have sent already (its latest proposals, its decisions).
+  bool first_replica_dead() const { return computes_.front().dead; }
+  bool failed_over() const { return first_replica_dead() && (replica_ || assigner_replica_); }
+  void fail_over();
+  void send_replica_proposals(const std::vector<ns::AddressedProposal>& proposals);
   // The failure: compute node c dies now; input i loses it, sends what waits to be reassigned.
   void fail(ns::ComputeIndex c);
   void lose(ns::InputIndex i, ns::ComputeIndex c);
@@ -163,6 +174,10 @@ class SimulatedNodes final : public NetworkReceiver {
   // fed the same reports over its own connections, whose decisions are compared, not sent.
   std::optional<ns::Assigner> assigner_;
   std::optional<ns::Assigner> assigner_replica_;
+  std::map<ns::InputIndex, ns::Proposal> replica_latest_;  // DFS: the replica's latest proposal per input
+  // After the failure: proposals and assignments the inputs took (new to them), from any replica.
+  std::uint64_t proposals_after_failure_ = 0;
+  std::uint64_t assignments_after_failure_ = 0;
   std::uint64_t limit_ = UINT64_MAX;  // inputs send the time-slices below it
   bool limit_set_ = false;
   bool done_ = false;

@@ -102,11 +102,6 @@ void check_simulatable(const SimulatedSystem& system, const SimulationOptions& o
                          system.computes()));
     }
     if (system.computes() < 2) reject("a compute node's failure needs another to build its time-slices (M >= 2)");
-    if (failure->compute == 0 && system.scheduler.assignment == ns::Assignment::load) {
-      reject(
-          "the simulator does not model the coordinator's node failing (compute node 0 under --assignment load): "
-          "fail another compute node");
-    }
   }
   if (options.port_late.kind != DelayKind::none && options.network != NetworkModel::ports) {
     reject("--port-late is a part of the ports model (--network ports), not of the lossless one");
@@ -115,9 +110,6 @@ void check_simulatable(const SimulatedSystem& system, const SimulationOptions& o
 
 SimulationResult simulate(const SimulatedSystem& system, ns::Mode mode, const SimulationOptions& options) {
   check_simulatable(system, options);
-  if (system.failure && system.failure->compute == 0 && mode == ns::Mode::dfs) {
-    reject("the simulator does not model the DDE's node failing (compute node 0 under DFS): fail another compute node");
-  }
   SimulatedNetwork network(system, options);
   RunRecorder recorder(system.buffer_bytes, system.scheduler.timeslices_in_interval(), system.warmup_intervals);
   SimulatedNodes nodes(system, mode, options, network, recorder);

@@ -10,7 +10,8 @@
 ///
 /// With SchedulerConfig::assignment = load it is also the coordinator (scheduler::Assigner):
 /// inputs send their load reports here, and every interval's assignment goes to every input
-/// as a reply on the connection its latest report came on.
+/// as a reply on the connection its latest report came on (one the input's reply window does
+/// not take now goes with its next report: an input waits for every interval's assignment).
 ///
 /// Proposals for input i go to the connection i's latest request came on. A message that
 /// does not decode, or names an input out of range, is dropped and logged once per
@@ -50,7 +51,8 @@ struct DdeServiceStats {
   std::uint64_t best_effort_intervals = 0;
   bool fallback_active = false;  ///< the latest interval decided runs best-effort
   /// Assignment by load (SchedulerConfig::assignment): the inputs' load reports taken, and
-  /// the interval assignments sent to inputs or dropped (reply window full, input gone).
+  /// the interval assignments sent to inputs or dropped (input gone, or 16 waiting for its
+  /// reply window: one that does not fit it is sent again with the input's next report).
   std::uint64_t load_reports = 0;
   std::uint64_t assignments_sent = 0;
   std::uint64_t assignments_dropped = 0;

@@ -129,7 +129,13 @@ struct TimesliceSenderStats {
   std::uint64_t proposals_taken = 0;     ///< DFS
   std::uint32_t computes_lost = 0;
   std::vector<scheduler::ComputeIndex> lost_computes;  ///< which ones, in the order lost
+  /// DDE replicas dropped (connection failed or refused, or a bad message), and which ones
+  /// (indices into dde_endpoints), in the order dropped: the others go on proposing and
+  /// assigning (Faults).
   std::uint32_t ddes_lost = 0;
+  std::vector<std::size_t> lost_ddes;
+  /// Assignment by load: intervals whose assignment this input took (the first replica's of each).
+  std::uint64_t assignments_taken = 0;
   /// Membership (scheduler/membership.hpp): compute nodes that announced a drain, and those
   /// that then left cleanly (drained, their connection closed with nothing outstanding: not
   /// lost, nothing reassigned).

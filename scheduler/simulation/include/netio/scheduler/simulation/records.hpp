@@ -65,6 +65,12 @@ struct RunRecords {
   // A compute node failed (netio_tsbench --fail): when (relative to the origin) and how many.
   std::optional<ns::Time> failed_at;
   std::uint32_t computes_failed = 0;
+  // DFS or assignment by load, with a failure: the DDE replicas lost with it (by the compute
+  // node they ran on), and the proposals and assignments the inputs took after it (from the
+  // replicas left: DFS's pacing and the assignment went on), summed over the inputs.
+  std::vector<ns::ComputeIndex> dde_replicas_lost;
+  std::uint64_t proposals_after_failure = 0;
+  std::uint64_t assignments_after_failure = 0;
   // Membership (netio_tsbench --drain, --join): when the node was drained or joined
   // (relative to the origin), and how many; the joined slot's index.
   std::optional<ns::Time> membership_at;

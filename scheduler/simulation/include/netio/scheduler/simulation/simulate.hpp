@@ -35,8 +35,10 @@
 //     failure), nothing more reaches it and nothing it sent is delivered after. The inputs
 //     reroute its time-slices as the pattern does (reassignment.hpp: reroute(), the
 //     LostCompute notice of what they know built there, the reassigned contributions outside
-//     the credits), the others build them (ComputeNode::on_reassigned). Not modelled: the
-//     DDE's or the coordinator's node failing (compute node 0 under DFS or assignment by load).
+//     the credits), the others build them (ComputeNode::on_reassigned). Compute node 0
+//     carries the first DDE replica (DFS) and coordinator (load), compute node 1 the second:
+//     when node 0 fails, the second answers the inputs from then on (the DDE fails over);
+//     before, its proposals and decisions are compared with the first's, not sent.
 // Deterministic: the same options and seed give the same records.
 #pragma once
 
