@@ -182,8 +182,9 @@ void bind_timeslices(py::module_& m) {
                        std::optional<std::uint64_t> timeslices_per_interval,
                        std::optional<std::uint32_t> credits_per_input, std::uint64_t max_contribution_bytes,
                        nanoseconds incomplete_timeout, const py::object& on_incomplete, bool run_dde,
-                       scheduler::Assignment assignment) {
+                       scheduler::Assignment assignment, bool standby) {
              sp::TimesliceReceiverOptions options;
+             options.standby = standby;
              options.config = config_of(input_count, compute_count, timeslices_per_interval, assignment);
              options.compute = compute;
              options.credits_per_input = credits_per_input;
@@ -212,7 +213,22 @@ void bind_timeslices(py::module_& m) {
            py::arg("compute_count"), py::arg("compute") = 0, py::arg("timeslices_per_interval") = py::none(),
            py::arg("credits_per_input") = py::none(), py::arg("max_contribution_bytes") = 64 * 1024,
            py::arg("incomplete_timeout") = nanoseconds(std::chrono::seconds(5)), py::arg("on_incomplete") = py::none(),
-           py::arg("run_dde") = false, py::arg("assignment") = scheduler::Assignment::fixed)
+           py::arg("run_dde") = false, py::arg("assignment") = scheduler::Assignment::fixed, py::arg("standby") = false)
+      .def(
+          "drain", [](PyTimesliceReceiver& r) { return r.unlocked([](auto& socket) { return socket.drain(); }); },
+          "This compute node drains: it names the boundary T (returned) from which the inputs send it nothing, builds "
+          "everything below T, then wait_drained() is True and it may close; the inputs see a departure, not a loss. "
+          "Fixed assignment only.")
+      .def(
+          "join", [](PyTimesliceReceiver& r) { r.unlocked([](auto& socket) { socket.join(); }); },
+          "A standby slot (made with standby=True) joins: from a boundary the members name, its time-slices come "
+          "here (stats().join_from once known).")
+      .def(
+          "wait_drained",
+          [](PyTimesliceReceiver& r, Timeout timeout) {
+            return wait_in_slices(timeout, [&](nanoseconds slice) { return r.pin()->wait_drained(slice); });
+          },
+          py::arg("timeout") = py::none(), "After drain(): True once drained, False on timeout.")
       .def(
           "recv",
           [](PyTimesliceReceiver& r, Timeout timeout) {
@@ -245,6 +261,10 @@ void bind_timeslices(py::module_& m) {
         fields["computes_lost_heard"] = s.computes_lost_heard;
         fields["inputs_connected"] = s.inputs_connected;
         fields["inputs_gone"] = s.inputs_gone;
+        fields["drain_from"] = s.drain_from;
+        fields["drained"] = s.drained;
+        fields["membership_notices"] = s.membership_notices;
+        fields["join_from"] = s.join_from;
         return attribute_bag(fields);
       });
   def_close(receiver);
@@ -257,8 +277,10 @@ void bind_timeslices(py::module_& m) {
                        const std::vector<Endpoint>& compute_endpoints, scheduler::Mode mode,
                        const std::vector<Endpoint>& dde_endpoints, std::optional<std::uint64_t> timeslices_per_interval,
                        std::uint64_t max_contribution_bytes, std::size_t queue_capacity, nanoseconds push_timeout,
-                       nanoseconds welcome_timeout, nanoseconds progress_timeout, scheduler::Assignment assignment) {
+                       nanoseconds welcome_timeout, nanoseconds progress_timeout, scheduler::Assignment assignment,
+                       const std::vector<scheduler::ComputeIndex>& standby_computes) {
              sp::TimesliceSenderOptions options;
+             options.standby_computes = standby_computes;
              options.config = config_of(input_count, compute_count, timeslices_per_interval, assignment);
              options.mode = mode;
              options.input = input;
@@ -279,7 +301,8 @@ void bind_timeslices(py::module_& m) {
            py::arg("push_timeout") = nanoseconds(std::chrono::seconds(10)),
            py::arg("welcome_timeout") = nanoseconds(std::chrono::seconds(10)),
            py::arg("progress_timeout") = nanoseconds(std::chrono::seconds(5)),
-           py::arg("assignment") = scheduler::Assignment::fixed)
+           py::arg("assignment") = scheduler::Assignment::fixed,
+           py::arg("standby_computes") = std::vector<scheduler::ComputeIndex>{})
       .def(
           "push",
           [](Sender& s, scheduler::TimesliceIndex t, const py::object& data) {
@@ -323,6 +346,11 @@ void bind_timeslices(py::module_& m) {
         fields["computes_lost"] = st.computes_lost;
         fields["ddes_lost"] = st.ddes_lost;
         fields["lost_computes"] = st.lost_computes;
+        fields["lost_ddes"] = st.lost_ddes;
+        fields["assignments_taken"] = st.assignments_taken;
+        fields["computes_draining"] = st.computes_draining;
+        fields["computes_drained"] = st.computes_drained;
+        fields["computes_joined"] = st.computes_joined;
         fields["pushes_blocked"] = st.pushes_blocked;
         fields["push_blocked_s"] = seconds(nanoseconds(st.push_blocked_ns));
         fields["push_timeouts"] = st.push_timeouts;

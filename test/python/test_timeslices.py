@@ -130,3 +130,39 @@ def test_a_lost_compute_node_s_timeslices_come_from_the_others_with_their_attemp
     assert sorted(seen) == [(t, t % 2, True) for t in range(8) if t != 1]
     assert kept.stats().reassigned_built == 3
     kept.close()
+
+
+def test_a_drained_compute_node_leaves_with_nothing_lost_or_reassigned(ctx):
+    seen = {0: [], 1: []}
+
+    def handler_of(node):
+        return lambda timeslice: seen[node].append((timeslice.index, timeslice.attempt, timeslice.complete))
+
+    receivers = [netio.TimesliceReceiver(ctx, LOOPBACK, handler_of(c), input_count=2, compute_count=2, compute=c,
+                                         timeslices_per_interval=20) for c in range(2)]
+    endpoints = [r.local_endpoint for r in receivers]
+    senders = [netio.TimesliceSender(ctx, input=i, input_count=2, compute_count=2, compute_endpoints=endpoints,
+                                     timeslices_per_interval=20) for i in range(2)]
+    boundary = receivers[1].drain()
+    assert boundary % 20 == 0 and receivers[1].drain() == boundary  # an interval start; idempotent
+    count = boundary + 40
+    for t in range(count):
+        for i, sender in enumerate(senders):
+            sender.push(t, contribution(t, i))
+    assert receivers[1].wait_drained(10)
+    assert receivers[1].stats().drained and receivers[1].stats().drain_from == boundary
+    receivers[1].close()  # it leaves: a departure, not a loss
+    for sender in senders:
+        sender.finish()
+        assert sender.wait_finished(10)
+        deadline = time.monotonic() + 10
+        while sender.stats().computes_drained < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stats = sender.stats()
+        assert stats.computes_draining == 1 and stats.computes_drained == 1
+        assert stats.computes_lost == 0 and stats.reassigned == 0 and stats.undeliverable == 0
+        sender.close()
+    # Node 1 built its own below the boundary; from it on node 0 built them all, attempt 0.
+    assert sorted(seen[1]) == [(t, 0, True) for t in range(1, boundary, 2)]
+    assert sorted(seen[0]) == [(t, 0, True) for t in range(count) if t % 2 == 0 or t >= boundary]
+    receivers[0].close()
