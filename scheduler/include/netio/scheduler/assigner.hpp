@@ -93,9 +93,6 @@ class Assigner {
  public:
   explicit Assigner(const SchedulerConfig& config);  ///< validates config
 
-  /// A node's use below the mean by less than this (thousandths) changes nothing.
-  static constexpr std::uint32_t dead_band = 30;
-
   /// Input report.input's report. Returns the assignments this decided, in interval order
   /// (none until every input not gone reported the interval). A second report of an input for
   /// an interval, or one of an interval decided already, is ignored. Throws netio::Error
