@@ -18,26 +18,11 @@
 using namespace netio;
 using namespace netio::test;
 
-namespace {
-
-SystemOptions options_for(ns::Mode mode) {
-  SystemOptions options;
-  options.mode = mode;
-  options.config.input_count = 3;
-  options.config.compute_count = 3;
-  options.config.timeslices_per_interval = 12;
-  options.config.history_length = 3;
-  options.credits = 3;
-  return options;
-}
-
-}  // namespace
-
 TEST_CASE("A compute node that goes away: its time-slices are built by the others", "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
   INFO(ns::to_string(mode));
-  const auto options = options_for(mode);
+  const auto options = three_by_three(mode);
   const ns::TimesliceIndex count = 3 * 300;
   System system(base, options);
   // A third of the time-slices, then compute node 2 goes away, then the rest.
@@ -71,7 +56,7 @@ TEST_CASE("A compute node lost while a time-slice is half delivered: the others 
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
   const auto assignment = GENERATE(ns::Assignment::fixed, ns::Assignment::load);
   INFO(ns::to_string(mode) << (assignment == ns::Assignment::load ? ", by load" : ", fixed"));
-  auto options = options_for(mode);
+  auto options = three_by_three(mode);
   options.config.assignment = assignment;
   const ns::TimesliceIndex count = 3 * 60;
   const ns::TimesliceIndex together = 3 * 10;     // every input sends these, then
@@ -134,7 +119,7 @@ TEST_CASE("A compute node that stops consuming but keeps its connection is lost 
   const auto base = GENERATE(loopback_endpoints());
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
   INFO(ns::to_string(mode));
-  auto options = options_for(mode);
+  auto options = three_by_three(mode);
   options.progress_timeout = 300ms;
   // Node 2's consumer keeps every time-slice from its tenth on and never releases it: its
   // credits run out and it returns none, its connections stay open.
@@ -172,7 +157,7 @@ TEST_CASE("An input that goes away leaves incomplete time-slices, reported and f
   const auto base = GENERATE(loopback_endpoints());
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
   INFO(ns::to_string(mode));
-  auto options = options_for(mode);
+  auto options = three_by_three(mode);
   options.incomplete_timeout = 0s;  // only its disconnection gives up on its time-slices
   const ns::TimesliceIndex count = 3 * 200;
   const ns::TimesliceIndex leaves_at = 3 * 50;
@@ -221,7 +206,7 @@ TEST_CASE("An input that goes away leaves incomplete time-slices, reported and f
 
 TEST_CASE("An input that falls silent: its time-slices are given up after the timeout", "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
-  auto options = options_for(ns::Mode::best_effort);
+  auto options = three_by_three(ns::Mode::best_effort);
   options.incomplete_timeout = 200ms;
   const ns::TimesliceIndex count = 3 * 40;
   const ns::TimesliceIndex stops_at = 3 * 10;
@@ -255,7 +240,7 @@ TEST_CASE("An input that falls silent: its time-slices are given up after the ti
 
 TEST_CASE("Junk and mismatched inputs are refused without disturbing the system", "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
-  auto options = options_for(ns::Mode::best_effort);
+  auto options = three_by_three(ns::Mode::best_effort);
   options.config.compute_count = 2;
   const ns::TimesliceIndex count = 2 * 100;
   System system(base, options);

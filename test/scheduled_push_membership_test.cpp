@@ -10,21 +10,6 @@
 using namespace netio;
 using namespace netio::test;
 
-namespace {
-
-SystemOptions three_by_three(ns::Mode mode) {
-  SystemOptions options;
-  options.mode = mode;
-  options.config.input_count = 3;
-  options.config.compute_count = 3;
-  options.config.timeslices_per_interval = 12;
-  options.config.history_length = 3;
-  options.credits = 3;
-  return options;
-}
-
-}  // namespace
-
 TEST_CASE("A compute node that drains: nothing lost, nothing built twice, its leaving is no loss", "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);

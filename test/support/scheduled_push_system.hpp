@@ -130,6 +130,19 @@ struct SystemOptions {
   std::function<void(System&)> before_inputs;
 };
 
+// The small system the fault and membership tests run: 3 × 3, intervals of 12 time-slices
+// (4 rounds), 3 credits per pair.
+inline SystemOptions three_by_three(ns::Mode mode) {
+  SystemOptions options;
+  options.mode = mode;
+  options.config.input_count = 3;
+  options.config.compute_count = 3;
+  options.config.timeslices_per_interval = 12;
+  options.config.history_length = 3;
+  options.credits = 3;
+  return options;
+}
+
 class System {
  public:
   System(const std::string& base, SystemOptions options) : options_(std::move(options)) {
