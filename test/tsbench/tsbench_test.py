@@ -180,8 +180,10 @@ def run_local_load(tsbench):
 def run_local_membership(tsbench):
     """--drain and --join in a local run, 2 inputs x 3 compute slots: every time-slice built once (attempt 0), nothing
     lost; the drained node leaves without being lost and builds nothing after its boundary; the joined slot (2) builds
-    its own time-slices from its boundary on, the others before."""
-    for scheduler, change in (("best-effort", ["--drain", "compute:1,at=1s"]), ("dfs", ["--join", "compute,at=1s"])):
+    its own time-slices from its boundary on, the others before. Draining compute node 0 under DFS takes the first DDE
+    replica with it: the second paces on."""
+    for scheduler, change in (("best-effort", ["--drain", "compute:1,at=1s"]), ("dfs", ["--join", "compute,at=1s"]),
+                              ("dfs", ["--drain", "compute:0,at=1s"])):
         with tempfile.TemporaryDirectory() as work:
             csv = os.path.join(work, "csv")
             cmd = [tsbench, "--scheduler", scheduler, "--inputs", "2", "--computes", "3", "-t", "2.5s", "--json",
@@ -205,7 +207,9 @@ def run_local_membership(tsbench):
             built = [(int(r[column]), int(r[node])) for r in rows[1:]]
             if len({t for t, _ in built}) != len(built):
                 fail(f"{' '.join(change)}: a time-slice built twice")
-            slot = 1 if drained else 2
+            slot = int(change[1].split(",")[0].split(":")[1]) if drained else 2
+            if drained and slot == 0 and summary["failure"]["dde_replicas_lost"] != [0]:
+                fail(f"{' '.join(change)}: expected DDE replica 0 gone with its node", p.stdout)
             own = sorted(t for t, c in built if c == slot)
             others = sorted(t for t, c in built if c != slot and t % 3 == slot)
             if not own or not others or any(t % 3 != slot for t in own):
@@ -526,7 +530,7 @@ def run_simulate(tsbench):
                            (["--computes", "2", "--fail", "compute:5,at=1s"], "out of range"),
                            (["--dde-replicas", "5"], "--dde-replicas 5"),
                            (["--drain", "compute:1,at=1s", "--assignment", "load"], "--assignment fixed"),
-                           (["--drain", "compute:0,at=1s"], "runs the DDE"),
+                           (["--drain", "compute:0,at=1s", "--dde-replicas", "1"], "the only DDE replica"),
                            (["--join", "compute:1,at=1s"], "expected 'compute,at=T'"),
                            (["--role", "compute", "--rank", "0", "--config", "/nonexistent", "-n", "1000",
                              "--join", "compute,at=1s"], "not --role")):

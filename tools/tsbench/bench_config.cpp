@@ -194,8 +194,12 @@ void BenchConfig::validate() const {
       reject(fmt::format("--drain '{}': compute node {} is the slot --join keeps out until it joins", drain,
                          draining->compute));
     }
-    if (draining && draining->compute == 0) {
-      reject(fmt::format("--drain '{}': compute node 0 runs the DDE (DFS); drain another", drain));
+    // A drained node takes its DDE replica (DFS) with it: another must be left.
+    if (draining && draining->compute < dde_replica_count() && dde_replica_count() < 2) {
+      reject(
+          fmt::format("--drain '{}': compute node {} carries the only DDE replica (--dde-replicas 1); drain "
+                      "another, or run two",
+                      drain, draining->compute));
     }
   }
   if (transport != "tcp" && transport != "shm" && transport != "fabric") {
