@@ -320,15 +320,20 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     computes[c].leaves_from = change.from;
     log(LogLevel::info, "scheduled push: input {}: compute node {} ({}) drains: none of its time-slices from {} on",
         options.input, c, options.compute_endpoints[c].to_string(), change.from);
-    const auto bytes = encode(change);
-    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) {
-      if (d != c && !computes[d].lost) computes[d].control_out.push_back({bytes.begin(), bytes.end()});
-    }
+    tell_live_computes(encode(change), c);
     {
       std::lock_guard lock(stats_mutex);
       ++stats.computes_draining;
     }
     send_farewells();
+  }
+
+  // Queues a control message for every compute node not lost but `except` (the one it came
+  // from or is about), ahead of further contributions to it.
+  void tell_live_computes(std::span<const std::byte> bytes, ns::ComputeIndex except) {
+    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) {
+      if (d != except && !computes[d].lost) computes[d].control_out.emplace_back(bytes.begin(), bytes.end());
+    }
   }
 
   // A standby slot asked to join: the lowest member not lost names its boundary.
@@ -363,10 +368,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     if (!added) return;
     log(LogLevel::info, "scheduled push: input {}: compute node {} ({}) joins: its time-slices from {} on",
         options.input, x, options.compute_endpoints[x].to_string(), change.from);
-    const auto bytes = encode(change);
-    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) {
-      if (d != m && !computes[d].lost) computes[d].control_out.push_back({bytes.begin(), bytes.end()});
-    }
+    tell_live_computes(encode(change), m);
     std::lock_guard lock(stats_mutex);
     ++stats.computes_joined;
   }
@@ -441,10 +443,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   // (reassignment.hpp), in index order.
   void reassign_from(ns::ComputeIndex c) {
     LostCompute notice{c, {computes[c].recently_built.begin(), computes[c].recently_built.end()}};
-    const auto bytes = encode(notice);
-    for (ns::ComputeIndex d = 0; d < computes.size(); ++d) {
-      if (!computes[d].lost) computes[d].control_out.push_back(bytes);
-    }
+    tell_live_computes(encode(notice), c);  // c is lost already
     for (auto it = retained.begin(); it != retained.end();) {
       if (it->second.compute != c) {
         ++it;
