@@ -83,6 +83,20 @@ void check_assignment(std::uint32_t compute_count, std::uint64_t timeslices_in_i
                      std::to_string(sum) + " time-slices, not the interval's " +
                      std::to_string(timeslices_in_interval));
   }
+  const bool start_fits = assignment.interval <= std::numeric_limits<TimesliceIndex>::max() / timeslices_in_interval;
+  std::vector<bool> changed(compute_count, false);
+  for (const auto& change : assignment.changes) {
+    const auto what = "assignment of interval " + std::to_string(assignment.interval) + ": slot " +
+                      std::to_string(change.compute) + (change.joins ? " joins" : " leaves");
+    if (change.compute >= compute_count) {
+      reject_from_peer(what + ", out of range (" + std::to_string(compute_count) + " compute nodes)");
+    }
+    if (!start_fits || change.from != assignment.interval * timeslices_in_interval) {
+      reject_from_peer(what + " from time-slice " + std::to_string(change.from) + ", not the interval's first");
+    }
+    if (changed[change.compute]) reject_from_peer(what + " twice");
+    changed[change.compute] = true;
+  }
 }
 
 Assigner::Assigner(const SchedulerConfig& config)
@@ -93,7 +107,9 @@ Assigner::Assigner(const SchedulerConfig& config)
       over_streak_(config.compute_count, 0),
       last_use_(config.compute_count, -1),
       limits_(config.compute_count),
-      carry_(config.compute_count, 0.0) {
+      carry_(config.compute_count, 0.0),
+      left_(config.compute_count, false),
+      joined_(config.compute_count) {
   for (IntervalIndex j = 0; j < assignment_distance; ++j) decided_.emplace(j, fixed_assignment(config_, j));
 }
 
@@ -143,12 +159,25 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
   // The shares of the interval the reports describe: each decision corrects what was measured,
   // so two decisions never both correct the same measurement.
   const std::vector<std::uint32_t>& measured = decided_.at(k - assignment_distance).shares;
+  auto changes = decide_membership(k, reports);
   // Each node's use: the median over the inputs (the lower middle one of an even count),
   // lost when any input lost it.
   std::vector<std::uint32_t> use(m, 0);
   std::vector<bool> skip(m, false);
   std::vector<std::uint16_t> column(reports.size());
   for (ComputeIndex c = 0; c < m; ++c) {
+    if (left_[c]) {  // drained: no share, for good
+      skip[c] = true;
+      continue;
+    }
+    if (joined_[c] && *joined_[c] > k - assignment_distance) {
+      // Joined after the measured interval: the reports say "not a member"; it is new, with an
+      // empty buffer: use 0, no history, so that it takes a fair share at once.
+      last_use_[c] = -1;
+      limits_[c] = Limit{};
+      over_streak_[c] = 0;
+      continue;
+    }
     for (std::size_t r = 0; r < reports.size(); ++r) column[r] = reports[r]->in_use[c];
     std::sort(column.begin(), column.end());
     skip[c] = column.back() == lost_compute;
@@ -158,7 +187,7 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
   for (ComputeIndex c = 0; c < m; ++c) {
     if (!skip[c]) live.push_back(c);
   }
-  if (live.empty()) return IntervalAssignment{k, measured};  // every node lost: nothing to choose between
+  if (live.empty()) return IntervalAssignment{k, measured, std::move(changes)};  // every node lost: nothing to choose between
   const double n = static_cast<double>(per_interval_);
   const double fair = 1.0 / static_cast<double>(live.size());
   const double floor = floor_fraction_per_node * fair;
@@ -302,7 +331,35 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
   for (ComputeIndex c = 0; c < m; ++c) {
     if (!skip[c]) carry_[c] = std::clamp(exact[c] - assignment.shares[c], -1.0, 1.0);
   }
+  assignment.changes = std::move(changes);
   return assignment;
+}
+
+// A member flagged draining by any report leaves from k on; a slot flagged joining by any
+// report joins from k on, once. A flag for a node that left already (or a second one of a
+// slot that joined) is ignored: inputs keep flagging until they hold the decision, and the
+// reports of the intervals before it still carry the flag. Depends on the reports' contents
+// only, so every replica names the same changes.
+std::vector<MembershipChange> Assigner::decide_membership(IntervalIndex k, const std::vector<const LoadReport*>& reports) {
+  std::vector<MembershipChange> changes;
+  const TimesliceIndex from = k * per_interval_;
+  for (ComputeIndex c = 0; c < config_.compute_count; ++c) {
+    const auto flagged = [&](std::uint16_t flag) {
+      return std::any_of(reports.begin(), reports.end(), [&](const LoadReport* r) { return r->in_use[c] == flag; });
+    };
+    if (left_[c]) continue;
+    if (flagged(draining_compute)) {
+      left_[c] = true;
+      limits_[c] = Limit{};
+      carry_[c] = 0;
+      changes.push_back(MembershipChange{c, false, from});
+    } else if (!joined_[c] && flagged(joining_compute)) {
+      joined_[c] = k;
+      carry_[c] = 0;
+      changes.push_back(MembershipChange{c, true, from});
+    }
+  }
+  return changes;
 }
 
 std::optional<IntervalAssignment> Assigner::assignment(IntervalIndex j) const {

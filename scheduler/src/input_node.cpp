@@ -36,7 +36,8 @@ InputNode::InputNode(const SchedulerConfig& config, InputIndex self, Mode mode,
       lost_(config.compute_count, false),
       rings_(config.compute_count),
       use_sums_(config.assignment == Assignment::load ? config.compute_count : 0, 0),
-      membership_(config.compute_count, standby) {
+      membership_(config.compute_count, standby),
+      requested_(config.compute_count, Request::none) {
   if (self >= config.input_count) {
     reject("input " + std::to_string(self) + " out of range (" + std::to_string(config.input_count) + " inputs)");
   }
@@ -295,8 +296,33 @@ bool InputNode::on_assignment(const IntervalAssignment& assignment) {
   if (assignment.interval < layout_.interval_of(next_timeslice()) || tables_.contains(assignment.interval)) {
     return false;
   }
+  for (const auto& change : assignment.changes) {
+    try {
+      (void)on_membership(change);  // before any time-slice of the interval: it waited for this
+    } catch (const Error& e) {
+      throw Error(Errc::protocol_error, "assignment of interval " + std::to_string(assignment.interval) + ": " + e.what());
+    }
+    requested_[change.compute] = Request::none;
+  }
   tables_.emplace(assignment.interval, assignment_table(assignment.shares));
   cached_round_ = ~TimesliceIndex{0};
+  return true;
+}
+
+bool InputNode::request_change(ComputeIndex c, bool joins) {
+  const auto refuse = [&](const std::string& why) {
+    throw Error(Errc::protocol_error, "input " + std::to_string(self_) + ": compute node " + std::to_string(c) +
+                                          " asked to " + (joins ? "join" : "drain") + ": " + why);
+  };
+  if (assignment_ != Assignment::load) refuse("not under assignment by load (the node names its boundary)");
+  if (c >= requested_.size()) refuse("out of range");
+  const Request request = joins ? Request::join : Request::drain;
+  if (requested_[c] == request) return false;
+  if (joins ? membership_.joins_from(c).has_value() : membership_.leaves_from(c).has_value()) return false;  // named
+  // A drain is not checked against this input's membership: a standby slot drains only once
+  // it knows its join boundary, which another input may have taken before this one.
+  if (joins && membership_.member(c, 0)) refuse("it is not a standby slot");
+  requested_[c] = request;
   return true;
 }
 
@@ -322,9 +348,15 @@ void InputNode::count_sent() {
   LoadReport report{self_, sent_ / layout_.timeslices_per_interval() - 1, {}};
   report.in_use.resize(use_sums_.size());
   for (ComputeIndex c = 0; c < use_sums_.size(); ++c) {
-    report.in_use[c] = lost_[c] || !membership_.member(c, sent_)
-                           ? lost_compute
-                           : static_cast<std::uint16_t>(use_samples_ == 0 ? 0 : use_sums_[c] / use_samples_);
+    if (lost_[c]) {
+      report.in_use[c] = lost_compute;
+    } else if (requested_[c] != Request::none) {  // until an assignment names the change
+      report.in_use[c] = requested_[c] == Request::drain ? draining_compute : joining_compute;
+    } else if (!membership_.member(c, sent_)) {
+      report.in_use[c] = lost_compute;
+    } else {
+      report.in_use[c] = static_cast<std::uint16_t>(use_samples_ == 0 ? 0 : use_sums_[c] / use_samples_);
+    }
     use_sums_[c] = 0;
   }
   use_samples_ = 0;

@@ -109,6 +109,10 @@ struct DdeService::State {
         stats.assigned_interval = assignment.interval;
         stats.assigned_shares = assignment.shares;
       }
+      for (const auto& change : assignment.changes) {
+        log(LogLevel::info, "DDE at {}: compute node {} {} from time-slice {} (interval {})", local_endpoint(),
+            change.compute, change.joins ? "joins" : "leaves", change.from, assignment.interval);
+      }
       const auto bytes = ns::encode(assignment);
       for (auto it = peers.begin(); it != peers.end();) {
         auto& unsent = unsent_assignments[it->first];

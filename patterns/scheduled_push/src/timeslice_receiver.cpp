@@ -107,9 +107,6 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         credits(sizing.credits),
         node(options.config, options.compute, credits),
         inputs(options.config.input_count) {
-    if (options.standby && options.config.assignment == ns::Assignment::load) {
-      reject("standby under assignment by load (joining is built for the fixed assignment only)");
-    }
   }
 
   void on_message(std::span<const std::byte> bytes, const Peer& peer) {
@@ -181,7 +178,9 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     }
     acknowledge[hello.input] = hello.mode == Mode::dfs;
     reply(hello.input, encode(Welcome{options.compute, credits}));
-    if (drain_from) reply(hello.input, encode(ns::MembershipChange{options.compute, false, *drain_from}));
+    if (drain_from || drain_by_load) {  // under load, the request: the input's farewell names the boundary
+      reply(hello.input, encode(ns::MembershipChange{options.compute, false, drain_by_load ? 0 : *drain_from}));
+    }
     if (join_requested && !join_from) reply(hello.input, encode(ns::MembershipChange{options.compute, true, 0}));
   }
 
@@ -221,17 +220,11 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   // assignment's unit). Idempotent: a second call returns the same T.
   ns::TimesliceIndex start_drain() {
     if (drain_from) return *drain_from;
-    if (options.config.assignment == ns::Assignment::load) {
-      throw Error(Errc::invalid_option,
-                  fmt::format("compute node {}: drain() under assignment by load is not built yet (the coordinator "
-                              "would have to name the boundary: this node's credits do not bound how far ahead "
-                              "the inputs are when its share is small); use assignment fixed",
-                              options.compute));
-    }
     if (options.standby && !join_from) {
       throw Error(Errc::invalid_option,
                   fmt::format("compute node {}: drain() of a standby slot that has not joined", options.compute));
     }
+    if (options.config.assignment == ns::Assignment::load) return request_drain_by_load();
     const ns::TimesliceIndex from = std::max(boundary_ahead(), join_from.value_or(0) + options.config.compute_count);
     drain_from = from;
     log(LogLevel::info, "scheduled push: compute node {} at {} drains: it builds nothing from time-slice {} on",
@@ -244,6 +237,21 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     farewells.assign(inputs.size(), false);
     check_drained();
     return from;
+  }
+
+  // Assignment by load: the coordinator names the boundary (this node's credits do not bound
+  // how far ahead the inputs are when its share is small: docs/design/assignment.md). This node
+  // asks every input, which flag it in their load reports; each input's farewell carries the
+  // boundary the decision named. 0 until the first farewell names it.
+  ns::TimesliceIndex request_drain_by_load() {
+    if (!drain_by_load) {
+      drain_by_load = true;
+      log(LogLevel::info, "scheduled push: compute node {} at {} asks to drain; the coordinator names when",
+          options.compute, local_endpoint().to_string());
+      for (InputIndex i = 0; i < inputs.size(); ++i) reply(i, encode(ns::MembershipChange{options.compute, false, 0}));
+      farewells.assign(inputs.size(), false);
+    }
+    return drain_from.value_or(0);
   }
 
   // An input's membership message: its farewell when it is this node's drain (it sent this
@@ -277,6 +285,13 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       return;
     }
     if (change.compute == options.compute) {
+      if (drain_by_load && !drain_from && change.from != 0) {  // the first farewell: the boundary named
+        drain_from = change.from;
+        log(LogLevel::info, "scheduled push: compute node {} at {} drains: it builds nothing from time-slice {} on",
+            options.compute, local_endpoint().to_string(), change.from);
+        std::lock_guard lock(stats_mutex);
+        stats.drain_from = change.from;
+      }
       if (!drain_from || change.from != *drain_from) {
         throw Error(Errc::protocol_error,
                     fmt::format("a farewell for a drain from {} this node did not announce", change.from));
@@ -608,6 +623,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   std::set<ns::ComputeIndex> lost_heard;         // lost compute nodes an input told of (passed on to every input)
   ns::TimesliceIndex highest_received = 0;       // the highest time-slice a contribution came for
   std::optional<ns::TimesliceIndex> drain_from;  // draining: nothing from here on
+  bool drain_by_load = false;                    // load: drain() asked the inputs (request_drain_by_load())
   std::vector<bool> farewells;                   // draining: per input, it sent everything below
   bool join_requested = false;                   // standby: join() was called
   std::optional<ns::TimesliceIndex> join_from;   // standby: its boundary, once a member named it

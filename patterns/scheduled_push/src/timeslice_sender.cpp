@@ -93,9 +93,6 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       reject("assignment by load without a DDE endpoint (the DDE assigns the time-slices)");
     }
     if (options.max_contribution_bytes == 0) reject("max_contribution_bytes is 0");
-    if (!options.standby_computes.empty() && options.config.assignment == ns::Assignment::load) {
-      reject("standby_computes under assignment by load (joining is built for the fixed assignment only)");
-    }
     if (options.queue_capacity == 0)
       options.queue_capacity = 2 * static_cast<std::size_t>(options.config.compute_count);
     if (options.queue_capacity < options.config.compute_count) {
@@ -251,7 +248,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     if (stopped || ddes[d].lost) return;
     try {
       if (ns::control_message_type(reply) == ns::assignment_type) {
-        if (node.on_assignment(ns::decode_assignment(reply))) {
+        const auto assignment = ns::decode_assignment(reply);
+        if (node.on_assignment(assignment)) {
+          take_decided_changes(assignment);
           std::lock_guard lock(stats_mutex);
           ++stats.assignments_taken;
         }
@@ -290,6 +289,10 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   // the boundary (send_farewells()). Each node names its boundary far enough ahead that
   // this input has not sent into its round yet.
   void take_membership(ns::ComputeIndex c, const ns::MembershipChange& change) {
+    if (options.config.assignment == ns::Assignment::load) {
+      take_request_by_load(c, change);
+      return;
+    }
     const bool request = change.joins && change.from == 0;
     if (request) {
       if (change.compute != c || !standby(c))
@@ -334,6 +337,39 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     for (ns::ComputeIndex d = 0; d < computes.size(); ++d) {
       if (d != except && !computes[d].lost) computes[d].control_out.emplace_back(bytes.begin(), bytes.end());
     }
+  }
+
+  // Assignment by load: the coordinator names every boundary (docs/design/assignment.md), so a
+  // compute node's membership message is a request only, {c, leaves, 0} (c drains) or
+  // {c, joins, 0} (standby slot c joins): flagged in this input's load reports until a decision
+  // names the change (take_decided_changes()).
+  void take_request_by_load(ns::ComputeIndex c, const ns::MembershipChange& change) {
+    if (change.compute != c || change.from != 0 || (change.joins && !standby(c))) {
+      throw Error(Errc::protocol_error,
+                  fmt::format("compute node {} sent slot {} {} from {}: under assignment by load only a request "
+                              "of its own (from 0) is taken",
+                              c, change.compute, change.joins ? "joins" : "leaves", change.from));
+    }
+    if (!node.request_change(c, change.joins)) return;
+    log(LogLevel::info, "scheduled push: input {}: compute node {} ({}) asks to {}; the coordinator names when",
+        options.input, c, options.compute_endpoints[c].to_string(), change.joins ? "join" : "drain");
+  }
+
+  // Assignment by load: the membership changes an assignment named (the input node took them).
+  // As on the fixed path: every other live node hears of a change before any time-slice it
+  // routes there, the joiner of its boundary; a draining node gets this input's farewell once
+  // it was sent everything below the boundary (send_farewells()), which tells it the boundary.
+  void take_decided_changes(const ns::IntervalAssignment& assignment) {
+    for (const auto& change : assignment.changes) {
+      const auto c = change.compute;
+      log(LogLevel::info, "scheduled push: input {}: the coordinator names time-slice {} for compute node {} ({}) to {}",
+          options.input, change.from, c, options.compute_endpoints[c].to_string(), change.joins ? "join" : "leave");
+      tell_live_computes(encode(change), change.joins ? ns::ComputeIndex(computes.size()) : c);
+      if (!change.joins) computes[c].leaves_from = change.from;
+      std::lock_guard lock(stats_mutex);
+      ++(change.joins ? stats.computes_joined : stats.computes_draining);
+    }
+    send_farewells();
   }
 
   // A standby slot asked to join: the lowest member not lost names its boundary.

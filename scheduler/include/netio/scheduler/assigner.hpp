@@ -28,6 +28,16 @@
 /// A node full at the floor of 1/16 of a fair share gets none, and one an input lost gets
 /// none. The first assignment_distance intervals are the fixed assignment (t mod M).
 ///
+/// Membership (compute nodes draining and joining, membership.hpp): an input flags a node that
+/// asked it to drain (draining_compute) or a standby slot that asked to join (joining_compute)
+/// in its reports until a decision names the change. Deciding interval k, a member flagged
+/// draining by any report leaves from k's first time-slice on (share 0, for good), a slot
+/// flagged joining by any report joins from there (its fair share at once: a new node with
+/// an empty buffer); the decision names the change (IntervalAssignment::changes), so every
+/// input applies it before it sends into k (it sends into an interval only with its
+/// assignment). The coordinator names the boundary under load because a node's own credits
+/// do not bound how far ahead the inputs are when its share is small (docs/design/assignment.md).
+///
 /// Deterministic: a decision depends only on the reports' contents and on the decisions
 /// before it, never on when the reports arrived, so replicas fed the same reports decide the
 /// same, whatever the order. (Replicas that disagree on which inputs are gone may decide
@@ -37,6 +47,7 @@
 #pragma once
 
 #include "netio/scheduler/config.hpp"
+#include "netio/scheduler/membership.hpp"
 #include "netio/scheduler/time.hpp"
 
 #include <cstdint>
@@ -53,6 +64,12 @@ inline constexpr IntervalIndex assignment_distance = 2;
 inline constexpr std::uint16_t lost_compute = 0xFFFF;
 /// LoadReport::in_use of a node whose credits were all out at every round: full.
 inline constexpr std::uint16_t full_use = 1000;
+/// LoadReport::in_use of a member that asked this input to drain it (no decision named its
+/// leave yet).
+inline constexpr std::uint16_t draining_compute = 0xFFFE;
+/// LoadReport::in_use of a standby slot that asked this input to join (no decision named its
+/// join yet).
+inline constexpr std::uint16_t joining_compute = 0xFFFD;
 
 /// What input `input` found of the compute nodes' buffers while it sent interval `interval`.
 struct LoadReport {
@@ -60,7 +77,7 @@ struct LoadReport {
   IntervalIndex interval = 0;
   /// Per compute node: the credits this input had out there (sent and not returned), averaged
   /// over the interval's rounds, in thousandths of those it granted (0 to full_use), or
-  /// lost_compute.
+  /// lost_compute (lost, or not a member), draining_compute, joining_compute.
   std::vector<std::uint16_t> in_use;
 
   friend bool operator==(const LoadReport&, const LoadReport&) = default;
@@ -70,6 +87,10 @@ struct LoadReport {
 struct IntervalAssignment {
   IntervalIndex interval = 0;
   std::vector<std::uint32_t> shares;  ///< per compute node; they sum to timeslices_in_interval()
+  /// Membership changes from the interval's first time-slice on (`from` = interval ·
+  /// timeslices_in_interval()), the coordinator's: the nodes that leave (share 0 from here)
+  /// and the standby slots that join.
+  std::vector<MembershipChange> changes = {};
 
   friend bool operator==(const IntervalAssignment&, const IntervalAssignment&) = default;
 };
@@ -84,7 +105,8 @@ IntervalAssignment fixed_assignment(const SchedulerConfig& config, IntervalIndex
 std::vector<ComputeIndex> assignment_table(std::span<const std::uint32_t> shares);
 
 /// Throws netio::Error (Errc::protocol_error) unless `assignment` has compute_count shares
-/// summing to the interval's time-slices: what a node receives is checked before use.
+/// summing to the interval's time-slices, and changes of slots in range at the interval's first
+/// time-slice, at most one per slot: what a node receives is checked before use.
 void check_assignment(std::uint32_t compute_count, std::uint64_t timeslices_in_interval,
                       const IntervalAssignment& assignment);
 
@@ -112,6 +134,8 @@ class Assigner {
  private:
   std::vector<IntervalAssignment> decide_ready();
   IntervalAssignment decide(IntervalIndex k, const std::vector<const LoadReport*>& reports);
+  // The membership changes the reports ask for, decided for interval k (and noted in left_, joined_).
+  std::vector<MembershipChange> decide_membership(IntervalIndex k, const std::vector<const LoadReport*>& reports);
 
   SchedulerConfig config_;
   std::uint64_t per_interval_;
@@ -132,6 +156,9 @@ class Assigner {
   std::vector<double> last_use_;            ///< per compute node: its use in the interval measured before (−1: none)
   std::vector<Limit> limits_;               ///< per compute node
   std::vector<double> carry_;               ///< per compute node: what rounding its share gave or took
+  std::vector<bool> left_;                  ///< per compute node: a decision made it leave (for good)
+  /// per compute node: the interval a decision made it join from (a standby slot), if one did
+  std::vector<std::optional<IntervalIndex>> joined_;
 };
 
 }  // namespace netio::scheduler

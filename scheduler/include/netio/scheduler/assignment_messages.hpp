@@ -8,7 +8,9 @@
 /// Encoding: little-endian, the control messages' 4-byte header
 ///   [type u8][version u8 = 1][flags u8 = 0][reserved u8 = 0]
 /// then, LoadReport: u32 input, u64 interval, u32 count, count × u16 in_use;
-/// IntervalAssignment: u64 interval, u32 count, count × u32 shares. Their types follow
+/// IntervalAssignment: u64 interval, u32 count, count × u32 shares, and with flag 0x01 (only
+/// when it names membership changes, so that one without reads as before) u32 changes (1 to
+/// count), changes × (u32 compute, u64 from, u8 joins 0 or 1). Their types follow
 /// MessageType's (6 and 7). Decoders accept exactly the encoded size and throw netio::Error
 /// (Errc::protocol_error) naming the message and what was wrong (size, type, version, a count
 /// beyond max_assignment_nodes); whether the counts fit the configuration is the Assigner's
@@ -31,7 +33,7 @@ inline constexpr std::uint32_t max_assignment_nodes = 65536;
 
 /// The encoded sizes, for sizing buffers.
 std::size_t encoded_size_of_load_report(std::uint32_t compute_count) noexcept;
-std::size_t encoded_size_of_assignment(std::uint32_t compute_count) noexcept;
+std::size_t encoded_size_of_assignment(std::uint32_t compute_count, std::size_t changes = 0) noexcept;
 
 std::vector<std::byte> encode(const LoadReport& message);
 std::vector<std::byte> encode(const IntervalAssignment& message);

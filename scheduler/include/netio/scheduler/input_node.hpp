@@ -23,7 +23,10 @@
 /// Membership (membership.hpp): a slot that is not a member at t (standby, not joined yet,
 /// or drained) gets none of its time-slices; they go to the members (Membership::route()),
 /// attempt 0, under the target's credits. The change is the driver's to learn and pass in
-/// (on_membership()) before this input sends into the boundary's round.
+/// (on_membership()) before this input sends into the boundary's round. Under load the
+/// coordinator names the change in an interval's assignment (on_assignment() applies it); the
+/// driver passes a node's request on (request_change()), which this input flags in its
+/// load reports until then.
 ///
 /// No clock, sockets or threads: the driver passes the time and carries out the decisions.
 /// Not thread-safe: one driver thread (the pattern's event-loop thread).
@@ -85,9 +88,17 @@ class InputNode {
   std::optional<LoadReport> take_load_report();
   /// load: the coordinator's assignment of an interval. True when it is new and used; an
   /// interval assigned already keeps its first assignment (replicas decide the same), and one
-  /// this input has gone past is ignored. Throws netio::Error (Errc::protocol_error) for shares
-  /// that do not fit the configuration (check_assignment()).
+  /// this input has gone past is ignored. Its membership changes (the coordinator's, from the
+  /// interval's first time-slice) are applied with it. Throws netio::Error
+  /// (Errc::protocol_error) for shares or changes that do not fit the configuration
+  /// (check_assignment()) or the membership (a member joining, a non-member leaving).
   bool on_assignment(const IntervalAssignment& assignment);
+  /// load: compute node c asked this input to drain it (joins false) or, a standby slot, to
+  /// join (joins true). Flagged in every load report (draining_compute, joining_compute) until
+  /// an assignment names c's change. True when new; false when asked already, or when the
+  /// change it asks for is named already. Throws netio::Error (Errc::protocol_error) under
+  /// the fixed assignment, for c out of range, or a join of a slot that is not a standby slot.
+  bool request_change(ComputeIndex c, bool joins);
   /// Which compute node builds t: t mod M (fixed), the coordinator's (load), or nothing while
   /// its interval is not assigned yet; a slot that is not a member at t is routed around
   /// (Membership::route()).
@@ -184,6 +195,9 @@ class InputNode {
   std::uint64_t use_samples_ = 0;
   std::optional<LoadReport> load_report_;
   Membership membership_;
+  // load: per compute node, what it asked for and no assignment named yet (request_change()).
+  enum class Request : std::uint8_t { none, drain, join };
+  std::vector<Request> requested_;
   // round_nodes() of a round with a non-member: the last one asked for (rounds are visited in order).
   mutable TimesliceIndex cached_round_ = ~TimesliceIndex{0};
   mutable std::vector<ComputeIndex> cached_nodes_;

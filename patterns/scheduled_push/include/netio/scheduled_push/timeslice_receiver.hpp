@@ -102,7 +102,7 @@ struct TimesliceReceiverOptions {
   /// (stats().kept_stalls counts these). Zero: no warning.
   std::chrono::nanoseconds kept_stall_warning = std::chrono::seconds(10);
   /// A standby slot (TimesliceSenderOptions::standby_computes on every input): welcomes the
-  /// inputs but gets nothing until join(). Fixed assignment only.
+  /// inputs but gets nothing until join().
   bool standby = false;
   bool run_dde = false;
   std::optional<Endpoint> dde_endpoint;  ///< run_dde: where it listens (default: the data endpoint's host, port 0)
@@ -126,7 +126,8 @@ struct TimesliceReceiverStats {
   std::uint32_t computes_lost_heard = 0;  ///< lost compute nodes inputs told this node of (passed on to every input)
   std::uint32_t inputs_connected = 0;     ///< inputs welcomed and still connected
   std::uint32_t inputs_gone = 0;          ///< inputs welcomed whose connection closed since
-  /// Draining (drain()): the boundary this node named (0: not draining), and whether it is
+  /// Draining (drain()): the boundary this node (or under load the coordinator) named (0: not
+  /// draining, or not named yet), and whether it is
   /// drained (everything below it built and freed, every input's farewell in).
   std::uint64_t drain_from = 0;
   bool drained = false;
@@ -166,11 +167,15 @@ class TimesliceReceiver {
   /// is drained (wait_drained()): destroy it then, and the inputs see its connection close as
   /// a departure, not a loss (nothing reassigned, TimesliceSenderStats::computes_drained).
   /// Destroyed earlier, it is lost as any node whose connection fails. Idempotent. Any thread
-  /// but the loop's. Throws netio::Error (Errc::invalid_option) under assignment by load (not
-  /// built: the boundary needs the coordinator there).
+  /// but the loop's. Under assignment by load the coordinator (the DDE) names T instead, from
+  /// the inputs' load reports, at an interval start about assignment_distance intervals on
+  /// (docs/design/assignment.md): drain() asks every input and returns 0 until the first
+  /// input's farewell tells this node T (stats().drain_from then). Throws netio::Error
+  /// (Errc::invalid_option) for a standby slot that has not joined.
   scheduler::TimesliceIndex drain();
   /// A standby slot joins (options.standby): it asks the inputs, the lowest member names the
-  /// boundary T as drain() does, and from T on this slot's time-slices come here
+  /// boundary T as drain() does (under assignment by load the coordinator names it, with the
+  /// slot's share from T on: a fair one), and from T on this slot's time-slices come here
   /// (stats().join_from once known). Returns at once; idempotent. Any thread but the loop's.
   /// Throws netio::Error (Errc::invalid_option) when not standby.
   void join();

@@ -44,6 +44,12 @@
 /// lowest member names the boundary T (as a draining node names its own), every input routes
 /// the slot's time-slices from T on to it, every node hearing of it first.
 ///
+/// Under config.assignment = load a compute node only asks (to drain, to join); this input
+/// flags the request in its load reports, and the coordinator names the change in the
+/// assignment of the interval it starts (scheduler/assigner.hpp); this input applies it
+/// before it sends into that interval and tells the nodes as above; a draining node learns
+/// its boundary from the farewell.
+///
 /// Retention: a contribution sent stays with the sender until its compute node returns the
 /// credit, i.e. built the time-slice and freed it (bounded by the credits: at most credits ×
 /// compute_count contributions, and as many reassigned ones). A reassigned contribution goes
@@ -93,8 +99,8 @@ struct TimesliceSenderOptions {
   std::vector<Endpoint> dde_endpoints;      ///< DFS or assignment by load: every DDE replica
   /// Slots of compute_endpoints that are not members at the start (scheduler/membership.hpp):
   /// nothing goes there, their absence is no loss (no welcome timeout; connecting goes on
-  /// until they listen), until one joins (TimesliceReceiverOptions::standby, join()). Fixed
-  /// assignment only. Equal on every input.
+  /// until they listen), until one joins (TimesliceReceiverOptions::standby, join()). Equal on
+  /// every input.
   std::vector<scheduler::ComputeIndex> standby_computes;
   std::uint64_t max_contribution_bytes = 64 * 1024;  ///< larger pushes throw; must not exceed the receivers'
   std::size_t queue_capacity = 0;                    ///< contributions queued at most; 0: 2 × compute_count
