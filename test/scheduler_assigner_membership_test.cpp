@@ -87,8 +87,7 @@ TEST_CASE("assigner membership: a join flag gives a standby slot its fair share 
   CHECK(reports(b, 1, out, out) == IntervalAssignment{3, Shares{40, 40, 40, 0}, {}});
 }
 
-TEST_CASE("assigner membership: replicas name the same changes whatever order the reports arrive in",
-          "[scheduler]") {
+TEST_CASE("assigner membership: replicas name the same changes whatever order the reports arrive in", "[scheduler]") {
   auto config = config_2x4();
   config.input_count = 3;
   // Input i's report of interval j: node 1 asked input 2 to drain it in interval 3, slot 3 a
@@ -126,13 +125,12 @@ TEST_CASE("assigner membership: replicas name the same changes whatever order th
   for (std::size_t d = 0; d < by_first.size(); ++d) {
     CAPTURE(d);
     if (d != 1 && d != 3) CHECK(by_first[d].changes.empty());
-    CHECK((by_first[d].shares[3] > 0) == (d >= 1));  // joined from interval 3 (decision 1)
+    CHECK((by_first[d].shares[3] > 0) == (d >= 1));   // joined from interval 3 (decision 1)
     CHECK((by_first[d].shares[1] == 0) == (d >= 3));  // gone from interval 5 (decision 3)
   }
 }
 
-TEST_CASE("assigner membership: an assignment naming changes on the wire, and what a decoder refuses",
-          "[scheduler]") {
+TEST_CASE("assigner membership: an assignment naming changes on the wire, and what a decoder refuses", "[scheduler]") {
   const IntervalAssignment named{9, {3, 0, 5}, {{1, false, 72}, {2, true, 72}}};
   const auto bytes = encode(named);
   CHECK(bytes.size() == encoded_size_of_assignment(3, 2));

@@ -218,7 +218,8 @@ void bind_timeslices(py::module_& m) {
           "drain", [](PyTimesliceReceiver& r) { return r.unlocked([](auto& socket) { return socket.drain(); }); },
           "This compute node drains: it names the boundary T (returned) from which the inputs send it nothing, builds "
           "everything below T, then wait_drained() is True and it may close; the inputs see a departure, not a loss. "
-          "Fixed assignment only.")
+          "Under assignment by load the coordinator names T: it returns 0, and stats()['drain_from'] gives T once "
+          "known.")
       .def(
           "join", [](PyTimesliceReceiver& r) { r.unlocked([](auto& socket) { socket.join(); }); },
           "A standby slot (made with standby=True) joins: from a boundary the members name, its time-slices come "

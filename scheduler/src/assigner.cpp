@@ -187,7 +187,8 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
   for (ComputeIndex c = 0; c < m; ++c) {
     if (!skip[c]) live.push_back(c);
   }
-  if (live.empty()) return IntervalAssignment{k, measured, std::move(changes)};  // every node lost: nothing to choose between
+  // Every node lost: nothing to choose between.
+  if (live.empty()) return IntervalAssignment{k, measured, std::move(changes)};
   const double n = static_cast<double>(per_interval_);
   const double fair = 1.0 / static_cast<double>(live.size());
   const double floor = floor_fraction_per_node * fair;
@@ -340,7 +341,8 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
 // slot that joined) is ignored: inputs keep flagging until they hold the decision, and the
 // reports of the intervals before it still carry the flag. Depends on the reports' contents
 // only, so every replica names the same changes.
-std::vector<MembershipChange> Assigner::decide_membership(IntervalIndex k, const std::vector<const LoadReport*>& reports) {
+std::vector<MembershipChange> Assigner::decide_membership(IntervalIndex k,
+                                                          const std::vector<const LoadReport*>& reports) {
   std::vector<MembershipChange> changes;
   const TimesliceIndex from = k * per_interval_;
   for (ComputeIndex c = 0; c < config_.compute_count; ++c) {

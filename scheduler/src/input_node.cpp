@@ -300,7 +300,8 @@ bool InputNode::on_assignment(const IntervalAssignment& assignment) {
     try {
       (void)on_membership(change);  // before any time-slice of the interval: it waited for this
     } catch (const Error& e) {
-      throw Error(Errc::protocol_error, "assignment of interval " + std::to_string(assignment.interval) + ": " + e.what());
+      throw Error(Errc::protocol_error,
+                  "assignment of interval " + std::to_string(assignment.interval) + ": " + e.what());
     }
     requested_[change.compute] = Request::none;
   }

@@ -178,10 +178,10 @@ def run_local_load(tsbench):
 
 
 def run_local_membership(tsbench):
-    """--drain and --join in a local run, 2 inputs x 3 compute slots: every time-slice built once (attempt 0), nothing
-    lost; the drained node leaves without being lost and builds nothing after its boundary; the joined slot (2) builds
-    its own time-slices from its boundary on, the others before. Draining compute node 0 under DFS takes the first DDE
-    replica with it: the second paces on."""
+    """--drain and --join in a local run, 2 inputs x 3 compute slots, fixed assignment (then by load, below): every
+    time-slice built once (attempt 0), nothing lost; the drained node leaves without being lost and builds nothing
+    after its boundary; the joined slot (2) builds its own time-slices from its boundary on, the others before.
+    Draining compute node 0 under DFS takes the first DDE replica with it: the second paces on."""
     for scheduler, change in (("best-effort", ["--drain", "compute:1,at=1s"]), ("dfs", ["--join", "compute,at=1s"]),
                               ("dfs", ["--drain", "compute:0,at=1s"])):
         with tempfile.TemporaryDirectory() as work:
@@ -218,6 +218,54 @@ def run_local_membership(tsbench):
             if drained and not own[-1] < others[-1] or not drained and not others[-1] < own[0]:
                 fail(f"{' '.join(change)}: slot {slot} built {own[0]}..{own[-1]}, the others its {others[0]}.."
                      f"{others[-1]}: expected one side of a boundary each")
+    run_local_membership_by_load(tsbench)
+
+
+def run_local_membership_by_load(tsbench):
+    """--drain and --join under --assignment load, 2 inputs x 3 compute slots: the coordinator names the boundary.
+    Nothing lost or built twice, no node lost; the drained node builds its share before its boundary and nothing
+    after it (at least two intervals of others' after its last); the joined slot (2) nothing before its boundary
+    and at least a sixth of what comes after it."""
+    for scheduler, change in (("best-effort", ["--drain", "compute:1,at=1s"]), ("dfs", ["--join", "compute,at=1s"])):
+        with tempfile.TemporaryDirectory() as work:
+            csv = os.path.join(work, "csv")
+            cmd = [tsbench, "--scheduler", scheduler, "--assignment", "load", "--inputs", "2", "--computes", "3",
+                   "-t", "2.5s", "--json", "--csv", csv, "--timeout", f"{TIMEOUT}s"] + change + \
+                [a if a != "40" else "42" for a in SMALL]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+            if p.returncode != 0:
+                fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
+            name = scheduler.replace("-", "_")
+            summary = json.loads(p.stdout)[name]
+            check_summary(name, summary)
+            membership = summary["membership"]
+            drained = 1 if change[0] == "--drain" else 0
+            if (summary["lost"], summary["duplicates"], summary["reassigned"]) != (0, 0, 0) or \
+                    summary["failure"]["computes_lost"] != 0 or \
+                    (membership["computes_drained"], membership["computes_joined"]) != (drained, 1 - drained):
+                fail(f"load, {' '.join(change)}: expected nothing lost, built twice or reassigned, no node lost, "
+                     f"{drained} drained and {1 - drained} joined", p.stdout)
+            with open(os.path.join(csv, name, "timeslices.csv")) as f:
+                rows = [row.split(",") for row in f.read().splitlines()]
+            column, node = rows[0].index("timeslice"), rows[0].index("compute")
+            built = sorted((int(r[column]), int(r[node])) for r in rows[1:])
+            if len({t for t, _ in built}) != len(built):
+                fail(f"load, {' '.join(change)}: a time-slice built twice")
+            slot = 1 if drained else 2
+            own = [t for t, c in built if c == slot]
+            if not own:
+                fail(f"load, {' '.join(change)}: slot {slot} built nothing")
+            if drained:
+                before = [c for t, c in built if t < own[-1]]
+                after = [t for t, c in built if t > own[-1]]
+                if before.count(slot) < len(before) // 6 or len(after) < 2 * 42:
+                    fail(f"load, {' '.join(change)}: slot {slot} built {before.count(slot)} of the {len(before)} "
+                         f"below its last ({own[-1]}), the others {len(after)} after it")
+            else:
+                after = [c for t, c in built if t >= own[0]]
+                if own[0] == 0 or after.count(slot) < len(after) // 6:
+                    fail(f"load, {' '.join(change)}: slot {slot} built {after.count(slot)} of the {len(after)} from "
+                         f"its first ({own[0]})")
 
 
 def free_ports(n):

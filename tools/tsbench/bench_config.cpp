@@ -181,9 +181,6 @@ void BenchConfig::validate() const {
   if (!drain.empty() || !join.empty()) {
     const auto draining = drain_spec();
     (void)join_at();
-    if (assignment == scheduler::Assignment::load) {
-      reject("--drain and --join need --assignment fixed (membership under assignment by load is not built)");
-    }
     if (!fail.empty()) reject("--drain or --join with --fail: one change per run");
     if (computes < 2) reject("--drain and --join need at least 2 compute nodes");
     if (draining && draining->compute >= computes) {

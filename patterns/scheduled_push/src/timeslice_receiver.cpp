@@ -106,8 +106,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         sizing(size_buffer(options)),
         credits(sizing.credits),
         node(options.config, options.compute, credits),
-        inputs(options.config.input_count) {
-  }
+        inputs(options.config.input_count) {}
 
   void on_message(std::span<const std::byte> bytes, const Peer& peer) {
     try {

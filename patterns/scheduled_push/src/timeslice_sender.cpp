@@ -362,8 +362,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   void take_decided_changes(const ns::IntervalAssignment& assignment) {
     for (const auto& change : assignment.changes) {
       const auto c = change.compute;
-      log(LogLevel::info, "scheduled push: input {}: the coordinator names time-slice {} for compute node {} ({}) to {}",
-          options.input, change.from, c, options.compute_endpoints[c].to_string(), change.joins ? "join" : "leave");
+      log(LogLevel::info,
+          "scheduled push: input {}: the coordinator names time-slice {} for compute node {} ({}) to {}", options.input,
+          change.from, c, options.compute_endpoints[c].to_string(), change.joins ? "join" : "leave");
       tell_live_computes(encode(change), change.joins ? ns::ComputeIndex(computes.size()) : c);
       if (!change.joins) computes[c].leaves_from = change.from;
       std::lock_guard lock(stats_mutex);

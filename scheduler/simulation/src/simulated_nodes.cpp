@@ -198,6 +198,16 @@ void SimulatedNodes::change_membership() {
   // As TimesliceReceiver::State::boundary_ahead() and its notice to every input.
   const auto& change = *system_.membership;
   membership_at_ = network_.now();
+  if (config_.assignment == ns::Assignment::load) {
+    // As TimesliceReceiver::State::request_drain_by_load() and join(): the node asks every
+    // input; the coordinator names the boundary in a decision (Assigner), which the inputs
+    // apply as they take it (InputNode::on_assignment()).
+    for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
+      network_.transmit(network_.reply(change.compute, i), system_.inputs() + change.compute, i, reply_bytes, false,
+                        [this, i, change] { (void)inputs_[i].node.request_change(change.compute, change.joins); });
+    }
+    return;
+  }
   const ns::ComputeIndex namer = change.joins ? 0 : change.compute;
   const auto m = std::uint64_t{system_.computes()};
   const auto n = config_.timeslices_in_interval();

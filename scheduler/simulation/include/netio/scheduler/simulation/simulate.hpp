@@ -96,7 +96,9 @@ struct SimulatedSystem {
   };
   std::optional<ComputeFailure> failure;
   // A compute node draining, or a standby slot joining, `at` after the start (netio_tsbench
-  // --drain, --join; fixed assignment). Modelled as the pattern does it: the node that names
+  // --drain, --join). Modelled as the pattern does it. Under assignment by load the node asks
+  // every input (on its reply connection), the inputs flag it in their load reports and the
+  // coordinator names the boundary in its decision. Under the fixed assignment the node that names
   // the boundary (the draining one; member 0 for a join) names the first interval start beyond
   // H + (credits + 2)·M, H the highest time-slice it received, and tells every input on its
   // reply connection (ordered with its credits); every input then routes the slot's
