@@ -11,6 +11,35 @@
 using namespace netio;
 using namespace netio::test;
 
+namespace {
+
+// Every input finished with a change and nothing lost: no node lost, nothing reassigned,
+// undeliverable or unbuilt; `drained`: it counted the node draining, then drained (its
+// connection closed after the farewell), and holds nothing; else it counted the join.
+void check_inputs_after_change(System& system, bool drained) {
+  for (ns::InputIndex i = 0; i < 3; ++i) {
+    INFO("input " << i);
+    CHECK(system.sender(i).wait_finished(30s));
+    if (drained) CHECK(eventually([&] { return system.sender(i).stats().computes_drained == 1; }));
+    const auto stats = system.sender(i).stats();
+    CHECK((drained ? stats.computes_draining : stats.computes_joined) == 1);
+    CHECK(stats.computes_lost == 0);
+    CHECK(stats.reassigned == 0);
+    CHECK(stats.undeliverable + stats.unbuilt == 0);
+    if (drained) CHECK(stats.retained == 0);
+  }
+}
+
+// Every time-slice below `count` handed over once on the three nodes (attempt 0 only).
+void check_all_built_once(const System& system, ns::TimesliceIndex count) {
+  CHECK(eventually([&] {
+    return system.deliveries(0).count() + system.deliveries(1).count() + system.deliveries(2).count() >= count;
+  }));
+  CHECK(check_each_built_once_per_attempt(system, 3, count) == 0);
+}
+
+}  // namespace
+
 TEST_CASE("A compute node that drains: nothing lost, nothing built twice, its leaving is no loss", "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
@@ -30,22 +59,9 @@ TEST_CASE("A compute node that drains: nothing lost, nothing built twice, its le
   CHECK(drained.drained);
   CHECK(drained.drain_from == from);
   system.receiver_slot(2).reset();  // it leaves: its connections close
-  for (ns::InputIndex i = 0; i < 3; ++i) {
-    INFO("input " << i);
-    CHECK(system.sender(i).wait_finished(30s));
-    CHECK(eventually([&] { return system.sender(i).stats().computes_drained == 1; }));
-    const auto stats = system.sender(i).stats();
-    CHECK(stats.computes_draining == 1);
-    CHECK(stats.computes_lost == 0);
-    CHECK(stats.reassigned == 0);
-    CHECK(stats.undeliverable + stats.unbuilt == 0);
-    CHECK(stats.retained == 0);
-  }
+  check_inputs_after_change(system, true);
   // Everything built once (attempt 0), node 2's own below the boundary on node 2.
-  CHECK(eventually([&] {
-    return system.deliveries(0).count() + system.deliveries(1).count() + system.deliveries(2).count() >= count;
-  }));
-  CHECK(check_each_built_once_per_attempt(system, 3, count) == 0);
+  check_all_built_once(system, count);
   for (const auto& d : system.deliveries(2).copy()) {
     CHECK(d.t < from);
     CHECK(d.t % 3 == 2);
@@ -85,19 +101,8 @@ TEST_CASE("A standby compute node that joins: its slot's time-slices from the na
   CHECK(from % options.config.timeslices_per_interval == 0);
   CHECK(from >= count / 4);
   CHECK(from < count);
-  for (ns::InputIndex i = 0; i < 3; ++i) {
-    INFO("input " << i);
-    CHECK(system.sender(i).wait_finished(30s));
-    const auto stats = system.sender(i).stats();
-    CHECK(stats.computes_joined == 1);
-    CHECK(stats.computes_lost == 0);
-    CHECK(stats.reassigned == 0);
-    CHECK(stats.undeliverable + stats.unbuilt == 0);
-  }
-  CHECK(eventually([&] {
-    return system.deliveries(0).count() + system.deliveries(1).count() + system.deliveries(2).count() >= count;
-  }));
-  CHECK(check_each_built_once_per_attempt(system, 3, count) == 0);
+  check_inputs_after_change(system, false);
+  check_all_built_once(system, count);
   const auto joined = system.deliveries(2).copy();
   CHECK(joined.size() == (count - from) / 3);
   for (const auto& d : joined) {
@@ -138,21 +143,8 @@ TEST_CASE("Assignment by load: a compute node that drains: nothing lost, nothing
   CHECK(from >= count / 4);
   CHECK(from < count);
   system.receiver_slot(2).reset();  // it leaves: its connections close
-  for (ns::InputIndex i = 0; i < 3; ++i) {
-    INFO("input " << i);
-    CHECK(system.sender(i).wait_finished(30s));
-    CHECK(eventually([&] { return system.sender(i).stats().computes_drained == 1; }));
-    const auto stats = system.sender(i).stats();
-    CHECK(stats.computes_draining == 1);
-    CHECK(stats.computes_lost == 0);
-    CHECK(stats.reassigned == 0);
-    CHECK(stats.undeliverable + stats.unbuilt == 0);
-    CHECK(stats.retained == 0);
-  }
-  CHECK(eventually([&] {
-    return system.deliveries(0).count() + system.deliveries(1).count() + system.deliveries(2).count() >= count;
-  }));
-  CHECK(check_each_built_once_per_attempt(system, 3, count) == 0);
+  check_inputs_after_change(system, true);
+  check_all_built_once(system, count);
   const auto on_drained = system.deliveries(2).copy();
   CHECK(on_drained.size() >= 10);
   for (const auto& d : on_drained) CHECK(d.t < from);
@@ -187,19 +179,8 @@ TEST_CASE("Assignment by load: a standby compute node that joins builds its shar
   CHECK(from % options.config.timeslices_per_interval == 0);
   CHECK(from >= count / 4);
   CHECK(from < count);
-  for (ns::InputIndex i = 0; i < 3; ++i) {
-    INFO("input " << i);
-    CHECK(system.sender(i).wait_finished(30s));
-    const auto stats = system.sender(i).stats();
-    CHECK(stats.computes_joined == 1);
-    CHECK(stats.computes_lost == 0);
-    CHECK(stats.reassigned == 0);
-    CHECK(stats.undeliverable + stats.unbuilt == 0);
-  }
-  CHECK(eventually([&] {
-    return system.deliveries(0).count() + system.deliveries(1).count() + system.deliveries(2).count() >= count;
-  }));
-  CHECK(check_each_built_once_per_attempt(system, 3, count) == 0);
+  check_inputs_after_change(system, false);
+  check_all_built_once(system, count);
   // Its share from the boundary on: a fair one at once (a third), kept while it keeps up; at
   // least a sixth of what came after it joined.
   const auto joined = system.deliveries(2).copy();

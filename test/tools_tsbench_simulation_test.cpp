@@ -692,6 +692,26 @@ TEST_CASE("tsbench simulation: the DDE's node dies, the replica on compute node 
   }
 }
 
+namespace {
+
+// The 4 × 4 `b` with compute node 2 drained (or slot 3 joining) at 3 s: nothing lost, built
+// twice or reassigned, no node lost, the change counted.
+SimulationResult membership_run(BenchConfig b, bool join, ns::Mode mode) {
+  (join ? b.join : b.drain) = join ? "compute,at=3s" : "compute:2,at=3s";
+  auto r = simulate(b, mode, exact(PortSharing::fair, NetworkModel::ports));
+  REQUIRE(r.error.empty());
+  const auto s = summarize(r.records);
+  CHECK(s.lost == 0);
+  CHECK(s.duplicates == 0);
+  CHECK(s.reassigned == 0);
+  CHECK(s.computes_lost == 0);
+  CHECK(s.computes_drained == (join ? 0u : 1u));
+  CHECK(s.computes_joined == (join ? 1u : 0u));
+  return r;
+}
+
+}  // namespace
+
 TEST_CASE("tsbench simulation: a compute node drains, another joins, against the capacity by hand",
           "[tsbench][simulation]") {
   // 4 × 4 as above: every compute port 8 Mb/s, the ports the bottleneck. Drained at 3 s,
@@ -703,16 +723,8 @@ TEST_CASE("tsbench simulation: a compute node drains, another joins, against the
   const bool join = GENERATE(false, true);
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
   CAPTURE(join, ns::to_string(mode));
-  (join ? b.join : b.drain) = join ? "compute,at=3s" : "compute:2,at=3s";
-  const auto r = simulate(b, mode, exact(PortSharing::fair, NetworkModel::ports));
-  REQUIRE(r.error.empty());
+  const auto r = membership_run(b, join, mode);
   const auto s = summarize(r.records);
-  CHECK(s.lost == 0);
-  CHECK(s.duplicates == 0);
-  CHECK(s.reassigned == 0);
-  CHECK(s.computes_lost == 0);
-  CHECK(s.computes_drained == (join ? 0u : 1u));
-  CHECK(s.computes_joined == (join ? 1u : 0u));
   CHECK(s.membership_before_gbps * 1000 == Approx(join ? 24 : 32).epsilon(0.05));
   // After: from 1 s after the change (the boundary is one or two intervals ahead) to 7.5 s.
   std::uint64_t bytes = 0;
@@ -743,16 +755,8 @@ TEST_CASE("tsbench simulation: under assignment by load a compute node drains, a
   const bool join = GENERATE(false, true);
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
   CAPTURE(join, ns::to_string(mode));
-  (join ? b.join : b.drain) = join ? "compute,at=3s" : "compute:2,at=3s";
-  const auto r = simulate(b, mode, exact(PortSharing::fair, NetworkModel::ports));
-  REQUIRE(r.error.empty());
+  const auto r = membership_run(b, join, mode);
   const auto s = summarize(r.records);
-  CHECK(s.lost == 0);
-  CHECK(s.duplicates == 0);
-  CHECK(s.reassigned == 0);
-  CHECK(s.computes_lost == 0);
-  CHECK(s.computes_drained == (join ? 0u : 1u));
-  CHECK(s.computes_joined == (join ? 1u : 0u));
   const ns::ComputeIndex slot = join ? 3 : 2;
   // The one decision that names the change, and the slot's share before and after it.
   std::optional<ns::TimesliceIndex> boundary;
