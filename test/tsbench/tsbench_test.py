@@ -72,7 +72,7 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None, m
             fail(f"{name}: assignment keys {sorted(summary['assignment'])}")
     if "fallback" in summary and fallback is not False:
         keys.add("fallback")
-        if set(summary["fallback"]) != {"engaged", "best_effort_intervals"}:
+        if set(summary["fallback"]) != {"engaged", "engaged_on_spread", "best_effort_intervals"}:
             fail(f"{name}: fallback keys {sorted(summary['fallback'])}")
         if not all(isinstance(v, int) and v >= 0 for v in summary["fallback"].values()):
             fail(f"{name}: fallback counts {summary['fallback']}")

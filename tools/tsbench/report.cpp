@@ -112,8 +112,10 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
                  s.assignment->interval, fmt::join(s.assignment->shares, " "));
     }
     if (s.fallback && s.fallback->engaged > 0) {
-      fmt::print(out, "{}: pacing lost to best-effort {} time(s); the DDE ran {} interval(s) best-effort\n", name,
-                 s.fallback->engaged, s.fallback->best_effort_intervals);
+      fmt::print(out,
+                 "{}: pacing lost to best-effort {} time(s) ({} on the spread rule); the DDE ran {} interval(s) "
+                 "best-effort\n",
+                 name, s.fallback->engaged, s.fallback->engaged_on_spread, s.fallback->best_effort_intervals);
     }
   }
   if (const auto r = ratios(runs)) {
@@ -175,7 +177,9 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
     }
     if (s.fallback) {
       json.key("fallback").begin_object();
-      json.field("engaged", s.fallback->engaged).field("best_effort_intervals", s.fallback->best_effort_intervals);
+      json.field("engaged", s.fallback->engaged)
+          .field("engaged_on_spread", s.fallback->engaged_on_spread)
+          .field("best_effort_intervals", s.fallback->best_effort_intervals);
       json.end_object();
     }
     json.end_object();
