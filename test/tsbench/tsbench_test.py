@@ -89,7 +89,7 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None, m
     if set(summary["membership"]) != {"computes_drained", "computes_joined", "before_gbps", "after_gbps",
                                       "joined_first_ms"}:
         fail(f"{name}: membership keys {sorted(summary['membership'])}")
-    if set(summary["backpressure"]) != {"pushes_blocked", "push_blocked_s"}:
+    if set(summary["backpressure"]) != {"pushes_blocked", "push_blocked_s", "assignment_waits", "assignment_wait_s"}:
         fail(f"{name}: backpressure keys {sorted(summary['backpressure'])}")
     if summary["duplicates_same_attempt"] != 0:
         fail(f"{name}: {summary['duplicates_same_attempt']} time-slices built twice with the same attempt")

@@ -107,6 +107,10 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
       fmt::print(out, "{}: the inputs waited {:.3f} s in push() (every compute node full), {} pushes\n", name,
                  s.push_blocked_s, s.pushes_blocked);
     }
+    if (s.assignment_waits > 0) {
+      fmt::print(out, "{}: the inputs waited {:.3f} s for the coordinator's assignments, {} times\n", name,
+                 s.assignment_wait_s, s.assignment_waits);
+    }
     if (s.assignment) {
       fmt::print(out, "{}: the current assignment (interval {}): shares {} (compute node 0 first)\n", name,
                  s.assignment->interval, fmt::join(s.assignment->shares, " "));
@@ -169,6 +173,7 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
     json.end_object();
     json.key("backpressure").begin_object();
     json.field("pushes_blocked", s.pushes_blocked).field("push_blocked_s", s.push_blocked_s);
+    json.field("assignment_waits", s.assignment_waits).field("assignment_wait_s", s.assignment_wait_s);
     json.end_object();
     if (s.assignment) {
       json.key("assignment").begin_object().field("interval", s.assignment->interval).key("shares").begin_array();

@@ -71,6 +71,9 @@ MetricsRegistry::Registration add_sender_metrics(Context& context, std::uint32_t
     add.counter("netio_timeslice_sender_proposals_taken_total", "DFS proposals this input followed", s.proposals_taken);
     add.counter("netio_timeslice_sender_assignments_taken_total",
                 "Assignment by load: interval assignments this input took", s.assignments_taken);
+    add.seconds_total("netio_timeslice_sender_assignment_wait_seconds_total",
+                      "Assignment by load: time this input waited for its interval's assignment",
+                      std::chrono::nanoseconds(s.assignment_wait_ns));
     add.gauge("netio_timeslice_sender_computes_lost", "Compute nodes lost", s.computes_lost);
     add.gauge("netio_timeslice_sender_ddes_lost", "DDE replicas lost", s.ddes_lost);
     add.gauge("netio_timeslice_sender_computes_draining", "Compute nodes that announced a drain", s.computes_draining);
