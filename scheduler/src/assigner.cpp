@@ -172,8 +172,7 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
     }
     if (joined_[c] && *joined_[c] > k - assignment_distance) {
       // Joined after the measured interval: the reports say "not a member"; it is new, with an
-      // empty buffer: use 0, no history, so that it takes a fair share at once.
-      last_use_[c] = -1;
+      // empty buffer: use 0, no limit and no streak, so that it takes a fair share at once.
       limits_[c] = Limit{};
       over_streak_[c] = 0;
       continue;
