@@ -166,12 +166,12 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--drain", b.drain,
                  "Drain a compute node: 'compute:K,at=T' (compute node K, 1 to M-1, drains T after the start: it "
                  "names a boundary, builds everything below it and leaves; the others take its time-slices from "
-                 "there on; local and --simulate runs; --assignment fixed)")
+                 "there on (under --assignment load the DDE names the boundary); local and --simulate runs)")
       ->type_name("SPEC");
   app.add_option("--join", b.join,
                  "Join a compute node: 'compute,at=T' (slot M-1 stays out from the start, its time-slices built by "
-                 "the others, and joins T after the start at a boundary a member names; --computes counts the "
-                 "slots; local and --simulate runs; --assignment fixed)")
+                 "the others, and joins T after the start at a boundary a member (by load: the DDE) names; "
+                 "--computes counts the slots; local and --simulate runs)")
       ->type_name("SPEC");
   app.add_option("--slowdown", b.slowdown,
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "

@@ -577,7 +577,6 @@ def run_simulate(tsbench):
                            (["--fail", "compute:1"], "no at="),
                            (["--computes", "2", "--fail", "compute:5,at=1s"], "out of range"),
                            (["--dde-replicas", "5"], "--dde-replicas 5"),
-                           (["--drain", "compute:1,at=1s", "--assignment", "load"], "--assignment fixed"),
                            (["--drain", "compute:0,at=1s", "--dde-replicas", "1"], "the only DDE replica"),
                            (["--join", "compute:1,at=1s"], "expected 'compute,at=T'"),
                            (["--role", "compute", "--rank", "0", "--config", "/nonexistent", "-n", "1000",
