@@ -25,7 +25,9 @@
 ///   LostCompute    (no time-slices) to every input, when another input told this node it
 ///                  lost that compute node: so that every input gives it up, not only one;
 ///   Membership     to every input, when this node drains: it leaves from T on (T named by
-///                  it, ordered before any credit it returns after naming it).
+///                  it, ordered before any credit it returns after naming it); under
+///                  assignment by load a request instead, from 0 (to drain, or a standby slot
+///                  to join): the coordinator names T in its assignment.
 /// The DFS control messages (reports, requests, proposals) are scheduler/control_messages.hpp
 /// on separate connections to the DDEs.
 ///
