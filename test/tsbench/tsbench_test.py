@@ -42,6 +42,8 @@ import time
 TIMEOUT = 90  # seconds, per process; CTest's own TIMEOUT is above it
 # A small network: every compute node takes 200 Mb/s; a little latency variation.
 EMULATE = "delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=200Mbps"
+# Slower: 100 Mb/s into every compute node, for runs that last long enough to change something mid-way.
+EMULATE_100M = "delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps"
 SMALL = ["--contribution-size", "4KiB", "--buffer-size", "256KiB", "--interval", "40", "--history", "3",
          "--warmup-intervals", "5", "--emulate", EMULATE]
 
@@ -360,6 +362,14 @@ def run_roles(tsbench, scheduler):
             fail(f"--collect without rank 3: exit status {p.returncode}", p.stdout, p.stderr)
 
 
+def collected(tsbench, csv, key, logs):
+    """--collect CSV --json: the whole run's summary of scheduler `key`; fails unless it exits with 0."""
+    p = subprocess.run([tsbench, "--collect", csv, "--json"], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        fail(f"--collect: exit status {p.returncode}", p.stdout, p.stderr, *logs)
+    return json.loads(p.stdout)[key]
+
+
 def run_kill_compute(tsbench):
     """kill -9 of compute 2 (rank 6) of a running 4 x 4, 2 s in: the inputs send its time-slices to the other
     three; every process that is left ends normally, and --collect (the killed node's journal included) finds every
@@ -368,7 +378,7 @@ def run_kill_compute(tsbench):
     with tempfile.TemporaryDirectory() as work:
         csv = os.path.join(work, "csv")
         cluster = Cluster(tsbench, work, "dfs", count, inputs=4, computes=4, extra=["--csv", csv],
-                          emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
+                          emulate=EMULATE_100M)
         dead = 6
         started = cluster.kill_after(dead, 2)
         statuses = {rank: cluster.wait(rank) for rank in range(8) if rank != dead}
@@ -384,17 +394,14 @@ def run_kill_compute(tsbench):
             reassigned += summary["failure"]["contributions_reassigned"]
         if reassigned == 0:
             fail("no contribution was reassigned", *logs)
-        p = subprocess.run([tsbench, "--collect", csv, "--json"], capture_output=True, text=True, timeout=60)
-        if p.returncode != 0:
-            fail(f"--collect: exit status {p.returncode}", p.stdout, p.stderr, *logs)
-        summary = json.loads(p.stdout)["dfs"]
+        summary = collected(tsbench, csv, "dfs", logs)
         check_summary("--collect", summary, incomplete=0, max_fill=200)
         if summary["lost"] != 0 or summary["reassigned"] == 0 or summary["failure"]["computes_failed"] != 1:
             fail(f"--collect: {summary['lost']} lost, {summary['reassigned']} built elsewhere, "
-                 f"{summary['failure']['computes_failed']} failed nodes", p.stdout, *logs)
+                 f"{summary['failure']['computes_failed']} failed nodes", json.dumps(summary), *logs)
         if summary["timeslices"] - summary["duplicates"] != count:
             fail(f"--collect: {summary['timeslices']} hand-overs, {summary['duplicates']} duplicates, expected "
-                 f"{count} time-slices", p.stdout)
+                 f"{count} time-slices", json.dumps(summary))
         print(f"survivors ended {time.monotonic() - started:.1f} s after the kill; {summary['reassigned']} "
               f"time-slices built elsewhere, {summary['duplicates']} twice (higher attempt)")
 
@@ -409,7 +416,7 @@ def run_kill_dde(tsbench):
         csv = os.path.join(work, "csv")
         cluster = Cluster(tsbench, work, "dfs", count, inputs=4, computes=4, dde_replicas=2,
                           extra=["--csv", csv, "--assignment", "load"],
-                          emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
+                          emulate=EMULATE_100M)
         dead = 4
         started = cluster.kill_after(dead, 2)
         statuses = {rank: cluster.wait(rank) for rank in range(8) if rank != dead}
@@ -430,17 +437,14 @@ def run_kill_dde(tsbench):
                      f"{failure['assignments_after_failure']} assignments taken after the kill", *logs)
             proposals += failure["proposals_after_failure"]
             assignments += failure["assignments_after_failure"]
-        p = subprocess.run([tsbench, "--collect", csv, "--json"], capture_output=True, text=True, timeout=60)
-        if p.returncode != 0:
-            fail(f"--collect: exit status {p.returncode}", p.stdout, p.stderr, *logs)
-        summary = json.loads(p.stdout)["dfs"]
+        summary = collected(tsbench, csv, "dfs", logs)
         check_summary("--collect", summary, incomplete=0, max_fill=200)
         if summary["lost"] != 0 or summary["failure"]["computes_failed"] != 1:
-            fail(f"--collect: {summary['lost']} lost, {summary['failure']['computes_failed']} failed nodes", p.stdout,
-                 *logs)
+            fail(f"--collect: {summary['lost']} lost, {summary['failure']['computes_failed']} failed nodes",
+                 json.dumps(summary), *logs)
         if summary["timeslices"] - summary["duplicates"] != count:
             fail(f"--collect: {summary['timeslices']} hand-overs, {summary['duplicates']} duplicates, expected "
-                 f"{count} time-slices", p.stdout)
+                 f"{count} time-slices", json.dumps(summary))
         print(f"survivors ended {ended:.1f} s after the kill; the inputs took {proposals} proposals and {assignments} "
               f"assignments after it; {summary['reassigned']} time-slices built elsewhere")
 
@@ -465,14 +469,14 @@ def membership_built(csv, key, slot, computes):
 def run_roles_drain(tsbench):
     """--drain 'compute:1,...' in role mode, 4 x 4 under DFS with DDE replicas on compute nodes 0 and 1: the process
     of compute node 1 (rank 5) drains 1.5 s after its start and ends (exit 0) while the inputs still run, its summary
-    saying drained; the inputs count it drained, not lost, and take proposals from the replica left; --collect:
-    every time-slice built once (attempt 0), node 1's own below its boundary and the others' from it on."""
+    saying drained; the inputs count it drained, not lost, its DDE replica gone with it; --collect: every time-slice
+    built once (attempt 0), node 1's own below its boundary and the others' from it on."""
     count = 12000  # about 4 s at 4 x 100 Mb/s (16 KiB per time-slice): the drain comes early
     with tempfile.TemporaryDirectory() as work:
         csv = os.path.join(work, "csv")
         cluster = Cluster(tsbench, work, "dfs", count, inputs=4, computes=4, dde_replicas=2,
                           extra=["--csv", csv, "--drain", "compute:1,at=1.5s"],
-                          emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
+                          emulate=EMULATE_100M)
         drained = 5
         status = cluster.wait(drained)
         running = [rank for rank in range(4) if cluster.procs[rank].poll() is None]
@@ -493,14 +497,11 @@ def run_roles_drain(tsbench):
                     or failure["contributions_reassigned"] != 0 or failure["dde_replicas_lost"] != [1]:
                 fail(f"input rank {rank}: expected compute node 1 drained with its DDE replica, nothing lost or "
                      f"reassigned", *logs)
-        p = subprocess.run([tsbench, "--collect", csv, "--json"], capture_output=True, text=True, timeout=60)
-        if p.returncode != 0:
-            fail(f"--collect: exit status {p.returncode}", p.stdout, p.stderr, *logs)
-        summary = json.loads(p.stdout)["dfs"]
+        summary = collected(tsbench, csv, "dfs", logs)
         check_summary("--collect", summary, timeslices=count)
         if (summary["lost"], summary["duplicates"], summary["reassigned"]) != (0, 0, 0) \
                 or summary["membership"]["computes_drained"] != 1:
-            fail("--collect: expected nothing lost, built twice or reassigned, 1 compute node drained", p.stdout)
+            fail("--collect: expected nothing lost, built twice or reassigned, 1 compute node drained", json.dumps(summary))
         own, others = membership_built(csv, "dfs", 1, 4)
         if not own[-1] < others[0]:
             fail(f"--collect: node 1 built {own[0]}..{own[-1]}, the others its {others[0]}..{others[-1]}")
@@ -518,7 +519,7 @@ def run_roles_join(tsbench):
         joiner = 7
         cluster = Cluster(tsbench, work, "dfs", count, inputs=4, computes=4, held=(joiner,),
                           extra=["--csv", csv, "--join", "compute,at=1s"],
-                          emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
+                          emulate=EMULATE_100M)
         time.sleep(0.5)
         cluster.start(joiner)
         statuses = {rank: cluster.wait(rank) for rank in range(8)}
@@ -534,14 +535,11 @@ def run_roles_join(tsbench):
             doc = json.loads(cluster.output(rank))["dfs"]
             if doc["membership"]["computes_joined"] != 1 or doc["failure"]["computes_lost"] != 0:
                 fail(f"input rank {rank}: expected compute node 3 joined, none lost", *logs)
-        p = subprocess.run([tsbench, "--collect", csv, "--json"], capture_output=True, text=True, timeout=60)
-        if p.returncode != 0:
-            fail(f"--collect: exit status {p.returncode}", p.stdout, p.stderr, *logs)
-        summary = json.loads(p.stdout)["dfs"]
+        summary = collected(tsbench, csv, "dfs", logs)
         check_summary("--collect", summary, timeslices=count)
         if (summary["lost"], summary["duplicates"], summary["reassigned"]) != (0, 0, 0) \
                 or summary["membership"]["computes_joined"] != 1 or summary["membership"]["joined_first_ms"] is None:
-            fail("--collect: expected nothing lost, built twice or reassigned, 1 compute node joined", p.stdout)
+            fail("--collect: expected nothing lost, built twice or reassigned, 1 compute node joined", json.dumps(summary))
         own, others = membership_built(csv, "dfs", 3, 4)
         if not others[-1] < own[0]:
             fail(f"--collect: node 3 built {own[0]}..{own[-1]}, the others its {others[0]}..{others[-1]}")
@@ -568,7 +566,7 @@ def run_kill_input(tsbench):
     count = 40000  # at 100 Mb/s per compute node: far longer than the test; the kill comes first
     with tempfile.TemporaryDirectory() as work:
         # DFS: the DDE on compute 0 survives the kill
-        cluster = Cluster(tsbench, work, "dfs", count, emulate="delay=lognormal:mean=50us,sigma=0.5,clip=2ms;in=100Mbps")
+        cluster = Cluster(tsbench, work, "dfs", count, emulate=EMULATE_100M)
         dead = 1
         started = cluster.kill_after(dead, 3)
         statuses = {rank: cluster.wait(rank) for rank in (0, 2, 3)}
