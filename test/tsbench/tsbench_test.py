@@ -502,6 +502,11 @@ def run_roles_drain(tsbench):
         if (summary["lost"], summary["duplicates"], summary["reassigned"]) != (0, 0, 0) \
                 or summary["membership"]["computes_drained"] != 1:
             fail("--collect: expected nothing lost, built twice or reassigned, 1 compute node drained", json.dumps(summary))
+        with open(os.path.join(csv, "summary.csv")) as f:
+            rows = [line.rstrip("\n").split(",") for line in f]
+        row = dict(zip(rows[0], rows[1]))
+        if (row["lost"], row["computes_drained"], row["computes_joined"]) != ("0", "1", "0"):
+            fail(f"--collect: summary.csv {rows}")
         own, others = membership_built(csv, "dfs", 1, 4)
         if not own[-1] < others[0]:
             fail(f"--collect: node 1 built {own[0]}..{own[-1]}, the others its {others[0]}..{others[-1]}")

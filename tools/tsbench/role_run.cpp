@@ -78,9 +78,9 @@ void check_membership(const BenchConfig& bench, const ClusterConfig& cluster, bo
 
 // A compute node's --drain or --join, T after `started`: drain() or join() once due; the
 // time of the change (relative to the run's origin) and the counts go into the records.
-class MembershipChange {
+class DrainOrJoin {
  public:
-  MembershipChange(const BenchConfig& bench, ns::ComputeIndex self, std::uint32_t rank) : rank_(rank), self_(self) {
+  DrainOrJoin(const BenchConfig& bench, ns::ComputeIndex self, std::uint32_t rank) : rank_(rank), self_(self) {
     if (const auto draining = bench.drain_spec(); draining && draining->compute == self) at_ = draining->at;
     if (const auto joining = bench.join_at(); joining && bench.standby_slot() == self) {
       at_ = *joining;
@@ -89,7 +89,7 @@ class MembershipChange {
     spec_ = joins_ ? bench.join : bench.drain;
   }
   bool drains() const { return at_ && !joins_; }
-  bool started() const { return at_ && changed_at_; }
+  bool done() const { return at_ && changed_at_; }  // drain() or join() called
   // Drains or joins once T has passed since `started`.
   void when_due(ComputeRole& compute, std::chrono::steady_clock::time_point started, ns::Time origin) {
     if (!at_ || changed_at_ || std::chrono::steady_clock::now() - started < *at_) return;
@@ -181,7 +181,7 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
     // --drain: this node drains at T and is done once drained (its process ends, its
     // connections close: the inputs count it drained); --join: this standby slot joins at T.
     const auto failing = bench.fail_spec();
-    MembershipChange change(bench, self.index, rank);
+    DrainOrJoin change(bench, self.index, rank);
     const auto started = std::chrono::steady_clock::now();
     while ((compute.handed_over() < share || compute.inputs_gone() < cluster.inputs) && !stop_requested() &&
            !deadline.expired()) {
@@ -191,7 +191,7 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
         std::raise(SIGKILL);
       }
       change.when_due(compute, started, origin);
-      if (change.drains() && change.started() && compute.drained()) break;
+      if (change.drains() && change.done() && compute.drained()) break;
       std::this_thread::sleep_for(failing ? 1ms : 5ms);
     }
     result.interrupted = compute.handed_over() < share;
@@ -200,8 +200,8 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
           fmt::format("compute node {} handed over {} of its {} time-slices", self.index, compute.handed_over(), share);
     }
     // Every input gone counts as its farewell: what is left to free goes in a moment.
-    const bool drained = change.drains() && change.started() && compute.wait_drained(deadline.remaining(5s));
-    if (change.drains() && change.started() && !drained && result.error.empty()) {
+    const bool drained = change.drains() && change.done() && compute.wait_drained(deadline.remaining(5s));
+    if (change.drains() && change.done() && !drained && result.error.empty()) {
       result.error = fmt::format("compute node {} did not drain (--drain {})", self.index, bench.drain);
     }
     result.records = compute.take_records();
