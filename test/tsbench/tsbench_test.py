@@ -80,7 +80,7 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None, m
             fail(f"{name}: assignment keys {sorted(summary['assignment'])}")
     if "fallback" in summary and fallback is not False:
         keys.add("fallback")
-        if set(summary["fallback"]) != {"engaged", "best_effort_intervals"}:
+        if set(summary["fallback"]) != {"engaged", "engaged_on_spread", "best_effort_intervals"}:
             fail(f"{name}: fallback keys {sorted(summary['fallback'])}")
         if not all(isinstance(v, int) and v >= 0 for v in summary["fallback"].values()):
             fail(f"{name}: fallback counts {summary['fallback']}")
@@ -97,7 +97,7 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None, m
     if set(summary["membership"]) != {"computes_drained", "computes_joined", "before_gbps", "after_gbps",
                                       "joined_first_ms"}:
         fail(f"{name}: membership keys {sorted(summary['membership'])}")
-    if set(summary["backpressure"]) != {"pushes_blocked", "push_blocked_s"}:
+    if set(summary["backpressure"]) != {"pushes_blocked", "push_blocked_s", "assignment_waits", "assignment_wait_s"}:
         fail(f"{name}: backpressure keys {sorted(summary['backpressure'])}")
     if summary["duplicates_same_attempt"] != 0:
         fail(f"{name}: {summary['duplicates_same_attempt']} time-slices built twice with the same attempt")

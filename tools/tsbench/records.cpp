@@ -134,6 +134,8 @@ RunSummary summarize(const RunRecords& records, ClockBasis basis) {
   s.computes_lost = records.computes_lost;
   s.pushes_blocked = records.pushes_blocked;
   s.push_blocked_s = static_cast<double>(records.push_blocked.count()) / 1e9;
+  s.assignment_waits = records.assignment_waits;
+  s.assignment_wait_s = static_cast<double>(records.assignment_wait.count()) / 1e9;
   if (!records.assignments.empty()) s.assignment = records.assignments.back();
   struct Span {
     ns::Time begin = ns::Time::max();

@@ -271,6 +271,8 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   for (const auto d : stats.lost_ddes) result.records.dde_replicas_lost.push_back(dde_nodes.at(d));
   result.records.push_blocked = std::chrono::nanoseconds(stats.push_blocked_ns);
   result.records.pushes_blocked = stats.pushes_blocked;
+  result.records.assignment_wait = std::chrono::nanoseconds(stats.assignment_wait_ns);
+  result.records.assignment_waits = stats.assignment_waits;
   result.records.intervals = input.take_records();
   result.records.timeslices_per_interval = bench.scheduler_config().timeslices_in_interval();
   result.records.warmup_intervals = bench.warmup_intervals;
