@@ -166,12 +166,14 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--drain", b.drain,
                  "Drain a compute node: 'compute:K,at=T' (compute node K, 1 to M-1, drains T after the start: it "
                  "names a boundary, builds everything below it and leaves; the others take its time-slices from "
-                 "there on (under --assignment load the DDE names the boundary); local and --simulate runs)")
+                 "there on (under --assignment load the DDE names the boundary); role mode: the process of "
+                 "compute node K drains T after its start and ends once drained)")
       ->type_name("SPEC");
   app.add_option("--join", b.join,
                  "Join a compute node: 'compute,at=T' (slot M-1 stays out from the start, its time-slices built by "
                  "the others, and joins T after the start at a boundary a member (by load: the DDE) names; "
-                 "--computes counts the slots; local and --simulate runs)")
+                 "--computes counts the slots; role mode: the last compute line, whose process joins T after its "
+                 "own start)")
       ->type_name("SPEC");
   app.add_option("--slowdown", b.slowdown,
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "
@@ -596,11 +598,6 @@ int main(int argc, char** argv) {
                          "--metrics/--influx watch running sockets; --simulate runs none (its nodes live in model "
                          "time, which a scrape's rate() would misread): the simulated nodes' statistics are in "
                          "its output (--json, --csv DIR)");
-    }
-    if ((!options.bench.drain.empty() || !options.bench.join.empty()) && !options.role.empty()) {
-      throw netio::Error(netio::Errc::invalid_option,
-                         "--drain and --join run in the local and --simulate modes only so far (not --role): "
-                         "docs/design/assignment.md says what is missing");
     }
     if (const auto failing = options.bench.fail_spec();
         options.simulate && failing && failing->compute == 0 &&

@@ -95,10 +95,12 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
       }
     }
     if (s.computes_drained > 0 || s.computes_joined > 0) {
-      fmt::print(out,
-                 "{}: {} compute node(s) drained, {} joined; aggregate {:.3f} Gb/s in the 2 s before, {:.3f} from 1 s "
-                 "after{}\n",
-                 name, s.computes_drained, s.computes_joined, s.membership_before_gbps, s.membership_after_gbps,
+      // An input's own summary in role mode has no time-slices: no aggregate to print.
+      const bool aggregate = !std::isnan(s.membership_before_gbps) || !std::isnan(s.membership_after_gbps);
+      fmt::print(out, "{}: {} compute node(s) drained, {} joined{}{}\n", name, s.computes_drained, s.computes_joined,
+                 aggregate ? fmt::format("; aggregate {:.3f} Gb/s in the 2 s before, {:.3f} from 1 s after",
+                                         s.membership_before_gbps, s.membership_after_gbps)
+                           : std::string(),
                  s.computes_joined > 0 && !std::isnan(s.joined_first_ms)
                      ? fmt::format("; the joined node's first time-slice {:.0f} ms after the join", s.joined_first_ms)
                      : std::string());
