@@ -22,6 +22,8 @@
   tsbench_test.py TSBENCH roles-join         --join in role mode, 4 x 4 slots (DFS): the last compute process starts
                                              late and joins; --collect: 0 lost, its slot's time-slices its own from
                                              the boundary on
+  tsbench_test.py TSBENCH roles-drain-load   the same two under assignment by load (the coordinator names the
+  tsbench_test.py TSBENCH roles-join-load    boundary): 0 lost or built twice, drained or joined
   tsbench_test.py TSBENCH kill-input         kill -9 of an input process: the others end, incomplete time-slices reported
   tsbench_test.py TSBENCH kill-dde           kill -9 of the compute process with the first DDE replica of a running
                                              4 x 4 (DFS, assignment by load): the second replica paces and assigns on,
@@ -514,16 +516,17 @@ def membership_built(csv, key, slot, computes):
     return own, others
 
 
-def run_roles_drain(tsbench):
+def run_roles_drain(tsbench, assignment="fixed"):
     """--drain 'compute:1,...' in role mode, 4 x 4 under DFS with DDE replicas on compute nodes 0 and 1: the process
     of compute node 1 (rank 5) drains 1.5 s after its start and ends (exit 0) while the inputs still run, its summary
     saying drained; the inputs count it drained, not lost, its DDE replica gone with it; --collect: every time-slice
-    built once (attempt 0), node 1's own below its boundary and the others' from it on."""
+    built once (attempt 0), node 1's own below its boundary and the others' from it on (fixed assignment: by load
+    a time-slice's node is the coordinator's, not its index's)."""
     count = 12000  # about 4 s at 4 x 100 Mb/s (16 KiB per time-slice): the drain comes early
     with tempfile.TemporaryDirectory() as work:
         csv = os.path.join(work, "csv")
         cluster = Cluster(tsbench, work, "dfs", count, inputs=4, computes=4, dde_replicas=2,
-                          extra=["--csv", csv, "--drain", "compute:1,at=1.5s"],
+                          extra=["--csv", csv, "--drain", "compute:1,at=1.5s", "--assignment", assignment],
                           emulate=EMULATE_100M)
         drained = 5
         cluster.wait(drained)  # it ends first, once drained
@@ -555,6 +558,9 @@ def run_roles_drain(tsbench):
         row = dict(zip(rows[0], rows[1]))
         if (row["lost"], row["computes_drained"], row["computes_joined"]) != ("0", "1", "0"):
             fail(f"--collect: summary.csv {rows}")
+        if assignment == "load":
+            print(f"by load: compute node 1 drained and ended while inputs {running} still ran; 0 lost or built twice")
+            return
         own, others = membership_built(csv, "dfs", 1, 4)
         if not own[-1] < others[0]:
             fail(f"--collect: node 1 built {own[0]}..{own[-1]}, the others its {others[0]}..{others[-1]}")
@@ -562,7 +568,7 @@ def run_roles_drain(tsbench):
               f"{others[0]}; inputs {running} still ran when it ended")
 
 
-def run_roles_join(tsbench):
+def run_roles_join(tsbench, assignment="fixed"):
     """--join in role mode, 4 x 4 slots under DFS: every process gets the same options; the last compute line (compute
     node 3, rank 7) starts 0.5 s after the others and joins 1 s after its start; the inputs count it joined, nothing
     lost; --collect: every time-slice built once, slot 3's by the others below the boundary and by node 3 from it on."""
@@ -571,7 +577,7 @@ def run_roles_join(tsbench):
         csv = os.path.join(work, "csv")
         joiner = 7
         cluster = Cluster(tsbench, work, "dfs", count, inputs=4, computes=4, held=(joiner,),
-                          extra=["--csv", csv, "--join", "compute,at=1s"],
+                          extra=["--csv", csv, "--join", "compute,at=1s", "--assignment", assignment],
                           emulate=EMULATE_100M)
         time.sleep(0.5)
         cluster.start(joiner)
@@ -593,20 +599,22 @@ def run_roles_join(tsbench):
         if (summary["lost"], summary["duplicates"], summary["reassigned"]) != (0, 0, 0) \
                 or summary["membership"]["computes_joined"] != 1 or summary["membership"]["joined_first_ms"] is None:
             fail("--collect: expected nothing lost, built twice or reassigned, 1 compute node joined", json.dumps(summary))
+        if assignment == "load":
+            print(f"by load: compute node 3 joined and built {summary['membership']['joined_first_ms']:.0f} ms after "
+                  f"its join; 0 lost or built twice")
+            return
         own, others = membership_built(csv, "dfs", 3, 4)
         if not others[-1] < own[0]:
             fail(f"--collect: node 3 built {own[0]}..{own[-1]}, the others its {others[0]}..{others[-1]}")
         print(f"compute node 3 built {len(own)} of its time-slices from {own[0]} "
               f"({summary['membership']['joined_first_ms']:.0f} ms after its join), the others {len(others)} before")
-        # refused in every process alike, from the file: the only DDE replica drained; a DDE on the slot kept out;
-        # assignment by load
+        # refused in every process alike, from the file: the only DDE replica drained; a DDE on the slot kept out
         config = os.path.join(work, "refused.conf")
         with open(config, "w") as f:
             f.write("input\ncompute tcp://127.0.0.1:0\ncompute tcp://127.0.0.1:0 tcp://127.0.0.1:0\n")
         for rank, role in ((0, "input"), (2, "compute")):
             for args, expected in ((["--drain", "compute:1,at=1s"], "carries the only DDE replica"),
-                                   (["--join", "compute,at=1s"], "carries a DDE replica"),
-                                   (["--join", "compute,at=1s", "--assignment", "load"], "--assignment fixed")):
+                                   (["--join", "compute,at=1s"], "carries a DDE replica")):
                 p = subprocess.run([tsbench, "--role", role, "--rank", str(rank), "--config", config, "-n", "1000",
                                     "--interval", "40"] + args, capture_output=True, text=True, timeout=30)
                 if p.returncode == 0 or expected not in p.stderr:
@@ -861,6 +869,10 @@ def run_test(tsbench, what):
         run_roles_drain(tsbench)
     elif what == "roles-join":
         run_roles_join(tsbench)
+    elif what == "roles-drain-load":
+        run_roles_drain(tsbench, "load")
+    elif what == "roles-join-load":
+        run_roles_join(tsbench, "load")
     else:
         fail(f"unknown test {what}")
 

@@ -51,12 +51,6 @@ std::string wait_reachable(Context& context, const std::vector<Endpoint>& endpoi
 // so every one refuses alike): the DDE replicas are where the file puts them, not on the
 // first compute nodes as in a local run (BenchConfig::validate() checks that case).
 void check_membership(const BenchConfig& bench, const ClusterConfig& cluster, bool uses_dde) {
-  // The pattern takes them by load too (the coordinator names the boundary), but the role
-  // mode is not tested there: the local and --simulate modes are.
-  if (bench.assignment == scheduler::Assignment::load && (!bench.drain.empty() || !bench.join.empty())) {
-    throw Error(Errc::invalid_option,
-                "--drain and --join in role mode need --assignment fixed (by load: the local and --simulate modes)");
-  }
   if (!uses_dde) return;
   const auto dde_of = [&](std::uint32_t compute) {
     for (const auto& node : cluster.nodes) {
