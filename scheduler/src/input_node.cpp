@@ -233,6 +233,17 @@ bool InputNode::on_membership(const MembershipChange& change) {
   return added;
 }
 
+void InputNode::start_at(TimesliceIndex from) {
+  if (sent_ != 0) reject("start_at(" + std::to_string(from) + ") after " + std::to_string(sent_) + " sends");
+  if (from % layout_.timeslices_per_interval() != 0) {
+    reject("start_at(" + std::to_string(from) + "): not an interval start (intervals of " +
+           std::to_string(layout_.timeslices_per_interval()) + ")");
+  }
+  if (engine_) reject("start_at() in DFS mode (an input joining later runs best-effort only)");
+  if (assignment_ == Assignment::load) reject("start_at() under assignment by load (built for the fixed assignment)");
+  sent_ = from;
+}
+
 std::optional<ComputeIndex> InputNode::own_of(TimesliceIndex t) const {
   if (assignment_ == Assignment::fixed) return layout_.compute_of(t);
   const IntervalIndex j = layout_.interval_of(t);
