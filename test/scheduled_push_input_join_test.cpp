@@ -16,7 +16,9 @@ using namespace netio::test;
 TEST_CASE("A standby input that joins: below its boundary built without it, from it on with it, none lost",
           "[scheduled_push]") {
   const auto base = GENERATE(loopback_endpoints());
-  auto options = three_by_three(ns::Mode::best_effort);
+  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
+  INFO(ns::to_string(mode));
+  auto options = three_by_three(mode);
   options.standby_inputs = {2};
   System system(base, options);
   // Inputs 0 and 1 run from time-slice 0 until told where to stop (the boundary + 10 intervals).
@@ -80,6 +82,20 @@ TEST_CASE("A standby input that joins: below its boundary built without it, from
     named += stats.input_joins_named;
   }
   CHECK(named == 1);
+  if (mode == ns::Mode::dfs) {
+    // The DDE's history counted input 2 from its boundary's interval on: its reports were
+    // taken (a report before the join would be a bad message), and it was proposed to.
+    const auto dde = system.dde_slot(0)->stats();
+    CHECK(dde.inputs_joined == 1);
+    CHECK(dde.bad_messages == 0);
+    std::size_t to_joiner = 0;
+    for (const auto& [key, proposal] : system.proposals(0).copy()) {
+      if (key.first != 2) continue;
+      ++to_joiner;
+      CHECK(key.second >= *from / 12 + 2);  // asked for at its first report, of the boundary's interval
+    }
+    CHECK(to_joiner > 0);
+  }
 }
 
 TEST_CASE("Standby inputs that the compute nodes and the input disagree on are refused, naming why",

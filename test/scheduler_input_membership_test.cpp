@@ -4,6 +4,8 @@
 // time-slices below a standby input's boundary without it and those from it on with it.
 #include "netio/error.hpp"
 #include "netio/scheduler/compute_node.hpp"
+#include "netio/scheduler/history_manager.hpp"
+#include "netio/scheduler/input_engine.hpp"
 #include "netio/scheduler/input_membership.hpp"
 #include "netio/scheduler/input_node.hpp"
 
@@ -135,6 +137,55 @@ TEST_CASE("InputNode::start_at: a joining input's stream starts at its boundary'
   CHECK(next.timeslice >= 39);
   CHECK(next.timeslice <= 41);
   CHECK_THROWS_WITH(node.start_at(48), Catch::Contains("after 39 sends"));
+  // DFS: the engine starts at the boundary's interval (36 / 12 = 3), best-effort until a proposal.
   InputNode dfs(config, 2, Mode::dfs);
-  CHECK_THROWS_WITH(dfs.start_at(36), Catch::Contains("DFS"));
+  for (ComputeIndex c = 0; c < 3; ++c) dfs.grant(c, 8);
+  dfs.start_at(36);
+  REQUIRE(dfs.engine() != nullptr);
+  CHECK(dfs.engine()->current_interval() == 3);
+  const auto first = dfs.next(0ns);
+  CHECK(first.what == InputNode::Next::What::send);
+  CHECK(first.timeslice >= 36);
+  CHECK(first.timeslice <= 38);
+  InputEngine engine(config, 0);
+  engine.start_at(5);
+  CHECK(engine.current_interval() == 5);
+}
+
+TEST_CASE("HistoryManager: an interval is complete once its member inputs reported; a joiner counts from its interval",
+          "[scheduled_push]") {
+  HistoryManager history(3, 8, {2});
+  const auto measured = [](IntervalIndex j, std::int64_t start_us, std::int64_t duration_us) {
+    MeasuredInterval m;
+    m.interval = j;
+    m.start = std::chrono::microseconds(start_us);
+    m.duration = std::chrono::microseconds(duration_us);
+    return m;
+  };
+  // Intervals 0 and 1: inputs 0 and 1 only. Average start (100 + 200) / 2 = 150, median
+  // duration of {10, 30}: 20.
+  CHECK_FALSE(history.add(0, measured(0, 100, 10)));
+  const auto first = history.add(1, measured(0, 200, 30));
+  REQUIRE(first);
+  CHECK(first->start == std::chrono::microseconds(150));
+  CHECK(first->duration == std::chrono::microseconds(20));
+  CHECK_THROWS_WITH(history.add(2, measured(1, 0, 1)), Catch::Contains("on standby"));
+  REQUIRE(history.join(2, 2));
+  CHECK_FALSE(history.join(2, 2));
+  CHECK_THROWS_WITH(history.add(2, measured(1, 0, 1)), Catch::Contains("until interval 2"));
+  CHECK_FALSE(history.add(0, measured(1, 300, 10)));
+  REQUIRE(history.add(1, measured(1, 400, 10)));
+  // Interval 2 waits for input 2 as well: start (100 + 200 + 600) / 3 = 300, median of {10, 20, 60} = 20.
+  CHECK_FALSE(history.add(0, measured(2, 100, 10)));
+  CHECK_FALSE(history.add(1, measured(2, 200, 20)));
+  const auto third = history.add(2, measured(2, 600, 60));
+  REQUIRE(third);
+  CHECK(third->start == std::chrono::microseconds(300));
+  CHECK(third->duration == std::chrono::microseconds(20));
+  // A boundary at or below a complete interval is refused: it would count differently elsewhere.
+  HistoryManager late(2, 8, {1});
+  CHECK(late.add(0, measured(0, 0, 1)));
+  CHECK(late.add(0, measured(1, 0, 1)));
+  CHECK_THROWS_WITH(late.join(1, 1), Catch::Contains("complete already"));
+  CHECK(late.join(1, 2));
 }

@@ -239,8 +239,8 @@ void InputNode::start_at(TimesliceIndex from) {
     reject("start_at(" + std::to_string(from) + "): not an interval start (intervals of " +
            std::to_string(layout_.timeslices_per_interval()) + ")");
   }
-  if (engine_) reject("start_at() in DFS mode (an input joining later runs best-effort only)");
   if (assignment_ == Assignment::load) reject("start_at() under assignment by load (built for the fixed assignment)");
+  if (engine_) engine_->start_at(layout_.interval_of(from));
   sent_ = from;
 }
 

@@ -201,7 +201,8 @@ class System {
         receiver_contexts_.push_back(std::make_unique<Context>(context_options()));
         ddes_.push_back(std::make_unique<sp::DdeService>(
             *receiver_contexts_.back(), endpoint, config,
-            [this, d](ns::InputIndex i, const ns::Proposal& p) { proposals_[d].add(i, p); }, options_.admission));
+            [this, d](ns::InputIndex i, const ns::Proposal& p) { proposals_[d].add(i, p); }, options_.admission,
+            options_.standby_inputs));
       }
     }
     if (options_.before_inputs) options_.before_inputs(*this);

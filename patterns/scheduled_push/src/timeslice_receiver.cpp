@@ -747,7 +747,7 @@ TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, Ti
   if (state->options.run_dde) {
     const Endpoint dde_local = state->options.dde_endpoint.value_or(bound.with_port(0));
     state->dde = std::make_unique<DdeService>(context, dde_local, state->options.config, DdeService::ProposalObserver{},
-                                              state->options.admission);
+                                              state->options.admission, state->options.standby_inputs);
   }
   std::weak_ptr<State> weak = state_;
   state->timer = context.loop().add_timer(housekeeping_period(state->options.incomplete_timeout),

@@ -279,16 +279,13 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   }
 
   // A standby input joins at a boundary a compute node names from its credits: built for the
-  // fixed assignment's best-effort sending (docs/design/assignment.md says what is missing).
+  // fixed assignment (docs/design/assignment.md says what is missing under load).
   void check_standby() const {
     if (!options.standby) return;
     if (options.config.assignment == ns::Assignment::load) {
       reject(fmt::format("input {}: standby under assignment by load (inputs joining is built for the fixed "
                          "assignment only)",
                          options.input));
-    }
-    if (options.mode == ns::Mode::dfs) {
-      reject(fmt::format("input {}: standby in DFS mode (inputs joining is built for best-effort only)", options.input));
     }
   }
 
@@ -331,6 +328,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       return;
     }
     tell_live_computes(encode(join), c);
+    tell_ddes(encode(join));
     if (join.input == options.input) {
       if (!options.standby) {
         throw Error(Errc::protocol_error, fmt::format("compute node {} says this input, not on standby, joins", c));
@@ -352,6 +350,34 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         join.from);
     std::lock_guard lock(stats_mutex);
     ++stats.inputs_joined;
+  }
+
+  // DFS: an input's join reaches every DDE replica ahead of this input's reports from its
+  // boundary's interval on (report() holds a report back while one waits), so that each
+  // replica's history counts the joiner from that interval on, as the others' do.
+  void tell_ddes(std::span<const std::byte> bytes) {
+    for (std::size_t d = 0; d < ddes.size(); ++d) {
+      if (!ddes[d].lost) dde_joins_out[d].emplace_back(bytes.begin(), bytes.end());
+    }
+    (void)send_dde_joins(ddes.size());
+  }
+
+  // Hands what waits in dde_joins_out to the DDEs (or to DDE `only`); true when nothing waits
+  // for `only` any more (a lost DDE waits for nothing).
+  bool send_dde_joins(std::size_t only) {
+    for (auto& [d, out] : dde_joins_out) {
+      if (only < ddes.size() && d != only) continue;
+      try {
+        while (!ddes[d].lost && !out.empty() && ddes[d].socket->connected() && ddes[d].socket->try_send(out.front()))
+          out.pop_front();
+      } catch (const Error& e) {
+        lose_dde(d, e.what());
+      }
+      if (ddes[d].lost) out.clear();
+    }
+    if (only >= ddes.size()) return true;
+    const auto it = dde_joins_out.find(only);
+    return it == dde_joins_out.end() || it->second.empty();
   }
 
   bool standby(ns::ComputeIndex c) const {
@@ -650,7 +676,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       // Synchronizer takes the arrival time as the interval's end, so a report queued while
       // connecting would skew its offsets (and its proposals) by the connection's set-up time.
       bool handed = false;
-      if (!ddes[d].lost && ddes[d].socket->connected()) {
+      if (!ddes[d].lost && ddes[d].socket->connected() && send_dde_joins(d)) {
         try {
           // Never waits: a DDE that cannot take it now misses this report (it proposes from the others').
           handed = ddes[d].socket->try_send(report) && ddes[d].socket->try_send(request);
@@ -913,6 +939,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   bool join_requested = false;                 // standby input: join() asked a compute node
   std::map<ns::InputIndex, ns::TimesliceIndex> inputs_joining;  // standby inputs' boundaries heard
   std::optional<ns::TimesliceIndex> joined_from;                // standby input: its boundary (queue_mutex)
+  std::map<std::size_t, std::deque<std::vector<std::byte>>> dde_joins_out;  // per DDE: joins not handed over yet
   ns::TimesliceIndex next_push = 0;
   bool finished = false;
   bool closed = false;

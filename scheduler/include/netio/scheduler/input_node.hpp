@@ -101,7 +101,8 @@ class InputNode {
   /// A standby input joining (input_membership.hpp): its first contribution is to round
   /// start `from`, the boundary a compute node named; nothing below it is sent. Before the
   /// first send only. Throws netio::Error (Errc::invalid_option) after a send, for a `from`
-  /// that is not an interval start, and in DFS mode (its engine starts at interval 0: not built).
+  /// that is not an interval start, and under assignment by load. DFS: its engine starts at
+  /// the boundary's interval.
   void start_at(TimesliceIndex from);
 
   /// The credits compute node c grants this input (its welcome). Throws netio::Error
