@@ -171,7 +171,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--join", b.join,
                  "Join a compute node: 'compute,at=T' (slot M-1 stays out from the start, its time-slices built by "
                  "the others, and joins T after the start at a boundary a member names; --computes counts the "
-                 "slots; local and --simulate runs; --assignment fixed)")
+                 "slots; local and --simulate runs; --assignment fixed); or an input: 'input,at=T' (input N-1 is on "
+                 "standby, time-slices are built without it until the boundary a compute node names after T, with "
+                 "it from there; local runs; --assignment fixed)")
       ->type_name("SPEC");
   app.add_option("--slowdown", b.slowdown,
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "

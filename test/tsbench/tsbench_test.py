@@ -87,7 +87,7 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None, m
                                    "proposals_after_failure", "assignments_after_failure", "dde_replicas_lost"}:
         fail(f"{name}: failure keys {sorted(summary['failure'])}")
     if set(summary["membership"]) != {"computes_drained", "computes_joined", "before_gbps", "after_gbps",
-                                      "joined_first_ms"}:
+                                      "joined_first_ms", "inputs_joined", "input_join_from"}:
         fail(f"{name}: membership keys {sorted(summary['membership'])}")
     if set(summary["backpressure"]) != {"pushes_blocked", "push_blocked_s"}:
         fail(f"{name}: backpressure keys {sorted(summary['backpressure'])}")
@@ -218,6 +218,43 @@ def run_local_membership(tsbench):
             if drained and not own[-1] < others[-1] or not drained and not others[-1] < own[0]:
                 fail(f"{' '.join(change)}: slot {slot} built {own[0]}..{own[-1]}, the others its {others[0]}.."
                      f"{others[-1]}: expected one side of a boundary each")
+
+
+def run_local_input_join(tsbench):
+    """--join 'input,at=T' in a local run, 3 inputs x 3 compute nodes, both schedulers: input 2 is on standby and joins
+    at the boundary a compute node names; every time-slice is built once and complete, from the 2 other inputs below
+    the boundary (2 contributions' bytes) and from all 3 from it on. --simulate refuses it."""
+    size = 4096
+    for scheduler in ("best-effort", "dfs"):
+        with tempfile.TemporaryDirectory() as work:
+            csv = os.path.join(work, "csv")
+            cmd = [tsbench, "--scheduler", scheduler, "--inputs", "3", "--computes", "3", "-t", "2.5s", "--json",
+                   "--csv", csv, "--timeout", f"{TIMEOUT}s", "--join", "input,at=1s"] + \
+                [a if a != "40" else "42" for a in SMALL]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+            if p.returncode != 0:
+                fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
+            name = scheduler.replace("-", "_")
+            summary = json.loads(p.stdout)[name]
+            check_summary(name, summary, fallback=None if scheduler == "dfs" else False)
+            membership = summary["membership"]
+            start = membership["input_join_from"]
+            if (summary["lost"], summary["duplicates"], summary["incomplete"]) != (0, 0, 0) or \
+                    membership["inputs_joined"] != 1 or start == 0 or start % 42 != 0:
+                fail(f"{scheduler}: expected nothing lost, built twice or incomplete, input 2 joined at an interval "
+                     f"start", p.stdout)
+            with open(os.path.join(csv, name, "timeslices.csv")) as f:
+                rows = [row.split(",") for row in f.read().splitlines()]
+            column, length = rows[0].index("timeslice"), rows[0].index("bytes")
+            built = sorted((int(r[column]), int(r[length])) for r in rows[1:])
+            wrong = [(t, b) for t, b in built if b != (2 if t < start else 3) * size]
+            if [t for t, _ in built] != list(range(len(built))) or not built[-1][0] >= start or wrong:
+                fail(f"{scheduler}: time-slices 0..{len(built) - 1}, boundary {start}: expected each once, "
+                     f"{2 * size} bytes below the boundary and {3 * size} from it on; wrong: {wrong[:5]}")
+    cmd = [tsbench, "--simulate", "--inputs", "3", "--computes", "3", "-t", "2s", "--join", "input,at=1s"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    if p.returncode == 0 or "inputs joining are not modelled" not in p.stderr:
+        fail(f"--simulate with --join 'input,...': expected a refusal, exit status {p.returncode}", p.stdout, p.stderr)
 
 
 def free_ports(n):
@@ -665,6 +702,8 @@ def run_test(tsbench, what):
         run_local_load(tsbench)
     elif what == "local-membership":
         run_local_membership(tsbench)
+    elif what == "local-input-join":
+        run_local_input_join(tsbench)
     elif what == "simulate":
         run_simulate(tsbench)
     elif what == "cpu":
