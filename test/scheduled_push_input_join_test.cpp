@@ -104,8 +104,9 @@ TEST_CASE("Standby inputs that the compute nodes and the input disagree on are r
   auto options = three_by_three(ns::Mode::best_effort);
   options.standby_inputs = input_claims ? std::vector<ns::InputIndex>{} : std::vector<ns::InputIndex>{2};
   options.inputs_claiming_standby = input_claims ? std::vector<ns::InputIndex>{2} : std::vector<ns::InputIndex>{};
-  MatchingLogLines refusals(input_claims ? "input 2 is on standby, but this node's standby_inputs does not list it"
-                                         : "input 2 is a member from the start, but this node's standby_inputs lists it");
+  MatchingLogLines refusals(input_claims
+                                ? "input 2 is on standby, but this node's standby_inputs does not list it"
+                                : "input 2 is a member from the start, but this node's standby_inputs lists it");
   System system("tcp://127.0.0.1:0", options);
   // Every compute node refuses input 2 (its log line), and input 2 loses every one (its own).
   CHECK(eventually([&] { return system.sender(2).stats().computes_lost == 3; }));
@@ -121,9 +122,9 @@ TEST_CASE("Standby inputs under assignment by load are refused, naming why", "[s
   ro.config.assignment = ns::Assignment::load;
   ro.standby_inputs = {1};
   Context context(context_options());
-  CHECK_THROWS_WITH(sp::TimesliceReceiver(context, Endpoint::parse("tcp://127.0.0.1:0"),
-                                          sp::TimesliceReceiver::Handler{}, ro),
-                    Catch::Contains("standby_inputs under assignment by load"));
+  CHECK_THROWS_WITH(
+      sp::TimesliceReceiver(context, Endpoint::parse("tcp://127.0.0.1:0"), sp::TimesliceReceiver::Handler{}, ro),
+      Catch::Contains("standby_inputs under assignment by load"));
   sp::TimesliceSenderOptions so;
   so.config = ro.config;
   so.input = 1;
@@ -131,6 +132,8 @@ TEST_CASE("Standby inputs under assignment by load are refused, naming why", "[s
   so.compute_endpoints = {Endpoint::parse("tcp://127.0.0.1:1"), Endpoint::parse("tcp://127.0.0.1:1")};
   so.dde_endpoints = {Endpoint::parse("tcp://127.0.0.1:1")};
   CHECK_THROWS_WITH(sp::TimesliceSender(context, so), Catch::Contains("standby under assignment by load"));
+  CHECK_THROWS_WITH(sp::DdeService(context, Endpoint::parse("tcp://127.0.0.1:0"), ro.config, {}, {}, {1}),
+                    Catch::Contains("standby inputs under assignment by load"));
   so.config.assignment = ns::Assignment::fixed;
   so.standby = false;
   sp::TimesliceSender member(context, so);

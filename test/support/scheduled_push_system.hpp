@@ -110,12 +110,12 @@ class System;
 struct SystemOptions {
   ns::SchedulerConfig config;
   ns::Mode mode = ns::Mode::best_effort;
-  std::vector<ns::ComputeIndex> standby;  // slots that join later (TimesliceReceiver::join())
+  std::vector<ns::ComputeIndex> standby;       // slots that join later (TimesliceReceiver::join())
   std::vector<ns::InputIndex> standby_inputs;  // inputs that join later (TimesliceSender::join())
   // The inputs that say they are on standby, when not standby_inputs (a mismatch the compute nodes refuse).
   std::optional<std::vector<ns::InputIndex>> inputs_claiming_standby;
-  std::uint32_t credits = 3;              // per input–compute pair: the receive buffer is sized for exactly this
-  bool size_by_credits = false;           // the receivers get credits_per_input instead of receive_buffer_bytes
+  std::uint32_t credits = 3;       // per input–compute pair: the receive buffer is sized for exactly this
+  bool size_by_credits = false;    // the receivers get credits_per_input instead of receive_buffer_bytes
   std::uint32_t dde_replicas = 1;  // DFS or assignment by load: on compute nodes 0, 1, ... (standalone DdeServices)
   bool dde_in_receivers = false;   // the replicas run inside receivers 0, 1, ... (run_dde) instead
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);

@@ -63,9 +63,10 @@ bool join_kind_is_input(const std::string& text) { return text.rfind("input,at="
 std::chrono::nanoseconds parse_join_spec(const std::string& text) {
   const std::string_view prefix = join_kind_is_input(text) ? "input,at=" : "compute,at=";
   if (text.rfind(prefix, 0) != 0) {
-    reject(fmt::format("--join '{}': expected 'compute,at=T' or 'input,at=T', e.g. 'compute,at=5s' (slot M-1 joins "
-                       "T after the start) or 'input,at=5s' (input N-1)",
-                       text));
+    reject(
+        fmt::format("--join '{}': expected 'compute,at=T' or 'input,at=T', e.g. 'compute,at=5s' (slot M-1 joins "
+                    "T after the start) or 'input,at=5s' (input N-1)",
+                    text));
   }
   const auto at = parse_duration(text.substr(prefix.size()));
   if (!at) reject(fmt::format("--join '{}': {}", text, at.error()));

@@ -104,10 +104,11 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
                      : std::string());
     }
     if (s.inputs_joined > 0) {
-      fmt::print(out,
-                 "{}: a standby input joined at time-slice {}; aggregate {:.3f} Gb/s in the 2 s before, {:.3f} from 1 s "
-                 "after\n",
-                 name, s.input_join_from, s.membership_before_gbps, s.membership_after_gbps);
+      fmt::print(
+          out,
+          "{}: a standby input joined at time-slice {}; aggregate {:.3f} Gb/s in the 2 s before, {:.3f} from 1 s "
+          "after\n",
+          name, s.input_join_from, s.membership_before_gbps, s.membership_after_gbps);
     }
     if (s.pushes_blocked > 0) {
       fmt::print(out, "{}: the inputs waited {:.3f} s in push() (every compute node full), {} pushes\n", name,

@@ -203,10 +203,10 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   std::string standby_mismatch(const Hello& hello) const {
     const bool listed = node.input_membership().standby(hello.input);
     if (hello.standby == listed) return {};
-    return hello.standby ? fmt::format("input {} is on standby, but this node's standby_inputs does not list it",
-                                       hello.input)
-                         : fmt::format("input {} is a member from the start, but this node's standby_inputs lists it",
-                                       hello.input);
+    return hello.standby
+               ? fmt::format("input {} is on standby, but this node's standby_inputs does not list it", hello.input)
+               : fmt::format("input {} is a member from the start, but this node's standby_inputs lists it",
+                             hello.input);
   }
 
   // A standby input's join (wire.hpp InputJoin): {x, 0} from input x asks this node to name
@@ -222,7 +222,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     }
     if (join.from == 0) {
       if (known->second != join.input) {
-        throw Error(Errc::protocol_error, fmt::format("input {} asked for input {} to join", known->second, join.input));
+        throw Error(Errc::protocol_error,
+                    fmt::format("input {} asked for input {} to join", known->second, join.input));
       }
       if (const auto named = input_boundaries_named.find(join.input); named != input_boundaries_named.end()) {
         reply(join.input, encode(InputJoin{join.input, named->second}));  // asked again: the same boundary
@@ -254,7 +255,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
     if (!node.input_membership().member(i, t)) {
       const auto from = node.input_membership().joins_from(i);
       return from ? fmt::format("input {} contributes to time-slice {}, but joins only from {}", i, t, *from)
-                  : fmt::format("input {} is on standby and has no boundary yet, but contributes to time-slice {}", i, t);
+                  : fmt::format("input {} is on standby and has no boundary yet, but contributes to time-slice {}", i,
+                                t);
     }
     return fmt::format("time-slice {} belongs to compute node {}", t, t % options.config.compute_count);
   }
@@ -267,8 +269,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       throw Error(Errc::protocol_error, e.what());
     }
     if (!added) return;
-    log(LogLevel::info, "scheduled push: compute node {}: input {} contributes from time-slice {} on",
-        options.compute, x, from);
+    log(LogLevel::info, "scheduled push: compute node {}: input {} contributes from time-slice {} on", options.compute,
+        x, from);
     std::lock_guard lock(stats_mutex);
     ++stats.inputs_joined;
   }
@@ -699,7 +701,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   std::optional<ns::TimesliceIndex> join_from;   // standby: its boundary, once a member named it
   std::set<ns::ComputeIndex> joins_named;        // standby slots this node named a boundary for
   std::map<InputIndex, ns::TimesliceIndex> input_boundaries_named;  // standby inputs' boundaries this node named
-  bool drained = false;                          // guarded by stats_mutex for readers off the loop
+  bool drained = false;                                             // guarded by stats_mutex for readers off the loop
   std::condition_variable drained_changed;
   std::optional<ns::Time> kept_stall_since;  // since when the kept Timeslices hold every credit
   bool kept_stall_warned = false;

@@ -283,9 +283,10 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   void check_standby() const {
     if (!options.standby) return;
     if (options.config.assignment == ns::Assignment::load) {
-      reject(fmt::format("input {}: standby under assignment by load (inputs joining is built for the fixed "
-                         "assignment only)",
-                         options.input));
+      reject(
+          fmt::format("input {}: standby under assignment by load (inputs joining is built for the fixed "
+                      "assignment only)",
+                      options.input));
     }
   }
 
@@ -302,8 +303,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       join_requested = true;
       const auto bytes = encode(InputJoin{options.input, 0});
       computes[m].control_out.push_back({bytes.begin(), bytes.end()});
-      log(LogLevel::info, "scheduled push: input {} asks compute node {} ({}) to name when it joins", options.input,
-          m, options.compute_endpoints[m].to_string());
+      log(LogLevel::info, "scheduled push: input {} asks compute node {} ({}) to name when it joins", options.input, m,
+          options.compute_endpoints[m].to_string());
       drive();
       return;
     }
@@ -322,7 +323,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     }
     if (!inputs_joining.emplace(join.input, join.from).second) {
       if (inputs_joining[join.input] != join.from) {
-        log(LogLevel::error, "scheduled push: input {}: compute node {} says input {} joins from {}, but it joins from {}",
+        log(LogLevel::error,
+            "scheduled push: input {}: compute node {} says input {} joins from {}, but it joins from {}",
             options.input, c, join.input, join.from, inputs_joining[join.input]);
       }
       return;
@@ -935,8 +937,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   std::map<ns::TimesliceIndex, Retained> retained;
   // Of lost nodes, not yet sent to the node that builds them instead; loop thread only.
   std::map<ns::TimesliceIndex, Retained> to_reassign;
-  std::set<ns::ComputeIndex> joins_requested;  // standby slots whose request to join went on
-  bool join_requested = false;                 // standby input: join() asked a compute node
+  std::set<ns::ComputeIndex> joins_requested;                   // standby slots whose request to join went on
+  bool join_requested = false;                                  // standby input: join() asked a compute node
   std::map<ns::InputIndex, ns::TimesliceIndex> inputs_joining;  // standby inputs' boundaries heard
   std::optional<ns::TimesliceIndex> joined_from;                // standby input: its boundary (queue_mutex)
   std::map<std::size_t, std::deque<std::vector<std::byte>>> dde_joins_out;  // per DDE: joins not handed over yet
