@@ -102,3 +102,35 @@ TEST_CASE("Assignment by load: a compute node with a slow consumer builds fewer 
   // Fixed, it would build count / 3 (160); its inputs found its credits out longest.
   CHECK(per_node[0] < count / 3);
 }
+
+TEST_CASE("Assignment by load: an input held up by a slow one waits for the assignment, and says how long",
+          "[scheduled_push]") {
+  const auto base = GENERATE(loopback_endpoints());
+  CAPTURE(base);
+  // 2 × 2, intervals of 2 rounds (4 time-slices), enough credits (6 per pair) for input 0 to
+  // send intervals 0 and 1 before input 1 sent anything. Interval 2's assignment needs input
+  // 1's report of interval 0, which comes only once input 1 starts, 300 ms later.
+  auto options = load_options(ns::Mode::best_effort, 2, 2);
+  options.config.timeslices_per_interval = 4;
+  options.dde_replicas = 1;
+  options.credits = 6;
+  const ns::TimesliceIndex count = 4 * 6;  // 6 intervals
+  System system(base, options);
+  std::thread first([&] {
+    for (ns::TimesliceIndex t = 0; t < count; ++t) system.sender(0).push(t, contribution(0, t));
+    system.sender(0).finish();
+  });
+  std::this_thread::sleep_for(300ms);
+  const auto waiting = system.sender(0).stats();
+  for (ns::TimesliceIndex t = 0; t < count; ++t) system.sender(1).push(t, contribution(1, t));
+  system.sender(1).finish();
+  first.join();
+  for (ns::InputIndex i = 0; i < 2; ++i) CHECK(system.sender(i).wait_finished(60s));
+  REQUIRE(wait_built(system, 2, count));
+  check_built_once(system, 2, count);
+  // Input 0 sent intervals 0 and 1 and stopped at 2 for want of its assignment.
+  CHECK(waiting.sent == 8);
+  const auto stats = system.sender(0).stats();
+  CHECK(stats.assignment_waits >= 1);
+  CHECK(stats.assignment_wait_ns >= std::uint64_t{200'000'000});  // most of the 300 ms
+}

@@ -145,7 +145,14 @@ TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting p
   // reports to it missed): a fabric connection that stalls, not the DDE.
   for (std::size_t d = 0; d < 2; ++d) {
     const auto dde = system.dde_slot(d)->stats();
-    UNSCOPED_INFO("replica " << d << ": " << dde.reports << " reports, " << dde.proposals_sent << " proposals sent");
+    UNSCOPED_INFO("replica " << d << ": " << dde.reports << " reports, " << dde.requests << " requests, "
+                             << dde.clock_probes << " clock probes, " << dde.clock_samples << " clock samples, "
+                             << dde.bad_messages << " bad, " << dde.proposals_sent << " proposals sent");
+  }
+  for (ns::InputIndex i = 0; i < 3; ++i) {
+    const auto stats = system.sender(i).stats();
+    UNSCOPED_INFO("input " << i << ": " << stats.reports_sent << " reports sent, " << stats.reports_missed
+                           << " missed, " << stats.proposals_taken << " proposals taken");
   }
   CHECK(proposals_flowing);
   std::vector<std::uint64_t> taken_before(3);

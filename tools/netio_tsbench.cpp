@@ -166,14 +166,16 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--drain", b.drain,
                  "Drain a compute node: 'compute:K,at=T' (compute node K, 1 to M-1, drains T after the start: it "
                  "names a boundary, builds everything below it and leaves; the others take its time-slices from "
-                 "there on; local and --simulate runs; --assignment fixed)")
+                 "there on; role mode: the process of compute node K drains T after its start and ends once "
+                 "drained; --assignment fixed)")
       ->type_name("SPEC");
   app.add_option("--join", b.join,
                  "Join a compute node: 'compute,at=T' (slot M-1 stays out from the start, its time-slices built by "
                  "the others, and joins T after the start at a boundary a member names; --computes counts the "
-                 "slots; local and --simulate runs; --assignment fixed); or an input: 'input,at=T' (input N-1 is on "
-                 "standby, time-slices are built without it until the boundary a compute node names after T, with "
-                 "it from there; local runs; --assignment fixed)")
+                 "slots; role mode: the last compute line, whose process joins T after its own start; "
+                 "--assignment fixed); or an input: 'input,at=T' (input N-1 is on standby, time-slices are built "
+                 "without it until the boundary a compute node names after T, with it from there; local runs; "
+                 "--assignment fixed)")
       ->type_name("SPEC");
   app.add_option("--slowdown", b.slowdown,
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "
@@ -575,6 +577,12 @@ int main(int argc, char** argv) {
     if (!options.role.empty() && options.compare) {
       throw CLI::ValidationError("--compare", "runs both schedulers in one process; with --role give --scheduler");
     }
+    if (!options.role.empty() && join_kind_is_input(options.bench.join)) {
+      throw netio::Error(netio::Errc::invalid_option,
+                         fmt::format("--join '{}' with --role: inputs joining run in local mode only (role mode: "
+                                     "not built)",
+                                     options.bench.join));
+    }
     options.bench.loop_cpu = options.cpu.loop_thread;
     options.bench.generator_cpu = options.cpu.tool_thread;
     if (options.emulate) options.bench.emulate = options.emulate->spec.empty() ? "none" : options.emulate->spec;
@@ -598,11 +606,6 @@ int main(int argc, char** argv) {
                          "--metrics/--influx watch running sockets; --simulate runs none (its nodes live in model "
                          "time, which a scrape's rate() would misread): the simulated nodes' statistics are in "
                          "its output (--json, --csv DIR)");
-    }
-    if ((!options.bench.drain.empty() || !options.bench.join.empty()) && !options.role.empty()) {
-      throw netio::Error(netio::Errc::invalid_option,
-                         "--drain and --join run in the local and --simulate modes only so far (not --role): "
-                         "docs/design/assignment.md says what is missing");
     }
     if (const auto failing = options.bench.fail_spec();
         options.simulate && failing && failing->compute == 0 &&

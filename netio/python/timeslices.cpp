@@ -348,6 +348,8 @@ void bind_timeslices(py::module_& m) {
         fields["lost_computes"] = st.lost_computes;
         fields["lost_ddes"] = st.lost_ddes;
         fields["assignments_taken"] = st.assignments_taken;
+        fields["assignment_waits"] = st.assignment_waits;
+        fields["assignment_wait_s"] = seconds(nanoseconds(st.assignment_wait_ns));
         fields["computes_draining"] = st.computes_draining;
         fields["computes_drained"] = st.computes_drained;
         fields["computes_joined"] = st.computes_joined;

@@ -82,9 +82,15 @@ constexpr const char* intervals_header =
 constexpr const char* fill_header = "time_us,compute,fill_pct";
 constexpr const char* run_header =
     "role,index,inputs,computes,buffer_bytes,timeslices_per_interval,warmup_intervals,peak_fill_pct,corrupt";
+// A compute node that drained or joined (--drain, --join): which, and when on its own clock.
+constexpr const char* membership_header = "change,compute,at_us";
 
 void append(RunRecords& all, RunRecords part) {
   all.computes_failed += part.computes_failed;
+  all.computes_drained += part.computes_drained;
+  all.computes_joined += part.computes_joined;
+  if (part.membership_at) all.membership_at = part.membership_at;
+  if (part.joined_compute) all.joined_compute = part.joined_compute;
   all.contributions_reassigned += part.contributions_reassigned;
   all.timeslices.insert(all.timeslices.end(), part.timeslices.begin(), part.timeslices.end());
   all.intervals.insert(all.intervals.end(), part.intervals.begin(), part.intervals.end());
@@ -101,6 +107,17 @@ void write_role_info(const std::string& dir, const RoleInfo& info, const RunReco
        << fmt::format("{},{},{},{},{},{},{},{:.2f},{}\n", info.role, info.index, info.inputs, info.computes,
                       records.buffer_bytes, records.timeslices_per_interval, records.warmup_intervals,
                       records.peak_fill_percent, records.corrupt);
+  // An input's counts are what it saw of the others: the compute node that changed says so
+  // (a run before in the same directory may have left one).
+  fs::remove(dir + "/membership.csv");
+  if (info.role != "compute" || !records.membership_at ||
+      (records.computes_drained == 0 && records.computes_joined == 0))
+    return;
+  std::ofstream membership(dir + "/membership.csv");
+  if (!membership) throw std::runtime_error("cannot write " + dir + "/membership.csv");
+  membership << membership_header << '\n'
+             << fmt::format("{},{},{:.1f}\n", records.computes_joined > 0 ? "joined" : "drained", info.index,
+                            static_cast<double>(records.membership_at->count()) / 1e3);
 }
 
 RunRecords read_csv(const std::string& dir) {
@@ -127,6 +144,21 @@ RunRecords read_csv(const std::string& dir) {
     }
   }
   if (killed) return records;
+  if (fs::exists(dir + "/membership.csv")) {
+    CsvFile file(dir + "/membership.csv", membership_header);
+    while (file.next(f)) {
+      file.expect(f, 3);
+      if (f[0] == "joined") {
+        ++records.computes_joined;
+        records.joined_compute = static_cast<ns::ComputeIndex>(file.unsigned_at(f, 1));
+      } else if (f[0] == "drained") {
+        ++records.computes_drained;
+      } else {
+        file.bad("change '" + f[0] + "', expected drained or joined");
+      }
+      records.membership_at = file.micros_at(f, 2);
+    }
+  }
   {
     CsvFile file(dir + "/intervals.csv", intervals_header);
     while (file.next(f)) {

@@ -4,7 +4,8 @@
 //
 // Every process of a role run writes DIR/SCHEDULER/rank-K/ (timeslices.csv, intervals.csv,
 // buffer_fill.csv, bandwidth.csv, and run.csv: which node it was and what the statistics
-// need). --collect reads them all, merges the records of every compute node and input per
+// need; a compute node that drained or joined, membership.csv: which, and when on its
+// clock). --collect reads them all, merges the records of every compute node and input per
 // scheduler, writes the merged CSV files to DIR/SCHEDULER/ (plot_tsbench.sh reads them) and
 // DIR/summary.json, and prints the table or --json of a local run.
 //

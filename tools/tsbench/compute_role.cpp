@@ -105,6 +105,7 @@ RunRecords ComputeRole::take_records() {
     scheduler::FallbackStats fallback;
     fallback.engaged = dde->fallbacks;
     fallback.best_effort_intervals = dde->best_effort_intervals;
+    fallback.engaged_on_spread = dde->fallbacks_on_spread;
     records_.fallback = fallback;
     // Assignment by load: the coordinator's current assignment (its replica's on compute node 1).
     if (dde->assignment == scheduler::Assignment::load && !dde->assigned_shares.empty())

@@ -56,6 +56,7 @@ class ComputeRole {
   // boundary built and freed, every input's farewell in. Any thread but the loop's.
   ns::TimesliceIndex drain() { return receiver_->drain(); }
   bool drained() const { return receiver_->stats().drained; }
+  bool wait_drained(std::chrono::nanoseconds timeout) { return receiver_->wait_drained(timeout); }
   void join() { receiver_->join(); }
   // Inputs that connected and have closed their connections since; any thread.
   std::uint32_t inputs_gone() const { return receiver_->stats().inputs_gone; }

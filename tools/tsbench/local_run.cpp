@@ -211,6 +211,8 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
     result.records.computes_lost = std::max(result.records.computes_lost, stats.computes_lost);
     result.records.push_blocked += std::chrono::nanoseconds(stats.push_blocked_ns);
     result.records.pushes_blocked += stats.pushes_blocked;
+    result.records.assignment_wait += std::chrono::nanoseconds(stats.assignment_wait_ns);
+    result.records.assignment_waits += stats.assignment_waits;
     auto intervals = input->take_records();
     result.records.intervals.insert(result.records.intervals.end(), intervals.begin(), intervals.end());
   }

@@ -29,18 +29,17 @@ void count_deliveries(const RunRecords& records, RunSummary& s) {
     highest = std::max(highest, t.timeslice + 1);
     if (t.attempt > 0) ++s.reassigned;
   }
+  // expected_timeslices 0: lost is not countable from these records (a compute node's own in
+  // role mode), duplicates still are.
   const auto count = records.expected_timeslices.value_or(highest);
-  for (ns::TimesliceIndex t = 0; t < count; ++t) {
-    const auto it = attempts.find(t);
-    if (it == attempts.end()) {
-      ++s.lost;
-      continue;
-    }
-    auto& seen = it->second;
+  std::uint64_t delivered = 0;
+  for (auto& [t, seen] : attempts) {
+    if (t < count) ++delivered;
     std::sort(seen.begin(), seen.end());
     s.duplicates += seen.size() - 1;
     s.same_attempt += static_cast<std::uint64_t>(seen.end() - std::unique(seen.begin(), seen.end()));
   }
+  s.lost = count - delivered;
 }
 
 // --fail: the capacity before the failure and the time until the aggregate is back (see RunSummary).
@@ -137,6 +136,8 @@ RunSummary summarize(const RunRecords& records, ClockBasis basis) {
   s.computes_lost = records.computes_lost;
   s.pushes_blocked = records.pushes_blocked;
   s.push_blocked_s = static_cast<double>(records.push_blocked.count()) / 1e9;
+  s.assignment_waits = records.assignment_waits;
+  s.assignment_wait_s = static_cast<double>(records.assignment_wait.count()) / 1e9;
   if (!records.assignments.empty()) s.assignment = records.assignments.back();
   struct Span {
     ns::Time begin = ns::Time::max();

@@ -76,6 +76,8 @@ struct RunSummary {
   std::uint32_t computes_lost = 0;
   std::uint64_t pushes_blocked = 0;
   double push_blocked_s = 0;
+  std::uint64_t assignment_waits = 0;  // assignment by load: an input waited for its interval's
+  double assignment_wait_s = 0;        // assignment, how often and how long in all
   // Assignment by load: the current assignment (the last interval the coordinator decided,
   // and its shares per compute node: a lost node's 0); none under the fixed assignment.
   std::optional<ns::IntervalAssignment> assignment;

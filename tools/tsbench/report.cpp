@@ -95,10 +95,12 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
       }
     }
     if (s.computes_drained > 0 || s.computes_joined > 0) {
-      fmt::print(out,
-                 "{}: {} compute node(s) drained, {} joined; aggregate {:.3f} Gb/s in the 2 s before, {:.3f} from 1 s "
-                 "after{}\n",
-                 name, s.computes_drained, s.computes_joined, s.membership_before_gbps, s.membership_after_gbps,
+      // An input's own summary in role mode has no time-slices: no aggregate to print.
+      const bool aggregate = !std::isnan(s.membership_before_gbps) || !std::isnan(s.membership_after_gbps);
+      fmt::print(out, "{}: {} compute node(s) drained, {} joined{}{}\n", name, s.computes_drained, s.computes_joined,
+                 aggregate ? fmt::format("; aggregate {:.3f} Gb/s in the 2 s before, {:.3f} from 1 s after",
+                                         s.membership_before_gbps, s.membership_after_gbps)
+                           : std::string(),
                  s.computes_joined > 0 && !std::isnan(s.joined_first_ms)
                      ? fmt::format("; the joined node's first time-slice {:.0f} ms after the join", s.joined_first_ms)
                      : std::string());
@@ -114,13 +116,19 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
       fmt::print(out, "{}: the inputs waited {:.3f} s in push() (every compute node full), {} pushes\n", name,
                  s.push_blocked_s, s.pushes_blocked);
     }
+    if (s.assignment_waits > 0) {
+      fmt::print(out, "{}: the inputs waited {:.3f} s for the coordinator's assignments, {} times\n", name,
+                 s.assignment_wait_s, s.assignment_waits);
+    }
     if (s.assignment) {
       fmt::print(out, "{}: the current assignment (interval {}): shares {} (compute node 0 first)\n", name,
                  s.assignment->interval, fmt::join(s.assignment->shares, " "));
     }
     if (s.fallback && s.fallback->engaged > 0) {
-      fmt::print(out, "{}: pacing lost to best-effort {} time(s); the DDE ran {} interval(s) best-effort\n", name,
-                 s.fallback->engaged, s.fallback->best_effort_intervals);
+      fmt::print(out,
+                 "{}: pacing lost to best-effort {} time(s) ({} on the spread rule); the DDE ran {} interval(s) "
+                 "best-effort\n",
+                 name, s.fallback->engaged, s.fallback->engaged_on_spread, s.fallback->best_effort_intervals);
     }
   }
   if (const auto r = ratios(runs)) {
@@ -176,6 +184,7 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
     json.end_object();
     json.key("backpressure").begin_object();
     json.field("pushes_blocked", s.pushes_blocked).field("push_blocked_s", s.push_blocked_s);
+    json.field("assignment_waits", s.assignment_waits).field("assignment_wait_s", s.assignment_wait_s);
     json.end_object();
     if (s.assignment) {
       json.key("assignment").begin_object().field("interval", s.assignment->interval).key("shares").begin_array();
@@ -184,7 +193,9 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
     }
     if (s.fallback) {
       json.key("fallback").begin_object();
-      json.field("engaged", s.fallback->engaged).field("best_effort_intervals", s.fallback->best_effort_intervals);
+      json.field("engaged", s.fallback->engaged)
+          .field("engaged_on_spread", s.fallback->engaged_on_spread)
+          .field("best_effort_intervals", s.fallback->best_effort_intervals);
       json.end_object();
     }
     json.end_object();

@@ -47,6 +47,89 @@ std::string wait_reachable(Context& context, const std::vector<Endpoint>& endpoi
   return {};
 }
 
+// --drain and --join in role mode, checked against the file (every process reads the same,
+// so every one refuses alike): the DDE replicas are where the file puts them, not on the
+// first compute nodes as in a local run (BenchConfig::validate() checks that case).
+void check_membership(const BenchConfig& bench, const ClusterConfig& cluster, bool uses_dde) {
+  if (!uses_dde) return;
+  const auto dde_of = [&](std::uint32_t compute) {
+    for (const auto& node : cluster.nodes) {
+      if (node.role == ClusterNode::Role::compute && node.index == compute) return node.dde.has_value();
+    }
+    return false;
+  };
+  // A drained node takes its DDE replica with it: another must be left.
+  if (const auto draining = bench.drain_spec();
+      draining && dde_of(draining->compute) && cluster.dde_endpoints().size() < 2) {
+    throw Error(Errc::invalid_option,
+                fmt::format("--drain '{}': compute node {} carries the only DDE replica of the --config file; drain "
+                            "another, or give a second compute line a DDE endpoint",
+                            bench.drain, draining->compute));
+  }
+  // The inputs connect to every replica at the start: a slot kept out until it joins (and
+  // whose process may start later) cannot carry one.
+  if (const auto standby = bench.standby_slot(); standby && dde_of(*standby)) {
+    throw Error(Errc::invalid_option,
+                fmt::format("--join '{}': compute node {} (the last compute line, kept out until it joins) carries a "
+                            "DDE replica; give the DDE endpoint to another compute line",
+                            bench.join, *standby));
+  }
+}
+
+// A compute node's --drain or --join, T after `started`: drain() or join() once due; the
+// time of the change (relative to the run's origin) and the counts go into the records.
+class DrainOrJoin {
+ public:
+  DrainOrJoin(const BenchConfig& bench, ns::ComputeIndex self, std::uint32_t rank) : rank_(rank), self_(self) {
+    if (const auto draining = bench.drain_spec(); draining && draining->compute == self) at_ = draining->at;
+    if (const auto joining = bench.join_at(); joining && bench.standby_slot() == self) {
+      at_ = *joining;
+      joins_ = true;
+    }
+    spec_ = joins_ ? bench.join : bench.drain;
+  }
+  bool drains() const { return at_ && !joins_; }
+  bool done() const { return at_ && changed_at_; }  // drain() or join() called
+  // Drains or joins once T has passed since `started`.
+  void when_due(ComputeRole& compute, std::chrono::steady_clock::time_point started, ns::Time origin) {
+    if (!at_ || changed_at_ || std::chrono::steady_clock::now() - started < *at_) return;
+    changed_at_ = std::chrono::steady_clock::now().time_since_epoch() - origin;
+    if (joins_) {
+      compute.join();
+      log(LogLevel::info, "netio_tsbench: rank {} (compute node {}) asks to join (--join {})", rank_, self_, spec_);
+    } else {
+      const auto from = compute.drain();
+      log(LogLevel::info, "netio_tsbench: rank {} (compute node {}) drains from time-slice {} on (--drain {})", rank_,
+          self_, from, spec_);
+    }
+  }
+  // The change in this node's records; a change that never came (the run ended before T)
+  // is said once.
+  void record(RunRecords& records, bool drained) const {
+    if (!at_) return;
+    if (!changed_at_) {
+      log(LogLevel::warn, "netio_tsbench: rank {} (compute node {}): the run ended before {} {}", rank_, self_,
+          joins_ ? "--join" : "--drain", spec_);
+      return;
+    }
+    records.membership_at = changed_at_;
+    if (joins_) {
+      records.computes_joined = 1;
+      records.joined_compute = self_;
+    } else if (drained) {
+      records.computes_drained = 1;
+    }
+  }
+
+ private:
+  std::uint32_t rank_;
+  ns::ComputeIndex self_;
+  std::optional<std::chrono::nanoseconds> at_;  // T: this node drains or joins
+  bool joins_ = false;
+  std::string spec_;
+  std::optional<ns::Time> changed_at_;
+};
+
 }  // namespace
 
 RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterConfig& cluster, std::uint32_t rank,
@@ -67,6 +150,7 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   bench.inputs = cluster.inputs;
   bench.computes = cluster.computes;
   bench.resolve();  // the buffer from --credits with the cluster's input count, as a local run derives it
+  check_membership(bench, cluster, uses_dde);
   const auto total = *bench.timeslices;
   const ClusterNode& self = cluster.nodes[rank];
   const auto origin = std::chrono::steady_clock::now().time_since_epoch();
@@ -87,13 +171,17 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
     co.dde_local = self.dde;
     co.origin = origin;
     co.journal = journal;
+    co.standby = bench.standby_slot() == self.index;  // --join: out until it joins
     ComputeRole compute(context, co);
     log(LogLevel::info, "netio_tsbench: rank {} is compute node {} at {}", rank, self.index,
         compute.endpoint().to_string());
     const auto share = compute.share_of(total);
     // Done once it built its share and every input has gone (finished: everything it sent
     // was built, here or, for a lost node's time-slices, anywhere). --fail: this node dies.
+    // --drain: this node drains at T and is done once drained (its process ends, its
+    // connections close: the inputs count it drained); --join: this standby slot joins at T.
     const auto failing = bench.fail_spec();
+    DrainOrJoin change(bench, self.index, rank);
     const auto started = std::chrono::steady_clock::now();
     while ((compute.handed_over() < share || compute.inputs_gone() < cluster.inputs) && !stop_requested() &&
            !deadline.expired()) {
@@ -102,6 +190,8 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
             bench.fail);
         std::raise(SIGKILL);
       }
+      change.when_due(compute, started, origin);
+      if (change.drains() && change.done() && compute.drained()) break;
       std::this_thread::sleep_for(failing ? 1ms : 5ms);
     }
     result.interrupted = compute.handed_over() < share;
@@ -109,7 +199,16 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
       result.error =
           fmt::format("compute node {} handed over {} of its {} time-slices", self.index, compute.handed_over(), share);
     }
+    // Every input gone counts as its farewell: what is left to free goes in a moment.
+    const bool drained = change.drains() && change.done() && compute.wait_drained(deadline.remaining(5s));
+    if (change.drains() && change.done() && !drained && result.error.empty()) {
+      result.error = fmt::format("compute node {} did not drain (--drain {})", self.index, bench.drain);
+    }
     result.records = compute.take_records();
+    change.record(result.records, drained);
+    // A compute node cannot tell alone which time-slices the others built: "lost" counts
+    // over the whole run in --collect (a node short of its own share fails above).
+    result.records.expected_timeslices = 0;
     if (result.records.corrupt > 0 && result.error.empty()) {
       result.error = fmt::format("{} contributions arrived with the wrong stamp", result.records.corrupt);
     }
@@ -118,6 +217,8 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
 
   result.node = fmt::format("input {}", self.index);
   auto needed = cluster.compute_endpoints();
+  // --join: the slot kept out may start later; the sender connects to it when it listens.
+  if (const auto standby = bench.standby_slot()) needed.erase(needed.begin() + *standby);
   if (uses_dde) {
     for (const auto& dde : cluster.dde_endpoints()) needed.push_back(dde);
   }
@@ -145,10 +246,19 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   }
   if (input.pushed() < total) input.set_limit(input.pushed());  // cut short: stop where it is
   result.error = input.finish(deadline.remaining(std::chrono::hours(24)));
+  // --drain near the end: the node leaves once it has every input's farewell, sent as the
+  // inputs finish; its departure is awaited (briefly) so that this summary counts it.
+  const auto departure_until = std::chrono::steady_clock::now() + deadline.remaining(5s);
+  while (input.sender_stats().computes_draining > input.sender_stats().computes_drained &&
+         std::chrono::steady_clock::now() < departure_until && !stop_requested()) {
+    std::this_thread::sleep_for(10ms);
+  }
   result.interrupted = stop_requested() || deadline.expired();
   const auto stats = input.sender_stats();
   result.records.contributions_reassigned = stats.reassigned;
   result.records.computes_lost = stats.computes_lost;
+  result.records.computes_drained = stats.computes_drained;
+  result.records.computes_joined = stats.computes_joined;
   if (at_failure) {
     result.records.proposals_after_failure = stats.proposals_taken - at_failure->proposals_taken;
     result.records.assignments_after_failure = stats.assignments_taken - at_failure->assignments_taken;
@@ -161,6 +271,8 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   for (const auto d : stats.lost_ddes) result.records.dde_replicas_lost.push_back(dde_nodes.at(d));
   result.records.push_blocked = std::chrono::nanoseconds(stats.push_blocked_ns);
   result.records.pushes_blocked = stats.pushes_blocked;
+  result.records.assignment_wait = std::chrono::nanoseconds(stats.assignment_wait_ns);
+  result.records.assignment_waits = stats.assignment_waits;
   result.records.intervals = input.take_records();
   result.records.timeslices_per_interval = bench.scheduler_config().timeslices_in_interval();
   result.records.warmup_intervals = bench.warmup_intervals;

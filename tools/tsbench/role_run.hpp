@@ -29,7 +29,11 @@ struct RoleRunResult {
 // `connect_timeout` for each node it sends to (0: without end). A compute node ends once it
 // built its share and every input has gone; with `journal` it appends each time-slice it
 // hands over to that file at once (ComputeRoleOptions::journal), and with bench.fail naming
-// it, it kills itself (SIGKILL) at that moment.
+// it, it kills itself (SIGKILL) at that moment. bench.drain naming it: it drains at that
+// moment and ends once drained; bench.join: the last compute node is a standby slot in every
+// process (the inputs do not wait for it to listen) and joins at that moment, T after its
+// own process's start. Throws netio::Error (Errc::invalid_option) when the change would
+// take the only DDE replica of the file away, or the joining slot carries one.
 RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterConfig& cluster, std::uint32_t rank,
                        std::chrono::nanoseconds connect_timeout, const Deadline& deadline,
                        const std::string& journal = {});

@@ -97,6 +97,7 @@ struct DdeService::State {
     const auto& fallback = engine.fallback().stats();
     std::lock_guard lock(stats_mutex);
     stats.fallbacks = fallback.engaged;
+    stats.fallbacks_on_spread = fallback.engaged_on_spread;
     stats.best_effort_intervals = fallback.best_effort_intervals;
     stats.fallback_active = fallback.active;
   }

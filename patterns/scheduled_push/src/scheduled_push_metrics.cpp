@@ -69,8 +69,16 @@ MetricsRegistry::Registration add_sender_metrics(Context& context, std::uint32_t
                 s.reports_sent);
     add.counter("netio_timeslice_sender_reports_missed_total", "DFS reports a DDE missed", s.reports_missed);
     add.counter("netio_timeslice_sender_proposals_taken_total", "DFS proposals this input followed", s.proposals_taken);
+    add.counter("netio_timeslice_sender_assignments_taken_total",
+                "Assignment by load: interval assignments this input took", s.assignments_taken);
+    add.seconds_total("netio_timeslice_sender_assignment_wait_seconds_total",
+                      "Assignment by load: time this input waited for its interval's assignment",
+                      std::chrono::nanoseconds(s.assignment_wait_ns));
     add.gauge("netio_timeslice_sender_computes_lost", "Compute nodes lost", s.computes_lost);
     add.gauge("netio_timeslice_sender_ddes_lost", "DDE replicas lost", s.ddes_lost);
+    add.gauge("netio_timeslice_sender_computes_draining", "Compute nodes that announced a drain", s.computes_draining);
+    add.gauge("netio_timeslice_sender_computes_drained", "Compute nodes that drained and left", s.computes_drained);
+    add.gauge("netio_timeslice_sender_computes_joined", "Standby compute slots that joined", s.computes_joined);
     add.counter("netio_timeslice_sender_unbuilt_total", "Contributions sent that no compute node is left to build",
                 s.unbuilt);
     add.gauge("netio_timeslice_sender_retained", "Contributions sent and kept until their credit comes back",
@@ -127,6 +135,8 @@ MetricsRegistry::Registration add_dde_metrics(Context& context, std::string endp
     add.counter("netio_dde_clock_probes_total", "Start handshake clock probes answered", s.clock_probes);
     add.counter("netio_dde_clock_samples_total", "Interval-start clock samples taken", s.clock_samples);
     add.counter("netio_dde_fallbacks_total", "Times pacing lost and the DDE switched to best-effort", s.fallbacks);
+    add.counter("netio_dde_fallbacks_on_spread_total",
+                "Of those, switches because best-effort's spread was far under pacing's floor", s.fallbacks_on_spread);
     add.counter("netio_dde_best_effort_intervals_total", "Intervals proposed best-effort", s.best_effort_intervals);
     add.gauge("netio_dde_fallback_active", "1 while the safety net runs the intervals best-effort", s.fallback_active);
     add.counter("netio_dde_load_reports_total", "Assignment by load: the inputs' load reports taken", s.load_reports);

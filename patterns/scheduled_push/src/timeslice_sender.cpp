@@ -761,6 +761,24 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     drive();
   }
 
+  // Assignment by load: a wait counts from the first drive that had the time-slice pushed but
+  // not its interval's assignment, to the first send after it.
+  void note_assignment_wait(ns::TimesliceIndex t, ns::Time t_now) {
+    if (assignment_wait_since) return;
+    {
+      std::lock_guard lock(queue_mutex);
+      if (!queue.contains(t)) return;  // nothing to send yet: the application's wait, not this
+    }
+    assignment_wait_since = t_now;
+  }
+  void end_assignment_wait(ns::Time t_now) {
+    if (!assignment_wait_since) return;
+    const auto waited = t_now - *std::exchange(assignment_wait_since, std::nullopt);
+    std::lock_guard lock(stats_mutex);
+    ++stats.assignment_waits;
+    stats.assignment_wait_ns += static_cast<std::uint64_t>(waited.count());
+  }
+
   void post_drive() {
     std::weak_ptr<State> weak = shared_from_this();
     context.loop().post([weak] {
@@ -780,7 +798,12 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         arm(due_timer, next.due - t_now);
         break;
       }
+      if (next.what == What::wait_for_assignment) {
+        note_assignment_wait(next.timeslice, t_now);
+        break;  // the assignment calls again
+      }
       if (next.what != What::send && next.what != What::skip) break;  // a credit or acknowledgement calls again
+      end_assignment_wait(t_now);
       // A lost node's time-slice goes to another (send_reassigned()); a bounded number wait.
       if (next.what == What::skip && to_reassign.size() >= options.queue_capacity) break;  // a credit calls again
       bool sent = false;
@@ -937,7 +960,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   std::map<ns::TimesliceIndex, Retained> retained;
   // Of lost nodes, not yet sent to the node that builds them instead; loop thread only.
   std::map<ns::TimesliceIndex, Retained> to_reassign;
-  std::set<ns::ComputeIndex> joins_requested;                   // standby slots whose request to join went on
+  std::set<ns::ComputeIndex> joins_requested;     // standby slots whose request to join went on
+  std::optional<ns::Time> assignment_wait_since;  // assignment by load: waiting for one since (loop thread)
   bool join_requested = false;                                  // standby input: join() asked a compute node
   std::map<ns::InputIndex, ns::TimesliceIndex> inputs_joining;  // standby inputs' boundaries heard
   std::optional<ns::TimesliceIndex> joined_from;                // standby input: its boundary (queue_mutex)

@@ -48,6 +48,7 @@ struct DdeServiceStats {
   /// The safety net (extension 7, netio/scheduler/fallback_guard.hpp): how often pacing lost
   /// and this DDE switched to best-effort, and how many intervals it proposed best-effort.
   std::uint64_t fallbacks = 0;
+  std::uint64_t fallbacks_on_spread = 0;  ///< of `fallbacks`: on the spread rule (extension 10)
   std::uint64_t best_effort_intervals = 0;
   bool fallback_active = false;  ///< the latest interval decided runs best-effort
   /// Assignment by load (SchedulerConfig::assignment): the inputs' load reports taken, and

@@ -147,6 +147,11 @@ struct TimesliceSenderStats {
   std::vector<std::size_t> lost_ddes;
   /// Assignment by load: intervals whose assignment this input took (the first replica's of each).
   std::uint64_t assignments_taken = 0;
+  /// Assignment by load: how often this input had a contribution to send but no assignment
+  /// for its interval yet, and how long it waited for them in all (the coordinator's round
+  /// trip: every input's report of interval k − 2 to a DDE, its decision back).
+  std::uint64_t assignment_waits = 0;
+  std::uint64_t assignment_wait_ns = 0;
   /// Membership (scheduler/membership.hpp): compute nodes that announced a drain, and those
   /// that then left cleanly (drained, their connection closed with nothing outstanding: not
   /// lost, nothing reassigned).

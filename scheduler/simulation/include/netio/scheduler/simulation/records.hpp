@@ -88,6 +88,8 @@ struct RunRecords {
   std::uint32_t computes_lost = 0;             // the most any input lost
   ns::Duration push_blocked{0};                // time push() waited for room, every input
   std::uint64_t pushes_blocked = 0;            // pushes that waited
+  ns::Duration assignment_wait{0};             // assignment by load: time inputs waited for one
+  std::uint64_t assignment_waits = 0;          // how often
 };
 
 }  // namespace netio::scheduler::simulation
