@@ -17,6 +17,20 @@
 using namespace netio::scheduler;
 using namespace std::chrono_literals;
 
+namespace {
+
+// inputs × computes, intervals of `interval` time-slices.
+SchedulerConfig input_join_config(std::uint32_t inputs, std::uint32_t computes, std::uint64_t interval) {
+  SchedulerConfig config;
+  config.input_count = inputs;
+  config.compute_count = computes;
+  config.timeslices_per_interval = interval;
+  config.history_length = 2;
+  return config;
+}
+
+}  // namespace
+
 TEST_CASE("InputMembership: a standby input is a member from its boundary on, once named", "[scheduled_push]") {
   InputMembership m(3, {2});
   CHECK(m.any_standby());
@@ -46,11 +60,7 @@ TEST_CASE("InputMembership: a standby input is a member from its boundary on, on
 
 TEST_CASE("ComputeNode: time-slices below a standby input's boundary complete without it, from it on with it",
           "[scheduled_push]") {
-  SchedulerConfig config;
-  config.input_count = 3;
-  config.compute_count = 3;
-  config.timeslices_per_interval = 12;
-  config.history_length = 2;
+  const auto config = input_join_config(3, 3, 12);
   ComputeNode node(config, 1, 4, {2});  // compute node 1: time-slices 1, 4, 7, ...
   using A = ComputeNode::Arrival;
   // Before any boundary: inputs 0 and 1 make time-slice 1 complete; input 2 may not contribute.
@@ -96,11 +106,7 @@ TEST_CASE("ComputeNode: time-slices below a standby input's boundary complete wi
 
 TEST_CASE("ComputeNode: a standby input's boundary at or below a time-slice handed over is refused",
           "[scheduled_push]") {
-  SchedulerConfig config;
-  config.input_count = 2;
-  config.compute_count = 2;
-  config.timeslices_per_interval = 4;
-  config.history_length = 2;
+  const auto config = input_join_config(2, 2, 4);
   ComputeNode node(config, 0, 4, {1});
   CHECK(node.on_contribution(0, 0, 0ns) == ComputeNode::Arrival::completes);
   node.release(0);
@@ -112,11 +118,7 @@ TEST_CASE("ComputeNode: a standby input's boundary at or below a time-slice hand
 }
 
 TEST_CASE("InputNode::start_at: a joining input's stream starts at its boundary's round", "[scheduled_push]") {
-  SchedulerConfig config;
-  config.input_count = 3;
-  config.compute_count = 3;
-  config.timeslices_per_interval = 12;
-  config.history_length = 2;
+  const auto config = input_join_config(3, 3, 12);
   InputNode node(config, 2, Mode::best_effort);
   for (ComputeIndex c = 0; c < 3; ++c) node.grant(c, 8);
   CHECK_THROWS_WITH(node.start_at(30), Catch::Contains("not an interval start"));

@@ -13,6 +13,8 @@
                                              in the header and a role run's run.csv; fewer than 2 per pair refused
                                              in a local run, --simulate and role mode
   tsbench_test.py TSBENCH local-load         assignment by load, one compute node slowed: all built, fewer there
+  tsbench_test.py TSBENCH local-input-join   --join 'input,at=T', 3 x 3, both schedulers: below the boundary built from
+                                             2 inputs, from it on from 3, each once; --simulate and --role refuse it
   tsbench_test.py TSBENCH kill-compute       kill -9 of a compute process of a running 4 x 4: the inputs send its
                                              time-slices to the others; --collect: 0 lost, duplicates only with
                                              a higher attempt
@@ -185,6 +187,21 @@ def run_local_load(tsbench):
                  p.stderr)
 
 
+def run_local_change(tsbench, work, scheduler, inputs, change):
+    """A local run of INPUTS x 3 compute nodes for 2.5 s with CHANGE (--drain, --join), its CSV under WORK: the
+    process, the scheduler's name in the JSON, its checked summary and the CSV directory."""
+    csv = os.path.join(work, "csv")
+    cmd = [tsbench, "--scheduler", scheduler, "--inputs", str(inputs), "--computes", "3", "-t", "2.5s", "--json",
+           "--csv", csv, "--timeout", f"{TIMEOUT}s"] + change + [a if a != "40" else "42" for a in SMALL]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+    if p.returncode != 0:
+        fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
+    name = scheduler.replace("-", "_")
+    summary = json.loads(p.stdout)[name]
+    check_summary(name, summary, fallback=None if scheduler == "dfs" else False)
+    return p, name, summary, csv
+
+
 def run_local_membership(tsbench):
     """--drain and --join in a local run, 2 inputs x 3 compute slots: every time-slice built once (attempt 0), nothing
     lost; the drained node leaves without being lost and builds nothing after its boundary; the joined slot (2) builds
@@ -193,15 +210,7 @@ def run_local_membership(tsbench):
     for scheduler, change in (("best-effort", ["--drain", "compute:1,at=1s"]), ("dfs", ["--join", "compute,at=1s"]),
                               ("dfs", ["--drain", "compute:0,at=1s"])):
         with tempfile.TemporaryDirectory() as work:
-            csv = os.path.join(work, "csv")
-            cmd = [tsbench, "--scheduler", scheduler, "--inputs", "2", "--computes", "3", "-t", "2.5s", "--json",
-                   "--csv", csv, "--timeout", f"{TIMEOUT}s"] + change + [a if a != "40" else "42" for a in SMALL]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
-            if p.returncode != 0:
-                fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
-            name = scheduler.replace("-", "_")
-            summary = json.loads(p.stdout)[name]
-            check_summary(name, summary, fallback=None if scheduler == "dfs" else False)
+            p, name, summary, csv = run_local_change(tsbench, work, scheduler, 2, change)
             membership = summary["membership"]
             drained = 1 if change[0] == "--drain" else 0
             if (summary["lost"], summary["duplicates"], summary["reassigned"]) != (0, 0, 0) or \
@@ -235,16 +244,7 @@ def run_local_input_join(tsbench):
     size = 4096
     for scheduler in ("best-effort", "dfs"):
         with tempfile.TemporaryDirectory() as work:
-            csv = os.path.join(work, "csv")
-            cmd = [tsbench, "--scheduler", scheduler, "--inputs", "3", "--computes", "3", "-t", "2.5s", "--json",
-                   "--csv", csv, "--timeout", f"{TIMEOUT}s", "--join", "input,at=1s"] + \
-                [a if a != "40" else "42" for a in SMALL]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
-            if p.returncode != 0:
-                fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
-            name = scheduler.replace("-", "_")
-            summary = json.loads(p.stdout)[name]
-            check_summary(name, summary, fallback=None if scheduler == "dfs" else False)
+            p, name, summary, csv = run_local_change(tsbench, work, scheduler, 3, ["--join", "input,at=1s"])
             membership = summary["membership"]
             start = membership["input_join_from"]
             if (summary["lost"], summary["duplicates"], summary["incomplete"]) != (0, 0, 0) or \
@@ -259,10 +259,13 @@ def run_local_input_join(tsbench):
             if [t for t, _ in built] != list(range(len(built))) or not built[-1][0] >= start or wrong:
                 fail(f"{scheduler}: time-slices 0..{len(built) - 1}, boundary {start}: expected each once, "
                      f"{2 * size} bytes below the boundary and {3 * size} from it on; wrong: {wrong[:5]}")
-    cmd = [tsbench, "--simulate", "--inputs", "3", "--computes", "3", "-t", "2s", "--join", "input,at=1s"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
-    if p.returncode == 0 or "inputs joining are not modelled" not in p.stderr:
-        fail(f"--simulate with --join 'input,...': expected a refusal, exit status {p.returncode}", p.stdout, p.stderr)
+    for mode, refusal in ((["--simulate", "--inputs", "3", "--computes", "3"], "inputs joining are not modelled"),
+                          (["--role", "input", "--rank", "0", "--config", "cluster.txt"], "local mode only")):
+        cmd = [tsbench] + mode + ["-t", "2s", "--join", "input,at=1s"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        if p.returncode == 0 or refusal not in p.stderr:
+            fail(f"{' '.join(mode)} with --join 'input,...': expected a refusal ({refusal}), exit status "
+                 f"{p.returncode}", p.stdout, p.stderr)
 
 
 def free_ports(n):

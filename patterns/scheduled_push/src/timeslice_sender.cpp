@@ -962,9 +962,9 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   std::map<ns::TimesliceIndex, Retained> to_reassign;
   std::set<ns::ComputeIndex> joins_requested;     // standby slots whose request to join went on
   std::optional<ns::Time> assignment_wait_since;  // assignment by load: waiting for one since (loop thread)
-  bool join_requested = false;                                  // standby input: join() asked a compute node
-  std::map<ns::InputIndex, ns::TimesliceIndex> inputs_joining;  // standby inputs' boundaries heard
-  std::optional<ns::TimesliceIndex> joined_from;                // standby input: its boundary (queue_mutex)
+  bool join_requested = false;                    // standby input: join() asked a compute node
+  std::map<ns::InputIndex, ns::TimesliceIndex> inputs_joining;              // standby inputs' boundaries heard
+  std::optional<ns::TimesliceIndex> joined_from;                            // standby input: its boundary (queue_mutex)
   std::map<std::size_t, std::deque<std::vector<std::byte>>> dde_joins_out;  // per DDE: joins not handed over yet
   ns::TimesliceIndex next_push = 0;
   bool finished = false;
