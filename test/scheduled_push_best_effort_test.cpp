@@ -96,3 +96,38 @@ TEST_CASE("A slow consumer: credits hold the inputs back and its buffer never ov
   // The fast compute nodes are held back too (the inputs send in order), but never overflow.
   for (ns::ComputeIndex c = 1; c < 3; ++c) CHECK(system.receiver(c).stats().peak_held_bytes <= system.buffer_bytes());
 }
+
+TEST_CASE("A stream that ends within a round: every time-slice pushed is built, and the inputs finish",
+          "[scheduled_push]") {
+  // Input i sends each round from place i on (DFS's offsets, the same order in best-effort):
+  // in a last round that is not whole, input 1's first place is a time-slice nobody pushed.
+  const auto base = GENERATE(loopback_endpoints());
+  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
+  CAPTURE(base, ns::to_string(mode));
+  SystemOptions options;
+  options.mode = mode;
+  options.config.input_count = 3;
+  options.config.compute_count = 3;
+  options.config.timeslices_per_interval = 4 * 3;
+  options.config.history_length = 3;
+  options.credits = 3;
+  const ns::TimesliceIndex count = 3 * 4 * 10 + 1;  // one time-slice into a round
+  System system(base, options);
+  REQUIRE(system.push_all(count).empty());
+  for (ns::InputIndex i = 0; i < 3; ++i) CHECK(system.sender(i).wait_finished(10s));
+  REQUIRE(eventually([&] {
+    return system.deliveries(0).count() + system.deliveries(1).count() + system.deliveries(2).count() == count;
+  }));
+  for (ns::ComputeIndex c = 0; c < 3; ++c) {
+    for (const auto& d : system.deliveries(c).copy()) {
+      CHECK(d.complete);
+      CHECK(d.content_ok);
+      CHECK(d.t < count);
+    }
+    CHECK(system.incomplete(c).count() == 0);
+  }
+  for (ns::InputIndex i = 0; i < 3; ++i) {
+    CHECK(system.sender(i).stats().sent == count);
+    CHECK(system.sender(i).stats().computes_lost == 0);
+  }
+}

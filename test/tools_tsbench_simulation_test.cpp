@@ -208,6 +208,23 @@ TEST_CASE("tsbench simulation: DFS runs on proposals and builds every time-slice
   CHECK(apart.back() < 1ms);  // the most
 }
 
+TEST_CASE("tsbench simulation: a run that ends within a round builds every time-slice and finishes",
+          "[tsbench][simulation]") {
+  // 3 × 3, 3 credits, 601 time-slices: the last round holds 600 only. Inputs 1 and 2 send
+  // their rounds from places 1 and 2 on: 601 and 602 come first, nobody pushed them, and
+  // they are passed over (the run would otherwise wait for them to the end of model time).
+  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
+  CAPTURE(ns::to_string(mode));
+  auto b = small(3, 3);
+  b.buffer_bytes = 3 * 3 * 1000;
+  b.interval_timeslices = 30;
+  b.timeslices = 601;
+  const auto r = simulate(b, mode, exact());
+  REQUIRE(r.error.empty());
+  REQUIRE(r.records.timeslices.size() == 601);
+  for (const auto& t : r.records.timeslices) CHECK(t.complete);
+}
+
 TEST_CASE("tsbench simulation: an input's timers fire as late as --timer-late draws", "[tsbench][simulation]") {
   auto b = small(3, 2);
   b.interval_timeslices = 20;

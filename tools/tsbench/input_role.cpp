@@ -74,14 +74,18 @@ void InputRole::generate() {
   }
 }
 
-std::string InputRole::finish(std::chrono::nanoseconds timeout) {
+void InputRole::end_stream() {
   stopping_ = true;
   if (generator_.joinable()) generator_.join();
+  sender_->finish();
+}
+
+std::string InputRole::finish(std::chrono::nanoseconds timeout) {
+  end_stream();
   {
     std::lock_guard lock(error_mutex_);
     if (!error_.empty()) return error_;
   }
-  sender_->finish();
   if (!sender_->wait_finished(timeout)) {
     const auto s = sender_->stats();
     return fmt::format("input {}: not everything sent and credited within {} s ({} of {} sent, {} credits back)",

@@ -52,6 +52,10 @@ class InputRole {
   // Waits for the generator to reach the limit, then finishes the sender and waits until
   // every contribution was sent and credited. Returns what went wrong, empty when nothing.
   std::string finish(std::chrono::nanoseconds timeout);
+  // The first half of finish(): waits for the generator and finishes the sender, without
+  // waiting for the sends. A local run ends every input's stream before it waits for any:
+  // in a last round that is not whole, an input sends the rest only once its stream ended.
+  void end_stream();
 
   // Stops the sender and returns the interval records (DFS). Once.
   std::vector<IntervalRecord> take_records();

@@ -158,6 +158,7 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
 
   // Finish: every input sends the rest; every compute node hands over its share.
   const auto finish_timeout = deadline.remaining(60s);
+  for (auto& input : inputs) input->end_stream();
   for (auto& input : inputs) {
     auto error = input->finish(finish_timeout);
     if (!error.empty() && result.error.empty()) result.error = std::move(error);

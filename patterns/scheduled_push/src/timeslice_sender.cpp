@@ -488,7 +488,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     bool all_sent = false;
     {
       std::lock_guard lock(queue_mutex);
-      all_sent = finished && node.sent_count() == next_push;
+      all_sent = everything_sent();
     }
     for (ns::ComputeIndex c = 0; c < computes.size(); ++c) {
       auto& compute = computes[c];
@@ -761,6 +761,16 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     drive();
   }
 
+  // queue_mutex held. After finish(), when the last round is not whole: time-slice t of it was
+  // never pushed, but this input's order in the round (its DFS offset) puts t before pushed
+  // ones. It is passed over, not waited for (no input has it: nobody builds it).
+  bool beyond_the_end(ns::TimesliceIndex t) const {
+    const auto m = options.config.compute_count;
+    return finished && t >= next_push && t < (next_push + m - 1) / m * m;
+  }
+  // queue_mutex held: everything pushed is sent (or handed on) and finish() was called.
+  bool everything_sent() const { return finished && node.sent_count() == next_push + passed_beyond_the_end; }
+
   // Assignment by load: a wait counts from the first drive that had the time-slice pushed but
   // not its interval's assignment, to the first send after it.
   void note_assignment_wait(ns::TimesliceIndex t, ns::Time t_now) {
@@ -807,34 +817,43 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       // A lost node's time-slice goes to another (send_reassigned()); a bounded number wait.
       if (next.what == What::skip && to_reassign.size() >= options.queue_capacity) break;  // a credit calls again
       bool sent = false;
+      bool past_end = false;
       std::optional<std::string> failure;
       {
         // Held across try_send(), which never waits here: the message is sent from the queue without a copy.
         std::lock_guard lock(queue_mutex);
         const auto it = queue.find(next.timeslice);
-        if (it == queue.end()) break;  // not pushed yet: push() calls again
-        if (next.what == What::send && !computes[next.compute].control_out.empty()) {
+        if (it == queue.end()) {
+          if (!beyond_the_end(next.timeslice)) break;  // not pushed yet: push() calls again
+          past_end = true;
+          ++passed_beyond_the_end;
+        } else if (next.what == What::send && !computes[next.compute].control_out.empty()) {
           // A membership notice first: it must reach the node before a rerouted time-slice.
           arm(retry_timer, retry_delay);
           break;
-        }
-        if (next.what == What::send) {
-          try {
-            sent = computes[next.compute].socket->try_send(it->second);
-          } catch (const Error& e) {
-            failure = e.what();
+        } else {
+          if (next.what == What::send) {
+            try {
+              sent = computes[next.compute].socket->try_send(it->second);
+            } catch (const Error& e) {
+              failure = e.what();
+            }
+            if (!sent && !failure) {  // every send buffer in flight
+              arm(retry_timer, retry_delay);
+              break;
+            }
           }
-          if (!sent && !failure) {  // every send buffer in flight
-            arm(retry_timer, retry_delay);
-            break;
+          if (sent) retain(next.timeslice, Retained{next.compute, next.compute, 0, std::move(it->second), true});
+          if (next.what == What::skip) {
+            to_reassign.insert_or_assign(next.timeslice,
+                                         Retained{next.compute, next.compute, 0, std::move(it->second), false});
           }
+          if (sent || next.what == What::skip) queue.erase(it);
         }
-        if (sent) retain(next.timeslice, Retained{next.compute, next.compute, 0, std::move(it->second), true});
-        if (next.what == What::skip) {
-          to_reassign.insert_or_assign(next.timeslice,
-                                       Retained{next.compute, next.compute, 0, std::move(it->second), false});
-        }
-        if (sent || next.what == What::skip) queue.erase(it);
+      }
+      if (past_end) {  // nothing to send or reassign: only this input's place in the round is passed
+        if (auto done = node.on_skipped(next.timeslice, t_now)) report(*done);
+        continue;
       }
       changed.notify_all();
       if (failure) {
@@ -881,8 +900,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     }
     {
       std::lock_guard lock(queue_mutex);
-      all_done = finished && queue.empty() && node.sent_count() == next_push && credits_back && retained.empty() &&
-                 to_reassign.empty();
+      all_done = everything_sent() && queue.empty() && credits_back && retained.empty() && to_reassign.empty();
     }
     if (all_done) changed.notify_all();
   }
@@ -968,6 +986,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   std::map<std::size_t, std::deque<std::vector<std::byte>>> dde_joins_out;  // per DDE: joins not handed over yet
   ns::TimesliceIndex next_push = 0;
   bool finished = false;
+  std::uint64_t passed_beyond_the_end = 0;  // beyond_the_end() time-slices passed; queue_mutex
   bool closed = false;
   bool all_done = false;  // finished, and everything sent and credited
 

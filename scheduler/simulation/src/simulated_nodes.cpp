@@ -134,8 +134,15 @@ void SimulatedNodes::drive(ns::InputIndex i) {
       break;
     }
     if (next.what != What::send && next.what != What::skip)
-      break;                              // a credit, an acknowledgement or an assignment calls again
-    if (next.timeslice >= limit_) break;  // not pushed: the run ends below it
+      break;                         // a credit, an acknowledgement or an assignment calls again
+    if (next.timeslice >= limit_) {  // not pushed: the run ends below it
+      // A last round that is not whole: this input's place in it comes before time-slices it
+      // sends, and is passed over (as TimesliceSender does after finish()).
+      const std::uint64_t m = system_.computes();
+      if (!limit_set_ || next.timeslice >= (limit_ + m - 1) / m * m) break;
+      if (auto done = in.node.on_skipped(next.timeslice, local)) report(i, *done);
+      continue;
+    }
     if (next.what == What::skip) {
       // A lost node's time-slice goes to another (send_reassigned()); as the pattern's
       // bounded queue, a few wait at most (a credit calls again).

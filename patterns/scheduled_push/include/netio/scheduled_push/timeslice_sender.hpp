@@ -195,7 +195,11 @@ class TimesliceSender {
 
   /// No more pushes. wait_finished() then waits until every pushed contribution was sent
   /// (or skipped) and every credit came back (or its compute node was lost): true, or false
-  /// after `timeout`.
+  /// after `timeout`. A stream may end within a round (not a multiple of compute_count): each
+  /// input sends a round from its own place on, so the last round's time-slices that nobody
+  /// pushed come before pushed ones for some inputs, and those send the rest of the round only
+  /// after finish(). Every input calls it, then each may wait: one input waiting for its
+  /// credits before another called finish() can wait for that other.
   void finish();
   [[nodiscard]] bool wait_finished(std::chrono::nanoseconds timeout);
 
