@@ -55,6 +55,24 @@ TEST_CASE("Scheduled-push data messages round-trip", "[scheduled_push]") {
   CHECK(decode_refusal(encode_refusal(std::string(5000, 'x'))).size() == max_refusal_text);
 }
 
+TEST_CASE("Scheduled-push input joins: the standby hello and the join message round-trip", "[scheduled_push]") {
+  Hello standby{2, 0, 3, 3, 12, 1024, Mode::dfs};
+  standby.standby = true;
+  CHECK(decode_hello(encode(standby)) == standby);
+  CHECK(decode_hello(encode(Hello{2, 0, 3, 3, 12, 1024, Mode::dfs})).standby == false);
+  CHECK(decode_input_join(encode(InputJoin{2, 0})) == InputJoin{2, 0});
+  CHECK(decode_input_join(encode(InputJoin{7, 0x1'0000'0024ull})) == InputJoin{7, 0x1'0000'0024ull});
+  CHECK(wire_type(encode(InputJoin{1, 36})) == WireType::input_join);
+  auto join = vec(encode(InputJoin{1, 36}));
+  join.pop_back();
+  CHECK(rejects(decode_input_join, join));
+  auto flagged = vec(encode(InputJoin{1, 36}));
+  flagged[2] = std::byte{1};
+  CHECK(rejects(decode_input_join, flagged));
+  CHECK(rejects(decode_input_join, vec(encode(Credit{1, false}))));
+  CHECK(rejects(wire_type, std::vector<std::byte>{std::byte{0x1a}}));
+}
+
 TEST_CASE("Scheduled-push data messages with wrong sizes, types or bits are rejected", "[scheduled_push]") {
   auto hello = vec(encode(Hello{1, 1, 2, 2, 4, 8, Mode::best_effort}));
   CHECK(rejects(decode_hello, std::vector<std::byte>(hello.begin(), hello.end() - 1)));

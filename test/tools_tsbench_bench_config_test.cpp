@@ -174,3 +174,28 @@ TEST_CASE("tsbench config: two DDE replicas by default where there are two compu
     CHECK_THROWS_WITH(config.validate(), Catch::Contains("--dde-replicas " + std::to_string(bad)));
   }
 }
+
+TEST_CASE("tsbench config: --join 'input,at=T' keeps input N-1 on standby; one change per run, 2 inputs at least",
+          "[tsbench]") {
+  using namespace std::chrono_literals;
+  auto config = system_of(3, 3);
+  config.resolve();
+  config.join = "input,at=1.5s";
+  CHECK_NOTHROW(config.validate());
+  CHECK(config.join_at() == std::optional<std::chrono::nanoseconds>(1500ms));
+  CHECK(config.standby_input() == std::optional<std::uint32_t>(2));
+  CHECK_FALSE(config.standby_slot().has_value());  // every compute slot a member
+  config.join = "compute,at=1s";
+  CHECK(config.standby_slot() == std::optional<std::uint32_t>(2));
+  CHECK_FALSE(config.standby_input().has_value());
+  config.join = "input,at=1s";
+  config.drain = "compute:1,at=1s";
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("one change per run"));
+  config.drain.clear();
+  config.join = "input,at=soon";
+  CHECK_THROWS_AS(config.validate(), netio::Error);
+  auto one = system_of(1, 3);
+  one.resolve();
+  one.join = "input,at=1s";
+  CHECK_THROWS_WITH(one.validate(), Catch::Contains("at least 2 inputs"));
+}

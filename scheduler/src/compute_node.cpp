@@ -14,12 +14,14 @@ constexpr netio::detail::Rejecter reject{Errc::invalid_option, "compute node"};
 
 }  // namespace
 
-ComputeNode::ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::uint32_t credits_per_input)
+ComputeNode::ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::uint32_t credits_per_input,
+                         const std::vector<InputIndex>& standby_inputs)
     : input_count_(config.input_count),
       compute_count_(config.compute_count),
       self_(self),
       credits_(credits_per_input),
       by_load_(config.assignment == Assignment::load),
+      inputs_(config.input_count == 0 ? 1 : config.input_count, standby_inputs),
       next_expected_(by_load_ ? 0 : self),
       held_(config.input_count, 0),
       gone_(config.input_count, false),
@@ -34,13 +36,14 @@ ComputeNode::ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::
 ComputeNode::Arrival ComputeNode::on_contribution(InputIndex i, TimesliceIndex t, Time now) {
   if (i >= input_count_) reject("input " + std::to_string(i) + " out of range");
   if (!by_load_ && t % compute_count_ != self_) return Arrival::not_mine;
+  if (!inputs_.member(i, t)) return Arrival::not_mine;
   if (t < next_expected_) return Arrival::late;
   return take(open_, held_, i, t, 0, now);
 }
 
 ComputeNode::Arrival ComputeNode::on_reassigned(InputIndex i, TimesliceIndex t, std::uint8_t attempt, Time now) {
   if (i >= input_count_) reject("input " + std::to_string(i) + " out of range");
-  if (attempt == 0) return Arrival::not_mine;
+  if (attempt == 0 || !inputs_.member(i, t)) return Arrival::not_mine;
   if (built_elsewhere_.contains(t) || handed_over_reassigned_.contains(t)) return Arrival::late;
   return take(reassigned_, reassigned_held_, i, t, attempt, now);
 }
@@ -62,7 +65,7 @@ ComputeNode::Arrival ComputeNode::take(std::map<TimesliceIndex, Open>& where, st
   open.attempt = std::max(open.attempt, attempt);
   ++open.count;
   ++held[i];
-  return open.count == input_count_ ? Arrival::completes : Arrival::accepted;
+  return complete(t, open) ? Arrival::completes : Arrival::accepted;
 }
 
 std::vector<InputIndex> ComputeNode::on_built_elsewhere(TimesliceIndex t) {
@@ -89,6 +92,20 @@ void ComputeNode::on_input_gone(InputIndex i) {
   gone_[i] = true;
 }
 
+bool ComputeNode::on_input_joins(InputIndex i, TimesliceIndex from) {
+  if (inputs_.joins_from(i) == from) return false;  // heard again, from another input
+  if (handed_over_any_ && from <= highest_handed_over_) {
+    reject("input " + std::to_string(i) + " joins from time-slice " + std::to_string(from) + ", but time-slice " +
+           std::to_string(highest_handed_over_) + " was handed over already without it");
+  }
+  return inputs_.join(i, from);
+}
+
+void ComputeNode::note_handed_over(TimesliceIndex t) {
+  if (!handed_over_any_ || t > highest_handed_over_) highest_handed_over_ = t;
+  handed_over_any_ = true;
+}
+
 void ComputeNode::accept_rerouted() {
   if (by_load_) return;
   by_load_ = true;
@@ -97,10 +114,10 @@ void ComputeNode::accept_rerouted() {
   next_expected_ = next_expected_ >= compute_count_ ? next_expected_ - compute_count_ + 1 : 0;
 }
 
-bool ComputeNode::ready(const Open& open, Time now, Duration timeout) const {
-  // Every input contributed or never will (gone): nothing more can come.
+bool ComputeNode::ready(TimesliceIndex t, const Open& open, Time now, Duration timeout) const {
+  // Every member input contributed or never will (gone): nothing more can come.
   bool all = true;
-  for (InputIndex i = 0; all && i < input_count_; ++i) all = open.contributed[i] || gone_[i];
+  for (InputIndex i = 0; all && i < input_count_; ++i) all = open.contributed[i] || gone_[i] || !inputs_.member(i, t);
   return all || (timeout > Duration::zero() && now - open.first_arrival >= timeout);
 }
 
@@ -108,15 +125,16 @@ std::optional<ComputeNode::Ready> ComputeNode::next_ready(Time now, Duration tim
   // Reassigned ones first, the lowest ready one: they are late already, and wait for nothing
   // of this node's own order.
   for (const auto& [t, open] : reassigned_) {
-    if (ready(open, now, timeout)) return Ready{t, open.count == input_count_, open.contributed, open.attempt};
+    if (ready(t, open, now, timeout)) return Ready{t, complete(t, open), open.contributed, open.attempt};
   }
   if (open_.empty()) return std::nullopt;
   const auto& [t, open] = *open_.begin();
-  if (!ready(open, now, timeout)) return std::nullopt;
-  return Ready{t, open.count == input_count_, open.contributed, 0};
+  if (!ready(t, open, now, timeout)) return std::nullopt;
+  return Ready{t, complete(t, open), open.contributed, 0};
 }
 
 void ComputeNode::hand_over(TimesliceIndex t) {
+  note_handed_over(t);
   if (const auto it = reassigned_.find(t); it != reassigned_.end()) {
     handed_over_reassigned_.emplace(t, std::move(it->second.contributed));
     reassigned_.erase(it);

@@ -15,12 +15,12 @@ constexpr std::size_t max_waiting_requests = 64;
 
 }  // namespace
 
-DeterministicEngine::DeterministicEngine(const SchedulerConfig& config)
+DeterministicEngine::DeterministicEngine(const SchedulerConfig& config, const std::vector<InputIndex>& standby_inputs)
     : config_((validate(config), config)),
       clocks_(config.input_count, config.history_length, config.max_clock_drift, config.clock_rule,
               config.clock_filter_length),
       // enough for the window of a request that waited while a few more intervals completed
-      history_(config.input_count, 2 * config.history_length + config.proposal_distance),
+      history_(config.input_count, 2 * config.history_length + config.proposal_distance, standby_inputs),
       proposer_(config),
       guard_(config),
       waiting_(config.input_count),

@@ -9,8 +9,9 @@
 
 namespace netio::scheduler {
 
-HistoryManager::HistoryManager(std::uint32_t input_count, std::uint32_t retained)
-    : input_count_(input_count), retained_(retained) {
+HistoryManager::HistoryManager(std::uint32_t input_count, std::uint32_t retained,
+                               const std::vector<InputIndex>& standby)
+    : input_count_(input_count), retained_(retained), inputs_(input_count == 0 ? 1 : input_count, standby) {
   if (input_count == 0 || retained == 0) {
     throw Error(Errc::invalid_option, "history manager: input_count (" + std::to_string(input_count) +
                                           ") and retained (" + std::to_string(retained) + ") must be ≥ 1");
@@ -23,6 +24,12 @@ std::optional<UnifiedInterval> HistoryManager::add(InputIndex i, const MeasuredI
                                           std::to_string(input_count_) + " inputs)");
   }
   const IntervalIndex j = measured.interval;
+  if (!inputs_.member(i, j)) {
+    const auto from = inputs_.joins_from(i);
+    throw Error(Errc::invalid_option, "history manager: input " + std::to_string(i) + " reports interval " +
+                                          std::to_string(j) + ", but it is on standby" +
+                                          (from ? " until interval " + std::to_string(*from) : std::string()));
+  }
   if (complete_.contains(j)) return std::nullopt;
   if (newest_report_ && j + retained_ < *newest_report_) return std::nullopt;  // forgotten already
   auto& reports = pending_[j];
@@ -30,7 +37,7 @@ std::optional<UnifiedInterval> HistoryManager::add(InputIndex i, const MeasuredI
   if (!newest_report_ || j > *newest_report_) newest_report_ = j;
 
   std::optional<UnifiedInterval> completed;
-  if (reports.size() == input_count_) {
+  if (reports.size() == inputs_.members(j)) {
     // The maps are ordered by input, so the arithmetic below sees the same sequence whatever
     // the arrival order was.
     std::vector<Time> starts;
@@ -65,6 +72,16 @@ std::optional<UnifiedInterval> HistoryManager::add(InputIndex i, const MeasuredI
 void HistoryManager::forget_old(IntervalIndex newest_report) {
   while (complete_.size() > retained_) complete_.erase(complete_.begin());
   while (!pending_.empty() && pending_.begin()->first + retained_ < newest_report) pending_.erase(pending_.begin());
+}
+
+bool HistoryManager::join(InputIndex i, IntervalIndex from) {
+  if (inputs_.joins_from(i) == from) return false;  // heard again, from another input
+  if (const auto last = last_complete(); last && *last >= from) {
+    throw Error(Errc::invalid_option, "history manager: input " + std::to_string(i) + " joins from interval " +
+                                          std::to_string(from) + ", but interval " + std::to_string(*last) +
+                                          " is complete already without it");
+  }
+  return inputs_.join(i, from);
 }
 
 std::optional<IntervalIndex> HistoryManager::last_complete() const {

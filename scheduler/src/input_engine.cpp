@@ -32,6 +32,13 @@ InputEngine::InputEngine(const SchedulerConfig& config, InputIndex self)
   if (threshold_ == 0) threshold_ = 1;
 }
 
+void InputEngine::start_at(IntervalIndex interval) {
+  if (current_ != 0 || !in_flight_.empty()) {
+    reject(self_, "start_at(" + std::to_string(interval) + ") after interval " + std::to_string(current_) + " began");
+  }
+  current_ = interval;
+}
+
 std::optional<IntervalPlan> InputEngine::plan(IntervalIndex interval) const {
   if (const auto it = in_flight_.find(interval); it != in_flight_.end() && it->second.sent > 0) return it->second.plan;
   if (const auto it = proposals_.find(interval); it != proposals_.end()) {

@@ -234,6 +234,17 @@ bool InputNode::on_membership(const MembershipChange& change) {
   return added;
 }
 
+void InputNode::start_at(TimesliceIndex from) {
+  if (sent_ != 0) reject("start_at(" + std::to_string(from) + ") after " + std::to_string(sent_) + " sends");
+  if (from % layout_.timeslices_per_interval() != 0) {
+    reject("start_at(" + std::to_string(from) + "): not an interval start (intervals of " +
+           std::to_string(layout_.timeslices_per_interval()) + ")");
+  }
+  if (assignment_ == Assignment::load) reject("start_at() under assignment by load (built for the fixed assignment)");
+  if (engine_) engine_->start_at(layout_.interval_of(from));
+  sent_ = from;
+}
+
 std::optional<ComputeIndex> InputNode::own_of(TimesliceIndex t) const {
   if (assignment_ == Assignment::fixed) return layout_.compute_of(t);
   const IntervalIndex j = layout_.interval_of(t);

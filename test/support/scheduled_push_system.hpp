@@ -110,9 +110,12 @@ class System;
 struct SystemOptions {
   ns::SchedulerConfig config;
   ns::Mode mode = ns::Mode::best_effort;
-  std::vector<ns::ComputeIndex> standby;  // slots that join later (TimesliceReceiver::join())
-  std::uint32_t credits = 3;              // per input–compute pair: the receive buffer is sized for exactly this
-  bool size_by_credits = false;           // the receivers get credits_per_input instead of receive_buffer_bytes
+  std::vector<ns::ComputeIndex> standby;       // slots that join later (TimesliceReceiver::join())
+  std::vector<ns::InputIndex> standby_inputs;  // inputs that join later (TimesliceSender::join())
+  // The inputs that say they are on standby, when not standby_inputs (a mismatch the compute nodes refuse).
+  std::optional<std::vector<ns::InputIndex>> inputs_claiming_standby;
+  std::uint32_t credits = 3;       // per input–compute pair: the receive buffer is sized for exactly this
+  bool size_by_credits = false;    // the receivers get credits_per_input instead of receive_buffer_bytes
   std::uint32_t dde_replicas = 1;  // DFS or assignment by load: on compute nodes 0, 1, ... (standalone DdeServices)
   bool dde_in_receivers = false;   // the replicas run inside receivers 0, 1, ... (run_dde) instead
   std::chrono::nanoseconds incomplete_timeout = std::chrono::seconds(10);
@@ -166,6 +169,7 @@ class System {
       ro.kept_stall_warning = options_.kept_stall_warning;
       ro.admission = options_.admission;
       ro.standby = std::find(options_.standby.begin(), options_.standby.end(), c) != options_.standby.end();
+      ro.standby_inputs = options_.standby_inputs;
       ro.run_dde = uses_dde() && options_.dde_in_receivers && c < options_.dde_replicas;
       ro.on_incomplete = [this, c](const sp::TimesliceView& view) {
         incomplete_[c].add(view);
@@ -197,7 +201,8 @@ class System {
         receiver_contexts_.push_back(std::make_unique<Context>(context_options()));
         ddes_.push_back(std::make_unique<sp::DdeService>(
             *receiver_contexts_.back(), endpoint, config,
-            [this, d](ns::InputIndex i, const ns::Proposal& p) { proposals_[d].add(i, p); }, options_.admission));
+            [this, d](ns::InputIndex i, const ns::Proposal& p) { proposals_[d].add(i, p); }, options_.admission,
+            options_.standby_inputs));
       }
     }
     if (options_.before_inputs) options_.before_inputs(*this);
@@ -228,6 +233,8 @@ class System {
     }
     so.max_contribution_bytes = max_contribution;
     so.standby_computes = options_.standby;
+    const auto& standby_inputs = options_.inputs_claiming_standby.value_or(options_.standby_inputs);
+    so.standby = std::find(standby_inputs.begin(), standby_inputs.end(), i) != standby_inputs.end();
     so.welcome_timeout = options_.welcome_timeout;
     so.progress_timeout = options_.progress_timeout;
     so.on_undeliverable = [this, i](ns::TimesliceIndex t, ns::ComputeIndex) { undeliverable_[i].add(t); };

@@ -13,6 +13,8 @@
                                              in the header and a role run's run.csv; fewer than 2 per pair refused
                                              in a local run, --simulate and role mode
   tsbench_test.py TSBENCH local-load         assignment by load, one compute node slowed: all built, fewer there
+  tsbench_test.py TSBENCH local-input-join   --join 'input,at=T', 3 x 3, both schedulers: below the boundary built from
+                                             2 inputs, from it on from 3, each once; --simulate and --role refuse it
   tsbench_test.py TSBENCH kill-compute       kill -9 of a compute process of a running 4 x 4: the inputs send its
                                              time-slices to the others; --collect: 0 lost, duplicates only with
                                              a higher attempt
@@ -97,7 +99,7 @@ def check_summary(name, summary, timeslices=None, incomplete=0, fallback=None, m
                                    "proposals_after_failure", "assignments_after_failure", "dde_replicas_lost"}:
         fail(f"{name}: failure keys {sorted(summary['failure'])}")
     if set(summary["membership"]) != {"computes_drained", "computes_joined", "before_gbps", "after_gbps",
-                                      "joined_first_ms"}:
+                                      "joined_first_ms", "inputs_joined", "input_join_from"}:
         fail(f"{name}: membership keys {sorted(summary['membership'])}")
     if set(summary["backpressure"]) != {"pushes_blocked", "push_blocked_s", "assignment_waits", "assignment_wait_s"}:
         fail(f"{name}: backpressure keys {sorted(summary['backpressure'])}")
@@ -187,6 +189,21 @@ def run_local_load(tsbench):
                  p.stderr)
 
 
+def run_local_change(tsbench, work, scheduler, inputs, change):
+    """A local run of INPUTS x 3 compute nodes for 2.5 s with CHANGE (--drain, --join), its CSV under WORK: the
+    process, the scheduler's name in the JSON, its checked summary and the CSV directory."""
+    csv = os.path.join(work, "csv")
+    cmd = [tsbench, "--scheduler", scheduler, "--inputs", str(inputs), "--computes", "3", "-t", "2.5s", "--json",
+           "--csv", csv, "--timeout", f"{TIMEOUT}s"] + change + [a if a != "40" else "42" for a in SMALL]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
+    if p.returncode != 0:
+        fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
+    name = scheduler.replace("-", "_")
+    summary = json.loads(p.stdout)[name]
+    check_summary(name, summary, fallback=None if scheduler == "dfs" else False)
+    return p, name, summary, csv
+
+
 def run_local_membership(tsbench):
     """--drain and --join in a local run, 2 inputs x 3 compute slots, fixed assignment (then by load, below): every
     time-slice built once (attempt 0), nothing lost; the drained node leaves without being lost and builds nothing
@@ -195,15 +212,7 @@ def run_local_membership(tsbench):
     for scheduler, change in (("best-effort", ["--drain", "compute:1,at=1s"]), ("dfs", ["--join", "compute,at=1s"]),
                               ("dfs", ["--drain", "compute:0,at=1s"])):
         with tempfile.TemporaryDirectory() as work:
-            csv = os.path.join(work, "csv")
-            cmd = [tsbench, "--scheduler", scheduler, "--inputs", "2", "--computes", "3", "-t", "2.5s", "--json",
-                   "--csv", csv, "--timeout", f"{TIMEOUT}s"] + change + [a if a != "40" else "42" for a in SMALL]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 30)
-            if p.returncode != 0:
-                fail(f"exit status {p.returncode}: {' '.join(cmd)}", p.stdout, p.stderr)
-            name = scheduler.replace("-", "_")
-            summary = json.loads(p.stdout)[name]
-            check_summary(name, summary, fallback=None if scheduler == "dfs" else False)
+            p, name, summary, csv = run_local_change(tsbench, work, scheduler, 2, change)
             membership = summary["membership"]
             drained = 1 if change[0] == "--drain" else 0
             if (summary["lost"], summary["duplicates"], summary["reassigned"]) != (0, 0, 0) or \
@@ -276,6 +285,37 @@ def run_local_membership_by_load(tsbench):
                 if own[0] == 0 or after.count(slot) < len(after) // 6:
                     fail(f"load, {' '.join(change)}: slot {slot} built {after.count(slot)} of the {len(after)} from "
                          f"its first ({own[0]})")
+
+
+def run_local_input_join(tsbench):
+    """--join 'input,at=T' in a local run, 3 inputs x 3 compute nodes, both schedulers: input 2 is on standby and joins
+    at the boundary a compute node names; every time-slice is built once and complete, from the 2 other inputs below
+    the boundary (2 contributions' bytes) and from all 3 from it on. --simulate refuses it."""
+    size = 4096
+    for scheduler in ("best-effort", "dfs"):
+        with tempfile.TemporaryDirectory() as work:
+            p, name, summary, csv = run_local_change(tsbench, work, scheduler, 3, ["--join", "input,at=1s"])
+            membership = summary["membership"]
+            start = membership["input_join_from"]
+            if (summary["lost"], summary["duplicates"], summary["incomplete"]) != (0, 0, 0) or \
+                    membership["inputs_joined"] != 1 or start == 0 or start % 42 != 0:
+                fail(f"{scheduler}: expected nothing lost, built twice or incomplete, input 2 joined at an interval "
+                     f"start", p.stdout)
+            with open(os.path.join(csv, name, "timeslices.csv")) as f:
+                rows = [row.split(",") for row in f.read().splitlines()]
+            column, length = rows[0].index("timeslice"), rows[0].index("bytes")
+            built = sorted((int(r[column]), int(r[length])) for r in rows[1:])
+            wrong = [(t, b) for t, b in built if b != (2 if t < start else 3) * size]
+            if [t for t, _ in built] != list(range(len(built))) or not built[-1][0] >= start or wrong:
+                fail(f"{scheduler}: time-slices 0..{len(built) - 1}, boundary {start}: expected each once, "
+                     f"{2 * size} bytes below the boundary and {3 * size} from it on; wrong: {wrong[:5]}")
+    for mode, refusal in ((["--simulate", "--inputs", "3", "--computes", "3"], "inputs joining are not modelled"),
+                          (["--role", "input", "--rank", "0", "--config", "cluster.txt"], "local mode only")):
+        cmd = [tsbench] + mode + ["-t", "2s", "--join", "input,at=1s"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        if p.returncode == 0 or refusal not in p.stderr:
+            fail(f"{' '.join(mode)} with --join 'input,...': expected a refusal ({refusal}), exit status "
+                 f"{p.returncode}", p.stdout, p.stderr)
 
 
 def free_ports(n):
@@ -853,6 +893,8 @@ def run_test(tsbench, what):
         run_local_load(tsbench)
     elif what == "local-membership":
         run_local_membership(tsbench)
+    elif what == "local-input-join":
+        run_local_input_join(tsbench)
     elif what == "simulate":
         run_simulate(tsbench)
     elif what == "cpu":

@@ -58,11 +58,15 @@ std::optional<FailSpec> BenchConfig::fail_spec() const {
   return parse_fail_spec(fail);
 }
 
+bool join_kind_is_input(const std::string& text) { return text.rfind("input,at=", 0) == 0; }
+
 std::chrono::nanoseconds parse_join_spec(const std::string& text) {
-  constexpr std::string_view prefix = "compute,at=";
+  const std::string_view prefix = join_kind_is_input(text) ? "input,at=" : "compute,at=";
   if (text.rfind(prefix, 0) != 0) {
-    reject(fmt::format("--join '{}': expected 'compute,at=T', e.g. 'compute,at=5s' (slot M-1 joins T after the start)",
-                       text));
+    reject(
+        fmt::format("--join '{}': expected 'compute,at=T' or 'input,at=T', e.g. 'compute,at=5s' (slot M-1 joins "
+                    "T after the start) or 'input,at=5s' (input N-1)",
+                    text));
   }
   const auto at = parse_duration(text.substr(prefix.size()));
   if (!at) reject(fmt::format("--join '{}': {}", text, at.error()));
@@ -80,8 +84,13 @@ std::optional<std::chrono::nanoseconds> BenchConfig::join_at() const {
 }
 
 std::optional<std::uint32_t> BenchConfig::standby_slot() const {
-  if (join.empty()) return std::nullopt;
+  if (join.empty() || join_kind_is_input(join)) return std::nullopt;
   return computes - 1;
+}
+
+std::optional<std::uint32_t> BenchConfig::standby_input() const {
+  if (join.empty() || !join_kind_is_input(join)) return std::nullopt;
+  return inputs - 1;
 }
 
 scheduler::SchedulerConfig BenchConfig::scheduler_config() const {
@@ -182,7 +191,12 @@ void BenchConfig::validate() const {
     const auto draining = drain_spec();
     (void)join_at();
     if (!fail.empty()) reject("--drain or --join with --fail: one change per run");
-    if (computes < 2) reject("--drain and --join need at least 2 compute nodes");
+    if (standby_input()) {
+      if (inputs < 2) reject(fmt::format("--join '{}' needs at least 2 inputs (input N-1 joins)", join));
+      if (!drain.empty()) reject(fmt::format("--join '{}' with --drain: one change per run", join));
+    } else if (computes < 2) {
+      reject("--drain and --join need at least 2 compute nodes");
+    }
     if (draining && draining->compute >= computes) {
       reject(fmt::format("--drain '{}': compute node {} out of range ({} compute nodes: 0 to {})", drain,
                          draining->compute, computes, computes - 1));

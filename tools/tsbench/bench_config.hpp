@@ -29,10 +29,12 @@ struct FailSpec {
 };
 // Throws netio::Error (Errc::invalid_option) quoting the text for a spec that does not parse.
 FailSpec parse_fail_spec(const std::string& text);
-// --drain 'compute:K,at=T' parses as --fail does; --join 'compute,at=T': the time only.
+// --drain 'compute:K,at=T' parses as --fail does; --join 'compute,at=T' or 'input,at=T': the
+// time only (parse_join_spec), and which kind (join_kind_is_input).
 // `option` names the option in the message.
 FailSpec parse_compute_at(const std::string& text, const std::string& option);
 std::chrono::nanoseconds parse_join_spec(const std::string& text);
+bool join_kind_is_input(const std::string& text);
 
 struct BenchConfig {
   std::uint32_t inputs = 4;
@@ -87,6 +89,8 @@ struct BenchConfig {
   std::optional<FailSpec> drain_spec() const;
   std::optional<std::chrono::nanoseconds> join_at() const;
   std::optional<std::uint32_t> standby_slot() const;
+  // --join 'input,at=T': the standby input kept out until then (N - 1).
+  std::optional<std::uint32_t> standby_input() const;
   // The emulation of node `rank` (inputs 0 .. N-1, computes N .. N+M-1): the spec with the
   // slow-down appended and node= set to the rank, so that slowdown=node:RANK picks that
   // node. nullopt when nothing is shaped.

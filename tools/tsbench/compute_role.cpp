@@ -48,6 +48,7 @@ ComputeRole::ComputeRole(Context& context, ComputeRoleOptions options)
   ro.incomplete_timeout = bench.incomplete_timeout;
   ro.run_dde = options_.run_dde;
   ro.standby = options_.standby;
+  if (const auto input = bench.standby_input()) ro.standby_inputs = {*input};  // --join 'input,at=T'
   ro.dde_endpoint = options_.dde_local;
   ro.on_incomplete = [this](const scheduled_push::TimesliceView& view) { on_timeslice(view); };
   receiver_ = std::make_unique<scheduled_push::TimesliceReceiver>(

@@ -19,6 +19,7 @@ InputRole::InputRole(Context& context, InputRoleOptions options) : context_(cont
   so.compute_endpoints = options_.computes;
   so.dde_endpoints = options_.ddes;
   if (const auto standby = options_.bench.standby_slot()) so.standby_computes = {*standby};
+  so.standby = options_.bench.standby_input() == options_.input;
   so.max_contribution_bytes = options_.bench.contribution_bytes;
   so.on_interval = [this](const scheduled_push::IntervalOutcome& outcome) {
     IntervalRecord r;
@@ -36,6 +37,7 @@ InputRole::InputRole(Context& context, InputRoleOptions options) : context_(cont
 }
 
 InputRole::~InputRole() {
+  stopping_ = true;
   set_limit(0);
   if (generator_.joinable()) generator_.join();
 }
@@ -44,11 +46,24 @@ void InputRole::start() {
   generator_ = std::thread([this] { generate(); });
 }
 
+void InputRole::join() {
+  sender_->join();
+  join_asked_ = true;
+}
+
 void InputRole::generate() {
   std::vector<std::byte> contribution(options_.bench.contribution_bytes, std::byte{0x5a});
   try {
     if (options_.bench.generator_cpu) pin_current_thread(*options_.bench.generator_cpu);
-    for (ns::TimesliceIndex t = 0; t < limit_.load(std::memory_order_acquire); ++t) {
+    ns::TimesliceIndex first = 0;
+    if (options_.bench.standby_input() == options_.input) {
+      std::optional<ns::TimesliceIndex> from;  // its boundary, once join() was asked and a member named it
+      while (!from && !(stopping_ && !join_asked_) && limit_.load(std::memory_order_acquire) != 0)
+        from = sender_->wait_joined(std::chrono::milliseconds(20));
+      if (!from) return;
+      first = *from;
+    }
+    for (ns::TimesliceIndex t = first; t < limit_.load(std::memory_order_acquire); ++t) {
       stamp(contribution, t, options_.input);
       sender_->push(t, contribution);
       pushed_.store(t + 1, std::memory_order_release);
@@ -60,6 +75,7 @@ void InputRole::generate() {
 }
 
 void InputRole::end_stream() {
+  stopping_ = true;
   if (generator_.joinable()) generator_.join();
   sender_->finish();
 }
@@ -84,6 +100,7 @@ std::string InputRole::finish(std::chrono::nanoseconds timeout) {
 }
 
 std::vector<IntervalRecord> InputRole::take_records() {
+  stopping_ = true;
   set_limit(0);
   if (generator_.joinable()) generator_.join();
   sender_.reset();  // no callback runs after this

@@ -42,8 +42,10 @@ class InputRole {
   InputRole(const InputRole&) = delete;
   InputRole& operator=(const InputRole&) = delete;
 
-  // Starts the generator: it pushes while t < limit().
+  // Starts the generator: it pushes while t < limit(). --join 'input,at=T': the standby input's
+  // waits for join() and then pushes from its boundary on.
   void start();
+  void join();
   void set_limit(std::uint64_t count) noexcept { limit_.store(count, std::memory_order_release); }
   std::uint64_t pushed() const noexcept { return pushed_.load(std::memory_order_acquire); }
 
@@ -67,6 +69,8 @@ class InputRole {
   InputRoleOptions options_;
   std::atomic<std::uint64_t> limit_{no_limit};
   std::atomic<std::uint64_t> pushed_{0};
+  std::atomic<bool> join_asked_{false};  // --join 'input,at=T': join() was called
+  std::atomic<bool> stopping_{false};    // finish() or teardown: a standby input not asked to join stops
   std::mutex error_mutex_;
   std::string error_;                      // what the generator's push threw
   std::vector<IntervalRecord> intervals_;  // loop thread until take_records()

@@ -125,6 +125,11 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
       computes[draining->compute].reset();
       ++result.records.computes_drained;
     }
+    if (joining && !join_started && elapsed >= *joining && bench.standby_input()) {  // --join 'input,at=T'
+      join_started = true;
+      result.records.membership_at = std::chrono::steady_clock::now().time_since_epoch() - origin;
+      inputs.back()->join();
+    }
     if (joining && !join_started && elapsed >= *joining) {
       join_started = true;
       result.records.membership_at = std::chrono::steady_clock::now().time_since_epoch() - origin;
@@ -199,6 +204,10 @@ LocalRunResult run_local(const BenchConfig& bench, scheduler::Mode mode, const D
       result.records.assignments_after_failure += stats.assignments_taken - at_failure[i].assignments_taken;
     }
     auto& input = inputs[i];
+    if (stats.join_from != 0) {  // --join 'input,at=T': the standby input's boundary
+      ++result.records.inputs_joined;
+      result.records.input_join_from = stats.join_from;
+    }
     result.records.contributions_reassigned += stats.reassigned;
     result.records.computes_lost = std::max(result.records.computes_lost, stats.computes_lost);
     result.records.push_blocked += std::chrono::nanoseconds(stats.push_blocked_ns);

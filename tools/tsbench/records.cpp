@@ -130,6 +130,8 @@ RunSummary summarize(const RunRecords& records, ClockBasis basis) {
   measure_membership(records, s);
   s.computes_drained = records.computes_drained;
   s.computes_joined = records.computes_joined;
+  s.inputs_joined = records.inputs_joined;
+  s.input_join_from = records.input_join_from;
   s.contributions_reassigned = records.contributions_reassigned;
   s.computes_lost = records.computes_lost;
   s.pushes_blocked = records.pushes_blocked;

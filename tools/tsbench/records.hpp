@@ -66,6 +66,8 @@ struct RunSummary {
   // hand-over (NaN: none).
   std::uint32_t computes_drained = 0;
   std::uint32_t computes_joined = 0;
+  std::uint32_t inputs_joined = 0;    // --join 'input,at=T': 1 once the standby input joined
+  std::uint64_t input_join_from = 0;  // its boundary: the first time-slice built with it
   double membership_before_gbps = 0;
   double membership_after_gbps = 0;
   double joined_first_ms = 0;

@@ -105,6 +105,13 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
                      ? fmt::format("; the joined node's first time-slice {:.0f} ms after the join", s.joined_first_ms)
                      : std::string());
     }
+    if (s.inputs_joined > 0) {
+      fmt::print(
+          out,
+          "{}: a standby input joined at time-slice {}; aggregate {:.3f} Gb/s in the 2 s before, {:.3f} from 1 s "
+          "after\n",
+          name, s.input_join_from, s.membership_before_gbps, s.membership_after_gbps);
+    }
     if (s.pushes_blocked > 0) {
       fmt::print(out, "{}: the inputs waited {:.3f} s in push() (every compute node full), {} pushes\n", name,
                  s.push_blocked_s, s.pushes_blocked);
@@ -171,7 +178,9 @@ std::string summary_json(const std::vector<NamedSummary>& runs) {
         .field("computes_joined", s.computes_joined)
         .field("before_gbps", s.membership_before_gbps)
         .field("after_gbps", s.membership_after_gbps)
-        .field("joined_first_ms", s.joined_first_ms);
+        .field("joined_first_ms", s.joined_first_ms)
+        .field("inputs_joined", s.inputs_joined)
+        .field("input_join_from", s.input_join_from);
     json.end_object();
     json.key("backpressure").begin_object();
     json.field("pushes_blocked", s.pushes_blocked).field("push_blocked_s", s.push_blocked_s);

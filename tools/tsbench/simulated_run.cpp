@@ -38,6 +38,11 @@ SimulationResult simulate(const BenchConfig& bench, scheduler::Mode mode, const 
 }
 
 void check_simulatable(const BenchConfig& bench, const SimulationOptions& options) {
+  if (bench.standby_input()) {
+    detail::reject(
+        Errc::invalid_option, "",
+        fmt::format("--join '{}' with --simulate: inputs joining are not modelled (local runs only)", bench.join));
+  }
   scheduler::simulation::check_simulatable(simulated_system(bench), options);
 }
 

@@ -7,6 +7,7 @@
 #include "netio/error.hpp"
 #include "netio/log.hpp"
 #include "netio/low_latency_socket.hpp"
+#include "netio/scheduled_push/wire.hpp"
 #include "netio/scheduler/assigner.hpp"
 #include "netio/scheduler/assignment_messages.hpp"
 #include "netio/scheduler/control_messages.hpp"
@@ -25,8 +26,13 @@ namespace netio::scheduled_push {
 namespace ns = netio::scheduler;
 
 struct DdeService::State {
-  State(const ns::SchedulerConfig& config, ProposalObserver observer)
-      : engine(config), input_count(config.input_count), on_proposal(std::move(observer)) {
+  State(const ns::SchedulerConfig& config, ProposalObserver observer, const std::vector<ns::InputIndex>& standby)
+      : engine(config, standby), input_count(config.input_count), on_proposal(std::move(observer)) {
+    if (!standby.empty() && config.assignment == ns::Assignment::load) {
+      throw Error(Errc::invalid_option,
+                  "DDE: standby inputs under assignment by load (inputs joining is built for the fixed assignment "
+                  "only: the Assigner waits for every input's load report)");
+    }
     if (config.assignment == ns::Assignment::load) assigner.emplace(config);
     stats.assignment = config.assignment;
     stats.assigned_shares = ns::fixed_assignment(config, 0).shares;  // until the first decision by load
@@ -38,6 +44,10 @@ struct DdeService::State {
     try {
       if (ns::control_message_type(bytes) == ns::load_report_type) {
         on_load_report(ns::decode_load_report(bytes), peer);
+        return;
+      }
+      if (ns::control_message_type(bytes) == static_cast<std::uint8_t>(WireType::input_join)) {
+        on_input_join(decode_input_join(bytes));
         return;
       }
       switch (ns::message_type(bytes)) {
@@ -140,6 +150,20 @@ struct DdeService::State {
     }
   }
 
+  // A standby input's boundary T (an interval start), passed on by an input ahead of its
+  // reports of T's interval and later: the history counts the joiner from that interval on.
+  void on_input_join(const InputJoin& join) {
+    check_input(join.input);
+    const auto n = layout_n;
+    if (join.from == 0 || join.from % n != 0) {
+      throw Error(Errc::protocol_error, "input " + std::to_string(join.input) + " joins from time-slice " +
+                                            std::to_string(join.from) + ", not an interval start");
+    }
+    if (!engine.on_input_joins(join.input, join.from / n)) return;
+    log(LogLevel::info, "DDE at {}: input {} reports from interval {} on", local_endpoint(), join.input, join.from / n);
+    count(&DdeServiceStats::inputs_joined);
+  }
+
   void send_unsent_assignments(ns::InputIndex input) {
     auto& unsent = unsent_assignments[input];
     const auto peer = peers.find(input);
@@ -201,6 +225,7 @@ struct DdeService::State {
   ns::DeterministicEngine engine;
   std::optional<ns::Assigner> assigner;  // assignment by load
   std::uint32_t input_count;
+  std::uint64_t layout_n = 1;  // time-slices per interval
   ProposalObserver on_proposal;
   Endpoint endpoint;
   std::map<ns::InputIndex, Peer> peers;  // where each input's proposals go
@@ -215,8 +240,10 @@ struct DdeService::State {
 };
 
 DdeService::DdeService(Context& context, const Endpoint& local, const ns::SchedulerConfig& config,
-                       ProposalObserver on_proposal, AdmissionOptions admission)
-    : state_(std::make_shared<State>(config, std::move(on_proposal))) {
+                       ProposalObserver on_proposal, AdmissionOptions admission,
+                       const std::vector<ns::InputIndex>& standby_inputs)
+    : state_(std::make_shared<State>(config, std::move(on_proposal), standby_inputs)) {
+  state_->layout_n = config.timeslices_in_interval();
   LowLatencyReceiveOptions options;
   // The largest DFS control message is 48 bytes; a load report names every compute node.
   options.max_message_size = std::max<std::size_t>(256, ns::encoded_size_of_load_report(config.compute_count));

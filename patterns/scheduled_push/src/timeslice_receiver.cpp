@@ -105,8 +105,18 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         keeping(std::move(to_keep)),
         sizing(size_buffer(options)),
         credits(sizing.credits),
-        node(options.config, options.compute, credits),
-        inputs(options.config.input_count) {}
+        node(options.config, options.compute, credits, options.standby_inputs),
+        inputs(options.config.input_count) {
+    check_standby_inputs();
+  }
+
+  // Inputs on standby need a compute node to name their boundary, which the fixed
+  // assignment's credits bound; under load the coordinator would have to (not built).
+  void check_standby_inputs() const {
+    if (!options.standby_inputs.empty() && options.config.assignment == ns::Assignment::load) {
+      reject("standby_inputs under assignment by load (inputs joining is built for the fixed assignment only)");
+    }
+  }
 
   void on_message(std::span<const std::byte> bytes, const Peer& peer) {
     try {
@@ -115,6 +125,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         case WireType::contribution: on_contribution(bytes, peer); break;
         case WireType::lost_compute: on_lost_compute(decode_lost_compute(bytes), peer); break;
         case WireType::membership: on_membership(decode_membership(bytes), peer); break;
+        case WireType::input_join: on_input_join(decode_input_join(bytes), peer); break;
         default: throw Error(Errc::protocol_error, "a reply-type message sent to a compute node");
       }
     } catch (const Error& e) {
@@ -158,6 +169,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
                              options.max_contribution_bytes);
     } else if (inputs[hello.input].peer || by_connection.count(peer.connection()) != 0) {
       mismatch = fmt::format("input {} is connected already", hello.input);
+    } else {
+      mismatch = standby_mismatch(hello);
     }
     if (!mismatch.empty()) {
       log(LogLevel::warn, "scheduled push: compute node {} at {} refused {}: {}", options.compute,
@@ -181,6 +194,84 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       reply(hello.input, encode(ns::MembershipChange{options.compute, false, drain_by_load ? 0 : *drain_from}));
     }
     if (join_requested && !join_from) reply(hello.input, encode(ns::MembershipChange{options.compute, true, 0}));
+    for (const auto& [x, from] : input_boundaries_named) reply(hello.input, encode(InputJoin{x, from}));
+  }
+
+  // An input on standby says so in its hello, and this node must list it (and only it) in
+  // standby_inputs: both sides of an input's membership agree from the start.
+  std::string standby_mismatch(const Hello& hello) const {
+    const bool listed = node.input_membership().standby(hello.input);
+    if (hello.standby == listed) return {};
+    return hello.standby
+               ? fmt::format("input {} is on standby, but this node's standby_inputs does not list it", hello.input)
+               : fmt::format("input {} is a member from the start, but this node's standby_inputs lists it",
+                             hello.input);
+  }
+
+  // A standby input's join (wire.hpp InputJoin): {x, 0} from input x asks this node to name
+  // its boundary: the first interval start no input can have sent into yet (boundary_ahead(),
+  // as for a compute node's join), told to every input ordered before any credit this node
+  // returns from now on, so that each passes it on ahead of its contributions from there.
+  // {x, T} from any input: x's boundary, heard before any contribution at or above T.
+  void on_input_join(const InputJoin& join, const Peer& peer) {
+    const auto known = by_connection.find(peer.connection());
+    if (known == by_connection.end()) throw Error(Errc::protocol_error, "an input join before a hello");
+    if (join.input >= options.config.input_count || !node.input_membership().standby(join.input)) {
+      throw Error(Errc::protocol_error, fmt::format("a join of input {}, not a standby input", join.input));
+    }
+    if (join.from == 0) {
+      if (known->second != join.input) {
+        throw Error(Errc::protocol_error,
+                    fmt::format("input {} asked for input {} to join", known->second, join.input));
+      }
+      if (const auto named = input_boundaries_named.find(join.input); named != input_boundaries_named.end()) {
+        reply(join.input, encode(InputJoin{join.input, named->second}));  // asked again: the same boundary
+        return;
+      }
+      if (const auto heard = node.input_membership().joins_from(join.input)) {
+        reply(join.input, encode(InputJoin{join.input, *heard}));
+        return;
+      }
+      const auto from = boundary_ahead();
+      input_boundaries_named.emplace(join.input, from);
+      take_input_boundary(join.input, from);
+      log(LogLevel::info, "scheduled push: compute node {} at {} names time-slice {} for input {} ({}) to join",
+          options.compute, local_endpoint().to_string(), from, join.input, peer.to_string());
+      for (InputIndex i = 0; i < inputs.size(); ++i) reply(i, encode(InputJoin{join.input, from}));
+      std::lock_guard lock(stats_mutex);
+      ++stats.input_joins_named;
+      return;
+    }
+    if (join.from % options.config.timeslices_in_interval() != 0) {
+      throw Error(Errc::protocol_error,
+                  fmt::format("input {} joins from {}, not an interval start", join.input, join.from));
+    }
+    take_input_boundary(join.input, join.from);
+  }
+
+  // Why input i's contribution to t is not this node's to take.
+  std::string not_mine(InputIndex i, ns::TimesliceIndex t) const {
+    if (!node.input_membership().member(i, t)) {
+      const auto from = node.input_membership().joins_from(i);
+      return from ? fmt::format("input {} contributes to time-slice {}, but joins only from {}", i, t, *from)
+                  : fmt::format("input {} is on standby and has no boundary yet, but contributes to time-slice {}", i,
+                                t);
+    }
+    return fmt::format("time-slice {} belongs to compute node {}", t, t % options.config.compute_count);
+  }
+
+  void take_input_boundary(InputIndex x, ns::TimesliceIndex from) {
+    bool added = false;
+    try {
+      added = node.on_input_joins(x, from);
+    } catch (const Error& e) {
+      throw Error(Errc::protocol_error, e.what());
+    }
+    if (!added) return;
+    log(LogLevel::info, "scheduled push: compute node {}: input {} contributes from time-slice {} on", options.compute,
+        x, from);
+    std::lock_guard lock(stats_mutex);
+    ++stats.inputs_joined;
   }
 
   // The first interval start no input can have sent into yet: an input can be at most its
@@ -360,9 +451,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         if (acknowledge[i] && !reassigned) reply(i, encode_acknowledgement(t));
         reply(i, encode(Credit{t, false}));
         return;
-      case ns::ComputeNode::Arrival::not_mine:
-        throw Error(Errc::protocol_error,
-                    fmt::format("time-slice {} belongs to compute node {}", t, t % options.config.compute_count));
+      case ns::ComputeNode::Arrival::not_mine: throw Error(Errc::protocol_error, not_mine(i, t));
       case ns::ComputeNode::Arrival::duplicate:
         throw Error(Errc::protocol_error, fmt::format("a second contribution to time-slice {}", t));
       case ns::ComputeNode::Arrival::over_credit:
@@ -627,7 +716,8 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
   bool join_requested = false;                   // standby: join() was called
   std::optional<ns::TimesliceIndex> join_from;   // standby: its boundary, once a member named it
   std::set<ns::ComputeIndex> joins_named;        // standby slots this node named a boundary for
-  bool drained = false;                          // guarded by stats_mutex for readers off the loop
+  std::map<InputIndex, ns::TimesliceIndex> input_boundaries_named;  // standby inputs' boundaries this node named
+  bool drained = false;                                             // guarded by stats_mutex for readers off the loop
   std::condition_variable drained_changed;
   std::optional<ns::Time> kept_stall_since;  // since when the kept Timeslices hold every credit
   bool kept_stall_warned = false;
@@ -675,7 +765,7 @@ TimesliceReceiver::TimesliceReceiver(Context& context, const Endpoint& local, Ti
   if (state->options.run_dde) {
     const Endpoint dde_local = state->options.dde_endpoint.value_or(bound.with_port(0));
     state->dde = std::make_unique<DdeService>(context, dde_local, state->options.config, DdeService::ProposalObserver{},
-                                              state->options.admission);
+                                              state->options.admission, state->options.standby_inputs);
   }
   std::weak_ptr<State> weak = state_;
   state->timer = context.loop().add_timer(housekeeping_period(state->options.incomplete_timeout),

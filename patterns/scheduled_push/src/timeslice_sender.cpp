@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -93,6 +94,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       reject("assignment by load without a DDE endpoint (the DDE assigns the time-slices)");
     }
     if (options.max_contribution_bytes == 0) reject("max_contribution_bytes is 0");
+    check_standby();
     if (options.queue_capacity == 0)
       options.queue_capacity = 2 * static_cast<std::size_t>(options.config.compute_count);
     if (options.queue_capacity < options.config.compute_count) {
@@ -127,7 +129,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
                         options.config.compute_count,
                         options.config.timeslices_in_interval(),
                         options.max_contribution_bytes,
-                        options.mode};
+                        options.mode,
+                        options.standby};
       try {
         if (!computes[c].socket->try_send(encode(hello))) lose(c, "no send buffer for the hello");
       } catch (const Error& e) {
@@ -198,6 +201,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
           break;
         }
         case WireType::membership: take_membership(c, decode_membership(reply)); break;
+        case WireType::input_join: take_input_join(c, decode_input_join(reply)); break;
         case WireType::acknowledgement:
           if (auto done = node.on_acknowledged(decode_acknowledgement(reply), now())) report(*done);
           break;
@@ -271,6 +275,110 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       return;
     }
     drive();
+  }
+
+  // A standby input joins at a boundary a compute node names from its credits: built for the
+  // fixed assignment (docs/design/assignment.md says what is missing under load).
+  void check_standby() const {
+    if (!options.standby) return;
+    if (options.config.assignment == ns::Assignment::load) {
+      reject(
+          fmt::format("input {}: standby under assignment by load (inputs joining is built for the fixed "
+                      "assignment only)",
+                      options.input));
+    }
+  }
+
+  // join(): asks the lowest member compute node not lost to name this input's boundary.
+  void request_join() {
+    if (!options.standby) {
+      throw Error(Errc::invalid_option,
+                  fmt::format("input {}: join() without options.standby (it is a member already)", options.input));
+    }
+    if (join_requested) return;
+    constexpr auto ever = std::numeric_limits<ns::TimesliceIndex>::max();
+    for (ns::ComputeIndex m = 0; m < computes.size(); ++m) {
+      if (computes[m].lost || !node.membership().member(m, ever)) continue;
+      join_requested = true;
+      const auto bytes = encode(InputJoin{options.input, 0});
+      computes[m].control_out.push_back({bytes.begin(), bytes.end()});
+      log(LogLevel::info, "scheduled push: input {} asks compute node {} ({}) to name when it joins", options.input, m,
+          options.compute_endpoints[m].to_string());
+      drive();
+      return;
+    }
+    throw Error(Errc::closed, fmt::format("input {}: join() with no member compute node left", options.input));
+  }
+
+  // A compute node named standby input x's boundary T (or passed on what it heard): x
+  // contributes from T on. Every compute node hears it from this input before any of this
+  // input's contributions at or above T (the control messages go first); the joiner itself
+  // starts its stream at T.
+  void take_input_join(ns::ComputeIndex c, const InputJoin& join) {
+    if (join.input >= options.config.input_count || join.from == 0 ||
+        join.from % options.config.timeslices_in_interval() != 0) {
+      throw Error(Errc::protocol_error,
+                  fmt::format("compute node {} says input {} joins from {}", c, join.input, join.from));
+    }
+    if (!inputs_joining.emplace(join.input, join.from).second) {
+      if (inputs_joining[join.input] != join.from) {
+        log(LogLevel::error,
+            "scheduled push: input {}: compute node {} says input {} joins from {}, but it joins from {}",
+            options.input, c, join.input, join.from, inputs_joining[join.input]);
+      }
+      return;
+    }
+    tell_live_computes(encode(join), c);
+    tell_ddes(encode(join));
+    if (join.input == options.input) {
+      if (!options.standby) {
+        throw Error(Errc::protocol_error, fmt::format("compute node {} says this input, not on standby, joins", c));
+      }
+      {
+        std::lock_guard lock(queue_mutex);
+        node.start_at(join.from);
+        next_push = join.from;
+        joined_from = join.from;
+      }
+      changed.notify_all();
+      log(LogLevel::info, "scheduled push: input {} joins: it contributes from time-slice {} on", options.input,
+          join.from);
+      std::lock_guard lock(stats_mutex);
+      stats.join_from = join.from;
+      return;
+    }
+    log(LogLevel::info, "scheduled push: input {}: input {} joins from time-slice {}", options.input, join.input,
+        join.from);
+    std::lock_guard lock(stats_mutex);
+    ++stats.inputs_joined;
+  }
+
+  // DFS: an input's join reaches every DDE replica ahead of this input's reports from its
+  // boundary's interval on (report() holds a report back while one waits), so that each
+  // replica's history counts the joiner from that interval on, as the others' do.
+  void tell_ddes(std::span<const std::byte> bytes) {
+    for (std::size_t d = 0; d < ddes.size(); ++d) {
+      if (!ddes[d].lost) dde_joins_out[d].emplace_back(bytes.begin(), bytes.end());
+    }
+    (void)send_dde_joins(ddes.size());
+  }
+
+  // Hands what waits in dde_joins_out to the DDEs (or to DDE `only`); true when nothing waits
+  // for `only` any more (a lost DDE waits for nothing).
+  bool send_dde_joins(std::size_t only) {
+    for (auto& [d, out] : dde_joins_out) {
+      if (only < ddes.size() && d != only) continue;
+      try {
+        while (!ddes[d].lost && !out.empty() && ddes[d].socket->connected() && ddes[d].socket->try_send(out.front()))
+          out.pop_front();
+      } catch (const Error& e) {
+        lose_dde(d, e.what());
+      }
+      if (ddes[d].lost) out.clear();
+    }
+    if (only >= ddes.size()) return true;
+    const auto it = dde_joins_out.find(only);
+    return it == dde_joins_out.end() || it->second.empty();
   }
 
   bool standby(ns::ComputeIndex c) const {
@@ -607,7 +715,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       // Synchronizer takes the arrival time as the interval's end, so a report queued while
       // connecting would skew its offsets (and its proposals) by the connection's set-up time.
       bool handed = false;
-      if (!ddes[d].lost && ddes[d].socket->connected()) {
+      if (!ddes[d].lost && ddes[d].socket->connected() && send_dde_joins(d)) {
         try {
           // Never waits: a DDE that cannot take it now misses this report (it proposes from the others').
           handed = ddes[d].socket->try_send(report) && ddes[d].socket->try_send(request);
@@ -846,6 +954,10 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       std::unique_lock lock(queue_mutex);
       if (closed || finished)
         throw Error(Errc::closed, fmt::format("input {}: push after finish() or destruction", options.input));
+      if (options.standby && !joined_from) {
+        reject(fmt::format("input {} is on standby: push() only from its boundary, after join() and wait_joined()",
+                           options.input));
+      }
       if (t != next_push) reject(fmt::format("time-slice {}: pushed out of order, expected {}", t, next_push));
       if (queue.size() >= options.queue_capacity) {
         if (!wait) return false;
@@ -905,6 +1017,10 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   std::map<ns::TimesliceIndex, Retained> to_reassign;
   std::set<ns::ComputeIndex> joins_requested;     // standby slots whose request to join went on
   std::optional<ns::Time> assignment_wait_since;  // assignment by load: waiting for one since (loop thread)
+  bool join_requested = false;                    // standby input: join() asked a compute node
+  std::map<ns::InputIndex, ns::TimesliceIndex> inputs_joining;              // standby inputs' boundaries heard
+  std::optional<ns::TimesliceIndex> joined_from;                            // standby input: its boundary (queue_mutex)
+  std::map<std::size_t, std::deque<std::vector<std::byte>>> dde_joins_out;  // per DDE: joins not handed over yet
   ns::TimesliceIndex next_push = 0;
   bool finished = false;
   std::uint64_t passed_beyond_the_end = 0;  // beyond_the_end() time-slices passed; queue_mutex
@@ -947,6 +1063,19 @@ bool TimesliceSender::wait_finished(std::chrono::nanoseconds timeout) {
   }
   std::unique_lock lock(state_->queue_mutex);
   return state_->changed.wait_for(lock, timeout, [&] { return state_->all_done; });
+}
+
+void TimesliceSender::join() {
+  state_->context.loop().run_sync([&] { state_->request_join(); });
+}
+
+std::optional<ns::TimesliceIndex> TimesliceSender::wait_joined(std::chrono::nanoseconds timeout) {
+  if (state_->context.loop().in_loop_thread()) {
+    throw Error(Errc::would_block, "wait_joined() on the event-loop thread");
+  }
+  std::unique_lock lock(state_->queue_mutex);
+  (void)state_->changed.wait_for(lock, timeout, [&] { return state_->joined_from.has_value() || state_->closed; });
+  return state_->joined_from;
 }
 
 TimesliceSenderStats TimesliceSender::stats() const {

@@ -15,6 +15,7 @@ using detail::WireWriter;
 
 constexpr std::uint8_t version = 1;
 constexpr std::uint8_t dfs_flag = 0x01;       // Hello: the input runs in DFS mode
+constexpr std::uint8_t standby_flag = 0x02;   // Hello: the input is on standby
 constexpr std::uint8_t complete_flag = 0x01;  // Credit: the time-slice was complete
 constexpr std::uint8_t joins_flag = 0x01;     // Membership: the slot joins (else leaves)
 
@@ -49,7 +50,7 @@ class Reader : public WireReader {
 
 std::array<std::byte, hello_size> encode(const Hello& hello) {
   std::array<std::byte, hello_size> out{};
-  Writer w(out, WireType::hello, hello.mode == Mode::dfs ? dfs_flag : 0);
+  Writer w(out, WireType::hello, (hello.mode == Mode::dfs ? dfs_flag : 0) | (hello.standby ? standby_flag : 0));
   w.put<std::uint32_t>(hello.input);
   w.put<std::uint32_t>(hello.compute);
   w.put<std::uint32_t>(hello.input_count);
@@ -138,20 +139,37 @@ scheduler::MembershipChange decode_membership(std::span<const std::byte> bytes) 
   return change;
 }
 
+std::array<std::byte, input_join_size> encode(const InputJoin& join) {
+  std::array<std::byte, input_join_size> out{};
+  Writer w(out, WireType::input_join, 0);
+  w.put<std::uint32_t>(join.input);
+  w.put<std::uint64_t>(join.from);
+  return out;
+}
+
+InputJoin decode_input_join(std::span<const std::byte> bytes) {
+  Reader r("scheduled push input join", bytes, WireType::input_join, input_join_size, 0);
+  InputJoin join;
+  join.input = static_cast<InputIndex>(r.get<std::uint32_t>("input"));
+  join.from = r.get<std::uint64_t>("from");
+  return join;
+}
+
 WireType wire_type(std::span<const std::byte> bytes) {
   WireReader r(bytes, "scheduled push message");
   if (bytes.empty()) r.fail("empty");
   const auto type = r.get<std::uint8_t>("type");
-  if (type < static_cast<std::uint8_t>(WireType::hello) || type > static_cast<std::uint8_t>(WireType::membership)) {
+  if (type < static_cast<std::uint8_t>(WireType::hello) || type > static_cast<std::uint8_t>(WireType::input_join)) {
     r.fail("unknown type byte " + std::to_string(type));
   }
   return static_cast<WireType>(type);
 }
 
 Hello decode_hello(std::span<const std::byte> bytes) {
-  Reader r("scheduled push hello", bytes, WireType::hello, hello_size, dfs_flag);
+  Reader r("scheduled push hello", bytes, WireType::hello, hello_size, dfs_flag | standby_flag);
   Hello hello;
   hello.mode = (r.flags() & dfs_flag) != 0 ? Mode::dfs : Mode::best_effort;
+  hello.standby = (r.flags() & standby_flag) != 0;
   hello.input = static_cast<InputIndex>(r.get<std::uint32_t>("input"));
   hello.compute = static_cast<ComputeIndex>(r.get<std::uint32_t>("compute"));
   hello.input_count = r.get<std::uint32_t>("input count");

@@ -28,10 +28,16 @@
 /// A time-slice another node is known to have built (an input's LostCompute names it:
 /// on_built_elsewhere()) is not built here: its contributions are freed and later ones are late.
 ///
+/// Inputs on standby (input_membership.hpp): a time-slice is built from the inputs that are
+/// members at it, complete once each of them contributed; a standby input's contribution is
+/// expected only from its boundary on (on_input_joins(), told before any time-slice at or
+/// above the boundary can complete), and one before it is not_mine.
+///
 /// No clock, sockets or threads; not thread-safe (one driver thread).
 #pragma once
 
 #include "netio/scheduler/config.hpp"
+#include "netio/scheduler/input_membership.hpp"
 #include "netio/scheduler/time.hpp"
 
 #include <cstdint>
@@ -44,8 +50,10 @@ namespace netio::scheduler {
 
 class ComputeNode {
  public:
-  /// Validates config; throws netio::Error (Errc::invalid_option) for self out of range or 0 credits.
-  ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::uint32_t credits_per_input);
+  /// Validates config; throws netio::Error (Errc::invalid_option) for self out of range, 0
+  /// credits or a standby input out of range. `standby_inputs`: not members until they join.
+  ComputeNode(const SchedulerConfig& config, ComputeIndex self, std::uint32_t credits_per_input,
+              const std::vector<InputIndex>& standby_inputs = {});
 
   enum class Arrival {
     accepted,     ///< held until its time-slice is released
@@ -67,6 +75,13 @@ class ComputeNode {
 
   /// Input i will send nothing more (its connection is gone).
   void on_input_gone(InputIndex i);
+
+  /// Standby input i contributes from time-slice `from` on (InputMembership::join()). True
+  /// when new. Throws netio::Error (Errc::invalid_option) as InputMembership::join() does,
+  /// and for a boundary at or below a time-slice this node handed over already (too late:
+  /// it was built without i).
+  bool on_input_joins(InputIndex i, TimesliceIndex from);
+  const InputMembership& input_membership() const noexcept { return inputs_; }
 
   /// Fixed assignment: a membership change (membership.hpp) routes a non-member slot's
   /// time-slices to the members, so from now on this node takes a contribution to any
@@ -110,8 +125,10 @@ class ComputeNode {
   // Input i's contribution to t, held in `where` (own or reassigned) within i's count in `held`.
   Arrival take(std::map<TimesliceIndex, Open>& where, std::vector<std::uint32_t>& held, InputIndex i, TimesliceIndex t,
                std::uint8_t attempt, Time now);
-  // Whether `open` is ready at now: every input contributed or gone, or timed out.
-  bool ready(const Open& open, Time now, Duration timeout) const;
+  // Whether `open` (time-slice t) is ready at now: every member input contributed or gone, or timed out.
+  bool ready(TimesliceIndex t, const Open& open, Time now, Duration timeout) const;
+  bool complete(TimesliceIndex t, const Open& open) const { return open.count == inputs_.members(t); }
+  void note_handed_over(TimesliceIndex t);
   std::vector<InputIndex> free_contributions(const std::vector<bool>& contributed);
 
   std::uint32_t input_count_;
@@ -119,6 +136,9 @@ class ComputeNode {
   ComputeIndex self_;
   std::uint32_t credits_;
   bool by_load_;
+  InputMembership inputs_;
+  TimesliceIndex highest_handed_over_ = 0;  ///< of any kind, for on_input_joins()'s check
+  bool handed_over_any_ = false;
   TimesliceIndex next_expected_;
   std::map<TimesliceIndex, Open> open_;
   std::map<TimesliceIndex, std::vector<bool>> handed_over_;  ///< contributed, per input

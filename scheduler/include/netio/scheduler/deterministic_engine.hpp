@@ -53,7 +53,13 @@ struct AddressedProposal {
 
 class DeterministicEngine {
  public:
-  explicit DeterministicEngine(const SchedulerConfig& config);  ///< validates config
+  /// Validates config; `standby_inputs`: inputs that report nothing until they join
+  /// (on_input_joins(); HistoryManager counts each from its interval on).
+  explicit DeterministicEngine(const SchedulerConfig& config, const std::vector<InputIndex>& standby_inputs = {});
+
+  /// Standby input i reports from interval `from` on (HistoryManager::join()). True when new;
+  /// throws netio::Error (Errc::invalid_option) as HistoryManager::join() does.
+  bool on_input_joins(InputIndex i, IntervalIndex from) { return history_.join(i, from); }
 
   /// A report arrived at local time received_at. Throws netio::Error (Errc::invalid_option) for
   /// an input out of range. Returns the proposals of waiting requests it made possible. A

@@ -10,11 +10,17 @@
 /// none when no IE had one). The result does not depend on the order in which the reports
 /// arrive.
 ///
+/// Inputs on standby (input_membership.hpp, here over intervals): interval j is complete when
+/// every input that is a member at j reported it; a standby input is one from the interval
+/// it joins at (join(), told before any report of that interval or later: the inputs carry
+/// it in-band ahead of those reports, so replicas count the same inputs in every interval).
+///
 /// Memory is bounded: the newest `retained` complete intervals are kept, and an interval that
 /// some IE never reports (it died, or this DDE started after the report went out) is
 /// forgotten once it is `retained` intervals older than the newest report.
 #pragma once
 
+#include "netio/scheduler/input_membership.hpp"
 #include "netio/scheduler/time.hpp"
 
 #include <cstdint>
@@ -49,13 +55,20 @@ struct UnifiedInterval {
 
 class HistoryManager {
  public:
-  HistoryManager(std::uint32_t input_count, std::uint32_t retained);  ///< both ≥ 1
+  /// input_count and retained ≥ 1; `standby`: inputs that report nothing until they join.
+  HistoryManager(std::uint32_t input_count, std::uint32_t retained, const std::vector<InputIndex>& standby = {});
 
   /// IE i's report. Returns the unified interval when this report completed it. A second
   /// report of the same IE for the same interval, a report for a complete interval and one
   /// for an interval forgotten already are ignored (nullopt). Throws netio::Error
-  /// (Errc::invalid_option) for i out of range.
+  /// (Errc::invalid_option) for i out of range, or not a member at that interval (standby).
   std::optional<UnifiedInterval> add(InputIndex i, const MeasuredInterval& measured);
+
+  /// Standby input i reports from interval `from` on. True when new. Throws netio::Error
+  /// (Errc::invalid_option) as InputMembership::join() does, and when an interval at or
+  /// after `from` is complete already (without i: too late to count it the same everywhere).
+  bool join(InputIndex i, IntervalIndex from);
+  const InputMembership& inputs() const noexcept { return inputs_; }
 
   std::optional<IntervalIndex> last_complete() const;
   const UnifiedInterval* find(IntervalIndex interval) const;  ///< complete intervals only
@@ -69,6 +82,7 @@ class HistoryManager {
 
   std::uint32_t input_count_;
   std::uint32_t retained_;
+  InputMembership inputs_;  // over intervals
   std::map<IntervalIndex, std::map<InputIndex, MeasuredInterval>> pending_;
   std::map<IntervalIndex, UnifiedInterval> complete_;
   std::optional<IntervalIndex> newest_report_;

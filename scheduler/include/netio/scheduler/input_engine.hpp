@@ -114,6 +114,10 @@ class InputEngine {
   /// acknowledgement, meets them at their longest.
   std::optional<ClockProbe> take_clock_sample();
 
+  /// A standby input joining (input_membership.hpp): its first interval is `interval`, not 0.
+  /// Before the first send only; throws netio::Error (Errc::invalid_option) after one.
+  void start_at(IntervalIndex interval);
+
   IntervalIndex current_interval() const noexcept { return current_; }
   /// The plan the current interval runs (or would start) with; none: best-effort.
   std::optional<IntervalPlan> plan(IntervalIndex interval) const;

@@ -109,6 +109,12 @@ class InputNode {
   /// Membership::apply() refuses.
   bool on_membership(const MembershipChange& change);
   const Membership& membership() const noexcept { return membership_; }
+  /// A standby input joining (input_membership.hpp): its first contribution is to round
+  /// start `from`, the boundary a compute node named; nothing below it is sent. Before the
+  /// first send only. Throws netio::Error (Errc::invalid_option) after a send, for a `from`
+  /// that is not an interval start, and under assignment by load. DFS: its engine starts at
+  /// the boundary's interval.
+  void start_at(TimesliceIndex from);
 
   /// The credits compute node c grants this input (its welcome). Throws netio::Error
   /// (Errc::invalid_option) for c out of range, 0 credits, or a second grant.

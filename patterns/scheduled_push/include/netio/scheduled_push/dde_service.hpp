@@ -64,6 +64,9 @@ struct DdeServiceStats {
   std::uint64_t assigned_interval = 0;
   std::vector<std::uint32_t> assigned_shares;
   std::vector<scheduler::ComputeIndex> computes_reported_lost;
+  /// Standby inputs whose join an input told this replica of (its history counts each from
+  /// the interval of its boundary on).
+  std::uint64_t inputs_joined = 0;
 };
 
 class DdeService {
@@ -75,9 +78,14 @@ class DdeService {
   /// Listens at `local` (port 0 picks one), admitting input nodes within `admission`
   /// (netio/socket_options.hpp: allow-list, connection limits, timeouts; input nodes bring no
   /// pre-shared key, so a `key` turns every one away). Throws netio::Error if it cannot bind,
-  /// or Errc::invalid_option for a bad config.
+  /// or Errc::invalid_option for a bad config. `standby_inputs`: inputs that report nothing
+  /// until they join (TimesliceReceiverOptions::standby_inputs, equal on every node): an
+  /// interval is complete here when every input that is a member at it reported it; the
+  /// inputs tell every replica of a join (wire.hpp InputJoin) before any report from its
+  /// boundary's interval on. Fixed assignment only.
   DdeService(Context& context, const Endpoint& local, const scheduler::SchedulerConfig& config,
-             ProposalObserver on_proposal = {}, AdmissionOptions admission = {});
+             ProposalObserver on_proposal = {}, AdmissionOptions admission = {},
+             const std::vector<scheduler::InputIndex>& standby_inputs = {});
   ~DdeService();
   DdeService(const DdeService&) = delete;
   DdeService& operator=(const DdeService&) = delete;

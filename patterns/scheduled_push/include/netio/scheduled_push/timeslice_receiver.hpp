@@ -104,6 +104,12 @@ struct TimesliceReceiverOptions {
   /// A standby slot (TimesliceSenderOptions::standby_computes on every input): welcomes the
   /// inputs but gets nothing until join().
   bool standby = false;
+  /// Input slots on standby (TimesliceSenderOptions::standby on those inputs; equal on every
+  /// compute node and DDE): time-slices are built without them until one joins at the
+  /// boundary T a member compute node names (its TimesliceSender::join()), and with it from T
+  /// on (scheduler/input_membership.hpp). An input whose hello disagrees is refused. Fixed
+  /// assignment only.
+  std::vector<scheduler::InputIndex> standby_inputs;
   bool run_dde = false;
   std::optional<Endpoint> dde_endpoint;  ///< run_dde: where it listens (default: the data endpoint's host, port 0)
   /// Who may connect, to the data endpoint and to the DDE (netio/socket_options.hpp: allow-list,
@@ -133,6 +139,8 @@ struct TimesliceReceiverStats {
   bool drained = false;
   std::uint32_t membership_notices = 0;  ///< other slots' membership changes inputs told this node of
   std::uint64_t join_from = 0;           ///< standby: the boundary it joined at (0: not joined)
+  std::uint32_t inputs_joined = 0;       ///< standby inputs whose boundary this node knows
+  std::uint32_t input_joins_named = 0;   ///< of those, the boundaries this node named
 };
 
 class TimesliceReceiver {

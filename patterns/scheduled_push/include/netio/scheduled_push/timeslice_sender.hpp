@@ -50,6 +50,13 @@
 /// before it sends into that interval and tells the nodes as above; a draining node learns
 /// its boundary from the farewell.
 ///
+/// Inputs joining (standby): an input on standby connects to every compute node but sends
+/// nothing until join(): the lowest member compute node names the boundary T (the first
+/// interval start no input can have sent into yet) and tells every input; each tells every
+/// compute node before any of its contributions at or above T, so every time-slice below T
+/// is built without the joiner and every one from T on with it. The joiner pushes from T on
+/// (wait_joined()). Fixed assignment, best-effort (docs/design/assignment.md).
+///
 /// Retention: a contribution sent stays with the sender until its compute node returns the
 /// credit, i.e. built the time-slice and freed it (bounded by the credits: at most credits ×
 /// compute_count contributions, and as many reassigned ones). A reassigned contribution goes
@@ -102,6 +109,10 @@ struct TimesliceSenderOptions {
   /// until they listen), until one joins (TimesliceReceiverOptions::standby, join()). Equal on
   /// every input.
   std::vector<scheduler::ComputeIndex> standby_computes;
+  /// This input is on standby (in every TimesliceReceiverOptions::standby_inputs): it sends
+  /// nothing until join() and its boundary, then pushes from the boundary on. Fixed
+  /// assignment, best-effort only.
+  bool standby = false;
   std::uint64_t max_contribution_bytes = 64 * 1024;  ///< larger pushes throw; must not exceed the receivers'
   std::size_t queue_capacity = 0;                    ///< contributions queued at most; 0: 2 × compute_count
   std::chrono::nanoseconds welcome_timeout = std::chrono::seconds(10);
@@ -153,6 +164,10 @@ struct TimesliceSenderStats {
   std::uint32_t computes_draining = 0;
   std::uint32_t computes_drained = 0;
   std::uint32_t computes_joined = 0;  ///< standby slots that joined (their boundary taken)
+  /// Standby inputs: this input's boundary once named (0: not joined), and the other inputs'
+  /// joins this input passed on to the compute nodes.
+  std::uint64_t join_from = 0;
+  std::uint32_t inputs_joined = 0;
   /// Back-pressure: push() calls that found the queue full and waited (every compute node
   /// out of credits or send buffers), the time they waited in all, and those that gave up
   /// after push_timeout (Errc::timeout). try_push() returning false is not counted.
@@ -176,7 +191,8 @@ class TimesliceSender {
   TimesliceSender& operator=(const TimesliceSender&) = delete;
 
   /// Queues this input's contribution to time-slice t (copied). t must be the next one
-  /// (0, 1, 2, ...): throws netio::Error(Errc::invalid_option) otherwise;
+  /// (0, 1, 2, ...; a standby input: T, T + 1, ... once joined): throws
+  /// netio::Error(Errc::invalid_option) otherwise;
   /// Errc::message_too_large for more than max_contribution_bytes; Errc::closed after
   /// finish(). push() waits up to push_timeout for room (Errc::timeout; Errc::would_block on
   /// the event-loop thread); try_push() returns false instead.
@@ -194,6 +210,14 @@ class TimesliceSender {
   [[nodiscard]] bool wait_finished(std::chrono::nanoseconds timeout);
 
   TimesliceSenderStats stats() const;
+
+  /// A standby input (options.standby) asks to join: the lowest member compute node names its
+  /// boundary T. Returns at once; idempotent. Throws netio::Error (Errc::invalid_option) when
+  /// not on standby. Any thread but the loop's.
+  void join();
+  /// The boundary T once named (push(T, ...) comes next), or nothing after `timeout`. Not on
+  /// the loop thread.
+  [[nodiscard]] std::optional<scheduler::TimesliceIndex> wait_joined(std::chrono::nanoseconds timeout);
 
   struct State;
 

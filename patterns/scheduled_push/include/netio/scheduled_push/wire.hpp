@@ -16,6 +16,10 @@
 ///                  every other member as soon as this input took the change (before any
 ///                  contribution of the slot routed to it), and to the leaving slot itself
 ///                  once this input has sent it everything below T (its farewell).
+///   InputJoin      a standby input joins (scheduler/input_membership.hpp): {x, 0} from input
+///                  x to the lowest member compute node, its request; {x, T} from every input
+///                  to every compute node once it heard the boundary, ahead of any of its
+///                  contributions at or above T (the joiner's first contribution is at T).
 /// The compute node answers with replies on the same connection:
 ///   Welcome        to a Hello it accepts: its compute index and the credits this input gets;
 ///   Refusal        to a Hello it cannot accept (mismatched configuration), with the reason;
@@ -28,6 +32,8 @@
 ///                  it, ordered before any credit it returns after naming it); under
 ///                  assignment by load a request instead, from 0 (to drain, or a standby slot
 ///                  to join): the coordinator names T in its assignment.
+///   InputJoin      {x, T} to every input, when this node names standby input x's boundary
+///                  (ordered before any credit it returns after naming it).
 /// The DFS control messages (reports, requests, proposals) are scheduler/control_messages.hpp
 /// on separate connections to the DDEs.
 ///
@@ -63,6 +69,7 @@ enum class WireType : std::uint8_t {
   credit = 0x16,
   lost_compute = 0x17,
   membership = 0x18,
+  input_join = 0x19,
 };
 
 struct Hello {
@@ -73,6 +80,7 @@ struct Hello {
   std::uint64_t timeslices_per_interval = 0;
   std::uint64_t max_contribution_bytes = 0;
   Mode mode = Mode::best_effort;
+  bool standby = false;  ///< the input is on standby (TimesliceSenderOptions::standby): it joins later
   friend bool operator==(const Hello&, const Hello&) = default;
 };
 
@@ -87,6 +95,13 @@ struct LostCompute {
   ComputeIndex compute = 0;
   std::vector<TimesliceIndex> built;  ///< credited by it last (at most max_lost_built)
   friend bool operator==(const LostCompute&, const LostCompute&) = default;
+};
+
+/// A standby input's request to join (from = 0) or its boundary (from > 0).
+struct InputJoin {
+  InputIndex input = 0;
+  TimesliceIndex from = 0;
+  friend bool operator==(const InputJoin&, const InputJoin&) = default;
 };
 
 struct Welcome {
@@ -108,6 +123,7 @@ inline constexpr std::size_t acknowledgement_size = 12;
 inline constexpr std::size_t credit_size = 12;
 inline constexpr std::size_t max_refusal_text = 1024;
 inline constexpr std::size_t membership_size = 16;
+inline constexpr std::size_t input_join_size = 16;
 inline constexpr std::size_t lost_compute_header_size = 12;  ///< then 8 bytes per built time-slice
 inline constexpr std::size_t max_lost_built = 65536;
 inline constexpr std::uint8_t max_attempt = 255;
@@ -121,6 +137,7 @@ void set_contribution_attempt(std::span<std::byte> contribution, std::uint8_t at
 std::vector<std::byte> encode(const LostCompute& lost);  ///< throws (invalid_option) beyond max_lost_built
 std::array<std::byte, welcome_size> encode(const Welcome& welcome);
 std::array<std::byte, membership_size> encode(const scheduler::MembershipChange& change);
+std::array<std::byte, input_join_size> encode(const InputJoin& join);
 std::vector<std::byte> encode_refusal(const std::string& reason);  ///< cut at max_refusal_text
 std::array<std::byte, acknowledgement_size> encode_acknowledgement(TimesliceIndex t);
 std::array<std::byte, credit_size> encode(const Credit& credit);
@@ -137,5 +154,6 @@ TimesliceIndex decode_acknowledgement(std::span<const std::byte> bytes);
 Credit decode_credit(std::span<const std::byte> bytes);
 LostCompute decode_lost_compute(std::span<const std::byte> bytes);
 scheduler::MembershipChange decode_membership(std::span<const std::byte> bytes);
+InputJoin decode_input_join(std::span<const std::byte> bytes);
 
 }  // namespace netio::scheduled_push

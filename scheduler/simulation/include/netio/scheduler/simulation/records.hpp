@@ -77,6 +77,10 @@ struct RunRecords {
   std::uint32_t computes_drained = 0;
   std::uint32_t computes_joined = 0;
   std::optional<ns::ComputeIndex> joined_compute;
+  // netio_tsbench --join 'input,at=T': standby inputs that joined, and the boundary named (the
+  // first time-slice built with the joiner; 0: none).
+  std::uint32_t inputs_joined = 0;
+  std::uint64_t input_join_from = 0;
   // Time-slices the run pushed (0 .. expected − 1), when known: what "lost" counts against.
   std::optional<std::uint64_t> expected_timeslices;
   // The inputs' side, summed over them (back-pressure, item 4 of issue 51).
