@@ -38,6 +38,26 @@ void check_all_built_once(const System& system, ns::TimesliceIndex count) {
   CHECK(check_each_built_once_per_attempt(system, 3, count) == 0);
 }
 
+// Slot 2 (standby) joins after a quarter of `count` was pushed: the rest pushed, every input
+// took the change, everything built once. Returns the boundary, checked to be an interval
+// start within the run.
+ns::TimesliceIndex join_slot_2(System& system, const SystemOptions& options, ns::TimesliceIndex count) {
+  REQUIRE(system.push_range(0, count / 4, false).empty());
+  CHECK(eventually([&] { return system.deliveries(0).count() + system.deliveries(1).count() >= count / 8; }));
+  CHECK(system.deliveries(2).count() == 0);
+  system.receiver(2).join();
+  // By load the decision comes with the load reports of the intervals sent from now on.
+  REQUIRE(system.push_range(count / 4, count, true).empty());
+  REQUIRE(eventually([&] { return system.receiver(2).stats().join_from != 0; }));
+  const ns::TimesliceIndex from = system.receiver(2).stats().join_from;
+  CHECK(from % options.config.timeslices_per_interval == 0);
+  CHECK(from >= count / 4);
+  CHECK(from < count);
+  check_inputs_after_change(system, false);
+  check_all_built_once(system, count);
+  return from;
+}
+
 }  // namespace
 
 TEST_CASE("A compute node that drains: nothing lost, nothing built twice, its leaving is no loss", "[scheduled_push]") {
@@ -90,19 +110,7 @@ TEST_CASE("A standby compute node that joins: its slot's time-slices from the na
   options.standby = {2};
   const ns::TimesliceIndex count = 3 * 200;
   System system(base, options);
-  REQUIRE(system.push_range(0, count / 4, false).empty());
-  CHECK(eventually([&] { return system.deliveries(0).count() + system.deliveries(1).count() >= count / 8; }));
-  CHECK(system.deliveries(2).count() == 0);
-  system.receiver(2).join();
-  // The decision comes with the load reports of the intervals sent from now on.
-  REQUIRE(system.push_range(count / 4, count, true).empty());
-  REQUIRE(eventually([&] { return system.receiver(2).stats().join_from != 0; }));
-  const ns::TimesliceIndex from = system.receiver(2).stats().join_from;
-  CHECK(from % options.config.timeslices_per_interval == 0);
-  CHECK(from >= count / 4);
-  CHECK(from < count);
-  check_inputs_after_change(system, false);
-  check_all_built_once(system, count);
+  const auto from = join_slot_2(system, options, count);
   const auto joined = system.deliveries(2).copy();
   CHECK(joined.size() == (count - from) / 3);
   for (const auto& d : joined) {
@@ -168,19 +176,7 @@ TEST_CASE("Assignment by load: a standby compute node that joins builds its shar
   options.standby = {2};
   const ns::TimesliceIndex count = 3 * 200;
   System system(base, options);
-  REQUIRE(system.push_range(0, count / 4, false).empty());
-  CHECK(eventually([&] { return system.deliveries(0).count() + system.deliveries(1).count() >= count / 8; }));
-  CHECK(system.deliveries(2).count() == 0);
-  system.receiver(2).join();
-  // The decision comes with the load reports of the intervals sent from now on.
-  REQUIRE(system.push_range(count / 4, count, true).empty());
-  REQUIRE(eventually([&] { return system.receiver(2).stats().join_from != 0; }));
-  const ns::TimesliceIndex from = system.receiver(2).stats().join_from;
-  CHECK(from % options.config.timeslices_per_interval == 0);
-  CHECK(from >= count / 4);
-  CHECK(from < count);
-  check_inputs_after_change(system, false);
-  check_all_built_once(system, count);
+  const auto from = join_slot_2(system, options, count);
   // Its share from the boundary on: a fair one at once (a third), kept while it keeps up; at
   // least a sixth of what came after it joined.
   const auto joined = system.deliveries(2).copy();
