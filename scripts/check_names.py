@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Checks the naming convention of docs/design/conventions.md that the compiler cannot:
-constants are snake_case, never kCamel.
+"""Checks the naming conventions of docs/design/conventions.md that the compiler cannot:
+constants are snake_case, never kCamel; a Catch2 test case's name has no semicolon (CMake
+splits the discovered name there into two ctest entries that each run nothing).
 
   scripts/check_names.py [ROOT]     exit 0 when all is well, 1 with one line per declaration
 
@@ -15,6 +16,7 @@ import sys
 
 ROOMS = ("netio", "backends", "patterns", "scheduler", "tools", "test", "examples")
 DECLARATION = re.compile(r"\b(k[A-Z][A-Za-z0-9]*)\s*(=|\{|\[)")
+TEST_NAME = re.compile(r'TEST_CASE\(\s*"((?:[^"\\]|\\.)*)"')
 
 
 def problems(root):
@@ -26,6 +28,13 @@ def problems(root):
                 for match in DECLARATION.finditer(line):
                     yield f"{path.relative_to(root)}:{number}: constant {match.group(1)} is kCamel; " \
                           f"constants are snake_case (docs/design/conventions.md)"
+            if room == "test":
+                text = path.read_text(errors="replace")
+                for match in TEST_NAME.finditer(text):
+                    if ";" in match.group(1):
+                        number = text.count("\n", 0, match.start()) + 1
+                        yield f"{path.relative_to(root)}:{number}: test case name with a semicolon: " \
+                              f"{match.group(1)!r} (ctest would split it and run nothing; use a comma)"
 
 
 def main():

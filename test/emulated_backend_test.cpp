@@ -253,7 +253,7 @@ TEST_CASE("emulated: a switch core shared by two nodes carries both, in order, a
   CHECK(second.emulation()->counters().buffers_through_core == count);
 }
 
-TEST_CASE("emulated: the configuration changes while running; later buffers use it", "[emulated][integration]") {
+TEST_CASE("emulated: the configuration changes while running, later buffers use it", "[emulated][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(emulated(""));
   Sink sink(context, base);

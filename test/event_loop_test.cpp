@@ -161,7 +161,7 @@ TEST_CASE("a handler removed by an earlier handler in the same batch is not call
   ::close(b);
 }
 
-TEST_CASE("stopping a context joins the loop; posting afterwards runs inline", "[event_loop]") {
+TEST_CASE("stopping a context joins the loop, posting afterwards runs inline", "[event_loop]") {
   netio::Context context;
   std::atomic<int> ran{0};
   context.loop().post([&] { ++ran; });
@@ -393,7 +393,7 @@ TEST_CASE("a timer cancelled by another timer of the same batch does not fire", 
   loop.run_sync([&] { CHECK(fired == std::vector<int>{1, 4}); });
 }
 
-TEST_CASE("timers cancelled from another thread do not fire; cancelling releases the callback", "[event_loop]") {
+TEST_CASE("timers cancelled from another thread do not fire, cancelling releases the callback", "[event_loop]") {
   netio::Context context;
   auto& loop = context.loop();
   std::atomic<int> fired{0};

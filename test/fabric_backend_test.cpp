@@ -1152,7 +1152,7 @@ TEST_CASE("fabric: a connection request that is not from netio is rejected and r
   raw.reset();
 }
 
-TEST_CASE("fabric: callbacks may close their own socket; nothing is called after", "[fabric]") {
+TEST_CASE("fabric: callbacks may close their own socket, nothing is called after", "[fabric]") {
   FabricHarness h;
   std::unique_ptr<netio::LowLevelListenSocket> listener;
   std::unique_ptr<netio::LowLevelReceiveSocket> accepted;
@@ -1307,7 +1307,7 @@ TEST_CASE("fabric: many replies through a window of 2, given back late: all arri
   CHECK_FALSE(sender.disconnected);
 }
 
-TEST_CASE("fabric: a sender holding its replies stalls the replier; giving them back resumes", "[fabric][replies]") {
+TEST_CASE("fabric: a sender holding its replies stalls the replier, giving them back resumes", "[fabric][replies]") {
   FabricHarness h;
   auto& receiver = h.listen(local_endpoint());
   receiver.decide = [](const Endpoint&, std::span<const std::byte>) { return AcceptDecision::accept(256, 4); };
@@ -1454,7 +1454,7 @@ TEST_CASE("fabric: no callback after close() with replies in flight", "[fabric][
   }
 }
 
-TEST_CASE("fabric: reply wire formats: window in the connect data, headers, CQ data; junk rejected", "[fabric][wire]") {
+TEST_CASE("fabric: reply wire formats: window in the connect data, headers, CQ data, junk rejected", "[fabric][wire]") {
   namespace wire = netio::fabric::wire;
   const auto hello = bytes_of("0123456789abcdef");
   auto connect = wire::encode_connect(hello, {70000, 9});

@@ -314,7 +314,7 @@ TEST_CASE("explicit flush sends a partly filled page at once", "[high_throughput
   CHECK(sender.stats().flushes_explicit == 1);
 }
 
-TEST_CASE("a stalled receiver makes the sender wait with bounded memory; reading resumes delivery",
+TEST_CASE("a stalled receiver makes the sender wait with bounded memory, reading resumes delivery",
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   // Busy polling: the stalled reader leaves epoll and comes back to a spinning loop.
@@ -399,7 +399,7 @@ TEST_CASE("with close_awaits_receiver, a close fails when the receiver goes with
   CHECK(!error.empty());
 }
 
-TEST_CASE("a sender of an oversized length, a truncated page or junk is disconnected; others are not disturbed",
+TEST_CASE("a sender of an oversized length, a truncated page or junk is disconnected, others are not disturbed",
           "[high_throughput][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   const auto kind = GENERATE(as<std::string>{}, "oversized length", "truncated page", "junk");

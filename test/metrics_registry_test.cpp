@@ -77,7 +77,7 @@ TEST_CASE("metrics: a summary is one family of _sum and _count samples", "[metri
         "netio_late_seconds_sum{input=\"1\"} 0.5\n");
 }
 
-TEST_CASE("metrics: kept totals outlive their collector, folded by series; gauges go", "[metrics]") {
+TEST_CASE("metrics: kept totals outlive their collector, folded by series, gauges go", "[metrics]") {
   MetricsRegistry registry;
   auto socket = [](double messages, double held) {
     return [messages, held](std::vector<Metric>& out) {

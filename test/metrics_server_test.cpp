@@ -272,7 +272,7 @@ TEST_CASE("influx push: UDP datagrams carry whole lines of the protocol's gramma
   check_influx_lines(received);
 }
 
-TEST_CASE("influx push: an HTTP POST to /write carrying the lines; a failing server is reported", "[metrics]") {
+TEST_CASE("influx push: an HTTP POST to /write carrying the lines, a failing server is reported", "[metrics]") {
   Socket listener;
   sockaddr_in a = loopback(0);
   REQUIRE(::bind(listener.fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0);

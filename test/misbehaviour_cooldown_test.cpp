@@ -27,7 +27,7 @@ TEST_CASE("misbehaviour cooldown: a first offence holds the peer off for the bas
   CHECK_FALSE(cooldown.held("pid7", t0 + 1s));
 }
 
-TEST_CASE("misbehaviour cooldown: repeats double the hold up to 64 times the base; behaving resets it", "[admission]") {
+TEST_CASE("misbehaviour cooldown: repeats double the hold up to 64 times the base, behaving resets it", "[admission]") {
   MisbehaviourCooldown cooldown(100ms);
   auto now = t0;
   const std::chrono::milliseconds expected[] = {100ms, 200ms, 400ms, 800ms, 1600ms, 3200ms, 6400ms, 6400ms};
@@ -43,7 +43,7 @@ TEST_CASE("misbehaviour cooldown: repeats double the hold up to 64 times the bas
   CHECK(cooldown.held("pid7", now)->length == 100ms);
 }
 
-TEST_CASE("misbehaviour cooldown: off at zero; at capacity the hold ending first is forgotten", "[admission]") {
+TEST_CASE("misbehaviour cooldown: off at zero, at capacity the hold ending first is forgotten", "[admission]") {
   MisbehaviourCooldown off(0s);
   off.offended("pid7", "junk", t0);
   CHECK_FALSE(off.held("pid7", t0));

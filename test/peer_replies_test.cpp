@@ -270,7 +270,7 @@ TEST_CASE("a sender that declares no name is known by host and process", "[ident
   CHECK_THAT(name, Catch::EndsWith(":" + std::to_string(::getpid())));
 }
 
-TEST_CASE("high-throughput: messages carry their Peer; replies from a user thread reach their sender via recv_reply",
+TEST_CASE("high-throughput: messages carry their Peer, replies from a user thread reach their sender via recv_reply",
           "[replies][identity][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   constexpr std::uint64_t senders = 4;

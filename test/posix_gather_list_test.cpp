@@ -96,7 +96,7 @@ TEST_CASE("gather list: the byte budget cuts a part and ends the list", "[posix]
   CHECK(calls == (8 + payload.size() + budget - 1) / budget);
 }
 
-TEST_CASE("gather list: the iovec count ends the list; empty parts take no iovec", "[posix][gather]") {
+TEST_CASE("gather list: the iovec count ends the list, empty parts take no iovec", "[posix][gather]") {
   std::array<std::byte, 8> header{};
   std::array<iovec, 3> slots{};
   GatherList list(slots, 0, 1 << 20);

@@ -89,7 +89,7 @@ TEST_CASE("pub/sub back-pressure: a stalled subscriber under block holds the pub
 }
 
 TEST_CASE(
-    "pub/sub back-pressure: under drop a stalled subscriber costs the others nothing; drops are counted on both sides",
+    "pub/sub back-pressure: under drop a stalled subscriber costs the others nothing, drops are counted on both sides",
     "[pubsub]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   netio::Context context(netio::test::context_options());

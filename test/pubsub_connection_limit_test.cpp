@@ -199,7 +199,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "pub/sub under a connection limit: a subscriber that leaves while its connection is torn down is removed; "
+    "pub/sub under a connection limit: a subscriber that leaves while its connection is torn down is removed, "
     "the others lose nothing",
     "[pubsub][connections]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());

@@ -171,7 +171,7 @@ TEST_CASE("pub/sub: wait_for_subscribers() returns once every subscriber's every
   CHECK_FALSE(publisher.wait_for_subscribers(subscribers + 1, 50ms));
 }
 
-TEST_CASE("pub/sub: a subscriber is held to max_tags_per_subscriber; tags it holds already do not count again",
+TEST_CASE("pub/sub: a subscriber is held to max_tags_per_subscriber, tags it holds already do not count again",
           "[pubsub]") {
   const auto base = GENERATE(netio::test::loopback_endpoints());
   netio::Context context(netio::test::context_options());

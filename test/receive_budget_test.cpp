@@ -289,7 +289,7 @@ TEST_CASE("receive sockets given one shared budget are bounded together", "[budg
   CHECK_THROWS_WITH(second.wait_connected(10s), Catch::Contains("memory budget"));
 }
 
-TEST_CASE("a sender whose message does not fit the reassembly budget is dropped; another sender is not disturbed",
+TEST_CASE("a sender whose message does not fit the reassembly budget is dropped, another sender is not disturbed",
           "[budget][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(netio::test::context_options());

@@ -46,7 +46,7 @@ using Shares = std::vector<std::uint32_t>;
 
 }  // namespace
 
-TEST_CASE("assigner: the table spreads each share over the interval; equal shares are t mod M", "[scheduler]") {
+TEST_CASE("assigner: the table spreads each share over the interval, equal shares are t mod M", "[scheduler]") {
   CHECK(assignment_table(Shares{2, 2, 2}) == std::vector<ComputeIndex>{0, 1, 2, 0, 1, 2});
   // Smooth weighted round-robin, the lowest index on a tie (by hand: current += shares, the
   // largest goes and gives back the total, 8).
@@ -171,7 +171,7 @@ TEST_CASE("assigner: past the start-up a full node is cut at once, then the shar
   CHECK(node0(18, 100) == 54);
 }
 
-TEST_CASE("assigner: noise that must not cut anyone; fractional shares carried", "[scheduler]") {
+TEST_CASE("assigner: noise that must not cut anyone, fractional shares carried", "[scheduler]") {
   Assigner a(load_config(2, 4, 400));
   // Past the start-up, uses that differ by up to 300 (not full, not above the others' median by
   // 400), rising and falling: nobody is cut.

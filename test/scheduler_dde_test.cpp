@@ -44,7 +44,7 @@ Arrival arrival(InputIndex input, IntervalIndex j, long long start, long long du
 
 }  // namespace
 
-TEST_CASE("scheduler DDE: a request waits for interval k - 2; the first intervals get no proposal", "[scheduler]") {
+TEST_CASE("scheduler DDE: a request waits for interval k - 2, the first intervals get no proposal", "[scheduler]") {
   DeterministicEngine dde(config(2, 2));
   // interval 0: starts 0 and 10 → 5; durations 100 140 → 120
   CHECK(dde.on_report(arrival(0, 0, 0, 100).report, arrival(0, 0, 0, 100).received_at).empty());

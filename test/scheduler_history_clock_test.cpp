@@ -24,7 +24,7 @@ MeasuredInterval measured(IntervalIndex j, long long start, long long duration,
 
 }  // namespace
 
-TEST_CASE("scheduler history: complete when all IEs reported; average start, median duration", "[scheduler]") {
+TEST_CASE("scheduler history: complete when all IEs reported, average start, median duration", "[scheduler]") {
   HistoryManager history(3, 10);
   CHECK_FALSE(history.add(0, measured(5, 1000, 500, 1000ns)));
   CHECK_FALSE(history.add(2, measured(5, 1900, 700)));  // IE 2 ran without a proposal
@@ -78,7 +78,7 @@ TEST_CASE("scheduler history: the unified interval does not depend on the arriva
   CHECK(permutations == 24);
 }
 
-TEST_CASE("scheduler history: windows are consecutive complete intervals; memory is bounded", "[scheduler]") {
+TEST_CASE("scheduler history: windows are consecutive complete intervals, memory is bounded", "[scheduler]") {
   HistoryManager history(2, 4);
   for (IntervalIndex j = 0; j < 6; ++j) {
     history.add(0, measured(j, 100 * static_cast<long long>(j), 10));
@@ -133,7 +133,7 @@ TEST_CASE("scheduler clocks: offset lt - (tm + durm) - lat and the median drift"
   CHECK_THROWS_AS(clocks.offset(1), netio::Error);
 }
 
-TEST_CASE("scheduler clocks: a lost report is skipped; the drift uses the successive reports", "[scheduler]") {
+TEST_CASE("scheduler clocks: a lost report is skipped, the drift uses the successive reports", "[scheduler]") {
   ClockSynchronizer clocks(2, 10);
   clocks.on_report(1, 0, Time{1'000}, 0ns, Time{6'000});    // offset 5,000
   clocks.on_report(1, 3, Time{21'000}, 0ns, Time{26'040});  // offset 5,040 over 20,000 ns: 0.002
@@ -191,7 +191,7 @@ TEST_CASE("scheduler clocks, filtered: the offset is the least-queued of the las
   CHECK(paper.offset(0) == 50'900ns);
 }
 
-TEST_CASE("scheduler clocks, filtered: the drift is the lower envelope's slope; queueing does not move it",
+TEST_CASE("scheduler clocks, filtered: the drift is the lower envelope's slope, queueing does not move it",
           "[scheduler]") {
   // The IE's clock runs 100 ppm slow against the DDE's: offset(t) = 50,000 + 100e-6 × t.
   // Reports every 1 ms of IE time; every third queues not at all, the others 0.3-2 ms.

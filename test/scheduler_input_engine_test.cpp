@@ -33,7 +33,7 @@ void send(InputEngine& ie, TimesliceIndex expected, long long now) {
 
 }  // namespace
 
-TEST_CASE("scheduler IE: without proposals it sends best-effort in offset order; θ gates the next interval",
+TEST_CASE("scheduler IE: without proposals it sends best-effort in offset order, θ gates the next interval",
           "[scheduler]") {
   InputEngine ie(config(4, 0.75), 1);  // n = 4 (2 rounds of 2); ⌈0.75 · 4⌉ = 3 acknowledgements
   // input 1 starts each round with compute 1: 1 0 | 3 2 | 5 4 ...

@@ -154,7 +154,7 @@ TEST_CASE("InputNode::start_at: a joining input's stream starts at its boundary'
   CHECK(engine.current_interval() == 5);
 }
 
-TEST_CASE("HistoryManager: an interval is complete once its member inputs reported; a joiner counts from its interval",
+TEST_CASE("HistoryManager: an interval is complete once its member inputs reported, a joiner counts from its interval",
           "[scheduled_push]") {
   HistoryManager history(3, 8, {2});
   const auto measured = [](IntervalIndex j, std::int64_t start_us, std::int64_t duration_us) {

@@ -29,7 +29,7 @@ std::vector<TimesliceIndex> first_sends(const TimesliceLayout& layout, InputInde
 
 }  // namespace
 
-TEST_CASE("scheduler layout: time-slice t belongs to compute t mod M; intervals hold whole rounds", "[scheduler]") {
+TEST_CASE("scheduler layout: time-slice t belongs to compute t mod M, intervals hold whole rounds", "[scheduler]") {
   const TimesliceLayout layout(config(3, 4, 8));  // R = 8 / 4 = 2 rounds, n = 8
   CHECK(layout.rounds_per_interval() == 2);
   CHECK(layout.timeslices_per_interval() == 8);

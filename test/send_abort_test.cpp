@@ -134,7 +134,7 @@ TEST_CASE("abort(): a low-latency send waiting for a buffer fails at once, namin
   CHECK_THROWS_AS(sender.try_send(message), netio::Error);
 }
 
-TEST_CASE("abort(): a multi-destination send waiting on one destination fails at once; the others go on",
+TEST_CASE("abort(): a multi-destination send waiting on one destination fails at once, the others go on",
           "[abort][connections][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context receiver_context;

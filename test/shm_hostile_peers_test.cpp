@@ -98,7 +98,7 @@ TEST_CASE("shm: a peer flooding wake-up bytes is disconnected, logged once, and 
   CHECK(flood_lines.count() == 1);
 }
 
-TEST_CASE("shm: a process dropped for a wake-up flood is held off, answered when the hold ends; others connect",
+TEST_CASE("shm: a process dropped for a wake-up flood is held off, answered when the hold ends, others connect",
           "[shm][admission]") {
   // A flooder that reconnects at once kept an idle receiver 70-81 % busy setting up and
   // tearing down its connections. Now the receiver refuses that process for

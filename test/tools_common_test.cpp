@@ -51,7 +51,7 @@ TEST_CASE("sizes parse with binary units and reject ambiguous or bad input", "[t
   CHECK_THAT(parse_size("4KB").error(), Catch::Contains("ambiguous"));
 }
 
-TEST_CASE("durations parse with units; a bare number is seconds", "[tools][units]") {
+TEST_CASE("durations parse with units, a bare number is seconds", "[tools][units]") {
   CHECK(parse_duration("500ms").value() == 500ms);
   CHECK(parse_duration("2s").value() == 2s);
   CHECK(parse_duration("10us").value() == 10us);

@@ -106,7 +106,7 @@ TEST_CASE("run tracker: control messages before any run are ignored and counted"
   CHECK(results[0].complete);
 }
 
-TEST_CASE("netio_recv: a stranger's end of stream ends nothing; the real sender's stream is received whole",
+TEST_CASE("netio_recv: a stranger's end of stream ends nothing, the real sender's stream is received whole",
           "[tools][recv]") {
   const auto base = GENERATE(loopback_endpoints());
   const auto mode = GENERATE(SocketMode::high_throughput, SocketMode::low_latency);

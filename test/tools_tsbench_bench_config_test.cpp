@@ -124,7 +124,7 @@ TEST_CASE("tsbench config: fewer than 2 credits per pair are refused, saying how
   }
 }
 
-TEST_CASE("tsbench config: the default interval is whole rounds; a given one must be", "[tsbench]") {
+TEST_CASE("tsbench config: the default interval is whole rounds, a given one must be", "[tsbench]") {
   // Not given: 1000 rounded down to whole rounds of M (as the engines did before they refused
   // a remainder), so that `--inputs 24 --computes 24` runs as it always did.
   auto b = system_of(24, 24);
@@ -175,7 +175,7 @@ TEST_CASE("tsbench config: two DDE replicas by default where there are two compu
   }
 }
 
-TEST_CASE("tsbench config: --join 'input,at=T' keeps input N-1 on standby; one change per run, 2 inputs at least",
+TEST_CASE("tsbench config: --join 'input,at=T' keeps input N-1 on standby, one change per run, 2 inputs at least",
           "[tsbench]") {
   using namespace std::chrono_literals;
   auto config = system_of(3, 3);

@@ -123,7 +123,7 @@ TEST_CASE("wire codec: sizes and the 4-byte header are checked", "[wire]") {
                   "m: truncated at reserved byte");
 }
 
-TEST_CASE("wire codec: writing past a fixed buffer is an encoder bug; an over-long string is refused", "[wire]") {
+TEST_CASE("wire codec: writing past a fixed buffer is an encoder bug, an over-long string is refused", "[wire]") {
   std::array<std::byte, 5> out{};
   WireWriter w(out);
   w.put(std::uint32_t{1});
