@@ -41,6 +41,19 @@ TEST_CASE("scheduler layout: time-slice t belongs to compute t mod M, intervals 
   CHECK(layout.first_timeslice(2) == 16);
 }
 
+TEST_CASE("scheduler layout: the last round's places a stream of `end` does not fill", "[scheduler]") {
+  const TimesliceLayout layout(config(3, 4, 8));  // rounds of 4: 0..3, 4..7
+  // 6 time-slices (0..5): 6 and 7 are the second round's unfilled places, 8 on is no round of it
+  CHECK_FALSE(layout.beyond_the_end(5, 6));
+  CHECK(layout.beyond_the_end(6, 6));
+  CHECK(layout.beyond_the_end(7, 6));
+  CHECK_FALSE(layout.beyond_the_end(8, 6));
+  // a stream of whole rounds leaves no such place
+  CHECK_FALSE(layout.beyond_the_end(8, 8));
+  CHECK_FALSE(layout.beyond_the_end(9, 8));
+  CHECK_FALSE(layout.beyond_the_end(0, 0));
+}
+
 TEST_CASE("scheduler layout: input i starts every round with compute (i + offset) mod M", "[scheduler]") {
   const TimesliceLayout layout(config(3, 4, 8));
   // round 0 is time-slices 0..3, round 1 is 4..7

@@ -224,10 +224,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         throw Error(Errc::protocol_error,
                     fmt::format("input {} asked for input {} to join", known->second, join.input));
       }
-      if (const auto named = input_boundaries_named.find(join.input); named != input_boundaries_named.end()) {
-        reply(join.input, encode(InputJoin{join.input, named->second}));  // asked again: the same boundary
-        return;
-      }
+      // Asked again, or named already (here or by another node): the same boundary.
       if (const auto heard = node.input_membership().joins_from(join.input)) {
         reply(join.input, encode(InputJoin{join.input, *heard}));
         return;

@@ -801,10 +801,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   // queue_mutex held. After finish(), when the last round is not whole: time-slice t of it was
   // never pushed, but this input's order in the round (its DFS offset) puts t before pushed
   // ones. It is passed over, not waited for (no input has it: nobody builds it).
-  bool beyond_the_end(ns::TimesliceIndex t) const {
-    const auto m = options.config.compute_count;
-    return finished && t >= next_push && t < (next_push + m - 1) / m * m;
-  }
+  bool beyond_the_end(ns::TimesliceIndex t) const { return finished && node.layout().beyond_the_end(t, next_push); }
   // queue_mutex held: everything pushed is sent (or handed on) and finish() was called.
   bool everything_sent() const { return finished && node.sent_count() == next_push + passed_beyond_the_end; }
 

@@ -138,8 +138,7 @@ void SimulatedNodes::drive(ns::InputIndex i) {
     if (next.timeslice >= limit_) {  // not pushed: the run ends below it
       // A last round that is not whole: this input's place in it comes before time-slices it
       // sends, and is passed over (as TimesliceSender does after finish()).
-      const std::uint64_t m = system_.computes();
-      if (!limit_set_ || next.timeslice >= (limit_ + m - 1) / m * m) break;
+      if (!limit_set_ || !in.node.layout().beyond_the_end(next.timeslice, limit_)) break;
       if (auto done = in.node.on_skipped(next.timeslice, local)) report(i, *done);
       continue;
     }

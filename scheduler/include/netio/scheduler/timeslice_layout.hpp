@@ -27,6 +27,12 @@ class TimesliceLayout {
   ComputeIndex compute_of(TimesliceIndex t) const noexcept { return static_cast<ComputeIndex>(t % compute_count_); }
   IntervalIndex interval_of(TimesliceIndex t) const noexcept { return t / timeslices_per_interval(); }
   TimesliceIndex first_timeslice(IntervalIndex j) const noexcept { return j * timeslices_per_interval(); }
+  /// Whether t is a place of the last round of a stream of `end` time-slices (0 .. end − 1)
+  /// that the stream does not fill: no input has it, yet an input's order puts it before
+  /// pushed ones of that round, so a sender passes over it rather than wait.
+  bool beyond_the_end(TimesliceIndex t, TimesliceIndex end) const noexcept {
+    return t >= end && t < (end + compute_count_ - 1) / compute_count_ * compute_count_;
+  }
 
   /// The time-slice of interval j whose contributions' acknowledgements every IE reports
   /// (MetadataReport::probe_acknowledged, extension 10): one in the interval's middle round,
