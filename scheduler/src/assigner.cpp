@@ -71,7 +71,7 @@ std::vector<ComputeIndex> assignment_table(std::span<const std::uint32_t> shares
 }
 
 void check_assignment(std::uint32_t compute_count, std::uint64_t timeslices_in_interval,
-                      const IntervalAssignment& assignment) {
+                      const IntervalAssignment& assignment, std::uint32_t input_count) {
   if (assignment.shares.size() != compute_count) {
     reject_from_peer("assignment of interval " + std::to_string(assignment.interval) + " has " +
                      std::to_string(assignment.shares.size()) + " shares for " + std::to_string(compute_count) +
@@ -97,13 +97,26 @@ void check_assignment(std::uint32_t compute_count, std::uint64_t timeslices_in_i
     if (changed[change.compute]) reject_from_peer(what + " twice");
     changed[change.compute] = true;
   }
+  std::vector<InputIndex> joining;
+  for (const auto& join : assignment.input_joins) {
+    const auto what = "assignment of interval " + std::to_string(assignment.interval) + ": input " +
+                      std::to_string(join.input) + " joins";
+    if (join.input >= input_count) {
+      reject_from_peer(what + ", out of range (" + std::to_string(input_count) + " inputs)");
+    }
+    if (!start_fits || join.from != assignment.interval * timeslices_in_interval) {
+      reject_from_peer(what + " from time-slice " + std::to_string(join.from) + ", not the interval's first");
+    }
+    if (std::find(joining.begin(), joining.end(), join.input) != joining.end()) reject_from_peer(what + " twice");
+    joining.push_back(join.input);
+  }
 }
 
-Assigner::Assigner(const SchedulerConfig& config)
+Assigner::Assigner(const SchedulerConfig& config, const std::vector<InputIndex>& standby_inputs)
     : config_((validate(config), config)),
       per_interval_(config.timeslices_in_interval()),
       gone_(config.input_count, false),
-      live_inputs_(config.input_count),
+      inputs_(config.input_count, standby_inputs),
       over_streak_(config.compute_count, 0),
       last_use_(config.compute_count, -1),
       limits_(config.compute_count),
@@ -131,18 +144,26 @@ std::vector<IntervalAssignment> Assigner::on_report(const LoadReport& report) {
 std::vector<IntervalAssignment> Assigner::on_input_gone(InputIndex i) {
   if (i >= config_.input_count || gone_[i]) return {};
   gone_[i] = true;
-  --live_inputs_;
   for (auto& [interval, reports] : pending_) reports.erase(i);
   return decide_ready();
 }
 
+// Interval j is decided from the reports of the inputs that are members at j and not gone:
+// a standby input's from the interval a decision made it join at (decided before j's reports
+// are: k = j + assignment_distance), so every replica waits for the same inputs.
 std::vector<IntervalAssignment> Assigner::decide_ready() {
   std::vector<IntervalAssignment> decided;
-  while (live_inputs_ > 0) {
-    const auto it = pending_.find(next_report_);
-    if (it == pending_.end() || it->second.size() < live_inputs_) break;
+  for (;;) {
+    const IntervalIndex j = next_report_;
+    std::uint32_t expected = 0;
+    for (InputIndex i = 0; i < config_.input_count; ++i) expected += !gone_[i] && inputs_.member(i, j) ? 1 : 0;
+    const auto it = pending_.find(j);
+    if (expected == 0 || it == pending_.end()) break;
     std::vector<const LoadReport*> reports;
-    for (const auto& [input, report] : it->second) reports.push_back(&report);
+    for (const auto& [input, report] : it->second) {
+      if (inputs_.member(input, j)) reports.push_back(&report);  // a standby input's, early: not counted
+    }
+    if (reports.size() < expected) break;
     const IntervalIndex k = next_report_ + assignment_distance;
     auto assignment = decide(k, reports);
     decided_.insert_or_assign(k, assignment);
@@ -160,6 +181,7 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
   // so two decisions never both correct the same measurement.
   const std::vector<std::uint32_t>& measured = decided_.at(k - assignment_distance).shares;
   auto changes = decide_membership(k, reports);
+  auto input_joins = decide_input_joins(k, reports);
   // Each node's use: the median over the inputs (the lower middle one of an even count),
   // lost when any input lost it.
   std::vector<std::uint32_t> use(m, 0);
@@ -187,7 +209,7 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
     if (!skip[c]) live.push_back(c);
   }
   // Every node lost: nothing to choose between.
-  if (live.empty()) return IntervalAssignment{k, measured, std::move(changes)};
+  if (live.empty()) return IntervalAssignment{k, measured, std::move(changes), std::move(input_joins)};
   const double n = static_cast<double>(per_interval_);
   const double fair = 1.0 / static_cast<double>(live.size());
   const double floor = floor_fraction_per_node * fair;
@@ -332,7 +354,26 @@ IntervalAssignment Assigner::decide(IntervalIndex k, const std::vector<const Loa
     if (!skip[c]) carry_[c] = std::clamp(exact[c] - assignment.shares[c], -1.0, 1.0);
   }
   assignment.changes = std::move(changes);
+  assignment.input_joins = std::move(input_joins);
   return assignment;
+}
+
+// A standby input flagged by any report joins from k on, once; a flag for an input that is a
+// member already (joined, or never on standby) is ignored: the inputs keep flagging until they
+// hold the decision. Depends on the reports' contents only, as decide_membership().
+std::vector<InputJoinChange> Assigner::decide_input_joins(IntervalIndex k,
+                                                          const std::vector<const LoadReport*>& reports) {
+  std::vector<InputJoinChange> joins;
+  for (InputIndex x = 0; x < config_.input_count; ++x) {
+    if (!inputs_.standby(x) || inputs_.joins_from(x)) continue;
+    const bool flagged = std::any_of(reports.begin(), reports.end(), [&](const LoadReport* r) {
+      return std::find(r->joining_inputs.begin(), r->joining_inputs.end(), x) != r->joining_inputs.end();
+    });
+    if (!flagged) continue;
+    (void)inputs_.join(x, k);
+    joins.push_back(InputJoinChange{x, k * per_interval_});
+  }
+  return joins;
 }
 
 // A member flagged draining by any report leaves from k on; a slot flagged joining by any

@@ -26,7 +26,7 @@ constexpr netio::detail::Rejecter reject{Errc::invalid_option, "input node"};
 std::string_view to_string(Mode mode) noexcept { return mode == Mode::dfs ? "dfs" : "best-effort"; }
 
 InputNode::InputNode(const SchedulerConfig& config, InputIndex self, Mode mode,
-                     const std::vector<ComputeIndex>& standby)
+                     const std::vector<ComputeIndex>& standby, bool standby_input)
     : layout_(config),
       assignment_(config.assignment),
       self_(self),
@@ -37,7 +37,9 @@ InputNode::InputNode(const SchedulerConfig& config, InputIndex self, Mode mode,
       rings_(config.compute_count),
       use_sums_(config.assignment == Assignment::load ? config.compute_count : 0, 0),
       membership_(config.compute_count, standby),
-      requested_(config.compute_count, Request::none) {
+      requested_(config.compute_count, Request::none),
+      input_count_(config.input_count),
+      started_(!standby_input) {
   if (self >= config.input_count) {
     reject("input " + std::to_string(self) + " out of range (" + std::to_string(config.input_count) + " inputs)");
   }
@@ -240,9 +242,16 @@ void InputNode::start_at(TimesliceIndex from) {
     reject("start_at(" + std::to_string(from) + "): not an interval start (intervals of " +
            std::to_string(layout_.timeslices_per_interval()) + ")");
   }
-  if (assignment_ == Assignment::load) reject("start_at() under assignment by load (built for the fixed assignment)");
+  if (assignment_ == Assignment::load) {
+    reject("start_at() under assignment by load (the assignment naming the join starts the input)");
+  }
+  begin_at(from);
+}
+
+void InputNode::begin_at(TimesliceIndex from) {
   if (engine_) engine_->start_at(layout_.interval_of(from));
   sent_ = from;
+  started_ = true;
 }
 
 std::optional<ComputeIndex> InputNode::own_of(TimesliceIndex t) const {
@@ -303,9 +312,14 @@ ComputeIndex InputNode::assigned(TimesliceIndex t) const {
 
 bool InputNode::on_assignment(const IntervalAssignment& assignment) {
   if (assignment_ != Assignment::load) return false;
-  check_assignment(layout_.compute_count(), layout_.timeslices_per_interval(), assignment);
+  check_assignment(layout_.compute_count(), layout_.timeslices_per_interval(), assignment, input_count_);
+  if (!started_) return on_assignment_on_standby(assignment);
   if (assignment.interval < layout_.interval_of(next_timeslice()) || tables_.contains(assignment.interval)) {
     return false;
+  }
+  for (const auto& join : assignment.input_joins) {
+    input_joins_.emplace(join.input, join.from);
+    std::erase(inputs_requested_, join.input);
   }
   for (const auto& change : assignment.changes) {
     try {
@@ -319,6 +333,51 @@ bool InputNode::on_assignment(const IntervalAssignment& assignment) {
   tables_.emplace(assignment.interval, assignment_table(assignment.shares));
   cached_round_ = ~TimesliceIndex{0};
   return true;
+}
+
+// A standby input sends nothing before its boundary, so every compute change is in time for it
+// (its sends start at the boundary, sent_ 0 until then); it keeps no table but its first one.
+bool InputNode::on_assignment_on_standby(const IntervalAssignment& assignment) {
+  bool new_change = false;
+  for (const auto& change : assignment.changes) {
+    try {
+      new_change = membership_.apply(change) || new_change;
+    } catch (const Error& e) {
+      throw Error(Errc::protocol_error,
+                  "assignment of interval " + std::to_string(assignment.interval) + ": " + e.what());
+    }
+    requested_[change.compute] = Request::none;
+  }
+  cached_round_ = ~TimesliceIndex{0};
+  for (const auto& join : assignment.input_joins) input_joins_.emplace(join.input, join.from);
+  const auto own = std::find_if(assignment.input_joins.begin(), assignment.input_joins.end(),
+                                [&](const InputJoinChange& join) { return join.input == self_; });
+  if (own == assignment.input_joins.end()) return new_change;
+  begin_at(own->from);
+  tables_.emplace(assignment.interval, assignment_table(assignment.shares));
+  return true;
+}
+
+bool InputNode::request_input_join(InputIndex x) {
+  if (assignment_ != Assignment::load) {
+    throw Error(Errc::protocol_error, "input " + std::to_string(self_) + ": input " + std::to_string(x) +
+                                          " asked to join, not under assignment by load (a compute node names when)");
+  }
+  if (x >= input_count_) {
+    throw Error(Errc::protocol_error, "input " + std::to_string(self_) + ": input " + std::to_string(x) +
+                                          " asked to join, out of range (" + std::to_string(input_count_) +
+                                          " inputs)");
+  }
+  if (x == self_ || input_joins_.contains(x)) return false;
+  if (std::find(inputs_requested_.begin(), inputs_requested_.end(), x) != inputs_requested_.end()) return false;
+  inputs_requested_.insert(std::upper_bound(inputs_requested_.begin(), inputs_requested_.end(), x), x);
+  return true;
+}
+
+std::optional<TimesliceIndex> InputNode::input_joins_from(InputIndex x) const {
+  const auto it = input_joins_.find(x);
+  if (it == input_joins_.end()) return std::nullopt;
+  return it->second;
 }
 
 bool InputNode::request_change(ComputeIndex c, bool joins) {
@@ -357,7 +416,7 @@ void InputNode::note_load() {
 void InputNode::count_sent() {
   ++sent_;
   if (assignment_ != Assignment::load || sent_ % layout_.timeslices_per_interval() != 0) return;
-  LoadReport report{self_, sent_ / layout_.timeslices_per_interval() - 1, {}};
+  LoadReport report{self_, sent_ / layout_.timeslices_per_interval() - 1, {}, inputs_requested_};
   report.in_use.resize(use_sums_.size());
   for (ComputeIndex c = 0; c < use_sums_.size(); ++c) {
     if (lost_[c]) {

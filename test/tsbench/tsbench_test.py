@@ -13,8 +13,9 @@
                                              in the header and a role run's run.csv; fewer than 2 per pair refused
                                              in a local run, --simulate and role mode
   tsbench_test.py TSBENCH local-load         assignment by load, one compute node slowed: all built, fewer there
-  tsbench_test.py TSBENCH local-input-join   --join 'input,at=T', 3 x 3, both schedulers: below the boundary built from
-                                             2 inputs, from it on from 3, each once; --simulate and --role refuse it
+  tsbench_test.py TSBENCH local-input-join   --join 'input,at=T', 3 x 3, both schedulers, both assignments: below the
+                                             boundary built from 2 inputs, from it on from 3, each once; --simulate
+                                             and --role refuse it
   tsbench_test.py TSBENCH kill-compute       kill -9 of a compute process of a running 4 x 4: the inputs send its
                                              time-slices to the others; --collect: 0 lost, duplicates only with
                                              a higher attempt
@@ -34,6 +35,7 @@
 Ports: every node listens on a port this script found free (bound to port 0, then released);
 nothing is fixed.
 """
+import itertools
 import json
 import os
 import signal
@@ -282,26 +284,28 @@ def run_local_membership_by_load(tsbench):
 
 
 def run_local_input_join(tsbench):
-    """--join 'input,at=T' in a local run, 3 inputs x 3 compute nodes, both schedulers: input 2 is on standby and joins
-    at the boundary a compute node names; every time-slice is built once and complete, from the 2 other inputs below
-    the boundary (2 contributions' bytes) and from all 3 from it on. --simulate refuses it."""
+    """--join 'input,at=T' in a local run, 3 inputs x 3 compute nodes, both schedulers, both assignments: input 2 is on
+    standby and joins at the boundary a compute node (by load: the coordinator) names; every time-slice is built once
+    and complete, from the 2 other inputs below the boundary (2 contributions' bytes) and from all 3 from it on.
+    --simulate refuses it."""
     size = 4096
-    for scheduler in ("best-effort", "dfs"):
+    for scheduler, assignment in itertools.product(("best-effort", "dfs"), ("fixed", "load")):
         with tempfile.TemporaryDirectory() as work:
-            p, name, summary, csv = run_local_change(tsbench, work, scheduler, 3, ["--join", "input,at=1s"])
+            p, name, summary, csv = run_local_change(tsbench, work, scheduler, 3,
+                                                     ["--join", "input,at=1s", "--assignment", assignment])
             membership = summary["membership"]
             start = membership["input_join_from"]
             if (summary["lost"], summary["duplicates"], summary["incomplete"]) != (0, 0, 0) or \
                     membership["inputs_joined"] != 1 or start == 0 or start % 42 != 0:
-                fail(f"{scheduler}: expected nothing lost, built twice or incomplete, input 2 joined at an interval "
-                     f"start", p.stdout)
+                fail(f"{scheduler}, {assignment}: expected nothing lost, built twice or incomplete, input 2 joined at "
+                     f"an interval start", p.stdout)
             with open(os.path.join(csv, name, "timeslices.csv")) as f:
                 rows = [row.split(",") for row in f.read().splitlines()]
             column, length = rows[0].index("timeslice"), rows[0].index("bytes")
             built = sorted((int(r[column]), int(r[length])) for r in rows[1:])
             wrong = [(t, b) for t, b in built if b != (2 if t < start else 3) * size]
             if [t for t, _ in built] != list(range(len(built))) or not built[-1][0] >= start or wrong:
-                fail(f"{scheduler}: time-slices 0..{len(built) - 1}, boundary {start}: expected each once, "
+                fail(f"{scheduler}, {assignment}: time-slices 0..{len(built) - 1}, boundary {start}: expected each once, "
                      f"{2 * size} bytes below the boundary and {3 * size} from it on; wrong: {wrong[:5]}")
     for mode, refusal in ((["--simulate", "--inputs", "3", "--computes", "3"], "inputs joining are not modelled"),
                           (["--role", "input", "--rank", "0", "--config", "cluster.txt"], "local mode only")):

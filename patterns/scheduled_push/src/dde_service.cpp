@@ -27,13 +27,11 @@ namespace ns = netio::scheduler;
 
 struct DdeService::State {
   State(const ns::SchedulerConfig& config, ProposalObserver observer, const std::vector<ns::InputIndex>& standby)
-      : engine(config, standby), input_count(config.input_count), on_proposal(std::move(observer)) {
-    if (!standby.empty() && config.assignment == ns::Assignment::load) {
-      throw Error(Errc::invalid_option,
-                  "DDE: standby inputs under assignment by load (inputs joining is built for the fixed assignment "
-                  "only: the Assigner waits for every input's load report)");
-    }
-    if (config.assignment == ns::Assignment::load) assigner.emplace(config);
+      : engine(config, standby),
+        input_count(config.input_count),
+        on_proposal(std::move(observer)),
+        standby_inputs(standby) {
+    if (config.assignment == ns::Assignment::load) assigner.emplace(config, standby);
     stats.assignment = config.assignment;
     stats.assigned_shares = ns::fixed_assignment(config, 0).shares;  // until the first decision by load
   }
@@ -47,7 +45,7 @@ struct DdeService::State {
         return;
       }
       if (ns::control_message_type(bytes) == static_cast<std::uint8_t>(WireType::input_join)) {
-        on_input_join(decode_input_join(bytes));
+        on_input_join(decode_input_join(bytes), peer);
         return;
       }
       switch (ns::message_type(bytes)) {
@@ -75,6 +73,7 @@ struct DdeService::State {
           }
           const auto echo = engine.on_clock_probe(probe, now);
           count(&DdeServiceStats::clock_probes);
+          if (assigner && standby(probe.input) && !peers.contains(probe.input)) register_standby(probe.input, peer);
           try {
             (void)peer.try_reply(ns::encode(echo));  // a probe whose echo does not fit is simply not answered
           } catch (const Error&) {
@@ -114,6 +113,7 @@ struct DdeService::State {
     count(&DdeServiceStats::load_reports);
     note_lost(report);
     send_unsent_assignments(report.input);
+    pass_join_requests(report);
     for (const auto& assignment : assigner->on_report(report)) {
       {
         std::lock_guard lock(stats_mutex);
@@ -124,8 +124,16 @@ struct DdeService::State {
         log(LogLevel::info, "DDE at {}: compute node {} {} from time-slice {} (interval {})", local_endpoint(),
             change.compute, change.joins ? "joins" : "leaves", change.from, assignment.interval);
       }
+      for (const auto& join : assignment.input_joins) {
+        log(LogLevel::info, "DDE at {}: input {} joins from time-slice {} (interval {})", local_endpoint(), join.input,
+            join.from, assignment.interval);
+        join_requests.erase(join.input);
+      }
       const auto bytes = ns::encode(assignment);
       for (auto it = peers.begin(); it != peers.end();) {
+        // What waits for this input goes first (a standby input sends no report that would
+        // take it: it waits for the decision naming its join).
+        send_unsent_assignments(it->first);
         auto& unsent = unsent_assignments[it->first];
         bool sent = false;
         try {
@@ -152,8 +160,13 @@ struct DdeService::State {
 
   // A standby input's boundary T (an interval start), passed on by an input ahead of its
   // reports of T's interval and later: the history counts the joiner from that interval on.
-  void on_input_join(const InputJoin& join) {
+  // Under load, {x, 0} from x itself is its request to join (request_join()).
+  void on_input_join(const InputJoin& join, const Peer& peer) {
     check_input(join.input);
+    if (join.from == 0 && assigner) {
+      request_join(join.input, peer);
+      return;
+    }
     const auto n = layout_n;
     if (join.from == 0 || join.from % n != 0) {
       throw Error(Errc::protocol_error, "input " + std::to_string(join.input) + " joins from time-slice " +
@@ -162,6 +175,57 @@ struct DdeService::State {
     if (!engine.on_input_joins(join.input, join.from / n)) return;
     log(LogLevel::info, "DDE at {}: input {} reports from interval {} on", local_endpoint(), join.input, join.from / n);
     count(&DdeServiceStats::inputs_joined);
+  }
+
+  bool standby(ns::InputIndex i) const {
+    return std::find(standby_inputs.begin(), standby_inputs.end(), i) != standby_inputs.end();
+  }
+
+  // Assignment by load, standby input x: the decisions go to it as to every input (it applies
+  // their compute membership changes while it waits, and starts with the one naming its join),
+  // from its first message on (its clock probe, or its request), the ones held first.
+  void register_standby(ns::InputIndex x, const Peer& peer) {
+    peers[x] = peer;
+    auto& unsent = unsent_assignments[x];
+    unsent.clear();
+    for (const auto& held : assigner->decided_from(ns::assignment_distance)) unsent.push_back(ns::encode(held));
+    while (unsent.size() > max_unsent_assignments) unsent.pop_front();
+    send_unsent_assignments(x);
+  }
+
+  // Standby input x asks to join. Not decided here: replicas would see the request at different
+  // points of the report stream. It goes on to every member input, which flag it in their load
+  // reports (LoadReport::joining_inputs); any report flagging it makes the Assigner name x's
+  // boundary, the same on every replica (docs/design/assignment.md).
+  void request_join(ns::InputIndex x, const Peer& peer) {
+    if (!standby(x)) throw Error(Errc::protocol_error, "input " + std::to_string(x) + " asks to join, not on standby");
+    if (!peers.contains(x)) register_standby(x, peer);
+    if (assigner->inputs().joins_from(x)) return;  // named: x got (or gets) the decision
+    if (!join_requests.insert(x).second) return;
+    log(LogLevel::info, "DDE at {}: input {} asks to join; passed on to the inputs", local_endpoint(), x);
+    const auto bytes = encode(InputJoin{x, 0});
+    for (const auto& [i, input_peer] : peers) {
+      if (i == x) continue;
+      try {
+        (void)input_peer.try_reply(bytes);  // one not taken now goes with the input's next report
+      } catch (const Error&) {
+      }
+    }
+  }
+
+  // The requests to join not decided yet go to an input with each of its reports that does not
+  // flag them yet (one input's flag is enough, but any input's report may be the one).
+  void pass_join_requests(const ns::LoadReport& report) {
+    for (const auto x : join_requests) {
+      if (x == report.input || std::find(report.joining_inputs.begin(), report.joining_inputs.end(), x) !=
+                                   report.joining_inputs.end()) {
+        continue;
+      }
+      try {
+        (void)peers.at(report.input).try_reply(encode(InputJoin{x, 0}));
+      } catch (const Error&) {
+      }
+    }
   }
 
   void send_unsent_assignments(ns::InputIndex input) {
@@ -229,6 +293,8 @@ struct DdeService::State {
   ProposalObserver on_proposal;
   Endpoint endpoint;
   std::map<ns::InputIndex, Peer> peers;  // where each input's proposals go
+  std::vector<ns::InputIndex> standby_inputs;
+  std::set<ns::InputIndex> join_requests;  // assignment by load: standby inputs that asked, not named yet
   // Assignment by load: per input, the encoded assignments its reply window did not take yet.
   static constexpr std::size_t max_unsent_assignments = 16;
   std::map<ns::InputIndex, std::deque<std::vector<std::byte>>> unsent_assignments;
@@ -246,7 +312,8 @@ DdeService::DdeService(Context& context, const Endpoint& local, const ns::Schedu
   state_->layout_n = config.timeslices_in_interval();
   LowLatencyReceiveOptions options;
   // The largest DFS control message is 48 bytes; a load report names every compute node.
-  options.max_message_size = std::max<std::size_t>(256, ns::encoded_size_of_load_report(config.compute_count));
+  options.max_message_size = std::max<std::size_t>(
+      256, ns::encoded_size_of_load_report(config.compute_count, config.input_count));
   options.admission = std::move(admission);
   State* state = state_.get();  // the socket, owned by the state, dies before it
   state_->socket = std::make_unique<LowLatencyReceiveSocket>(

@@ -106,17 +106,7 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
         sizing(size_buffer(options)),
         credits(sizing.credits),
         node(options.config, options.compute, credits, options.standby_inputs),
-        inputs(options.config.input_count) {
-    check_standby_inputs();
-  }
-
-  // Inputs on standby need a compute node to name their boundary, which the fixed
-  // assignment's credits bound; under load the coordinator would have to (not built).
-  void check_standby_inputs() const {
-    if (!options.standby_inputs.empty() && options.config.assignment == ns::Assignment::load) {
-      reject("standby_inputs under assignment by load (inputs joining is built for the fixed assignment only)");
-    }
-  }
+        inputs(options.config.input_count) {}
 
   void on_message(std::span<const std::byte> bytes, const Peer& peer) {
     try {
@@ -220,6 +210,14 @@ struct TimesliceReceiver::State : std::enable_shared_from_this<State> {
       throw Error(Errc::protocol_error, fmt::format("a join of input {}, not a standby input", join.input));
     }
     if (join.from == 0) {
+      // Under load the coordinator names it (this node's credits bound nothing when its share
+      // is small): the joiner asks the DDE replicas, not a compute node.
+      if (options.config.assignment == ns::Assignment::load) {
+        throw Error(Errc::protocol_error,
+                    fmt::format("input {} asked this node to name when it joins: under assignment by load the "
+                                "coordinator names it",
+                                join.input));
+      }
       if (known->second != join.input) {
         throw Error(Errc::protocol_error,
                     fmt::format("input {} asked for input {} to join", known->second, join.input));

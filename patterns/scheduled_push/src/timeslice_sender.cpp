@@ -84,7 +84,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   State(Context& ctx, TimesliceSenderOptions opts)
       : context(ctx),
         options(std::move(opts)),
-        node(options.config, options.input, options.mode, options.standby_computes) {
+        node(options.config, options.input, options.mode, options.standby_computes, options.standby) {
     if (options.compute_endpoints.size() != options.config.compute_count) {
       reject(fmt::format("{} compute endpoints for {} compute nodes", options.compute_endpoints.size(),
                          options.config.compute_count));
@@ -94,7 +94,6 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       reject("assignment by load without a DDE endpoint (the DDE assigns the time-slices)");
     }
     if (options.max_contribution_bytes == 0) reject("max_contribution_bytes is 0");
-    check_standby();
     if (options.queue_capacity == 0)
       options.queue_capacity = 2 * static_cast<std::size_t>(options.config.compute_count);
     if (options.queue_capacity < options.config.compute_count) {
@@ -142,8 +141,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       for (std::size_t d = 0; d < ddes.size(); ++d) {
         LowLatencySendOptions socket_options;
         socket_options.buffer_count = 16;
-        socket_options.buffer_size =
-            std::max<std::size_t>(256, ns::encoded_size_of_load_report(options.config.compute_count));
+        socket_options.buffer_size = std::max<std::size_t>(
+            256, ns::encoded_size_of_load_report(options.config.compute_count, options.config.input_count));
         socket_options.identity.name = name;
         socket_options.connect_timeout = connect_once;
         socket_options.replies.credits = 64;
@@ -251,6 +250,10 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
   void on_proposal(std::size_t d, std::span<const std::byte> reply) {
     if (stopped || ddes[d].lost) return;
     try {
+      if (ns::control_message_type(reply) == static_cast<std::uint8_t>(WireType::input_join)) {
+        take_input_join_request(d, decode_input_join(reply));
+        return;
+      }
       if (ns::control_message_type(reply) == ns::assignment_type) {
         const auto assignment = ns::decode_assignment(reply);
         if (node.on_assignment(assignment)) {
@@ -277,25 +280,24 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
     drive();
   }
 
-  // A standby input joins at a boundary a compute node names from its credits: built for the
-  // fixed assignment (docs/design/assignment.md says what is missing under load).
-  void check_standby() const {
-    if (!options.standby) return;
-    if (options.config.assignment == ns::Assignment::load) {
-      reject(
-          fmt::format("input {}: standby under assignment by load (inputs joining is built for the fixed "
-                      "assignment only)",
-                      options.input));
-    }
-  }
-
-  // join(): asks the lowest member compute node not lost to name this input's boundary.
+  // join(): asks the lowest member compute node not lost to name this input's boundary; under
+  // assignment by load asks every DDE replica, which passes the request on to every member
+  // input (they flag it in their load reports until the coordinator names the boundary).
   void request_join() {
     if (!options.standby) {
       throw Error(Errc::invalid_option,
                   fmt::format("input {}: join() without options.standby (it is a member already)", options.input));
     }
     if (join_requested) return;
+    if (options.config.assignment == ns::Assignment::load) {
+      if (std::all_of(ddes.begin(), ddes.end(), [](const Dde& dde) { return dde.lost; })) {
+        throw Error(Errc::closed, fmt::format("input {}: join() with no DDE replica left", options.input));
+      }
+      join_requested = true;
+      tell_ddes(encode(InputJoin{options.input, 0}));
+      log(LogLevel::info, "scheduled push: input {} asks the coordinator to name when it joins", options.input);
+      return;
+    }
     constexpr auto ever = std::numeric_limits<ns::TimesliceIndex>::max();
     for (ns::ComputeIndex m = 0; m < computes.size(); ++m) {
       if (computes[m].lost || !node.membership().member(m, ever)) continue;
@@ -328,15 +330,23 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       }
       return;
     }
-    tell_live_computes(encode(join), c);
+    if (join.input == options.input && !options.standby) {
+      throw Error(Errc::protocol_error, fmt::format("compute node {} says this input, not on standby, joins", c));
+    }
+    pass_input_join(join, c);
+  }
+
+  // Standby input x joins from T: every compute node but `except` (the one that named it) and
+  // every DDE replica hear it from this input, ahead of this input's contributions and
+  // reports from T on; the joiner itself starts its stream at T (under load its input node
+  // started with the assignment naming it).
+  void pass_input_join(const InputJoin& join, ns::ComputeIndex except) {
+    tell_live_computes(encode(join), except);
     tell_ddes(encode(join));
     if (join.input == options.input) {
-      if (!options.standby) {
-        throw Error(Errc::protocol_error, fmt::format("compute node {} says this input, not on standby, joins", c));
-      }
       {
         std::lock_guard lock(queue_mutex);
-        node.start_at(join.from);
+        if (!node.started()) node.start_at(join.from);
         next_push = join.from;
         joined_from = join.from;
       }
@@ -351,6 +361,19 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         join.from);
     std::lock_guard lock(stats_mutex);
     ++stats.inputs_joined;
+  }
+
+  // Assignment by load: a DDE replica passes on standby input x's request to join ({x, 0}):
+  // flagged in this input's load reports until an assignment names x's boundary.
+  void take_input_join_request(std::size_t d, const InputJoin& join) {
+    if (join.from != 0 || options.config.assignment != ns::Assignment::load) {
+      throw Error(Errc::protocol_error, fmt::format("DDE {} sent input {} joining from {}: only a request (from 0) "
+                                                    "under assignment by load is a DDE's",
+                                                    d, join.input, join.from));
+    }
+    if (!node.request_input_join(join.input)) return;
+    log(LogLevel::info, "scheduled push: input {}: input {} asks to join; the coordinator names when", options.input,
+        join.input);
   }
 
   // DFS: an input's join reaches every DDE replica ahead of this input's reports from its
@@ -477,6 +500,13 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       if (!change.joins) computes[c].leaves_from = change.from;
       std::lock_guard lock(stats_mutex);
       ++(change.joins ? stats.computes_joined : stats.computes_draining);
+    }
+    // A standby input joins: as on the fixed path, from here on, every compute node told.
+    for (const auto& join : assignment.input_joins) {
+      if (!inputs_joining.emplace(join.input, join.from).second) continue;
+      log(LogLevel::info, "scheduled push: input {}: the coordinator names time-slice {} for input {} to join",
+          options.input, join.from, join.input);
+      pass_input_join(InputJoin{join.input, join.from}, ns::ComputeIndex(computes.size()));
     }
     send_farewells();
   }
@@ -795,6 +825,7 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
       }
     }
     send_load_report();  // what a DDE not connected yet could not take
+    (void)send_dde_joins(ddes.size());
     drive();
   }
 

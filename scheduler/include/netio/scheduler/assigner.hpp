@@ -38,6 +38,15 @@
 /// assignment). The coordinator names the boundary under load because a node's own credits
 /// do not bound how far ahead the inputs are when its share is small (docs/design/assignment.md).
 ///
+/// Inputs joining (input_membership.hpp): a standby input asks to join; every member input
+/// flags it in its reports (LoadReport::joining_inputs) until it holds the decision naming
+/// it. Deciding interval k, a standby input flagged by any report joins from k's first
+/// time-slice on, once (IntervalAssignment::input_joins); from interval k on its reports are
+/// waited for too. The coordinator names the boundary under load because the inputs send into
+/// interval k only once they hold its assignment, so every member applies the join before it
+/// sends anything at or above it (a compute node's credits bound nothing when its share is
+/// small: docs/design/assignment.md).
+///
 /// Deterministic: a decision depends only on the reports' contents and on the decisions
 /// before it, never on when the reports arrived, so replicas fed the same reports decide the
 /// same, whatever the order. (Replicas that disagree on which inputs are gone may decide
@@ -47,10 +56,12 @@
 #pragma once
 
 #include "netio/scheduler/config.hpp"
+#include "netio/scheduler/input_membership.hpp"
 #include "netio/scheduler/membership.hpp"
 #include "netio/scheduler/time.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <span>
@@ -79,8 +90,19 @@ struct LoadReport {
   /// over the interval's rounds, in thousandths of those it granted (0 to full_use), or
   /// lost_compute (lost, or not a member), draining_compute, joining_compute.
   std::vector<std::uint16_t> in_use;
+  /// Standby inputs that asked to join (their request reached this input) and no decision it
+  /// holds named yet, in increasing order.
+  std::vector<InputIndex> joining_inputs = {};
 
   friend bool operator==(const LoadReport&, const LoadReport&) = default;
+};
+
+/// Standby input `input` contributes from time-slice `from` on (the coordinator's boundary).
+struct InputJoinChange {
+  InputIndex input = 0;
+  TimesliceIndex from = 0;
+
+  friend bool operator==(const InputJoinChange&, const InputJoinChange&) = default;
 };
 
 /// Which compute node builds how many of interval `interval`'s time-slices.
@@ -91,6 +113,8 @@ struct IntervalAssignment {
   /// timeslices_in_interval()), the coordinator's: the nodes that leave (share 0 from here)
   /// and the standby slots that join.
   std::vector<MembershipChange> changes = {};
+  /// The standby inputs that join from the interval's first time-slice on (`from` as above).
+  std::vector<InputJoinChange> input_joins = {};
 
   friend bool operator==(const IntervalAssignment&, const IntervalAssignment&) = default;
 };
@@ -106,17 +130,23 @@ std::vector<ComputeIndex> assignment_table(std::span<const std::uint32_t> shares
 
 /// Throws netio::Error (Errc::protocol_error) unless `assignment` has compute_count shares
 /// summing to the interval's time-slices, and changes of slots in range at the interval's first
-/// time-slice, at most one per slot: what a node receives is checked before use.
+/// time-slice, at most one per slot, and input joins of inputs below `input_count` at the
+/// interval's first time-slice, at most one per input: what a node receives is checked before use.
 void check_assignment(std::uint32_t compute_count, std::uint64_t timeslices_in_interval,
-                      const IntervalAssignment& assignment);
+                      const IntervalAssignment& assignment,
+                      std::uint32_t input_count = std::numeric_limits<std::uint32_t>::max());
 
 /// The coordinator's engine: decides each interval's assignment from the inputs' reports.
 class Assigner {
  public:
-  explicit Assigner(const SchedulerConfig& config);  ///< validates config
+  /// Validates config; `standby_inputs`: inputs that report nothing until a decision makes
+  /// them join (TimesliceReceiverOptions::standby_inputs). Throws netio::Error
+  /// (Errc::invalid_option) for a standby input out of range.
+  explicit Assigner(const SchedulerConfig& config, const std::vector<InputIndex>& standby_inputs = {});
 
   /// Input report.input's report. Returns the assignments this decided, in interval order
-  /// (none until every input not gone reported the interval). A second report of an input for
+  /// (none until every input not gone and a member at the interval reported it; a standby
+  /// input's report of an interval before its join is not counted). A second report of an input for
   /// an interval, or one of an interval decided already, is ignored. Throws netio::Error
   /// (Errc::protocol_error) for an input out of range or the wrong number of nodes.
   std::vector<IntervalAssignment> on_report(const LoadReport& report);
@@ -130,17 +160,22 @@ class Assigner {
   std::vector<IntervalAssignment> decided_from(IntervalIndex from) const;
   /// The next interval to be decided.
   IntervalIndex next_undecided() const noexcept { return next_report_ + assignment_distance; }
+  /// Which inputs report which intervals: a standby input from the interval a decision made it
+  /// join at (over intervals, not time-slices).
+  const InputMembership& inputs() const noexcept { return inputs_; }
 
  private:
   std::vector<IntervalAssignment> decide_ready();
   IntervalAssignment decide(IntervalIndex k, const std::vector<const LoadReport*>& reports);
   // The membership changes the reports ask for, decided for interval k (and noted in left_, joined_).
   std::vector<MembershipChange> decide_membership(IntervalIndex k, const std::vector<const LoadReport*>& reports);
+  // The standby inputs the reports ask to join, joining from interval k (noted in inputs_).
+  std::vector<InputJoinChange> decide_input_joins(IntervalIndex k, const std::vector<const LoadReport*>& reports);
 
   SchedulerConfig config_;
   std::uint64_t per_interval_;
   std::vector<bool> gone_;
-  std::uint32_t live_inputs_;
+  InputMembership inputs_;  // over intervals
   IntervalIndex next_report_ = 0;  ///< the reports' interval decided next
   std::map<IntervalIndex, std::map<InputIndex, LoadReport>> pending_;
   std::map<IntervalIndex, IntervalAssignment> decided_;  ///< the latest few

@@ -28,6 +28,12 @@
 /// driver passes a node's request on (request_change()), which this input flags in its
 /// load reports until then.
 ///
+/// Inputs joining under load (input_membership.hpp, assigner.hpp): a member input flags a
+/// standby input's request (request_input_join()) in its reports until an assignment names the
+/// join; a standby input (constructed with standby_input) sends nothing and keeps no
+/// assignment until the one naming its own join, which starts it at the boundary (start_at()),
+/// while it applies the compute membership changes of every assignment it gets meanwhile.
+///
 /// No clock, sockets or threads: the driver passes the time and carries out the decisions.
 /// Not thread-safe: one driver thread (the pattern's event-loop thread).
 #pragma once
@@ -53,8 +59,11 @@ std::string_view to_string(Mode mode) noexcept;
 
 class InputNode {
  public:
-  /// Validates config; `standby`: slots that are not members at the start (membership.hpp).
-  InputNode(const SchedulerConfig& config, InputIndex self, Mode mode, const std::vector<ComputeIndex>& standby = {});
+  /// Validates config; `standby`: slots that are not members at the start (membership.hpp);
+  /// `standby_input`: this input is on standby (under load it starts with the assignment
+  /// naming its join; under the fixed assignment its driver calls start_at()).
+  InputNode(const SchedulerConfig& config, InputIndex self, Mode mode, const std::vector<ComputeIndex>& standby = {},
+            bool standby_input = false);
 
   struct Next {
     enum class What {
@@ -92,7 +101,19 @@ class InputNode {
   /// interval's first time-slice) are applied with it. Throws netio::Error
   /// (Errc::protocol_error) for shares or changes that do not fit the configuration
   /// (check_assignment()) or the membership (a member joining, a non-member leaving).
+  /// Its input joins are noted (a request for them is flagged no more). A standby input not
+  /// started yet keeps none but the one naming its own join, which starts it there (true);
+  /// from the others it applies the compute membership changes only (true when one was new).
   bool on_assignment(const IntervalAssignment& assignment);
+  /// load: standby input x asked to join (its request reached this input). Flagged in every
+  /// load report (LoadReport::joining_inputs) until an assignment names x's join. True when
+  /// new; false when asked already, named already, or x is this input. Throws netio::Error
+  /// (Errc::protocol_error) under the fixed assignment or for x out of range.
+  bool request_input_join(InputIndex x);
+  /// Standby input x's boundary, once an assignment this input took named it (load).
+  std::optional<TimesliceIndex> input_joins_from(InputIndex x) const;
+  /// A standby input (standby_input): whether it started (start_at(), or its join's assignment).
+  bool started() const noexcept { return started_; }
   /// load: compute node c asked this input to drain it (joins false) or, a standby slot, to
   /// join (joins true). Flagged in every load report (draining_compute, joining_compute) until
   /// an assignment names c's change. True when new; false when asked already, or when the
@@ -164,6 +185,10 @@ class InputNode {
   TimesliceIndex in_node_order(TimesliceIndex engine_timeslice) const noexcept;
   TimesliceIndex in_engine_order(TimesliceIndex timeslice) const noexcept;
   void forget_assignments();
+  void begin_at(TimesliceIndex from);  // start_at() without the checks of who calls it
+  // load, a standby input not started: the compute changes of `assignment`, and its start
+  // when the assignment names its own join.
+  bool on_assignment_on_standby(const IntervalAssignment& assignment);
   // The node of each place of the round starting at round_start (compute_count entries), or
   // nullptr when every place goes to its own slot (fixed, every slot a member) or the
   // round's interval is not assigned yet.
@@ -204,6 +229,12 @@ class InputNode {
   // load: per compute node, what it asked for and no assignment named yet (request_change()).
   enum class Request : std::uint8_t { none, drain, join };
   std::vector<Request> requested_;
+  // load: standby inputs whose request reached this input and no assignment named yet, and
+  // the boundaries assignments named.
+  std::vector<InputIndex> inputs_requested_;
+  std::map<InputIndex, TimesliceIndex> input_joins_;
+  std::uint32_t input_count_;
+  bool started_ = true;  // false for a standby input until it starts
   // round_nodes() of a round with a non-member: the last one asked for (rounds are visited in order).
   mutable TimesliceIndex cached_round_ = ~TimesliceIndex{0};
   mutable std::vector<ComputeIndex> cached_nodes_;

@@ -82,7 +82,11 @@ class DdeService {
   /// until they join (TimesliceReceiverOptions::standby_inputs, equal on every node): an
   /// interval is complete here when every input that is a member at it reported it; the
   /// inputs tell every replica of a join (wire.hpp InputJoin) before any report from its
-  /// boundary's interval on. Fixed assignment only.
+  /// boundary's interval on. Under assignment by load this replica's Assigner also waits for
+  /// a standby input's load reports only from the interval its decision made it join at; the
+  /// standby input's request ({x, 0}) is passed on to every input, which flag it in their
+  /// load reports (docs/design/assignment.md), and the standby input is sent every decision
+  /// from its first message on.
   DdeService(Context& context, const Endpoint& local, const scheduler::SchedulerConfig& config,
              ProposalObserver on_proposal = {}, AdmissionOptions admission = {},
              const std::vector<scheduler::InputIndex>& standby_inputs = {});

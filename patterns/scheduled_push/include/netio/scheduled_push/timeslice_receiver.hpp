@@ -107,8 +107,8 @@ struct TimesliceReceiverOptions {
   /// Input slots on standby (TimesliceSenderOptions::standby on those inputs; equal on every
   /// compute node and DDE): time-slices are built without them until one joins at the
   /// boundary T a member compute node names (its TimesliceSender::join()), and with it from T
-  /// on (scheduler/input_membership.hpp). An input whose hello disagrees is refused. Fixed
-  /// assignment only.
+  /// on (scheduler/input_membership.hpp); under assignment by load the coordinator names T.
+  /// An input whose hello disagrees is refused.
   std::vector<scheduler::InputIndex> standby_inputs;
   bool run_dde = false;
   std::optional<Endpoint> dde_endpoint;  ///< run_dde: where it listens (default: the data endpoint's host, port 0)

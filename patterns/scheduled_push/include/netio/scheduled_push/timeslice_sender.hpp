@@ -55,7 +55,11 @@
 /// interval start no input can have sent into yet) and tells every input; each tells every
 /// compute node before any of its contributions at or above T, so every time-slice below T
 /// is built without the joiner and every one from T on with it. The joiner pushes from T on
-/// (wait_joined()). Fixed assignment, best-effort (docs/design/assignment.md).
+/// (wait_joined()). Under config.assignment = load the coordinator names T instead: join()
+/// asks every DDE, which passes the request on to every input; they flag it in their load
+/// reports until the decision for an interval names the join, which every input applies
+/// before it sends into that interval (and passes on as above) and the joiner starts with.
+/// Both modes, both assignments (docs/design/assignment.md).
 ///
 /// Retention: a contribution sent stays with the sender until its compute node returns the
 /// credit, i.e. built the time-slice and freed it (bounded by the credits: at most credits ×
@@ -110,8 +114,7 @@ struct TimesliceSenderOptions {
   /// every input.
   std::vector<scheduler::ComputeIndex> standby_computes;
   /// This input is on standby (in every TimesliceReceiverOptions::standby_inputs): it sends
-  /// nothing until join() and its boundary, then pushes from the boundary on. Fixed
-  /// assignment, best-effort only.
+  /// nothing until join() and its boundary, then pushes from the boundary on.
   bool standby = false;
   std::uint64_t max_contribution_bytes = 64 * 1024;  ///< larger pushes throw; must not exceed the receivers'
   std::size_t queue_capacity = 0;                    ///< contributions queued at most; 0: 2 × compute_count
@@ -211,8 +214,8 @@ class TimesliceSender {
 
   TimesliceSenderStats stats() const;
 
-  /// A standby input (options.standby) asks to join: the lowest member compute node names its
-  /// boundary T. Returns at once; idempotent. Throws netio::Error (Errc::invalid_option) when
+  /// A standby input (options.standby) asks to join: the lowest member compute node (under
+  /// assignment by load the coordinator) names its boundary T. Returns at once; idempotent. Throws netio::Error (Errc::invalid_option) when
   /// not on standby. Any thread but the loop's.
   void join();
   /// The boundary T once named (push(T, ...) comes next), or nothing after `timeout`. Not on

@@ -20,6 +20,10 @@
 ///                  x to the lowest member compute node, its request; {x, T} from every input
 ///                  to every compute node once it heard the boundary, ahead of any of its
 ///                  contributions at or above T (the joiner's first contribution is at T).
+///                  Under assignment by load the request goes to every DDE replica instead
+///                  (on the control connections), which passes it on to every input as a
+///                  reply there; the coordinator names T in its assignment (a compute node
+///                  refuses {x, 0} then).
 /// The compute node answers with replies on the same connection:
 ///   Welcome        to a Hello it accepts: its compute index and the credits this input gets;
 ///   Refusal        to a Hello it cannot accept (mismatched configuration), with the reason;
