@@ -32,9 +32,7 @@ void check_inputs_after_change(System& system, bool drained) {
 
 // Every time-slice below `count` handed over once on the three nodes (attempt 0 only).
 void check_all_built_once(const System& system, ns::TimesliceIndex count) {
-  CHECK(eventually([&] {
-    return system.deliveries(0).count() + system.deliveries(1).count() + system.deliveries(2).count() >= count;
-  }));
+  CHECK(wait_total_delivered(system, 3, count));
   CHECK(check_each_built_once_per_attempt(system, 3, count) == 0);
 }
 

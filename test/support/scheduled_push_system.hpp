@@ -370,4 +370,13 @@ inline bool wait_all_delivered(const System& system, std::uint32_t compute_count
   });
 }
 
+// Under assignment by load the nodes' shares differ: `count` time-slices delivered in all.
+inline bool wait_total_delivered(const System& system, std::uint32_t compute_count, ns::TimesliceIndex count) {
+  return eventually([&] {
+    std::size_t total = 0;
+    for (ns::ComputeIndex c = 0; c < compute_count; ++c) total += system.deliveries(c).count();
+    return total >= count;
+  });
+}
+
 }  // namespace netio::test
