@@ -9,6 +9,7 @@
 #include "netio/scheduler/assigner.hpp"
 #include "netio/scheduler/assignment_messages.hpp"
 #include "netio/scheduler/input_node.hpp"
+#include "support/load_assignment.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -20,14 +21,7 @@ namespace {
 
 // 3 inputs × 2 compute nodes, 8 time-slices per interval (4 rounds): a fair share is 4, and
 // interval k starts at time-slice 8k. Input 2 is on standby.
-SchedulerConfig three_inputs_two_computes() {
-  SchedulerConfig c;
-  c.input_count = 3;
-  c.compute_count = 2;
-  c.timeslices_per_interval = 8;
-  c.assignment = Assignment::load;
-  return c;
-}
+SchedulerConfig three_inputs_two_computes() { return netio::test::by_load(3, 2, 8); }
 
 using Shares = std::vector<std::uint32_t>;
 using Uses = std::vector<std::uint16_t>;
@@ -39,8 +33,7 @@ LoadReport even_report(InputIndex i, IntervalIndex j, Inputs joining = {}) {
 
 }  // namespace
 
-TEST_CASE("assigner input join: a flag makes the standby input a member two intervals on, named once",
-          "[scheduler]") {
+TEST_CASE("assigner input join: a flag makes the standby input a member two intervals on, named once", "[scheduler]") {
   Assigner a(three_inputs_two_computes(), {2});
   // Interval 0: the two members report; input 2 is not waited for.
   CHECK(a.on_report(even_report(0, 0)).empty());
@@ -115,8 +108,7 @@ TEST_CASE("assigner input join: replicas name the same join whatever order the r
   }
 }
 
-TEST_CASE("assigner input join: the report and the decision on the wire, and what a decoder refuses",
-          "[scheduler]") {
+TEST_CASE("assigner input join: the report and the decision on the wire, and what a decoder refuses", "[scheduler]") {
   const LoadReport flagged{1, 7, Uses{100, 200}, Inputs{2, 4}};
   const auto bytes = encode(flagged);
   CHECK(bytes.size() == encoded_size_of_load_report(2, 2));
@@ -159,21 +151,11 @@ TEST_CASE("assigner input join: the report and the decision on the wire, and wha
                     Catch::Contains("twice"));
 }
 
-TEST_CASE("assigner input join: a member input flags the request until an assignment names the join",
-          "[scheduler]") {
+TEST_CASE("assigner input join: a member input flags the request until an assignment names the join", "[scheduler]") {
   InputNode input(three_inputs_two_computes(), 0, Mode::best_effort);
   for (ComputeIndex c = 0; c < 2; ++c) input.grant(c, 64);
   const Time now{0};
-  auto send_interval = [&] {
-    for (int k = 0; k < 8; ++k) {
-      const auto next = input.next(now);
-      REQUIRE(next.what == InputNode::Next::What::send);
-      input.on_sent(next.timeslice, now);
-    }
-    auto report = input.take_load_report();
-    REQUIRE(report);
-    return report->joining_inputs;
-  };
+  auto send_interval = [&] { return netio::test::send_interval(input, 8).joining_inputs; };
   CHECK(input.request_input_join(2));
   CHECK_FALSE(input.request_input_join(2));  // asked already (every DDE replica passes it on)
   CHECK_FALSE(input.request_input_join(0));  // itself
@@ -222,15 +204,10 @@ TEST_CASE("assigner input join: the standby input starts at the boundary its ass
     // A lagging replica's older assignment is past for it.
     CHECK_FALSE(input.on_assignment(IntervalAssignment{2, {8, 0}, {{1, false, 16}}}));
     if (mode == Mode::dfs) continue;
-    for (int k = 0; k < 8; ++k) {
-      const auto send = input.next(now);
-      REQUIRE(send.what == InputNode::Next::What::send);
-      CHECK(send.compute == 0);
-      input.on_sent(send.timeslice, now);
-    }
-    const auto first_report = input.take_load_report();
-    REQUIRE(first_report);
-    CHECK(first_report->interval == 3);  // its first report: the interval it joined at
+    const auto first_report = netio::test::send_interval(input, 8);
+    CHECK(first_report.interval == 3);              // its first report: the interval it joined at
+    CHECK(first_report.in_use[0] < full_use);       // it sent to node 0 only: some of its credits out
+    CHECK(first_report.in_use[1] == lost_compute);  // node 1 left at 16
     CHECK(input.next(now).what == InputNode::Next::What::wait_for_assignment);
   }
 }

@@ -9,6 +9,7 @@
 #include "netio/scheduler/assigner.hpp"
 #include "netio/scheduler/assignment_messages.hpp"
 #include "netio/scheduler/input_node.hpp"
+#include "support/load_assignment.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -20,14 +21,7 @@ namespace {
 
 // 2 inputs × 4 compute nodes, 120 time-slices per interval: a fair share is 30 of 4 nodes, 40
 // of 3, so that no rounding is carried and the shares are exact by hand.
-SchedulerConfig config_2x4() {
-  SchedulerConfig c;
-  c.input_count = 2;
-  c.compute_count = 4;
-  c.timeslices_per_interval = 120;
-  c.assignment = Assignment::load;
-  return c;
-}
+SchedulerConfig config_2x4() { return netio::test::by_load(2, 4, 120); }
 
 using Shares = std::vector<std::uint32_t>;
 using Uses = std::vector<std::uint16_t>;
@@ -169,24 +163,11 @@ TEST_CASE("assigner membership: an assignment naming changes on the wire, and wh
 
 TEST_CASE("assigner membership: an input flags a request until an assignment names it, then routes by it",
           "[scheduler]") {
-  SchedulerConfig config;
-  config.input_count = 1;
-  config.compute_count = 4;
-  config.timeslices_per_interval = 8;
-  config.assignment = Assignment::load;
+  const auto config = netio::test::by_load(1, 4, 8);
   InputNode input(config, 0, Mode::best_effort, {3});  // slot 3 on standby
   for (ComputeIndex c = 0; c < 4; ++c) input.grant(c, 64);
   const Time now{0};
-  auto send_interval = [&] {
-    for (int k = 0; k < 8; ++k) {
-      const auto next = input.next(now);
-      REQUIRE(next.what == InputNode::Next::What::send);
-      input.on_sent(next.timeslice, now);
-    }
-    auto report = input.take_load_report();
-    REQUIRE(report);
-    return report->in_use;
-  };
+  auto send_interval = [&] { return netio::test::send_interval(input, 8).in_use; };
   CHECK(input.request_change(2, false));        // node 2 drains
   CHECK_FALSE(input.request_change(2, false));  // asked already (every input passes it on)
   CHECK(input.request_change(3, true));         // standby slot 3 joins

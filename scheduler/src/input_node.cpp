@@ -365,8 +365,7 @@ bool InputNode::request_input_join(InputIndex x) {
   }
   if (x >= input_count_) {
     throw Error(Errc::protocol_error, "input " + std::to_string(self_) + ": input " + std::to_string(x) +
-                                          " asked to join, out of range (" + std::to_string(input_count_) +
-                                          " inputs)");
+                                          " asked to join, out of range (" + std::to_string(input_count_) + " inputs)");
   }
   if (x == self_ || input_joins_.contains(x)) return false;
   if (std::find(inputs_requested_.begin(), inputs_requested_.end(), x) != inputs_requested_.end()) return false;

@@ -217,8 +217,8 @@ struct DdeService::State {
   // flag them yet (one input's flag is enough, but any input's report may be the one).
   void pass_join_requests(const ns::LoadReport& report) {
     for (const auto x : join_requests) {
-      if (x == report.input || std::find(report.joining_inputs.begin(), report.joining_inputs.end(), x) !=
-                                   report.joining_inputs.end()) {
+      if (x == report.input ||
+          std::find(report.joining_inputs.begin(), report.joining_inputs.end(), x) != report.joining_inputs.end()) {
         continue;
       }
       try {
@@ -312,8 +312,8 @@ DdeService::DdeService(Context& context, const Endpoint& local, const ns::Schedu
   state_->layout_n = config.timeslices_in_interval();
   LowLatencyReceiveOptions options;
   // The largest DFS control message is 48 bytes; a load report names every compute node.
-  options.max_message_size = std::max<std::size_t>(
-      256, ns::encoded_size_of_load_report(config.compute_count, config.input_count));
+  options.max_message_size =
+      std::max<std::size_t>(256, ns::encoded_size_of_load_report(config.compute_count, config.input_count));
   options.admission = std::move(admission);
   State* state = state_.get();  // the socket, owned by the state, dies before it
   state_->socket = std::make_unique<LowLatencyReceiveSocket>(

@@ -259,7 +259,8 @@ struct TimesliceSender::State : std::enable_shared_from_this<State> {
         if (node.on_assignment(assignment)) {
           take_decided_changes(assignment);
           std::lock_guard lock(stats_mutex);
-          ++stats.assignments_taken;
+          // A standby input takes only the compute changes of an assignment before its own.
+          if (node.started()) ++stats.assignments_taken;
         }
         drive();
         return;

@@ -175,7 +175,7 @@ class Assigner {
   SchedulerConfig config_;
   std::uint64_t per_interval_;
   std::vector<bool> gone_;
-  InputMembership inputs_;  // over intervals
+  InputMembership inputs_;         // over intervals
   IntervalIndex next_report_ = 0;  ///< the reports' interval decided next
   std::map<IntervalIndex, std::map<InputIndex, LoadReport>> pending_;
   std::map<IntervalIndex, IntervalAssignment> decided_;  ///< the latest few

@@ -215,8 +215,8 @@ class TimesliceSender {
   TimesliceSenderStats stats() const;
 
   /// A standby input (options.standby) asks to join: the lowest member compute node (under
-  /// assignment by load the coordinator) names its boundary T. Returns at once; idempotent. Throws netio::Error (Errc::invalid_option) when
-  /// not on standby. Any thread but the loop's.
+  /// assignment by load the coordinator) names its boundary T. Returns at once; idempotent.
+  /// Throws netio::Error (Errc::invalid_option) when not on standby. Any thread but the loop's.
   void join();
   /// The boundary T once named (push(T, ...) comes next), or nothing after `timeout`. Not on
   /// the loop thread.
