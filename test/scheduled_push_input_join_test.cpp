@@ -25,6 +25,7 @@ TEST_CASE("A standby input that joins: below its boundary built without it, from
   auto options = three_by_three(mode);
   options.config.assignment = assignment;
   options.standby_inputs = {2};
+  if (by_load) options.dde_replicas = 2;  // both decide, the inputs take the first of each interval
   System system(base, options);
   // Inputs 0 and 1 run from time-slice 0 until told where to stop (the boundary + 10 intervals).
   std::atomic<ns::TimesliceIndex> count{std::numeric_limits<ns::TimesliceIndex>::max()};
@@ -89,11 +90,17 @@ TEST_CASE("A standby input that joins: below its boundary built without it, from
   CHECK(named == (by_load ? 0u : 1u));  // under load the coordinator names it
   if (by_load) {
     // The decision naming the join came from the coordinator: input 2 took assignments from
-    // its boundary's interval on, and the DDE's history counts it from there (told by the inputs).
-    const auto dde = system.dde_slot(0)->stats();
-    CHECK(dde.inputs_joined == 1);
-    CHECK(dde.bad_messages == 0);
+    // its boundary's interval on, and each replica's history counts it from there (told by
+    // the inputs); both replicas decided alike (an input refuses nothing it takes twice).
+    for (std::size_t d = 0; d < 2; ++d) {
+      INFO("DDE replica " << d);
+      const auto dde = system.dde_slot(d)->stats();
+      CHECK(dde.inputs_joined == 1);
+      CHECK(dde.bad_messages == 0);
+      CHECK(dde.assigned_interval >= (count - 1) / 12);
+    }
     CHECK(system.sender(2).stats().assignments_taken >= 10);
+    for (ns::InputIndex i = 0; i < 3; ++i) CHECK(system.sender(i).stats().ddes_lost == 0);
   }
   if (mode == ns::Mode::dfs) {
     // The DDE's history counted input 2 from its boundary's interval on: its reports were
