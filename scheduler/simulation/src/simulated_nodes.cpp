@@ -491,7 +491,8 @@ void SimulatedNodes::send_clock_probe(ns::InputIndex i, std::uint32_t sequence, 
 void SimulatedNodes::on_contribution(ns::InputIndex i, ns::ComputeIndex c, std::uint64_t subject, std::uint64_t bytes) {
   auto& compute = computes_[c];
   if (compute.dead) return;  // its connection is gone
-  if (!compute.input_join_in_flight.empty()) tell_compute_input_joins(c, i);  // sent before it
+  // An input's notice of the joiner's boundary, sent before this: it comes first.
+  if (!compute.input_join_in_flight.empty()) tell_compute_input_joins(c, i);
   const auto t = subject_timeslice(subject);
   const auto attempt = subject_attempt(subject);
   compute.highest_received = std::max(compute.highest_received, t);

@@ -200,7 +200,7 @@ class SimulatedNodes final : public NetworkReceiver {
   bool faults_ = false;  // a failure is modelled: the inputs retain what they sent
   std::optional<Time> failed_at_;
   std::optional<Time> membership_at_;
-  std::optional<Time> input_join_at_;                 // the joiner asked
+  std::optional<Time> input_join_at_;                  // the joiner asked
   std::optional<ns::TimesliceIndex> input_join_from_;  // its boundary, once named
 };
 
