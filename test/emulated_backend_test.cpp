@@ -272,6 +272,20 @@ TEST_CASE("emulated: the configuration changes while running, later buffers use 
   CHECK(context.emulation()->config().delay.kind == netio::DelayKind::constant);  // the old one stays
 }
 
+TEST_CASE("emulated: a buffer given a delay counts as delayed though its due time passed before the loop got to it",
+          "[emulated][integration]") {
+  // 1 ns is over before the flow looks at the buffer again: it leaves from inside the send,
+  // as a 200 us one does on a preempted thread. It was given a delay all the same.
+  const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
+  netio::Context context(emulated("delay=constant:1ns"));
+  Sink sink(context, base);
+  Source source(context, sink.local);
+  for (std::uint64_t k = 0; k < 20; ++k) REQUIRE(source.send(k, size_of(k)));
+  REQUIRE(eventually([&] { return sink.received == 20; }));
+  CHECK(context.emulation()->counters().buffers_delayed == 20);
+  check_stream(sink.messages().at(0), 20);
+}
+
 TEST_CASE("emulated: per endpoint, one link gets a delay of its own", "[emulated][integration]") {
   const auto base = Endpoint::parse(GENERATE(netio::test::loopback_endpoints()));
   netio::Context context(emulated(""));

@@ -115,7 +115,7 @@ TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting p
   const auto base = GENERATE(loopback_endpoints());
   INFO(base);
   const auto options = dfs_options(3, 3, 2);
-  const ns::TimesliceIndex count = 3 * 4 * 80;  // 80 intervals
+  const ns::TimesliceIndex interval = 3 * 4;
   System system(base, options);
   // Replicas compared on the (input, interval) pairs both proposed for.
   const auto overlap = [&] {
@@ -125,24 +125,26 @@ TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting p
     for (const auto& entry : first) both += second.count(entry.first);
     return both;
   };
-  // The first half with both replicas, until both propose and every IE took some proposals.
-  std::vector<std::string> push_errors;
-  std::thread first_half([&] { push_errors = system.push_range(0, count / 2, false); });
-  const bool proposals_flowing = eventually(
-      [&] {
-        for (ns::InputIndex i = 0; i < 3; ++i) {
-          if (system.sender(i).stats().proposals_taken < 5) return false;
-        }
-        return overlap() >= 3 * 5;
-      },
-      30s);
-  first_half.join();
-  REQUIRE(push_errors.empty());
-  // When this fails, it has so far been over fabric under load (8 to 11 of 60 runs at six
-  // at once on 2 cores, none over tcp or shm): one replica takes 4 or 5 intervals' reports
-  // and then nothing, its connections' progress drivers woken 6 to 14 times against the
-  // other's 400 to 650 (NETIO_LOG=debug), the inputs' sends to it all in flight (their
-  // reports to it missed): a fabric connection that stalls, not the DDE.
+  const auto flowing = [&] {
+    for (ns::InputIndex i = 0; i < 3; ++i) {
+      if (system.sender(i).stats().proposals_taken < 5) return false;
+    }
+    return overlap() >= 3 * 5;
+  };
+  // The first part with both replicas, 4 intervals at a time until both propose and every IE
+  // took some proposals (at most 200 intervals). Not a fixed length: over fabric on a loaded
+  // machine a replica may take nothing for 170 to 340 ms at the start (the inputs' connections
+  // to it waiting for their first credits while it was still accepting the last input), and
+  // the inputs' reports to it are missed meanwhile (their send windows full: by design, a DDE
+  // proposes from what it gets). A fixed 40 intervals could end inside that, leaving the
+  // replica too few reports to propose (36 of 200 runs at ten at once on 2 cores).
+  ns::TimesliceIndex pushed = 0;
+  bool proposals_flowing = false;
+  while (!proposals_flowing && pushed < 200 * interval) {
+    REQUIRE(system.push_range(pushed, pushed + 4 * interval, false).empty());
+    pushed += 4 * interval;
+    proposals_flowing = eventually(flowing, 100ms);
+  }
   for (std::size_t d = 0; d < 2; ++d) {
     const auto dde = system.dde_slot(d)->stats();
     UNSCOPED_INFO("replica " << d << ": " << dde.reports << " reports, " << dde.requests << " requests, "
@@ -154,11 +156,27 @@ TEST_CASE("DFS: removing one of two DDE replicas mid-run, the IEs keep getting p
     UNSCOPED_INFO("input " << i << ": " << stats.reports_sent << " reports sent, " << stats.reports_missed
                            << " missed, " << stats.proposals_taken << " proposals taken");
   }
+  UNSCOPED_INFO(pushed / interval << " intervals pushed before the removal");
   CHECK(proposals_flowing);
   std::vector<std::uint64_t> taken_before(3);
   for (ns::InputIndex i = 0; i < 3; ++i) taken_before[i] = system.sender(i).stats().proposals_taken;
-  system.dde_slot(0).reset();  // replica 0 goes away; the second half runs with replica 1 alone
-  REQUIRE(system.push_range(count / 2, count, true).empty());
+  system.dde_slot(0).reset();  // replica 0 goes away; the rest runs with replica 1 alone
+  // On, 4 intervals at a time, until every IE took 10 more proposals (at most 200 intervals):
+  // how many come in time for their own interval depends on the machine's load (a quarter to
+  // a third of them with ten runs at once on 2 cores, where 40 intervals were not always enough).
+  const auto taken_since = [&] {
+    for (ns::InputIndex i = 0; i < 3; ++i) {
+      if (system.sender(i).stats().proposals_taken < taken_before[i] + 10) return false;
+    }
+    return true;
+  };
+  const ns::TimesliceIndex removed_at = pushed;
+  while (!taken_since() && pushed < removed_at + 200 * interval) {
+    REQUIRE(system.push_range(pushed, pushed + 4 * interval, false).empty());
+    pushed += 4 * interval;
+  }
+  const ns::TimesliceIndex count = pushed + 4 * interval;
+  REQUIRE(system.push_range(pushed, count, true).empty());
   for (ns::InputIndex i = 0; i < 3; ++i) CHECK(system.sender(i).wait_finished(60s));
   check_system(system, options, count);
   // While both ran, the replicas proposed the same: equal durations (both computed from the

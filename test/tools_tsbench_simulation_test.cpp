@@ -807,3 +807,80 @@ TEST_CASE("tsbench simulation: under assignment by load a compute node drains, a
   }
   CHECK(static_cast<double>(bytes) * 8 / 3.5e6 <= (join ? 32 : 24) * 1.05);
 }
+
+TEST_CASE("tsbench simulation: a standby input joins at the boundary compute node 0 names, by hand",
+          "[tsbench][simulation]") {
+  // 4 × 4, 1000-byte contributions, every node's out-port 8 Mb/s and nothing else shaped: the
+  // inputs' ports are the bottleneck, 8 Mb/s each. Input 3 is on standby from the start: 3 × 8
+  // = 24 Mb/s, time-slices of 3 contributions (3000 bytes). At 3 s it asks compute node 0,
+  // which names T, the first interval start (40 time-slices) from H + (credits + 2) × M =
+  // H + 6 × 4 (H: the highest time-slice it received by then); from T on every time-slice has
+  // 4 contributions (4000 bytes), 4 × 8 = 32 Mb/s. Nothing lost, built twice or incomplete;
+  // DFS: the DDE counts the joiner from T's interval (its history would wait for the joiner's
+  // reports below it, or refuse them) and paces it.
+  auto b = four_by_four(8s);
+  b.emulate = "out=8Mbps";
+  b.join = "input,at=3s";
+  const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
+  CAPTURE(ns::to_string(mode));
+  const auto r = simulate(b, mode, exact(PortSharing::fair, NetworkModel::ports));
+  INFO(r.error);
+  REQUIRE(r.error.empty());
+  const auto s = summarize(r.records);
+  CHECK(s.lost == 0);
+  CHECK(s.duplicates == 0);
+  CHECK(s.incomplete == 0);
+  CHECK(s.reassigned == 0);
+  CHECK(s.computes_lost == 0);
+  CHECK(s.inputs_joined == 1);
+  const auto from = s.input_join_from;
+  // T by hand from what compute node 0 had received when the request came: at 3 s exactly (no
+  // latency, and the joiner's port idle). The joiner's first contributions, from T on, arrive
+  // at that very moment too (its idle port's burst), after T was named: not counted.
+  ns::TimesliceIndex received = 0;
+  for (const auto& t : r.records.timeslices) {
+    if (t.compute == 0 && t.first_arrival < ns::Time{3s}) received = std::max(received, t.timeslice);
+  }
+  CHECK(from == (received + 6 * 4 + 39) / 40 * 40);
+  // 3 s at 24 Mb/s of 3000-byte time-slices: about 3000 built by then.
+  CHECK(from > 2800);
+  CHECK(from < 3200);
+  // Every time-slice once, complete, from 3 inputs below T and from 4 from T on.
+  REQUIRE(r.records.expected_timeslices);
+  REQUIRE(r.records.timeslices.size() == *r.records.expected_timeslices);
+  std::uint64_t wrong = 0;
+  for (ns::TimesliceIndex t = 0; t < r.records.timeslices.size(); ++t) {
+    const auto& rec = r.records.timeslices[t];
+    if (rec.timeslice != t || !rec.complete || rec.bytes != (t < from ? 3000u : 4000u)) ++wrong;
+  }
+  CHECK(wrong == 0);
+  CHECK(r.records.timeslices.size() > from + 1000);
+  // Capacity: 24 Mb/s in the 2 s before the join, 32 from 4 s to 7.5 s.
+  CHECK(s.membership_before_gbps * 1000 == Approx(24).epsilon(0.05));
+  std::uint64_t bytes = 0;
+  for (const auto& t : r.records.timeslices) {
+    if (t.handed_over >= ns::Time{4s} && t.handed_over < ns::Time{7500ms}) bytes += t.bytes;
+  }
+  CHECK(static_cast<double>(bytes) * 8 / 3.5e6 == Approx(32).epsilon(0.05));
+  if (mode == ns::Mode::dfs) {
+    // The joiner's intervals start at T's; the DDE proposed for them (it counts the joiner).
+    std::uint64_t joiner_intervals = 0, joiner_paced = 0;
+    for (const auto& i : r.records.intervals) {
+      if (i.input != 3) continue;
+      CHECK(i.interval >= from / 40);
+      ++joiner_intervals;
+      joiner_paced += i.proposed_start ? 1 : 0;
+    }
+    CHECK(joiner_intervals > 50);
+    CHECK(joiner_paced > joiner_intervals / 2);
+  }
+}
+
+TEST_CASE("tsbench simulation: a standby input under assignment by load is refused, naming the options",
+          "[tsbench][simulation]") {
+  auto b = four_by_four(2s);
+  b.join = "input,at=1s";
+  b.assignment = ns::Assignment::load;
+  netio::test::check_invalid_option([&] { check_simulatable(b, exact()); },
+                                    {"--join 'input,...'", "--assignment load", "fixed assignment"});
+}

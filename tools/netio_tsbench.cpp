@@ -174,8 +174,8 @@ void add_options(CLI::App& app, Options& o) {
                  "the others, and joins T after the start at a boundary a member (by load: the DDE) names; "
                  "--computes counts the slots; role mode: the last compute line, whose process joins T after its "
                  "own start); or an input: 'input,at=T' (input N-1 is on standby, time-slices are built without it "
-                 "until the boundary a compute node names after T, with it from there; local runs; --assignment "
-                 "fixed)")
+                 "until the boundary a compute node names after T, with it from there; local, simulated and role runs; "
+                 "--assignment fixed)")
       ->type_name("SPEC");
   app.add_option("--slowdown", b.slowdown,
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "
@@ -576,12 +576,6 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     if (!options.role.empty() && options.compare) {
       throw CLI::ValidationError("--compare", "runs both schedulers in one process; with --role give --scheduler");
-    }
-    if (!options.role.empty() && join_kind_is_input(options.bench.join)) {
-      throw netio::Error(netio::Errc::invalid_option,
-                         fmt::format("--join '{}' with --role: inputs joining run in local mode only (role mode: "
-                                     "not built)",
-                                     options.bench.join));
     }
     options.bench.loop_cpu = options.cpu.loop_thread;
     options.bench.generator_cpu = options.cpu.tool_thread;

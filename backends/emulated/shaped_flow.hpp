@@ -54,7 +54,7 @@ class ShapedFlow final : public PortClient {
     refresh();
     const Nanos t = now();
     const Nanos due = link_ ? link_->admit(t) : t;
-    queue_.push_back(Entry{std::move(item), bytes, due});
+    queue_.push_back(Entry{std::move(item), bytes, due, due > t});
     if (queue_.size() > 1 || in_port_ || in_core_ || timer_ != 0) return;  // the head's wait is under way
     in_push_ = true;
     pump();
@@ -89,6 +89,9 @@ class ShapedFlow final : public PortClient {
     Item item;
     std::size_t bytes;
     Nanos due;
+    // Given a delay at push: counted as waited even when the loop reaches it only after its
+    // due time and it leaves from inside push() (a preempted thread under a sanitizer).
+    bool delayed;
   };
 
   NodePort& port() { return incoming_ ? state_->in_port(loop_) : state_->out_port(loop_); }
@@ -146,7 +149,7 @@ class ShapedFlow final : public PortClient {
     Entry entry = std::move(queue_.front());
     queue_.pop_front();
     if (link_) link_->released(t, entry.bytes);
-    if (!in_push_) ++(incoming_ ? state_->buffers_held : state_->buffers_delayed);
+    if (!in_push_ || entry.delayed) ++(incoming_ ? state_->buffers_held : state_->buffers_delayed);
     (incoming_ ? state_->bytes_received : state_->bytes_sent) += entry.bytes;
     deliver_(std::move(entry.item));  // may close this flow (the socket's close())
     if (!closed_ && queue_.empty() && on_drained_) std::exchange(on_drained_, nullptr)();

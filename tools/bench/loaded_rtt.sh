@@ -60,7 +60,10 @@ trap 'bench_cleanup "$scratch" "$server_pid" "${loads[@]}"' EXIT
 for cpu in 0 1; do
   case "$load" in
     thrash) taskset -c "$cpu" nice -n 19 dd if=/dev/zero of=/dev/null bs=16M status=none >/dev/null 2>&1 & loads+=($!) ;;
-    spin) taskset -c "$cpu" nice -n 19 sh -c 'while :; do :; done' >/dev/null 2>&1 & loads+=($!) ;;
+    # The name after the command ($0 of the spinning shell) lets loaded_rtt_test.sh find this
+    # script's loads among other spinning processes.
+    spin) taskset -c "$cpu" nice -n 19 sh -c 'while :; do :; done' "loaded_rtt.sh-load-$$" >/dev/null 2>&1 &
+      loads+=($!) ;;
     none) ;;
   esac
 done

@@ -84,6 +84,9 @@ constexpr const char* run_header =
     "role,index,inputs,computes,buffer_bytes,timeslices_per_interval,warmup_intervals,peak_fill_pct,corrupt";
 // A compute node that drained or joined (--drain, --join): which, and when on its own clock.
 constexpr const char* membership_header = "change,compute,at_us";
+// The standby input that joined (--join 'input,at=T'): which, when it asked on its own clock,
+// and its boundary (the first time-slice built with it).
+constexpr const char* input_join_header = "input,at_us,from";
 
 void append(RunRecords& all, RunRecords part) {
   all.computes_failed += part.computes_failed;
@@ -91,6 +94,8 @@ void append(RunRecords& all, RunRecords part) {
   all.computes_joined += part.computes_joined;
   if (part.membership_at) all.membership_at = part.membership_at;
   if (part.joined_compute) all.joined_compute = part.joined_compute;
+  all.inputs_joined += part.inputs_joined;
+  if (part.input_join_from != 0) all.input_join_from = part.input_join_from;
   all.contributions_reassigned += part.contributions_reassigned;
   all.timeslices.insert(all.timeslices.end(), part.timeslices.begin(), part.timeslices.end());
   all.intervals.insert(all.intervals.end(), part.intervals.begin(), part.intervals.end());
@@ -110,6 +115,14 @@ void write_role_info(const std::string& dir, const RoleInfo& info, const RunReco
   // An input's counts are what it saw of the others: the compute node that changed says so
   // (a run before in the same directory may have left one).
   fs::remove(dir + "/membership.csv");
+  fs::remove(dir + "/input_join.csv");
+  if (info.role == "input" && records.input_join_from != 0 && records.membership_at) {
+    std::ofstream joined(dir + "/input_join.csv");
+    if (!joined) throw std::runtime_error("cannot write " + dir + "/input_join.csv");
+    joined << input_join_header << '\n'
+           << fmt::format("{},{:.1f},{}\n", info.index, static_cast<double>(records.membership_at->count()) / 1e3,
+                          records.input_join_from);
+  }
   if (info.role != "compute" || !records.membership_at ||
       (records.computes_drained == 0 && records.computes_joined == 0))
     return;
@@ -157,6 +170,15 @@ RunRecords read_csv(const std::string& dir) {
         file.bad("change '" + f[0] + "', expected drained or joined");
       }
       records.membership_at = file.micros_at(f, 2);
+    }
+  }
+  if (fs::exists(dir + "/input_join.csv")) {
+    CsvFile file(dir + "/input_join.csv", input_join_header);
+    while (file.next(f)) {
+      file.expect(f, 3);
+      ++records.inputs_joined;
+      records.membership_at = file.micros_at(f, 1);
+      records.input_join_from = file.unsigned_at(f, 2);
     }
   }
   {

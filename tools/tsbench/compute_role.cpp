@@ -82,6 +82,9 @@ void ComputeRole::on_timeslice(const scheduled_push::TimesliceView& view) {
   r.last_arrival = view.last_arrival - options_.origin;
   r.handed_over = now() - options_.origin;
   r.attempt = view.attempt;
+  if (const auto x = options_.bench.standby_input();
+      x && view.contributed[*x] != 0 && (!first_with_joiner_ || view.index < *first_with_joiner_))
+    first_with_joiner_ = view.index;
   for (ns::InputIndex i = 0; i < view.contributions.size(); ++i) {
     if (view.contributed[i] == 0) continue;
     r.bytes += view.contributions[i].size();
@@ -100,7 +103,11 @@ void ComputeRole::sample_fill() {
 
 RunRecords ComputeRole::take_records() {
   context_.loop().run_sync([this] { context_.loop().cancel_timer(sampler_); });
-  const auto peak = receiver_->stats().peak_held_bytes;
+  const auto stats = receiver_->stats();
+  const auto peak = stats.peak_held_bytes;
+  records_.inputs_joined = stats.inputs_joined;  // --join 'input,at=T': standby inputs whose boundary it knows
+  if (first_with_joiner_ && stats.inputs_joined > 0)
+    records_.input_join_from = *first_with_joiner_ - *first_with_joiner_ % records_.timeslices_per_interval;
   if (const auto dde = receiver_->dde_stats()) {
     scheduler::FallbackStats fallback;
     fallback.engaged = dde->fallbacks;

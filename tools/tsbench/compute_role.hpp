@@ -72,6 +72,10 @@ class ComputeRole {
   ComputeRoleOptions options_;
   RunRecords records_;  // loop thread until take_records()
   std::atomic<std::uint64_t> handed_over_{0};
+  // --join 'input,at=T': the lowest time-slice built with the standby input's contribution
+  // (loop thread); its interval's start is the boundary (T is one, and this node's first
+  // place from T on lies in T's interval).
+  std::optional<ns::TimesliceIndex> first_with_joiner_;
   int journal_fd_ = -1;
   EventLoop::TimerId sampler_ = 0;
   std::unique_ptr<scheduled_push::TimesliceReceiver> receiver_;

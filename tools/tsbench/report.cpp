@@ -106,11 +106,13 @@ void print_table(std::FILE* out, const std::string& title, const std::vector<Nam
                      : std::string());
     }
     if (s.inputs_joined > 0) {
-      fmt::print(
-          out,
-          "{}: a standby input joined at time-slice {}; aggregate {:.3f} Gb/s in the 2 s before, {:.3f} from 1 s "
-          "after\n",
-          name, s.input_join_from, s.membership_before_gbps, s.membership_after_gbps);
+      // Role mode: a member input or a compute node may know no boundary or no aggregate.
+      const bool aggregate = !std::isnan(s.membership_before_gbps) || !std::isnan(s.membership_after_gbps);
+      fmt::print(out, "{}: a standby input joined{}{}\n", name,
+                 s.input_join_from != 0 ? fmt::format(" at time-slice {}", s.input_join_from) : std::string(),
+                 aggregate ? fmt::format("; aggregate {:.3f} Gb/s in the 2 s before, {:.3f} from 1 s after",
+                                         s.membership_before_gbps, s.membership_after_gbps)
+                           : std::string());
     }
     if (s.pushes_blocked > 0) {
       fmt::print(out, "{}: the inputs waited {:.3f} s in push() (every compute node full), {} pushes\n", name,

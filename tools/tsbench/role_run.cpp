@@ -51,6 +51,13 @@ std::string wait_reachable(Context& context, const std::vector<Endpoint>& endpoi
 // so every one refuses alike): the DDE replicas are where the file puts them, not on the
 // first compute nodes as in a local run (BenchConfig::validate() checks that case).
 void check_membership(const BenchConfig& bench, const ClusterConfig& cluster, bool uses_dde) {
+  // Under load the coordinator would name an input's boundary (issue 51, item 3): not wired here yet.
+  if (bench.standby_input() && bench.assignment == scheduler::Assignment::load) {
+    throw Error(Errc::invalid_option,
+                fmt::format("--join '{}' with --role under --assignment load: an input joining runs in role mode "
+                            "under the fixed assignment only (give --assignment fixed)",
+                            bench.join));
+  }
   if (!uses_dde) return;
   const auto dde_of = [&](std::uint32_t compute) {
     for (const auto& node : cluster.nodes) {
@@ -236,11 +243,25 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   InputRole input(context, io);
   input.set_limit(total);
   input.start();
+  // --join 'input,at=T': this input is the standby one; it joins T after its start and
+  // pushes from the boundary a compute node names (none when that is beyond the run's end).
+  const auto join_at = bench.standby_input() == self.index ? bench.join_at() : std::nullopt;
+  const auto started = std::chrono::steady_clock::now();
+  std::optional<ns::Time> joined_at;
+  const auto finished = [&] {
+    const auto from = input.sender_stats().join_from;
+    return input.pushed() >= total || (from != 0 && from >= total);
+  };
   // The statistics when this input first lost a compute node: what it took after (DDE failover).
   std::optional<scheduled_push::TimesliceSenderStats> at_failure;
-  while (input.pushed() < total && !stop_requested() && !deadline.expired()) {
+  while (!finished() && !stop_requested() && !deadline.expired()) {
     if (!at_failure) {
       if (auto s = input.sender_stats(); s.computes_lost > 0) at_failure = std::move(s);
+    }
+    if (join_at && !joined_at && std::chrono::steady_clock::now() - started >= *join_at) {
+      joined_at = std::chrono::steady_clock::now().time_since_epoch() - origin;
+      input.join();
+      log(LogLevel::info, "netio_tsbench: rank {} (input {}) asks to join (--join {})", rank, self.index, bench.join);
     }
     std::this_thread::sleep_for(20ms);
   }
@@ -259,6 +280,13 @@ RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterCon
   result.records.computes_lost = stats.computes_lost;
   result.records.computes_drained = stats.computes_drained;
   result.records.computes_joined = stats.computes_joined;
+  // --join 'input,at=T': the joiner knows its boundary; a member counts the inputs it saw join.
+  result.records.inputs_joined = stats.join_from != 0 ? 1 : stats.inputs_joined;
+  result.records.input_join_from = stats.join_from;
+  if (stats.join_from != 0) result.records.membership_at = joined_at;
+  if (join_at && !joined_at)
+    log(LogLevel::warn, "netio_tsbench: rank {} (input {}): the run ended before --join {}", rank, self.index,
+        bench.join);
   if (at_failure) {
     result.records.proposals_after_failure = stats.proposals_taken - at_failure->proposals_taken;
     result.records.assignments_after_failure = stats.assignments_taken - at_failure->assignments_taken;

@@ -32,8 +32,10 @@ struct RoleRunResult {
 // it, it kills itself (SIGKILL) at that moment. bench.drain naming it: it drains at that
 // moment and ends once drained; bench.join: the last compute node is a standby slot in every
 // process (the inputs do not wait for it to listen) and joins at that moment, T after its
-// own process's start. Throws netio::Error (Errc::invalid_option) when the change would
-// take the only DDE replica of the file away, or the joining slot carries one.
+// own process's start; bench.join 'input,at=T': the last input is on standby in every
+// process and its own joins T after its start (fixed assignment only). Throws netio::Error
+// (Errc::invalid_option) when the change would take the only DDE replica of the file away,
+// the joining slot carries one, or an input joins under assignment by load.
 RoleRunResult run_role(BenchConfig bench, scheduler::Mode mode, const ClusterConfig& cluster, std::uint32_t rank,
                        std::chrono::nanoseconds connect_timeout, const Deadline& deadline,
                        const std::string& journal = {});

@@ -28,7 +28,9 @@ SimulatedSystem simulated_system(const BenchConfig& bench) {
     system.failure = SimulatedSystem::ComputeFailure{failing->compute, failing->at};
   if (const auto draining = bench.drain_spec())
     system.membership = SimulatedSystem::MembershipChange{draining->compute, false, draining->at};
-  if (const auto joining = bench.join_at())
+  if (const auto input = bench.standby_input())  // --join 'input,at=T'
+    system.input_join = SimulatedSystem::StandbyInput{*input, *bench.join_at()};
+  else if (const auto joining = bench.join_at())
     system.membership = SimulatedSystem::MembershipChange{bench.computes - 1, true, *joining};
   return system;
 }
@@ -38,11 +40,6 @@ SimulationResult simulate(const BenchConfig& bench, scheduler::Mode mode, const 
 }
 
 void check_simulatable(const BenchConfig& bench, const SimulationOptions& options) {
-  if (bench.standby_input()) {
-    detail::reject(
-        Errc::invalid_option, "",
-        fmt::format("--join '{}' with --simulate: inputs joining are not modelled (local runs only)", bench.join));
-  }
   scheduler::simulation::check_simulatable(simulated_system(bench), options);
 }
 

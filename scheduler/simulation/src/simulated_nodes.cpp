@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace netio::scheduler::simulation {
 
@@ -41,17 +42,20 @@ SimulatedNodes::SimulatedNodes(const SimulatedSystem& system, ns::Mode mode, con
     std::vector<ns::ComputeIndex> standby;
     if (system_.membership && system_.membership->joins) standby.push_back(system_.membership->compute);
     Input& in = inputs_.emplace_back(config_, i, mode_, standby);
+    in.waiting_to_join = system_.input_join && system_.input_join->input == i;
     in.clock = draw_clock();
     if (options_.timer_late.kind != DelayKind::none) in.late.emplace(system_.nodes[i].seed, timer_stream + i);
   }
+  std::vector<ns::InputIndex> standby_inputs;
+  if (system_.input_join) standby_inputs.push_back(system_.input_join->input);
   computes_.reserve(system_.computes());
   for (ns::ComputeIndex c = 0; c < system_.computes(); ++c) {
-    Compute& compute = computes_.emplace_back(config_, c, credits_);
+    Compute& compute = computes_.emplace_back(config_, c, credits_, standby_inputs);
     compute.clock = draw_clock();
     if (system_.membership) compute.node.accept_rerouted();
   }
-  if (mode_ == ns::Mode::dfs) dde_.emplace(config_);
-  if (mode_ == ns::Mode::dfs && system_.computes() >= 2) replica_.emplace(config_);
+  if (mode_ == ns::Mode::dfs) dde_.emplace(config_, standby_inputs);
+  if (mode_ == ns::Mode::dfs && system_.computes() >= 2) replica_.emplace(config_, standby_inputs);
   if (config_.assignment == ns::Assignment::load) {
     assigner_.emplace(config_);
     if (system_.computes() >= 2) assigner_replica_.emplace(config_);
@@ -84,6 +88,11 @@ void SimulatedNodes::finish(SimulationResult& result) {
     records.membership_at = *membership_at_;
     (system_.membership->joins ? records.computes_joined : records.computes_drained) = 1;
     if (system_.membership->joins) records.joined_compute = system_.membership->compute;
+  }
+  if (input_join_from_) {
+    records.membership_at = input_join_at_;
+    records.inputs_joined = 1;
+    records.input_join_from = *input_join_from_;
   }
   for (const auto& in : inputs_) {
     records.contributions_reassigned += in.reassigned;
@@ -119,11 +128,13 @@ void SimulatedNodes::start() {
   network_.at(Time{system_.sample_period}, [this] { sample_fill(); });
   if (const auto& failure = system_.failure) network_.at(Time{failure->at}, [this, c = failure->compute] { fail(c); });
   if (const auto& change = system_.membership) network_.at(Time{change->at}, [this] { change_membership(); });
+  if (const auto& joining = system_.input_join) network_.at(Time{joining->at}, [this] { request_input_join(); });
 }
 
 void SimulatedNodes::drive(ns::InputIndex i) {
   using What = ns::InputNode::Next::What;
   auto& in = inputs_[i];
+  if (in.waiting_to_join) return;  // sends nothing until it knows its boundary
   bool posted = false;
   if (faults_) send_reassigned(i);
   for (;;) {
@@ -215,16 +226,91 @@ void SimulatedNodes::change_membership() {
     return;
   }
   const ns::ComputeIndex namer = change.joins ? 0 : change.compute;
-  const auto m = std::uint64_t{system_.computes()};
-  const auto n = config_.timeslices_in_interval();
-  const auto bound = computes_[namer].highest_received + (std::uint64_t{credits_} + 2) * m;
-  const ns::MembershipChange notice{change.compute, change.joins, (bound + n - 1) / n * n};
+  const ns::MembershipChange notice{change.compute, change.joins, boundary_ahead(namer)};
   for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
     network_.transmit(network_.reply(namer, i), system_.inputs() + namer, i, reply_bytes, false, [this, i, notice] {
       (void)inputs_[i].node.on_membership(notice);
       drive(i);
     });
   }
+}
+
+ns::TimesliceIndex SimulatedNodes::boundary_ahead(ns::ComputeIndex c) const {
+  // As TimesliceReceiver::State::boundary_ahead(): an input is at most its credits' worth of
+  // c's places (one a round) ahead of what c received from it.
+  const auto m = std::uint64_t{system_.computes()};
+  const auto n = config_.timeslices_in_interval();
+  const auto bound = computes_[c].highest_received + (std::uint64_t{credits_} + 2) * m;
+  return (bound + n - 1) / n * n;
+}
+
+void SimulatedNodes::request_input_join() {
+  // As TimesliceSender::State::request_join(): {x, 0} on the joiner's data connection to the
+  // lowest member compute node it has not lost.
+  const auto x = system_.input_join->input;
+  input_join_at_ = network_.now();
+  const auto& in = inputs_[x];
+  constexpr auto ever = std::numeric_limits<ns::TimesliceIndex>::max();
+  for (ns::ComputeIndex m = 0; m < system_.computes(); ++m) {
+    if (in.node.lost(m) || computes_[m].dead || !in.node.membership().member(m, ever)) continue;
+    network_.transmit(network_.data(x, m), x, system_.inputs() + m, reply_bytes, true,
+                      [this, m] { name_input_boundary(m); });
+    return;
+  }
+  reject(fmt::format("simulation: input {} asks to join with no member compute node left", x));
+}
+
+void SimulatedNodes::name_input_boundary(ns::ComputeIndex namer) {
+  // As TimesliceReceiver::State::on_input_join(): the boundary, told to every input on the
+  // reply connection, ordered before any credit returned from now on.
+  const auto x = system_.input_join->input;
+  const auto from = boundary_ahead(namer);
+  (void)computes_[namer].node.on_input_joins(x, from);
+  input_join_from_ = from;
+  for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
+    network_.transmit(network_.reply(namer, i), system_.inputs() + namer, i, reply_bytes, false,
+                      [this, i, namer, from] { take_input_boundary(i, namer, from); });
+  }
+}
+
+void SimulatedNodes::take_input_boundary(ns::InputIndex i, ns::ComputeIndex namer, ns::TimesliceIndex from) {
+  // As TimesliceSender::State::take_input_join(): passed on to every compute node but the one
+  // that named it (on the data connection, ahead of any later contribution) and to every DDE
+  // replica (on the control connection, ahead of any later report); the joiner starts at it.
+  auto& in = inputs_[i];
+  if (in.told_join) return;
+  in.told_join = true;
+  const auto x = system_.input_join->input;
+  for (ns::ComputeIndex d = 0; d < system_.computes(); ++d) {
+    if (d == namer || computes_[d].dead || in.node.lost(d)) continue;
+    computes_[d].input_join_in_flight.emplace(i, from);
+    network_.transmit(network_.data(i, d), i, system_.inputs() + d, reply_bytes, true,
+                      [this, d, i] { tell_compute_input_joins(d, i); });
+  }
+  const auto interval = from / config_.timeslices_in_interval();
+  if (dde_ && !first_replica_dead()) {
+    network_.transmit(network_.control(i), i, system_.inputs(), reply_bytes, true, [this, x, interval] {
+      if (!first_replica_dead()) (void)dde_->on_input_joins(x, interval);
+    });
+  }
+  if (replica_ && !computes_[1].dead) {
+    network_.transmit(network_.replica_control(i), i, system_.inputs() + 1, reply_bytes, true, [this, x, interval] {
+      if (!computes_[1].dead) (void)replica_->on_input_joins(x, interval);
+    });
+  }
+  if (i == x) {
+    in.node.start_at(from);
+    in.waiting_to_join = false;
+  }
+  drive(i);
+}
+
+void SimulatedNodes::tell_compute_input_joins(ns::ComputeIndex c, ns::InputIndex from_input) {
+  auto& compute = computes_[c];
+  const auto it = compute.input_join_in_flight.find(from_input);
+  if (it == compute.input_join_in_flight.end() || compute.dead) return;  // applied already
+  (void)compute.node.on_input_joins(system_.input_join->input, it->second);
+  compute.input_join_in_flight.erase(it);
 }
 
 void SimulatedNodes::lose(ns::InputIndex i, ns::ComputeIndex c) {
@@ -405,6 +491,8 @@ void SimulatedNodes::send_clock_probe(ns::InputIndex i, std::uint32_t sequence, 
 void SimulatedNodes::on_contribution(ns::InputIndex i, ns::ComputeIndex c, std::uint64_t subject, std::uint64_t bytes) {
   auto& compute = computes_[c];
   if (compute.dead) return;  // its connection is gone
+  // An input's notice of the joiner's boundary, sent before this: it comes first.
+  if (!compute.input_join_in_flight.empty()) tell_compute_input_joins(c, i);
   const auto t = subject_timeslice(subject);
   const auto attempt = subject_attempt(subject);
   compute.highest_received = std::max(compute.highest_received, t);
@@ -426,6 +514,10 @@ void SimulatedNodes::on_contribution(ns::InputIndex i, ns::ComputeIndex c, std::
     slot = &compute.reassigned_held[t];
   } else {
     if (compute.held.empty()) compute.held_base = t;
+    if (t < compute.held_base) {  // a joining input may reach a time-slice before the others reach an older one
+      compute.held.insert(compute.held.begin(), compute.held_base - t, Held{});
+      compute.held_base = t;
+    }
     const std::uint64_t k = t - compute.held_base;
     if (k >= compute.held.size()) compute.held.resize(k + 1);
     slot = &compute.held[k];

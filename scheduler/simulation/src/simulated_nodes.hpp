@@ -93,6 +93,8 @@ class SimulatedNodes final : public NetworkReceiver {
     std::vector<std::uint32_t> reassigned_out;                   // per compute node: at most its credits
     std::vector<std::deque<ns::TimesliceIndex>> recently_built;  // per compute node: credited last
     std::uint64_t reassigned = 0;                                // contributions sent to another node
+    bool waiting_to_join = false;  // SimulatedSystem::input_join's input, its boundary not known yet
+    bool told_join = false;        // has passed the joiner's boundary on
   };
   struct Held {
     Time first{0};
@@ -101,7 +103,9 @@ class SimulatedNodes final : public NetworkReceiver {
     bool present = false;
   };
   struct Compute {
-    Compute(const ns::SchedulerConfig& config, ns::ComputeIndex c, std::uint32_t credits) : node(config, c, credits) {}
+    Compute(const ns::SchedulerConfig& config, ns::ComputeIndex c, std::uint32_t credits,
+            const std::vector<ns::InputIndex>& standby_inputs)
+        : node(config, c, credits, standby_inputs) {}
     ns::ComputeNode node;
     NodeClock clock;
     // What it holds, by time-slice: t at held[t - held_base] (only its own are present).
@@ -114,6 +118,10 @@ class SimulatedNodes final : public NetworkReceiver {
     std::uint64_t handed_over = 0;
     bool dead = false;                        // failed: nothing reaches it, nothing it sent arrives
     ns::TimesliceIndex highest_received = 0;  // membership: what bounds how far ahead the inputs are
+    // The joiner's boundary sent on each input's data connection to this node, not arrived yet:
+    // the lossless model carries the contributions apart from these messages, so one that
+    // overtakes applies it first (the connection keeps its order).
+    std::map<ns::InputIndex, ns::TimesliceIndex> input_join_in_flight;
   };
 
   // Input side, as TimesliceSender::State.
@@ -146,6 +154,14 @@ class SimulatedNodes final : public NetworkReceiver {
   void lose(ns::InputIndex i, ns::ComputeIndex c);
   // SimulatedSystem::membership: the boundary named now, told to every input.
   void change_membership();
+  // The first interval start no input can have sent into yet, named by compute node c.
+  ns::TimesliceIndex boundary_ahead(ns::ComputeIndex c) const;
+  // SimulatedSystem::input_join: the joiner asks the lowest member compute node, which names
+  // its boundary and tells every input; each passes it on (input i took it from `namer`).
+  void request_input_join();
+  void name_input_boundary(ns::ComputeIndex namer);
+  void take_input_boundary(ns::InputIndex i, ns::ComputeIndex namer, ns::TimesliceIndex from);
+  void tell_compute_input_joins(ns::ComputeIndex c, ns::InputIndex from_input);
   void send_reassigned(ns::InputIndex i);
   // Returns true when posted to the lossless model (then network_changed()).
   bool send_contribution(ns::InputIndex i, ns::ComputeIndex c, ns::TimesliceIndex t, std::uint8_t attempt);
@@ -184,6 +200,8 @@ class SimulatedNodes final : public NetworkReceiver {
   bool faults_ = false;  // a failure is modelled: the inputs retain what they sent
   std::optional<Time> failed_at_;
   std::optional<Time> membership_at_;
+  std::optional<Time> input_join_at_;                  // the joiner asked
+  std::optional<ns::TimesliceIndex> input_join_from_;  // its boundary, once named
 };
 
 }  // namespace netio::scheduler::simulation

@@ -111,6 +111,22 @@ struct SimulatedSystem {
     ns::Duration at{0};
   };
   std::optional<MembershipChange> membership;
+  // An input on standby from the start, joining `at` after it (netio_tsbench --join
+  // 'input,at=T'; fixed assignment only), as the pattern does it (docs/design/assignment.md,
+  // "Inputs joining"): it says hello and sends nothing; at `at` it asks the lowest member
+  // compute node on its data connection, which names the boundary, the first interval start
+  // from H + (credits + 2)·M (H the highest time-slice it received), and tells every input on
+  // its reply connection (ordered with its credits). Every input passes it on to the other
+  // compute nodes on its data connection and to the DDE replicas on its control connections,
+  // ahead of whatever it sends after; the joiner starts its stream at the boundary
+  // (InputNode::start_at()). The compute nodes build a time-slice from the inputs that are
+  // members at it (ComputeNode's standby inputs), the DDE's history counts the joiner from the
+  // boundary's interval on (HistoryManager::join()).
+  struct StandbyInput {
+    InputIndex input = 0;
+    ns::Duration at{0};
+  };
+  std::optional<StandbyInput> input_join;
 
   std::uint32_t inputs() const noexcept { return scheduler.input_count; }
   std::uint32_t computes() const noexcept { return scheduler.compute_count; }
