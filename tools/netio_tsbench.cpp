@@ -174,8 +174,8 @@ void add_options(CLI::App& app, Options& o) {
                  "the others, and joins T after the start at a boundary a member (by load: the DDE) names; "
                  "--computes counts the slots; role mode: the last compute line, whose process joins T after its "
                  "own start); or an input: 'input,at=T' (input N-1 is on standby, time-slices are built without it "
-                 "until the boundary a compute node names after T, with it from there; local, simulated and role runs; "
-                 "--assignment fixed)")
+                 "until the boundary a compute node (by load: the DDE) names after T, with it from there; local, "
+                 "simulated and role runs)")
       ->type_name("SPEC");
   app.add_option("--slowdown", b.slowdown,
                  "Inject a slow-down: the parameters of an emulation slowdown= clause, e.g. "

@@ -15,7 +15,7 @@
   tsbench_test.py TSBENCH local-load         assignment by load, one compute node slowed: all built, fewer there
   tsbench_test.py TSBENCH local-input-join   --join 'input,at=T', 3 x 3, both schedulers, both assignments: below the
                                              boundary built from 2 inputs, from it on from 3, each once; --simulate
-                                             runs it; --simulate and --role refuse it under --assignment load
+                                             runs it under both assignments
   tsbench_test.py TSBENCH kill-compute       kill -9 of a compute process of a running 4 x 4: the inputs send its
                                              time-slices to the others; --collect: 0 lost, duplicates only with
                                              a higher attempt
@@ -30,6 +30,8 @@
   tsbench_test.py TSBENCH roles-input-join   --join 'input,at=T' in role mode, 4 x 4 (DFS): the last input's process
                                              joins mid-run; --collect: 0 lost, 3 contributions below the boundary,
                                              4 from it on
+  tsbench_test.py TSBENCH roles-input-join-load  the same under assignment by load (the DDE replicas' decision
+                                             names the boundary)
   tsbench_test.py TSBENCH kill-input         kill -9 of an input process: the others end, incomplete time-slices reported
   tsbench_test.py TSBENCH kill-dde           kill -9 of the compute process with the first DDE replica of a running
                                              4 x 4 (DFS, assignment by load): the second replica paces and assigns on,
@@ -290,7 +292,7 @@ def run_local_input_join(tsbench):
     """--join 'input,at=T' in a local run, 3 inputs x 3 compute nodes, both schedulers, both assignments: input 2 is on
     standby and joins at the boundary a compute node (by load: the coordinator) names; every time-slice is built once
     and complete, from the 2 other inputs below the boundary (2 contributions' bytes) and from all 3 from it on.
-    --simulate runs it (fixed assignment); --simulate and --role refuse it under --assignment load."""
+    --simulate runs it too, under both assignments."""
     size = 4096
     for scheduler, assignment in itertools.product(("best-effort", "dfs"), ("fixed", "load")):
         with tempfile.TemporaryDirectory() as work:
@@ -310,24 +312,15 @@ def run_local_input_join(tsbench):
             if [t for t, _ in built] != list(range(len(built))) or not built[-1][0] >= start or wrong:
                 fail(f"{scheduler}, {assignment}: time-slices 0..{len(built) - 1}, boundary {start}: expected each "
                      f"once, {2 * size} bytes below the boundary and {3 * size} from it on; wrong: {wrong[:5]}")
-    # --simulate models it (its figures by hand: tools_tsbench_simulation_test); under --assignment load it and
-    # --role refuse it (the coordinator names an input's boundary there: not wired into these modes yet).
-    cmd = [tsbench, "--simulate", "--inputs", "3", "--computes", "3", "-t", "2s", "--join", "input,at=1s", "--json",
-           "--scheduler", "best-effort", "--interval", "42", "--warmup-intervals", "2"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
-    if p.returncode != 0 or json.loads(p.stdout)["best_effort"]["membership"]["inputs_joined"] != 1:
-        fail(f"{' '.join(cmd)}: exit status {p.returncode}, expected input 2 joined", p.stdout, p.stderr)
-    refusal = "under the fixed assignment only"
-    with tempfile.TemporaryDirectory() as work:
-        with open(os.path.join(work, "cluster.txt"), "w") as f:
-            f.write("input\ninput\ncompute tcp://127.0.0.1:0 tcp://127.0.0.1:0\n")
-        for mode in (["--simulate", "--inputs", "3", "--computes", "3"],
-                     ["--role", "input", "--rank", "0", "--config", "cluster.txt"]):
-            cmd = [tsbench] + mode + ["-n", "20000", "--join", "input,at=1s", "--assignment", "load"]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=work)
-            if p.returncode == 0 or refusal not in p.stderr:
-                fail(f"{' '.join(mode)} with --join 'input,...' --assignment load: expected a refusal ({refusal}), "
-                     f"exit status {p.returncode}", p.stdout, p.stderr)
+    # --simulate models it under both assignments (its figures by hand: tools_tsbench_simulation_test); role mode:
+    # roles-input-join and roles-input-join-load.
+    for assignment in ("fixed", "load"):
+        cmd = [tsbench, "--simulate", "--inputs", "3", "--computes", "3", "-t", "2s", "--join", "input,at=1s",
+               "--json", "--scheduler", "best-effort", "--interval", "42", "--warmup-intervals", "2", "--assignment",
+               assignment]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        if p.returncode != 0 or json.loads(p.stdout)["best_effort"]["membership"]["inputs_joined"] != 1:
+            fail(f"{' '.join(cmd)}: exit status {p.returncode}, expected input 2 joined", p.stdout, p.stderr)
 
 
 def free_ports(n):
@@ -674,17 +667,18 @@ def run_roles_join(tsbench, assignment="fixed"):
                          p.stdout, p.stderr)
 
 
-def run_roles_input_join(tsbench):
+def run_roles_input_join(tsbench, assignment="fixed"):
     """--join 'input,at=T' in role mode, 4 x 4 under DFS: every process gets the same options; the last input (input
     3, rank 3) is on standby and its process joins 1 s after its start; the others count it joined, the compute nodes
     know its boundary; --collect: every time-slice built once and complete, from 3 inputs below the boundary and
-    from 4 from it on."""
+    from 4 from it on. Under --assignment load the DDE replicas' decision names the boundary."""
     count, size = 9000, 4096  # about 3 s at 4 x 100 Mb/s
     with tempfile.TemporaryDirectory() as work:
         csv = os.path.join(work, "csv")
         joiner = 3
         cluster = Cluster(tsbench, work, "dfs", count, inputs=4, computes=4,
-                          extra=["--csv", csv, "--join", "input,at=1s"], emulate=EMULATE_100M)
+                          extra=["--csv", csv, "--join", "input,at=1s", "--assignment", assignment],
+                          emulate=EMULATE_100M)
         statuses = {rank: cluster.wait(rank) for rank in range(8)}
         logs = cluster.logs()
         if any(statuses.values()):
@@ -972,6 +966,8 @@ def run_test(tsbench, what):
         run_roles_join(tsbench, "load")
     elif what == "roles-input-join":
         run_roles_input_join(tsbench)
+    elif what == "roles-input-join-load":
+        run_roles_input_join(tsbench, "load")
     else:
         fail(f"unknown test {what}")
 

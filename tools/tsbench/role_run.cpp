@@ -51,13 +51,6 @@ std::string wait_reachable(Context& context, const std::vector<Endpoint>& endpoi
 // so every one refuses alike): the DDE replicas are where the file puts them, not on the
 // first compute nodes as in a local run (BenchConfig::validate() checks that case).
 void check_membership(const BenchConfig& bench, const ClusterConfig& cluster, bool uses_dde) {
-  // Under load the coordinator would name an input's boundary (issue 51, item 3): not wired here yet.
-  if (bench.standby_input() && bench.assignment == scheduler::Assignment::load) {
-    throw Error(Errc::invalid_option,
-                fmt::format("--join '{}' with --role under --assignment load: an input joining runs in role mode "
-                            "under the fixed assignment only (give --assignment fixed)",
-                            bench.join));
-  }
   if (!uses_dde) return;
   const auto dde_of = [&](std::uint32_t compute) {
     for (const auto& node : cluster.nodes) {

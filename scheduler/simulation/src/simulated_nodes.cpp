@@ -41,8 +41,11 @@ SimulatedNodes::SimulatedNodes(const SimulatedSystem& system, ns::Mode mode, con
   for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
     std::vector<ns::ComputeIndex> standby;
     if (system_.membership && system_.membership->joins) standby.push_back(system_.membership->compute);
-    Input& in = inputs_.emplace_back(config_, i, mode_, standby);
-    in.waiting_to_join = system_.input_join && system_.input_join->input == i;
+    const bool joins = system_.input_join && system_.input_join->input == i;
+    // Under load the assignment naming its join starts it (InputNode); under the fixed
+    // assignment start_at() does, once a compute node named the boundary.
+    Input& in = inputs_.emplace_back(config_, i, mode_, standby, joins && config_.assignment == ns::Assignment::load);
+    in.waiting_to_join = joins;
     in.clock = draw_clock();
     if (options_.timer_late.kind != DelayKind::none) in.late.emplace(system_.nodes[i].seed, timer_stream + i);
   }
@@ -57,8 +60,8 @@ SimulatedNodes::SimulatedNodes(const SimulatedSystem& system, ns::Mode mode, con
   if (mode_ == ns::Mode::dfs) dde_.emplace(config_, standby_inputs);
   if (mode_ == ns::Mode::dfs && system_.computes() >= 2) replica_.emplace(config_, standby_inputs);
   if (config_.assignment == ns::Assignment::load) {
-    assigner_.emplace(config_);
-    if (system_.computes() >= 2) assigner_replica_.emplace(config_);
+    assigner_.emplace(config_, standby_inputs);
+    if (system_.computes() >= 2) assigner_replica_.emplace(config_, standby_inputs);
   }
 }
 
@@ -249,6 +252,21 @@ void SimulatedNodes::request_input_join() {
   // lowest member compute node it has not lost.
   const auto x = system_.input_join->input;
   input_join_at_ = network_.now();
+  if (config_.assignment == ns::Assignment::load) {
+    // As TimesliceSender::State::request_join() by load: {x, 0} to every DDE replica, which
+    // passes it on to every input (relay_input_join_request()); the Assigner names T.
+    if (!first_replica_dead()) {
+      network_.transmit(network_.control(x), x, system_.inputs(), reply_bytes, true, [this, x] {
+        if (!first_replica_dead()) relay_input_join_request(x, false);
+      });
+    }
+    if (assigner_replica_ && !computes_[1].dead) {
+      network_.transmit(network_.replica_control(x), x, system_.inputs() + 1, reply_bytes, true, [this, x] {
+        if (!computes_[1].dead) relay_input_join_request(x, true);
+      });
+    }
+    return;
+  }
   const auto& in = inputs_[x];
   constexpr auto ever = std::numeric_limits<ns::TimesliceIndex>::max();
   for (ns::ComputeIndex m = 0; m < system_.computes(); ++m) {
@@ -258,6 +276,18 @@ void SimulatedNodes::request_input_join() {
     return;
   }
   reject(fmt::format("simulation: input {} asks to join with no member compute node left", x));
+}
+
+void SimulatedNodes::relay_input_join_request(ns::InputIndex x, bool by_replica) {
+  // As DdeService's relay: {x, 0} as a reply to every input, which flags it in its load
+  // reports until a decision names x's join (InputNode::request_input_join()). A replica that
+  // arrives second finds it asked already.
+  for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
+    if (i == x) continue;
+    auto& link = by_replica ? network_.replica_control_reply(i) : network_.control_reply(i);
+    network_.transmit(link, system_.inputs() + (by_replica ? 1 : 0), i, reply_bytes, false,
+                      [this, i, x] { (void)inputs_[i].node.request_input_join(x); });
+  }
 }
 
 void SimulatedNodes::name_input_boundary(ns::ComputeIndex namer) {
@@ -273,7 +303,8 @@ void SimulatedNodes::name_input_boundary(ns::ComputeIndex namer) {
   }
 }
 
-void SimulatedNodes::take_input_boundary(ns::InputIndex i, ns::ComputeIndex namer, ns::TimesliceIndex from) {
+void SimulatedNodes::take_input_boundary(ns::InputIndex i, std::optional<ns::ComputeIndex> namer,
+                                         ns::TimesliceIndex from) {
   // As TimesliceSender::State::take_input_join(): passed on to every compute node but the one
   // that named it (on the data connection, ahead of any later contribution) and to every DDE
   // replica (on the control connection, ahead of any later report); the joiner starts at it.
@@ -299,8 +330,10 @@ void SimulatedNodes::take_input_boundary(ns::InputIndex i, ns::ComputeIndex name
     });
   }
   if (i == x) {
-    in.node.start_at(from);
+    // Under load its join's assignment started it (InputNode::on_assignment()).
+    if (config_.assignment == ns::Assignment::fixed) in.node.start_at(from);
     in.waiting_to_join = false;
+    input_join_from_ = from;
   }
   drive(i);
 }
@@ -644,6 +677,9 @@ void SimulatedNodes::send_assignments(const std::vector<ns::IntervalAssignment>&
       network_.transmit(link, system_.inputs() + c, i, bytes, false, [this, i, c, assignment] {
         if (computes_[c].dead) return;  // nothing it sent arrives after
         if (!inputs_[i].node.on_assignment(assignment)) return;
+        // An input joining (load): as the fixed path's boundary, passed on ahead of what
+        // this input sends into the interval; the joiner starts there (on_assignment() did).
+        for (const auto& join : assignment.input_joins) take_input_boundary(i, std::nullopt, join.from);
         if (failed_at_) ++assignments_after_failure_;
         drive(i);
       });

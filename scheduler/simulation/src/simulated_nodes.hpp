@@ -79,8 +79,8 @@ class SimulatedNodes final : public NetworkReceiver {
   };
   struct Input {
     Input(const ns::SchedulerConfig& config, ns::InputIndex i, ns::Mode mode,
-          const std::vector<ns::ComputeIndex>& standby)
-        : node(config, i, mode, standby),
+          const std::vector<ns::ComputeIndex>& standby, bool standby_input)
+        : node(config, i, mode, standby, standby_input),
           reassigned_out(config.compute_count, 0),
           recently_built(config.compute_count) {}
     ns::InputNode node;
@@ -160,7 +160,8 @@ class SimulatedNodes final : public NetworkReceiver {
   // its boundary and tells every input; each passes it on (input i took it from `namer`).
   void request_input_join();
   void name_input_boundary(ns::ComputeIndex namer);
-  void take_input_boundary(ns::InputIndex i, ns::ComputeIndex namer, ns::TimesliceIndex from);
+  void relay_input_join_request(ns::InputIndex x, bool by_replica);
+  void take_input_boundary(ns::InputIndex i, std::optional<ns::ComputeIndex> namer, ns::TimesliceIndex from);
   void tell_compute_input_joins(ns::ComputeIndex c, ns::InputIndex from_input);
   void send_reassigned(ns::InputIndex i);
   // Returns true when posted to the lossless model (then network_changed()).

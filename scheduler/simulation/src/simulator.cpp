@@ -108,12 +108,6 @@ void check_simulatable(const SimulatedSystem& system, const SimulationOptions& o
       reject(fmt::format("the joining input {} needs another input to start without it ({} inputs)", joining->input,
                          system.inputs()));
     }
-    // Under load the coordinator names an input's boundary (issue 51, item 3), not modelled here yet.
-    if (system.scheduler.assignment == ns::Assignment::load) {
-      reject(
-          "--join 'input,...' with --simulate under --assignment load: an input joining is modelled under the fixed "
-          "assignment only (give --assignment fixed)");
-    }
     if (system.failure || system.membership) reject("an input joining with a compute node's change: one per run");
   }
   if (options.port_late.kind != DelayKind::none && options.network != NetworkModel::ports) {
