@@ -808,6 +808,31 @@ TEST_CASE("tsbench simulation: under assignment by load a compute node drains, a
   CHECK(static_cast<double>(bytes) * 8 / 3.5e6 <= (join ? 32 : 24) * 1.05);
 }
 
+namespace {
+
+// The 4 x 4 of the two input-join cases below (the inputs' ports the bottleneck, 8 Mb/s each,
+// input 3 joining at 3 s): every time-slice once and complete, 3 contributions (3000 bytes)
+// below `from` and 4 from it on; 24 Mb/s in the 2 s before the join, 32 from 4 s to 7.5 s.
+void check_input_join_run(const SimulationResult& r, const RunSummary& s, ns::TimesliceIndex from) {
+  REQUIRE(r.records.expected_timeslices);
+  REQUIRE(r.records.timeslices.size() == *r.records.expected_timeslices);
+  std::uint64_t wrong = 0;
+  for (ns::TimesliceIndex t = 0; t < r.records.timeslices.size(); ++t) {
+    const auto& rec = r.records.timeslices[t];
+    if (rec.timeslice != t || !rec.complete || rec.bytes != (t < from ? 3000u : 4000u)) ++wrong;
+  }
+  CHECK(wrong == 0);
+  CHECK(r.records.timeslices.size() > from + 1000);
+  CHECK(s.membership_before_gbps * 1000 == Approx(24).epsilon(0.05));
+  std::uint64_t bytes = 0;
+  for (const auto& t : r.records.timeslices) {
+    if (t.handed_over >= ns::Time{4s} && t.handed_over < ns::Time{7500ms}) bytes += t.bytes;
+  }
+  CHECK(static_cast<double>(bytes) * 8 / 3.5e6 == Approx(32).epsilon(0.05));
+}
+
+}  // namespace
+
 TEST_CASE("tsbench simulation: a standby input joins at the boundary compute node 0 names, by hand",
           "[tsbench][simulation]") {
   // 4 × 4, 1000-byte contributions, every node's out-port 8 Mb/s and nothing else shaped: the
@@ -845,23 +870,7 @@ TEST_CASE("tsbench simulation: a standby input joins at the boundary compute nod
   // 3 s at 24 Mb/s of 3000-byte time-slices: about 3000 built by then.
   CHECK(from > 2800);
   CHECK(from < 3200);
-  // Every time-slice once, complete, from 3 inputs below T and from 4 from T on.
-  REQUIRE(r.records.expected_timeslices);
-  REQUIRE(r.records.timeslices.size() == *r.records.expected_timeslices);
-  std::uint64_t wrong = 0;
-  for (ns::TimesliceIndex t = 0; t < r.records.timeslices.size(); ++t) {
-    const auto& rec = r.records.timeslices[t];
-    if (rec.timeslice != t || !rec.complete || rec.bytes != (t < from ? 3000u : 4000u)) ++wrong;
-  }
-  CHECK(wrong == 0);
-  CHECK(r.records.timeslices.size() > from + 1000);
-  // Capacity: 24 Mb/s in the 2 s before the join, 32 from 4 s to 7.5 s.
-  CHECK(s.membership_before_gbps * 1000 == Approx(24).epsilon(0.05));
-  std::uint64_t bytes = 0;
-  for (const auto& t : r.records.timeslices) {
-    if (t.handed_over >= ns::Time{4s} && t.handed_over < ns::Time{7500ms}) bytes += t.bytes;
-  }
-  CHECK(static_cast<double>(bytes) * 8 / 3.5e6 == Approx(32).epsilon(0.05));
+  check_input_join_run(r, s, from);
   if (mode == ns::Mode::dfs) {
     // The joiner's intervals start at T's; the DDE proposed for them (it counts the joiner).
     std::uint64_t joiner_intervals = 0, joiner_paced = 0;
@@ -914,18 +923,5 @@ TEST_CASE(
   CHECK(from == *named);
   CHECK(from > 2800);
   CHECK(from < 3400);
-  REQUIRE(r.records.expected_timeslices);
-  REQUIRE(r.records.timeslices.size() == *r.records.expected_timeslices);
-  std::uint64_t wrong = 0;
-  for (ns::TimesliceIndex t = 0; t < r.records.timeslices.size(); ++t) {
-    const auto& rec = r.records.timeslices[t];
-    if (rec.timeslice != t || !rec.complete || rec.bytes != (t < from ? 3000u : 4000u)) ++wrong;
-  }
-  CHECK(wrong == 0);
-  CHECK(s.membership_before_gbps * 1000 == Approx(24).epsilon(0.05));
-  std::uint64_t bytes = 0;
-  for (const auto& t : r.records.timeslices) {
-    if (t.handed_over >= ns::Time{4s} && t.handed_over < ns::Time{7500ms}) bytes += t.bytes;
-  }
-  CHECK(static_cast<double>(bytes) * 8 / 3.5e6 == Approx(32).epsilon(0.05));
+  check_input_join_run(r, s, from);
 }
