@@ -810,10 +810,24 @@ TEST_CASE("tsbench simulation: under assignment by load a compute node drains, a
 
 namespace {
 
-// The 4 x 4 of the two input-join cases below (the inputs' ports the bottleneck, 8 Mb/s each,
-// input 3 joining at 3 s): every time-slice once and complete, 3 contributions (3000 bytes)
-// below `from` and 4 from it on; 24 Mb/s in the 2 s before the join, 32 from 4 s to 7.5 s.
+// The 4 x 4 of the two input-join cases below: the inputs' ports the bottleneck, 8 Mb/s each,
+// input 3 on standby and joining at 3 s.
+SimulationResult simulate_input_join(ns::Assignment assignment, ns::Mode mode) {
+  auto b = four_by_four(8s);
+  b.emulate = "out=8Mbps";
+  b.join = "input,at=3s";
+  b.assignment = assignment;
+  return simulate(b, mode, exact(PortSharing::fair, NetworkModel::ports));
+}
+
+// Its outcome: input 3 joined, nothing lost, built twice or incomplete; every time-slice once
+// and complete, 3 contributions (3000 bytes) below `from` and 4 from it on; 24 Mb/s in the 2 s
+// before the join, 32 from 4 s to 7.5 s.
 void check_input_join_run(const SimulationResult& r, const RunSummary& s, ns::TimesliceIndex from) {
+  CHECK(s.lost == 0);
+  CHECK(s.duplicates == 0);
+  CHECK(s.incomplete == 0);
+  CHECK(s.inputs_joined == 1);
   REQUIRE(r.records.expected_timeslices);
   REQUIRE(r.records.timeslices.size() == *r.records.expected_timeslices);
   std::uint64_t wrong = 0;
@@ -843,21 +857,14 @@ TEST_CASE("tsbench simulation: a standby input joins at the boundary compute nod
   // 4 contributions (4000 bytes), 4 × 8 = 32 Mb/s. Nothing lost, built twice or incomplete;
   // DFS: the DDE counts the joiner from T's interval (its history would wait for the joiner's
   // reports below it, or refuse them) and paces it.
-  auto b = four_by_four(8s);
-  b.emulate = "out=8Mbps";
-  b.join = "input,at=3s";
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
   CAPTURE(ns::to_string(mode));
-  const auto r = simulate(b, mode, exact(PortSharing::fair, NetworkModel::ports));
+  const auto r = simulate_input_join(ns::Assignment::fixed, mode);
   INFO(r.error);
   REQUIRE(r.error.empty());
   const auto s = summarize(r.records);
-  CHECK(s.lost == 0);
-  CHECK(s.duplicates == 0);
-  CHECK(s.incomplete == 0);
   CHECK(s.reassigned == 0);
   CHECK(s.computes_lost == 0);
-  CHECK(s.inputs_joined == 1);
   const auto from = s.input_join_from;
   // T by hand from what compute node 0 had received when the request came: at 3 s exactly (no
   // latency, and the joiner's port idle). The joiner's first contributions, from T on, arrive
@@ -896,20 +903,12 @@ TEST_CASE(
   // joiner starts there. At about 1000 time-slices a second an interval lasts 40 ms, so T is
   // 2 to 4 intervals past what was sent at 3 s: between 2800 and 3400. Nothing lost, built
   // twice or incomplete; below T 3 contributions, from T on 4.
-  auto b = four_by_four(8s);
-  b.emulate = "out=8Mbps";
-  b.join = "input,at=3s";
-  b.assignment = ns::Assignment::load;
   const auto mode = GENERATE(ns::Mode::best_effort, ns::Mode::dfs);
   CAPTURE(ns::to_string(mode));
-  const auto r = simulate(b, mode, exact(PortSharing::fair, NetworkModel::ports));
+  const auto r = simulate_input_join(ns::Assignment::load, mode);
   INFO(r.error);
   REQUIRE(r.error.empty());
   const auto s = summarize(r.records);
-  CHECK(s.lost == 0);
-  CHECK(s.duplicates == 0);
-  CHECK(s.incomplete == 0);
-  CHECK(s.inputs_joined == 1);
   std::optional<ns::TimesliceIndex> named;
   for (const auto& a : r.records.assignments) {
     if (a.input_joins.empty()) continue;

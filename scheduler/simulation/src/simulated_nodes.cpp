@@ -296,7 +296,6 @@ void SimulatedNodes::name_input_boundary(ns::ComputeIndex namer) {
   const auto x = system_.input_join->input;
   const auto from = boundary_ahead(namer);
   (void)computes_[namer].node.on_input_joins(x, from);
-  input_join_from_ = from;
   for (ns::InputIndex i = 0; i < system_.inputs(); ++i) {
     network_.transmit(network_.reply(namer, i), system_.inputs() + namer, i, reply_bytes, false,
                       [this, i, namer, from] { take_input_boundary(i, namer, from); });

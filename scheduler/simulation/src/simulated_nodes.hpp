@@ -202,7 +202,7 @@ class SimulatedNodes final : public NetworkReceiver {
   std::optional<Time> failed_at_;
   std::optional<Time> membership_at_;
   std::optional<Time> input_join_at_;                  // the joiner asked
-  std::optional<ns::TimesliceIndex> input_join_from_;  // its boundary, once named
+  std::optional<ns::TimesliceIndex> input_join_from_;  // its boundary, once the joiner took it (either assignment)
 };
 
 }  // namespace netio::scheduler::simulation
