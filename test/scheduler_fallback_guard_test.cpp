@@ -312,7 +312,7 @@ TEST_CASE("scheduler fallback: the IEs' probe acknowledgements make the DDE's sp
   CHECK(dde.history().find(0)->probe_spread == 10ns);
 }
 
-TEST_CASE("scheduler fallback: on the spread rule the DDE proposes best-effort with the θ gate", "[scheduler]") {
+TEST_CASE("scheduler fallback: on the spread rule the DDE proposes gated best-effort intervals", "[scheduler]") {
   const auto c = spread_config();
   DeterministicEngine dde(c);
   // Intervals 0..4 best-effort, 100 long, the IEs' probe acknowledgements 5 apart (pacing's
@@ -334,8 +334,7 @@ TEST_CASE("scheduler fallback: on the spread rule the DDE proposes best-effort w
   CHECK(dde.fallback().stats().engaged_on_spread == 1);
 }
 
-TEST_CASE("scheduler fallback: a gated best-effort interval keeps the θ gate and is measured to its end",
-          "[scheduler]") {
+TEST_CASE("scheduler fallback: a gated best-effort interval keeps a gate and is measured to its end", "[scheduler]") {
   InputEngine ie(one_round_config(), 0);
   CHECK(ie.on_proposal(Proposal{0, Time{1000}, 400ns, true, true}));
   auto d = ie.next_send(Time{10});  // unpaced: at once, though proposed for 1000
@@ -350,4 +349,59 @@ TEST_CASE("scheduler fallback: a gated best-effort interval keeps the θ gate an
   CHECK(ie.current_interval() == 1);
   CHECK(done->report.duration == 590ns);  // to the last acknowledgement, as before any proposal
   CHECK_FALSE(done->report.proposed_duration);
+}
+
+TEST_CASE("scheduler fallback: a gated best-effort interval starts the next on its last acknowledgement, not at θ",
+          "[scheduler]") {
+  // 4 time-slices per interval and θ 0.5: an unproposed interval lets the next start after 2
+  // acknowledgements, a gated one (gated_ack_threshold 1) after all 4, so that the inputs
+  // start it together, when the network has carried the whole interval.
+  auto c = spread_config();
+  c.ack_threshold = 0.5;
+  const auto send_all = [](InputEngine& ie, IntervalIndex j, long long at) {
+    for (long long s = 0; s < 4; ++s) {
+      const auto d = ie.next_send(Time{at + s});
+      REQUIRE(d.action == SendDecision::Action::send);
+      ie.on_sent(d.timeslice, Time{at + s});
+    }
+    CHECK(ie.current_interval() == j);
+    CHECK(ie.next_send(Time{at + 4}).action == SendDecision::Action::wait_for_acknowledgements);
+  };
+  InputEngine ie(c, 0);
+  // Interval 0, before any proposal: θ·4 = 2 acknowledgements release interval 1.
+  send_all(ie, 0, 0);
+  CHECK_FALSE(ie.on_acknowledged(0, Time{100}));
+  CHECK(ie.current_interval() == 0);
+  CHECK_FALSE(ie.on_acknowledged(1, Time{110}));
+  CHECK(ie.current_interval() == 1);
+  CHECK(ie.on_proposal(Proposal{1, Time{0}, 400ns, true, true}));  // the spread rule's: gated
+  send_all(ie, 1, 120);
+  CHECK(ie.layout().interval_of(5) == 1);
+  CHECK_FALSE(ie.on_acknowledged(4, Time{200}));
+  CHECK_FALSE(ie.on_acknowledged(5, Time{210}));
+  CHECK(ie.current_interval() == 1);  // θ reached, the gated interval's gate not
+  CHECK(ie.next_send(Time{215}).action == SendDecision::Action::wait_for_acknowledgements);
+  CHECK_FALSE(ie.on_acknowledged(6, Time{220}));
+  CHECK(ie.current_interval() == 1);
+  CHECK_FALSE(ie.on_acknowledged(2, Time{225}));  // interval 0's, late: no matter to 1's gate
+  CHECK(ie.current_interval() == 1);
+  CHECK(ie.on_acknowledged(3, Time{228}));  // interval 0 complete: its report
+  const auto done = ie.on_acknowledged(7, Time{230});
+  REQUIRE(done);
+  CHECK(ie.current_interval() == 2);
+  CHECK(done->report.duration == 110ns);  // tm 120 to the last acknowledgement, 230
+  // gated_ack_threshold at θ: the gated interval is released as the unproposed one was.
+  c.gated_ack_threshold = 0.5;
+  InputEngine at_theta(c, 0);
+  send_all(at_theta, 0, 0);
+  at_theta.on_acknowledged(0, Time{100});
+  at_theta.on_acknowledged(1, Time{110});
+  CHECK(at_theta.on_proposal(Proposal{1, Time{0}, 400ns, true, true}));
+  send_all(at_theta, 1, 120);
+  at_theta.on_acknowledged(4, Time{200});
+  CHECK(at_theta.current_interval() == 1);
+  at_theta.on_acknowledged(5, Time{210});
+  CHECK(at_theta.current_interval() == 2);
+  c.gated_ack_threshold = 0;
+  CHECK_THROWS_WITH(InputEngine(c, 0), Catch::Contains("gated_ack_threshold must be in (0, 1], not 0"));
 }

@@ -51,6 +51,9 @@ void validate(const SchedulerConfig& c) {
   if (!(c.ack_threshold > 0 && c.ack_threshold <= 1)) {
     reject("ack_threshold (θ) must be in (0, 1], not " + number(c.ack_threshold));
   }
+  if (!(c.gated_ack_threshold > 0 && c.gated_ack_threshold <= 1)) {
+    reject("gated_ack_threshold must be in (0, 1], not " + number(c.gated_ack_threshold));
+  }
   if (!(c.max_clock_drift >= 0 && c.max_clock_drift <= 0.5)) {
     reject("max_clock_drift must be in [0, 0.5], not " + number(c.max_clock_drift));
   }

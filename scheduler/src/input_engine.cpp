@@ -28,8 +28,11 @@ InputEngine::InputEngine(const SchedulerConfig& config, InputIndex self)
   }
   const auto n = static_cast<double>(layout_.timeslices_per_interval());
   // ⌈θ·n⌉, at least 1; the small tolerance keeps 0.95 · 100 from becoming 96 through rounding
-  threshold_ = static_cast<std::uint64_t>(std::ceil(config.ack_threshold * n - 1e-9));
-  if (threshold_ == 0) threshold_ = 1;
+  const auto acknowledgements = [n](double theta) {
+    return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(theta * n - 1e-9)));
+  };
+  threshold_ = acknowledgements(config.ack_threshold);
+  gated_threshold_ = acknowledgements(config.gated_ack_threshold);
 }
 
 void InputEngine::start_at(IntervalIndex interval) {
@@ -136,9 +139,13 @@ void InputEngine::advance_if_released() {
   if (it == in_flight_.end()) return;
   const InFlight& interval = it->second;
   if (interval.sent != layout_.timeslices_per_interval()) return;
-  // no θ gate: as best-effort sends (a gated fallback keeps it, extension 10)
-  const bool fallback = interval.plan && interval.plan->best_effort && !interval.plan->gated;
-  if (fallback || interval.acknowledged >= threshold_) ++current_;
+  // A fallback interval has no θ gate: as best-effort sends. A gated one (the spread rule's,
+  // extension 10) has its own, at 1 by default: on its last acknowledgement every input
+  // starts the next one as the network has carried the last, all together.
+  const bool best_effort = interval.plan && interval.plan->best_effort;
+  const bool fallback = best_effort && !interval.plan->gated;
+  const std::uint64_t gate = best_effort && interval.plan->gated ? gated_threshold_ : threshold_;
+  if (fallback || interval.acknowledged >= gate) ++current_;
 }
 
 std::optional<IntervalCompletion> InputEngine::on_acknowledged(TimesliceIndex timeslice, Time now) {

@@ -113,6 +113,11 @@ struct SchedulerConfig {
   /// quarter of what pacing's offsets put between a time-slice's contributions (a round's
   /// (M − 1)/M at the reference's pace). false: the guard looks at durations only.
   bool fallback_on_spread = true;
+  /// θ of the spread rule's best-effort intervals (the proposal's `gated`), (0, 1]. At 1 an
+  /// input starts the next one on its last acknowledgement, when the network has carried the
+  /// whole interval, so the inputs start it together; at ack_threshold each starts on its own
+  /// θ·n-th, a few hundred µs from the others (extension 10).
+  double gated_ack_threshold = 1.0;
 
   /// θ: the fraction of an interval's contributions that must be acknowledged before the
   /// Input Engine starts the next interval, (0, 1].

@@ -11,7 +11,8 @@
 /// The schedule of interval j (n contributions, R rounds of M, in the offset-based order of
 /// TimesliceLayout):
 ///   - j may start once interval j-1 is sent completely and ⌈θ·n⌉ of its contributions are
-///     acknowledged (θ = ack_threshold), and not before the proposed start tp_j;
+///     acknowledged (θ = ack_threshold; gated_ack_threshold after a gated best-effort j-1),
+///     and not before the proposed start tp_j;
 ///   - tm_j is the time of j's first send; durr_j = durp_j / R; round y is due at
 ///     tr_{j,y} = tm_j + durr_j * y, and its p-th contribution at tr_{j,y} + durr_j * p / M
 ///     (the round's duration divided fairly over its sends);
@@ -76,8 +77,9 @@ struct IntervalPlan {
   /// this one is sent, without waiting for θ of its acknowledgements. Its report's duration
   /// is then tm_{j+1} - tm_j, the time the network took to carry it, as a paced interval's is.
   bool best_effort = false;
-  /// With best_effort: the θ gate stays and the report measures to the last acknowledgement,
-  /// as before the first proposal (Proposal::gated, extension 10).
+  /// With best_effort: a gate stays (gated_ack_threshold, all of them by default) and the
+  /// report measures to the last acknowledgement, as before the first proposal
+  /// (Proposal::gated, extension 10).
   bool gated = false;
 
   Time end() const { return start + duration; }
@@ -142,8 +144,9 @@ class InputEngine {
   SchedulerConfig config_;
   TimesliceLayout layout_;
   InputIndex self_;
-  std::uint64_t threshold_;    ///< ⌈θ·n⌉
-  IntervalIndex current_ = 0;  ///< the interval being sent (or waiting to start)
+  std::uint64_t threshold_;        ///< ⌈θ·n⌉
+  std::uint64_t gated_threshold_;  ///< ⌈gated_ack_threshold·n⌉, a gated best-effort interval's
+  IntervalIndex current_ = 0;      ///< the interval being sent (or waiting to start)
   std::map<IntervalIndex, InFlight> in_flight_;
   std::map<IntervalIndex, Proposal> proposals_;  ///< received, for intervals not started
   std::optional<IntervalPlan> last_plan_;        ///< the newest plan: of a started interval, or a late proposal
