@@ -32,7 +32,8 @@
 /// acknowledgement after wait_for_acknowledgements, and after a taken proposal (it may move
 /// the start of an interval not yet begun). Memory: each interval in flight holds n send
 /// times; an acknowledgement that never comes (a dead compute node) keeps its interval in
-/// flight, and below θ blocks the next one: detecting that is the driver's job.
+/// flight, and below θ (a gated interval: below its gate) blocks the next one: detecting that
+/// is the driver's job.
 #pragma once
 
 #include "netio/scheduler/config.hpp"
