@@ -23,6 +23,7 @@ DeterministicEngine::DeterministicEngine(const SchedulerConfig& config, const st
       history_(config.input_count, 2 * config.history_length + config.proposal_distance, standby_inputs),
       proposer_(config),
       guard_(config),
+      resume_(config),
       waiting_(config.input_count),
       last_probe_(config.input_count) {}
 
@@ -121,9 +122,10 @@ std::optional<ProposedInterval> DeterministicEngine::proposal(IntervalIndex k) c
 }
 
 std::optional<AddressedProposal> DeterministicEngine::answer(InputIndex i, IntervalIndex k) {
-  const auto p = proposal(k);
+  auto p = proposal(k);
   if (!p || !clocks_.knows(i)) return std::nullopt;
   const bool best_effort = guard_.best_effort(k, history_);  // decided once per k, in the order asked
+  p = resume_.apply(k, best_effort, history_.window(k - config_.proposal_distance, config_.proposal_window()), *p);
   return AddressedProposal{
       i, Proposal{k, clocks_.to_remote(i, p->start), p->duration, best_effort, best_effort && guard_.on_spread(k)}};
 }

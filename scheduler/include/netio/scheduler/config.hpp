@@ -108,6 +108,10 @@ struct SchedulerConfig {
   /// Intervals the guard runs best-effort before pacing tries again, ≥ 1; doubles (up to 8×)
   /// while retries lose at once.
   std::uint32_t fallback_hold = 8;
+  /// Pacing that resumes after a fallback run starts from the last steady proposal before
+  /// it, not from the fallback's intervals (our extension 11, pacing_resume.hpp). false: from
+  /// the fallback's intervals, as the tracking rule reads any.
+  bool resume_from_pacing = true;
   /// The safety net's spread rule (our extension 10): best-effort while the best-effort
   /// reference's time-slice spread, read off the IEs' probe acknowledgements, is less than a
   /// quarter of what pacing's offsets put between a time-slice's contributions (a round's

@@ -36,6 +36,7 @@
 #include "netio/scheduler/control_messages.hpp"
 #include "netio/scheduler/fallback_guard.hpp"
 #include "netio/scheduler/history_manager.hpp"
+#include "netio/scheduler/pacing_resume.hpp"
 #include "netio/scheduler/proposer.hpp"
 
 #include <deque>
@@ -98,6 +99,7 @@ class DeterministicEngine {
   HistoryManager history_;
   Proposer proposer_;
   FallbackGuard guard_;
+  PacingResume resume_;
   std::vector<std::deque<IntervalIndex>> waiting_;  ///< per IE: the intervals it asked for, oldest first
   struct ProbeSeen {
     std::uint32_t sequence = 0;
