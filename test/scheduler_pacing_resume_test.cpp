@@ -118,3 +118,18 @@ TEST_CASE("scheduler pacing resume: switched off, pacing resumes from the fallba
   const auto p = tracked(20, w, 150ns);
   CHECK(resume.apply(20, false, w, p) == p);
 }
+
+TEST_CASE("scheduler pacing resume: under assignment by load, pacing resumes from the fallback's intervals",
+          "[scheduler]") {
+  // The same steady pace and fallback run as above: each interval's shares are decided anew,
+  // so the steady proposal bounds nothing.
+  SchedulerConfig c;
+  c.assignment = Assignment::load;
+  PacingResume resume(c);
+  auto w = window(4, 8, 100, 100);
+  resume.apply(10, false, w, tracked(10, w, 100ns));
+  resume.apply(11, true, w, tracked(11, w, 100ns));
+  w = window(14, 18, 11, 19);
+  const auto p = tracked(20, w, 150ns);
+  CHECK(resume.apply(20, false, w, p) == p);
+}

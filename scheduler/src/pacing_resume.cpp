@@ -7,7 +7,9 @@ namespace netio::scheduler {
 
 ProposedInterval PacingResume::apply(IntervalIndex k, bool best_effort, std::span<const UnifiedInterval> window,
                                      ProposedInterval p) {
-  if (!config_.resume_from_pacing || window.empty()) return p;
+  // Under assignment by load each interval's duration follows its own shares: a steady
+  // proposal made for other shares bounds nothing (header).
+  if (!config_.resume_from_pacing || config_.assignment == Assignment::load || window.empty()) return p;
   if (best_effort) {  // a fallback (or the spread rule's) interval: the next paced one resumes
     if (!resumed_at_ || k > *resumed_at_) resumed_at_.reset();
     return p;

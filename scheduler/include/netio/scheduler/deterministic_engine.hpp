@@ -81,7 +81,9 @@ class DeterministicEngine {
   /// (Errc::invalid_option) for an input out of range or a probe that is not a sample.
   void on_clock_sample(const ClockProbe& sample, Time received_at);
 
-  /// The proposal of interval k in this DDE's clock, when the history allows it now.
+  /// The duration rule's proposal of interval k in this DDE's clock, when the history allows
+  /// it now: as the rule computes it, before the safety net decides k and before the resumed
+  /// pace's bound (extension 11); what the IEs are sent is answer()'s, which applies both.
   std::optional<ProposedInterval> proposal(IntervalIndex k) const;
 
   const HistoryManager& history() const noexcept { return history_; }

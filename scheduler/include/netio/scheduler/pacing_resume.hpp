@@ -19,6 +19,14 @@
 /// them against the fallback's own reference, and the tracking rule follows the measured
 /// durations once the resumed ones fill its window.
 ///
+/// Fixed assignment only. Under assignment by load (SchedulerConfig::assignment) the duration
+/// an interval needs follows the shares the Assigner decided for it, which change from one
+/// interval to the next: the steady proposal was made for other shares, and the one before a
+/// fallback run is often one that lost (4 × 4 by load, a compute node joining: resumed at the
+/// 56.5 ms proposed before the run where intervals took 62–75 ms, the guard fell back twice
+/// more and ran 105 intervals best-effort where pacing alone ran 8, a node cut to 8 of 40).
+/// There the tracking rule resumes from the measured intervals, as with the rule off.
+///
 /// Steady: a paced proposal whose recent window holds paced intervals only. Replicas that
 /// answer the same requests keep the same state (the latest steady interval and the first
 /// resumed one are each a property of the history and of the guard's decisions).
