@@ -3,6 +3,7 @@
 
 #include "netio/error.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -19,8 +20,12 @@ DeterministicEngine::DeterministicEngine(const SchedulerConfig& config, const st
     : config_((validate(config), config)),
       clocks_(config.input_count, config.history_length, config.max_clock_drift, config.clock_rule,
               config.clock_filter_length),
-      // enough for the window of a request that waited while a few more intervals completed
-      history_(config.input_count, 2 * config.history_length + config.proposal_distance, standby_inputs),
+      // enough for the window of a request that waited while a few more intervals completed,
+      // and for PacingResume's (recent_length + proposal_distance)
+      history_(config.input_count,
+               std::max<std::size_t>(2 * config.history_length + config.proposal_distance,
+                                     config.recent_length + config.proposal_distance),
+               standby_inputs),
       proposer_(config),
       guard_(config),
       resume_(config),
@@ -123,9 +128,11 @@ std::optional<ProposedInterval> DeterministicEngine::proposal(IntervalIndex k) c
 
 std::optional<AddressedProposal> DeterministicEngine::answer(InputIndex i, IntervalIndex k) {
   auto p = proposal(k);
-  if (!p || !clocks_.knows(i)) return std::nullopt;
+  if (!p) return std::nullopt;
+  // From the history alone: replicas agree whatever their guards decide.
+  p = resume_.apply(history_.window(k - config_.proposal_distance, resume_.window_length()), *p);
+  if (!clocks_.knows(i)) return std::nullopt;
   const bool best_effort = guard_.best_effort(k, history_);  // decided once per k, in the order asked
-  p = resume_.apply(k, best_effort, history_.window(k - config_.proposal_distance, config_.proposal_window()), *p);
   return AddressedProposal{
       i, Proposal{k, clocks_.to_remote(i, p->start), p->duration, best_effort, best_effort && guard_.on_spread(k)}};
 }

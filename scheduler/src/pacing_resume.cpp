@@ -1,33 +1,35 @@
 // SPDX-License-Identifier: MIT
 #include "netio/scheduler/pacing_resume.hpp"
 
+#include "netio/scheduler/statistics.hpp"
+
 #include <algorithm>
+#include <vector>
 
 namespace netio::scheduler {
 
-ProposedInterval PacingResume::apply(IntervalIndex k, bool best_effort, std::span<const UnifiedInterval> window,
-                                     ProposedInterval p) {
+ProposedInterval PacingResume::apply(std::span<const UnifiedInterval> window, ProposedInterval p) {
   // Under assignment by load each interval's duration follows its own shares: a steady
   // proposal made for other shares bounds nothing (header).
-  if (!config_.resume_from_pacing || config_.assignment == Assignment::load || window.empty()) return p;
-  if (best_effort) {  // a fallback (or the spread rule's) interval: the next paced one resumes
-    if (!resumed_at_ || k > *resumed_at_) resumed_at_.reset();
-    return p;
-  }
-  const std::size_t recent = std::min<std::size_t>(config_.recent_length, window.size());
-  bool resuming = false;
-  for (std::size_t n = window.size() - recent; n < window.size(); ++n) {
-    const UnifiedInterval& i = window[n];
-    if (!i.proposed_duration || (resumed_at_ && i.interval <= *resumed_at_ + 1)) resuming = true;
-  }
+  if (!config_.resume_from_pacing || config_.assignment == Assignment::load) return p;
+  // Fewer held: a replica that missed the first reports would read a shorter window than the
+  // other and decide otherwise; nothing to resume from yet anyway.
+  if (window.size() < window_length()) return p;
+  window = window.last(window_length());
+  const bool resuming =
+      std::any_of(window.begin(), window.end(), [](const UnifiedInterval& i) { return !i.proposed_duration; });
   if (!resuming) {
-    if (!steady_ || k >= steady_->interval) steady_ = p;
+    const UnifiedInterval& w = window.back();
+    if (!steady_ || w.interval > steady_->interval) {
+      std::vector<Duration> recent;
+      for (std::size_t n = 0; n < config_.recent_length; ++n) recent.push_back(window[n].duration);
+      steady_ = Steady{w.interval, *w.proposed_duration, median(std::move(recent))};
+    }
     return p;
   }
   if (!steady_) return p;  // the warm-up: nothing paced to resume from
-  if (!resumed_at_) resumed_at_ = k;
   p.duration = std::min(p.duration, steady_->duration);
-  const Duration spacing = std::min(p.median_duration, steady_->median_duration);
+  const Duration spacing = std::min(p.median_duration, steady_->spacing);
   if (p.median_duration > Duration::zero() && spacing < p.median_duration) {
     // The start lies whole spacings after w's end: the same distance, scaled to the bound.
     const Time end = window.back().end();
