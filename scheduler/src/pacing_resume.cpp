@@ -10,8 +10,9 @@ namespace netio::scheduler {
 
 ProposedInterval PacingResume::apply(std::span<const UnifiedInterval> window, ProposedInterval p) {
   // Under assignment by load each interval's duration follows its own shares: a steady
-  // proposal made for other shares bounds nothing (header).
-  if (!config_.resume_from_pacing || config_.assignment == Assignment::load) return p;
+  // proposal made for other shares bounds nothing (header). Without the safety net there is
+  // no fallback run to resume from: the paper's DDE, unchanged.
+  if (!config_.resume_from_pacing || !config_.fallback || config_.assignment == Assignment::load) return p;
   // Fewer held: a replica that missed the first reports would read a shorter window than the
   // other and decide otherwise; nothing to resume from yet anyway.
   if (window.size() < window_length()) return p;

@@ -109,9 +109,9 @@ struct SchedulerConfig {
   /// while retries lose at once.
   std::uint32_t fallback_hold = 8;
   /// Pacing that resumes after a fallback run starts from the last steady proposal before
-  /// it, not from the fallback's intervals (our extension 11, pacing_resume.hpp); fixed
-  /// assignment only. false (or assignment by load): from the fallback's intervals, as the
-  /// tracking rule reads any.
+  /// it, not from the fallback's intervals (our extension 11, pacing_resume.hpp); with
+  /// `fallback` and fixed assignment only. false (or either of those off): from the
+  /// fallback's intervals, as the tracking rule reads any.
   bool resume_from_pacing = true;
   /// The safety net's spread rule (our extension 10): best-effort while the best-effort
   /// reference's time-slice spread, read off the IEs' probe acknowledgements, is less than a

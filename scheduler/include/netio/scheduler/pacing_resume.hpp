@@ -20,7 +20,8 @@
 /// them against the fallback's own reference, and the tracking rule follows the measured
 /// durations once the resumed ones fill its window.
 ///
-/// Fixed assignment only. Under assignment by load (SchedulerConfig::assignment) the duration
+/// With the safety net on (SchedulerConfig::fallback; off, the paper's DDE proposes as the
+/// paper's does) and fixed assignment only. Under assignment by load (SchedulerConfig::assignment) the duration
 /// an interval needs follows the shares the Assigner decided for it, which change from one
 /// interval to the next: the steady proposal was made for other shares, and the one before a
 /// fallback run is often one that lost (4 × 4 by load, a compute node joining: resumed at the
