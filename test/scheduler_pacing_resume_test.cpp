@@ -110,29 +110,15 @@ TEST_CASE(
 }
 
 TEST_CASE("scheduler pacing resume: switched off, pacing resumes from the fallback's intervals", "[scheduler]") {
-  // Off by its own switch, or with the safety net off (the paper's DDE: no fallback runs; an
-  // interval without a proposal is one the IEs took none for in time).
+  // Off by its own switch; with the safety net off (the paper's DDE: no fallback runs, an
+  // interval without a proposal is one the IEs took none for in time); or under assignment
+  // by load (each interval's shares decided anew: a steady proposal bounds nothing).
   SchedulerConfig c;
-  if (GENERATE(false, true)) {
-    c.resume_from_pacing = false;
-  } else {
-    c.fallback = false;
-  }
-  PacingResume resume(c);
-  auto w = window(4, 8, 100, 100);
-  resume.apply(w, tracked(10, w, 100ns));
-  resume.apply(w, tracked(11, w, 100ns));
-  w = window(14, 18, 11, 19);
-  const auto p = tracked(20, w, 150ns);
-  CHECK(resume.apply(w, p) == p);
-}
-
-TEST_CASE("scheduler pacing resume: under assignment by load, pacing resumes from the fallback's intervals",
-          "[scheduler]") {
-  // The same steady pace and fallback run as above: each interval's shares are decided anew,
-  // so the steady proposal bounds nothing.
-  SchedulerConfig c;
-  c.assignment = Assignment::load;
+  const int off = GENERATE(0, 1, 2);
+  if (off == 0) c.resume_from_pacing = false;
+  if (off == 1) c.fallback = false;
+  if (off == 2) c.assignment = Assignment::load;
+  CAPTURE(off);
   PacingResume resume(c);
   auto w = window(4, 8, 100, 100);
   resume.apply(w, tracked(10, w, 100ns));
